@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// run runs memrec with args against db and returns stdout, stderr and the
+// exit code.
+func run(t *testing.T, db string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(append([]string{"--db", db}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	return out.String(), errb.String(), code
+}
+
+const realRun = "../../storage/testdata/real-resnet18-bs128.jsonl.gz"
+
+func TestStoreCommands(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+
+	out, errs, code := run(t, db, "", "runs")
+	if code != 1 || !strings.Contains(errs, "no database") {
+		t.Fatalf("runs on a missing db: %d %q", code, errs)
+	}
+	out, errs, code = run(t, db, "", "import", realRun)
+	if code != 0 || !strings.Contains(out, "imported real-resnet18-bs128") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	out, _, code = run(t, db, "", "runs")
+	if code != 0 || !strings.Contains(out, "real-resnet18-bs128") || !strings.Contains(out, "complete") || !strings.Contains(out, "batch_size=128") {
+		t.Fatalf("runs: %q", out)
+	}
+	out, _, _ = run(t, db, "", "runs", "--json", "--check")
+	var runs []runSummary
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 1 || runs[0].Status != "complete" || runs[0].DurationS < 20 {
+		t.Fatalf("runs --json: %v %q", err, out)
+	}
+
+	// Export to a file, import it again from stdin under another name.
+	exp := filepath.Join(dir, "x.jsonl")
+	if _, errs, code = run(t, db, "", "export", "real-resnet18-bs128", "-o", exp); code != 0 {
+		t.Fatalf("export: %s", errs)
+	}
+	data, _ := os.ReadFile(exp)
+	if _, errs, code = run(t, db, string(data), "import", "-"); code != 1 || !strings.Contains(errs, "already exists") || !strings.Contains(errs, "nothing was imported") {
+		t.Fatalf("duplicate import: %d %s", code, errs)
+	}
+	if out, errs, code = run(t, db, string(data), "import", "--name", "copy", "-"); code != 0 {
+		t.Fatalf("import --name: %s", errs)
+	}
+	out, _, _ = run(t, db, "", "export", "copy")
+	if strings.SplitN(out, "\n", 2)[1] != strings.SplitN(string(data), "\n", 2)[1] {
+		t.Fatal("export of the re-imported run differs")
+	}
+
+	if out, errs, code = run(t, db, "", "tag", "copy", "amp=on", "batch_size="); code != 0 || !strings.Contains(out, "amp=on") || strings.Contains(out, "batch_size") {
+		t.Fatalf("tag: %q %q", out, errs)
+	}
+	if _, errs, code = run(t, db, "", "tag", "copy", "novalue"); code != 1 || !strings.Contains(errs, `"novalue": want KEY=VALUE`) {
+		t.Fatalf("bad tag: %q", errs)
+	}
+	if out, _, code = run(t, db, "", "rm", "copy"); code != 0 || !strings.Contains(out, "removed copy") {
+		t.Fatal(out)
+	}
+	if _, errs, code = run(t, db, "", "export", "copy"); code != 1 || !strings.Contains(errs, "no such run") {
+		t.Fatal(errs)
+	}
+	if _, errs, code = run(t, db, "", "import", filepath.Join(dir, "missing.jsonl")); code != 1 || !strings.Contains(errs, "missing.jsonl") {
+		t.Fatal(errs)
+	}
+}
+
+func TestLockedDatabaseIsAClearError(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	w, err := storage.Open(db, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	_, errs, code := run(t, db, "", "runs")
+	if code != 1 || !strings.Contains(errs, "locked by another memrec process") {
+		t.Fatalf("%d %q", code, errs)
+	}
+}
+
+func TestDBFromEnvironment(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "env.db")
+	t.Setenv("MEMREC_DB", db)
+	var out, errb bytes.Buffer
+	if code := execute([]string{"import", realRun}, streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatal("MEMREC_DB not used:", err)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/storage"
+)
+
+type importOptions struct {
+	*globals
+	name    string
+	replace bool
+}
+
+func newImportCmd(g *globals) *cobra.Command {
+	o := &importOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Read runs from JSON Lines files (- for stdin; .gz is read as gzip)",
+		Long: `Read runs from JSON Lines files. A file may hold several runs; all files are
+imported in one transaction: on any error nothing is imported and the database
+stays as it was. A run whose name is already taken is refused unless renamed
+with --name or replaced with --replace.`,
+		Example: `  memrec import run.jsonl
+  memrec import --name bs64-retry --replace run.jsonl.gz
+  zcat runs.jsonl.gz | memrec import -`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
+	}
+	cmd.Flags().StringVar(&o.name, "name", "", "name of the imported run (the input must hold exactly one)")
+	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace stored runs of the same name")
+	return cmd
+}
+
+func runImport(o *importOptions, files []string) error {
+	var srcs []storage.Source
+	for _, f := range files {
+		var r io.Reader = o.io.In
+		name := "<stdin>"
+		if f != "-" {
+			fh, err := os.Open(f)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			r, name = fh, f
+		}
+		r, err := maybeGunzip(r, name)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, storage.Source{Name: name, R: r})
+	}
+	db, err := o.openWrite()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace})
+	if err != nil {
+		return fmt.Errorf("import: %w (nothing was imported)", err)
+	}
+	for _, r := range runs {
+		fmt.Fprintf(o.io.Out, "imported %s (id %d): %d GPUs, %d samples, %d process samples, %d allocator samples, %d marks\n",
+			r.Name, r.ID, len(r.GPUs), r.Counts.Samples, r.Counts.ProcSamples, r.Counts.TorchSamples, r.Counts.Marks)
+	}
+	return nil
+}
+
+// maybeGunzip reads gzip input transparently (it starts with 0x1f 0x8b).
+func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	head, _ := br.Peek(2)
+	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return zr, nil
+	}
+	return br, nil
+}
+
+func dirOf(path string) string { return filepath.Dir(path) }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// streams are a command's standard input, output and error; tests pass buffers.
+type streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+func defaultIO() streams { return streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr} }
+
+// globals are the flags every command shares.
+type globals struct {
+	io     streams
+	dbPath string
+}
+
+// exitError carries a process exit code (record exits with its child's code).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func newRootCmd(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "memrec",
+		Short: "Record the GPU memory of a whole training run, then explain it",
+		Long: `memrec records the GPU memory of a whole training run (NVML device memory,
+per-process memory, PyTorch allocator statistics and epoch/step marks) into one
+database file, and answers afterwards: per-epoch growth, leaks, fragmentation,
+peaks, what happened before an OOM.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	def := os.Getenv("MEMREC_DB")
+	if def == "" {
+		def = "memrec.db"
+	}
+	root.PersistentFlags().StringVar(&g.dbPath, "db", def, "database file (env MEMREC_DB)")
+	root.SetIn(g.io.In)
+	root.SetOut(g.io.Out)
+	root.SetErr(g.io.Err)
+	root.AddCommand(newRunsCmd(g), newExportCmd(g), newImportCmd(g), newRmCmd(g), newTagCmd(g))
+	return root
+}
+
+// execute runs the command line and returns the process exit code.
+func execute(args []string, s streams) int {
+	g := &globals{io: s}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintln(s.Err, "memrec:", err)
+		return 1
+	}
+}
+
+func (g *globals) openRead() (*storage.DB, error) {
+	return storage.Open(g.dbPath, storage.Options{ReadOnly: true})
+}
+
+func (g *globals) openWrite() (*storage.DB, error) {
+	return storage.Open(g.dbPath, storage.Options{})
+}

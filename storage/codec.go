@@ -1,0 +1,486 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// This file is the chunk codec: the bytes every sample is stored as.
+//
+// A chunk holds the rows of one group of series over a span of time. All
+// series of a group that were sampled at the same instant share one row, so
+// the timestamp is stored once per tick, not once per sample: an NVML tick
+// over 8 GPUs and their processes is one timestamp for 16 samples.
+//
+// Every integer is an encoding/binary varint ("uvarint" unsigned, "varint"
+// zig-zag signed). Timestamps are kept in microseconds (the time quantum:
+// a stored time is the sample's Unix nanoseconds rounded down to 1 µs).
+//
+//	chunk    := version:byte(1) nrows:uvarint span:uvarint timecol nseries:uvarint series*
+//	timecol  := t0:varint  intcol(nrows-1 deltas t[i]-t[i-1])       (omitted if nrows == 0)
+//	series   := size:uvarint id:uvarint presence nints:uvarint intcol* nstrs:uvarint strcol*
+//	presence := nruns:uvarint run:uvarint*
+//
+// span is t[last]-t0, so a reader learns the chunk's time range from its first
+// bytes. size is the byte length of the rest of the series block, so a reader
+// that wants one series skips the others without decoding them.
+//
+// presence lists run lengths of rows, alternating present/absent and starting
+// with present (a first run of 0 means the series starts absent). A series
+// sampled at every tick costs two bytes: nruns=1, run=nrows. Its columns hold
+// one value per present row, in row order.
+//
+// An intcol of n values (n known from context) stores deltas, scaled by their
+// greatest common divisor, and collapses runs of equal values:
+//
+//	intcol   := first:varint gcd:uvarint token*
+//
+// gcd is the GCD of |v[i]-v[i-1]| over the column, 0 when all values are
+// equal (then no tokens follow). Otherwise the n-1 deltas follow as tokens:
+// z:uvarint = zigzag(delta/gcd); when z is 0 it is followed by r:uvarint, the
+// number of further zero deltas in the same run. So a byte count that does not
+// change for a whole chunk costs 2 bytes, one that changes by a multiple of
+// the allocator's 2 MiB segment costs one byte per change, and a timestamp
+// column on a fixed schedule (deltas all equal) costs a few bytes per chunk:
+// the time column's deltas are themselves delta-coded, which makes this the
+// delta-of-delta scheme of Gorilla, byte-aligned for decoding speed.
+//
+//	strcol   := ndict:uvarint (len:uvarint bytes)* intcol(indices into the dictionary)
+//
+// Arithmetic on deltas wraps (two's complement), so every int64 column,
+// including extreme values, round-trips exactly.
+
+const chunkVersion = 1
+
+// maxChunkRows bounds a chunk's rows; writers seal chunks long before.
+const maxChunkRows = 1 << 20
+
+// maxCols bounds a series' columns (an empty column takes no bytes, so the
+// chunk's length cannot bound them).
+const maxCols = 64
+
+// errCorrupt is returned for any chunk that cannot be decoded.
+var errCorrupt = errors.New("corrupt chunk")
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// appendIntCol appends the intcol encoding of vals to dst.
+func appendIntCol(dst []byte, vals []int64) []byte {
+	if len(vals) == 0 {
+		return dst
+	}
+	dst = binary.AppendVarint(dst, vals[0])
+	var g uint64
+	for i := 1; i < len(vals); i++ {
+		d := vals[i] - vals[i-1]
+		if d < 0 {
+			d = -d // MinInt64 stays MinInt64; as uint64 it is 1<<63, still right for the GCD
+		}
+		if d != 0 {
+			g = gcd(uint64(d), g)
+			if g == 1 {
+				break
+			}
+		}
+	}
+	dst = binary.AppendUvarint(dst, g)
+	if g == 0 {
+		return dst
+	}
+	for i := 1; i < len(vals); {
+		d := vals[i] - vals[i-1]
+		if d == 0 {
+			j := i + 1
+			for j < len(vals) && vals[j] == vals[j-1] {
+				j++
+			}
+			dst = append(dst, 0)
+			dst = binary.AppendUvarint(dst, uint64(j-i-1))
+			i = j
+			continue
+		}
+		dst = binary.AppendUvarint(dst, zigzag(divDelta(d, g)))
+		i++
+	}
+	return dst
+}
+
+// divDelta divides a delta by the column's GCD. A delta of MinInt64 (only
+// possible with wrapping) has a GCD that is a power of two; dividing the
+// unsigned value keeps it exact.
+func divDelta(d int64, g uint64) int64 {
+	if g == 1 {
+		return d
+	}
+	if d < 0 {
+		return -int64(uint64(-d) / g)
+	}
+	return int64(uint64(d) / g)
+}
+
+// reader decodes varints from a byte slice, remembering the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 { // fast path: one byte
+		v := uint64(r.b[0])
+		r.b = r.b[1:]
+		return v
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 { return unzigzag(r.uvarint()) }
+
+func (r *reader) bytes(n uint64) []byte {
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = errCorrupt
+	}
+	r.b = nil
+}
+
+// count reads a length that must not exceed limit (so corrupt input cannot
+// make the decoder allocate without bound).
+func (r *reader) count(limit uint64) int {
+	n := r.uvarint()
+	if n > limit {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+// intCol decodes an intcol of n values, appending them to dst. It is the
+// decoder's hot loop: varints are read inline from a local slice and values
+// written by index into space grown once.
+func (r *reader) intCol(dst []int64, n int) []int64 {
+	if n == 0 || r.err != nil {
+		return dst
+	}
+	v := r.varint()
+	g := r.uvarint()
+	if r.err != nil {
+		return dst
+	}
+	base := len(dst)
+	dst = slices.Grow(dst, n)[:base+n]
+	out := dst[base:]
+	out[0] = v
+	if g == 0 {
+		for i := 1; i < n; i++ {
+			out[i] = v
+		}
+		return dst
+	}
+	b := r.b
+	for i := 1; i < n; {
+		var z uint64
+		if len(b) > 0 && b[0] < 0x80 {
+			z, b = uint64(b[0]), b[1:]
+		} else if len(b) > 2 && b[1] < 0x80 {
+			z, b = uint64(b[0]&0x7f)|uint64(b[1])<<7, b[2:]
+		} else if len(b) > 3 && b[2] < 0x80 {
+			z, b = uint64(b[0]&0x7f)|uint64(b[1]&0x7f)<<7|uint64(b[2])<<14, b[3:]
+		} else {
+			var k int
+			if z, k = binary.Uvarint(b); k <= 0 {
+				r.fail()
+				return dst[:base+i]
+			}
+			b = b[k:]
+		}
+		if z != 0 {
+			v += int64(uint64(unzigzag(z)) * g)
+			out[i] = v
+			i++
+			continue
+		}
+		run, k := binary.Uvarint(b)
+		if k <= 0 || run >= uint64(n-i) {
+			r.fail()
+			return dst[:base+i]
+		}
+		b = b[k:]
+		end := i + int(run) + 1
+		for ; i < end; i++ {
+			out[i] = v
+		}
+	}
+	r.b = b
+	return dst
+}
+
+// strCol decodes a strcol of n values, appending them to dst.
+func (r *reader) strCol(dst []string, n int) []string {
+	ndict := r.count(uint64(len(r.b)))
+	dict := make([]string, ndict)
+	for i := range dict {
+		dict[i] = string(r.bytes(r.uvarint()))
+	}
+	idx := r.intCol(make([]int64, 0, n), n)
+	if r.err != nil {
+		return dst
+	}
+	for _, i := range idx {
+		if i < 0 || i >= int64(len(dict)) {
+			r.fail()
+			return dst
+		}
+		dst = append(dst, dict[i])
+	}
+	return dst
+}
+
+func appendStrCol(dst []byte, vals []string) []byte {
+	index := map[string]int64{}
+	var dict []string
+	idx := make([]int64, len(vals))
+	for i, s := range vals {
+		k, ok := index[s]
+		if !ok {
+			k = int64(len(dict))
+			index[s] = k
+			dict = append(dict, s)
+		}
+		idx[i] = k
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(dict)))
+	for _, s := range dict {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	return appendIntCol(dst, idx)
+}
+
+// block is the encoder's view of one series in a chunk: the rows it is
+// present in and its columns, one value per present row.
+type block struct {
+	id   uint32
+	rows []int // ascending row indices
+	ints [][]int64
+	strs [][]string
+}
+
+// encodeChunk encodes rows with times rowT (µs, ascending) and the series
+// blocks. scratch is reused for series blocks to avoid allocations.
+func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
+	dst = append(dst, chunkVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(rowT)))
+	if len(rowT) == 0 {
+		dst = binary.AppendUvarint(dst, 0)
+		return binary.AppendUvarint(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(rowT[len(rowT)-1]-rowT[0]))
+	dst = binary.AppendVarint(dst, rowT[0])
+	deltas := make([]int64, len(rowT)-1)
+	for i := range deltas {
+		deltas[i] = rowT[i+1] - rowT[i]
+	}
+	dst = appendIntCol(dst, deltas)
+	dst = binary.AppendUvarint(dst, uint64(len(blocks)))
+	var body []byte
+	for _, b := range blocks {
+		body = body[:0]
+		body = binary.AppendUvarint(body, uint64(b.id))
+		body = appendPresence(body, b.rows, len(rowT))
+		body = binary.AppendUvarint(body, uint64(len(b.ints)))
+		for _, c := range b.ints {
+			body = appendIntCol(body, c)
+		}
+		body = binary.AppendUvarint(body, uint64(len(b.strs)))
+		for _, c := range b.strs {
+			body = appendStrCol(body, c)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(body)))
+		dst = append(dst, body...)
+	}
+	return dst
+}
+
+func appendPresence(dst []byte, rows []int, nrows int) []byte {
+	var runs []uint64
+	next := 0 // the row index that continues the current present run
+	var cur uint64
+	for _, r := range rows {
+		if r != next { // a gap: close the present run, add the absent one
+			runs = append(runs, cur, uint64(r-next))
+			cur = 0
+		}
+		cur++
+		next = r + 1
+	}
+	runs = append(runs, cur)
+	if next < nrows {
+		runs = append(runs, uint64(nrows-next))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(runs)))
+	for _, n := range runs {
+		dst = binary.AppendUvarint(dst, n)
+	}
+	return dst
+}
+
+// chunkHeader is what a reader learns from a chunk's first bytes.
+type chunkHeader struct {
+	nrows  int
+	t0, t1 int64 // first and last row time, µs
+}
+
+func readHeader(r *reader) chunkHeader {
+	if len(r.b) == 0 || r.b[0] != chunkVersion {
+		r.fail()
+		return chunkHeader{}
+	}
+	r.b = r.b[1:]
+	var h chunkHeader
+	h.nrows = r.count(maxChunkRows)
+	span := r.uvarint()
+	if h.nrows == 0 {
+		return h
+	}
+	h.t0 = r.varint()
+	h.t1 = h.t0 + int64(span)
+	return h
+}
+
+// decoded is one series decoded from one chunk: times (µs) and columns.
+type decoded struct {
+	t    []int64
+	ints [][]int64
+	strs [][]string
+}
+
+// decodeSeries decodes series id from chunk b, reusing d's slices. It
+// reports false (and no error) when the chunk does not hold the series.
+func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
+	r := reader{b: b}
+	h := readHeader(&r)
+	if r.err != nil {
+		return false, r.err
+	}
+	rowT := d.t[:0]
+	if h.nrows > 0 {
+		rowT = append(rowT, h.t0)
+		rowT = r.intCol(rowT, h.nrows-1)
+		if r.err == nil {
+			for i := 1; i < len(rowT); i++ { // deltas to times
+				rowT[i] += rowT[i-1]
+			}
+		}
+	}
+	nseries := r.count(uint64(len(r.b)))
+	for s := 0; s < nseries && r.err == nil; s++ {
+		size := r.uvarint()
+		body := r.bytes(size)
+		if r.err != nil {
+			break
+		}
+		br := reader{b: body}
+		if uint32(br.uvarint()) != id {
+			continue
+		}
+		ok := decodeBlock(&br, rowT, d)
+		if br.err != nil {
+			return false, br.err
+		}
+		return ok, nil
+	}
+	d.t = rowT[:0]
+	return false, r.err
+}
+
+// decodeBlock decodes a series block's presence and columns into d, turning
+// the chunk's row times into the series' own times.
+func decodeBlock(r *reader, rowT []int64, d *decoded) bool {
+	nruns := r.count(uint64(len(r.b)))
+	row, n := 0, 0 // rows walked, present rows kept (compacted in place)
+	for i := 0; i < nruns && r.err == nil; i++ {
+		k := r.uvarint()
+		if k > uint64(len(rowT)-row) {
+			r.fail()
+			return false
+		}
+		if i%2 == 0 {
+			copy(rowT[n:], rowT[row:row+int(k)])
+			n += int(k)
+		}
+		row += int(k)
+	}
+	if row != len(rowT) {
+		r.fail()
+		return false
+	}
+	d.t = rowT[:n]
+	nints := r.count(maxCols)
+	d.ints = resize(d.ints, nints)
+	for i := range d.ints {
+		d.ints[i] = r.intCol(d.ints[i][:0], n)
+	}
+	nstrs := r.count(maxCols)
+	d.strs = resize(d.strs, nstrs)
+	for i := range d.strs {
+		d.strs[i] = r.strCol(d.strs[i][:0], n)
+	}
+	return r.err == nil
+}
+
+func resize[T any](s [][]T, n int) [][]T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return append(s[:cap(s)], make([][]T, n-cap(s))...)
+}
+
+// chunkSeries lists the ids of the series a chunk holds (for consistency checks).
+func chunkSeries(b []byte) ([]uint32, chunkHeader, error) {
+	r := reader{b: b}
+	h := readHeader(&r)
+	if h.nrows > 0 {
+		r.intCol(nil, h.nrows-1)
+	}
+	var ids []uint32
+	nseries := r.count(uint64(len(r.b)))
+	for s := 0; s < nseries && r.err == nil; s++ {
+		body := r.bytes(r.uvarint())
+		br := reader{b: body}
+		id := br.uvarint()
+		if br.err != nil || id > 1<<32-1 {
+			r.fail()
+			break
+		}
+		ids = append(ids, uint32(id))
+	}
+	if r.err != nil {
+		return nil, h, fmt.Errorf("%w: %d bytes", r.err, len(b))
+	}
+	return ids, h, nil
+}

@@ -1,0 +1,236 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Range bounds of a time range scan, Unix ns. All reads every sample.
+const (
+	MinTime int64 = math.MinInt64
+	MaxTime int64 = math.MaxInt64
+)
+
+// Iter walks one series over a time range, decoding one chunk at a time: a
+// run of any length is read in constant memory. Use it as
+//
+//	for it.Next() { s := it.At() ... }
+//	if err := it.Err(); err != nil { ... }
+//
+// An Iter is not safe for concurrent use. It holds no transaction between
+// chunks, so it needs no Close; it must not be used after the DB is closed.
+type Iter[T any] struct {
+	db       *DB
+	run      uint64
+	group    uint32
+	id       uint32
+	found    bool
+	from, to int64 // µs, to exclusive
+	lastKey  []byte
+	started  bool
+	d        *decoded
+	i        int
+	conv     func(d *decoded, i int) T
+	cur      T
+	err      error
+	done     bool
+}
+
+// Next advances to the next sample; it returns false at the end or on error.
+func (it *Iter[T]) Next() bool {
+	for !it.done {
+		for it.d != nil && it.i+1 < len(it.d.t) {
+			it.i++
+			t := it.d.t[it.i]
+			if t < it.from {
+				continue
+			}
+			if t >= it.to {
+				it.done = true
+				return false
+			}
+			it.cur = it.conv(it.d, it.i)
+			return true
+		}
+		it.load()
+	}
+	return false
+}
+
+// At returns the current sample.
+func (it *Iter[T]) At() T { return it.cur }
+
+// Err returns the error that stopped the iteration, if any.
+func (it *Iter[T]) Err() error { return it.err }
+
+// decodedPool recycles the decode buffers of finished iterators: a fresh
+// iterator would otherwise allocate and clear them for every series read.
+var decodedPool = sync.Pool{New: func() any { return new(decoded) }}
+
+// load decodes the next chunk of the series into it.d.
+func (it *Iter[T]) load() {
+	if it.d == nil {
+		it.d = decodedPool.Get().(*decoded)
+	}
+	it.d.t, it.i = it.d.t[:0], -1
+	defer func() {
+		if it.done {
+			decodedPool.Put(it.d)
+			it.d = &decoded{}
+		}
+	}()
+	if !it.found {
+		it.done = true
+		return
+	}
+	err := it.db.bolt.View(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketData).Bucket(idKey(it.run))
+		if data == nil {
+			it.done = true
+			return nil
+		}
+		c := data.Bucket(keyChunks).Cursor()
+		var k, v []byte
+		if !it.started {
+			it.started = true
+			// The chunk before the first one at or after `from` may span it.
+			start := chunkKey(it.group, it.from, 0)
+			var pk, pv []byte
+			if k, _ = c.Seek(start); k == nil {
+				pk, pv = c.Last()
+			} else {
+				pk, pv = c.Prev()
+			}
+			if pk != nil && bytes.HasPrefix(pk, start[:4]) {
+				k, v = pk, pv
+			} else {
+				k, v = c.Seek(start)
+			}
+		} else {
+			c.Seek(it.lastKey)
+			k, v = c.Next()
+		}
+		for ; k != nil; k, v = c.Next() {
+			group, t0, _, ok := parseChunkKey(k)
+			if !ok || group != it.group || t0 >= it.to {
+				it.done = true
+				return nil
+			}
+			it.lastKey = append(it.lastKey[:0], k...)
+			found, err := decodeSeries(v, it.id, it.d)
+			if err != nil {
+				return fmt.Errorf("run %d chunk %x: %w", it.run, k, err)
+			}
+			if found && len(it.d.t) > 0 && it.d.t[len(it.d.t)-1] >= it.from {
+				return nil
+			}
+		}
+		it.done = true
+		return nil
+	})
+	if err != nil {
+		it.err, it.done = err, true
+	}
+}
+
+func ceilMicro(ns int64) int64 {
+	if ns == MaxTime || ns == MinTime {
+		return ns
+	}
+	return -floorDiv(-ns, 1000)
+}
+
+func newIter[T any](db *DB, r Run, k seriesKey, from, to int64, conv func(*decoded, int) T) *Iter[T] {
+	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
+	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), conv: conv, i: -1}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		series, err := seriesTable(tx, r.ID)
+		for _, s := range series {
+			if s.Kind == k.kind && s.GPU == k.gpu && s.PID == k.pid {
+				it.id, it.group, it.found = s.ID, s.Group, true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		it.err, it.done = err, true
+	}
+	return it
+}
+
+// DeviceSamples iterates the device samples of one GPU of a run in [from, to).
+func (db *DB) DeviceSamples(r Run, gpu int, from, to int64) *Iter[DeviceSample] {
+	return newIter(db, r, seriesKey{kind: kindDevice, gpu: gpu}, from, to, func(d *decoded, i int) DeviceSample {
+		return DeviceSample{T: d.t[i] * 1000, GPU: gpu, Used: d.ints[0][i], Reserved: d.ints[1][i]}
+	})
+}
+
+// ProcSamples iterates one process's samples on one GPU in [from, to).
+func (db *DB) ProcSamples(r Run, gpu, pid int, from, to int64) *Iter[ProcSample] {
+	return newIter(db, r, seriesKey{kind: kindProc, gpu: gpu, pid: pid}, from, to, func(d *decoded, i int) ProcSample {
+		return ProcSample{T: d.t[i] * 1000, GPU: gpu, PID: pid, Used: d.ints[0][i]}
+	})
+}
+
+// TorchSamples iterates one process's allocator samples on one GPU in [from, to).
+func (db *DB) TorchSamples(r Run, gpu, pid int, from, to int64) *Iter[TorchSample] {
+	return newIter(db, r, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to, func(d *decoded, i int) TorchSample {
+		c := d.ints
+		return TorchSample{T: d.t[i] * 1000, GPU: gpu, PID: pid, Rank: optDecode(c[0][i]),
+			Allocated: c[1][i], Reserved: c[2][i], Active: c[3][i] + c[1][i], InactiveSplit: c[4][i],
+			PeakAllocated: c[5][i], Segments: c[6][i], AllocRetries: c[7][i], OOMs: c[8][i]}
+	})
+}
+
+// Marks iterates the marks of a run in [from, to), in time order.
+func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
+	return newIter(db, r, seriesKey{kind: kindMark}, from, to, func(d *decoded, i int) Mark {
+		c := d.ints
+		return Mark{T: d.t[i] * 1000, Kind: d.strs[0][i], Text: d.strs[1][i],
+			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
+			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
+	})
+}
+
+// SeriesRef names one stored series of a run.
+type SeriesRef struct {
+	Kind string `json:"kind"` // "device", "proc" or "torch"
+	GPU  int    `json:"gpu"`
+	PID  int    `json:"pid,omitempty"`
+}
+
+// Series lists the device, process and allocator series of a run, ordered
+// by kind, GPU and pid.
+func (db *DB) Series(r Run) ([]SeriesRef, error) {
+	var out []SeriesRef
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		series, err := seriesTable(tx, r.ID)
+		for _, s := range series {
+			switch s.Kind {
+			case kindDevice:
+				out = append(out, SeriesRef{"device", s.GPU, 0})
+			case kindProc:
+				out = append(out, SeriesRef{"proc", s.GPU, s.PID})
+			case kindTorch:
+				out = append(out, SeriesRef{"torch", s.GPU, s.PID})
+			}
+		}
+		return err
+	})
+	order := map[string]int{"device": 0, "proc": 1, "torch": 2}
+	slices.SortFunc(out, func(a, b SeriesRef) int {
+		if a.Kind != b.Kind {
+			return order[a.Kind] - order[b.Kind]
+		}
+		if a.GPU != b.GPU {
+			return a.GPU - b.GPU
+		}
+		return a.PID - b.PID
+	})
+	return out, err
+}

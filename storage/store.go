@@ -1,0 +1,332 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FormatVersion is the version of the file layout this package writes.
+const FormatVersion = 1
+
+// Errors a caller can test with errors.Is.
+var (
+	ErrNoRun   = errors.New("no such run")
+	ErrExists  = errors.New("a run with that name already exists")
+	ErrLocked  = errors.New("database is locked by another memrec process")
+	ErrVersion = errors.New("unsupported database format version")
+	ErrNoDB    = errors.New("no database")
+)
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketRuns  = []byte("runs")  // id -> Run JSON
+	bucketNames = []byte("names") // name -> id
+	bucketData  = []byte("data")  // id -> {series: JSON, chunks: {key -> chunk}}
+	keyVersion  = []byte("version")
+	keySeries   = []byte("series")
+	keyChunks   = []byte("chunks")
+)
+
+// Options configure Open.
+type Options struct {
+	// ReadOnly opens the file with a shared lock: any number of readers may
+	// hold it together, but not while a writer holds it.
+	ReadOnly bool
+	// LockTimeout is how long Open waits for the file lock before it fails
+	// with ErrLocked. Zero means one second.
+	LockTimeout time.Duration
+}
+
+// DB is one memrec database file. It is safe for concurrent use; Close it
+// when done.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Open opens (a writer: creates) the database at path. A second writer, or
+// a reader while a writer holds the file, gets ErrLocked after the lock
+// timeout; it never hangs. A reader of a missing file gets ErrNoDB.
+func Open(path string, opts Options) (*DB, error) {
+	timeout := opts.LockTimeout
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w (record or import a run first, or pass --db)", path, ErrNoDB)
+		}
+	}
+	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w (a recorder may be writing to it; wait for it to finish or use another --db)", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// Grow the file in small steps: bbolt's default rounds small files up to
+	// a power of two, which can double the size of a small database.
+	b.AllocSize = 256 << 10
+	db := &DB{bolt: b, path: path}
+	if err := db.init(opts.ReadOnly); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) init(readOnly bool) error {
+	check := func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if m == nil {
+			return nil // empty file, nothing to check
+		}
+		v, err := strconv.Atoi(string(m.Get(keyVersion)))
+		if err != nil || v != FormatVersion {
+			return fmt.Errorf("%s: %w: file has %q, this memrec reads %d", db.path, ErrVersion, m.Get(keyVersion), FormatVersion)
+		}
+		return nil
+	}
+	if readOnly {
+		return db.bolt.View(check)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) != nil {
+			return check(tx)
+		}
+		m, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := m.Put(keyVersion, []byte(strconv.Itoa(FormatVersion))); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketRuns, bucketNames, bucketData} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Path returns the file's path.
+func (db *DB) Path() string { return db.path }
+
+// Close releases the file. Iterators must not be used after it.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Size returns the file's size in bytes.
+func (db *DB) Size() (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
+}
+
+func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
+
+// Runs returns every run in the file, oldest first.
+func (db *DB) Runs() ([]Run, error) {
+	var runs []Run
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRuns)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("run %x: %w", k, err)
+			}
+			runs = append(runs, r)
+			return nil
+		})
+	})
+	slices.SortStableFunc(runs, func(a, b Run) int {
+		switch {
+		case a.StartNS < b.StartNS:
+			return -1
+		case a.StartNS > b.StartNS:
+			return 1
+		}
+		return 0
+	})
+	return runs, err
+}
+
+// Run returns the run named ref, or, if no run has that name, the run whose
+// id is ref. It returns an error wrapping ErrNoRun if there is none.
+func (db *DB) Run(ref string) (Run, error) {
+	var r Run
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		r, err = lookupRun(tx, ref)
+		return err
+	})
+	return r, err
+}
+
+func lookupRun(tx *bolt.Tx, ref string) (Run, error) {
+	runs := tx.Bucket(bucketRuns)
+	if runs == nil {
+		return Run{}, fmt.Errorf("run %q: %w", ref, ErrNoRun)
+	}
+	var v []byte
+	if id := tx.Bucket(bucketNames).Get([]byte(ref)); id != nil {
+		v = runs.Get(id)
+	} else if n, err := strconv.ParseUint(ref, 10, 64); err == nil {
+		v = runs.Get(idKey(n))
+	}
+	if v == nil {
+		return Run{}, fmt.Errorf("run %q: %w (memrec runs lists them)", ref, ErrNoRun)
+	}
+	var r Run
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Run{}, fmt.Errorf("run %q: %w", ref, err)
+	}
+	return r, nil
+}
+
+func putRun(tx *bolt.Tx, r Run) error {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketRuns).Put(idKey(r.ID), v)
+}
+
+// Delete removes a run and all its data.
+func (db *DB) Delete(ref string) (Run, error) {
+	var r Run
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		var err error
+		if r, err = lookupRun(tx, ref); err != nil {
+			return err
+		}
+		return deleteRun(tx, r)
+	})
+	return r, err
+}
+
+func deleteRun(tx *bolt.Tx, r Run) error {
+	if err := tx.Bucket(bucketRuns).Delete(idKey(r.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketNames).Delete([]byte(r.Name)); err != nil {
+		return err
+	}
+	err := tx.Bucket(bucketData).DeleteBucket(idKey(r.ID))
+	if errors.Is(err, berrors.ErrBucketNotFound) {
+		return nil
+	}
+	return err
+}
+
+// SetTags sets (or, with an empty value, removes) tags of a run.
+func (db *DB) SetTags(ref string, tags map[string]string) (Run, error) {
+	var r Run
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		var err error
+		if r, err = lookupRun(tx, ref); err != nil {
+			return err
+		}
+		if r.Tags == nil {
+			r.Tags = map[string]string{}
+		}
+		for k, v := range tags {
+			if v == "" {
+				delete(r.Tags, k)
+			} else {
+				r.Tags[k] = v
+			}
+		}
+		return putRun(tx, r)
+	})
+	return r, err
+}
+
+// seriesTable reads a run's series table. Parsed tables are cached by
+// their bytes, so iterators over a run do not parse it again and again.
+func seriesTable(tx *bolt.Tx, id uint64) ([]seriesInfo, error) {
+	b := tx.Bucket(bucketData).Bucket(idKey(id))
+	if b == nil {
+		return nil, nil
+	}
+	v := b.Get(keySeries)
+	if v == nil {
+		return nil, nil
+	}
+	seriesCache.Lock()
+	defer seriesCache.Unlock()
+	if c, ok := seriesCache.m[id]; ok && bytes.Equal(c.raw, v) {
+		return c.table, nil
+	}
+	var s []seriesInfo
+	if err := json.Unmarshal(v, &s); err != nil {
+		return nil, fmt.Errorf("series table of run %d: %w", id, err)
+	}
+	if len(seriesCache.m) > 64 {
+		clear(seriesCache.m)
+	}
+	seriesCache.m[id] = cachedSeries{raw: bytes.Clone(v), table: s}
+	return s, nil
+}
+
+type cachedSeries struct {
+	raw   []byte
+	table []seriesInfo
+}
+
+var seriesCache = struct {
+	sync.Mutex
+	m map[uint64]cachedSeries
+}{m: map[uint64]cachedSeries{}}
+
+// Check verifies that every chunk of every run decodes and belongs to a
+// known series. It is meant for tests and for `memrec runs --check`.
+func (db *DB) Check() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(k, _ []byte) error {
+			id := binary.BigEndian.Uint64(k)
+			series, err := seriesTable(tx, id)
+			if err != nil {
+				return err
+			}
+			known := map[uint32]uint32{}
+			for _, s := range series {
+				known[s.ID] = s.Group
+			}
+			b := tx.Bucket(bucketData).Bucket(k)
+			if b == nil {
+				return nil
+			}
+			return b.Bucket(keyChunks).ForEach(func(ck, cv []byte) error {
+				group, _, _, ok := parseChunkKey(ck)
+				if !ok {
+					return fmt.Errorf("run %d: bad chunk key %x", id, ck)
+				}
+				ids, _, err := chunkSeries(cv)
+				if err != nil {
+					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
+				}
+				for _, s := range ids {
+					if g, ok := known[s]; !ok || g != group {
+						return fmt.Errorf("run %d: chunk %x holds unknown series %d", id, ck, s)
+					}
+				}
+				return nil
+			})
+		})
+	})
+}

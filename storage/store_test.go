@@ -1,0 +1,479 @@
+package storage
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/tracegen"
+	bolt "go.etcd.io/bbolt"
+)
+
+// openTestDB opens a fresh database in a temporary folder and checks on
+// cleanup that every chunk in it decodes.
+func openTestDB(t testing.TB) *DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Check(); err != nil {
+			t.Errorf("consistency check: %v", err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+func importString(db *DB, name, s string, opts ImportOptions) ([]Run, error) {
+	return db.Import([]Source{{Name: name, R: strings.NewReader(s)}}, opts)
+}
+
+func readGz(t testing.TB, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// normalize parses JSON Lines into comparable records: data lines with time
+// rounded down to the stored 1 µs, sorted; run and gpu lines dropped.
+func normalize(t testing.TB, data []byte) []string {
+	t.Helper()
+	var out []string
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		switch m["type"] {
+		case "run", "gpu":
+			continue
+		case "torch":
+			if _, ok := m["active_bytes"]; !ok {
+				m["active_bytes"] = m["allocated_bytes"]
+			}
+		}
+		if tn, ok := m["t_ns"].(json.Number); ok {
+			n, _ := tn.Int64()
+			m["t_ns"] = n / 1000 * 1000
+		}
+		b, _ := json.Marshal(m)
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestImportExportRoundTripReal(t *testing.T) {
+	for _, f := range []string{"testdata/real-resnet18-bs128.jsonl.gz", "testdata/real-resnet18-bs64-leak.jsonl.gz"} {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			db := openTestDB(t)
+			in := readGz(t, f)
+			runs, err := db.Import([]Source{{Name: f, R: bytes.NewReader(in)}}, ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := db.Export(&out, runs[0]); err != nil {
+				t.Fatal(err)
+			}
+			want, got := normalize(t, in), normalize(t, out.Bytes())
+			if len(want) != len(got) {
+				t.Fatalf("export has %d data lines, input %d", len(got), len(want))
+			}
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("line differs:\n got %s\nwant %s", got[i], want[i])
+				}
+			}
+			// The exported file imports again to the same export.
+			runs2, err := db.Import([]Source{{Name: "export", R: bytes.NewReader(out.Bytes())}}, ImportOptions{Name: "again"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out2 bytes.Buffer
+			if err := db.Export(&out2, runs2[0]); err != nil {
+				t.Fatal(err)
+			}
+			first := strings.SplitN(out.String(), "\n", 2)
+			second := strings.SplitN(out2.String(), "\n", 2)
+			if first[1] != second[1] {
+				t.Fatal("second export differs from the first")
+			}
+			r := runs[0]
+			if r.Tags["model"] != "resnet18" || len(r.GPUs) != 1 || r.GPUs[0].TotalBytes != 150754820096 || !r.Complete {
+				t.Fatalf("run metadata: %+v", r)
+			}
+		})
+	}
+}
+
+func TestImportGeneratedRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	c := tracegen.Default()
+	c.GPUs, c.Duration = 3, 40*time.Second // several sealed chunks per group
+	if _, err := tracegen.Write(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDB(t)
+	runs, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := db.Export(&out, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := normalize(t, buf.Bytes()), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+		t.Fatalf("round trip differs: %d lines in, %d out", len(want), len(got))
+	}
+	// The export is in time order.
+	var last int64
+	for i, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1+c.GPUs:] {
+		var m struct {
+			T int64 `json:"t_ns"`
+		}
+		json.Unmarshal([]byte(l), &m)
+		if m.T < last {
+			t.Fatalf("export line %d goes back in time", i)
+		}
+		last = m.T
+	}
+}
+
+func TestIteratorRange(t *testing.T) {
+	db := openTestDB(t)
+	a, err := db.NewAppender(Run{Name: "r", StartNS: 0, GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 3*chunkEntries + 17
+	for i := 0; i < n; i++ {
+		if err := a.AppendDevice(DeviceSample{T: int64(i) * 1e6, GPU: 0, Used: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := a.Run()
+	for _, tc := range []struct{ from, to, first, count int64 }{
+		{MinTime, MaxTime, 0, int64(n)},
+		{5e6, 10e6, 5, 5},
+		{5e6 + 1, 10e6 + 1, 6, 5},
+		{int64(chunkEntries-3) * 1e6, int64(chunkEntries+3) * 1e6, chunkEntries - 3, 6}, // across chunks
+		{int64(n+5) * 1e6, MaxTime, 0, 0},
+		{MinTime, 0, 0, 0},
+	} {
+		it := db.DeviceSamples(r, 0, tc.from, tc.to)
+		var got []int64
+		for it.Next() {
+			got = append(got, it.At().Used)
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+		if int64(len(got)) != tc.count || (len(got) > 0 && got[0] != tc.first) {
+			t.Errorf("[%d,%d): %d samples from %v, want %d from %d", tc.from, tc.to, len(got), first(got), tc.count, tc.first)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i] != got[i-1]+1 {
+				t.Fatalf("[%d,%d): gap at %d", tc.from, tc.to, i)
+			}
+		}
+	}
+	// An unknown series is empty, not an error.
+	if it := db.DeviceSamples(r, 5, MinTime, MaxTime); it.Next() || it.Err() != nil {
+		t.Error("unknown GPU yields samples")
+	}
+}
+
+func first(s []int64) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[0]
+}
+
+func TestOutOfOrderSortedOrRefused(t *testing.T) {
+	db := openTestDB(t)
+	head := `{"type":"run","name":"r","start_ns":0}` + "\n" + `{"type":"gpu","gpu":0}` + "\n"
+	lines := head
+	for _, ts := range []int{5, 3, 4, 1, 2} {
+		lines += fmt.Sprintf(`{"type":"sample","t_ns":%d000,"gpu":0,"used_bytes":%d}`+"\n", ts, ts)
+	}
+	runs, err := importString(db, "ooo.jsonl", lines, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := db.DeviceSamples(runs[0], 0, MinTime, MaxTime)
+	var got []int64
+	for it.Next() {
+		got = append(got, it.At().Used)
+	}
+	if !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+		t.Fatalf("got %v, want sorted", got)
+	}
+
+	// Beyond the buffer window: refused with the line number.
+	var b strings.Builder
+	b.WriteString(strings.Replace(head, `"r"`, `"late"`, 1))
+	for i := 0; i < 2*chunkEntries+10; i++ {
+		fmt.Fprintf(&b, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":1}`+"\n", 1e9+int64(i)*1e6)
+	}
+	b.WriteString(`{"type":"sample","t_ns":5,"gpu":0,"used_bytes":1}` + "\n")
+	_, err = importString(db, "late.jsonl", b.String(), ImportOptions{})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("late.jsonl:%d:", 2*chunkEntries+13)) || !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestImportBadInputLeavesDatabaseUnchanged(t *testing.T) {
+	good := `{"type":"run","name":"a","start_ns":1}
+{"type":"gpu","gpu":0,"total_bytes":1000}
+{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}
+`
+	cases := []struct {
+		name, input, want string
+	}{
+		{"malformed", good + "{\"type\":\"sample\",\n", "bad.jsonl:4: malformed JSON"},
+		{"wrong type", good + `{"type":"sample","t_ns":"10","gpu":0,"used_bytes":5}`, `bad.jsonl:4: sample: "t_ns": want an integer, got string`},
+		{"float bytes", good + `{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5.5}`, `bad.jsonl:4: sample: "used_bytes": not an integer`},
+		{"negative", good + `{"type":"sample","t_ns":11,"gpu":0,"used_bytes":-5}`, "bad.jsonl:4: sample: used_bytes is negative (-5)"},
+		{"undeclared gpu", good + `{"type":"sample","t_ns":11,"gpu":3,"used_bytes":5}`, "bad.jsonl:4: sample: GPU 3 is not declared"},
+		{"missing field", good + `{"type":"proc","t_ns":11,"gpu":0,"used_bytes":5}`, `bad.jsonl:4: proc: missing "pid"`},
+		{"unknown type", good + `{"type":"nope"}`, `bad.jsonl:4: unknown type "nope"`},
+		{"not an object", good + `[1,2]`, "bad.jsonl:4: want a JSON object"},
+		{"data first", `{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}`, "bad.jsonl:1: data before the first"},
+		{"negative torch", good + `{"type":"torch","t_ns":11,"gpu":0,"pid":1,"allocated_bytes":-1,"reserved_bytes":0}`, "bad.jsonl:4: torch: allocated_bytes is negative"},
+		{"negative epoch", good + `{"type":"mark","t_ns":11,"kind":"epoch_start","epoch":-2}`, `bad.jsonl:4: mark: "epoch" is negative`},
+		{"taken name", `{"type":"run","name":"kept"}`, `bad.jsonl:1: run "kept": a run with that name already exists`},
+		{"empty", "\n\n", "no run in the input"},
+		{"duplicate gpu", good + `{"type":"gpu","gpu":0}`, "bad.jsonl:4: gpu 0 declared twice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTestDB(t)
+			if _, err := importString(db, "kept.jsonl", strings.ReplaceAll(good, `"a"`, `"kept"`), ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := db.Runs()
+			// The good run comes first in the same input: it must not stay.
+			_, err := importString(db, "bad.jsonl", tc.input, ImportOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			after, _ := db.Runs()
+			if len(after) != len(before) || after[0].Name != "kept" {
+				t.Fatalf("database changed: %v", after)
+			}
+		})
+	}
+}
+
+func TestImportUnknownFieldsIgnored(t *testing.T) {
+	db := openTestDB(t)
+	runs, err := importString(db, "x", `{"type":"run","name":"a","start_ns":1,"future":{"x":[1]}}
+{"type":"gpu","gpu":0,"nvlink":true}
+{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5,"temperature_c":61}
+`, ImportOptions{})
+	if err != nil || runs[0].Counts.Samples != 1 {
+		t.Fatal(runs, err)
+	}
+}
+
+func TestImportRenameReplaceAndSeveralRuns(t *testing.T) {
+	db := openTestDB(t)
+	two := `{"type":"run","name":"a"}
+{"type":"gpu","gpu":0}
+{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}
+{"type":"run","name":"b","tags":{"batch_size":64,"amp":"on"}}
+{"type":"gpu","gpu":0}
+{"type":"sample","t_ns":20,"gpu":0,"used_bytes":6}
+`
+	runs, err := importString(db, "two", two, ImportOptions{})
+	if err != nil || len(runs) != 2 || runs[1].Tags["batch_size"] != "64" || runs[0].StartNS != 10 {
+		t.Fatal(runs, err)
+	}
+	if _, err := importString(db, "two", two, ImportOptions{Name: "c"}); err == nil || !strings.Contains(err.Error(), "--name") {
+		t.Fatalf("rename of two runs: %v", err)
+	}
+	if _, err := importString(db, "two", two, ImportOptions{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("reimport: %v", err)
+	}
+	runs2, err := importString(db, "two", two, ImportOptions{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := db.Runs()
+	if len(all) != 2 || all[0].ID == runs[0].ID {
+		t.Fatalf("replace: %v", all)
+	}
+	it := db.DeviceSamples(runs2[1], 0, MinTime, MaxTime)
+	if !it.Next() || it.At().Used != 6 {
+		t.Fatal("replaced run's data")
+	}
+	if _, err := db.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Run("a"); !errors.Is(err, ErrNoRun) {
+		t.Fatal(err)
+	}
+	r, err := db.SetTags("b", map[string]string{"amp": "", "lr": "0.1"})
+	if err != nil || r.Tags["lr"] != "0.1" || r.Tags["amp"] != "" || len(r.Tags) != 2 {
+		t.Fatal(r.Tags, err)
+	}
+	if r2, err := db.Run(fmt.Sprint(r.ID)); err != nil || r2.Name != "b" {
+		t.Fatal("lookup by id", err)
+	}
+}
+
+func TestLockTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	start := time.Now()
+	for _, ro := range []bool{false, true} {
+		_, err = Open(path, Options{ReadOnly: ro, LockTimeout: 100 * time.Millisecond})
+		if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("readonly=%v: %v", ro, err)
+		}
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("lock wait did not time out")
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing.db"), Options{ReadOnly: true}); !errors.Is(err, ErrNoDB) {
+		t.Fatal(err)
+	}
+}
+
+func TestUnknownVersionRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.bolt.Update(func(tx *boltTx) error { return tx.Bucket(bucketMeta).Put(keyVersion, []byte("99")) })
+	db.Close()
+	_, err = Open(path, Options{ReadOnly: true})
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "99") {
+		t.Fatal(err)
+	}
+	db2, _ := Open(path, Options{})
+	if db2 != nil {
+		t.Fatal("writer opened a file of an unknown version")
+	}
+}
+
+// TestAppenderCrashKeepsCommitted: a writer that dies after a commit leaves
+// its run incomplete with every committed sample readable.
+func TestAppenderCrashKeepsCommitted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.NewAppender(Run{Name: "crash", GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		a.AppendDevice(DeviceSample{T: int64(i) * 1e6, Used: int64(i)})
+		a.AppendMark(Mark{T: int64(i) * 1e6, Kind: MarkStep, Step: i, Epoch: None, Rank: 0, GPU: None, PID: None, Code: None})
+		if i == 599 {
+			if err := a.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.bolt.Close() // the process dies: no Close, no final commit
+
+	db, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Run("crash")
+	if err != nil || r.Complete || r.Counts.Samples != 600 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	it := db.DeviceSamples(r, 0, MinTime, MaxTime)
+	n := 0
+	for it.Next() {
+		if it.At().Used != int64(n) {
+			t.Fatal("wrong value")
+		}
+		n++
+	}
+	marks := db.Marks(r, MinTime, MaxTime)
+	m := 0
+	for marks.Next() {
+		m++
+	}
+	if n != 600 || m != 600 {
+		t.Fatalf("%d samples, %d marks readable, want 600", n, m)
+	}
+}
+
+// TestAppenderTimedCommitAndRewrite: the open chunk is rewritten at every
+// commit, never duplicated.
+func TestAppenderTimedCommitAndRewrite(t *testing.T) {
+	db := openTestDB(t)
+	a, err := db.NewAppender(Run{Name: "timed", GPUs: []GPU{{Index: 0}, {Index: 1}}}, AppendOptions{CommitInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3*chunkEntries; i++ {
+		a.AppendDevice(DeviceSample{T: int64(i) * 1e6, GPU: i % 2, Used: int64(i)})
+		if i%5000 == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := a.Run()
+	n := 0
+	for g := 0; g < 2; g++ {
+		it := db.DeviceSamples(r, g, MinTime, MaxTime)
+		for it.Next() {
+			n++
+		}
+	}
+	if n != 3*chunkEntries || !r.Complete {
+		t.Fatalf("%d samples, complete %v", n, r.Complete)
+	}
+}
+
+type boltTx = bolt.Tx

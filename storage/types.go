@@ -1,0 +1,133 @@
+package storage
+
+import "time"
+
+// Run is one recorded (or imported) training run: its metadata and counts.
+// The zero value is not a stored run; runs come from DB.Runs, DB.Run or
+// Appender.Run.
+type Run struct {
+	ID         uint64            `json:"id"`
+	Name       string            `json:"name"`
+	Host       string            `json:"host,omitempty"`
+	StartNS    int64             `json:"start_ns"`
+	EndNS      int64             `json:"end_ns,omitempty"` // last data time, or the recorder's stop time
+	IntervalNS int64             `json:"interval_ns,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	GPUs       []GPU             `json:"gpus"`
+	// Complete is false while a recorder writes the run, and stays false if
+	// it died: everything it committed is readable, the rest is lost.
+	Complete bool     `json:"complete"`
+	Counts   Counts   `json:"counts"`
+	Recorder Recorder `json:"recorder,omitempty"`
+}
+
+// Duration is the time between the run's start and its last data.
+func (r Run) Duration() time.Duration {
+	if r.EndNS <= r.StartNS {
+		return 0
+	}
+	return time.Duration(r.EndNS - r.StartNS)
+}
+
+// GPUByIndex returns the run's GPU with that index.
+func (r Run) GPUByIndex(i int) (GPU, bool) {
+	for _, g := range r.GPUs {
+		if g.Index == i {
+			return g, true
+		}
+	}
+	return GPU{}, false
+}
+
+// GPU identifies one device of a run.
+type GPU struct {
+	Index      int    `json:"gpu"`
+	UUID       string `json:"uuid,omitempty"`
+	Name       string `json:"name,omitempty"`
+	TotalBytes int64  `json:"total_bytes,omitempty"`
+}
+
+// Counts are the numbers of stored items of each kind.
+type Counts struct {
+	Samples      int64 `json:"samples"`
+	ProcSamples  int64 `json:"proc_samples"`
+	TorchSamples int64 `json:"torch_samples"`
+	Marks        int64 `json:"marks"`
+}
+
+// Recorder holds what the recorder measured about itself. All zero for an
+// imported run that did not carry them.
+type Recorder struct {
+	Ticks       int64   `json:"ticks,omitempty"`
+	MissedTicks int64   `json:"missed_ticks,omitempty"`
+	AchievedHz  float64 `json:"achieved_hz,omitempty"`
+	Dropped     int64   `json:"dropped,omitempty"` // probe messages dropped (malformed, too long, unknown)
+	Invalid     int64   `json:"invalid,omitempty"` // NVML readings that made no sense, not stored
+	Source      string  `json:"source,omitempty"`
+	Driver      string  `json:"driver,omitempty"`
+}
+
+// DeviceSample is one NVML reading of a GPU: the device view of memory.
+type DeviceSample struct {
+	T        int64 // Unix ns (stored to 1 µs)
+	GPU      int
+	Used     int64 // bytes used on the device, all processes and the driver
+	Reserved int64 // bytes the driver reserves (NVML Memory_v2); 0 if unknown
+}
+
+// ProcSample is one process's memory on one GPU as NVML sees it.
+type ProcSample struct {
+	T    int64
+	GPU  int
+	PID  int
+	Used int64
+}
+
+// TorchSample is one reading of PyTorch's caching allocator in one process:
+// the allocator view of memory.
+type TorchSample struct {
+	T             int64
+	GPU           int
+	PID           int
+	Rank          int
+	Allocated     int64
+	Reserved      int64
+	Active        int64
+	InactiveSplit int64
+	PeakAllocated int64 // since the previous report
+	Segments      int64
+	AllocRetries  int64
+	OOMs          int64
+}
+
+// Mark kinds from DESIGN.md. Other kinds are stored as they come.
+const (
+	MarkEpochStart = "epoch_start"
+	MarkEpochEnd   = "epoch_end"
+	MarkStep       = "step"
+	MarkEvent      = "event"
+	MarkOOM        = "oom"
+	MarkExit       = "exit"
+)
+
+// None is the value of a Mark's optional integer field that is absent.
+const None = -1
+
+// Mark is a timestamped annotation. Its integer fields are None when absent;
+// a present one is never negative.
+type Mark struct {
+	T     int64
+	Kind  string
+	Epoch int
+	Step  int
+	Rank  int
+	GPU   int
+	PID   int
+	Code  int // exit status, for kind "exit"
+	Text  string
+}
+
+// NewMark returns a mark with every optional field absent.
+func NewMark(t int64, kind string) Mark {
+	return Mark{T: t, Kind: kind, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None}
+}

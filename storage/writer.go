@@ -1,0 +1,422 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrOutOfOrder is returned for a sample older than data already sealed
+// into a chunk. Samples that arrive out of order within the buffer (the last
+// chunkEntries samples of their group) are accepted and sorted.
+var ErrOutOfOrder = errors.New("sample is older than data already written")
+
+// chunkEntries is the number of samples per sealed chunk; a group buffers up
+// to twice that, which is also the window for out-of-order samples.
+const chunkEntries = 16384
+
+// runWriter turns appended samples into chunks of one run. It is not safe
+// for concurrent use.
+type runWriter struct {
+	run    Run
+	series []seriesInfo
+	index  map[seriesKey]uint32
+	groups []*groupBuf // by group id
+	gpus   map[int]bool
+	nextG  uint32 // next torch group id
+	ints   []int64
+	strs   []string
+}
+
+func newRunWriter(run Run) *runWriter {
+	w := &runWriter{run: run, index: map[seriesKey]uint32{}, gpus: map[int]bool{}, nextG: groupTorch0}
+	for _, g := range run.GPUs {
+		w.gpus[g.Index] = true
+	}
+	if w.run.EndNS < w.run.StartNS {
+		w.run.EndNS = w.run.StartNS
+	}
+	return w
+}
+
+func (w *runWriter) kind(id uint32) seriesKind { return w.series[id].Kind }
+
+func (w *runWriter) seriesFor(k seriesKey) (uint32, *groupBuf) {
+	id, ok := w.index[k]
+	if !ok {
+		id = uint32(len(w.series))
+		var group uint32
+		switch k.kind {
+		case kindMark:
+			group = groupMarks
+		case kindDevice, kindProc:
+			group = groupDevice
+		default:
+			group = w.nextG
+			w.nextG++
+		}
+		w.series = append(w.series, seriesInfo{ID: id, Kind: k.kind, GPU: k.gpu, PID: k.pid, Group: group})
+		w.index[k] = id
+	}
+	g := w.series[id].Group
+	for int(g) >= len(w.groups) {
+		w.groups = append(w.groups, newGroupBuf(uint32(len(w.groups))))
+	}
+	return id, w.groups[g]
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func (w *runWriter) add(k seriesKey, tns int64) error {
+	if k.kind != kindMark && !w.gpus[k.gpu] {
+		return fmt.Errorf("GPU %d is not declared in run %q", k.gpu, w.run.Name)
+	}
+	id, g := w.seriesFor(k)
+	t := floorDiv(tns, 1000)
+	if g.sealed && t < g.floor {
+		return fmt.Errorf("%w: time %d is before %d", ErrOutOfOrder, tns, g.floor*1000)
+	}
+	g.add(t, id, w.ints, w.strs)
+	if len(g.entries) >= 2*chunkEntries {
+		g.seal(chunkEntries, w.kind)
+	}
+	if tns > w.run.EndNS {
+		w.run.EndNS = tns
+	}
+	return nil
+}
+
+func checkBytes(name string, v int64) error {
+	if v < 0 {
+		return fmt.Errorf("%s is negative (%d)", name, v)
+	}
+	return nil
+}
+
+func (w *runWriter) addDevice(s DeviceSample) error {
+	if err := errors.Join(checkBytes("used_bytes", s.Used), checkBytes("reserved_bytes", s.Reserved)); err != nil {
+		return err
+	}
+	w.ints, w.strs = append(w.ints[:0], s.Used, s.Reserved), w.strs[:0]
+	if err := w.add(seriesKey{kind: kindDevice, gpu: s.GPU}, s.T); err != nil {
+		return err
+	}
+	w.run.Counts.Samples++
+	return nil
+}
+
+func (w *runWriter) addProc(s ProcSample) error {
+	if err := checkBytes("used_bytes", s.Used); err != nil {
+		return err
+	}
+	w.ints, w.strs = append(w.ints[:0], s.Used), w.strs[:0]
+	if err := w.add(seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID}, s.T); err != nil {
+		return err
+	}
+	w.run.Counts.ProcSamples++
+	return nil
+}
+
+func (w *runWriter) addTorch(s TorchSample) error {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"allocated_bytes", s.Allocated}, {"reserved_bytes", s.Reserved}, {"active_bytes", s.Active},
+		{"inactive_split_bytes", s.InactiveSplit}, {"peak_allocated_bytes", s.PeakAllocated},
+		{"segments", s.Segments}, {"alloc_retries", s.AllocRetries}, {"ooms", s.OOMs}} {
+		if err := checkBytes(c.name, c.v); err != nil {
+			return err
+		}
+	}
+	w.ints = append(w.ints[:0], optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
+		s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs)
+	w.strs = w.strs[:0]
+	if err := w.add(seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID}, s.T); err != nil {
+		return err
+	}
+	w.run.Counts.TorchSamples++
+	return nil
+}
+
+func (w *runWriter) addMark(m Mark) error {
+	if m.Kind == "" {
+		return errors.New("mark has no kind")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"epoch", m.Epoch}, {"step", m.Step}, {"rank", m.Rank}, {"gpu", m.GPU}, {"pid", m.PID}, {"code", m.Code}} {
+		if f.v < None {
+			return fmt.Errorf("mark %s is negative (%d)", f.name, f.v)
+		}
+	}
+	w.ints = append(w.ints[:0], optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
+		optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code))
+	w.strs = append(w.strs[:0], m.Kind, m.Text)
+	if err := w.add(seriesKey{kind: kindMark}, m.T); err != nil {
+		return err
+	}
+	w.run.Counts.Marks++
+	return nil
+}
+
+// flush writes every sealed chunk and the open (partial) chunk of each group
+// into tx, with the series table and the run's metadata. The open chunk is
+// rewritten by the next flush. The returned function must be called once tx
+// has committed; if the commit fails, nothing is lost and the next flush
+// writes it all again.
+func (w *runWriter) flush(tx *bolt.Tx) (committed func(), err error) {
+	data, err := tx.Bucket(bucketData).CreateBucketIfNotExists(idKey(w.run.ID))
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := data.CreateBucketIfNotExists(keyChunks)
+	if err != nil {
+		return nil, err
+	}
+	chunks.FillPercent = 0.95 // keys arrive in order within a group; pack pages full
+	openKeys := make([][]byte, len(w.groups))
+	for i, g := range w.groups {
+		if g.openKey != nil {
+			if err := chunks.Delete(g.openKey); err != nil {
+				return nil, err
+			}
+		}
+		for _, kv := range g.pending {
+			if err := chunks.Put(kv.k, kv.v); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.entries) > 0 {
+			g.sort()
+			k := chunkKey(g.id, g.entries[0].t, g.seq)
+			if err := chunks.Put(k, g.encode(g.entries, w.kind)); err != nil {
+				return nil, err
+			}
+			openKeys[i] = k
+		}
+	}
+	v, err := json.Marshal(w.series)
+	if err != nil {
+		return nil, err
+	}
+	if err := data.Put(keySeries, v); err != nil {
+		return nil, err
+	}
+	if err := putRun(tx, w.run); err != nil {
+		return nil, err
+	}
+	return func() {
+		for i, g := range w.groups {
+			g.pending = nil
+			g.openKey = openKeys[i]
+		}
+	}, nil
+}
+
+// createRun stores a new run's metadata in tx and returns it with its id.
+// A run of the same name is refused with ErrExists, or deleted first if
+// replace is set.
+func createRun(tx *bolt.Tx, r Run, replace bool) (Run, error) {
+	if r.Name == "" {
+		return r, errors.New("run has no name")
+	}
+	names := tx.Bucket(bucketNames)
+	if id := names.Get([]byte(r.Name)); id != nil {
+		if !replace {
+			return r, fmt.Errorf("run %q: %w (rename it or replace it)", r.Name, ErrExists)
+		}
+		old, err := lookupRun(tx, r.Name)
+		if err != nil {
+			return r, err
+		}
+		if err := deleteRun(tx, old); err != nil {
+			return r, err
+		}
+	}
+	runs := tx.Bucket(bucketRuns)
+	id, err := runs.NextSequence()
+	if err != nil {
+		return r, err
+	}
+	r.ID = id
+	if err := names.Put([]byte(r.Name), idKey(id)); err != nil {
+		return r, err
+	}
+	return r, putRun(tx, r)
+}
+
+// AppendOptions configure an Appender.
+type AppendOptions struct {
+	// CommitInterval is how often buffered samples are committed; a crash
+	// loses at most this much. Zero means one second; negative means only
+	// on Commit and Close.
+	CommitInterval time.Duration
+	// OnError is called (from the committing goroutine) when a timed commit
+	// fails. The data stays buffered and the next commit tries again.
+	OnError func(error)
+}
+
+// Appender writes one run as it is recorded. Its methods are safe for
+// concurrent use: the sampler and the marks listener append together.
+// Appends never block on disk; commits happen on a timer and on Close.
+type Appender struct {
+	db   *DB
+	mu   sync.Mutex
+	w    *runWriter
+	stop chan struct{}
+	done chan struct{}
+	opts AppendOptions
+}
+
+// NewAppender creates the run (incomplete until Close) and starts its
+// commit timer. The caller must Close it.
+func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
+	if r.Host == "" {
+		r.Host, _ = os.Hostname()
+	}
+	r.Complete = false
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		var err error
+		r, err = createRun(tx, r, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &Appender{db: db, w: newRunWriter(r), stop: make(chan struct{}), done: make(chan struct{}), opts: opts}
+	interval := opts.CommitInterval
+	if interval == 0 {
+		interval = time.Second
+	}
+	if interval < 0 {
+		close(a.done)
+		return a, nil
+	}
+	go a.commitLoop(interval)
+	return a, nil
+}
+
+func (a *Appender) commitLoop(interval time.Duration) {
+	defer close(a.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-t.C:
+			if err := a.Commit(); err != nil && a.opts.OnError != nil {
+				a.opts.OnError(err)
+			}
+		}
+	}
+}
+
+// Run returns the run as it stands (counts so far).
+func (a *Appender) Run() Run {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.run
+}
+
+// AddGPU declares a GPU of the run; samples of undeclared GPUs are refused.
+func (a *Appender) AddGPU(g GPU) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, old := range a.w.run.GPUs {
+		if old.Index == g.Index {
+			a.w.run.GPUs[i] = g
+			return
+		}
+	}
+	a.w.run.GPUs = append(a.w.run.GPUs, g)
+	a.w.gpus[g.Index] = true
+}
+
+// SetRecorder stores the recorder's own figures with the run.
+func (a *Appender) SetRecorder(r Recorder) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.w.run.Recorder = r
+}
+
+// AppendDevice buffers one device sample.
+func (a *Appender) AppendDevice(s DeviceSample) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.addDevice(s)
+}
+
+// AppendProc buffers one per-process sample.
+func (a *Appender) AppendProc(s ProcSample) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.addProc(s)
+}
+
+// AppendTorch buffers one allocator sample.
+func (a *Appender) AppendTorch(s TorchSample) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.addTorch(s)
+}
+
+// AppendMark buffers one mark.
+func (a *Appender) AppendMark(m Mark) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.addMark(m)
+}
+
+// Commit writes everything buffered so far in one transaction. It blocks
+// for the disk write (appends wait meanwhile).
+func (a *Appender) Commit() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.commitLocked()
+}
+
+func (a *Appender) commitLocked() error {
+	var done func()
+	err := a.db.bolt.Update(func(tx *bolt.Tx) error {
+		var err error
+		done, err = a.w.flush(tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commit run %q to %s: %w", a.w.run.Name, a.db.path, err)
+	}
+	done()
+	return nil
+}
+
+// Close stops the timer, marks the run complete and commits. The run stays
+// incomplete if the final commit fails.
+func (a *Appender) Close() error {
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.w.run.Complete = true
+	if err := a.commitLocked(); err != nil {
+		a.w.run.Complete = false
+		return err
+	}
+	return nil
+}
