@@ -683,3 +683,36 @@ func appendJSONString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s)
 	return append(b, q...)
 }
+
+// LineParser parses single lines of the interchange format, as the probe
+// sends them. The zero value is ready; it is not safe for concurrent use.
+type LineParser struct{ p fastjson.Parser }
+
+// Record is one parsed data line. Type is "sample", "proc", "torch" or
+// "mark"; the field of that type is set. Run and gpu lines are refused.
+type Record struct {
+	Type   string
+	Device DeviceSample
+	Proc   ProcSample
+	Torch  TorchSample
+	Mark   Mark
+}
+
+// Parse parses one line. Errors say what is wrong with it; validity that
+// depends on the run (declared GPUs) is checked when the record is stored.
+func (lp *LineParser) Parse(line []byte) (Record, error) {
+	r, err := parseLine(&lp.p, line)
+	if err != nil {
+		return Record{}, err
+	}
+	if r.typ == recRun || r.typ == recGPU {
+		return Record{}, fmt.Errorf("a %s line is not a data line", typeNames[r.typ])
+	}
+	return Record{Type: typeNames[r.typ], Device: r.dev, Proc: r.proc, Torch: r.torch, Mark: r.mark}, nil
+}
+
+// AppendMarkLine appends m as one JSON line of the interchange format.
+func AppendMarkLine(b []byte, m Mark) []byte { return appendMark(b, m) }
+
+// AppendTorchLine appends s as one JSON line of the interchange format.
+func AppendTorchLine(b []byte, s TorchSample) []byte { return appendTorch(b, s) }

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/storage"
+)
+
+type recordOptions struct {
+	*globals
+	name        string
+	tags        []string
+	interval    time.Duration
+	gpus        string
+	procs       bool
+	duration    time.Duration
+	source      string
+	simScenario string
+	simGPUs     int
+	command     []string
+	// newNVML makes the NVML library; tests pass go-nvml's mocks.
+	newNVML func() nvml.Interface
+}
+
+func newRecordCmd(g *globals) *cobra.Command {
+	o := &recordOptions{globals: g, newNVML: func() nvml.Interface { return nvml.New() }}
+	cmd := &cobra.Command{
+		Use:   "record [flags] [-- COMMAND ARGS...]",
+		Short: "Record GPU memory while a command runs (or for --duration)",
+		Long: `Record the memory of every GPU through NVML on an absolute schedule, run the
+command with MEMREC_SOCKET and MEMREC_RUN in its environment, take marks and
+allocator samples from its probe (or from memrec annotate), and stop when it
+exits. memrec exits with the command's exit code; SIGINT and SIGTERM are passed
+on to it. Without a command, record until --duration or Ctrl-C.
+
+With --source sim a simulated training job stands in for the GPUs: use it on a
+machine without a GPU.`,
+		Example: `  memrec record --name bs64 --tag batch_size=64 -- python train.py --bs 64
+  memrec record --interval 1ms --gpus 0 --procs --duration 60s
+  memrec record --source sim --sim-scenario leak --duration 10s`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				o.command = args[dash:]
+				args = args[:dash]
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected argument %q: put the command after --", args[0])
+			}
+			return runRecord(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.name, "name", "", "run name (default: run-DATE-TIME)")
+	f.StringArrayVar(&o.tags, "tag", nil, "tag KEY=VALUE (repeatable)")
+	f.DurationVar(&o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes")
+	f.StringVar(&o.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
+	f.BoolVar(&o.procs, "procs", false, "also record per-process memory")
+	f.DurationVar(&o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
+	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
+	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
+	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	return cmd
+}
+
+func parseGPUs(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--gpus %q: want indices like 0,2", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func runRecord(ctx context.Context, o *recordOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.interval < time.Millisecond {
+		return fmt.Errorf("--interval %v: the shortest is 1ms", o.interval)
+	}
+	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
+		o.duration = 10 * time.Second
+	}
+	gpus, err := parseGPUs(o.gpus)
+	if err != nil {
+		return err
+	}
+	tags, err := parseTags(o.tags)
+	if err != nil {
+		return fmt.Errorf("--tag: %w", err)
+	}
+	now := time.Now()
+	var src recorder.Source
+	switch o.source {
+	case "nvml":
+		src, err = recorder.NewNVML(o.newNVML())
+	case "sim":
+		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario}, now)
+	default:
+		err = fmt.Errorf("--source %q: want nvml or sim", o.source)
+	}
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	name := o.name
+	if name == "" {
+		name = "run-" + now.Format("20060102-150405")
+	}
+	if o.source == "sim" {
+		tags["source"] = "sim"
+		if o.simScenario != "none" {
+			tags["scenario"] = o.simScenario
+		}
+	}
+	opts := recorder.Options{
+		Run:      storage.Run{Name: name, Tags: tags},
+		Source:   src,
+		GPUs:     gpus,
+		Interval: o.interval,
+		Procs:    o.procs,
+		Duration: o.duration,
+		Command:  o.command,
+		Log:      o.io.Err,
+	}
+	db, dbErr := o.openWrite()
+	if dbErr != nil {
+		if len(o.command) == 0 {
+			return dbErr
+		}
+		opts.DBErr = dbErr
+	} else {
+		defer db.Close()
+		opts.DB = db
+		if _, err := db.Run(name); err == nil {
+			return fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
+		}
+	}
+	res, err := recorder.Record(ctx, opts)
+	if err != nil {
+		return err
+	}
+	printRecordSummary(o, res, dbErr)
+	if res.ExitCode != 0 {
+		return exitError{code: res.ExitCode}
+	}
+	return nil
+}
+
+func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
+	w := o.io.Err
+	s := res.Sampler
+	fmt.Fprintf(w, "\nmemrec: recorded %s\n", res.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
+		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
+	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid\n",
+		s.Samples, s.Procs, res.Torch, s.Invalid)
+	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped\n", res.Marks, res.Listener.Marks, res.Listener.Dropped)
+	if res.Wall > 0 {
+		fmt.Fprintf(w, "  recorder    %.2f%% of one core, max RSS %.1f MiB\n",
+			100*res.CPU.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20))
+	}
+	switch {
+	case dbErr != nil:
+		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
+	case res.LastDBErr != nil:
+		fmt.Fprintf(w, "  database    %s, run %q: %d failed commits, last: %v\n", o.dbPath, res.Run.Name, res.DBErrors, res.LastDBErr)
+	default:
+		fmt.Fprintf(w, "  database    %s, run %q (%s)\n", o.dbPath, res.Run.Name, status(res.Run))
+	}
+	if res.Child {
+		fmt.Fprintf(w, "  command     exited with %d\n", res.ExitCode)
+	}
+}
+
+var errNoSocket = errors.New("no marks socket: MEMREC_SOCKET is not set (run inside memrec record, or pass --socket)")
+
+type annotateOptions struct {
+	*globals
+	kind   string
+	epoch  int
+	step   int
+	rank   int
+	socket string
+}
+
+func newAnnotateCmd(g *globals) *cobra.Command {
+	o := &annotateOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "annotate [TEXT]",
+		Short: "Send a mark to the recording that runs this command",
+		Example: `  memrec annotate "checkpoint saved"
+  memrec annotate --kind epoch_start --epoch 3`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text := ""
+			if len(args) == 1 {
+				text = args[0]
+			}
+			return runAnnotate(o, text)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kind, "kind", "event", "event, epoch_start, epoch_end, step or oom")
+	f.IntVar(&o.epoch, "epoch", -1, "epoch number")
+	f.IntVar(&o.step, "step", -1, "step number")
+	f.IntVar(&o.rank, "rank", -1, "rank of the process")
+	f.StringVar(&o.socket, "socket", os.Getenv("MEMREC_SOCKET"), "the recorder's socket (env MEMREC_SOCKET)")
+	return cmd
+}
+
+func runAnnotate(o *annotateOptions, text string) error {
+	switch o.kind {
+	case storage.MarkEvent, storage.MarkEpochStart, storage.MarkEpochEnd, storage.MarkStep, storage.MarkOOM:
+	default:
+		return fmt.Errorf("--kind %q: want event, epoch_start, epoch_end, step or oom", o.kind)
+	}
+	if (o.kind == storage.MarkEpochStart || o.kind == storage.MarkEpochEnd) && o.epoch < 0 {
+		return fmt.Errorf("--kind %s needs --epoch", o.kind)
+	}
+	if o.kind == storage.MarkStep && o.step < 0 {
+		return errors.New("--kind step needs --step")
+	}
+	if o.socket == "" {
+		return errNoSocket
+	}
+	m := storage.NewMark(time.Now().UnixNano(), o.kind)
+	m.Epoch, m.Step, m.Rank, m.Text = o.epoch, o.step, o.rank, text
+	return recorder.Send(o.socket, m)
+}

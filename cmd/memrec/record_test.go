@@ -1,0 +1,146 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// TestMain lets tests run this binary as memrec itself (MEMREC_AS_MAIN=1),
+// for what needs a real process: kill -9.
+func TestMain(m *testing.M) {
+	if os.Getenv("MEMREC_AS_MAIN") == "1" {
+		os.Exit(execute(os.Args[1:], defaultIO()))
+	}
+	os.Exit(m.Run())
+}
+
+func TestRecordSimEndToEnd(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-scenario", "leak", "--duration", "1500ms",
+		"--interval", "5ms", "--procs", "--name", "sim1", "--tag", "batch_size=64")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	for _, want := range []string{"ticks", "on time", "device", "allocator", "marks", "of one core", `run "sim1" (complete)`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("summary lacks %q:\n%s", want, errs)
+		}
+	}
+	out, _, _ := run(t, db, "", "runs")
+	if !strings.Contains(out, "sim1") || !strings.Contains(out, "batch_size=64") || !strings.Contains(out, "scenario=leak") {
+		t.Fatalf("runs: %s", out)
+	}
+	out, _, _ = run(t, db, "", "export", "sim1")
+	for _, want := range []string{`"type":"sample"`, `"type":"proc"`, `"type":"torch"`, `"kind":"step"`, `"kind":"epoch_start"`, `"source":"sim"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("export lacks %s", want)
+		}
+	}
+	// The same name again is refused before anything runs.
+	_, errs, code = run(t, db, "", "record", "--source", "sim", "--duration", "100ms", "--name", "sim1")
+	if code != 1 || !strings.Contains(errs, "already exists") {
+		t.Fatalf("%d %s", code, errs)
+	}
+}
+
+func TestRecordFlagsAndDriverErrors(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "--interval", "100us", "--source", "sim"}, "--interval 100µs: the shortest is 1ms"},
+		{[]string{"record", "--gpus", "0,x", "--source", "sim"}, `--gpus "0,x"`},
+		{[]string{"record", "--gpus", "5", "--source", "sim"}, "--gpus: no GPU 5"},
+		{[]string{"record", "--source", "tpu"}, `--source "tpu"`},
+		{[]string{"record", "--source", "sim", "--sim-scenario", "boom"}, `unknown simulation scenario "boom"`},
+		{[]string{"record", "--tag", "oops", "--source", "sim"}, "--tag"},
+		{[]string{"record", "stray", "--source", "sim"}, "put the command after --"},
+		{[]string{"annotate", "hi", "--socket", ""}, "MEMREC_SOCKET is not set"},
+		{[]string{"annotate", "--kind", "epoch_start", "--socket", "/x"}, "needs --epoch"},
+		{[]string{"annotate", "--kind", "party", "--socket", "/x"}, `--kind "party"`},
+	} {
+		_, errs, code := run(t, db, "", tc.args...)
+		if code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: %d %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestRecordNoDriverNamesSim(t *testing.T) {
+	var out, errb strings.Builder
+	g := &globals{io: streams{In: strings.NewReader(""), Out: &out, Err: &errb}, dbPath: filepath.Join(t.TempDir(), "m.db")}
+	o := &recordOptions{globals: g, interval: 10 * time.Millisecond, source: "nvml", newNVML: func() nvml.Interface {
+		return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	}}
+	err := runRecord(nil, o)
+	if err == nil || !strings.Contains(err.Error(), "--source sim") {
+		t.Fatal(err)
+	}
+}
+
+func TestRecordExitCodeOfChild(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--name", "c", "--", "sh", "-c", "exit 9")
+	if code != 9 || !strings.Contains(errs, "command     exited with 9") {
+		t.Fatalf("%d %s", code, errs)
+	}
+}
+
+// TestRecorderKilledKeepsCommittedData kills a real recorder with SIGKILL
+// mid-run: the run is listed as incomplete and every sample it committed
+// reads back.
+func TestRecorderKilledKeepsCommittedData(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "k.db")
+	cmd := exec.Command(exe, "--db", db, "record", "--source", "sim", "--duration", "60s", "--interval", "5ms", "--procs", "--name", "killed")
+	cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3500 * time.Millisecond) // three timed commits
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	out, errs, code := run(t, db, "", "runs", "--check")
+	if code != 0 || !strings.Contains(out, "killed") || !strings.Contains(out, "incomplete") {
+		t.Fatalf("%d %q %q", code, out, errs)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.Run("killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, g := range r.GPUs {
+		it := d.DeviceSamples(r, g.Index, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			n++
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+	}
+	// Committed counts and readable samples agree; at 5 ms on 2 GPUs three
+	// seconds hold well over a thousand.
+	if n != r.Counts.Samples || n < 1000 {
+		t.Fatalf("%d samples readable, run says %d", n, r.Counts.Samples)
+	}
+}

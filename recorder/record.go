@@ -1,0 +1,339 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Options describe one recording.
+type Options struct {
+	DB       *storage.DB // nil: record nothing (the database could not be opened)
+	DBErr    error       // why DB is nil, repeated at the end
+	Run      storage.Run // name, tags, host; GPUs and interval are filled in
+	Source   Source
+	GPUs     []int // nil: every GPU of the source
+	Interval time.Duration
+	Procs    bool
+	Duration time.Duration // 0: until the command exits, or until interrupted
+	Command  []string      // nil: no child
+	Log      io.Writer     // memrec's own messages (stderr)
+	Clock    Clock         // nil: RealClock
+	// SocketDir is where the private socket directory is made ("" = $TMPDIR).
+	SocketDir string
+	// Signals, if set, replaces the process's SIGINT/SIGTERM (tests).
+	Signals <-chan os.Signal
+}
+
+// Result is what a recording did.
+type Result struct {
+	Run      storage.Run
+	Sampler  SamplerStats
+	Listener ListenerStats
+	// ExitCode is the child's exit status (128+signal if it was killed);
+	// 0 without a command.
+	ExitCode  int
+	Child     bool
+	Marks     int64         // marks stored, from every source
+	Torch     int64         // allocator samples stored, from every source
+	CPU       time.Duration // recorder's own CPU time, user+system
+	MaxRSS    int64         // bytes
+	Wall      time.Duration
+	DBErrors  int64 // failed commits
+	LastDBErr error
+}
+
+// Record records until the command exits (or Duration passes, or SIGINT or
+// SIGTERM arrives, which is passed on to the command). It never stops or
+// fails the command because of its own trouble: a database that cannot be
+// written is reported on Log and the command runs on. The run is flushed
+// and closed on every way out.
+func Record(ctx context.Context, o Options) (Result, error) {
+	var res Result
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Interval <= 0 {
+		return res, errors.New("--interval must be positive")
+	}
+	all, err := o.Source.GPUs()
+	if err != nil {
+		return res, err
+	}
+	gpus, run, err := selectGPUs(all, o.GPUs, o.Run)
+	if err != nil {
+		return res, err
+	}
+	run.IntervalNS = o.Interval.Nanoseconds()
+	run.StartNS = o.Clock.Now().UnixNano()
+	run.Recorder.Source = sourceName(o.Source)
+	run.Recorder.Driver = o.Source.Driver()
+
+	var usage0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &usage0)
+	wall0 := time.Now()
+
+	var dbErrors atomic.Int64
+	var lastErr atomic.Value
+	var sink Sink = &discardSink{}
+	var app *storage.Appender
+	if o.DB != nil {
+		var lastLog time.Time
+		var logMu sync.Mutex
+		app, err = o.DB.NewAppender(run, storage.AppendOptions{OnError: func(err error) {
+			dbErrors.Add(1)
+			lastErr.Store(err)
+			logMu.Lock()
+			defer logMu.Unlock()
+			if time.Since(lastLog) > 10*time.Second { // loud, but not a flood
+				lastLog = time.Now()
+				fmt.Fprintf(o.Log, "memrec: WARNING: cannot write the database, samples are kept in memory and retried: %v\n", err)
+			}
+		}})
+		if err != nil {
+			if len(o.Command) == 0 {
+				return res, err
+			}
+			o.DBErr = err
+		} else {
+			sink = app
+		}
+	}
+	if app == nil && o.DBErr != nil {
+		fmt.Fprintf(o.Log, "memrec: WARNING: NOT RECORDING: %v; the command runs anyway\n", o.DBErr)
+	}
+
+	counted := &countingSink{Sink: sink}
+	sink = counted
+	ln, err := Listen(o.SocketDir, sink)
+	if err != nil {
+		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
+	}
+
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(sctx, o.Duration)
+		defer cancel()
+	}
+	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, Clock: o.Clock, Sink: sink,
+		OnError: rateLimited(o.Log, "sampling")}
+	var stats SamplerStats
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		stats = sampler.Run(sctx)
+	}()
+
+	sigs := o.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+
+	if len(o.Command) > 0 {
+		res.Child = true
+		socket := ""
+		if ln != nil {
+			socket = ln.Path
+		}
+		res.ExitCode, err = runChild(o.Command, socket, run.Name, sigs, o.Log)
+		exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
+		exit.Code = res.ExitCode
+		if err != nil {
+			exit.Text = err.Error()
+		}
+		sink.AppendMark(exit)
+		// The child is gone; with --duration left, stop sampling now too.
+		stop()
+		if err != nil && res.ExitCode == 127 {
+			fmt.Fprintf(o.Log, "memrec: %v\n", err)
+		}
+	} else {
+		select {
+		case <-sctx.Done():
+		case <-sigs:
+		}
+		stop()
+	}
+	<-sampled
+	if ln != nil {
+		ln.Close(time.Second)
+		res.Listener = ln.Stats()
+	}
+
+	var usage1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &usage1)
+	res.CPU = cpuTime(usage1) - cpuTime(usage0)
+	res.MaxRSS = usage1.Maxrss * 1024
+	res.Wall = time.Since(wall0)
+	res.Sampler = stats
+	res.Marks, res.Torch = counted.marks.Load(), counted.torch.Load()
+	run.Recorder.Ticks = stats.Ticks
+	run.Recorder.MissedTicks = stats.Missed
+	run.Recorder.AchievedHz = stats.AchievedHz()
+	run.Recorder.Dropped = res.Listener.Dropped
+	run.Recorder.Invalid = stats.Invalid
+	res.Run = run
+	if app != nil {
+		app.SetRecorder(run.Recorder)
+		if err := app.Close(); err != nil {
+			dbErrors.Add(1)
+			lastErr.Store(err)
+			fmt.Fprintf(o.Log, "memrec: WARNING: the final commit failed; the run holds what was committed before: %v\n", err)
+		}
+		res.Run = app.Run()
+	}
+	res.DBErrors = dbErrors.Load()
+	if e, ok := lastErr.Load().(error); ok {
+		res.LastDBErr = e
+	}
+	return res, nil
+}
+
+func cpuTime(u syscall.Rusage) time.Duration {
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// selectGPUs picks the GPUs to record and declares them in the run.
+func selectGPUs(all []storage.GPU, want []int, run storage.Run) ([]int, storage.Run, error) {
+	byIndex := map[int]storage.GPU{}
+	for _, g := range all {
+		byIndex[g.Index] = g
+	}
+	var gpus []int
+	if want == nil {
+		for _, g := range all {
+			gpus = append(gpus, g.Index)
+		}
+	} else {
+		for _, i := range want {
+			if _, ok := byIndex[i]; !ok {
+				return nil, run, fmt.Errorf("--gpus: no GPU %d here (this machine has %d)", i, len(all))
+			}
+			gpus = append(gpus, i)
+		}
+	}
+	gpus = sortedGPUs(gpus)
+	if len(gpus) == 0 {
+		return nil, run, errors.New("no GPU to record")
+	}
+	run.GPUs = nil
+	for _, i := range gpus {
+		run.GPUs = append(run.GPUs, byIndex[i])
+	}
+	return gpus, run, nil
+}
+
+func sourceName(s Source) string {
+	switch s.(type) {
+	case *NVML:
+		return "nvml"
+	case *Sim:
+		return "sim"
+	}
+	return fmt.Sprintf("%T", s)
+}
+
+// rateLimited logs errors at most once every 10 s, with a count.
+func rateLimited(w io.Writer, what string) func(error) {
+	var mu sync.Mutex
+	var last time.Time
+	var n int
+	return func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if time.Since(last) > 10*time.Second {
+			fmt.Fprintf(w, "memrec: %s: %v (%d so far)\n", what, err, n)
+			last = time.Now()
+		}
+	}
+}
+
+// runChild runs the command with MEMREC_SOCKET and MEMREC_RUN set, passes
+// SIGINT and SIGTERM on to it, and returns its exit status.
+func runChild(argv []string, socket, run string, sigs <-chan os.Signal, log io.Writer) (int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "MEMREC_RUN="+run)
+	if socket != "" {
+		cmd.Env = append(cmd.Env, "MEMREC_SOCKET="+socket)
+	}
+	// Its own process group: a Ctrl-C reaches memrec, which passes it on
+	// once (to the whole group, as the terminal would).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 127, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(log, "memrec: passing %v to %s\n", sig, argv[0])
+			if s, ok := sig.(syscall.Signal); ok {
+				syscall.Kill(-cmd.Process.Pid, s)
+			}
+		case err := <-done:
+			return exitStatus(cmd.ProcessState, err)
+		}
+	}
+}
+
+func exitStatus(ps *os.ProcessState, err error) (int, error) {
+	if ps == nil {
+		return 1, err
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), fmt.Errorf("killed by signal %v", ws.Signal())
+	}
+	return ps.ExitCode(), nil
+}
+
+// countingSink counts the marks and allocator samples that reach the store.
+type countingSink struct {
+	Sink
+	marks, torch atomic.Int64
+}
+
+func (c *countingSink) AppendMark(m storage.Mark) error {
+	err := c.Sink.AppendMark(m)
+	if err == nil {
+		c.marks.Add(1)
+	}
+	return err
+}
+
+func (c *countingSink) AppendTorch(s storage.TorchSample) error {
+	err := c.Sink.AppendTorch(s)
+	if err == nil {
+		c.torch.Add(1)
+	}
+	return err
+}
+
+// discardSink counts nothing and stores nothing: recording without a
+// database (it could not be opened) still runs the command.
+type discardSink struct{}
+
+func (*discardSink) AppendDevice(storage.DeviceSample) error { return nil }
+func (*discardSink) AppendProc(storage.ProcSample) error     { return nil }
+func (*discardSink) AppendTorch(storage.TorchSample) error   { return nil }
+func (*discardSink) AppendMark(storage.Mark) error           { return nil }

@@ -1,0 +1,509 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// memSink keeps everything in memory.
+type memSink struct {
+	mu     sync.Mutex
+	dev    []storage.DeviceSample
+	procs  []storage.ProcSample
+	torch  []storage.TorchSample
+	marks  []storage.Mark
+	refuse bool
+}
+
+func (s *memSink) AppendDevice(d storage.DeviceSample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse {
+		return errors.New("refused")
+	}
+	s.dev = append(s.dev, d)
+	return nil
+}
+func (s *memSink) AppendProc(p storage.ProcSample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = append(s.procs, p)
+	return nil
+}
+func (s *memSink) AppendTorch(t storage.TorchSample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.torch = append(s.torch, t)
+	return nil
+}
+func (s *memSink) AppendMark(m storage.Mark) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks = append(s.marks, m)
+	return nil
+}
+
+// newDGX returns an 8-GPU mock server whose devices answer the memory and
+// process queries (dgxa100 leaves them unimplemented).
+func newDGX(t *testing.T, procs func(gpu int) []nvml.ProcessInfo) *dgxa100.Server {
+	t.Helper()
+	s := dgxa100.New()
+	for i, d := range s.Devices {
+		dev := d.(*dgxa100.Device)
+		i := i
+		total := uint64(40 << 30)
+		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+			return nvml.Memory_v2{Total: total, Used: uint64(i+1) << 30, Reserved: 512 << 20, Free: total - uint64(i+1)<<30}, nvml.SUCCESS
+		}
+		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: total, Used: uint64(i+1) << 30, Free: total - uint64(i+1)<<30}, nvml.SUCCESS
+		}
+		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+			if procs == nil {
+				return nil, nvml.SUCCESS
+			}
+			return procs(i), nvml.SUCCESS
+		}
+	}
+	return s
+}
+
+func TestNVMLReadsEveryGPU(t *testing.T) {
+	srv := newDGX(t, func(gpu int) []nvml.ProcessInfo {
+		return []nvml.ProcessInfo{
+			{Pid: uint32(1000 + gpu), UsedGpuMemory: 700 << 20},
+			{Pid: 0, UsedGpuMemory: 5},           // garbage: pid 0
+			{Pid: 77, UsedGpuMemory: ^uint64(0)}, // not available
+			{Pid: 78, UsedGpuMemory: 1 << 50},    // more than the GPU has
+		}
+	})
+	n, err := NewNVML(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus, _ := n.GPUs()
+	if len(gpus) != 8 || gpus[3].UUID == "" || !strings.Contains(gpus[3].Name, "A100") || gpus[3].TotalBytes == 0 {
+		t.Fatalf("gpus: %+v", gpus)
+	}
+	if n.Driver() != "550.54.15" {
+		t.Errorf("driver %q", n.Driver())
+	}
+	var r Reading
+	if err := n.Read(3, time.Now(), true, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Used != 4<<30 || r.Reserved != 512<<20 || len(r.Procs) != 1 || r.Procs[0].PID != 1003 || r.Invalid != 3 {
+		t.Fatalf("reading %+v", r)
+	}
+}
+
+func TestNVMLFallsBackToMemoryInfoV1(t *testing.T) {
+	srv := newDGX(t, nil)
+	for _, d := range srv.Devices {
+		d.(*dgxa100.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+			return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED
+		}
+	}
+	n, err := NewNVML(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Reading
+	if err := n.Read(0, time.Now(), false, &r); err != nil || r.Used != 1<<30 || r.Reserved != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestNVMLWithoutDriver(t *testing.T) {
+	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	_, err := NewNVML(lib)
+	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "--source sim") {
+		t.Fatal(err)
+	}
+	var ret nvml.Return
+	if !errors.As(err, &ret) || ret != nvml.ERROR_LIBRARY_NOT_FOUND {
+		t.Fatalf("NVML return code lost: %v", err)
+	}
+}
+
+func TestNVMLNonsenseDeviceReadingDropped(t *testing.T) {
+	srv := newDGX(t, nil)
+	srv.Devices[0].(*dgxa100.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		return nvml.Memory_v2{Total: 40 << 30, Used: 1 << 62}, nvml.SUCCESS
+	}
+	n, _ := NewNVML(srv)
+	sink := &memSink{}
+	clock := NewFakeClock(time.Unix(1000, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sampler{Source: n, GPUs: []int{0, 1}, Interval: time.Millisecond, Clock: clock, Sink: sink}
+	clock.Hook = func(now time.Time) time.Duration {
+		if now.Sub(time.Unix(1000, 0)) >= 10*time.Millisecond {
+			cancel()
+		}
+		return 0
+	}
+	st := s.Run(ctx)
+	if st.Invalid != st.Ticks || int64(len(sink.dev)) != st.Ticks {
+		t.Fatalf("stats %+v, %d samples", st, len(sink.dev))
+	}
+	for _, d := range sink.dev {
+		if d.GPU != 1 {
+			t.Fatal("nonsense reading stored")
+		}
+	}
+}
+
+// TestSamplerAbsoluteSchedule drives the sampler with a fake clock: ticks
+// land on t0 + k·interval, and slow ticks make later ones missed, not shifted.
+func TestSamplerAbsoluteSchedule(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	clock := NewFakeClock(t0)
+	srv := newDGX(t, nil)
+	n, _ := NewNVML(srv)
+	sink := &memSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	const interval = 10 * time.Millisecond
+	calls := 0
+	// Every Now after a sleep is the tick's timestamp; make tick 5 take
+	// 35 ms (it ends 3.5 intervals later) and stop after 1 s.
+	clock.Hook = func(now time.Time) time.Duration {
+		calls++
+		if now.Sub(t0) >= time.Second {
+			cancel()
+		}
+		if now.Equal(t0.Add(5 * interval)) {
+			return 35 * time.Millisecond
+		}
+		return 0
+	}
+	s := &Sampler{Source: n, GPUs: []int{0, 2}, Interval: interval, Clock: clock, Sink: sink}
+	st := s.Run(ctx)
+	// Tick 5's Now returns t0+85ms: 3.5 intervals late, so ticks 5, 6 and
+	// 7 are missed and tick 8 (due t0+80ms) is taken at 85 ms.
+	if st.Missed != 3 {
+		t.Fatalf("missed %d, want 3 (%+v)", st.Missed, st)
+	}
+	var times []time.Duration
+	for _, d := range sink.dev {
+		if d.GPU == 0 {
+			times = append(times, time.Unix(0, d.T).Sub(t0))
+		}
+	}
+	for k, tt := range times[:5] {
+		if tt != time.Duration(k)*interval {
+			t.Fatalf("tick %d at %v, want %v", k, tt, time.Duration(k)*interval)
+		}
+	}
+	if times[5] != 85*time.Millisecond || times[6] != 90*time.Millisecond {
+		t.Fatalf("after the slow tick: %v", times[5:8])
+	}
+	if st.Ticks+st.Missed != 101 || st.Samples != 2*st.Ticks {
+		t.Fatalf("stats %+v", st)
+	}
+	// Both GPUs of a tick share one timestamp.
+	if sink.dev[0].T != sink.dev[1].T || sink.dev[0].GPU != 0 || sink.dev[1].GPU != 2 {
+		t.Fatal("GPUs of one tick have different times")
+	}
+}
+
+func TestLateHistogram(t *testing.T) {
+	var h lateHist
+	for i := 0; i < 990; i++ {
+		h.add(40 * time.Microsecond)
+	}
+	for i := 0; i < 10; i++ {
+		h.add(900 * time.Microsecond)
+	}
+	if p50 := h.quantile(0.5); p50 < 40*time.Microsecond || p50 > 48*time.Microsecond {
+		t.Errorf("p50 %v", p50)
+	}
+	if p99 := h.quantile(0.995); p99 < 900*time.Microsecond || p99 > 1100*time.Microsecond {
+		t.Errorf("p99.5 %v", p99)
+	}
+	if h.max != 900*time.Microsecond {
+		t.Error(h.max)
+	}
+}
+
+func TestListener(t *testing.T) {
+	sink := &memSink{}
+	l, err := Listen(t.TempDir(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Dir(l.Path))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket directory mode %v %v", fi.Mode(), err)
+	}
+	var drops []string
+	var dmu sync.Mutex
+	l.onDrop = func(err error) { dmu.Lock(); drops = append(drops, err.Error()); dmu.Unlock() }
+
+	// Eight ranks at once, each with a few good lines and some bad ones.
+	var wg sync.WaitGroup
+	for rank := 0; rank < 8; rank++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("unix", l.Path)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			for step := 0; step < 50; step++ {
+				m := storage.NewMark(int64(1e18)+int64(step), storage.MarkStep)
+				m.Step, m.Rank = step, rank
+				c.Write(storage.AppendMarkLine(nil, m))
+				ts := storage.TorchSample{T: int64(1e18) + int64(step), GPU: rank, PID: 100 + rank, Rank: rank, Allocated: 5, Reserved: 7}
+				c.Write(storage.AppendTorchLine(nil, ts))
+			}
+			if rank == 0 {
+				c.Write([]byte("{not json\n"))
+				c.Write([]byte(`{"type":"sample","t_ns":1,"gpu":0,"used_bytes":1}` + "\n"))
+				c.Write([]byte(`{"type":"bogus"}` + "\n"))
+				c.Write(append(bytes.Repeat([]byte("x"), MaxLine+10), '\n'))
+				c.Write([]byte(`{"type":"mark","t_ns":5,"kind":"event","text":"after the junk"}`)) // no newline
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(50 * time.Millisecond)
+	l.Close(time.Second)
+	st := l.Stats()
+	if st.Marks != 401 || st.Torch != 400 || st.Dropped != 4 {
+		t.Fatalf("stats %+v, drops %q", st, drops)
+	}
+	if _, err := os.Stat(l.Path); !os.IsNotExist(err) {
+		t.Error("socket left behind")
+	}
+	if err := Send(l.Path, storage.NewMark(1, "event")); err == nil {
+		t.Error("send to a closed recorder succeeded")
+	}
+}
+
+func TestSimScenarios(t *testing.T) {
+	start := time.Unix(2_000_000, 0)
+	for _, sc := range []string{ScenarioNone, ScenarioLeak, ScenarioFragmentation, ScenarioOOM} {
+		t.Run(sc, func(t *testing.T) {
+			sim, err := NewSim(SimConfig{GPUs: 2, Scenario: sc}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &memSink{}
+			var r Reading
+			var used [2][]int64
+			for ms := 0; ms <= 10000; ms += 10 {
+				now := start.Add(time.Duration(ms) * time.Millisecond)
+				for g := 0; g < 2; g++ {
+					sim.Read(g, now, true, &r)
+					used[g] = append(used[g], r.Used)
+				}
+				sim.Emit(now, sink)
+			}
+			steps := map[int]int{}
+			var ooms int
+			for _, m := range sink.marks {
+				if m.Kind == storage.MarkStep {
+					steps[m.Rank]++
+				}
+				if m.Kind == storage.MarkOOM {
+					ooms++
+				}
+			}
+			growth := func(g int) int64 { return used[g][len(used[g])-1] - used[g][400] } // after warm-up (4 s)
+			switch sc {
+			case ScenarioNone:
+				if steps[0] < 85 || steps[1] < 85 || growth(0) != 0 || growth(1) != 0 {
+					t.Fatalf("steps %v, growth %d %d", steps, growth(0), growth(1))
+				}
+			case ScenarioLeak:
+				if growth(0) != 0 || growth(1) < 50*16<<20 {
+					t.Fatalf("growth %d %d", growth(0), growth(1))
+				}
+			case ScenarioFragmentation:
+				last := sink.torch[len(sink.torch)-1]
+				if float64(last.Reserved-last.Allocated)/float64(last.Reserved) < 0.5 || growth(0) <= 0 {
+					t.Fatalf("not fragmented: %+v", last)
+				}
+			case ScenarioOOM:
+				if ooms != 1 || used[1][len(used[1])-1] != simBase {
+					t.Fatalf("ooms %d, last used %d", ooms, used[1][len(used[1])-1])
+				}
+			}
+		})
+	}
+	if _, err := NewSim(SimConfig{Scenario: "nope"}, start); err == nil {
+		t.Fatal("unknown scenario accepted")
+	}
+}
+
+func openDB(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func simSource(t *testing.T) Source {
+	s, err := NewSim(SimConfig{GPUs: 2}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRecordChildExitCodeAndMarks(t *testing.T) {
+	db := openDB(t)
+	var log bytes.Buffer
+	exe, _ := os.Executable()
+	_ = exe
+	res, err := Record(context.Background(), Options{
+		DB: db, Run: storage.Run{Name: "child"}, Source: simSource(t), Interval: 5 * time.Millisecond, Log: &log,
+		Command: []string{"sh", "-c", `test -S "$MEMREC_SOCKET" && test "$MEMREC_RUN" = child && sleep 0.3 && exit 7`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 7 || !res.Child || res.Sampler.Ticks < 20 {
+		t.Fatalf("%+v\n%s", res, log.String())
+	}
+	r, err := db.Run("child")
+	if err != nil || !r.Complete || r.Recorder.Ticks != res.Sampler.Ticks || r.Recorder.Source != "sim" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	it := db.Marks(r, storage.MinTime, storage.MaxTime)
+	var exit *storage.Mark
+	for it.Next() {
+		if m := it.At(); m.Kind == storage.MarkExit {
+			exit = &m
+		}
+	}
+	if exit == nil || exit.Code != 7 {
+		t.Fatalf("exit mark %+v", exit)
+	}
+}
+
+func TestRecordPassesSignalsToChild(t *testing.T) {
+	db := openDB(t)
+	sigs := make(chan os.Signal, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		sigs <- syscall.SIGTERM
+	}()
+	var log bytes.Buffer
+	res, err := Record(context.Background(), Options{
+		DB: db, Run: storage.Run{Name: "sig"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Command: []string{"sh", "-c", `trap 'exit 42' TERM; while :; do sleep 0.01; done`}, Signals: sigs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 42 || !strings.Contains(log.String(), "passing terminated") {
+		t.Fatalf("exit %d, log %q", res.ExitCode, log.String())
+	}
+	// A child that does not trap it dies of it: 128+15.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		sigs <- syscall.SIGTERM
+	}()
+	res, _ = Record(context.Background(), Options{
+		DB: db, Run: storage.Run{Name: "sig2"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Command: []string{"sleep", "10"}, Signals: sigs,
+	})
+	if res.ExitCode != 143 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+}
+
+func TestRecordCommandNotFound(t *testing.T) {
+	var log bytes.Buffer
+	res, err := Record(context.Background(), Options{
+		DB: openDB(t), Run: storage.Run{Name: "nf"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Command: []string{"/no/such/program"},
+	})
+	if err != nil || res.ExitCode != 127 || !strings.Contains(log.String(), "/no/such/program") {
+		t.Fatalf("%v %d %q", err, res.ExitCode, log.String())
+	}
+}
+
+// TestRecordSurvivesDatabaseFailure: when the database cannot be written,
+// the command runs to its end and its exit code comes back.
+func TestRecordSurvivesDatabaseFailure(t *testing.T) {
+	t.Run("cannot open", func(t *testing.T) {
+		var log bytes.Buffer
+		res, err := Record(context.Background(), Options{
+			DBErr: errors.New("open /ro/memrec.db: permission denied"), Run: storage.Run{Name: "x"}, Source: simSource(t),
+			Interval: 10 * time.Millisecond, Log: &log, Command: []string{"sh", "-c", "sleep 0.1; exit 4"},
+		})
+		if err != nil || res.ExitCode != 4 || !strings.Contains(log.String(), "NOT RECORDING") {
+			t.Fatalf("%v %d %q", err, res.ExitCode, log.String())
+		}
+	})
+	t.Run("fails during the run", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "f.db")
+		db, err := storage.Open(path, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			db.Close() // every commit from now on fails
+		}()
+		var log syncBuffer
+		res, err := Record(context.Background(), Options{
+			DB: db, Run: storage.Run{Name: "x"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+			Command: []string{"sh", "-c", "sleep 1.5; exit 5"},
+		})
+		if err != nil || res.ExitCode != 5 || res.DBErrors == 0 || !strings.Contains(log.String(), "cannot write the database") {
+			t.Fatalf("%v %+v %q", err, res, log.String())
+		}
+	})
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSelectGPUs(t *testing.T) {
+	all := []storage.GPU{{Index: 0}, {Index: 1}, {Index: 2}}
+	if _, _, err := selectGPUs(all, []int{0, 5}, storage.Run{}); err == nil || !strings.Contains(err.Error(), "--gpus") {
+		t.Fatal(err)
+	}
+	g, r, err := selectGPUs(all, []int{2, 0, 2}, storage.Run{})
+	if err != nil || fmt.Sprint(g) != "[0 2]" || len(r.GPUs) != 2 {
+		t.Fatal(g, r, err)
+	}
+}

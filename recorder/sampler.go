@@ -1,0 +1,227 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Sampler reads every selected GPU on an absolute schedule: tick k is due at
+// t0 + k·Interval, whatever happened to the ticks before it, so the schedule
+// never drifts. A tick taken more than one interval after its deadline is
+// not taken at all: it is counted as missed, never silently shifted.
+type Sampler struct {
+	Source   Source
+	GPUs     []int // indices to read
+	Interval time.Duration
+	Procs    bool // also read per-process memory
+	Clock    Clock
+	Sink     Sink
+	// OnError is called for a failed read or a refused sample; nil ignores.
+	OnError func(error)
+}
+
+// SamplerStats are what the sampler measured about itself. Safe to copy.
+type SamplerStats struct {
+	Ticks   int64 // ticks taken
+	Missed  int64 // ticks skipped because their time had passed
+	Samples int64 // device samples stored
+	Procs   int64 // process samples stored
+	Invalid int64 // readings dropped as nonsense
+	Errors  int64 // failed reads
+	// Late is the distribution of how late taken ticks started.
+	LateP50, LateP99, LateMax time.Duration
+	Elapsed                   time.Duration
+}
+
+// AchievedHz is the rate of ticks actually taken.
+func (s SamplerStats) AchievedHz() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Ticks) / s.Elapsed.Seconds()
+}
+
+// OnTime is the fraction of due ticks that were taken.
+func (s SamplerStats) OnTime() float64 {
+	if s.Ticks+s.Missed == 0 {
+		return 1
+	}
+	return float64(s.Ticks) / float64(s.Ticks+s.Missed)
+}
+
+// lateHist is a histogram of lateness, with four buckets per power of two
+// of microseconds (at most 19 % wide), so percentiles cost constant memory
+// however long the run.
+type lateHist struct {
+	buckets [256]int64
+	max     time.Duration
+	n       int64
+}
+
+// lateBucket maps d to a bucket: 0 for under 1 µs, else 4·log2(µs) rounded
+// down to quarter powers.
+func lateBucket(d time.Duration) int {
+	us := float64(d) / float64(time.Microsecond)
+	if us < 1 {
+		return 0
+	}
+	return min(255, 1+int(4*math.Log2(us)))
+}
+
+// bucketEdge is the upper edge of bucket b.
+func bucketEdge(b int) time.Duration {
+	if b == 0 {
+		return time.Microsecond
+	}
+	return time.Duration(math.Exp2(float64(b)/4) * float64(time.Microsecond))
+}
+
+func (h *lateHist) add(d time.Duration) {
+	d = max(d, 0)
+	h.buckets[lateBucket(d)]++
+	h.max = max(h.max, d)
+	h.n++
+}
+
+// quantile returns the upper edge of the bucket holding quantile q.
+func (h *lateHist) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	want := int64(q * float64(h.n))
+	var seen int64
+	for b, c := range h.buckets {
+		seen += c
+		if seen > want {
+			return min(bucketEdge(b), h.max).Round(time.Microsecond)
+		}
+	}
+	return h.max
+}
+
+// Run samples until ctx is done and returns its statistics. It holds its
+// OS thread for precise sleeping. Errors from the source do not stop it.
+func (s *Sampler) Run(ctx context.Context) SamplerStats {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lowerTimerSlack()
+
+	var st SamplerStats
+	var hist lateHist
+	var r Reading
+	events, _ := s.Source.(EventSource)
+	t0 := s.Clock.Now()
+	fail := func(err error) {
+		st.Errors++
+		if s.OnError != nil {
+			s.OnError(err)
+		}
+	}
+	for k := int64(0); ctx.Err() == nil; {
+		deadline := t0.Add(time.Duration(k) * s.Interval)
+		s.Clock.SleepUntil(ctx, deadline)
+		if ctx.Err() != nil {
+			break
+		}
+		now := s.Clock.Now() // one timestamp per tick, for every GPU
+		if late := now.Sub(deadline); late > s.Interval {
+			// Skip every tick whose start window has passed.
+			skip := int64(late / s.Interval)
+			st.Missed += skip
+			k += skip
+			continue
+		} else {
+			hist.add(late)
+		}
+		st.Ticks++
+		t := now.UnixNano()
+		for _, g := range s.GPUs {
+			err := s.Source.Read(g, now, s.Procs, &r)
+			st.Invalid += int64(r.Invalid)
+			if errors.Is(err, errInvalid) {
+				continue
+			}
+			if err != nil {
+				fail(err)
+				continue
+			}
+			if err := s.Sink.AppendDevice(storage.DeviceSample{T: t, GPU: g, Used: r.Used, Reserved: r.Reserved}); err != nil {
+				fail(err)
+				continue
+			}
+			st.Samples++
+			for _, p := range r.Procs {
+				if err := s.Sink.AppendProc(storage.ProcSample{T: t, GPU: g, PID: p.PID, Used: p.Used}); err != nil {
+					fail(err)
+					continue
+				}
+				st.Procs++
+			}
+		}
+		if events != nil {
+			events.Emit(now, s.Sink)
+		}
+		k++
+	}
+	st.Elapsed = s.Clock.Now().Sub(t0)
+	st.LateP50, st.LateP99, st.LateMax = hist.quantile(0.5), hist.quantile(0.99), hist.max
+	return st
+}
+
+// FakeClock is a Clock for tests: SleepUntil jumps to the deadline, and
+// Delay makes a later Now return later (as a slow read would).
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+	// Hook, if set, is called at each Now with the current time and may
+	// advance it (simulating work that takes time).
+	Hook func(now time.Time) time.Duration
+}
+
+// NewFakeClock returns a fake clock at t.
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
+
+// Now implements Clock.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Hook != nil {
+		c.now = c.now.Add(c.Hook(c.now))
+	}
+	return c.now
+}
+
+// SleepUntil implements Clock without sleeping.
+func (c *FakeClock) SleepUntil(ctx context.Context, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
+// Advance moves the clock forward.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// sortedGPUs returns the indices in order, without duplicates.
+func sortedGPUs(gpus []int) []int {
+	sort.Ints(gpus)
+	out := gpus[:0]
+	for i, g := range gpus {
+		if i == 0 || g != gpus[i-1] {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package recorder
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Scenarios of the simulated source.
+const (
+	ScenarioNone          = "none"
+	ScenarioLeak          = "leak"          // the last GPU keeps LeakPerStep bytes at every step
+	ScenarioFragmentation = "fragmentation" // the allocator cache keeps growing with split blocks
+	ScenarioOOM           = "oom"           // the last GPU leaks until it runs out of memory
+)
+
+// SimConfig describes a simulated data-parallel training job.
+type SimConfig struct {
+	GPUs        int           // default 2
+	Scenario    string        // default none
+	StepTime    time.Duration // default 100 ms
+	EpochSteps  int           // default 20
+	LeakPerStep int64         // default 16 MiB (leak), 512 MiB (oom)
+	TotalBytes  int64         // default an H200's; 24 GiB for oom
+	TorchTimer  time.Duration // allocator samples between steps; default 100 ms
+}
+
+// The simulated job's memory, per rank.
+const (
+	simBase      = 3407872   // NVML's used on an idle GPU
+	simContext   = 512 << 20 // CUDA context: NVML sees it, PyTorch does not
+	simNCCL      = 256 << 20 // communication buffers with more than one GPU
+	simWeights   = 1 << 30   // parameters and gradients
+	simOptimizer = 2 << 30   // optimizer state: created by the first step
+	simActs      = 4 << 30   // activations at the peak of a step
+	simSegment   = 2 << 20   // the allocator reserves in 2 MiB pages
+	simCtxAt     = 300 * time.Millisecond
+	simModelAt   = 600 * time.Millisecond
+	simTrainAt   = time.Second
+	simPID0      = 20000
+)
+
+// Sim is a simulated source: GPUs whose memory follows a training job, and
+// the marks and allocator samples its probes would send. It behaves like a
+// DDP job: every rank steps in lockstep (with a little skew), memory warms
+// up during the first epoch (optimizer state at the first step, the cache
+// growing), then holds steady under the sawtooth of activations.
+type Sim struct {
+	cfg   SimConfig
+	start time.Time
+	mu    sync.Mutex
+	ranks []simRank
+}
+
+type simRank struct {
+	stepsDone int       // step marks sent
+	nextTimer time.Time // next timer sample
+	oomed     bool
+	oomAt     time.Time
+}
+
+// NewSim returns a simulated job that starts at start.
+func NewSim(cfg SimConfig, start time.Time) (*Sim, error) {
+	if cfg.GPUs == 0 {
+		cfg.GPUs = 2
+	}
+	if cfg.Scenario == "" {
+		cfg.Scenario = ScenarioNone
+	}
+	switch cfg.Scenario {
+	case ScenarioNone, ScenarioLeak, ScenarioFragmentation, ScenarioOOM:
+	default:
+		return nil, fmt.Errorf("unknown simulation scenario %q (want none, leak, fragmentation or oom)", cfg.Scenario)
+	}
+	if cfg.StepTime == 0 {
+		cfg.StepTime = 100 * time.Millisecond
+	}
+	if cfg.EpochSteps == 0 {
+		cfg.EpochSteps = 20
+	}
+	if cfg.TorchTimer == 0 {
+		cfg.TorchTimer = 100 * time.Millisecond
+	}
+	if cfg.TotalBytes == 0 {
+		cfg.TotalBytes = 150754820096
+		if cfg.Scenario == ScenarioOOM {
+			cfg.TotalBytes = 24 << 30
+		}
+	}
+	if cfg.LeakPerStep == 0 {
+		cfg.LeakPerStep = 16 << 20
+		if cfg.Scenario == ScenarioOOM {
+			cfg.LeakPerStep = 512 << 20
+		}
+	}
+	s := &Sim{cfg: cfg, start: start, ranks: make([]simRank, cfg.GPUs)}
+	for i := range s.ranks {
+		s.ranks[i].nextTimer = start.Add(simTrainAt + cfg.TorchTimer/2)
+	}
+	return s, nil
+}
+
+// GPUs implements Source.
+func (s *Sim) GPUs() ([]storage.GPU, error) {
+	gpus := make([]storage.GPU, s.cfg.GPUs)
+	for i := range gpus {
+		gpus[i] = storage.GPU{Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-0000-0000-%012d", i),
+			Name: "Simulated NVIDIA H200", TotalBytes: s.cfg.TotalBytes}
+	}
+	return gpus, nil
+}
+
+// Driver implements Source.
+func (s *Sim) Driver() string { return "simulated" }
+
+// Close implements Source.
+func (s *Sim) Close() error { return nil }
+
+// stepTime is rank r's step length: ranks drift a little apart.
+func (s *Sim) stepTime(r int) time.Duration {
+	return s.cfg.StepTime + time.Duration(r)*s.cfg.StepTime/500
+}
+
+// step returns the step rank r is in at t, and how far into it (0..1);
+// step -1 before training starts.
+func (s *Sim) step(r int, t time.Time) (int, float64) {
+	e := t.Sub(s.start) - simTrainAt
+	if e < 0 {
+		return -1, 0
+	}
+	st := s.stepTime(r)
+	return int(e / st), float64(e%st) / float64(st)
+}
+
+func (s *Sim) leaks(r int) bool {
+	return (s.cfg.Scenario == ScenarioLeak || s.cfg.Scenario == ScenarioOOM) && r == s.cfg.GPUs-1
+}
+
+// allocState is the allocator's view of rank r at t.
+type allocState struct {
+	allocated, reserved, inactiveSplit, peak, segments int64
+}
+
+func roundUp(v, to int64) int64 { return (v + to - 1) / to * to }
+
+func (s *Sim) alloc(r int, t time.Time) allocState {
+	e := t.Sub(s.start)
+	if e < simModelAt {
+		return allocState{}
+	}
+	step, f := s.step(r, t)
+	kept := int64(0)
+	if s.leaks(r) && step > 0 {
+		kept = int64(step) * s.cfg.LeakPerStep
+	}
+	a := int64(simWeights) + kept
+	if step > 0 || (step == 0 && f > 0.9) {
+		a += simOptimizer
+	}
+	if step >= 0 { // forward ramps activations up, backward frees them
+		var act float64
+		if f < 0.45 {
+			act = f / 0.45
+		} else {
+			act = (1 - f) / 0.55
+		}
+		a += int64(act*simActs) / 512 * 512
+	}
+	peak := int64(simWeights+simOptimizer+simActs) + kept
+	// The cache grows through the first epoch, then holds (or, when
+	// fragmenting, keeps growing with blocks split too small to reuse).
+	growth := 1.0 + 0.15*min(1, float64(max(step, 0))/float64(s.cfg.EpochSteps))
+	splitShare := 0.1
+	if s.cfg.Scenario == ScenarioFragmentation && step > 0 {
+		growth += 0.02 * float64(step)
+		splitShare = 0.7
+	}
+	reserved := roundUp(int64(float64(peak)*growth), simSegment)
+	if step < 0 {
+		reserved = roundUp(a, simSegment)
+	}
+	reserved = max(reserved, roundUp(a, simSegment))
+	return allocState{
+		allocated:     a,
+		reserved:      reserved,
+		inactiveSplit: int64(float64(reserved-a)*splitShare) / 512 * 512,
+		peak:          peak,
+		segments:      reserved / (20 << 20),
+	}
+}
+
+// Read implements Source.
+func (s *Sim) Read(gpu int, t time.Time, procs bool, r *Reading) error {
+	if gpu < 0 || gpu >= s.cfg.GPUs {
+		return fmt.Errorf("GPU %d: no such simulated device", gpu)
+	}
+	s.mu.Lock()
+	rank := s.ranks[gpu]
+	s.mu.Unlock()
+	r.Procs, r.Invalid, r.Reserved = r.Procs[:0], 0, 644939776
+	r.Used = simBase
+	if rank.oomed && !t.Before(rank.oomAt) {
+		return nil // the process died
+	}
+	if t.Sub(s.start) < simCtxAt {
+		return nil
+	}
+	used := int64(simContext) + s.alloc(gpu, t).reserved
+	if s.cfg.GPUs > 1 && t.Sub(s.start) >= simTrainAt {
+		used += simNCCL
+	}
+	r.Used += used
+	if procs {
+		r.Procs = append(r.Procs, Proc{PID: simPID0 + gpu, Used: used})
+	}
+	return nil
+}
+
+// Emit implements EventSource: the step and epoch marks and allocator
+// samples of every rank up to t.
+func (s *Sim) Emit(t time.Time, sink Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.ranks {
+		rk := &s.ranks[r]
+		for !rk.oomed {
+			// The next event of this rank: a step's end or a timer sample.
+			stepEnd := s.start.Add(simTrainAt + time.Duration(rk.stepsDone+1)*s.stepTime(r))
+			if rk.nextTimer.Before(stepEnd) {
+				if rk.nextTimer.After(t) {
+					break
+				}
+				s.sendTorch(sink, r, rk.nextTimer, 0)
+				rk.nextTimer = rk.nextTimer.Add(s.cfg.TorchTimer)
+				continue
+			}
+			if stepEnd.After(t) {
+				break
+			}
+			s.endStep(sink, r, rk, stepEnd)
+		}
+	}
+}
+
+func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
+	step := rk.stepsDone
+	ns := at.UnixNano()
+	startNS := at.Add(-s.stepTime(r)).UnixNano()
+	if r == 0 && step%s.cfg.EpochSteps == 0 {
+		m := storage.NewMark(startNS, storage.MarkEpochStart)
+		m.Epoch = step / s.cfg.EpochSteps
+		sink.AppendMark(m)
+	}
+	st := s.alloc(r, at.Add(-time.Nanosecond))
+	if s.leaks(r) && st.peak+simContext > s.cfg.TotalBytes {
+		// This step's peak does not fit: the job dies with an OOM.
+		m := storage.NewMark(ns, storage.MarkOOM)
+		m.GPU, m.Rank, m.PID = r, r, simPID0+r
+		m.Text = fmt.Sprintf("CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total capacity of %d MiB", simActs>>20, r, s.cfg.TotalBytes>>20)
+		sink.AppendMark(m)
+		s.sendTorch(sink, r, at, 1)
+		rk.oomed, rk.oomAt = true, at
+		return
+	}
+	m := storage.NewMark(ns, storage.MarkStep)
+	m.Step, m.Rank = step, r
+	sink.AppendMark(m)
+	s.sendTorch(sink, r, at, 0)
+	if r == 0 && step%s.cfg.EpochSteps == s.cfg.EpochSteps-1 {
+		m := storage.NewMark(ns+1000, storage.MarkEpochEnd)
+		m.Epoch = step / s.cfg.EpochSteps
+		sink.AppendMark(m)
+	}
+	rk.stepsDone++
+}
+
+func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
+	st := s.alloc(r, at.Add(-time.Nanosecond))
+	sink.AppendTorch(storage.TorchSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: r,
+		Allocated: st.allocated, Reserved: st.reserved, Active: st.allocated, InactiveSplit: st.inactiveSplit,
+		PeakAllocated: st.peak, Segments: st.segments, OOMs: ooms})
+}

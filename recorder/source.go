@@ -1,0 +1,52 @@
+package recorder
+
+import (
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Source is what the sampler reads from: the GPUs of one machine. NVML and
+// the simulator implement it; tests use go-nvml's mocks behind NVML.
+type Source interface {
+	// GPUs lists every GPU the source can see, by index.
+	GPUs() ([]storage.GPU, error)
+	// Driver is the driver version, "" if unknown.
+	Driver() string
+	// Read reads one GPU's memory at time t into r (reusing r.Procs). With
+	// procs it also lists the processes using the GPU. Readings that make
+	// no sense are left out of r and counted in r.Invalid.
+	Read(gpu int, t time.Time, procs bool, r *Reading) error
+	// Close releases the source.
+	Close() error
+}
+
+// Reading is one GPU's memory at one tick.
+type Reading struct {
+	Used     int64
+	Reserved int64 // driver-reserved (Memory_v2); 0 if not supported
+	Procs    []Proc
+	Invalid  int // values dropped as nonsense in this reading
+}
+
+// Proc is one process's memory on a GPU.
+type Proc struct {
+	PID  int
+	Used int64
+}
+
+// EventSource is a Source that also produces what a probe inside the
+// training job would send: marks and allocator samples. The simulator is
+// one. Emit sends everything that happened up to t.
+type EventSource interface {
+	Emit(t time.Time, sink Sink)
+}
+
+// Sink receives what the recorder takes. storage.Appender is one. Its
+// methods must be safe for concurrent use and must not block on disk.
+type Sink interface {
+	AppendDevice(storage.DeviceSample) error
+	AppendProc(storage.ProcSample) error
+	AppendTorch(storage.TorchSample) error
+	AppendMark(storage.Mark) error
+}
