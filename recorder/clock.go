@@ -36,3 +36,18 @@ func (RealClock) SleepUntil(ctx context.Context, t time.Time) {
 		preciseSleep(min(d, maxSleep))
 	}
 }
+
+// PlainClock sleeps with time.Sleep: the baseline RealClock is measured
+// against (memrec record --sleep plain).
+type PlainClock struct{}
+
+// Now implements Clock.
+func (PlainClock) Now() time.Time { return time.Now() }
+
+// SleepUntil implements Clock.
+func (PlainClock) SleepUntil(ctx context.Context, t time.Time) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(t)):
+	}
+}

@@ -47,6 +47,7 @@ type Result struct {
 	Marks     int64         // marks stored, from every source
 	Torch     int64         // allocator samples stored, from every source
 	CPU       time.Duration // recorder's own CPU time, user+system
+	CPUSys    time.Duration // of which system
 	MaxRSS    int64         // bytes
 	Wall      time.Duration
 	DBErrors  int64 // failed commits
@@ -181,6 +182,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	var usage1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &usage1)
 	res.CPU = cpuTime(usage1) - cpuTime(usage0)
+	res.CPUSys = time.Duration(usage1.Stime.Nano() - usage0.Stime.Nano())
 	res.MaxRSS = usage1.Maxrss * 1024
 	res.Wall = time.Since(wall0)
 	res.Sampler = stats

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,8 @@ type recordOptions struct {
 	simScenario string
 	simGPUs     int
 	command     []string
+	sleep       string
+	cpuProfile  string
 	// newNVML makes the NVML library; tests pass go-nvml's mocks.
 	newNVML func() nvml.Interface
 }
@@ -62,13 +65,17 @@ machine without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "run name (default: run-DATE-TIME)")
 	f.StringArrayVar(&o.tags, "tag", nil, "tag KEY=VALUE (repeatable)")
-	f.DurationVar(&o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes")
+	f.DurationVar(&o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes (down to 100µs allowed)")
 	f.StringVar(&o.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
 	f.BoolVar(&o.procs, "procs", false, "also record per-process memory")
 	f.DurationVar(&o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.StringVar(&o.sleep, "sleep", "precise", "how to wait for a tick: precise (nanosleep) or plain (time.Sleep, for comparison)")
+	f.MarkHidden("sleep")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
+	f.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -91,8 +98,8 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.interval < time.Millisecond {
-		return fmt.Errorf("--interval %v: the shortest is 1ms", o.interval)
+	if o.interval < 100*time.Microsecond {
+		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
 	}
 	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
 		o.duration = 10 * time.Second
@@ -140,6 +147,9 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		Command:  o.command,
 		Log:      o.io.Err,
 	}
+	if o.sleep == "plain" {
+		opts.Clock = recorder.PlainClock{}
+	}
 	db, dbErr := o.openWrite()
 	if dbErr != nil {
 		if len(o.command) == 0 {
@@ -152,6 +162,17 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		if _, err := db.Run(name); err == nil {
 			return fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
 		}
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := recorder.Record(ctx, opts)
 	if err != nil {
@@ -174,8 +195,8 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 		s.Samples, s.Procs, res.Torch, s.Invalid)
 	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped\n", res.Marks, res.Listener.Marks, res.Listener.Dropped)
 	if res.Wall > 0 {
-		fmt.Fprintf(w, "  recorder    %.2f%% of one core, max RSS %.1f MiB\n",
-			100*res.CPU.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20))
+		fmt.Fprintf(w, "  recorder    %.2f%% of one core (%.2f%% in the kernel), max RSS %.1f MiB\n",
+			100*res.CPU.Seconds()/res.Wall.Seconds(), 100*res.CPUSys.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20))
 	}
 	switch {
 	case dbErr != nil:

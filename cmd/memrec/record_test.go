@@ -59,7 +59,7 @@ func TestRecordFlagsAndDriverErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"record", "--interval", "100us", "--source", "sim"}, "--interval 100µs: the shortest is 1ms"},
+		{[]string{"record", "--interval", "50us", "--source", "sim"}, "--interval 50µs: the shortest is 100µs"},
 		{[]string{"record", "--gpus", "0,x", "--source", "sim"}, `--gpus "0,x"`},
 		{[]string{"record", "--gpus", "5", "--source", "sim"}, "--gpus: no GPU 5"},
 		{[]string{"record", "--source", "tpu"}, `--source "tpu"`},
