@@ -17,15 +17,39 @@ echo "== accuracy: a real training job, nvidia-smi polled alongside"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100 > "$OUT/smi.csv" &
 smi=$!
 sleep 2
-$BIN record --name train --procs --interval 10ms --tag model=resnet18 -- \
+$BIN record --name train --torch --procs --interval 10ms --tag model=resnet18 -- \
   python3 examples/train.py --epochs 2 --steps 40 --rest 3 --log "$OUT/train-log.jsonl" 2> "$OUT/record-train.txt"
 sleep 1
 kill $smi
 $BIN export train -o "$OUT/train.jsonl"
 python3 bench/check_record.py "$OUT/train.jsonl" "$OUT/smi.csv" "$OUT/train-log.jsonl"
+python3 bench/check_probe.py "$OUT/train.jsonl" "$OUT/train-log.jsonl"
+
+echo "== probe: a planted leak (each step's logits kept: 64 x 1000 float32 = 256000 B)"
+$BIN record --name leak -- python3 examples/train.py --leak --epochs 2 --steps 40 --log "$OUT/leak-log.jsonl" 2> "$OUT/record-leak.txt"
+$BIN export leak -o "$OUT/leak.jsonl"
+python3 bench/check_probe.py "$OUT/leak.jsonl" "$OUT/leak-log.jsonl" --leak 256000
+
+echo "== probe: a forced OOM"
+$BIN record --name oom -- python3 examples/oom.py 2> "$OUT/record-oom.txt"
+$BIN export oom | grep '"kind":"oom"' | cut -c1-300
+
+echo "== probe: --torch with a script that does not know memrec"
+$BIN record --name zero --torch -- python3 -c "import torch, time; x = torch.randn(4096, 4096, device='cuda'); time.sleep(1.5)" 2> "$OUT/record-zero.txt"
+echo "allocator samples: $($BIN export zero | grep -c '"type":"torch"')"
+
+echo "== probe: cost of memrec.step() on the training thread"
+$BIN record --name cost -- python3 bench/probe_cost.py 2> "$OUT/record-cost.txt"
+
+echo "== probe: training step time with and without memrec (alternating runs)"
+for i in 1 2; do
+  python3 examples/train.py --epochs 1 --steps 150 --log "$OUT/off$i.jsonl" > /dev/null 2>&1
+  $BIN record --name "on$i" --torch -- python3 examples/train.py --epochs 1 --steps 150 --log "$OUT/on$i.jsonl" > /dev/null 2>&1
+done
+python3 bench/step_overhead.py "$OUT/off1.jsonl" "$OUT/on1.jsonl" "$OUT/off2.jsonl" "$OUT/on2.jsonl"
 
 echo "== speed: 1 ms on one GPU for ${SECS}s while a job trains, nanosleep vs time.Sleep"
-for sleep in precise plain; do
+for sleep in ${SLEEPS:-precise plain}; do
   $BIN record --name "tick1ms-$sleep" --sleep $sleep --interval 1ms --gpus 0 --procs -- \
     python3 examples/train.py --epochs 1000 --steps 100000 --seconds "$SECS" 2> "$OUT/record-1ms-$sleep.txt" &
   pid=$!
@@ -41,6 +65,11 @@ done
 echo "== speed: 10 ms on every GPU for ${SECS}s, per-process queries on"
 $BIN record --name tick10ms --interval 10ms --procs --duration "${SECS}s" 2> "$OUT/record-10ms.txt"
 grep -E 'ticks|recorder' "$OUT/record-10ms.txt"
+
+echo "== how far below 1 ms: 500 µs and 250 µs on one GPU, 20 s each, per-process queries on"
+for iv in 500us 250us; do
+  $BIN record --name "tick$iv" --interval $iv --gpus 0 --procs --duration 20s 2>&1 | grep -E 'ticks|recorder'
+done
 
 echo "== baseline: a Python NVML loop at 1 ms (ctypes), 20 s"
 python3 bench/nvml_loop.py 20

@@ -2,10 +2,10 @@
 
     memrec record --procs -- python examples/train.py --epochs 2
 
-It marks epochs, steps and events through memrec's socket (MEMREC_SOCKET) when
-it runs under `memrec record`, and writes what it measures itself (its pid, and
-torch.cuda.memory_allocated() at every step end) to --log, so a test can check
-memrec's record against the job's own view.
+It marks epochs, steps and events with memrec's probe (python/memrec), and
+writes what it measures itself (its pid, torch.cuda.memory_allocated() at every
+step end, step times) to --log, so a test can check memrec's record against the
+job's own view.
 
 --rest N sleeps N seconds with the GPU memory at rest at the start, between
 epochs and at the end (marked "rest_start"/"rest_end"); --leak keeps each
@@ -14,34 +14,18 @@ step's logits on the GPU; --seconds stops after that long.
 import argparse
 import json
 import os
-import socket
+import sys
 import time
 
 import torch
 import torch.nn as nn
 
 
-class Marks:
-    """Sends marks to memrec's socket; a no-op without it."""
-
-    def __init__(self):
-        self.sock = None
-        path = os.environ.get("MEMREC_SOCKET")
-        if path:
-            try:
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.connect(path)
-            except OSError:
-                self.sock = None
-
-    def send(self, kind, **fields):
-        if self.sock is None:
-            return
-        msg = {"type": "mark", "t_ns": time.time_ns(), "kind": kind, **fields}
-        try:
-            self.sock.sendall((json.dumps(msg) + "\n").encode())
-        except OSError:
-            self.sock = None
+try:
+    import memrec
+except ImportError:  # not pip-installed: use the copy beside this example
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import memrec
 
 
 def model():
@@ -62,9 +46,9 @@ def main():
     ap.add_argument("--leak", action="store_true")
     ap.add_argument("--seconds", type=float, default=0)
     ap.add_argument("--log", default="")
+    ap.add_argument("--no-probe", dest="probe", action="store_false", help="do not call memrec.step")
     a = ap.parse_args()
 
-    marks = Marks()
     log = open(a.log, "w") if a.log else None
 
     def note(**kv):
@@ -75,9 +59,10 @@ def main():
     def rest(why):
         if a.rest > 0:
             torch.cuda.synchronize()
-            marks.send("event", text="rest_start " + why)
+            memrec.mark("rest_start " + why)
+            memrec.flush()
             time.sleep(a.rest)
-            marks.send("event", text="rest_end " + why)
+            memrec.mark("rest_end " + why)
 
     note(pid=os.getpid())
     dev = torch.device("cuda")
@@ -91,8 +76,9 @@ def main():
     start = time.time()
     step = 0
     for epoch in range(a.epochs):
-        marks.send("epoch_start", epoch=epoch)
+        memrec.epoch_start(epoch)
         for _ in range(a.steps):
+            t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             out = net(x)
             loss = loss_fn(out, y)
@@ -101,18 +87,21 @@ def main():
             if a.leak:
                 kept.append(out.detach())
             torch.cuda.synchronize()
-            note(step=step, allocated=torch.cuda.memory_allocated(dev))
-            marks.send("step", step=step, rank=0)
+            allocated = torch.cuda.memory_allocated(dev)
+            if a.probe:
+                memrec.step(step)
+            note(step=step, allocated=allocated, seconds=time.perf_counter() - t0)
             step += 1
             if a.seconds and time.time() - start > a.seconds:
                 break
-        marks.send("epoch_end", epoch=epoch)
+        memrec.epoch_end(epoch)
         if epoch == 0:
-            marks.send("event", text="checkpoint saved")
+            memrec.mark("checkpoint saved")
         rest(f"after epoch {epoch}")
         if a.seconds and time.time() - start > a.seconds:
             break
     note(done=True, steps=step)
+    memrec.flush()
 
 
 if __name__ == "__main__":

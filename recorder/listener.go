@@ -16,6 +16,11 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
+// ProbeDropped is the kind of mark a probe sends to report how many
+// messages its full queue dropped (in the mark's code); they count as
+// dropped messages of the recording.
+const ProbeDropped = "probe_dropped"
+
 // MaxLine is the longest probe message accepted; longer ones are dropped.
 const MaxLine = 64 << 10
 
@@ -160,6 +165,10 @@ func (l *Listener) handle(p *storage.LineParser, line []byte) {
 	case "mark":
 		if rec.Mark.T == 0 {
 			rec.Mark.T = l.now().UnixNano()
+		}
+		if rec.Mark.Kind == ProbeDropped && rec.Mark.Code > 0 {
+			// A probe reports what its own full queue made it drop.
+			l.dropped.Add(int64(rec.Mark.Code))
 		}
 		if err := l.sink.AppendMark(rec.Mark); err != nil {
 			l.drop(err)

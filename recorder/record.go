@@ -27,6 +27,7 @@ type Options struct {
 	Procs    bool
 	Duration time.Duration // 0: until the command exits, or until interrupted
 	Command  []string      // nil: no child
+	Env      []string      // more KEY=VALUE for the child's environment
 	Log      io.Writer     // memrec's own messages (stderr)
 	Clock    Clock         // nil: RealClock
 	// SocketDir is where the private socket directory is made ("" = $TMPDIR).
@@ -154,7 +155,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		if ln != nil {
 			socket = ln.Path
 		}
-		res.ExitCode, err = runChild(o.Command, socket, run.Name, sigs, o.Log)
+		res.ExitCode, err = runChild(o.Command, o.Env, socket, run.Name, sigs, o.Log)
 		exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
 		exit.Code = res.ExitCode
 		if err != nil {
@@ -271,10 +272,10 @@ func rateLimited(w io.Writer, what string) func(error) {
 
 // runChild runs the command with MEMREC_SOCKET and MEMREC_RUN set, passes
 // SIGINT and SIGTERM on to it, and returns its exit status.
-func runChild(argv []string, socket, run string, sigs <-chan os.Signal, log io.Writer) (int, error) {
+func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log io.Writer) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "MEMREC_RUN="+run)
+	cmd.Env = append(append(os.Environ(), env...), "MEMREC_RUN="+run)
 	if socket != "" {
 		cmd.Env = append(cmd.Env, "MEMREC_SOCKET="+socket)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/python"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -31,6 +32,7 @@ type recordOptions struct {
 	command     []string
 	sleep       string
 	cpuProfile  string
+	torch       bool
 	// newNVML makes the NVML library; tests pass go-nvml's mocks.
 	newNVML func() nvml.Interface
 }
@@ -72,6 +74,7 @@ machine without a GPU.`,
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.StringVar(&o.sleep, "sleep", "precise", "how to wait for a tick: precise (nanosleep) or plain (time.Sleep, for comparison)")
 	f.MarkHidden("sleep")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
@@ -146,6 +149,21 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		Duration: o.duration,
 		Command:  o.command,
 		Log:      o.io.Err,
+	}
+	if o.torch {
+		if len(o.command) == 0 {
+			return errors.New("--torch needs a command to load the probe into")
+		}
+		dir, err := os.MkdirTemp("", "memrec-probe-")
+		if err != nil {
+			return fmt.Errorf("--torch: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		entries, err := python.Install(dir)
+		if err != nil {
+			return fmt.Errorf("--torch: %w", err)
+		}
+		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
 	}
 	if o.sleep == "plain" {
 		opts.Clock = recorder.PlainClock{}

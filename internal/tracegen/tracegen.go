@@ -62,9 +62,9 @@ const (
 
 // Truth is what a generated run is known to contain.
 type Truth struct {
-	Lines      int
-	Steps      int
-	PeakUsed   []int64 // by GPU
+	Lines       int
+	Steps       int
+	PeakUsed    []int64 // by GPU
 	LeakPerStep []int64
 }
 
@@ -113,14 +113,14 @@ func Write(w io.Writer, c Config) (Truth, error) {
 	// Each rank runs steps of StepTime (with a little noise), reports its
 	// allocator on its timer, and marks each step's end.
 	type rank struct {
-		step       int
-		stepStart  int64 // ns
-		stepLen    int64
-		nextTorch  int64
-		reserved   int64
-		peakSince  int64
-		kept       int64 // leaked bytes so far
-		epochOpen  bool
+		step      int
+		stepStart int64 // ns
+		stepLen   int64
+		nextTorch int64
+		reserved  int64
+		peakSince int64
+		kept      int64 // leaked bytes so far
+		epochOpen bool
 	}
 	ranks := make([]rank, c.GPUs)
 	warm := int64(5 * time.Second)

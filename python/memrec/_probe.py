@@ -1,0 +1,346 @@
+"""The probe: reads PyTorch's caching allocator and sends marks to memrec.
+
+Everything the training thread calls does the least it can: it reads the
+allocator's counters (one ``torch._C._cuda_memoryStats`` call per device,
+about 11 µs on an H200) and puts a tuple on a bounded queue. A background
+thread formats the JSON lines and writes them to the recorder's socket. When
+the queue is full, messages are dropped and counted, and the count is sent
+later. Nothing here raises into the training code.
+"""
+
+import collections
+import os
+import socket
+import sys
+import threading
+import time
+
+MAX_QUEUE = 10000
+TIMER_INTERVAL = 0.1
+
+# Message kinds on the queue.
+_MARK, _TORCH, _DROPPED = 0, 1, 2
+
+_STAT_KEYS = (
+    ("allocated_bytes", "allocated_bytes"),
+    ("reserved_bytes", "reserved_bytes"),
+    ("active_bytes", "active_bytes"),
+    ("inactive_split_bytes", "inactive_split_bytes"),
+)
+
+
+def _json_str(s):
+    """A JSON string literal (ASCII-safe)."""
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif o < 0x20 or o > 0x7E:
+            if o > 0xFFFF:
+                o -= 0x10000
+                out.append("\\u%04x\\u%04x" % (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF)))
+            else:
+                out.append("\\u%04x" % o)
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def stats_line(t_ns, device, pid, rank, stats, peak=None):
+    """Formats one allocator sample from torch's nested memory stats dict."""
+    def cur(key):
+        try:
+            return int(stats[key]["all"]["current"])
+        except (KeyError, TypeError):
+            return 0
+
+    if peak is None:
+        try:
+            peak = int(stats["allocated_bytes"]["all"]["peak"])
+        except (KeyError, TypeError):
+            peak = 0
+    rank_part = ',"rank":%d' % rank if rank is not None and rank >= 0 else ""
+    return (
+        '{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,'
+        '"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,'
+        '"alloc_retries":%d,"ooms":%d}\n'
+        % (t_ns, device, pid, rank_part, cur("allocated_bytes"), cur("reserved_bytes"), cur("active_bytes"),
+           cur("inactive_split_bytes"), peak, cur("segment"), int(stats.get("num_alloc_retries", 0) or 0),
+           int(stats.get("num_ooms", 0) or 0))
+    )
+
+
+def mark_line(t_ns, kind, fields):
+    parts = ['{"type":"mark","t_ns":%d,"kind":%s' % (t_ns, _json_str(kind))]
+    for k, v in fields.items():
+        if v is None:
+            continue
+        if isinstance(v, str):
+            parts.append(',"%s":%s' % (k, _json_str(v)))
+        else:
+            parts.append(',"%s":%d' % (k, int(v)))
+    parts.append("}\n")
+    return "".join(parts)
+
+
+class Probe:
+    """One per process. Its public methods never raise."""
+
+    def __init__(self, path=None, timer=None):
+        self.path = path if path is not None else os.environ.get("MEMREC_SOCKET", "")
+        self.enabled = bool(self.path)
+        self.pid = os.getpid()
+        self.queue = collections.deque()
+        self.dropped = 0  # messages dropped since the last report
+        self.dropped_total = 0
+        self.sent = 0
+        self.cond = threading.Condition()
+        self.sock = None
+        self.sender = None
+        self.timer = None
+        self.timer_interval = TIMER_INTERVAL if timer is None else timer
+        self.devices = None  # CUDA devices this process uses
+        self.devices_checked = 0
+        self._rank = None
+        self.oom_reported = 0.0  # time of the last OOM report
+        self.observer_attached = False
+        self.stopped = False
+        if self.enabled:
+            self._start_threads()
+
+    # ---- threads -------------------------------------------------------
+
+    def _start_threads(self):
+        self.sender = threading.Thread(target=self._send_loop, name="memrec-sender", daemon=True)
+        self.sender.start()
+        if self.timer_interval and self.timer_interval > 0:
+            self.timer = threading.Thread(target=self._timer_loop, name="memrec-timer", daemon=True)
+            self.timer.start()
+
+    def _put(self, item):
+        if len(self.queue) >= MAX_QUEUE:
+            self.dropped += 1
+            self.dropped_total += 1
+            return
+        self.queue.append(item)
+        if len(self.queue) == 1 or len(self.queue) % 64 == 0:
+            with self.cond:
+                self.cond.notify()
+
+    def _connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(5.0)
+            s.connect(self.path)
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    def _format(self, item):
+        kind = item[0]
+        if kind == _MARK:
+            return mark_line(item[1], item[2], item[3])
+        if kind == _TORCH:
+            _, t, dev, rank, stats, peak = item
+            return stats_line(t, dev, self.pid, rank, stats, peak)
+        return mark_line(item[1], "probe_dropped", {"code": item[2], "text": "memrec probe dropped %d messages" % item[2]})
+
+    def _send_loop(self):
+        while not self.stopped:
+            with self.cond:
+                if not self.queue:
+                    self.cond.wait(0.05)
+            if not self.queue:
+                continue
+            batch = []
+            while self.queue and len(batch) < 512:
+                batch.append(self._format(self.queue.popleft()))
+            if self.dropped:
+                n, self.dropped = self.dropped, 0
+                batch.append(self._format((_DROPPED, time.time_ns(), n)))
+            try:
+                if self.sock is None:
+                    self.sock = self._connect()
+                self.sock.sendall("".join(batch).encode("utf-8"))
+                self.sent += len(batch)
+            except OSError:
+                # The recorder is gone: become a no-op.
+                if self.sock is not None:
+                    self.sock.close()
+                    self.sock = None
+                self.enabled = False
+                self.stopped = True
+                self.queue.clear()
+                return
+
+    def _timer_loop(self):
+        while not self.stopped:
+            time.sleep(self.timer_interval)
+            if self.enabled:
+                try:
+                    torch = self._torch()
+                    if torch is not None and time.monotonic() - self.devices_checked > 5.0:
+                        self._devices(torch, rescan=True)
+                    self.sample()
+                except Exception:
+                    pass
+
+    def flush(self, timeout=2.0):
+        """Waits until the queue is sent (or timeout)."""
+        if not self.enabled:
+            return
+        with self.cond:
+            self.cond.notify()
+        end = time.monotonic() + timeout
+        while self.queue and time.monotonic() < end and not self.stopped:
+            time.sleep(0.001)
+        time.sleep(0.005)
+
+    def close(self):
+        self.flush()
+        self.stopped = True
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    # ---- torch -----------------------------------------------------------
+
+    def _torch(self):
+        """torch if the process imported it and CUDA is up; never imports it."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        try:
+            if not torch.cuda.is_initialized():
+                return None
+        except Exception:
+            return None
+        self._attach_observer(torch)
+        return torch
+
+    def rank(self):
+        if self._rank is not None:
+            return self._rank
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                self._rank = int(dist.get_rank())
+                return self._rank
+        except Exception:
+            pass
+        env = os.environ.get("RANK")
+        if env is not None and env.lstrip("-").isdigit():
+            return int(env)
+        return None
+
+    def _devices(self, torch, rescan=False):
+        """The CUDA devices this process uses: those where its allocator holds
+        memory. The list is made at the first call and refreshed by the timer
+        thread, so a step does not pay for the scan."""
+        if self.devices is not None and not rescan:
+            return self.devices
+        devs = []
+        try:
+            for d in range(int(torch.cuda.device_count())):
+                st = torch._C._cuda_memoryStats(d)
+                if st.get("reserved_bytes", {}).get("all", {}).get("current", 0) > 0:
+                    devs.append(d)
+        except Exception:
+            pass
+        self.devices = devs
+        self.devices_checked = time.monotonic()
+        return devs
+
+    def sample(self, reset_peak=False):
+        """Queues one allocator sample per device in use; with reset_peak the
+        per-step peak is read and then reset, so the next one is fresh."""
+        torch = self._torch()
+        if torch is None:
+            return
+        t = time.time_ns()
+        rank = self.rank()
+        for d in self._devices(torch):
+            stats = torch._C._cuda_memoryStats(d)
+            if reset_peak:
+                torch._C._cuda_resetPeakMemoryStats(d)
+            self._put((_TORCH, t, d, rank, stats, None))
+
+    def mark(self, kind, **fields):
+        if "rank" not in fields:
+            r = self.rank()
+            if r is not None:
+                fields["rank"] = r
+        self._put((_MARK, time.time_ns(), kind, fields))
+
+    # ---- OOM -----------------------------------------------------------
+
+    def _attach_observer(self, torch):
+        if self.observer_attached:
+            return
+        self.observer_attached = True
+        attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if attach is None:
+            return
+        try:
+            attach(self._on_oom)
+        except Exception:
+            pass
+
+    def _on_oom(self, device, requested, device_total, device_free):
+        """torch's out-of-memory observer: called before the error is raised."""
+        try:
+            text = "CUDA out of memory. Tried to allocate %s on GPU %d (%s free of %s)" % (
+                _size(requested), device, _size(device_free), _size(device_total))
+            self.report_oom(device, text)
+        except Exception:
+            pass
+
+    def report_oom(self, device, text):
+        """Sends an oom mark with the allocator's summary and a last sample."""
+        torch = sys.modules.get("torch")
+        summary = ""
+        try:
+            summary = torch.cuda.memory_summary(device)
+        except Exception:
+            pass
+        if summary:
+            text = text + "\n\n" + summary
+        self.oom_reported = time.monotonic()
+        self.mark("oom", gpu=device, pid=self.pid, text=text[: 60 << 10])
+        try:
+            t = time.time_ns()
+            self._put((_TORCH, t, device, self.rank(), torch._C._cuda_memoryStats(device), None))
+        except Exception:
+            pass
+        self.flush(1.0)
+
+    def exception_oom(self, exc):
+        """Reports an OOM exception that the observer did not (older torch)."""
+        if time.monotonic() - self.oom_reported < 5.0:
+            return
+        torch = sys.modules.get("torch")
+        oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
+        if oom_type is None or not isinstance(exc, oom_type):
+            if "out of memory" not in str(exc):
+                return
+        device = 0
+        try:
+            device = int(torch.cuda.current_device())
+        except Exception:
+            pass
+        self.report_oom(device, str(exc).split("\n")[0])
+
+
+def _size(n):
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return "%.2f %s" % (n, unit)
+        n /= 1024

@@ -1,0 +1,50 @@
+"""Callbacks that mark epochs and steps for you. Each is defined only when its
+framework can be imported:
+
+    from memrec.integrations import lightning_callback, transformers_callback
+
+    trainer = lightning.Trainer(callbacks=[lightning_callback()])
+    trainer = transformers.Trainer(..., callbacks=[transformers_callback()])
+"""
+
+import memrec
+
+
+def lightning_callback():
+    """A PyTorch Lightning Callback (lightning or pytorch_lightning)."""
+    try:
+        from lightning.pytorch.callbacks import Callback
+    except ImportError:
+        from pytorch_lightning.callbacks import Callback
+
+    class MemrecCallback(Callback):
+        def on_train_epoch_start(self, trainer, pl_module):
+            memrec.epoch_start(trainer.current_epoch)
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            memrec.epoch_end(trainer.current_epoch)
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            memrec.step(trainer.global_step)
+
+        def on_exception(self, trainer, pl_module, exception):
+            memrec._get().exception_oom(exception)
+
+    return MemrecCallback()
+
+
+def transformers_callback():
+    """A Hugging Face transformers TrainerCallback."""
+    from transformers import TrainerCallback
+
+    class MemrecCallback(TrainerCallback):
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            memrec.epoch_start(int(state.epoch or 0))
+
+        def on_epoch_end(self, args, state, control, **kwargs):
+            memrec.epoch_end(int(round(state.epoch or 0)) - 1 if state.epoch else 0)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            memrec.step(state.global_step)
+
+    return MemrecCallback()
