@@ -6,4 +6,4 @@ import "time"
 
 func preciseSleep(d time.Duration) { time.Sleep(d) }
 
-func lowerTimerSlack() {}
+func prepareThread() {}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -111,7 +112,10 @@ func (h *lateHist) quantile(q float64) time.Duration {
 func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	lowerTimerSlack()
+	prepareThread()
+	// Fewer collections: a GC cycle's assists can delay a tick, and the
+	// recorder's heap is small either way.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 
 	var st SamplerStats
 	var hist lateHist

@@ -254,7 +254,9 @@ class Probe:
                     devs.append(d)
         except Exception:
             pass
-        self.devices = devs
+        # Cache only a list that found memory: right after CUDA starts nothing
+        # is allocated yet, and an empty answer would hide the device.
+        self.devices = devs or None
         self.devices_checked = time.monotonic()
         return devs
 
