@@ -1,0 +1,397 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Report is the analysis of one run. Allocator-based fields are nil where
+// the run has no allocator samples. It is plain data: safe to copy, to
+// encode as JSON, and to hand to package report.
+type Report struct {
+	Run        string            `json:"run"`
+	RunID      uint64            `json:"run_id"`
+	Host       string            `json:"host,omitempty"`
+	StartNS    int64             `json:"start_ns"`
+	EndNS      int64             `json:"end_ns"`
+	DurationS  float64           `json:"duration_s"`
+	Complete   bool              `json:"complete"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	IntervalNS int64             `json:"interval_ns,omitempty"`
+	Recorder   storage.Recorder  `json:"recorder"`
+	Marks      MarkCounts        `json:"marks"`
+	GPUs       []GPUReport       `json:"gpus"`
+	// Notes say what the run lacks and what was done instead.
+	Notes []string `json:"notes,omitempty"`
+	// Events are the run's event, oom and exit marks, for the report.
+	Events []storage.Mark `json:"-"`
+	// StepTimeS is the median time per step (rank 0 or unranked), if known.
+	StepTimeS *float64 `json:"step_time_s"`
+}
+
+// MarkCounts count the marks of a run by kind.
+type MarkCounts struct {
+	Epochs, Steps, Events, OOMs int
+}
+
+// GPUReport is the analysis of one GPU.
+type GPUReport struct {
+	GPU                int          `json:"gpu"`
+	UUID               string       `json:"uuid,omitempty"`
+	Name               string       `json:"name,omitempty"`
+	TotalBytes         int64        `json:"total_bytes,omitempty"`
+	PeakUsedBytes      *int64       `json:"peak_used_bytes"`
+	PeakAllocatedBytes *int64       `json:"peak_allocated_bytes"`
+	PeakReservedBytes  *int64       `json:"peak_reserved_bytes"`
+	PeakStepBytes      *int64       `json:"peak_step_allocated_bytes"` // the probe's true per-step peak
+	Peaks              []Peak       `json:"peaks"`
+	Epochs             []EpochDelta `json:"epochs"`
+	Intervals          []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
+	Leak               Leak         `json:"leak"`
+	Fragmentation      *Frag        `json:"fragmentation"`
+	Unseen             *Unseen      `json:"unseen_by_pytorch"`
+	OOMs               []OOM        `json:"ooms"`
+	AllocRetries       *int64       `json:"alloc_retries"`
+	FirstRetryNS       *int64       `json:"first_alloc_retry_ns,omitempty"`
+	Processes          []Process    `json:"processes,omitempty"`
+	Timeline           Timeline     `json:"-"`
+	Floors             []FloorPoint `json:"-"`
+	FragSeries         []FragPoint  `json:"-"`
+	StepPeaks          []FloorPoint `json:"-"`
+}
+
+// Peak is the highest value of one series, and where it happened.
+type Peak struct {
+	What     string `json:"what"` // device_used, allocated, reserved, step_peak
+	Bytes    int64  `json:"bytes"`
+	TNS      int64  `json:"t_ns"`
+	Epoch    *int   `json:"epoch"`
+	Step     *int   `json:"step"`
+	NearMark string `json:"near_mark,omitempty"`
+}
+
+// EpochDelta is memory at an epoch's start and end.
+type EpochDelta struct {
+	Epoch               int    `json:"epoch"`
+	StartNS             int64  `json:"start_ns"`
+	EndNS               int64  `json:"end_ns"`
+	UsedStartBytes      *int64 `json:"used_start_bytes"`
+	UsedEndBytes        *int64 `json:"used_end_bytes"`
+	DeltaUsedBytes      *int64 `json:"delta_used_bytes"`
+	AllocatedStartBytes *int64 `json:"allocated_start_bytes"`
+	AllocatedEndBytes   *int64 `json:"allocated_end_bytes"`
+	DeltaAllocatedBytes *int64 `json:"delta_allocated_bytes"`
+	PeakUsedBytes       *int64 `json:"peak_used_bytes"`
+	PeakAllocatedBytes  *int64 `json:"peak_allocated_bytes"`
+	Open                bool   `json:"open,omitempty"` // no epoch_end mark: ends at the run's end
+}
+
+// Leak verdicts.
+const (
+	VerdictLeak         = "leak"
+	VerdictNoLeak       = "no_leak"
+	VerdictInsufficient = "insufficient_data"
+)
+
+// Leak is the growth of the steady-state memory.
+type Leak struct {
+	Verdict            string   `json:"verdict"`
+	Basis              string   `json:"basis"` // allocated, device_used
+	Per                string   `json:"per"`   // step, time
+	SlopeBytesPerStep  *float64 `json:"slope_bytes_per_step"`
+	SlopeBytesPerHour  *float64 `json:"slope_bytes_per_hour"`
+	CILowBytesPerHour  *float64 `json:"ci95_low_bytes_per_hour"`
+	CIHighBytesPerHour *float64 `json:"ci95_high_bytes_per_hour"`
+	CILowBytesPerStep  *float64 `json:"ci95_low_bytes_per_step"`
+	CIHighBytesPerStep *float64 `json:"ci95_high_bytes_per_step"`
+	PValue             *float64 `json:"p_value"`
+	TimeToFullS        *float64 `json:"time_to_full_s"`
+	Points             int      `json:"points"`
+	SkippedWarmup      int      `json:"skipped_warmup_points"`
+	JumpsRemoved       int      `json:"jumps_removed"`
+	Reason             string   `json:"reason"`
+	// FitIntercept is the fitted line's value at x = 0 (steps or seconds
+	// since the run's start), for drawing it.
+	FitIntercept float64 `json:"-"`
+}
+
+// Frag summarises fragmentation of the caching allocator.
+type Frag struct {
+	Mean      float64 `json:"mean"`
+	P95       float64 `json:"p95"`
+	Max       float64 `json:"max"`
+	Final     float64 `json:"final"`
+	StuckMean float64 `json:"stuck_mean"`
+	StuckMax  float64 `json:"stuck_max"`
+	Samples   int     `json:"samples"`
+}
+
+// Unseen is device memory PyTorch's allocator does not account for.
+type Unseen struct {
+	MeanBytes  int64 `json:"mean_bytes"`
+	MaxBytes   int64 `json:"max_bytes"`
+	FinalBytes int64 `json:"final_bytes"`
+	Samples    int   `json:"samples"`
+}
+
+// OOM is the post-mortem of one out-of-memory mark.
+type OOM struct {
+	TNS              int64    `json:"t_ns"`
+	Message          string   `json:"message"`
+	Summary          string   `json:"summary,omitempty"`
+	Epoch            *int     `json:"epoch"`
+	Step             *int     `json:"step"`
+	UsedBytes        *int64   `json:"used_bytes"`
+	AllocatedBytes   *int64   `json:"allocated_bytes"`
+	ReservedBytes    *int64   `json:"reserved_bytes"`
+	Fragmentation    *float64 `json:"fragmentation"`
+	LargestGrowth    *int64   `json:"largest_step_growth_bytes"`
+	LargestGrowthAt  *int     `json:"largest_step_growth_step"`
+	AllocRetriesRise *int64   `json:"alloc_retries_rise"`
+}
+
+// Process is one process seen on the GPU.
+type Process struct {
+	PID       int    `json:"pid"`
+	PeakBytes int64  `json:"peak_bytes"`
+	Samples   int64  `json:"samples"`
+	Source    string `json:"source"` // nvml or torch
+}
+
+// FloorPoint is one point of the leak series: the floor of a step or a
+// time slice.
+type FloorPoint struct {
+	X     float64 // step index or seconds since start
+	TNS   int64
+	Bytes int64
+}
+
+// FragPoint is fragmentation at one allocator sample.
+type FragPoint struct {
+	TNS         int64
+	Frag, Stuck float64
+}
+
+func i64(v int64) *int64     { return &v }
+func f64(v float64) *float64 { return &v }
+func intp(v int) *int        { return &v }
+func finite(v float64) bool  { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+func fptr(v float64) *float64 {
+	if !finite(v) {
+		return nil
+	}
+	return &v
+}
+
+// Options tune the analysis.
+type Options struct {
+	// Width is the number of timeline buckets kept for charts (0: 1600).
+	Width int
+}
+
+// Analyze reads a run from the store and analyses every GPU. It streams
+// over the chunks (memory grows with the number of marks and steps, not
+// with the number of samples).
+func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
+	if opts.Width <= 0 {
+		opts.Width = 1600
+	}
+	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, StartNS: run.StartNS, EndNS: run.EndNS,
+		DurationS: run.Duration().Seconds(), Complete: run.Complete, Tags: run.Tags, IntervalNS: run.IntervalNS,
+		Recorder: run.Recorder}
+	marks, err := loadMarks(db, run)
+	if err != nil {
+		return nil, err
+	}
+	rep.Marks = MarkCounts{Epochs: len(marks.epochs), Steps: marks.stepCount, Events: len(marks.events), OOMs: len(marks.ooms)}
+	for _, m := range marks.all {
+		if m.Kind != storage.MarkStep && m.Kind != storage.MarkEpochStart && m.Kind != storage.MarkEpochEnd {
+			rep.Events = append(rep.Events, m)
+		}
+	}
+	if st := marks.stepTime(); finite(st) {
+		rep.StepTimeS = &st
+	}
+	series, err := db.Series(run)
+	if err != nil {
+		return nil, err
+	}
+	if run.Counts.Samples+run.Counts.TorchSamples == 0 {
+		rep.Notes = append(rep.Notes, "the run holds no samples")
+	}
+	if len(marks.epochs) == 0 {
+		rep.Notes = append(rep.Notes, "no epoch marks: per-epoch deltas are replaced by deltas over ten equal time slices")
+	}
+	if marks.stepCount == 0 {
+		rep.Notes = append(rep.Notes, "no step marks: the leak slope is per hour only, fitted on the floors of time slices")
+	}
+	if run.Counts.TorchSamples == 0 {
+		rep.Notes = append(rep.Notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
+	}
+	gpus := slices.Clone(run.GPUs)
+	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
+	for _, g := range gpus {
+		gr, err := analyzeGPU(db, run, g, series, marks, opts)
+		if err != nil {
+			return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
+		}
+		rep.GPUs = append(rep.GPUs, *gr)
+	}
+	return rep, nil
+}
+
+// markIndex is a run's marks, sorted and grouped.
+type markIndex struct {
+	all       []storage.Mark
+	epochs    []epochSpan
+	steps     map[int][]storage.Mark // by rank (None for unranked)
+	stepCount int
+	events    []storage.Mark
+	ooms      []storage.Mark
+	endNS     int64
+}
+
+type epochSpan struct {
+	n          int
+	start, end int64
+	open       bool
+}
+
+func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
+	mi := &markIndex{steps: map[int][]storage.Mark{}, endNS: run.EndNS}
+	it := db.Marks(run, storage.MinTime, storage.MaxTime)
+	starts := map[int]int64{}
+	for it.Next() {
+		m := it.At()
+		mi.all = append(mi.all, m)
+		switch m.Kind {
+		case storage.MarkEpochStart:
+			if m.Epoch != storage.None {
+				if _, ok := starts[m.Epoch]; !ok {
+					starts[m.Epoch] = m.T
+				}
+			}
+		case storage.MarkEpochEnd:
+			if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
+				mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
+				delete(starts, m.Epoch)
+			}
+		case storage.MarkStep:
+			mi.steps[m.Rank] = append(mi.steps[m.Rank], m)
+			mi.stepCount++
+		case storage.MarkOOM:
+			mi.ooms = append(mi.ooms, m)
+			mi.events = append(mi.events, m)
+		case storage.MarkEvent, storage.MarkExit:
+			mi.events = append(mi.events, m)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	for n, s := range starts { // an epoch that never ended (the job died)
+		mi.epochs = append(mi.epochs, epochSpan{n: n, start: s, end: run.EndNS, open: true})
+	}
+	sort.Slice(mi.epochs, func(i, j int) bool { return mi.epochs[i].start < mi.epochs[j].start })
+	return mi, nil
+}
+
+// stepsFor returns the step marks for the rank that runs on a GPU.
+func (mi *markIndex) stepsFor(rank int) []storage.Mark {
+	if s, ok := mi.steps[rank]; ok && rank != storage.None {
+		return s
+	}
+	if s, ok := mi.steps[storage.None]; ok {
+		return s
+	}
+	if s, ok := mi.steps[0]; ok {
+		return s
+	}
+	for _, s := range mi.steps {
+		return s
+	}
+	return nil
+}
+
+func (mi *markIndex) stepTime() float64 {
+	s := mi.stepsFor(0)
+	if len(s) < 3 {
+		return math.NaN()
+	}
+	var d []float64
+	for i := 1; i < len(s); i++ {
+		d = append(d, float64(s[i].T-s[i-1].T)/1e9)
+	}
+	slices.Sort(d)
+	return median(d)
+}
+
+// epochAt and stepAt place a time.
+func (mi *markIndex) epochAt(t int64) *int {
+	for _, e := range mi.epochs {
+		if t >= e.start && t <= e.end {
+			return intp(e.n)
+		}
+	}
+	return nil
+}
+
+func stepAt(steps []storage.Mark, t int64) *int {
+	// The step a time falls in: the first step mark at or after it (marks
+	// end their step).
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].T >= t })
+	if i < len(steps) {
+		return intp(steps[i].Step)
+	}
+	return nil
+}
+
+// nearestMark names the event or epoch boundary nearest to t, with the
+// time from it to t.
+func (mi *markIndex) nearestMark(t int64) string {
+	best, bestT, dist := "", int64(0), int64(math.MaxInt64)
+	consider := func(name string, mt int64) {
+		if d := abs64(mt - t); d < dist {
+			best, bestT, dist = name, mt, d
+		}
+	}
+	for _, m := range mi.events {
+		consider(describeMark(m), m.T)
+	}
+	for _, e := range mi.epochs {
+		consider(fmt.Sprintf("epoch %d start", e.n), e.start)
+		if !e.open {
+			consider(fmt.Sprintf("epoch %d end", e.n), e.end)
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %+.2fs", best, float64(t-bestT)/1e9)
+}
+
+func describeMark(m storage.Mark) string {
+	text := strings.SplitN(m.Text, "\n", 2)[0]
+	switch m.Kind {
+	case storage.MarkExit:
+		return fmt.Sprintf("exit %d", m.Code)
+	case storage.MarkOOM:
+		return "OOM"
+	}
+	if len(text) > 60 {
+		text = text[:60] + "…"
+	}
+	return fmt.Sprintf("%q", text)
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

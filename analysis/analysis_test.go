@@ -1,0 +1,348 @@
+package analysis
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+const (
+	MiB = 1 << 20
+	GiB = 1 << 30
+	t0  = int64(1_764_430_000_000_000_000)
+)
+
+// gen writes runs with known ground truth as JSON Lines.
+type gen struct {
+	b   strings.Builder
+	rng *rand.Rand
+}
+
+func (g *gen) line(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) }
+
+// trainCfg is a data-parallel job: every GPU steps together.
+type trainCfg struct {
+	gpus, epochs, stepsPerEpoch int
+	stepNS                      int64
+	leak                        []int64 // bytes kept per step, by GPU
+	noise                       int64   // ± bytes on step-end allocated
+	jumpAt                      int     // step of a one-off permanent allocation (0: none)
+	jump                        int64
+	oomAt                       int // step that ends in an OOM on GPU 0 (0: none)
+	noMarks                     bool
+}
+
+// train writes one run. Device memory is the CUDA context plus what the
+// allocator reserved; reserved follows allocated in 2 MiB pages with a
+// fixed 30 % of cache headroom; allocated is weights + optimizer state
+// (from step 1) + activations within a step + what leaks and jumps keep.
+func (g *gen) train(name string, c trainCfg) {
+	g.line(`{"type":"run","name":%q,"host":"t","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"64"}}`, name, t0)
+	for i := 0; i < c.gpus; i++ {
+		g.line(`{"type":"gpu","gpu":%d,"uuid":"GPU-%d","name":"Test GPU","total_bytes":%d}`, i, i, int64(80*GiB))
+	}
+	kept := make([]int64, c.gpus)
+	reserved := make([]int64, c.gpus)
+	steps := c.epochs * c.stepsPerEpoch
+	t := t0 + 1e9
+	base := func(gpu, step int) int64 {
+		a := int64(GiB) + kept[gpu]
+		if step >= 1 {
+			a += 2 * GiB
+		}
+		if c.jumpAt > 0 && step >= c.jumpAt {
+			a += c.jump
+		}
+		return a
+	}
+	for s := 0; s < steps; s++ {
+		ep := s / c.stepsPerEpoch
+		if s%c.stepsPerEpoch == 0 && !c.noMarks {
+			// after the previous step's end sample (t+1000) and epoch_end (t+2000)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":%d}`, t+3000, ep)
+		}
+		// Ten device samples per step; mid-step the activations peak.
+		for k := 0; k < 10; k++ {
+			tt := t + 5000 + int64(k)*c.stepNS/10
+			for gpu := 0; gpu < c.gpus; gpu++ {
+				a := base(gpu, s)
+				if k == 5 {
+					a += 3 * GiB
+					g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":10}`,
+						tt, gpu, 100+gpu, gpu, a, max(reserved[gpu], a), 0, a)
+				}
+				need := (a*13/10 + 2*MiB - 1) / (2 * MiB) * (2 * MiB)
+				reserved[gpu] = max(reserved[gpu], need)
+				g.line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":1000}`, tt, gpu, 500*MiB+reserved[gpu])
+			}
+		}
+		t += c.stepNS
+		if c.oomAt > 0 && s == c.oomAt {
+			a := base(0, s)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":100,"text":"CUDA out of memory. Tried to allocate 8.00 GiB\n\n|  PyTorch CUDA memory summary  |"}`, t)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":100,"rank":0,"allocated_bytes":%d,"reserved_bytes":%d,"alloc_retries":3,"ooms":1}`, t+1000, a, reserved[0])
+			return
+		}
+		for gpu := 0; gpu < c.gpus; gpu++ {
+			if gpu < len(c.leak) {
+				kept[gpu] += c.leak[gpu]
+			}
+			a := base(gpu, s)
+			if c.noise > 0 {
+				a += (g.rng.Int64N(2*c.noise) - c.noise) / 512 * 512
+			}
+			if !c.noMarks {
+				g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":%d}`, t, s, gpu)
+			}
+			g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":10}`,
+				t+1000, gpu, 100+gpu, gpu, a, reserved[gpu], 0, a+3*GiB)
+		}
+		if (s+1)%c.stepsPerEpoch == 0 && !c.noMarks {
+			g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, t+2000, ep)
+		}
+	}
+}
+
+func analyzeJSONL(t *testing.T, data string) map[string]*Report {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(data)}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*Report{}
+	for _, r := range runs {
+		rep, err := Analyze(db, r, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The JSON form holds the keys the issue promises.
+		b, _ := json.Marshal(rep)
+		for _, k := range []string{`"peak_used_bytes"`, `"peak_allocated_bytes"`, `"peak_reserved_bytes"`, `"epochs"`,
+			`"leak"`, `"verdict"`, `"slope_bytes_per_step"`, `"slope_bytes_per_hour"`, `"time_to_full_s"`, `"fragmentation"`, `"ooms"`} {
+			if !strings.Contains(string(b), k) {
+				t.Fatalf("JSON lacks %s", k)
+			}
+		}
+		out[r.Name] = rep
+	}
+	return out
+}
+
+func within(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
+
+func TestLeakOnOneGPUOfTwo(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(1, 2))}
+	g.train("leak", trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10})
+	rep := analyzeJSONL(t, g.b.String())["leak"]
+	g0, g1 := rep.GPUs[0].Leak, rep.GPUs[1].Leak
+	if g0.Verdict != VerdictNoLeak {
+		t.Errorf("GPU 0: %+v", g0)
+	}
+	if g1.Verdict != VerdictLeak || g1.SlopeBytesPerStep == nil || !within(*g1.SlopeBytesPerStep, 4*MiB, 0.02) {
+		t.Fatalf("GPU 1: %+v slope %v", g1, deref(g1.SlopeBytesPerStep))
+	}
+	// 4 MiB per 100 ms step is 140.6 GiB per hour.
+	if !within(*g1.SlopeBytesPerHour, 4*MiB*36000, 0.02) || g1.TimeToFullS == nil || *g1.TimeToFullS <= 0 {
+		t.Errorf("per hour %v, time to full %v", *g1.SlopeBytesPerHour, deref(g1.TimeToFullS))
+	}
+	if g1.Basis != "allocated" || g1.Per != "step" || *g1.CILowBytesPerStep > *g1.SlopeBytesPerStep {
+		t.Errorf("%+v", g1)
+	}
+	if s := g1.Sentence(1); !strings.Contains(s, "GPU 1 grows 4.0 MiB per step") || !strings.Contains(s, "full in about") {
+		t.Errorf("sentence %q", s)
+	}
+	// Epoch deltas: allocated grows by 60 leaks per epoch on GPU 1 (±noise).
+	e := rep.GPUs[1].Epochs[2]
+	if e.DeltaAllocatedBytes == nil || !within(float64(*e.DeltaAllocatedBytes), 60*4*MiB, 0.01) {
+		t.Errorf("epoch 2 delta %v", deref(e.DeltaAllocatedBytes))
+	}
+}
+
+func TestNoLeakWithWarmupNoiseAndJump(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(3, 4))}
+	g.train("jump", trainCfg{gpus: 2, epochs: 3, stepsPerEpoch: 80, stepNS: 100e6, noise: 256 << 10, jumpAt: 150, jump: 300 * MiB})
+	g.train("plain", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 80, stepNS: 100e6, noise: 1 * MiB})
+	reps := analyzeJSONL(t, g.b.String())
+	for name, rep := range reps {
+		for _, gr := range rep.GPUs {
+			if gr.Leak.Verdict != VerdictNoLeak {
+				t.Errorf("%s GPU %d: %+v (slope %v)", name, gr.GPU, gr.Leak, deref(gr.Leak.SlopeBytesPerStep))
+			}
+		}
+	}
+	if reps["jump"].GPUs[0].Leak.JumpsRemoved != 1 {
+		t.Errorf("jump not set aside: %+v", reps["jump"].GPUs[0].Leak)
+	}
+}
+
+func TestSlowLeakOverHoursWithoutMarks(t *testing.T) {
+	// Three hours of device samples at 1 Hz, no marks, no probe: memory
+	// grows 100 MiB per hour in whole 2 MiB pages, with ±20 MiB of noise.
+	g := &gen{rng: rand.New(rand.NewPCG(5, 6))}
+	g.line(`{"type":"run","name":"slow","start_ns":%d,"interval_ns":1000000000}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(80*GiB))
+	rate := 100.0 * MiB / 3600
+	for s := 0; s < 3*3600; s++ {
+		v := int64(10*GiB) + int64(rate*float64(s))/(2*MiB)*(2*MiB) + (g.rng.Int64N(40)-20)*MiB
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(s)*1e9, v)
+	}
+	rep := analyzeJSONL(t, g.b.String())["slow"]
+	l := rep.GPUs[0].Leak
+	if l.Verdict != VerdictLeak || l.SlopeBytesPerStep != nil || !within(*l.SlopeBytesPerHour, 100*MiB, 0.05) {
+		t.Fatalf("%+v per hour %v", l, deref(l.SlopeBytesPerHour))
+	}
+	if l.Per != "time" || l.Basis != "device_used" || len(rep.GPUs[0].Intervals) != 10 || len(rep.Notes) < 2 {
+		t.Errorf("%+v notes %v", l, rep.Notes)
+	}
+	// 80 GiB minus about 10.3 GiB at 100 MiB per hour.
+	if l.TimeToFullS == nil || !within(*l.TimeToFullS/3600, (80*1024-10*1024-300)/100.0, 0.06) {
+		t.Errorf("time to full %v h", *l.TimeToFullS/3600)
+	}
+	if rep.GPUs[0].Fragmentation != nil || rep.GPUs[0].PeakAllocatedBytes != nil {
+		t.Error("allocator figures without allocator samples")
+	}
+}
+
+func TestFragmentationExact(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"frag","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(80*GiB))
+	for i := 0; i < 100; i++ {
+		a := int64(GiB + i*MiB)
+		// reserved twice allocated, a quarter of it in split blocks
+		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"inactive_split_bytes":%d}`, t0+int64(i)*1e8, a, 2*a, a/2)
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8, 2*a+700*MiB)
+	}
+	rep := analyzeJSONL(t, g.b.String())["frag"]
+	f := rep.GPUs[0].Fragmentation
+	if f == nil || f.Mean != 0.5 || f.P95 != 0.5 || f.Max != 0.5 || f.Final != 0.5 || f.StuckMean != 0.25 || f.Samples != 100 {
+		t.Fatalf("%+v", f)
+	}
+	if u := rep.GPUs[0].Unseen; u == nil || u.MeanBytes != 700*MiB {
+		t.Fatalf("unseen %+v", u)
+	}
+}
+
+func TestOOMPostMortem(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(7, 8))}
+	g.train("oom", trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45})
+	rep := analyzeJSONL(t, g.b.String())["oom"]
+	gr := rep.GPUs[0]
+	if len(gr.OOMs) != 1 {
+		t.Fatalf("ooms %+v", gr.OOMs)
+	}
+	o := gr.OOMs[0]
+	if o.Message != "CUDA out of memory. Tried to allocate 8.00 GiB" || !strings.Contains(o.Summary, "memory summary") {
+		t.Errorf("%q / %q", o.Message, o.Summary)
+	}
+	// Just before the OOM: the mid-step sample of step 45, activations
+	// included, after 45 leaks.
+	wantAlloc := int64(6*GiB) + 45*64*MiB
+	if o.AllocatedBytes == nil || *o.AllocatedBytes != wantAlloc || o.UsedBytes == nil || o.Epoch == nil || *o.Epoch != 1 {
+		t.Errorf("allocated %v want %d, used %v, epoch %v", deref(o.AllocatedBytes), wantAlloc, deref(o.UsedBytes), deref(o.Epoch))
+	}
+	if o.LargestGrowth == nil || *o.LargestGrowth != 64*MiB || o.Fragmentation == nil {
+		t.Errorf("growth %v frag %v", deref(o.LargestGrowth), o.Fragmentation)
+	}
+	// The open epoch (no epoch_end: the job died) is kept and flagged.
+	if last := gr.Epochs[len(gr.Epochs)-1]; !last.Open {
+		t.Errorf("last epoch %+v", last)
+	}
+}
+
+func TestRealRuns(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, f := range []string{"real-resnet18-bs64-leak", "real-resnet18-bs128"} {
+		if _, err := db.Import([]storage.Source{{Name: f, R: gunzip(t, "../storage/testdata/"+f+".jsonl.gz")}}, storage.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leakRun, _ := db.Run("real-resnet18-bs64-leak")
+	rep, err := Analyze(db, leakRun, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := rep.GPUs[0].Leak
+	// The planted leak: 64 × 1000 float32 logits kept per step.
+	if l.Verdict != VerdictLeak || *l.SlopeBytesPerStep != 256000 {
+		t.Errorf("leak run: %+v %v", l, deref(l.SlopeBytesPerStep))
+	}
+	if u := rep.GPUs[0].Unseen; u == nil || u.MeanBytes < 760*MiB || u.MeanBytes > 775*MiB {
+		t.Errorf("unseen %+v", u)
+	}
+	if p := rep.GPUs[0].PeakUsedBytes; p == nil || math.Round(float64(*p)/MiB) != 3603 {
+		t.Errorf("peak used %v MiB", float64(*p)/MiB)
+	}
+	cleanRun, _ := db.Run("real-resnet18-bs128")
+	rep, _ = Analyze(db, cleanRun, Options{})
+	if v := rep.GPUs[0].Leak.Verdict; v != VerdictNoLeak {
+		t.Errorf("clean run: %v", rep.GPUs[0].Leak)
+	}
+	if len(rep.GPUs[0].Epochs) != 4 || *rep.GPUs[0].Epochs[0].DeltaUsedBytes <= 0 {
+		t.Errorf("epochs %+v", rep.GPUs[0].Epochs)
+	}
+}
+
+func TestEmptyAndInsufficient(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"empty","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0}`)
+	g.line(`{"type":"run","name":"short","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0}`)
+	g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":5}`, t0+1)
+	reps := analyzeJSONL(t, g.b.String())
+	for _, name := range []string{"empty", "short"} {
+		if v := reps[name].GPUs[0].Leak.Verdict; v != VerdictInsufficient {
+			t.Errorf("%s: %v", name, v)
+		}
+	}
+	if !strings.Contains(strings.Join(reps["empty"].Notes, " "), "no samples") {
+		t.Error(reps["empty"].Notes)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+var _ = time.Second
+
+func gunzip(t *testing.T, path string) *strings.Reader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReader(string(b))
+}

@@ -1,0 +1,179 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+)
+
+// This file holds the leak statistics: Theil–Sen slopes with Sen's
+// confidence interval, the Mann–Kendall trend test with its correction for
+// ties, and the removal of one-off jumps. gonum's stat package has neither
+// estimator, and its Kendall correlation does not correct for ties, which
+// byte counts are full of (a floor that does not change is a tie).
+
+// maxTrendPoints bounds the points the O(n²) statistics see; longer
+// series are reduced to this many block minima first.
+const maxTrendPoints = 600
+
+// trend is the result of fitting y against x.
+type trend struct {
+	Slope      float64 // Theil–Sen: median of pairwise slopes
+	Lo, Hi     float64 // 95 % confidence interval of the slope (Sen)
+	Intercept  float64 // median of y - slope·x
+	S          int64   // Mann–Kendall statistic
+	Z          float64 // its normal score, tie-corrected
+	P          float64 // two-sided p-value
+	N          int
+	JumpsTaken int // one-off jumps removed before fitting
+}
+
+// reduce returns at most max points: consecutive blocks replaced by their
+// lowest point (the floor of the block, at its first x).
+func reduce(x, y []float64, max int) ([]float64, []float64) {
+	if len(x) <= max {
+		return x, y
+	}
+	k := (len(x) + max - 1) / max
+	var rx, ry []float64
+	for i := 0; i < len(x); i += k {
+		j := min(i+k, len(x))
+		lo := i
+		for m := i + 1; m < j; m++ {
+			if y[m] < y[lo] {
+				lo = m
+			}
+		}
+		rx = append(rx, x[i])
+		ry = append(ry, y[lo])
+	}
+	return rx, ry
+}
+
+// removeJumps takes out up to three one-off level shifts: a difference
+// between neighbours that is more than half of the series' whole variation
+// (Σ|Δy|). A leak that grows in many small steps (even quantised ones, like
+// 2 MiB pages) has no such step; a single jump followed by a plateau is
+// all of its variation. Later points are shifted back by the jump.
+func removeJumps(y []float64) ([]float64, int) {
+	y = slices.Clone(y)
+	taken := 0
+	for taken < 3 && len(y) > 2 {
+		var total, best float64
+		at := -1
+		for i := 1; i < len(y); i++ {
+			d := math.Abs(y[i] - y[i-1])
+			total += d
+			if d > best {
+				best, at = d, i
+			}
+		}
+		if at < 0 || best <= 0.5*total {
+			break
+		}
+		shift := y[at] - y[at-1]
+		for i := at; i < len(y); i++ {
+			y[i] -= shift
+		}
+		taken++
+	}
+	return y, taken
+}
+
+// fitTrend fits y against x (x ascending). It needs at least 3 points.
+func fitTrend(x, y []float64) trend {
+	x, y = reduce(x, y, maxTrendPoints)
+	y, jumps := removeJumps(y)
+	n := len(x)
+	t := trend{N: n, JumpsTaken: jumps}
+	if n < 3 {
+		return t
+	}
+	slopes := make([]float64, 0, n*(n-1)/2)
+	var s int64
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			dy := y[j] - y[i]
+			switch {
+			case dy > 0:
+				s++
+			case dy < 0:
+				s--
+			}
+			if dx := x[j] - x[i]; dx > 0 {
+				slopes = append(slopes, dy/dx)
+			}
+		}
+	}
+	t.S = s
+	if len(slopes) == 0 {
+		return t
+	}
+	slices.Sort(slopes)
+	t.Slope = median(slopes)
+
+	// Variance of S with the correction for tied groups of y.
+	vs := float64(n*(n-1)*(2*n+5)) / 18
+	sorted := slices.Clone(y)
+	slices.Sort(sorted)
+	for i := 0; i < len(sorted); {
+		j := i
+		for j < len(sorted) && sorted[j] == sorted[i] {
+			j++
+		}
+		if g := float64(j - i); g > 1 {
+			vs -= g * (g - 1) * (2*g + 5) / 18
+		}
+		i = j
+	}
+	if vs > 0 {
+		switch {
+		case s > 0:
+			t.Z = float64(s-1) / math.Sqrt(vs)
+		case s < 0:
+			t.Z = float64(s+1) / math.Sqrt(vs)
+		}
+		t.P = math.Erfc(math.Abs(t.Z) / math.Sqrt2)
+		// Sen's interval: ranks (N' ∓ C)/2 of the sorted slopes.
+		c := 1.959964 * math.Sqrt(vs)
+		m := float64(len(slopes))
+		lo := int(math.Floor((m - c) / 2))
+		hi := int(math.Ceil((m + c) / 2))
+		t.Lo = slopes[max(0, min(len(slopes)-1, lo))]
+		t.Hi = slopes[max(0, min(len(slopes)-1, hi))]
+	} else {
+		t.P, t.Lo, t.Hi = 1, t.Slope, t.Slope
+	}
+	icpt := make([]float64, n)
+	for i := range x {
+		icpt[i] = y[i] - t.Slope*x[i]
+	}
+	slices.Sort(icpt)
+	t.Intercept = median(icpt)
+	return t
+}
+
+// median of sorted values.
+func median(s []float64) float64 {
+	n := len(s)
+	if n == 0 {
+		return math.NaN()
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// quantile of sorted values (linear interpolation).
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	f := pos - float64(i)
+	return s[i]*(1-f) + s[i+1]*f
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/storage"
+)
+
+type analyzeOptions struct {
+	*globals
+	json bool
+}
+
+func newAnalyzeCmd(g *globals) *cobra.Command {
+	o := &analyzeOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "analyze RUN",
+		Short: "Per-epoch deltas, leak verdict, fragmentation, peaks and OOM post-mortems of a run",
+		Example: `  memrec analyze bs64
+  memrec analyze bs64 --json | jq '.gpus[].leak'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runAnalyze(o, args[0]) },
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+// analyzeRun opens the database and analyses one run.
+func analyzeRun(g *globals, ref string) (*analysis.Report, error) {
+	db, err := g.openRead()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	r, err := db.Run(ref)
+	if err != nil {
+		return nil, err
+	}
+	return analysis.Analyze(db, r, analysis.Options{})
+}
+
+func runAnalyze(o *analyzeOptions, ref string) error {
+	rep, err := analyzeRun(o.globals, ref)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(o.io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printAnalysis(o.io.Out, rep)
+	return nil
+}
+
+func printAnalysis(w io.Writer, rep *analysis.Report) {
+	B := analysis.FormatBytesPtr
+	state := "complete"
+	if !rep.Complete {
+		state = "incomplete (the recorder did not finish)"
+	}
+	fmt.Fprintf(w, "Run %s (id %d) on %s: %s, %d GPUs, %s\n", rep.Run, rep.RunID, rep.Host,
+		analysis.FormatDuration(rep.DurationS), len(rep.GPUs), state)
+	if len(rep.Tags) > 0 {
+		fmt.Fprintf(w, "Tags: %s\n", formatTags(rep.Tags))
+	}
+	fmt.Fprintf(w, "Marks: %d epochs, %d steps, %d events, %d OOMs", rep.Marks.Epochs, rep.Marks.Steps, rep.Marks.Events, rep.Marks.OOMs)
+	if rep.StepTimeS != nil {
+		fmt.Fprintf(w, "; %.1f ms per step", *rep.StepTimeS*1e3)
+	}
+	fmt.Fprintln(w)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	for _, g := range rep.GPUs {
+		fmt.Fprintf(w, "\n== GPU %d  %s  %s total\n", g.GPU, g.Name, analysis.FormatBytes(g.TotalBytes))
+		fmt.Fprintf(w, "Leak: %s\n", g.Leak.Sentence(g.GPU))
+		if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
+			fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
+				analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
+				analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerStep)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
+		} else if g.Leak.SlopeBytesPerHour != nil {
+			fmt.Fprintf(w, "      slope %s/hour, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
+				analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
+				analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
+		for _, p := range g.Peaks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, analysis.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
+		}
+		tw.Flush()
+		rows, label := g.Epochs, "Epoch"
+		if len(rows) == 0 && len(g.Intervals) > 0 {
+			rows, label = g.Intervals, "Slice"
+		}
+		if len(rows) > 0 {
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "%s\tused start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t\n", label)
+			for _, e := range rows {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Epoch, B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
+					B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
+			}
+			tw.Flush()
+		}
+		if f := g.Fragmentation; f != nil {
+			fmt.Fprintf(w, "Fragmentation (reserved − allocated)/reserved: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%; stuck in split blocks: mean %.1f%%\n",
+				100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final, 100*f.StuckMean)
+		} else {
+			fmt.Fprintln(w, "Fragmentation: unknown (no allocator samples)")
+		}
+		if u := g.Unseen; u != nil {
+			fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved): mean %s, max %s, final %s\n",
+				analysis.FormatBytes(u.MeanBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
+		}
+		if g.AllocRetries != nil && *g.AllocRetries > 0 {
+			fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
+		}
+		for _, o := range g.OOMs {
+			fmt.Fprintf(w, "OOM at %s (epoch %s, step %s): %s\n", sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
+			fmt.Fprintf(w, "  just before: used %s, allocated %s, reserved %s", B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
+			if o.Fragmentation != nil {
+				fmt.Fprintf(w, ", fragmentation %.1f%%", 100**o.Fragmentation)
+			}
+			fmt.Fprintln(w)
+			if o.LargestGrowth != nil {
+				fmt.Fprintf(w, "  largest growth in the steps before: %s", analysis.FormatBytes(*o.LargestGrowth))
+				if o.LargestGrowthAt != nil {
+					fmt.Fprintf(w, " at step %d", *o.LargestGrowthAt)
+				}
+				fmt.Fprintln(w)
+			}
+			if o.Summary != "" {
+				fmt.Fprintf(w, "  allocator summary:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(o.Summary), "\n", "\n    "))
+			}
+		}
+	}
+}
+
+func sinceStart(rep *analysis.Report, t int64) string {
+	return fmt.Sprintf("%+.2fs", float64(t-rep.StartNS)/1e9)
+}
+
+func optInt(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+var _ = storage.None
