@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/report"
+	"github.com/memrec/memrec/storage"
+)
+
+type reportOptions struct {
+	*globals
+	out     string
+	pngOnly bool
+	width   int
+	height  int
+}
+
+func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
+	f := cmd.Flags()
+	f.StringVarP(&o.out, "output", "o", defOut, "folder to write the report into (replaced as a whole)")
+	f.BoolVar(&o.pngOnly, "png-only", false, "write only the PNG charts")
+	f.IntVar(&o.width, "width", 1200, "chart width in pixels")
+	f.IntVar(&o.height, "height", 500, "chart height in pixels")
+}
+
+func newReportCmd(g *globals) *cobra.Command {
+	o := &reportOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "report RUN",
+		Short: "Write PNG charts and a self-contained HTML page for a run",
+		Example: `  memrec report bs64 -o bs64-report && xdg-open bs64-report/index.html
+  memrec report bs64 --png-only --width 1600 --height 600`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := analyzeRun(o.globals, args[0])
+			if err != nil {
+				return err
+			}
+			return writeReport(o, rep)
+		},
+	}
+	addReportFlags(cmd, o, "memrec-report")
+	return cmd
+}
+
+func writeReport(o *reportOptions, rep *analysis.Report) error {
+	if o.width < 200 || o.height < 150 {
+		return fmt.Errorf("--width/--height %dx%d: charts need at least 200x150 pixels", o.width, o.height)
+	}
+	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.Out, "report of %s written: %s\n", rep.Run, path)
+	return nil
+}
+
+type demoOptions struct {
+	reportOptions
+	duration time.Duration
+}
+
+func newDemoCmd(g *globals) *cobra.Command {
+	o := &demoOptions{reportOptions: reportOptions{globals: g}}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Record a short simulated run (two GPUs, one leaking), analyse it and write its report",
+		Long: `Record a few seconds of a simulated two-GPU training job in which GPU 1 leaks,
+analyse it and write its report: what memrec does, on any machine, no GPU needed.`,
+		Example: `  memrec demo && xdg-open memrec-demo/index.html`,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runDemo(cmd.Context(), o) },
+	}
+	addReportFlags(cmd, &o.reportOptions, "memrec-demo")
+	cmd.Flags().DurationVar(&o.duration, "duration", 6*time.Second, "how long to record")
+	return cmd
+}
+
+func runDemo(ctx context.Context, o *demoOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	now := time.Now()
+	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak}, now)
+	if err != nil {
+		return err
+	}
+	db, err := o.openWrite()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	name := "demo-" + now.Format("20060102-150405")
+	fmt.Fprintf(o.io.Out, "recording %s of a simulated 2-GPU job (GPU 1 leaks) into %s as %q...\n", o.duration, db.Path(), name)
+	res, err := recorder.Record(ctx, recorder.Options{
+		DB: db, Run: storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", "batch_size": "64"}},
+		Source: sim, Interval: 10 * time.Millisecond, Procs: true, Duration: o.duration, Log: o.io.Err,
+	})
+	if err != nil {
+		return err
+	}
+	rep, err := analysis.Analyze(db, res.Run, analysis.Options{})
+	if err != nil {
+		return err
+	}
+	for _, g := range rep.GPUs {
+		fmt.Fprintf(o.io.Out, "  %s\n", g.Leak.Sentence(g.GPU))
+	}
+	if err := writeReport(&o.reportOptions, rep); err != nil {
+		return err
+	}
+	abs := o.out
+	if wd, err := os.Getwd(); err == nil && !isAbs(abs) {
+		abs = wd + string(os.PathSeparator) + abs
+	}
+	fmt.Fprintf(o.io.Out, "open %s/index.html in a browser\n", abs)
+	return nil
+}
+
+func isAbs(p string) bool { return len(p) > 0 && p[0] == os.PathSeparator }

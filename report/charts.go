@@ -1,0 +1,405 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/memrec/memrec/analysis"
+)
+
+// Chart colours: one per series, the same in every chart.
+var (
+	colUsed      = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	colAllocated = color.RGBA{R: 44, G: 160, B: 44, A: 255}
+	colReserved  = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	colTotal     = color.RGBA{R: 90, G: 90, B: 90, A: 255}
+	colOOM       = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	colMark      = color.NRGBA{R: 148, G: 103, B: 189, A: 200}
+	colEpoch     = color.NRGBA{R: 120, G: 120, B: 200, A: 30}
+	colFit       = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	colStuck     = color.RGBA{R: 140, G: 86, B: 75, A: 255}
+	palette      = []color.RGBA{colUsed, colAllocated, colReserved, {R: 148, G: 103, B: 189, A: 255}, colStuck,
+		{R: 227, G: 119, B: 194, A: 255}, {R: 127, G: 127, B: 127, A: 255}, {R: 188, G: 189, B: 34, A: 255}, {R: 23, G: 190, B: 207, A: 255}}
+)
+
+// byteUnit picks GiB or MiB for values up to max.
+func byteUnit(max float64) (float64, string) {
+	if max >= 2<<30 {
+		return 1 << 30, "GiB"
+	}
+	if max >= 2<<20 {
+		return 1 << 20, "MiB"
+	}
+	return 1 << 10, "KiB"
+}
+
+// timeAxis maps Unix ns to minutes or seconds since the run's start.
+type timeAxis struct {
+	start int64
+	div   float64
+	label string
+}
+
+func newTimeAxis(rep *analysis.Report) timeAxis {
+	if rep.DurationS > 180 {
+		return timeAxis{rep.StartNS, 60e9, "minutes since start"}
+	}
+	return timeAxis{rep.StartNS, 1e9, "seconds since start"}
+}
+
+func (a timeAxis) x(t int64) float64 { return float64(t-a.start) / a.div }
+
+func newPlot(title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func line(xy plotter.XYs, c color.Color, width vg.Length) *plotter.Line {
+	l, _ := plotter.NewLine(xy)
+	l.Color = c
+	l.Width = width
+	return l
+}
+
+func seriesXY(s analysis.Series, ax timeAxis, unit float64) plotter.XYs {
+	xy := make(plotter.XYs, len(s.T))
+	for i := range s.T {
+		xy[i].X, xy[i].Y = ax.x(s.T[i]), float64(s.V[i])/unit
+	}
+	return xy
+}
+
+func maxOf(s analysis.Series) float64 {
+	m := 0.0
+	for _, v := range s.V {
+		m = math.Max(m, float64(v))
+	}
+	return m
+}
+
+// addEpochsAndMarks shades epochs and draws event, OOM and exit marks as
+// vertical lines between y0 and y1.
+func addEpochsAndMarks(p *plot.Plot, rep *analysis.Report, g analysis.GPUReport, ax timeAxis, y0, y1 float64) {
+	for i, e := range g.Epochs {
+		if i%2 == 1 {
+			continue
+		}
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: ax.x(e.StartNS), Y: y0}, {X: ax.x(e.EndNS), Y: y0}, {X: ax.x(e.EndNS), Y: y1}, {X: ax.x(e.StartNS), Y: y1}})
+		if err == nil {
+			poly.Color = colEpoch
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+	}
+	var ev, oom *plotter.Line
+	for _, m := range rep.Events {
+		if m.Kind == "oom" && m.GPU >= 0 && m.GPU != g.GPU {
+			continue
+		}
+		var c color.Color = colMark
+		w := vg.Points(0.8)
+		if m.Kind == "oom" {
+			c, w = colOOM, vg.Points(2)
+		}
+		l := line(plotter.XYs{{X: ax.x(m.T), Y: y0}, {X: ax.x(m.T), Y: y1}}, c, w)
+		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+		p.Add(l)
+		if m.Kind == "oom" {
+			oom = l
+		} else {
+			ev = l
+		}
+	}
+	if ev != nil {
+		p.Legend.Add("events", ev)
+	}
+	if oom != nil {
+		p.Legend.Add("OOM", oom)
+	}
+}
+
+// timelineChart: device used, allocated and reserved over time, the GPU's
+// total, epochs shaded, marks drawn.
+func timelineChart(rep *analysis.Report, g analysis.GPUReport, title string, yMax float64) *plot.Plot {
+	ax := newTimeAxis(rep)
+	tl := g.Timeline
+	top := math.Max(maxOf(tl.Used), math.Max(maxOf(tl.Allocated), maxOf(tl.Reserved)))
+	showTotal := g.TotalBytes > 0 && top > 0.5*float64(g.TotalBytes)
+	if showTotal {
+		top = float64(g.TotalBytes)
+	}
+	if yMax > 0 {
+		top = yMax
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(title, ax.label, uname)
+	p.Y.Min, p.Y.Max = 0, top/unit*1.05
+	p.X.Min, p.X.Max = 0, math.Max(ax.x(tl.EndNS), 1e-9)
+	addEpochsAndMarks(p, rep, g, ax, 0, p.Y.Max)
+	for _, s := range []struct {
+		s analysis.Series
+		c color.Color
+	}{{tl.Reserved, colReserved}, {tl.Allocated, colAllocated}, {tl.Used, colUsed}} {
+		if len(s.s.T) == 0 {
+			continue
+		}
+		l := line(seriesXY(s.s, ax, unit), s.c, vg.Points(1.2))
+		p.Add(l)
+		p.Legend.Add(s.s.Name, l)
+	}
+	if showTotal || (yMax > 0 && g.TotalBytes > 0 && float64(g.TotalBytes) <= yMax) {
+		t := line(plotter.XYs{{X: 0, Y: float64(g.TotalBytes) / unit}, {X: p.X.Max, Y: float64(g.TotalBytes) / unit}}, colTotal, vg.Points(1))
+		t.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(t)
+		p.Legend.Add("GPU total", t)
+	}
+	return p
+}
+
+// epochChart: Δ device used and Δ allocated per epoch (or time slice).
+func epochChart(g analysis.GPUReport) *plot.Plot {
+	rows, what := g.Epochs, "epoch"
+	if len(rows) == 0 {
+		rows, what = g.Intervals, "time slice"
+	}
+	var used, alloc plotter.Values
+	var names []string
+	top := 1.0
+	for _, e := range rows {
+		u, a := 0.0, 0.0
+		if e.DeltaUsedBytes != nil {
+			u = float64(*e.DeltaUsedBytes)
+		}
+		if e.DeltaAllocatedBytes != nil {
+			a = float64(*e.DeltaAllocatedBytes)
+		}
+		used, alloc = append(used, u), append(alloc, a)
+		top = math.Max(top, math.Max(math.Abs(u), math.Abs(a)))
+		names = append(names, strconv.Itoa(e.Epoch))
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("GPU %d: memory added per %s", g.GPU, what), what, uname)
+	for i := range used {
+		used[i] /= unit
+		alloc[i] /= unit
+	}
+	w := vg.Points(10)
+	if len(used) > 0 {
+		b1, _ := plotter.NewBarChart(used, w)
+		b1.Color, b1.Offset = colUsed, -w/2
+		b2, _ := plotter.NewBarChart(alloc, w)
+		b2.Color, b2.Offset = colAllocated, w/2
+		p.Add(b1, b2)
+		p.Legend.Add("Δ device used", b1)
+		p.Legend.Add("Δ allocated", b2)
+		p.NominalX(names...)
+	}
+	return p
+}
+
+// floorChart: the leak series (floors) with the fitted line.
+func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
+	l := g.Leak
+	xlabel := "step"
+	xdiv := 1.0
+	if l.Per == "time" {
+		xlabel, xdiv = "minutes since start", 60
+	}
+	top := 1.0
+	for _, f := range g.Floors {
+		top = math.Max(top, float64(f.Bytes))
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("GPU %d: steady-state floor (%s) — %s", g.GPU, l.Basis, l.Verdict), xlabel, uname)
+	if len(g.Floors) == 0 {
+		return p
+	}
+	xy := make(plotter.XYs, len(g.Floors))
+	for i, f := range g.Floors {
+		xy[i].X, xy[i].Y = f.X/xdiv, float64(f.Bytes)/unit
+	}
+	pts := line(xy, colAllocated, vg.Points(1))
+	p.Add(pts)
+	p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], pts)
+	slope := 0.0
+	if l.Per == "step" && l.SlopeBytesPerStep != nil {
+		slope = *l.SlopeBytesPerStep
+	} else if l.SlopeBytesPerHour != nil {
+		slope = *l.SlopeBytesPerHour / 3600
+	}
+	if l.Verdict != analysis.VerdictInsufficient && l.SlopeBytesPerHour != nil {
+		first := g.Floors[l.SkippedWarmup].X
+		if l.Per == "time" {
+			first = g.Floors[l.SkippedWarmup].X
+		}
+		last := g.Floors[len(g.Floors)-1].X
+		fit := line(plotter.XYs{
+			{X: first / xdiv, Y: (l.FitIntercept + slope*first) / unit},
+			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(2))
+		p.Add(fit)
+		p.Legend.Add("Theil–Sen fit", fit)
+	}
+	return p
+}
+
+// stepPeakChart: the probe's true per-step peak.
+func stepPeakChart(g analysis.GPUReport) *plot.Plot {
+	top := 1.0
+	for _, f := range g.StepPeaks {
+		top = math.Max(top, float64(f.Bytes))
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("GPU %d: peak allocated in each step", g.GPU), "step", uname)
+	xy := make(plotter.XYs, len(g.StepPeaks))
+	for i, f := range g.StepPeaks {
+		xy[i].X, xy[i].Y = f.X, float64(f.Bytes)/unit
+	}
+	if len(xy) > 0 {
+		l := line(xy, colAllocated, vg.Points(1))
+		p.Add(l)
+		p.Legend.Add("per-step peak", l)
+	}
+	p.Y.Min = 0
+	return p
+}
+
+// fragChart: fragmentation and the stuck part over time.
+func fragChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
+	ax := newTimeAxis(rep)
+	p := newPlot(fmt.Sprintf("GPU %d: allocator fragmentation", g.GPU), ax.label, "share of reserved (%)")
+	var f, s plotter.XYs
+	for _, pt := range g.FragSeries {
+		f = append(f, plotter.XY{X: ax.x(pt.TNS), Y: 100 * pt.Frag})
+		s = append(s, plotter.XY{X: ax.x(pt.TNS), Y: 100 * pt.Stuck})
+	}
+	if len(f) > 0 {
+		lf := line(f, colReserved, vg.Points(1))
+		ls := line(s, colStuck, vg.Points(1))
+		p.Add(lf, ls)
+		p.Legend.Add("(reserved − allocated) / reserved", lf)
+		p.Legend.Add("inactive split / reserved", ls)
+	}
+	p.Y.Min, p.Y.Max = 0, 100
+	return p
+}
+
+// procChart: per-process memory (NVML) stacked.
+func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
+	ax := newTimeAxis(rep)
+	const buckets = 400
+	start, end := g.Timeline.StartNS, g.Timeline.EndNS
+	w := max((end-start)/buckets, 1)
+	// Each process's last value in every bucket, carried forward.
+	stack := make([][]float64, len(g.Timeline.Procs))
+	top := 1.0
+	for i, s := range g.Timeline.Procs {
+		vals := make([]float64, buckets+1)
+		for k := range s.T {
+			b := int((s.T[k] - start) / w)
+			if b >= 0 && b <= buckets {
+				vals[b] = math.Max(vals[b], float64(s.V[k]))
+			}
+		}
+		stack[i] = vals
+	}
+	cum := make([]float64, buckets+1)
+	for _, vals := range stack {
+		for b := range vals {
+			cum[b] += vals[b]
+		}
+	}
+	for _, v := range cum {
+		top = math.Max(top, v)
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("GPU %d: memory per process (NVML), stacked", g.GPU), ax.label, uname)
+	base := make([]float64, buckets+1)
+	order := make([]int, len(stack))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return g.Timeline.Procs[order[a]].Name < g.Timeline.Procs[order[b]].Name })
+	for n, i := range order {
+		var poly plotter.XYs
+		for b := 0; b <= buckets; b++ {
+			poly = append(poly, plotter.XY{X: ax.x(start + int64(b)*w), Y: (base[b] + stack[i][b]) / unit})
+		}
+		for b := buckets; b >= 0; b-- {
+			poly = append(poly, plotter.XY{X: ax.x(start + int64(b)*w), Y: base[b] / unit})
+		}
+		pg, err := plotter.NewPolygon(poly)
+		if err != nil {
+			continue
+		}
+		c := palette[n%len(palette)]
+		pg.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 170}
+		pg.LineStyle.Width = 0
+		p.Add(pg)
+		p.Legend.Add(g.Timeline.Procs[i].Name, pg)
+		for b := range base {
+			base[b] += stack[i][b]
+		}
+	}
+	p.Y.Min = 0
+	return p
+}
+
+// render draws p into a PNG of w×h.
+func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// overview draws every GPU's timeline in one column on one scale, so an
+// imbalanced rank stands out.
+func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
+	n := len(rep.GPUs)
+	top := 0.0
+	for _, g := range rep.GPUs {
+		top = math.Max(top, math.Max(maxOf(g.Timeline.Used), math.Max(maxOf(g.Timeline.Reserved), maxOf(g.Timeline.Allocated))))
+	}
+	if top == 0 {
+		top = 1
+	}
+	plots := make([][]*plot.Plot, n)
+	for i, g := range rep.GPUs {
+		p := timelineChart(rep, g, fmt.Sprintf("GPU %d", g.GPU), top)
+		if i > 0 {
+			p.Legend = plot.NewLegend()
+		}
+		plots[i] = []*plot.Plot{p}
+	}
+	img := vgimg.New(w, rowH*vg.Length(n))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: n, Cols: 1, PadTop: vg.Points(2), PadBottom: vg.Points(2), PadY: vg.Points(4)}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		plots[i][0].Draw(canvases[i][0])
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

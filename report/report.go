@@ -1,0 +1,314 @@
+// Package report draws an analysed run: PNG charts (gonum/plot) and one
+// self-contained HTML page with the analysis, the verdicts in plain words and
+// the charts embedded. It takes analysis results, never the database.
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/memrec/memrec/analysis"
+)
+
+// Options size the charts and choose the output.
+type Options struct {
+	Width, Height int  // chart size in pixels; 0: 1200×500
+	PNGOnly       bool // no index.html
+}
+
+// Chart is one PNG of the report.
+type Chart struct {
+	File  string // name in the report folder
+	Title string
+	GPU   int // -1 for the multi-GPU overview
+	PNG   []byte
+}
+
+// Charts draws every chart of the report.
+func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
+	w, h := size(opts)
+	var out []Chart
+	add := func(file, title string, gpu int, p *plot.Plot) error {
+		b, err := render(p, w, h)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, Chart{File: file, Title: title, GPU: gpu, PNG: b})
+		return nil
+	}
+	if len(rep.GPUs) > 1 {
+		b, err := overview(rep, w, h*3/5)
+		if err != nil {
+			return nil, fmt.Errorf("overview: %w", err)
+		}
+		out = append(out, Chart{File: "overview.png", Title: "All GPUs on one scale", GPU: -1, PNG: b})
+	}
+	for _, g := range rep.GPUs {
+		pre := fmt.Sprintf("gpu%d-", g.GPU)
+		if err := add(pre+"timeline.png", "Memory over time", g.GPU, timelineChart(rep, g, fmt.Sprintf("GPU %d: memory over time", g.GPU), 0)); err != nil {
+			return nil, err
+		}
+		if len(g.Epochs)+len(g.Intervals) > 0 {
+			if err := add(pre+"epochs.png", "Memory added per epoch", g.GPU, epochChart(g)); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.Floors) > 0 {
+			if err := add(pre+"leak.png", "Leak: steady-state floor and fit", g.GPU, floorChart(rep, g)); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.StepPeaks) > 0 {
+			if err := add(pre+"steppeak.png", "Peak allocated per step", g.GPU, stepPeakChart(g)); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.FragSeries) > 0 {
+			if err := add(pre+"fragmentation.png", "Fragmentation", g.GPU, fragChart(rep, g)); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.Timeline.Procs) > 0 {
+			if err := add(pre+"processes.png", "Memory per process", g.GPU, procChart(rep, g)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func size(o Options) (vg.Length, vg.Length) {
+	w, h := o.Width, o.Height
+	if w <= 0 {
+		w = 1200
+	}
+	if h <= 0 {
+		h = 500
+	}
+	// vgimg draws at 96 dpi by default: points = pixels × 72/96.
+	return vg.Length(w) * 72 / 96, vg.Length(h) * 72 / 96
+}
+
+// Write writes the report into dir: the PNGs and index.html (unless
+// PNGOnly). It builds the report beside dir and swaps it in at the end, so
+// an existing report is replaced only as a whole. It returns the page's path
+// (or the folder's, with PNGOnly).
+func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
+	charts, err := Charts(rep, opts)
+	if err != nil {
+		return "", err
+	}
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, c := range charts {
+		if err := os.WriteFile(filepath.Join(tmp, c.File), c.PNG, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if !opts.PNGOnly {
+		page, err := Page(rep, charts)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "index.html"), page, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	// Swap: move the old report aside, the new one in, then drop the old.
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = filepath.Join(parent, fmt.Sprintf(".%s.old-%d", filepath.Base(dir), time.Now().UnixNano()))
+		if err := os.Rename(dir, old); err != nil {
+			return "", fmt.Errorf("replace %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return "", fmt.Errorf("write %s: %w", dir, err)
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	if opts.PNGOnly {
+		return dir, nil
+	}
+	return filepath.Join(dir, "index.html"), nil
+}
+
+// Page renders the self-contained HTML page: charts embedded as data URIs,
+// no script or style from anywhere else.
+func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
+	type chartView struct {
+		Title, File string
+		Src         template.URL
+	}
+	type gpuView struct {
+		analysis.GPUReport
+		Sentence string
+		Charts   []chartView
+	}
+	view := struct {
+		R        *analysis.Report
+		Start    string
+		Tags     []string
+		Overview *chartView
+		GPUs     []gpuView
+		Verdicts []string
+	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
+	for k, v := range rep.Tags {
+		view.Tags = append(view.Tags, k+"="+v)
+	}
+	sort.Strings(view.Tags)
+	byGPU := map[int][]chartView{}
+	for _, c := range charts {
+		cv := chartView{Title: c.Title, File: c.File, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.PNG))}
+		if c.GPU < 0 {
+			view.Overview = &cv
+			continue
+		}
+		byGPU[c.GPU] = append(byGPU[c.GPU], cv)
+	}
+	for _, g := range rep.GPUs {
+		s := g.Leak.Sentence(g.GPU)
+		view.Verdicts = append(view.Verdicts, s)
+		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Sentence: s, Charts: byGPU[g.GPU]})
+	}
+	var b strings.Builder
+	if err := pageTmpl.Execute(&b, view); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+var funcs = template.FuncMap{
+	"bytes":  analysis.FormatBytesPtr,
+	"bytesv": analysis.FormatBytes,
+	"dur":    analysis.FormatDuration,
+	"pct":    func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
+	"pctp": func(f *float64) string {
+		if f == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f %%", 100**f)
+	},
+	"since": func(start, t int64) string { return fmt.Sprintf("%+.2f s", float64(t-start)/1e9) },
+	"opt": func(v *int) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprint(*v)
+	},
+	"hz":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"mul1000": func(f float64) float64 { return f * 1000 },
+	"pos":     func(v *int64) bool { return v != nil && *v > 0 },
+	"deref":   func(v *int64) int64 { return *v },
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>memrec report: {{.R.Run}}</title>
+<style>
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1250px; padding: 0 1em; color: #222; }
+h1 { margin-bottom: .2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
+th { background: #f4f4f8; } td.l, th.l { text-align: left; }
+.verdict { font-size: 1.1em; padding: .5em .8em; border-radius: 6px; margin: .4em 0; }
+.leak { background: #fde8e8; border: 1px solid #e99; } .no_leak { background: #e8f6e8; border: 1px solid #9c9; } .insufficient_data { background: #f4f4f4; border: 1px solid #ccc; }
+.note { color: #8a5a00; } .oom { background: #fff0f0; border-left: 4px solid #d62728; padding: .5em 1em; margin: 1em 0; }
+pre { background: #f7f7f7; padding: .6em; overflow-x: auto; font-size: 12px; }
+img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; } .meta td { text-align: left; }
+</style>
+</head>
+<body data-images-loaded="pending">
+<h1>memrec report: {{.R.Run}}</h1>
+<section id="run">
+<table class="meta">
+<tr><th class="l">run</th><td>{{.R.Run}} (id {{.R.RunID}}){{if not .R.Complete}} — <b>incomplete</b>: the recorder did not finish{{end}}</td></tr>
+<tr><th class="l">host</th><td>{{.R.Host}}</td></tr>
+<tr><th class="l">start</th><td>{{.Start}}</td></tr>
+<tr><th class="l">duration</th><td>{{dur .R.DurationS}}</td></tr>
+<tr><th class="l">GPUs</th><td>{{len .R.GPUs}}</td></tr>
+<tr><th class="l">tags</th><td>{{range .Tags}}<code>{{.}}</code> {{else}}none{{end}}</td></tr>
+<tr><th class="l">marks</th><td>{{.R.Marks.Epochs}} epochs, {{.R.Marks.Steps}} steps, {{.R.Marks.Events}} events, {{.R.Marks.OOMs}} OOMs{{with .R.StepTimeS}}; {{printf "%.1f" (mul1000 .)}} ms per step{{end}}</td></tr>
+{{with .R.Recorder}}{{if .Ticks}}<tr><th class="l">recorder</th><td>source {{.Source}}{{if .Driver}}, driver {{.Driver}}{{end}}; {{.Ticks}} ticks at {{hz .AchievedHz}} Hz, {{.MissedTicks}} missed; {{.Dropped}} probe messages dropped; {{.Invalid}} invalid readings</td></tr>{{end}}{{end}}
+</table>
+{{range .R.Notes}}<p class="note">Note: {{.}}</p>{{end}}
+</section>
+<section id="verdicts">
+<h2>Verdicts</h2>
+{{range .GPUs}}<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
+{{end}}
+</section>
+{{with .Overview}}<section id="overview"><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
+{{range .GPUs}}{{$g := .}}
+<section id="gpu{{.GPU}}" class="gpu">
+<h2>GPU {{.GPU}}{{if .Name}} — {{.Name}}{{end}}{{if .TotalBytes}}, {{bytesv .TotalBytes}}{{end}}</h2>
+<h3>Peaks</h3>
+<table><tr><th class="l">what</th><th>bytes</th><th>when</th><th>epoch</th><th>step</th><th class="l">nearest mark</th></tr>
+{{range .Peaks}}<tr><td class="l">{{.What}}</td><td>{{bytesv .Bytes}}</td><td>{{since $.R.StartNS .TNS}}</td><td>{{opt .Epoch}}</td><td>{{opt .Step}}</td><td class="l">{{.NearMark}}</td></tr>
+{{else}}<tr><td class="l" colspan="6">no samples</td></tr>{{end}}</table>
+<h3>Per epoch</h3>
+{{if .Epochs}}<table class="epochs"><tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>
+{{range .Epochs}}<tr><td>{{.Epoch}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .AllocatedStartBytes}}</td><td>{{bytes .AllocatedEndBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td></tr>
+{{end}}</table>
+{{else if .Intervals}}<p class="note">No epoch marks: deltas over ten equal slices of the run instead.</p>
+<table class="epochs"><tr><th>slice</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
+{{range .Intervals}}<tr><td>{{.Epoch}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
+{{end}}</table>{{else}}<p class="note">No epochs and no samples to slice.</p>{{end}}
+<h3>Leak</h3>
+<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
+<p>Fitted on {{.Leak.Points}} floors of {{.Leak.Basis}} per {{.Leak.Per}} after {{.Leak.SkippedWarmup}} warm-up points{{if .Leak.JumpsRemoved}}, {{.Leak.JumpsRemoved}} one-off jump(s) set aside{{end}}. {{.Leak.Reason}}.
+{{with .Leak.PValue}}Mann–Kendall p = {{printf "%.3g" .}}.{{end}}</p>
+<h3>Fragmentation</h3>
+{{with .Fragmentation}}<table><tr><th class="l"></th><th>mean</th><th>p95</th><th>max</th><th>final</th></tr>
+<tr><td class="l">(reserved − allocated) / reserved</td><td>{{pct .Mean}}</td><td>{{pct .P95}}</td><td>{{pct .Max}}</td><td>{{pct .Final}}</td></tr>
+<tr><td class="l">stuck: inactive split / reserved</td><td>{{pct .StuckMean}}</td><td></td><td>{{pct .StuckMax}}</td><td></td></tr></table>
+{{else}}<p class="note">No allocator samples: fragmentation is unknown (run the job with the probe, or memrec record --torch).</p>{{end}}
+{{with .Unseen}}<p>Memory PyTorch does not see (CUDA context, libraries, other processes): mean {{bytesv .MeanBytes}}, max {{bytesv .MaxBytes}}.</p>{{end}}
+{{if pos .AllocRetries}}<p class="note">The allocator retried {{deref .AllocRetries}} allocations after freeing its cache: memory was tight.</p>{{end}}
+<h3>OOM post-mortem</h3>
+{{range .OOMs}}<div class="oom"><b>OOM at {{since $.R.StartNS .TNS}}</b> (epoch {{opt .Epoch}}, step {{opt .Step}}): {{.Message}}<br>
+Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes}}, reserved {{bytes .ReservedBytes}}, fragmentation {{pctp .Fragmentation}}.
+{{with .LargestGrowth}}Largest growth between steps before it: {{bytesv .}}.{{end}}
+{{with .Summary}}<pre>{{.}}</pre>{{end}}</div>
+{{else}}<p>No OOM.</p>{{end}}
+<h3>Charts</h3>
+{{range .Charts}}<figure><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"><figcaption>{{.Title}}</figcaption></figure>
+{{end}}
+</section>
+{{end}}
+<footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>
+<script>
+window.addEventListener("load", function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
+});
+</script>
+</body>
+</html>
+`))

@@ -1,0 +1,302 @@
+package report
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"flag"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+	"gonum.org/v1/plot/cmpimg"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/storage"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden images in testdata/")
+
+// realReport analyses a real H200 run (the planted leak).
+func realReport(t *testing.T, name string) *analysis.Report {
+	t.Helper()
+	f, err := os.Open("../storage/testdata/" + name + ".jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, _ := gzip.NewReader(f)
+	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Import([]storage.Source{{Name: name, R: zr}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyze(db, runs[0], analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// distinctColors counts the colours of an image (up to limit).
+func distinctColors(img image.Image, limit int) int {
+	seen := map[[4]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			seen[[4]uint32{r, g, bl, a}] = true
+			if len(seen) >= limit {
+				return limit
+			}
+		}
+	}
+	return len(seen)
+}
+
+func TestChartsStructure(t *testing.T) {
+	rep := realReport(t, "real-resnet18-bs64-leak")
+	charts, err := Charts(rep, Options{Width: 900, Height: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gpu0-timeline.png", "gpu0-epochs.png", "gpu0-leak.png", "gpu0-steppeak.png", "gpu0-fragmentation.png", "gpu0-processes.png"}
+	got := map[string]Chart{}
+	for _, c := range charts {
+		got[c.File] = c
+	}
+	for _, f := range want {
+		c, ok := got[f]
+		if !ok {
+			t.Errorf("missing chart %s", f)
+			continue
+		}
+		img, err := png.Decode(bytes.NewReader(c.PNG))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if b := img.Bounds(); b.Dx() != 900 || b.Dy() != 400 {
+			t.Errorf("%s: %v, want 900x400", f, b)
+		}
+		if n := distinctColors(img, 20); n < 10 {
+			t.Errorf("%s looks blank (%d colours)", f, n)
+		}
+	}
+}
+
+// TestTimelineGolden compares the timeline of the real leak run with a
+// golden image, with tolerance (go test ./report -update rewrites it).
+func TestTimelineGolden(t *testing.T) {
+	rep := realReport(t, "real-resnet18-bs64-leak")
+	got, err := render(timelineChart(rep, rep.GPUs[0], "GPU 0: memory over time", 0), 600, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/timeline_golden.png"
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := cmpimg.EqualApprox("png", got, want, 0.05)
+	if err != nil || !ok {
+		os.WriteFile(filepath.Join(t.TempDir(), "got.png"), got, 0o644)
+		t.Fatalf("timeline differs from %s (err %v); run with -update if the change is intended", golden, err)
+	}
+}
+
+func TestPageSectionsAndImages(t *testing.T) {
+	rep := realReport(t, "real-resnet18-bs64-leak")
+	charts, err := Charts(rep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := Page(rep, charts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	var imgs []string
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				if a.Key == "id" {
+					ids[a.Val] = true
+				}
+				if n.Data == "img" && a.Key == "src" {
+					imgs = append(imgs, a.Val)
+				}
+				if (n.Data == "script" || n.Data == "link") && (a.Key == "src" || a.Key == "href") {
+					t.Errorf("page loads %s from elsewhere", a.Val)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	for _, id := range []string{"run", "verdicts", "gpu0"} {
+		if !ids[id] {
+			t.Errorf("no section %q", id)
+		}
+	}
+	if len(imgs) != len(charts) {
+		t.Fatalf("%d images, %d charts", len(imgs), len(charts))
+	}
+	for _, src := range imgs {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(src, "data:image/png;base64,"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := string(page)
+	for _, want := range []string{"GPU 0 grows 250.0 KiB per step", "full in about", "Fragmentation", "Memory PyTorch does not see", "batch_size=64", "No OOM"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestWriteReplacesWhole(t *testing.T) {
+	rep := realReport(t, "real-resnet18-bs128")
+	dir := filepath.Join(t.TempDir(), "deep", "rep")
+	if _, err := Write(dir, rep, Options{Width: 400, Height: 200}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "stale.png"), []byte("x"), 0o644)
+	path, err := Write(dir, rep, Options{Width: 400, Height: 200})
+	if err != nil || filepath.Base(path) != "index.html" {
+		t.Fatal(path, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stale.png")); !os.IsNotExist(err) {
+		t.Error("old report's files survive")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	if len(entries) != 1 {
+		t.Errorf("leftovers beside the report: %v", entries)
+	}
+	if _, err := Write(dir, rep, Options{PNGOnly: true, Width: 400, Height: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.html")); !os.IsNotExist(err) {
+		t.Error("--png-only wrote index.html")
+	}
+}
+
+func TestReportOfRunWithoutProbeOrMarks(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	in := `{"type":"run","name":"bare","start_ns":1000000000}
+{"type":"gpu","gpu":0,"total_bytes":1000000000}
+{"type":"sample","t_ns":1000000000,"gpu":0,"used_bytes":500}
+{"type":"sample","t_ns":2000000000,"gpu":0,"used_bytes":600}
+{"type":"run","name":"empty","start_ns":1000000000}
+{"type":"gpu","gpu":0}
+`
+	runs, err := db.Import([]storage.Source{{Name: "x", R: strings.NewReader(in)}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		rep, err := analysis.Analyze(db, r, analysis.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		charts, err := Charts(rep, Options{Width: 300, Height: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := Page(rep, charts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"no allocator samples", "fragmentation is unknown", "not enough data"} {
+			if !strings.Contains(string(page), want) {
+				t.Errorf("%s: page lacks %q", r.Name, want)
+			}
+		}
+	}
+}
+
+// TestPageInBrowser opens the page in headless Chromium from disk: every
+// image must load, and a screenshot must not be blank. CI installs Chromium
+// (.ci/run); elsewhere the test is skipped without it.
+func TestPageInBrowser(t *testing.T) {
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Chromium on the CI machine: .ci/run installs it")
+		}
+		t.Skip("no Chromium here (apt-get install chromium)")
+	}
+	rep := realReport(t, "real-resnet18-bs64-leak")
+	dir := t.TempDir()
+	path, err := Write(filepath.Join(dir, "rep"), rep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"), "--virtual-time-budget=5000"}
+	out, err := exec.Command(browser, append(args, "--dump-dom", "file://"+path)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	m := regexp.MustCompile(`data-images-loaded="(\d+)/(\d+)"`).FindStringSubmatch(string(out))
+	if m == nil || m[1] != m[2] || m[2] == "0" {
+		t.Fatalf("images loaded in the browser: %v", m)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	cmd := exec.Command(browser, append(args, "--window-size=1280,2400", "--screenshot="+shot, "file://"+path)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := distinctColors(img, 50); n < 20 {
+		t.Fatalf("screenshot looks blank: %d colours", n)
+	}
+	t.Logf("browser loaded %s/%s images", m[1], m[2])
+}
+
+var _ = io.Discard
