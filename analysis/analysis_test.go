@@ -3,11 +3,11 @@ package analysis
 import (
 	"compress/gzip"
 	"encoding/json"
-	"io"
-	"os"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"

@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -107,54 +105,13 @@ func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	for _, c := range charts {
-		if err := os.WriteFile(filepath.Join(tmp, c.File), c.PNG, 0o644); err != nil {
-			return "", err
-		}
-	}
+	var page []byte
 	if !opts.PNGOnly {
-		page, err := Page(rep, charts)
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(tmp, "index.html"), page, 0o644); err != nil {
+		if page, err = Page(rep, charts); err != nil {
 			return "", err
 		}
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	// Swap: move the old report aside, the new one in, then drop the old.
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = filepath.Join(parent, fmt.Sprintf(".%s.old-%d", filepath.Base(dir), time.Now().UnixNano()))
-		if err := os.Rename(dir, old); err != nil {
-			return "", fmt.Errorf("replace %s: %w", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		return "", fmt.Errorf("write %s: %w", dir, err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
-	}
-	if opts.PNGOnly {
-		return dir, nil
-	}
-	return filepath.Join(dir, "index.html"), nil
+	return writeFolder(dir, charts, page)
 }
 
 // Page renders the self-contained HTML page: charts embedded as data URIs,

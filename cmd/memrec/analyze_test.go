@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const leakRun = "../../storage/testdata/real-resnet18-bs64-leak.jsonl.gz"
+
+func TestAnalyzeReportCompareCommands(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun, leakRun); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs64-leak")
+	if code != 0 || !strings.Contains(out, "GPU 0 grows 250.0 KiB per step") || !strings.Contains(out, "Fragmentation") {
+		t.Fatalf("%d %s %s", code, out, errs)
+	}
+	out, _, _ = run(t, db, "", "analyze", "real-resnet18-bs128", "--json")
+	var rep struct {
+		Run  string
+		GPUs []struct {
+			Leak struct {
+				Verdict string `json:"verdict"`
+			} `json:"leak"`
+			PeakUsedBytes *int64 `json:"peak_used_bytes"`
+		} `json:"gpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.GPUs[0].Leak.Verdict != "no_leak" || rep.GPUs[0].PeakUsedBytes == nil {
+		t.Fatalf("%v %s", err, out)
+	}
+
+	repDir := filepath.Join(dir, "rep")
+	if out, errs, code = run(t, db, "", "report", "real-resnet18-bs64-leak", "-o", repDir, "--width", "600", "--height", "300"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Stat(filepath.Join(repDir, "index.html")); err != nil || !strings.Contains(out, "index.html") {
+		t.Fatal(err, out)
+	}
+	if _, errs, code = run(t, db, "", "report", "nope"); code != 1 || !strings.Contains(errs, "no such run") {
+		t.Fatal(errs)
+	}
+	if _, errs, code = run(t, db, "", "report", "real-resnet18-bs128", "--width", "10"); code != 1 || !strings.Contains(errs, "--width") {
+		t.Fatal(errs)
+	}
+
+	cmpDir := filepath.Join(dir, "cmp")
+	out, errs, code = run(t, db, "", "compare", "real-resnet18-bs64-leak", "real-resnet18-bs128", "-o", cmpDir, "--align", "epoch")
+	if code != 0 || !strings.Contains(out, "×1.66") || !strings.Contains(out, "comparison written") {
+		t.Fatalf("%s %s", out, errs)
+	}
+	out, _, code = run(t, db, "", "compare", "--by", "batch_size", "--headroom", "10%", "--json")
+	var cj struct {
+		Baseline string
+		Runs     []struct {
+			Run           string   `json:"run"`
+			LeakVerdict   string   `json:"leak_verdict"`
+			PeakUsedRatio *float64 `json:"peak_used_ratio"`
+		} `json:"runs"`
+		By              string `json:"by"`
+		Fit             *struct{ SlopeBytesPerUnit, InterceptBytes float64 }
+		MaxFittingValue *float64 `json:"max_fitting_value"`
+	}
+	if err := json.Unmarshal([]byte(out), &cj); err != nil || code != 0 || cj.By != "batch_size" || cj.MaxFittingValue == nil || len(cj.Runs) != 2 {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "real-resnet18-bs128"}, "at least two runs"},
+		{[]string{"compare", "--by", "model"}, `model="resnet18", which is not a number`},
+		{[]string{"compare", "--by", "batch_size", "--headroom", "lots"}, `--headroom "lots"`},
+		{[]string{"compare", "real-resnet18-bs128", "real-resnet18-bs64-leak", "--baseline", "other"}, `--baseline "other"`},
+		{[]string{"compare", "real-resnet18-bs128", "real-resnet18-bs64-leak", "--align", "x"}, `--align "x"`},
+	} {
+		if _, errs, code := run(t, db, "", tc.args...); code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: %d %q", tc.args, code, errs)
+		}
+	}
+}
+
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := run(t, filepath.Join(dir, "d.db"), "", "demo", "--duration", "3s", "-o", filepath.Join(dir, "demo"), "--width", "500", "--height", "250")
+	if code != 0 || !strings.Contains(out, "GPU 1 grows") || !strings.Contains(out, "GPU 0: no leak") || !strings.Contains(out, "index.html") {
+		t.Fatalf("%d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo", "overview.png")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/report"
+	"github.com/memrec/memrec/storage"
+)
+
+type compareOptions struct {
+	reportOptions
+	baseline string
+	align    string
+	json     bool
+	by       string
+	headroom string
+}
+
+func newCompareCmd(g *globals) *cobra.Command {
+	o := &compareOptions{reportOptions: reportOptions{globals: g}}
+	cmd := &cobra.Command{
+		Use:   "compare RUN RUN... | compare --by TAG [RUN...]",
+		Short: "Compare runs side by side, or fit peak memory against a numeric tag",
+		Long: `Compare runs: peaks, steady-state memory, per-epoch growth, leak verdicts,
+fragmentation and time per step, each with its ratio to the baseline (the first
+run unless --baseline), and overlay charts aligned by step, epoch or time.
+
+With --by TAG, peak device memory is fitted against a numeric tag (batch size,
+sequence length) over the given runs, or over every run that has the tag, and
+the largest value that still fits on the GPU with --headroom is stated.`,
+		Example: `  memrec compare bs64 bs64-amp bs64-ckpt -o cmp
+  memrec compare --by batch_size --headroom 5%
+  memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(o, args) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.baseline, "baseline", "", "run the ratios are taken against (default: the first)")
+	f.StringVar(&o.align, "align", "step", "overlay charts aligned by step, epoch or time")
+	f.BoolVar(&o.json, "json", false, "print JSON instead of a table")
+	f.StringVar(&o.by, "by", "", "fit peak memory against this numeric tag")
+	f.StringVar(&o.headroom, "headroom", "5%", "with --by: memory to keep free, as a percentage of the GPU")
+	addReportFlags(cmd, &o.reportOptions, "")
+	return cmd
+}
+
+func parseHeadroom(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%")), 64)
+	if err != nil || v < 0 || v >= 100 {
+		return 0, fmt.Errorf("--headroom %q: want a percentage from 0 to 99, like 5%%", s)
+	}
+	return v / 100, nil
+}
+
+func runCompare(o *compareOptions, refs []string) error {
+	headroom, err := parseHeadroom(o.headroom)
+	if err != nil {
+		return err
+	}
+	db, err := o.openRead()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var runs []storage.Run
+	if len(refs) == 0 {
+		if o.by == "" {
+			return errors.New("name at least two runs to compare (or use --by TAG)")
+		}
+		all, err := db.Runs()
+		if err != nil {
+			return err
+		}
+		for _, r := range all {
+			if _, ok := r.Tags[o.by]; ok {
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) < 2 {
+			return fmt.Errorf("--by %s: %d runs in %s have that tag; at least two are needed", o.by, len(runs), db.Path())
+		}
+	} else {
+		for _, ref := range refs {
+			r, err := db.Run(ref)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) < 2 {
+		return errors.New("name at least two runs to compare")
+	}
+	reps, err := analyzeAll(db, runs)
+	if err != nil {
+		return err
+	}
+	c, err := analysis.Compare(reps, o.baseline, o.align)
+	if err != nil {
+		return err
+	}
+	if o.by != "" {
+		if err := analysis.FitByTag(c, o.by, headroom); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		if err := printCompareJSON(o.io.Out, c); err != nil {
+			return err
+		}
+	} else {
+		printCompare(o.io.Out, c)
+	}
+	if o.out != "" {
+		path, err := report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
+		if err != nil {
+			return err
+		}
+		if !o.json {
+			fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)
+		}
+	}
+	return nil
+}
+
+// analyzeAll analyses the runs in parallel, one per core.
+func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
+	reps := make([]*analysis.Report, len(runs))
+	errs := make([]error, len(runs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reps[i], errs[i] = analysis.Analyze(db, r, analysis.Options{})
+		}()
+	}
+	wg.Wait()
+	return reps, errors.Join(errs...)
+}
+
+// compareJSON is `memrec compare --json`: the comparison, with the by-tag
+// fit's keys at the top level as well.
+type compareJSON struct {
+	*analysis.Comparison
+	By              string        `json:"by,omitempty"`
+	Fit             *analysis.Fit `json:"fit,omitempty"`
+	MaxFittingValue *float64      `json:"max_fitting_value,omitempty"`
+}
+
+func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
+	out := compareJSON{Comparison: c}
+	if c.By != nil {
+		out.By, out.Fit, out.MaxFittingValue = c.By.Tag, &c.By.Fit, c.By.MaxFittingValue
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func printCompare(w io.Writer, c *analysis.Comparison) {
+	B := analysis.FormatBytesPtr
+	R := func(r *float64) string {
+		if r == nil {
+			return ""
+		}
+		return fmt.Sprintf("×%.2f", *r)
+	}
+	fmt.Fprintf(w, "Baseline: %s (each run's figures are its worst GPU's)\n", c.Baseline)
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tTAGS\tGPUS\tPEAK USED\t\tPEAK ALLOC\t\tSTEADY\t\tΔ/EPOCH\tLEAK\tSLOPE/STEP\tFRAG\tSTEP TIME\t")
+	for _, s := range c.Runs {
+		slope, frag, st := "-", "-", "-"
+		if s.SlopeBytesPerStep != nil {
+			slope = analysis.FormatBytes(int64(*s.SlopeBytesPerStep))
+		}
+		if s.FragmentationMean != nil {
+			frag = fmt.Sprintf("%.1f%%", 100**s.FragmentationMean)
+		}
+		if s.StepTimeS != nil {
+			st = fmt.Sprintf("%.1f ms %s", *s.StepTimeS*1e3, R(s.StepTimeRatio))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Run, formatTags(s.Tags), s.GPUs,
+			B(s.PeakUsedBytes), R(s.PeakUsedRatio), B(s.PeakAllocatedBytes), R(s.PeakAllocatedRatio),
+			B(s.SteadyBytes), R(s.SteadyRatio), B(s.EpochDeltaBytes), s.LeakVerdict, slope, frag, st)
+	}
+	tw.Flush()
+	if b := c.By; b != nil {
+		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
+			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
+		fmt.Fprintln(w, b.Statement)
+	}
+}

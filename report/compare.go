@@ -1,0 +1,348 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/memrec/memrec/analysis"
+)
+
+// alignX maps a time of a run to the compared x axis: steps, epochs or
+// seconds since the run's start. It reports false where the run has no
+// marks for that alignment (the caller falls back to time).
+func alignX(rep *analysis.Report, gpu analysis.GPUReport, align string) (func(int64) float64, bool) {
+	seconds := func(t int64) float64 { return float64(t-rep.StartNS) / 1e9 }
+	switch align {
+	case "step":
+		if gpu.Leak.Per != "step" || len(gpu.Floors) < 2 {
+			return seconds, false
+		}
+		fl := gpu.Floors
+		return func(t int64) float64 { // interpolate between step marks
+			i := sort.Search(len(fl), func(i int) bool { return fl[i].TNS >= t })
+			switch {
+			case i == 0:
+				return fl[0].X
+			case i >= len(fl):
+				return fl[len(fl)-1].X
+			}
+			a, b := fl[i-1], fl[i]
+			return a.X + (b.X-a.X)*float64(t-a.TNS)/float64(b.TNS-a.TNS)
+		}, true
+	case "epoch":
+		ep := gpu.Epochs
+		if len(ep) == 0 {
+			return seconds, false
+		}
+		return func(t int64) float64 {
+			for _, e := range ep {
+				if t >= e.StartNS && t <= e.EndNS && e.EndNS > e.StartNS {
+					return float64(e.Epoch) + float64(t-e.StartNS)/float64(e.EndNS-e.StartNS)
+				}
+			}
+			if t < ep[0].StartNS {
+				return float64(ep[0].Epoch)
+			}
+			return float64(ep[len(ep)-1].Epoch + 1)
+		}, true
+	}
+	return seconds, true
+}
+
+// overlayChart draws one series of every run's worst GPU on one axis.
+func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
+	top := 1.0
+	pick := func(g analysis.GPUReport) analysis.Series {
+		if what == "allocated" {
+			return g.Timeline.Allocated
+		}
+		return g.Timeline.Used
+	}
+	for i, r := range c.Reports {
+		g := worstGPU(r, c.Runs[i].WorstGPU)
+		top = math.Max(top, maxOf(pick(g)))
+	}
+	unit, uname := byteUnit(top)
+	xlabel := map[string]string{"step": "step", "epoch": "epoch", "time": "seconds since start"}[c.Align]
+	p := newPlot(fmt.Sprintf("%s of each run's worst GPU, aligned by %s", map[string]string{"used": "Device used", "allocated": "Allocated"}[what], c.Align), xlabel, uname)
+	for i, r := range c.Reports {
+		g := worstGPU(r, c.Runs[i].WorstGPU)
+		s := pick(g)
+		if len(s.T) == 0 {
+			continue
+		}
+		x, _ := alignX(r, g, c.Align)
+		xy := make(plotter.XYs, len(s.T))
+		for k := range s.T {
+			xy[k].X, xy[k].Y = x(s.T[k]), float64(s.V[k])/unit
+		}
+		l := line(xy, palette[i%len(palette)], vg.Points(1.2))
+		p.Add(l)
+		p.Legend.Add(r.Run, l)
+	}
+	p.Y.Min = 0
+	return p
+}
+
+func worstGPU(r *analysis.Report, idx int) analysis.GPUReport {
+	for _, g := range r.GPUs {
+		if g.GPU == idx {
+			return g
+		}
+	}
+	if len(r.GPUs) > 0 {
+		return r.GPUs[0]
+	}
+	return analysis.GPUReport{}
+}
+
+// byTagChart: peak device memory against the tag, the fit, and the budget.
+func byTagChart(b *analysis.ByTag) *plot.Plot {
+	top := float64(b.TotalBytes)
+	for _, p := range b.Points {
+		top = math.Max(top, float64(p.PeakUsedBytes))
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("Peak device memory by %s", b.Tag), b.Tag, uname)
+	var pts plotter.XYs
+	xmax := 0.0
+	for _, q := range b.Points {
+		pts = append(pts, plotter.XY{X: q.Value, Y: float64(q.PeakUsedBytes) / unit})
+		xmax = math.Max(xmax, q.Value)
+	}
+	if b.MaxFittingValue != nil {
+		xmax = math.Max(xmax, *b.MaxFittingValue)
+	}
+	sc, _ := plotter.NewScatter(pts)
+	sc.Color = colUsed
+	sc.GlyphStyle.Radius = vg.Points(4)
+	p.Add(sc)
+	p.Legend.Add("runs", sc)
+	f := b.Fit
+	fit := line(plotter.XYs{{X: 0, Y: f.InterceptBytes / unit}, {X: xmax * 1.05, Y: (f.InterceptBytes + f.SlopeBytesPerUnit*xmax*1.05) / unit}}, colFit, vg.Points(1.5))
+	p.Add(fit)
+	p.Legend.Add(fmt.Sprintf("fit: %s per unit + %s", analysis.FormatBytes(int64(f.SlopeBytesPerUnit)), analysis.FormatBytes(int64(f.InterceptBytes))), fit)
+	if b.TotalBytes > 0 {
+		budget := float64(b.TotalBytes) * (1 - b.Headroom) / unit
+		bl := line(plotter.XYs{{X: 0, Y: budget}, {X: xmax * 1.05, Y: budget}}, colTotal, vg.Points(1))
+		bl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(bl)
+		p.Legend.Add(fmt.Sprintf("GPU total less %g %% headroom", 100*b.Headroom), bl)
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p
+}
+
+// CompareCharts draws the comparison's charts.
+func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
+	w, h := size(opts)
+	var out []Chart
+	add := func(file, title string, p *plot.Plot) error {
+		b, err := render(p, w, h)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, Chart{File: file, Title: title, GPU: -1, PNG: b})
+		return nil
+	}
+	if err := add("overlay-used.png", "Device used, runs overlaid", overlayChart(c, "used")); err != nil {
+		return nil, err
+	}
+	hasAlloc := false
+	for _, r := range c.Runs {
+		hasAlloc = hasAlloc || r.PeakAllocatedBytes != nil
+	}
+	if hasAlloc {
+		if err := add("overlay-allocated.png", "Allocated, runs overlaid", overlayChart(c, "allocated")); err != nil {
+			return nil, err
+		}
+	}
+	if c.By != nil {
+		if err := add("by-"+c.By.Tag+".png", "Peak memory by "+c.By.Tag, byTagChart(c.By)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WriteCompare writes the comparison's charts and page into dir, replacing
+// an existing one as a whole.
+func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, error) {
+	charts, err := CompareCharts(c, opts)
+	if err != nil {
+		return "", err
+	}
+	var page []byte
+	if !opts.PNGOnly {
+		if page, err = ComparePage(c, charts); err != nil {
+			return "", err
+		}
+	}
+	return writeFolder(dir, charts, page)
+}
+
+// writeFolder writes charts and page beside dir and swaps them in.
+func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, c := range charts {
+		if err := os.WriteFile(filepath.Join(tmp, c.File), c.PNG, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if page != nil {
+		if err := os.WriteFile(filepath.Join(tmp, "index.html"), page, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = filepath.Join(parent, fmt.Sprintf(".%s.old-%d", filepath.Base(dir), time.Now().UnixNano()))
+		if err := os.Rename(dir, old); err != nil {
+			return "", fmt.Errorf("replace %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return "", fmt.Errorf("write %s: %w", dir, err)
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	if page == nil {
+		return dir, nil
+	}
+	return filepath.Join(dir, "index.html"), nil
+}
+
+// ComparePage renders the comparison as one self-contained page.
+func ComparePage(c *analysis.Comparison, charts []Chart) ([]byte, error) {
+	type chartView struct {
+		Title, File string
+		Src         template.URL
+	}
+	view := struct {
+		C      *analysis.Comparison
+		Charts []chartView
+	}{C: c}
+	for _, ch := range charts {
+		view.Charts = append(view.Charts, chartView{ch.Title, ch.File, template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(ch.PNG))})
+	}
+	var b strings.Builder
+	if err := compareTmpl.Execute(&b, view); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+var compareFuncs = template.FuncMap{
+	"bytes": analysis.FormatBytesPtr,
+	"ratio": func(r *float64) string {
+		if r == nil {
+			return "–"
+		}
+		return fmt.Sprintf("×%.2f", *r)
+	},
+	"pctp": funcs["pctp"],
+	"slope": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return analysis.FormatBytes(int64(*v))
+	},
+	"ms": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f ms", *v*1000)
+	},
+	"tags": func(m map[string]string) string {
+		var s []string
+		for k, v := range m {
+			s = append(s, k+"="+v)
+		}
+		sort.Strings(s)
+		return strings.Join(s, " ")
+	},
+	"num": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%g", *v)
+	},
+	"bytesf": func(v float64) string { return analysis.FormatBytes(int64(v)) },
+	"bytesv": analysis.FormatBytes,
+}
+
+var compareTmpl = template.Must(template.New("compare").Funcs(compareFuncs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>memrec comparison</title>
+<style>
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1250px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: .25em .5em; text-align: right; }
+th { background: #f4f4f8; } td.l, th.l { text-align: left; } .base { background: #f6fbff; }
+.leak { color: #b00; font-weight: bold; } .statement { font-size: 1.15em; padding: .6em .9em; background: #eef6ee; border: 1px solid #9c9; border-radius: 6px; }
+.note { color: #8a5a00; } img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
+</style>
+</head>
+<body data-images-loaded="pending">
+<h1>memrec comparison: {{len .C.Runs}} runs</h1>
+<section id="runs">
+<p>Baseline: <b>{{.C.Baseline}}</b>. Each run's figures are its worst GPU's; ratios are to the baseline.</p>
+{{range .C.Notes}}<p class="note">Note: {{.}}</p>{{end}}
+<table>
+<tr><th class="l">run</th><th class="l">tags</th><th>GPUs</th><th>peak used</th><th></th><th>peak allocated</th><th></th><th>steady state</th><th></th><th>Δ per epoch</th><th class="l">leak</th><th>slope / step</th><th>fragmentation</th><th></th><th>time / step</th><th></th></tr>
+{{range .C.Runs}}<tr{{if eq .Run $.C.Baseline}} class="base"{{end}}><td class="l">{{.Run}}</td><td class="l">{{tags .Tags}}</td><td>{{.GPUs}}</td>
+<td>{{bytes .PeakUsedBytes}}</td><td>{{ratio .PeakUsedRatio}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{ratio .PeakAllocatedRatio}}</td>
+<td>{{bytes .SteadyBytes}}</td><td>{{ratio .SteadyRatio}}</td><td>{{bytes .EpochDeltaBytes}}</td>
+<td class="l{{if eq .LeakVerdict "leak"}} leak{{end}}">{{.LeakVerdict}}</td><td>{{slope .SlopeBytesPerStep}}</td>
+<td>{{pctp .FragmentationMean}}</td><td>{{ratio .FragmentationRatio}}</td><td>{{ms .StepTimeS}}</td><td>{{ratio .StepTimeRatio}}</td></tr>
+{{end}}</table>
+</section>
+{{with .C.By}}<section id="by">
+<h2>Peak memory by {{.Tag}}</h2>
+<p class="statement">{{.Statement}}</p>
+<p>Least-squares fit: {{bytesf .Fit.SlopeBytesPerUnit}} per unit of {{.Tag}} + {{bytesf .Fit.InterceptBytes}} (R² = {{printf "%.4f" .Fit.R2}}).</p>
+<table><tr><th class="l">run</th><th>{{.Tag}}</th><th>peak used</th></tr>
+{{range .Points}}<tr><td class="l">{{.Run}}</td><td>{{.Value}}</td><td>{{bytesv .PeakUsedBytes}}</td></tr>{{end}}</table>
+</section>{{end}}
+<section id="charts">
+{{range .Charts}}<figure><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"><figcaption>{{.Title}}</figcaption></figure>
+{{end}}
+</section>
+<script>
+window.addEventListener("load", function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
+});
+</script>
+</body>
+</html>
+`))
