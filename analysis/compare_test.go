@@ -106,4 +106,3 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 		t.Error("unknown alignment accepted")
 	}
 }
-
