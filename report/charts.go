@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"image/png"
 	"math"
 	"sort"
 	"strconv"
@@ -75,6 +76,79 @@ func line(xy plotter.XYs, c color.Color, width vg.Length) *plotter.Line {
 	l.Color = c
 	l.Width = width
 	return l
+}
+
+// legendPlotter is a plotter with a legend entry.
+type legendPlotter interface {
+	plot.Plotter
+	plot.Thumbnailer
+}
+
+// envelopeColumns is the number of columns a dense series is reduced to.
+const envelopeColumns = 700
+
+// envelope draws points as the band between their lowest and highest value
+// in each of envelopeColumns columns of x: every peak stays visible, and a
+// dense sawtooth costs two edges per column instead of thousands of strokes.
+//
+// A band is at least minBand high (in y units), so a flat series still shows
+// as a line.
+//
+// Series with fewer points than columns are drawn as a plain line.
+func envelope(xy plotter.XYs, c color.Color, minBand float64) legendPlotter {
+	if len(xy) == 0 {
+		return nil
+	}
+	if len(xy) <= envelopeColumns {
+		return line(xy, c, vg.Points(1.2))
+	}
+	x0, x1 := xy[0].X, xy[len(xy)-1].X
+	for _, p := range xy {
+		x0, x1 = math.Min(x0, p.X), math.Max(x1, p.X)
+	}
+	w := (x1 - x0) / envelopeColumns
+	if w <= 0 {
+		w = 1
+	}
+	type col struct {
+		x, lo, hi float64
+		n         int
+	}
+	var cols []col
+	for _, p := range xy {
+		b := math.Floor((p.X - x0) / w)
+		if len(cols) > 0 && cols[len(cols)-1].x == x0+b*w {
+			c := &cols[len(cols)-1]
+			c.lo, c.hi = math.Min(c.lo, p.Y), math.Max(c.hi, p.Y)
+			continue
+		}
+		cols = append(cols, col{x: x0 + b*w, lo: p.Y, hi: p.Y})
+	}
+	var poly plotter.XYs
+	for i := range cols {
+		if d := minBand - (cols[i].hi - cols[i].lo); d > 0 {
+			cols[i].hi += d / 2
+			cols[i].lo -= d / 2
+		}
+	}
+	if len(cols) == 1 { // a single column: give it some width too
+		cols = append(cols, col{x: cols[0].x + w, lo: cols[0].lo, hi: cols[0].hi})
+	}
+	for _, c := range cols {
+		poly = append(poly, plotter.XY{X: c.x, Y: c.hi})
+	}
+	for i := len(cols) - 1; i >= 0; i-- {
+		poly = append(poly, plotter.XY{X: cols[i].x, Y: cols[i].lo})
+	}
+	pg, err := plotter.NewPolygon(poly)
+	if err != nil {
+		return nil
+	}
+	r, g, b, _ := c.RGBA()
+	pg.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 140}
+	pg.LineStyle.Color = c
+	pg.LineStyle.Width = 0
+	return pg
 }
 
 func seriesXY(s analysis.Series, ax timeAxis, unit float64) plotter.XYs {
@@ -159,9 +233,10 @@ func timelineChart(rep *analysis.Report, g analysis.GPUReport, title string, yMa
 		if len(s.s.T) == 0 {
 			continue
 		}
-		l := line(seriesXY(s.s, ax, unit), s.c, vg.Points(1.2))
-		p.Add(l)
-		p.Legend.Add(s.s.Name, l)
+		if e := envelope(seriesXY(s.s, ax, unit), s.c, p.Y.Max*0.006); e != nil {
+			p.Add(e)
+			p.Legend.Add(s.s.Name, e)
+		}
 	}
 	if showTotal || (yMax > 0 && g.TotalBytes > 0 && float64(g.TotalBytes) <= yMax) {
 		t := line(plotter.XYs{{X: 0, Y: float64(g.TotalBytes) / unit}, {X: p.X.Max, Y: float64(g.TotalBytes) / unit}}, colTotal, vg.Points(1))
@@ -234,9 +309,10 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	for i, f := range g.Floors {
 		xy[i].X, xy[i].Y = f.X/xdiv, float64(f.Bytes)/unit
 	}
-	pts := line(xy, colAllocated, vg.Points(1))
-	p.Add(pts)
-	p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], pts)
+	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
+		p.Add(e)
+		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
+	}
 	slope := 0.0
 	if l.Per == "step" && l.SlopeBytesPerStep != nil {
 		slope = *l.SlopeBytesPerStep
@@ -270,10 +346,9 @@ func stepPeakChart(g analysis.GPUReport) *plot.Plot {
 	for i, f := range g.StepPeaks {
 		xy[i].X, xy[i].Y = f.X, float64(f.Bytes)/unit
 	}
-	if len(xy) > 0 {
-		l := line(xy, colAllocated, vg.Points(1))
-		p.Add(l)
-		p.Legend.Add("per-step peak", l)
+	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
+		p.Add(e)
+		p.Legend.Add("per-step peak", e)
 	}
 	p.Y.Min = 0
 	return p
@@ -289,11 +364,14 @@ func fragChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		s = append(s, plotter.XY{X: ax.x(pt.TNS), Y: 100 * pt.Stuck})
 	}
 	if len(f) > 0 {
-		lf := line(f, colReserved, vg.Points(1))
-		ls := line(s, colStuck, vg.Points(1))
-		p.Add(lf, ls)
-		p.Legend.Add("(reserved − allocated) / reserved", lf)
-		p.Legend.Add("inactive split / reserved", ls)
+		if e := envelope(f, colReserved, 0.6); e != nil {
+			p.Add(e)
+			p.Legend.Add("(reserved − allocated) / reserved", e)
+		}
+		if e := envelope(s, colStuck, 0.6); e != nil {
+			p.Add(e)
+			p.Legend.Add("inactive split / reserved", e)
+		}
 	}
 	p.Y.Min, p.Y.Max = 0, 100
 	return p
@@ -362,10 +440,17 @@ func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 
 // render draws p into a PNG of w×h.
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	c := vgimg.New(w, h)
 	p.Draw(draw.New(c))
+	return encodePNG(c)
+}
+
+// encodePNG writes a canvas as PNG, favouring speed over the last few
+// percent of size (charts are mostly flat colour and compress well anyway).
+func encodePNG(c *vgimg.Canvas) ([]byte, error) {
 	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, c.Image()); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -397,9 +482,18 @@ func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
+	return encodePNG(img)
+}
+
+// bandOf is a minimum band height for points whose y axis is set by their
+// own range: 0.6 % of it.
+func bandOf(xy plotter.XYs) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range xy {
+		lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
 	}
-	return buf.Bytes(), nil
+	if hi <= lo {
+		return math.Max(math.Abs(hi)*0.006, 1e-9)
+	}
+	return (hi - lo) * 0.006
 }

@@ -87,9 +87,11 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		for k := range s.T {
 			xy[k].X, xy[k].Y = x(s.T[k]), float64(s.V[k])/unit
 		}
-		l := line(xy, palette[i%len(palette)], vg.Points(1.2))
-		p.Add(l)
-		p.Legend.Add(r.Run, l)
+		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+		if e := envelope(xy, palette[i%len(palette)], top/unit*0.006); e != nil {
+			p.Add(e)
+			p.Legend.Add(r.Run, e)
+		}
 	}
 	p.Y.Min = 0
 	return p

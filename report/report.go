@@ -5,10 +5,13 @@ package report
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -31,57 +34,61 @@ type Chart struct {
 	PNG   []byte
 }
 
-// Charts draws every chart of the report.
+// Charts draws every chart of the report, in parallel (one per core).
 func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 	w, h := size(opts)
-	var out []Chart
-	add := func(file, title string, gpu int, p *plot.Plot) error {
-		b, err := render(p, w, h)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		out = append(out, Chart{File: file, Title: title, GPU: gpu, PNG: b})
-		return nil
+	type job struct {
+		Chart
+		draw func() ([]byte, error)
+	}
+	var jobs []job
+	add := func(file, title string, gpu int, mk func() *plot.Plot) {
+		jobs = append(jobs, job{Chart{File: file, Title: title, GPU: gpu}, func() ([]byte, error) { return render(mk(), w, h) }})
 	}
 	if len(rep.GPUs) > 1 {
-		b, err := overview(rep, w, h*3/5)
-		if err != nil {
-			return nil, fmt.Errorf("overview: %w", err)
-		}
-		out = append(out, Chart{File: "overview.png", Title: "All GPUs on one scale", GPU: -1, PNG: b})
+		jobs = append(jobs, job{Chart{File: "overview.png", Title: "All GPUs on one scale", GPU: -1},
+			func() ([]byte, error) { return overview(rep, w, h*3/5) }})
 	}
 	for _, g := range rep.GPUs {
 		pre := fmt.Sprintf("gpu%d-", g.GPU)
-		if err := add(pre+"timeline.png", "Memory over time", g.GPU, timelineChart(rep, g, fmt.Sprintf("GPU %d: memory over time", g.GPU), 0)); err != nil {
-			return nil, err
-		}
+		add(pre+"timeline.png", "Memory over time", g.GPU, func() *plot.Plot {
+			return timelineChart(rep, g, fmt.Sprintf("GPU %d: memory over time", g.GPU), 0)
+		})
 		if len(g.Epochs)+len(g.Intervals) > 0 {
-			if err := add(pre+"epochs.png", "Memory added per epoch", g.GPU, epochChart(g)); err != nil {
-				return nil, err
-			}
+			add(pre+"epochs.png", "Memory added per epoch", g.GPU, func() *plot.Plot { return epochChart(g) })
 		}
 		if len(g.Floors) > 0 {
-			if err := add(pre+"leak.png", "Leak: steady-state floor and fit", g.GPU, floorChart(rep, g)); err != nil {
-				return nil, err
-			}
+			add(pre+"leak.png", "Leak: steady-state floor and fit", g.GPU, func() *plot.Plot { return floorChart(rep, g) })
 		}
 		if len(g.StepPeaks) > 0 {
-			if err := add(pre+"steppeak.png", "Peak allocated per step", g.GPU, stepPeakChart(g)); err != nil {
-				return nil, err
-			}
+			add(pre+"steppeak.png", "Peak allocated per step", g.GPU, func() *plot.Plot { return stepPeakChart(g) })
 		}
 		if len(g.FragSeries) > 0 {
-			if err := add(pre+"fragmentation.png", "Fragmentation", g.GPU, fragChart(rep, g)); err != nil {
-				return nil, err
-			}
+			add(pre+"fragmentation.png", "Fragmentation", g.GPU, func() *plot.Plot { return fragChart(rep, g) })
 		}
 		if len(g.Timeline.Procs) > 0 {
-			if err := add(pre+"processes.png", "Memory per process", g.GPU, procChart(rep, g)); err != nil {
-				return nil, err
-			}
+			add(pre+"processes.png", "Memory per process", g.GPU, func() *plot.Plot { return procChart(rep, g) })
 		}
 	}
-	return out, nil
+	out := make([]Chart, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = j.Chart
+			out[i].PNG, errs[i] = j.draw()
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", j.File, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func size(o Options) (vg.Length, vg.Length) {
