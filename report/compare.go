@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"math"
@@ -243,17 +242,10 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 
 // ComparePage renders the comparison as one self-contained page.
 func ComparePage(c *analysis.Comparison, charts []Chart) ([]byte, error) {
-	type chartView struct {
-		Title, File string
-		Src         template.URL
-	}
 	view := struct {
 		C      *analysis.Comparison
 		Charts []chartView
-	}{C: c}
-	for _, ch := range charts {
-		view.Charts = append(view.Charts, chartView{ch.Title, ch.File, template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(ch.PNG))})
-	}
+	}{C: c, Charts: chartViews(charts)}
 	var b strings.Builder
 	if err := compareTmpl.Execute(&b, view); err != nil {
 		return nil, err
@@ -300,18 +292,12 @@ var compareFuncs = template.FuncMap{
 	"bytesv": analysis.FormatBytes,
 }
 
-var compareTmpl = template.Must(template.New("compare").Funcs(compareFuncs).Parse(`<!DOCTYPE html>
+var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(compareFuncs).Parse(shared)).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>memrec comparison</title>
-<style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1250px; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: .25em .5em; text-align: right; }
-th { background: #f4f4f8; } td.l, th.l { text-align: left; } .base { background: #f6fbff; }
-.leak { color: #b00; font-weight: bold; } .statement { font-size: 1.15em; padding: .6em .9em; background: #eef6ee; border: 1px solid #9c9; border-radius: 6px; }
-.note { color: #8a5a00; } img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
-</style>
+{{template "style"}}
 </head>
 <body data-images-loaded="pending">
 <h1>memrec comparison: {{len .C.Runs}} runs</h1>
@@ -338,13 +324,7 @@ th { background: #f4f4f8; } td.l, th.l { text-align: left; } .base { background:
 {{range .Charts}}<figure><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"><figcaption>{{.Title}}</figcaption></figure>
 {{end}}
 </section>
-<script>
-window.addEventListener("load", function () {
-  var imgs = document.images, ok = 0;
-  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
-  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
-});
-</script>
+{{template "imgcheck"}}
 </body>
 </html>
 `))

@@ -121,13 +121,23 @@ func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
 	return writeFolder(dir, charts, page)
 }
 
+// chartView is a chart as a page shows it: embedded as a data URI.
+type chartView struct {
+	Title, File string
+	Src         template.URL
+}
+
+func chartViews(charts []Chart) []chartView {
+	out := make([]chartView, len(charts))
+	for i, c := range charts {
+		out[i] = chartView{Title: c.Title, File: c.File, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.PNG))}
+	}
+	return out
+}
+
 // Page renders the self-contained HTML page: charts embedded as data URIs,
 // no script or style from anywhere else.
 func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
-	type chartView struct {
-		Title, File string
-		Src         template.URL
-	}
 	type gpuView struct {
 		analysis.GPUReport
 		Sentence string
@@ -146,13 +156,12 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 	}
 	sort.Strings(view.Tags)
 	byGPU := map[int][]chartView{}
-	for _, c := range charts {
-		cv := chartView{Title: c.Title, File: c.File, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.PNG))}
-		if c.GPU < 0 {
+	for i, cv := range chartViews(charts) {
+		if charts[i].GPU < 0 {
 			view.Overview = &cv
 			continue
 		}
-		byGPU[c.GPU] = append(byGPU[c.GPU], cv)
+		byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
 	}
 	for _, g := range rep.GPUs {
 		s := g.Leak.Sentence(g.GPU)
@@ -190,12 +199,9 @@ var funcs = template.FuncMap{
 	"deref":   func(v *int64) int64 { return *v },
 }
 
-var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>memrec report: {{.R.Run}}</title>
-<style>
+// shared is the style and the image check both pages use: the script marks
+// <body data-images-loaded="N/M"> once the page has loaded, for browser tests.
+const shared = `{{define "style"}}<style>
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1250px; padding: 0 1em; color: #222; }
 h1 { margin-bottom: .2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
@@ -205,7 +211,22 @@ th { background: #f4f4f8; } td.l, th.l { text-align: left; }
 .note { color: #8a5a00; } .oom { background: #fff0f0; border-left: 4px solid #d62728; padding: .5em 1em; margin: 1em 0; }
 pre { background: #f7f7f7; padding: .6em; overflow-x: auto; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; } .meta td { text-align: left; }
-</style>
+.base { background: #f6fbff; } .leak { color: #b00; font-weight: bold; } .statement { font-size: 1.15em; padding: .6em .9em; background: #eef6ee; border: 1px solid #9c9; border-radius: 6px; }
+</style>{{end}}
+{{define "imgcheck"}}<script>
+window.addEventListener("load", function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
+});
+</script>{{end}}`
+
+var pageTmpl = template.Must(template.Must(template.New("page").Funcs(funcs).Parse(shared)).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>memrec report: {{.R.Run}}</title>
+{{template "style"}}
 </head>
 <body data-images-loaded="pending">
 <h1>memrec report: {{.R.Run}}</h1>
@@ -266,13 +287,7 @@ Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes
 </section>
 {{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>
-<script>
-window.addEventListener("load", function () {
-  var imgs = document.images, ok = 0;
-  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
-  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
-});
-</script>
+{{template "imgcheck"}}
 </body>
 </html>
 `))

@@ -269,6 +269,27 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	browserCheck(t, browser, dir, path, true)
+
+	// The comparison page too.
+	c, err := analysis.Compare([]*analysis.Report{rep, realReport(t, "real-resnet18-bs128")}, "", "epoch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := analysis.FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	path, err = WriteCompare(filepath.Join(dir, "cmp"), c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	browserCheck(t, browser, dir, path, false)
+}
+
+// browserCheck loads a page from disk in headless Chromium: every image
+// must load; with shot, a screenshot must not be blank.
+func browserCheck(t *testing.T, browser, dir, path string, shot bool) {
+	t.Helper()
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"), "--virtual-time-budget=5000"}
 	out, err := exec.Command(browser, append(args, "--dump-dom", "file://"+path)...).Output()
@@ -277,14 +298,18 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	m := regexp.MustCompile(`data-images-loaded="(\d+)/(\d+)"`).FindStringSubmatch(string(out))
 	if m == nil || m[1] != m[2] || m[2] == "0" {
-		t.Fatalf("images loaded in the browser: %v", m)
+		t.Fatalf("%s: images loaded in the browser: %v", path, m)
 	}
-	shot := filepath.Join(dir, "shot.png")
-	cmd := exec.Command(browser, append(args, "--window-size=1280,2400", "--screenshot="+shot, "file://"+path)...)
+	t.Logf("%s: browser loaded %s/%s images", filepath.Base(filepath.Dir(path)), m[1], m[2])
+	if !shot {
+		return
+	}
+	png1 := filepath.Join(dir, "shot.png")
+	cmd := exec.Command(browser, append(args, "--window-size=1280,2400", "--screenshot="+png1, "file://"+path)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
-	f, err := os.Open(shot)
+	f, err := os.Open(png1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +321,6 @@ func TestPageInBrowser(t *testing.T) {
 	if n := distinctColors(img, 50); n < 20 {
 		t.Fatalf("screenshot looks blank: %d colours", n)
 	}
-	t.Logf("browser loaded %s/%s images", m[1], m[2])
 }
 
 var _ = io.Discard
