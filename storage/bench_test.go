@@ -43,30 +43,38 @@ func BenchmarkDecodeRun(b *testing.B) {
 	}
 	b.ReportAllocs()
 	n := 0
+	var sum int64 // every sample is read out, not only counted
 	for b.Loop() {
 		for _, s := range series {
 			switch s.Kind {
 			case "device":
 				it := db.DeviceSamples(r, s.GPU, MinTime, MaxTime)
 				for it.Next() {
+					sum += it.At().Used
 					n++
 				}
 			case "proc":
 				it := db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime)
 				for it.Next() {
+					sum += it.At().Used
 					n++
 				}
 			case "torch":
 				it := db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime)
 				for it.Next() {
+					sum += it.At().Allocated
 					n++
 				}
 			}
 		}
 		it := db.Marks(r, MinTime, MaxTime)
 		for it.Next() {
+			sum += int64(it.At().Step)
 			n++
 		}
+	}
+	if sum == 0 {
+		b.Fatal("nothing read")
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Msamples/s")
 }

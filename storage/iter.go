@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,34 +37,30 @@ type Iter[T any] struct {
 	d        *decoded
 	i        int
 	conv     func(d *decoded, i int) T
-	cur      T
+	hi       int  // end of the samples of it.d in range
+	last     bool // it.d reaches past the range's end: no chunk after it
 	err      error
 	done     bool
 }
 
 // Next advances to the next sample; it returns false at the end or on error.
 func (it *Iter[T]) Next() bool {
-	for !it.done {
-		for it.d != nil && it.i+1 < len(it.d.t) {
+	for {
+		if it.i+1 < it.hi { // within the decoded chunk's part in range
 			it.i++
-			t := it.d.t[it.i]
-			if t < it.from {
-				continue
-			}
-			if t >= it.to {
-				it.done = true
-				return false
-			}
-			it.cur = it.conv(it.d, it.i)
 			return true
+		}
+		if it.done || it.last {
+			it.done = true
+			it.release()
+			return false
 		}
 		it.load()
 	}
-	return false
 }
 
 // At returns the current sample.
-func (it *Iter[T]) At() T { return it.cur }
+func (it *Iter[T]) At() T { return it.conv(it.d, it.i) }
 
 // Err returns the error that stopped the iteration, if any.
 func (it *Iter[T]) Err() error { return it.err }
@@ -72,22 +69,24 @@ func (it *Iter[T]) Err() error { return it.err }
 // iterator would otherwise allocate and clear them for every series read.
 var decodedPool = sync.Pool{New: func() any { return new(decoded) }}
 
-// load decodes the next chunk of the series into it.d.
+// load decodes the next chunk of the series into it.d and sets the span
+// [i+1, hi) of its samples that fall in the range.
 func (it *Iter[T]) load() {
 	if it.d == nil {
 		it.d = decodedPool.Get().(*decoded)
 	}
-	it.d.t, it.i = it.d.t[:0], -1
-	defer func() {
-		if it.done {
-			decodedPool.Put(it.d)
-			it.d = &decoded{}
-		}
-	}()
+	it.d.t, it.i, it.hi = it.d.t[:0], -1, 0
 	if !it.found {
 		it.done = true
 		return
 	}
+	defer func() {
+		t := it.d.t
+		lo := sort.Search(len(t), func(i int) bool { return t[i] >= it.from })
+		it.hi = sort.Search(len(t), func(i int) bool { return t[i] >= it.to })
+		it.last = it.hi < len(t)
+		it.i = lo - 1
+	}()
 	err := it.db.bolt.View(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketData).Bucket(idKey(it.run))
 		if data == nil {
@@ -135,6 +134,15 @@ func (it *Iter[T]) load() {
 	})
 	if err != nil {
 		it.err, it.done = err, true
+		it.d.t = it.d.t[:0]
+	}
+}
+
+// release returns the decode buffers to the pool once iteration is over.
+func (it *Iter[T]) release() {
+	if it.d != nil {
+		decodedPool.Put(it.d)
+		it.d = nil
 	}
 }
 

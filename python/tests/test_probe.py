@@ -292,6 +292,60 @@ class ProbeTest(unittest.TestCase):
         p.close()
 
 
+class IntegrationsTest(unittest.TestCase):
+    """The Lightning and Hugging Face callbacks, against stand-ins of the
+    frameworks' base classes (neither framework is needed)."""
+
+    def setUp(self):
+        self.saved = {k: sys.modules.get(k) for k in
+                      ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks", "transformers", "torch")}
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        memrec._instance = None
+
+    def test_lightning_and_transformers_callbacks(self):
+        cb_mod = types.ModuleType("lightning.pytorch.callbacks")
+        cb_mod.Callback = type("Callback", (), {})
+        sys.modules["lightning"] = types.ModuleType("lightning")
+        sys.modules["lightning.pytorch"] = types.ModuleType("lightning.pytorch")
+        sys.modules["lightning.pytorch.callbacks"] = cb_mod
+        tr = types.ModuleType("transformers")
+        tr.TrainerCallback = type("TrainerCallback", (), {})
+        sys.modules["transformers"] = tr
+        sys.modules["torch"] = make_fake_torch()
+        from memrec import integrations
+
+        srv = Server()
+        p = _probe.Probe(path=srv.path, timer=0)
+        memrec._instance = p
+        trainer = types.SimpleNamespace(current_epoch=0, global_step=0)
+        lc = integrations.lightning_callback()
+        self.assertIsInstance(lc, cb_mod.Callback)
+        lc.on_train_epoch_start(trainer, None)
+        for i in range(3):
+            trainer.global_step = i
+            lc.on_train_batch_end(trainer, None, None, None, i)
+        lc.on_train_epoch_end(trainer, None)
+        hc = integrations.transformers_callback()
+        self.assertIsInstance(hc, tr.TrainerCallback)
+        state = types.SimpleNamespace(epoch=1.0, global_step=10)
+        hc.on_epoch_begin(None, state, None)
+        hc.on_step_end(None, state, None)
+        state.epoch = 2.0
+        hc.on_epoch_end(None, state, None)
+        memrec.flush()
+        lines = srv.wait(lambda ls: sum(1 for l in ls if l["type"] == "mark") >= 8)
+        marks = [(l["kind"], l.get("epoch", l.get("step"))) for l in lines if l["type"] == "mark"]
+        self.assertEqual(marks, [("epoch_start", 0), ("step", 0), ("step", 1), ("step", 2), ("epoch_end", 0),
+                                 ("epoch_start", 1), ("step", 10), ("epoch_end", 1)])
+        p.close()
+
+
 @unittest.skipUnless(os.environ.get("MEMREC_BIN"), "MEMREC_BIN not set")
 class RecorderTransportTest(unittest.TestCase):
     """The probe against the real `memrec record`."""
