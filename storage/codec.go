@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -35,12 +37,19 @@ import (
 // An intcol of n values (n known from context) stores deltas, scaled by their
 // greatest common divisor, and collapses runs of equal values:
 //
-//	intcol   := first:varint gcd:uvarint token*
+//	intcol   := first:varint gcd:uvarint [mode:byte (tokens | packed)]
+//	tokens   := token*                                   (mode 0)
+//	packed   := base:varint bits                         (mode w+1, w in 0..64)
 //
 // gcd is the GCD of |v[i]-v[i-1]| over the column, 0 when all values are
-// equal (then no tokens follow). Otherwise the n-1 deltas follow as tokens:
-// z:uvarint = zigzag(delta/gcd); when z is 0 it is followed by r:uvarint, the
-// number of further zero deltas in the same run. So a byte count that does not
+// equal (then nothing follows). Otherwise the n-1 scaled deltas q = delta/gcd
+// follow in whichever of two forms is smaller:
+//   - tokens: z:uvarint = zigzag(q); when z is 0 it is followed by r:uvarint,
+//     the number of further zero deltas in the same run;
+//   - packed (frame of reference): every q - base, base the smallest q, in w
+//     bits, little-endian bit order, ceil((n-1)·w/8) bytes. Timestamps with
+//     tens of microseconds of jitter take one byte each this way, on a fixed
+//     schedule none at all (w = 0), and they decode without branches. So a byte count that does not
 // change for a whole chunk costs 2 bytes, one that changes by a multiple of
 // the allocator's 2 MiB segment costs one byte per change, and a timestamp
 // column on a fixed schedule (deltas all equal) costs a few bytes per chunk:
@@ -97,6 +106,57 @@ func appendIntCol(dst []byte, vals []int64) []byte {
 	if g == 0 {
 		return dst
 	}
+	// Choose the smaller form: measure the tokens, size the packing.
+	tokens := 0
+	base, span := int64(math.MaxInt64), uint64(0)
+	for i := 1; i < len(vals); {
+		d := vals[i] - vals[i-1]
+		if d == 0 {
+			j := i + 1
+			for j < len(vals) && vals[j] == vals[j-1] {
+				j++
+			}
+			tokens += 1 + uvarintLen(uint64(j-i-1))
+			i = j
+			continue
+		}
+		tokens += uvarintLen(zigzag(divDelta(d, g)))
+		i++
+	}
+	for i := 1; i < len(vals); i++ {
+		base = min(base, divDelta(vals[i]-vals[i-1], g))
+	}
+	for i := 1; i < len(vals); i++ {
+		span = max(span, uint64(divDelta(vals[i]-vals[i-1], g)-base))
+	}
+	w := bits.Len64(span)
+	if packed := binary.PutVarint(make([]byte, binary.MaxVarintLen64), base) + ((len(vals)-1)*w+7)/8; packed < tokens {
+		dst = append(dst, byte(w+1))
+		dst = binary.AppendVarint(dst, base)
+		var acc uint64 // bits not yet written, low first
+		n := 0         // how many
+		for i := 1; i < len(vals); i++ {
+			u := uint64(divDelta(vals[i]-vals[i-1], g) - base)
+			acc |= u << n
+			if n+w >= 64 { // the word is full: write it, keep the rest of u
+				dst = binary.LittleEndian.AppendUint64(dst, acc)
+				if n > 0 {
+					acc = u >> (64 - n)
+				} else {
+					acc = 0
+				}
+				n = n + w - 64
+			} else {
+				n += w
+			}
+		}
+		for ; n > 0; n -= 8 {
+			dst = append(dst, byte(acc))
+			acc >>= 8
+		}
+		return dst
+	}
+	dst = append(dst, 0)
 	for i := 1; i < len(vals); {
 		d := vals[i] - vals[i-1]
 		if d == 0 {
@@ -114,6 +174,8 @@ func appendIntCol(dst []byte, vals []int64) []byte {
 	}
 	return dst
 }
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // divDelta divides a delta by the column's GCD. A delta of MinInt64 (only
 // possible with wrapping) has a GCD that is a power of two; dividing the
@@ -201,6 +263,19 @@ func (r *reader) intCol(dst []int64, n int) []int64 {
 		}
 		return dst
 	}
+	if len(r.b) == 0 {
+		r.fail()
+		return dst[:base+1]
+	}
+	mode := r.b[0]
+	r.b = r.b[1:]
+	if mode > 65 {
+		r.fail()
+		return dst[:base+1]
+	}
+	if mode > 0 {
+		return r.unpack(dst, base, v, g, int(mode-1), n)
+	}
 	b := r.b
 	for i := 1; i < n; {
 		var z uint64
@@ -236,6 +311,44 @@ func (r *reader) intCol(dst []int64, n int) []int64 {
 		}
 	}
 	r.b = b
+	return dst
+}
+
+// unpack decodes the packed form of an intcol into dst[base+1:base+n].
+func (r *reader) unpack(dst []int64, base int, v int64, g uint64, w, n int) []int64 {
+	q0 := r.varint()
+	data := r.bytes(uint64(((n-1)*w + 7) / 8))
+	if r.err != nil {
+		return dst[:base+1]
+	}
+	out := dst[base : base+n]
+	if w == 0 {
+		step := int64(uint64(q0) * g)
+		for i := 1; i < n; i++ {
+			v += step
+			out[i] = v
+		}
+		return dst
+	}
+	mask := ^uint64(0) >> (64 - w)
+	for i := 1; i < n; i++ {
+		bit := (i - 1) * w
+		at, shift := bit>>3, uint(bit&7)
+		var x uint64
+		if at+8 <= len(data) {
+			x = binary.LittleEndian.Uint64(data[at:]) >> shift
+			if shift+uint(w) > 64 {
+				x |= uint64(data[at+8]) << (64 - shift)
+			}
+		} else { // the last bytes: gather what is left
+			for k := len(data) - 1; k >= at; k-- {
+				x = x<<8 | uint64(data[k])
+			}
+			x >>= shift
+		}
+		v += int64(uint64(q0+int64(x&mask)) * g)
+		out[i] = v
+	}
 	return dst
 }
 

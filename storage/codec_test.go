@@ -52,6 +52,33 @@ func TestIntColSize(t *testing.T) {
 	}
 }
 
+func TestIntColPackedForms(t *testing.T) {
+	// A fixed schedule: every delta the same, no bits per value.
+	fixed := make([]int64, 5000)
+	for i := range fixed {
+		fixed[i] = 1_764_430_000_000_000 + int64(i)*10_000
+	}
+	// Jittered ticks: one byte each.
+	rng := rand.New(rand.NewPCG(5, 6))
+	jitter := jitterTicks(5000, rng)
+	// Deltas spanning all 64 bits.
+	wide := []int64{0, math.MaxInt64, math.MinInt64, 1, -1, math.MaxInt64, 0, math.MinInt64 + 7}
+	for name, tc := range map[string]struct {
+		vals []int64
+		max  int
+	}{"fixed": {fixed, 16}, "jitter": {jitter, 5000 + 16}, "wide": {wide, 8*9 + 16}} {
+		b := appendIntCol(nil, tc.vals)
+		r := reader{b: b}
+		got := r.intCol(nil, len(tc.vals))
+		if r.err != nil || len(r.b) != 0 || !slices.Equal(got, tc.vals) {
+			t.Fatalf("%s: round trip failed (%v)", name, r.err)
+		}
+		if len(b) > tc.max {
+			t.Errorf("%s: %d bytes, want <= %d", name, len(b), tc.max)
+		}
+	}
+}
+
 func TestChunkPresence(t *testing.T) {
 	rowT := []int64{100, 200, 300, 400, 500, 600}
 	blocks := []block{
