@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memrec/memrec/storage"
 )
@@ -326,8 +325,6 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
-
-var _ = time.Second
 
 func gunzip(t *testing.T, path string) *strings.Reader {
 	t.Helper()

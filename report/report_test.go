@@ -7,7 +7,6 @@ import (
 	"flag"
 	"image"
 	"image/png"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -322,5 +321,3 @@ func browserCheck(t *testing.T, browser, dir, path string, shot bool) {
 		t.Fatalf("screenshot looks blank: %d colours", n)
 	}
 }
-
-var _ = io.Discard

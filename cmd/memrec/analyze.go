@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/storage"
 )
 
 type analyzeOptions struct {
@@ -154,5 +153,3 @@ func optInt(v *int) string {
 	}
 	return fmt.Sprint(*v)
 }
-
-var _ = storage.None
