@@ -1,17 +1,16 @@
 package analysis
 
 import (
-	"compress/gzip"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -270,8 +269,8 @@ func TestRealRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, f := range []string{"real-resnet18-bs64-leak", "real-resnet18-bs128"} {
-		if _, err := db.Import([]storage.Source{{Name: f, R: gunzip(t, "../storage/testdata/"+f+".jsonl.gz")}}, storage.ImportOptions{}); err != nil {
+	for _, f := range []string{fixtures.LeakRun, fixtures.CleanRun} {
+		if _, err := db.Import([]storage.Source{{Name: f, R: bytes.NewReader(fixtures.Read(t, f))}}, storage.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -324,22 +323,4 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
-}
-
-func gunzip(t *testing.T, path string) *strings.Reader {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.NewReader(string(b))
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"flag"
 	"image"
@@ -18,6 +17,7 @@ import (
 	"gonum.org/v1/plot/cmpimg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -26,18 +26,12 @@ var update = flag.Bool("update", false, "rewrite the golden images in testdata/"
 // realReport analyses a real H200 run (the planted leak).
 func realReport(t *testing.T, name string) *analysis.Report {
 	t.Helper()
-	f, err := os.Open("../storage/testdata/" + name + ".jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, _ := gzip.NewReader(f)
 	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: name, R: zr}}, storage.ImportOptions{})
+	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(fixtures.Read(t, name))}}, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +59,7 @@ func distinctColors(img image.Image, limit int) int {
 }
 
 func TestChartsStructure(t *testing.T) {
-	rep := realReport(t, "real-resnet18-bs64-leak")
+	rep := realReport(t, fixtures.LeakRun)
 	charts, err := Charts(rep, Options{Width: 900, Height: 400})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +91,7 @@ func TestChartsStructure(t *testing.T) {
 // TestTimelineGolden compares the timeline of the real leak run with a
 // golden image, with tolerance (go test ./report -update rewrites it).
 func TestTimelineGolden(t *testing.T) {
-	rep := realReport(t, "real-resnet18-bs64-leak")
+	rep := realReport(t, fixtures.LeakRun)
 	got, err := render(timelineChart(rep, rep.GPUs[0], "GPU 0: memory over time", 0), 600, 300)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +115,7 @@ func TestTimelineGolden(t *testing.T) {
 }
 
 func TestPageSectionsAndImages(t *testing.T) {
-	rep := realReport(t, "real-resnet18-bs64-leak")
+	rep := realReport(t, fixtures.LeakRun)
 	charts, err := Charts(rep, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +176,7 @@ func TestPageSectionsAndImages(t *testing.T) {
 }
 
 func TestWriteReplacesWhole(t *testing.T) {
-	rep := realReport(t, "real-resnet18-bs128")
+	rep := realReport(t, fixtures.CleanRun)
 	dir := filepath.Join(t.TempDir(), "deep", "rep")
 	if _, err := Write(dir, rep, Options{Width: 400, Height: 200}); err != nil {
 		t.Fatal(err)
@@ -262,7 +256,7 @@ func TestPageInBrowser(t *testing.T) {
 		}
 		t.Skip("no Chromium here (apt-get install chromium)")
 	}
-	rep := realReport(t, "real-resnet18-bs64-leak")
+	rep := realReport(t, fixtures.LeakRun)
 	dir := t.TempDir()
 	path, err := Write(filepath.Join(dir, "rep"), rep, Options{})
 	if err != nil {
@@ -271,7 +265,7 @@ func TestPageInBrowser(t *testing.T) {
 	browserCheck(t, browser, dir, path, true)
 
 	// The comparison page too.
-	c, err := analysis.Compare([]*analysis.Report{rep, realReport(t, "real-resnet18-bs128")}, "", "epoch")
+	c, err := analysis.Compare([]*analysis.Report{rep, realReport(t, fixtures.CleanRun)}, "", "epoch")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,16 @@ package storage
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	bolt "go.etcd.io/bbolt"
 )
@@ -38,24 +36,6 @@ func openTestDB(t testing.TB) *DB {
 
 func importString(db *DB, name, s string, opts ImportOptions) ([]Run, error) {
 	return db.Import([]Source{{Name: name, R: strings.NewReader(s)}}, opts)
-}
-
-func readGz(t testing.TB, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // normalize parses JSON Lines into comparable records: data lines with time
@@ -93,10 +73,10 @@ func normalize(t testing.TB, data []byte) []string {
 }
 
 func TestImportExportRoundTripReal(t *testing.T) {
-	for _, f := range []string{"testdata/real-resnet18-bs128.jsonl.gz", "testdata/real-resnet18-bs64-leak.jsonl.gz"} {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+	for _, f := range []string{fixtures.CleanRun, fixtures.LeakRun} {
+		t.Run(f, func(t *testing.T) {
 			db := openTestDB(t)
-			in := readGz(t, f)
+			in := fixtures.Read(t, f)
 			runs, err := db.Import([]Source{{Name: f, R: bytes.NewReader(in)}}, ImportOptions{})
 			if err != nil {
 				t.Fatal(err)

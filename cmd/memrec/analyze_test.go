@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/internal/fixtures"
 )
 
-const leakRun = "../../storage/testdata/real-resnet18-bs64-leak.jsonl.gz"
+var leakRun = fixtures.Path(fixtures.LeakRun)
 
 func TestAnalyzeReportCompareCommands(t *testing.T) {
 	dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -20,7 +21,7 @@ func run(t *testing.T, db string, stdin string, args ...string) (string, string,
 	return out.String(), errb.String(), code
 }
 
-const realRun = "../../storage/testdata/real-resnet18-bs128.jsonl.gz"
+var realRun = fixtures.Path(fixtures.CleanRun)
 
 func TestStoreCommands(t *testing.T) {
 	dir := t.TempDir()
