@@ -375,8 +375,6 @@ func simSource(t *testing.T) Source {
 func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	db := openDB(t)
 	var log bytes.Buffer
-	exe, _ := os.Executable()
-	_ = exe
 	res, err := Record(context.Background(), Options{
 		DB: db, Run: storage.Run{Name: "child"}, Source: simSource(t), Interval: 5 * time.Millisecond, Log: &log,
 		Command: []string{"sh", "-c", `test -S "$MEMREC_SOCKET" && test "$MEMREC_RUN" = child && sleep 0.3 && exit 7`},

@@ -6,7 +6,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -220,12 +220,6 @@ func (c *FakeClock) Advance(d time.Duration) {
 
 // sortedGPUs returns the indices in order, without duplicates.
 func sortedGPUs(gpus []int) []int {
-	sort.Ints(gpus)
-	out := gpus[:0]
-	for i, g := range gpus {
-		if i == 0 || g != gpus[i-1] {
-			out = append(out, g)
-		}
-	}
-	return out
+	slices.Sort(gpus)
+	return slices.Compact(gpus)
 }

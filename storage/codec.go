@@ -106,62 +106,23 @@ func appendIntCol(dst []byte, vals []int64) []byte {
 	if g == 0 {
 		return dst
 	}
-	// Choose the smaller form: measure the tokens, size the packing.
-	tokens := 0
+	// The scaled deltas, once; then write the tokens and, if packing them
+	// is smaller, write that instead.
+	q := make([]int64, len(vals)-1)
 	base, span := int64(math.MaxInt64), uint64(0)
-	for i := 1; i < len(vals); {
-		d := vals[i] - vals[i-1]
-		if d == 0 {
+	for i := range q {
+		q[i] = divDelta(vals[i+1]-vals[i], g)
+		base = min(base, q[i])
+	}
+	for _, v := range q {
+		span = max(span, uint64(v-base))
+	}
+	mark := len(dst)
+	dst = append(dst, 0) // mode: tokens
+	for i := 0; i < len(q); {
+		if q[i] == 0 {
 			j := i + 1
-			for j < len(vals) && vals[j] == vals[j-1] {
-				j++
-			}
-			tokens += 1 + uvarintLen(uint64(j-i-1))
-			i = j
-			continue
-		}
-		tokens += uvarintLen(zigzag(divDelta(d, g)))
-		i++
-	}
-	for i := 1; i < len(vals); i++ {
-		base = min(base, divDelta(vals[i]-vals[i-1], g))
-	}
-	for i := 1; i < len(vals); i++ {
-		span = max(span, uint64(divDelta(vals[i]-vals[i-1], g)-base))
-	}
-	w := bits.Len64(span)
-	if packed := binary.PutVarint(make([]byte, binary.MaxVarintLen64), base) + ((len(vals)-1)*w+7)/8; packed < tokens {
-		dst = append(dst, byte(w+1))
-		dst = binary.AppendVarint(dst, base)
-		var acc uint64 // bits not yet written, low first
-		n := 0         // how many
-		for i := 1; i < len(vals); i++ {
-			u := uint64(divDelta(vals[i]-vals[i-1], g) - base)
-			acc |= u << n
-			if n+w >= 64 { // the word is full: write it, keep the rest of u
-				dst = binary.LittleEndian.AppendUint64(dst, acc)
-				if n > 0 {
-					acc = u >> (64 - n)
-				} else {
-					acc = 0
-				}
-				n = n + w - 64
-			} else {
-				n += w
-			}
-		}
-		for ; n > 0; n -= 8 {
-			dst = append(dst, byte(acc))
-			acc >>= 8
-		}
-		return dst
-	}
-	dst = append(dst, 0)
-	for i := 1; i < len(vals); {
-		d := vals[i] - vals[i-1]
-		if d == 0 {
-			j := i + 1
-			for j < len(vals) && vals[j] == vals[j-1] {
+			for j < len(q) && q[j] == 0 {
 				j++
 			}
 			dst = append(dst, 0)
@@ -169,8 +130,35 @@ func appendIntCol(dst []byte, vals []int64) []byte {
 			i = j
 			continue
 		}
-		dst = binary.AppendUvarint(dst, zigzag(divDelta(d, g)))
+		dst = binary.AppendUvarint(dst, zigzag(q[i]))
 		i++
+	}
+	w := bits.Len64(span)
+	if packed := uvarintLen(zigzag(base)) + (len(q)*w+7)/8; packed >= len(dst)-mark-1 {
+		return dst
+	}
+	dst = append(dst[:mark], byte(w+1))
+	dst = binary.AppendVarint(dst, base)
+	var acc uint64 // bits not yet written, low first
+	n := 0         // how many
+	for _, v := range q {
+		u := uint64(v - base)
+		acc |= u << n
+		if n+w >= 64 { // the word is full: write it, keep the rest of u
+			dst = binary.LittleEndian.AppendUint64(dst, acc)
+			if n > 0 {
+				acc = u >> (64 - n)
+			} else {
+				acc = 0
+			}
+			n = n + w - 64
+		} else {
+			n += w
+		}
+	}
+	for ; n > 0; n -= 8 {
+		dst = append(dst, byte(acc))
+		acc >>= 8
 	}
 	return dst
 }

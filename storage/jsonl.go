@@ -224,7 +224,7 @@ func (imp *importer) apply(r rec) error {
 }
 
 func (imp *importer) firstTime(t int64) {
-	if imp.w.run.StartNS == MinTime || t < imp.w.run.StartNS && imp.w.run.Counts == (Counts{}) {
+	if imp.w.run.StartNS == MinTime {
 		imp.w.run.StartNS = t
 	}
 }

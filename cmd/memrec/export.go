@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
@@ -40,7 +41,7 @@ func runExport(o *exportOptions, ref string) error {
 		return db.Export(o.io.Out, r)
 	}
 	// Write beside the target and rename, so a failed export leaves no half file.
-	tmp, err := os.CreateTemp(dirOf(o.output), ".memrec-export-*")
+	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".memrec-export-*")
 	if err != nil {
 		return err
 	}

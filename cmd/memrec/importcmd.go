@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -87,5 +86,3 @@ func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
 	}
 	return br, nil
 }
-
-func dirOf(path string) string { return filepath.Dir(path) }

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -116,12 +116,10 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	if err := writeReport(&o.reportOptions, rep); err != nil {
 		return err
 	}
-	abs := o.out
-	if wd, err := os.Getwd(); err == nil && !isAbs(abs) {
-		abs = wd + string(os.PathSeparator) + abs
+	abs, err := filepath.Abs(o.out)
+	if err != nil {
+		abs = o.out
 	}
-	fmt.Fprintf(o.io.Out, "open %s/index.html in a browser\n", abs)
+	fmt.Fprintf(o.io.Out, "open %s in a browser\n", filepath.Join(abs, "index.html"))
 	return nil
 }
-
-func isAbs(p string) bool { return len(p) > 0 && p[0] == os.PathSeparator }
