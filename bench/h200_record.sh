@@ -5,6 +5,7 @@
 # /tmp/memrec-h200).
 #
 #   MEMREC=./memrec bench/h200_record.sh
+#   SECTIONS="accuracy speed" SAMPLERS="native go" bench/h200_record.sh
 set -u
 BIN=${MEMREC:-./memrec}
 OUT=${OUT:-/tmp/memrec-h200}
@@ -13,6 +14,7 @@ mkdir -p "$OUT"
 export MEMREC_DB=$OUT/h200.db PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,memory.used,memory.total,driver_version --format=csv > "$OUT/info.txt" 2>&1
 
+accuracy() {
 echo "== accuracy: a real training job, nvidia-smi polled alongside"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100 > "$OUT/smi.csv" &
 smi=$!
@@ -25,6 +27,9 @@ $BIN export train -o "$OUT/train.jsonl"
 python3 bench/check_record.py "$OUT/train.jsonl" "$OUT/smi.csv" "$OUT/train-log.jsonl"
 python3 bench/check_probe.py "$OUT/train.jsonl" "$OUT/train-log.jsonl"
 
+}
+
+probe() {
 echo "== probe: a planted leak (each step's logits kept: 64 x 1000 float32 = 256000 B)"
 $BIN record --name leak -- python3 examples/train.py --leak --epochs 2 --steps 40 --log "$OUT/leak-log.jsonl" 2> "$OUT/record-leak.txt"
 $BIN export leak -o "$OUT/leak.jsonl"
@@ -48,9 +53,12 @@ for i in 1 2; do
 done
 python3 bench/step_overhead.py "$OUT/off1.jsonl" "$OUT/on1.jsonl" "$OUT/off2.jsonl" "$OUT/on2.jsonl"
 
-echo "== speed: 1 ms on one GPU for ${SECS}s while a job trains, nanosleep vs time.Sleep"
-for sleep in ${SLEEPS:-precise plain}; do
-  $BIN record --name "tick1ms-$sleep" --sleep $sleep --interval 1ms --gpus 0 --procs -- \
+}
+
+speed() {
+echo "== speed: 1 ms on one GPU for ${SECS}s while a job trains: native thread, Go loop with nanosleep, Go loop with time.Sleep"
+for sleep in ${SAMPLERS:-native go plain}; do
+  $BIN record --name "tick1ms-$sleep" --sampler $sleep --interval 1ms --gpus 0 --procs -- \
     python3 examples/train.py --epochs 1000 --steps 100000 --seconds "$SECS" 2> "$OUT/record-1ms-$sleep.txt" &
   pid=$!
   while kill -0 $pid 2>/dev/null; do
@@ -73,4 +81,7 @@ done
 
 echo "== baseline: a Python NVML loop at 1 ms (ctypes), 20 s"
 python3 bench/nvml_loop.py 20
+}
+
+for section in ${SECTIONS:-accuracy probe speed}; do $section; done
 $BIN runs

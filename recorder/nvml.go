@@ -21,7 +21,24 @@ type NVML struct {
 	gpus    []storage.GPU
 	noV2    []bool // GetMemoryInfo_v2 unsupported: use GetMemoryInfo
 	driver  string
-	procBuf []nvml.ProcessInfo
+	// path is the library file when opened by OpenNVML: sampling can then
+	// run on a native thread that calls it directly.
+	path string
+}
+
+// DefaultNVMLPath is the driver's NVML library.
+const DefaultNVMLPath = "libnvidia-ml.so.1"
+
+// OpenNVML loads the NVML library at path (DefaultNVMLPath for the
+// driver's) and opens it as NewNVML does. A sampler reading a source opened
+// this way samples on a native thread, outside the Go runtime.
+func OpenNVML(path string) (*NVML, error) {
+	n, err := NewNVML(nvml.New(nvml.WithLibraryPath(path)))
+	if err != nil {
+		return nil, err
+	}
+	n.path = path
+	return n, nil
 }
 
 // NewNVML initialises lib (nvml.New() for the real library) and reads the
@@ -75,14 +92,13 @@ func (n *NVML) Driver() string { return n.driver }
 const notAvailable = ^uint64(0)
 
 // Read implements Source: GetMemoryInfo_v2 (used, reserved), falling back to
-// GetMemoryInfo where v2 is not supported, and GetComputeRunningProcesses.
-func (n *NVML) Read(gpu int, _ time.Time, procs bool, r *Reading) error {
+// GetMemoryInfo where v2 is not supported.
+func (n *NVML) Read(gpu int, _ time.Time, r *Reading) error {
 	if gpu < 0 || gpu >= len(n.devices) {
 		return fmt.Errorf("GPU %d: no such device", gpu)
 	}
 	d := n.devices[gpu]
-	total := uint64(n.gpus[gpu].TotalBytes)
-	r.Procs, r.Invalid = r.Procs[:0], 0
+	r.Invalid = 0
 	var used, reserved uint64
 	if !n.noV2[gpu] {
 		m, ret := d.GetMemoryInfo_v2()
@@ -102,15 +118,22 @@ func (n *NVML) Read(gpu int, _ time.Time, procs bool, r *Reading) error {
 		}
 		used = m.Used
 	}
-	if used > total && total > 0 || reserved > total && total > 0 {
+	if !n.sane(gpu, used) || !n.sane(gpu, reserved) {
 		r.Invalid++
 		return errInvalid
 	}
 	r.Used, r.Reserved = int64(used), int64(reserved)
-	if !procs {
-		return nil
+	return nil
+}
+
+// ReadProcs implements Source with GetComputeRunningProcesses. A GPU that
+// does not support it lists no processes.
+func (n *NVML) ReadProcs(gpu int, _ time.Time, r *Reading) error {
+	if gpu < 0 || gpu >= len(n.devices) {
+		return fmt.Errorf("GPU %d: no such device", gpu)
 	}
-	ps, ret := d.GetComputeRunningProcesses()
+	r.Procs, r.Invalid = r.Procs[:0], 0
+	ps, ret := n.devices[gpu].GetComputeRunningProcesses()
 	if ret != nvml.SUCCESS {
 		if ret == nvml.ERROR_NOT_SUPPORTED {
 			return nil
@@ -118,16 +141,86 @@ func (n *NVML) Read(gpu int, _ time.Time, procs bool, r *Reading) error {
 		return fmt.Errorf("GPU %d processes: %w", gpu, ret)
 	}
 	for _, p := range ps {
-		// go-nvml can return garbage entries when several processes share a
-		// GPU (struct version mismatches): pid 0, "not available", or more
-		// than the GPU holds. Drop and count them.
-		if p.Pid == 0 || p.UsedGpuMemory == notAvailable || (total > 0 && p.UsedGpuMemory > total) {
+		if !n.saneProc(gpu, p.Pid, p.UsedGpuMemory) {
 			r.Invalid++
 			continue
 		}
 		r.Procs = append(r.Procs, Proc{PID: int(p.Pid), Used: int64(p.UsedGpuMemory)})
 	}
 	return nil
+}
+
+// sane says whether a byte count can be true of the GPU: no more than it
+// holds.
+func (n *NVML) sane(gpu int, bytes uint64) bool {
+	total := uint64(n.gpus[gpu].TotalBytes)
+	return total == 0 || bytes <= total
+}
+
+// saneProc says whether a process entry can be true. go-nvml can return
+// garbage entries when several processes share a GPU (struct version
+// mismatches): pid 0, "not available", or more than the GPU holds.
+func (n *NVML) saneProc(gpu int, pid uint32, used uint64) bool {
+	return pid != 0 && used != notAvailable && n.sane(gpu, used)
+}
+
+// startLoop implements loopSource: a native loop over the library's own
+// symbols, which checks readings as Read and ReadProcs do.
+func (n *NVML) startLoop(gpus []int, interval time.Duration, procs bool, procsEvery time.Duration) (sampleLoop, error) {
+	if n.path == "" {
+		return nil, errNoLoop
+	}
+	for _, g := range gpus {
+		if g < 0 || g >= len(n.devices) {
+			return nil, fmt.Errorf("GPU %d: no such device", g)
+		}
+	}
+	l, err := startNativeLoop(n.path, gpus, interval, procs, procsEvery)
+	if err != nil {
+		return nil, err
+	}
+	return &nvmlLoop{n: n, l: l}, nil
+}
+
+// nvmlLoop turns the native loop's raw records into checked readings.
+type nvmlLoop struct {
+	n *NVML
+	l *nativeLoop
+}
+
+func (l *nvmlLoop) drain(f func(loopRecord)) int64 { return l.l.drain(l.check(f)) }
+
+func (l *nvmlLoop) stop(f func(loopRecord)) int64 { return l.l.stop(l.check(f)) }
+
+// check returns a function that checks a native record and hands it to f.
+func (l *nvmlLoop) check(f func(loopRecord)) func(nativeRecord) {
+	return func(r nativeRecord) {
+		g := r.GPU
+		switch r.Kind {
+		case nativeTick:
+			f(loopRecord{Kind: loopTick, T: r.T, Late: time.Duration(r.A)})
+		case nativeMissed:
+			f(loopRecord{Kind: loopMissed, T: r.T, Count: r.A})
+		case nativeNoV2:
+			l.n.noV2[g] = true
+		case nativeDevice:
+			if !l.n.sane(g, uint64(r.A)) || !l.n.sane(g, uint64(r.B)) {
+				f(loopRecord{Kind: loopInvalid, GPU: g, T: r.T})
+				return
+			}
+			f(loopRecord{Kind: loopDevice, GPU: g, T: r.T, Used: r.A, Reserved: r.B})
+		case nativeProc:
+			if !l.n.saneProc(g, uint32(r.A), uint64(r.B)) {
+				f(loopRecord{Kind: loopInvalid, GPU: g, T: r.T})
+				return
+			}
+			f(loopRecord{Kind: loopProc, GPU: g, T: r.T, PID: int(r.A), Used: r.B})
+		case nativeMemErr:
+			f(loopRecord{Kind: loopFailed, GPU: g, T: r.T, Err: fmt.Errorf("GPU %d memory: %w", g, nvml.Return(r.A))})
+		case nativeProcErr:
+			f(loopRecord{Kind: loopFailed, GPU: g, T: r.T, Err: fmt.Errorf("GPU %d processes: %w", g, nvml.Return(r.A))})
+		}
+	}
 }
 
 // errInvalid is returned by Read for a reading dropped as nonsense.

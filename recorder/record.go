@@ -25,11 +25,15 @@ type Options struct {
 	GPUs     []int // nil: every GPU of the source
 	Interval time.Duration
 	Procs    bool
-	Duration time.Duration // 0: until the command exits, or until interrupted
-	Command  []string      // nil: no child
-	Env      []string      // more KEY=VALUE for the child's environment
-	Log      io.Writer     // memrec's own messages (stderr)
-	Clock    Clock         // nil: RealClock
+	// ProcsEvery is the longest gap between process lists while a GPU's
+	// used memory holds still (see Sampler); 0 lists them at every tick.
+	ProcsEvery time.Duration
+	Duration   time.Duration // 0: until the command exits, or until interrupted
+	Command    []string      // nil: no child
+	Env        []string      // more KEY=VALUE for the child's environment
+	Log        io.Writer     // memrec's own messages (stderr)
+	Clock      Clock         // nil: RealClock
+	GoLoop     bool          // sample from Go, never on a native thread (see Sampler)
 	// SocketDir is where the private socket directory is made ("" = $TMPDIR).
 	SocketDir string
 	// Signals, if set, replaces the process's SIGINT/SIGTERM (tests).
@@ -132,7 +136,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		sctx, cancel = context.WithTimeout(sctx, o.Duration)
 		defer cancel()
 	}
-	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, Clock: o.Clock, Sink: sink,
+	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
 		OnError: rateLimited(o.Log, "sampling")}
 	var stats SamplerStats
 	sampled := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,10 +106,16 @@ func TestNVMLReadsEveryGPU(t *testing.T) {
 		t.Errorf("driver %q", n.Driver())
 	}
 	var r Reading
-	if err := n.Read(3, time.Now(), true, &r); err != nil {
+	if err := n.Read(3, time.Now(), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Used != 4<<30 || r.Reserved != 512<<20 || len(r.Procs) != 1 || r.Procs[0].PID != 1003 || r.Invalid != 3 {
+	if r.Used != 4<<30 || r.Reserved != 512<<20 || r.Invalid != 0 {
+		t.Fatalf("reading %+v", r)
+	}
+	if err := n.ReadProcs(3, time.Now(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Procs) != 1 || r.Procs[0].PID != 1003 || r.Invalid != 3 {
 		t.Fatalf("reading %+v", r)
 	}
 }
@@ -125,7 +132,7 @@ func TestNVMLFallsBackToMemoryInfoV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r Reading
-	if err := n.Read(0, time.Now(), false, &r); err != nil || r.Used != 1<<30 || r.Reserved != 0 {
+	if err := n.Read(0, time.Now(), &r); err != nil || r.Used != 1<<30 || r.Reserved != 0 {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
@@ -312,7 +319,7 @@ func TestSimScenarios(t *testing.T) {
 			for ms := 0; ms <= 10000; ms += 10 {
 				now := start.Add(time.Duration(ms) * time.Millisecond)
 				for g := 0; g < 2; g++ {
-					sim.Read(g, now, true, &r)
+					sim.Read(g, now, &r)
 					used[g] = append(used[g], r.Used)
 				}
 				sim.Emit(now, sink)
@@ -503,5 +510,113 @@ func TestSelectGPUs(t *testing.T) {
 	g, r, err := selectGPUs(all, []int{2, 0, 2}, storage.Run{})
 	if err != nil || fmt.Sprint(g) != "[0 2]" || len(r.GPUs) != 2 {
 		t.Fatal(g, r, err)
+	}
+}
+
+// TestSamplerListsProcessesWhenMemoryMoves: with ProcsEvery, a GPU's
+// processes are listed at the first tick, whenever its used memory moved,
+// and at least every ProcsEvery; with 0, at every tick.
+func TestSamplerListsProcessesWhenMemoryMoves(t *testing.T) {
+	for _, tc := range []struct {
+		every time.Duration
+		want  []int // ticks with a list
+	}{
+		{100 * time.Millisecond, []int{0, 10, 20, 30, 35, 36, 46, 56, 66, 76, 86, 96}},
+		{0, nil}, // every tick
+	} {
+		t0 := time.Unix(1_000_000, 0)
+		clock := NewFakeClock(t0)
+		srv := newDGX(t, func(gpu int) []nvml.ProcessInfo { return []nvml.ProcessInfo{{Pid: 42, UsedGpuMemory: 1 << 30}} })
+		dev := srv.Devices[0].(*dgxa100.Device)
+		reads := 0
+		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+			used := uint64(1 << 30)
+			if reads >= 35 {
+				used += 2 << 20 // moves at tick 35, and again at 36
+			}
+			if reads >= 36 {
+				used += 2 << 20
+			}
+			reads++
+			return nvml.Memory_v2{Total: 40 << 30, Used: used}, nvml.SUCCESS
+		}
+		n, _ := NewNVML(srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		clock.Hook = func(now time.Time) time.Duration {
+			if now.Sub(t0) >= time.Second {
+				cancel()
+			}
+			return 0
+		}
+		sink := &memSink{}
+		st := (&Sampler{Source: n, GPUs: []int{0}, Interval: 10 * time.Millisecond, Procs: true, ProcsEvery: tc.every, Clock: clock, Sink: sink}).Run(ctx)
+		var got []int
+		for _, p := range sink.procs {
+			got = append(got, int(time.Unix(0, p.T).Sub(t0)/(10*time.Millisecond)))
+		}
+		want := tc.want
+		if want == nil {
+			for k := 0; k < int(st.Ticks); k++ {
+				want = append(want, k)
+			}
+		}
+		if !slices.Equal(got, want) || st.Procs != int64(len(want)) {
+			t.Errorf("every %v: lists at ticks %v, want %v", tc.every, got, want)
+		}
+	}
+}
+
+// fakeLoop is a native loop that replays records.
+type fakeLoop struct {
+	batches [][]loopRecord
+	lost    []int64
+	stopped bool
+}
+
+func (f *fakeLoop) drain(h func(loopRecord)) int64 {
+	if len(f.batches) == 0 {
+		return f.lost[len(f.lost)-1]
+	}
+	for _, r := range f.batches[0] {
+		h(r)
+	}
+	f.batches, f.lost = f.batches[1:], f.lost[1:]
+	return f.lost[0]
+}
+
+func (f *fakeLoop) stop(h func(loopRecord)) int64 {
+	f.stopped = true
+	return f.drain(h)
+}
+
+// TestRunLoopAccounts: the Go end of a native loop stores its readings and
+// counts ticks, misses, invalid readings, failures and lost readings.
+func TestRunLoopAccounts(t *testing.T) {
+	loop := &fakeLoop{
+		batches: [][]loopRecord{
+			{{Kind: loopTick, T: 1, Late: 20 * time.Microsecond}, {Kind: loopDevice, GPU: 0, T: 1, Used: 5, Reserved: 1},
+				{Kind: loopProc, GPU: 0, T: 1, PID: 9, Used: 4}, {Kind: loopMissed, T: 3, Count: 2}},
+			{{Kind: loopTick, T: 4, Late: 40 * time.Microsecond}, {Kind: loopInvalid, GPU: 0, T: 4},
+				{Kind: loopFailed, GPU: 0, T: 4, Err: errors.New("GPU 0 processes: boom")}},
+		},
+		lost: []int64{0, 3, 3},
+	}
+	sink := &memSink{}
+	var logged []string
+	s := &Sampler{Sink: sink, OnError: func(err error) { logged = append(logged, err.Error()) }}
+	ctx, cancel := context.WithTimeout(context.Background(), drainEvery+drainEvery/2)
+	defer cancel()
+	st := s.runLoop(ctx, loop)
+	if !loop.stopped || !st.Native || st.Ticks != 2 || st.Missed != 2 || st.Samples != 1 || st.Procs != 1 || st.Invalid != 1 || st.Errors != 1+3 {
+		t.Fatalf("%+v", st)
+	}
+	if len(sink.dev) != 1 || sink.dev[0] != (storage.DeviceSample{T: 1, GPU: 0, Used: 5, Reserved: 1}) || len(sink.procs) != 1 || sink.procs[0].PID != 9 {
+		t.Fatalf("stored %+v %+v", sink.dev, sink.procs)
+	}
+	if len(logged) != 2 || !slices.ContainsFunc(logged, func(l string) bool { return strings.HasPrefix(l, "3 readings lost") }) {
+		t.Fatalf("logged %q", logged)
+	}
+	if st.LateMax != 40*time.Microsecond {
+		t.Errorf("late max %v", st.LateMax)
 	}
 }

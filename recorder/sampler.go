@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -21,9 +22,17 @@ type Sampler struct {
 	Source   Source
 	GPUs     []int // indices to read
 	Interval time.Duration
-	Procs    bool // also read per-process memory
-	Clock    Clock
-	Sink     Sink
+	// Procs also lists the processes on each GPU with their memory. A
+	// process changes what it holds only by changing its GPU's used memory,
+	// so a GPU's list is read again only when that moved, or ProcsEvery has
+	// passed since the last list (0: at every tick).
+	Procs      bool
+	ProcsEvery time.Duration
+	Clock      Clock
+	// GoLoop samples from Go even where the source could sample on a
+	// native thread (to compare the two).
+	GoLoop bool
+	Sink   Sink
 	// OnError is called for a failed read or a refused sample; nil ignores.
 	OnError func(error)
 }
@@ -35,7 +44,8 @@ type SamplerStats struct {
 	Samples int64 // device samples stored
 	Procs   int64 // process samples stored
 	Invalid int64 // readings dropped as nonsense
-	Errors  int64 // failed reads
+	Errors  int64 // failed reads, and readings lost
+	Native  bool  // sampled on a native thread (NVML), not in Go
 	// Late is the distribution of how late taken ticks started.
 	LateP50, LateP99, LateMax time.Duration
 	Elapsed                   time.Duration
@@ -107,9 +117,20 @@ func (h *lateHist) quantile(q float64) time.Duration {
 	return h.max
 }
 
-// Run samples until ctx is done and returns its statistics. It holds its
-// OS thread for precise sleeping. Errors from the source do not stop it.
+// Run samples until ctx is done and returns its statistics. Errors from the
+// source do not stop it. A source that can sample on a thread of its own
+// (NVML opened with OpenNVML) does so when the clock is the real one and
+// GoLoop is off; otherwise Run holds its OS thread for precise sleeping.
 func (s *Sampler) Run(ctx context.Context) SamplerStats {
+	if ls, ok := s.Source.(loopSource); ok && s.Clock == (RealClock{}) && !s.GoLoop {
+		loop, err := ls.startLoop(s.GPUs, s.Interval, s.Procs, s.ProcsEvery)
+		if err == nil {
+			return s.runLoop(ctx, loop)
+		}
+		if !errors.Is(err, errNoLoop) && s.OnError != nil {
+			s.OnError(fmt.Errorf("sampling from Go instead of a native thread: %w", err))
+		}
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	prepareThread()
@@ -121,6 +142,10 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	var hist lateHist
 	var r Reading
 	events, _ := s.Source.(EventSource)
+	lists := make(map[int]*procList, len(s.GPUs))
+	for _, g := range s.GPUs {
+		lists[g] = &procList{}
+	}
 	t0 := s.Clock.Now()
 	fail := func(err error) {
 		st.Errors++
@@ -147,7 +172,7 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 		st.Ticks++
 		t := now.UnixNano()
 		for _, g := range s.GPUs {
-			err := s.Source.Read(g, now, s.Procs, &r)
+			err := s.Source.Read(g, now, &r)
 			st.Invalid += int64(r.Invalid)
 			if errors.Is(err, errInvalid) {
 				continue
@@ -161,6 +186,16 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 				continue
 			}
 			st.Samples++
+			if !s.Procs || !lists[g].due(r.Used, now, s.ProcsEvery) {
+				continue
+			}
+			err = s.Source.ReadProcs(g, now, &r)
+			st.Invalid += int64(r.Invalid)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			lists[g].done(r.Used, now)
 			for _, p := range r.Procs {
 				if err := s.Sink.AppendProc(storage.ProcSample{T: t, GPU: g, PID: p.PID, Used: p.Used}); err != nil {
 					fail(err)
@@ -175,6 +210,131 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 		k++
 	}
 	st.Elapsed = s.Clock.Now().Sub(t0)
+	st.LateP50, st.LateP99, st.LateMax = hist.quantile(0.5), hist.quantile(0.99), hist.max
+	return st
+}
+
+// procList remembers a GPU's last process list: when it was read, and the
+// GPU's used memory then. The native loop keeps the same rule in C.
+type procList struct {
+	listed bool
+	used   int64
+	at     time.Time
+}
+
+// due says whether the list should be read again at this tick.
+func (p *procList) due(used int64, now time.Time, every time.Duration) bool {
+	return !p.listed || used != p.used || now.Sub(p.at) >= every
+}
+
+func (p *procList) done(used int64, now time.Time) {
+	p.listed, p.used, p.at = true, used, now
+}
+
+// drainEvery is how often the native loop's readings are moved into the
+// sink: rarely enough that the Go runtime stays asleep between, often
+// enough that the 1 s commits see them. The ring holds over a second.
+const drainEvery = 200 * time.Millisecond
+
+// loopSource is a source that can sample on a thread of its own, outside
+// the Go runtime, where waking every millisecond costs far less CPU.
+type loopSource interface {
+	// startLoop starts sampling gpus at once, tick k at start + k·interval,
+	// with Sampler's rules for process lists. errNoLoop: not available.
+	startLoop(gpus []int, interval time.Duration, procs bool, procsEvery time.Duration) (sampleLoop, error)
+}
+
+// errNoLoop means the source cannot run a native loop (a mock, or a build
+// without cgo); the sampler samples from Go.
+var errNoLoop = errors.New("no native sampling loop")
+
+// sampleLoop is a running native loop.
+type sampleLoop interface {
+	// drain hands every reading taken since the last drain to f, in order,
+	// and returns how many were lost because the ring was full (in total).
+	drain(f func(loopRecord)) (lost int64)
+	// stop ends the loop, drains what is left and releases the loop.
+	stop(f func(loopRecord)) (lost int64)
+}
+
+// loopRecord is one thing a native loop did.
+type loopRecord struct {
+	Kind     loopKind
+	GPU      int
+	T        int64         // the tick's time, ns since the epoch
+	Late     time.Duration // loopTick: how late the tick started
+	Count    int64         // loopMissed: ticks skipped
+	Used     int64         // loopDevice, loopProc
+	Reserved int64         // loopDevice
+	PID      int           // loopProc
+	Err      error         // loopFailed
+}
+
+type loopKind int
+
+const (
+	loopTick    loopKind = iota // a tick was taken
+	loopMissed                  // ticks were skipped
+	loopDevice                  // a GPU's memory
+	loopProc                    // a process's memory
+	loopInvalid                 // a reading dropped as nonsense
+	loopFailed                  // a query failed
+)
+
+// runLoop moves a native loop's readings into the sink until ctx is done.
+func (s *Sampler) runLoop(ctx context.Context, loop sampleLoop) SamplerStats {
+	st := SamplerStats{Native: true}
+	var hist lateHist
+	var lost int64
+	t0 := time.Now()
+	handle := func(r loopRecord) {
+		var err error
+		switch r.Kind {
+		case loopTick:
+			st.Ticks++
+			hist.add(r.Late)
+		case loopMissed:
+			st.Missed += r.Count
+		case loopInvalid:
+			st.Invalid++
+		case loopFailed:
+			err = r.Err
+		case loopDevice:
+			if err = s.Sink.AppendDevice(storage.DeviceSample{T: r.T, GPU: r.GPU, Used: r.Used, Reserved: r.Reserved}); err == nil {
+				st.Samples++
+			}
+		case loopProc:
+			if err = s.Sink.AppendProc(storage.ProcSample{T: r.T, GPU: r.GPU, PID: r.PID, Used: r.Used}); err == nil {
+				st.Procs++
+			}
+		}
+		if err != nil {
+			st.Errors++
+			if s.OnError != nil {
+				s.OnError(err)
+			}
+		}
+	}
+	account := func(n int64) {
+		if n > lost {
+			st.Errors += n - lost
+			if s.OnError != nil {
+				s.OnError(fmt.Errorf("%d readings lost: the sampling thread got ahead of the recorder", n-lost))
+			}
+			lost = n
+		}
+	}
+	tick := time.NewTicker(drainEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			account(loop.drain(handle))
+		}
+	}
+	account(loop.stop(handle))
+	st.Elapsed = time.Since(t0)
 	st.LateP50, st.LateP99, st.LateMax = hist.quantile(0.5), hist.quantile(0.99), hist.max
 	return st
 }

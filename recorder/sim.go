@@ -192,30 +192,39 @@ func (s *Sim) alloc(r int, t time.Time) allocState {
 }
 
 // Read implements Source.
-func (s *Sim) Read(gpu int, t time.Time, procs bool, r *Reading) error {
+func (s *Sim) Read(gpu int, t time.Time, r *Reading) error {
+	used, _, err := s.used(gpu, t)
+	r.Invalid, r.Used, r.Reserved = 0, used, 644939776
+	return err
+}
+
+// ReadProcs implements Source: one training process per GPU while it lives.
+func (s *Sim) ReadProcs(gpu int, t time.Time, r *Reading) error {
+	_, proc, err := s.used(gpu, t)
+	r.Procs, r.Invalid = r.Procs[:0], 0
+	if proc > 0 {
+		r.Procs = append(r.Procs, Proc{PID: simPID0 + gpu, Used: proc})
+	}
+	return err
+}
+
+// used is what NVML would report at t: the GPU's used memory, and the
+// training process's share of it (0 when it has not started or has died).
+func (s *Sim) used(gpu int, t time.Time) (device, proc int64, err error) {
 	if gpu < 0 || gpu >= s.cfg.GPUs {
-		return fmt.Errorf("GPU %d: no such simulated device", gpu)
+		return 0, 0, fmt.Errorf("GPU %d: no such simulated device", gpu)
 	}
 	s.mu.Lock()
 	rank := s.ranks[gpu]
 	s.mu.Unlock()
-	r.Procs, r.Invalid, r.Reserved = r.Procs[:0], 0, 644939776
-	r.Used = simBase
-	if rank.oomed && !t.Before(rank.oomAt) {
-		return nil // the process died
+	if rank.oomed && !t.Before(rank.oomAt) || t.Sub(s.start) < simCtxAt {
+		return simBase, 0, nil // the process died, or has no context yet
 	}
-	if t.Sub(s.start) < simCtxAt {
-		return nil
-	}
-	used := int64(simContext) + s.alloc(gpu, t).reserved
+	proc = int64(simContext) + s.alloc(gpu, t).reserved
 	if s.cfg.GPUs > 1 && t.Sub(s.start) >= simTrainAt {
-		used += simNCCL
+		proc += simNCCL
 	}
-	r.Used += used
-	if procs {
-		r.Procs = append(r.Procs, Proc{PID: simPID0 + gpu, Used: used})
-	}
-	return nil
+	return simBase + proc, proc, nil
 }
 
 // Emit implements EventSource: the step and epoch marks and allocator

@@ -13,10 +13,14 @@ type Source interface {
 	GPUs() ([]storage.GPU, error)
 	// Driver is the driver version, "" if unknown.
 	Driver() string
-	// Read reads one GPU's memory at time t into r (reusing r.Procs). With
-	// procs it also lists the processes using the GPU. Readings that make
-	// no sense are left out of r and counted in r.Invalid.
-	Read(gpu int, t time.Time, procs bool, r *Reading) error
+	// Read reads one GPU's memory at time t into r.Used and r.Reserved. A
+	// reading that makes no sense is counted in r.Invalid and returned as
+	// errInvalid.
+	Read(gpu int, t time.Time, r *Reading) error
+	// ReadProcs lists the processes using the GPU at time t into r.Procs
+	// (reusing it). Entries that make no sense are left out and counted in
+	// r.Invalid.
+	ReadProcs(gpu int, t time.Time, r *Reading) error
 	// Close releases the source.
 	Close() error
 }
@@ -26,7 +30,7 @@ type Reading struct {
 	Used     int64
 	Reserved int64 // driver-reserved (Memory_v2); 0 if not supported
 	Procs    []Proc
-	Invalid  int // values dropped as nonsense in this reading
+	Invalid  int // values dropped as nonsense in this reading (Read and ReadProcs reset it)
 }
 
 // Proc is one process's memory on a GPU.

@@ -377,6 +377,31 @@ func fragChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	return p
 }
 
+// procBuckets is a process's memory in buckets of width w from start: the
+// most in each. The recorder lists processes only when memory moves (and
+// every --procs-every), so a bucket without a sample holds the last value,
+// from the process's first sample to its last.
+func procBuckets(s analysis.Series, start, w int64, buckets int) []float64 {
+	vals := make([]float64, buckets+1)
+	last := make([]float64, buckets+1)
+	seen := make([]bool, buckets+1)
+	lo, hi := buckets+1, -1
+	for k := range s.T {
+		b := int((s.T[k] - start) / w)
+		if b >= 0 && b <= buckets {
+			vals[b] = math.Max(vals[b], float64(s.V[k]))
+			last[b], seen[b] = float64(s.V[k]), true
+			lo, hi = min(lo, b), max(hi, b)
+		}
+	}
+	for b := lo + 1; b <= hi; b++ {
+		if !seen[b] {
+			vals[b], last[b] = last[b-1], last[b-1]
+		}
+	}
+	return vals
+}
+
 // procChart: per-process memory (NVML) stacked.
 func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	ax := newTimeAxis(rep)
@@ -387,14 +412,7 @@ func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	stack := make([][]float64, len(g.Timeline.Procs))
 	top := 1.0
 	for i, s := range g.Timeline.Procs {
-		vals := make([]float64, buckets+1)
-		for k := range s.T {
-			b := int((s.T[k] - start) / w)
-			if b >= 0 && b <= buckets {
-				vals[b] = math.Max(vals[b], float64(s.V[k]))
-			}
-		}
-		stack[i] = vals
+		stack[i] = procBuckets(s, start, w, buckets)
 	}
 	cum := make([]float64, buckets+1)
 	for _, vals := range stack {

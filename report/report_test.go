@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,5 +314,17 @@ func browserCheck(t *testing.T, browser, dir, path string, shot bool) {
 	}
 	if n := distinctColors(img, 50); n < 20 {
 		t.Fatalf("screenshot looks blank: %d colours", n)
+	}
+}
+
+// TestProcBucketsHoldLastValue: process samples come only when memory
+// moves, so empty buckets between a process's first and last sample hold
+// its last value, and buckets outside them are empty.
+func TestProcBucketsHoldLastValue(t *testing.T) {
+	s := analysis.Series{T: []int64{20, 25, 61, 95}, V: []int64{5, 7, 3, 9}}
+	got := procBuckets(s, 0, 10, 12)
+	want := []float64{0, 0, 7, 7, 7, 7, 3, 3, 3, 9, 0, 0, 0}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

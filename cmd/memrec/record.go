@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/python"
@@ -25,20 +24,21 @@ type recordOptions struct {
 	interval    time.Duration
 	gpus        string
 	procs       bool
+	procsEvery  time.Duration
 	duration    time.Duration
 	source      string
 	simScenario string
 	simGPUs     int
 	command     []string
-	sleep       string
+	sampler     string
 	cpuProfile  string
 	torch       bool
-	// newNVML makes the NVML library; tests pass go-nvml's mocks.
-	newNVML func() nvml.Interface
+	// openNVML opens NVML; tests open go-nvml's mocks.
+	openNVML func() (*recorder.NVML, error)
 }
 
 func newRecordCmd(g *globals) *cobra.Command {
-	o := &recordOptions{globals: g, newNVML: func() nvml.Interface { return nvml.New() }}
+	o := &recordOptions{globals: g, openNVML: func() (*recorder.NVML, error) { return recorder.OpenNVML(recorder.DefaultNVMLPath) }}
 	cmd := &cobra.Command{
 		Use:   "record [flags] [-- COMMAND ARGS...]",
 		Short: "Record GPU memory while a command runs (or for --duration)",
@@ -69,14 +69,15 @@ machine without a GPU.`,
 	f.StringArrayVar(&o.tags, "tag", nil, "tag KEY=VALUE (repeatable)")
 	f.DurationVar(&o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes (down to 100µs allowed)")
 	f.StringVar(&o.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
-	f.BoolVar(&o.procs, "procs", false, "also record per-process memory")
+	f.BoolVar(&o.procs, "procs", false, "also record per-process memory (listed when a GPU's used memory changes)")
+	f.DurationVar(&o.procsEvery, "procs-every", time.Second, "with --procs: list processes at least this often while memory holds still (0: at every tick)")
 	f.DurationVar(&o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
-	f.StringVar(&o.sleep, "sleep", "precise", "how to wait for a tick: precise (nanosleep) or plain (time.Sleep, for comparison)")
-	f.MarkHidden("sleep")
+	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
+	f.MarkHidden("sampler")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
 	f.MarkHidden("cpuprofile")
 	return cmd
@@ -119,7 +120,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	var src recorder.Source
 	switch o.source {
 	case "nvml":
-		src, err = recorder.NewNVML(o.newNVML())
+		src, err = o.openNVML()
 	case "sim":
 		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario}, now)
 	default:
@@ -141,14 +142,15 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		}
 	}
 	opts := recorder.Options{
-		Run:      storage.Run{Name: name, Tags: tags},
-		Source:   src,
-		GPUs:     gpus,
-		Interval: o.interval,
-		Procs:    o.procs,
-		Duration: o.duration,
-		Command:  o.command,
-		Log:      o.io.Err,
+		Run:        storage.Run{Name: name, Tags: tags},
+		Source:     src,
+		GPUs:       gpus,
+		Interval:   o.interval,
+		Procs:      o.procs,
+		ProcsEvery: o.procsEvery,
+		Duration:   o.duration,
+		Command:    o.command,
+		Log:        o.io.Err,
 	}
 	if o.torch {
 		if len(o.command) == 0 {
@@ -165,8 +167,14 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		}
 		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
 	}
-	if o.sleep == "plain" {
-		opts.Clock = recorder.PlainClock{}
+	switch o.sampler {
+	case "native", "":
+	case "go":
+		opts.GoLoop = true
+	case "plain":
+		opts.GoLoop, opts.Clock = true, recorder.PlainClock{}
+	default:
+		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
 	}
 	db, dbErr := o.openWrite()
 	if dbErr != nil {
@@ -209,12 +217,16 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	fmt.Fprintf(w, "\nmemrec: recorded %s\n", res.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
-	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid\n",
-		s.Samples, s.Procs, res.Torch, s.Invalid)
+	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid, %d failed or lost\n",
+		s.Samples, s.Procs, res.Torch, s.Invalid, s.Errors)
 	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped\n", res.Marks, res.Listener.Marks, res.Listener.Dropped)
 	if res.Wall > 0 {
-		fmt.Fprintf(w, "  recorder    %.2f%% of one core (%.2f%% in the kernel), max RSS %.1f MiB\n",
-			100*res.CPU.Seconds()/res.Wall.Seconds(), 100*res.CPUSys.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20))
+		where := "sampled in a Go loop"
+		if s.Native {
+			where = "sampled on a native thread"
+		}
+		fmt.Fprintf(w, "  recorder    %.2f%% of one core (%.2f%% in the kernel), max RSS %.1f MiB; %s\n",
+			100*res.CPU.Seconds()/res.Wall.Seconds(), 100*res.CPUSys.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20), where)
 	}
 	switch {
 	case dbErr != nil:

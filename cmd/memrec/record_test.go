@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/memrec/memrec/recorder"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,8 +81,8 @@ func TestRecordFlagsAndDriverErrors(t *testing.T) {
 func TestRecordNoDriverNamesSim(t *testing.T) {
 	var out, errb strings.Builder
 	g := &globals{io: streams{In: strings.NewReader(""), Out: &out, Err: &errb}, dbPath: filepath.Join(t.TempDir(), "m.db")}
-	o := &recordOptions{globals: g, interval: 10 * time.Millisecond, source: "nvml", newNVML: func() nvml.Interface {
-		return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	o := &recordOptions{globals: g, interval: 10 * time.Millisecond, source: "nvml", openNVML: func() (*recorder.NVML, error) {
+		return recorder.NewNVML(&mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }})
 	}}
 	err := runRecord(nil, o)
 	if err == nil || !strings.Contains(err.Error(), "--source sim") {
