@@ -53,13 +53,14 @@ func startNativeLoop(path string, gpus []int, interval time.Duration, procs bool
 	for i, g := range gpus {
 		idx[i] = C.int32_t(g)
 	}
-	// The ring holds a second of the busiest case (8 processes per GPU at
-	// every tick), so a late drain loses nothing.
+	// The ring holds two seconds (twice drainEvery) of readings and process
+	// lists on every GPU at one tick in two (they are read only when memory
+	// moves), so a late drain loses nothing; losses are counted.
 	perTick := 1 + len(gpus)
 	if procs {
-		perTick += 8 * len(gpus)
+		perTick += len(gpus) * 4 / 2
 	}
-	ticks := max(int(time.Second/interval), 1)
+	ticks := max(int(2*drainEvery/interval), 1)
 	capacity := min(max(ticks*perTick, 4096), 1<<19)
 
 	cpath := C.CString(path)

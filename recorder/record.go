@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -159,7 +162,8 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		if ln != nil {
 			socket = ln.Path
 		}
-		res.ExitCode, err = runChild(o.Command, o.Env, socket, run.Name, sigs, o.Log)
+		env := append(slices.Clip(o.Env), "MEMREC_GPUS="+gpuTable(all))
+		res.ExitCode, err = runChild(o.Command, env, socket, run.Name, sigs, o.Log)
 		exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
 		exit.Code = res.ExitCode
 		if err != nil {
@@ -272,6 +276,19 @@ func rateLimited(w io.Writer, what string) func(error) {
 			last = time.Now()
 		}
 	}
+}
+
+// gpuTable lists the GPUs as "index=uuid,..." for the probe (MEMREC_GPUS),
+// which finds by UUID the index of a CUDA device that CUDA_VISIBLE_DEVICES
+// renumbered.
+func gpuTable(gpus []storage.GPU) string {
+	var parts []string
+	for _, g := range gpus {
+		if g.UUID != "" {
+			parts = append(parts, strconv.Itoa(g.Index)+"="+g.UUID)
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // runChild runs the command with MEMREC_SOCKET and MEMREC_RUN set, passes

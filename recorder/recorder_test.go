@@ -384,7 +384,8 @@ func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	var log bytes.Buffer
 	res, err := Record(context.Background(), Options{
 		DB: db, Run: storage.Run{Name: "child"}, Source: simSource(t), Interval: 5 * time.Millisecond, Log: &log,
-		Command: []string{"sh", "-c", `test -S "$MEMREC_SOCKET" && test "$MEMREC_RUN" = child && sleep 0.3 && exit 7`},
+		Env:     []string{"WANT_GPUS=0=GPU-5e000000-0000-0000-0000-000000000000,1=GPU-5e000000-0000-0000-0000-000000000001"},
+		Command: []string{"sh", "-c", `test -S "$MEMREC_SOCKET" && test "$MEMREC_RUN" = child && test "$MEMREC_GPUS" = "$WANT_GPUS" && sleep 0.3 && exit 7`},
 	})
 	if err != nil {
 		t.Fatal(err)

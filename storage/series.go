@@ -169,17 +169,31 @@ func (g *groupBuf) seal(n int, kinds func(uint32) seriesKind) {
 // encode turns time-sorted entries into one chunk: a row per distinct time
 // (a second row at the same time when a series repeats within it).
 func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
-	var rowT []int64
-	var blocks []block
-	index := map[uint32]int{}
-	lastRow := []int{}
+	// Count each series' entries first so that no column grows by copying:
+	// the open chunk is encoded again at every commit.
+	count := map[uint32]int{}
+	for _, e := range es {
+		count[e.id]++
+	}
+	rowT := make([]int64, 0, len(es))
+	blocks := make([]block, 0, len(count))
+	index := make(map[uint32]int, len(count))
+	lastRow := make([]int, 0, len(count))
 	for _, e := range es {
 		b, ok := index[e.id]
 		if !ok {
 			ni, ns := kinds(e.id).cols()
+			n := count[e.id]
+			bl := block{id: e.id, rows: make([]int, 0, n), ints: make([][]int64, ni), strs: make([][]string, ns)}
+			for i := range bl.ints {
+				bl.ints[i] = make([]int64, 0, n)
+			}
+			for i := range bl.strs {
+				bl.strs[i] = make([]string, 0, n)
+			}
 			b = len(blocks)
 			index[e.id] = b
-			blocks = append(blocks, block{id: e.id, ints: make([][]int64, ni), strs: make([][]string, ns)})
+			blocks = append(blocks, bl)
 			lastRow = append(lastRow, -1)
 		}
 		if len(rowT) == 0 || e.t != rowT[len(rowT)-1] || lastRow[b] == len(rowT)-1 {
@@ -197,5 +211,5 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
 		}
 	}
 	slices.SortFunc(blocks, func(a, b block) int { return int(a.id) - int(b.id) })
-	return encodeChunk(nil, rowT, blocks)
+	return encodeChunk(make([]byte, 0, len(es)+64), rowT, blocks) // about a byte a sample
 }

@@ -104,6 +104,7 @@ class Probe:
         self.timer = None
         self.timer_interval = TIMER_INTERVAL if timer is None else timer
         self.devices = None  # CUDA devices this process uses
+        self.gpus = {}  # CUDA device -> the GPU's index in memrec's device samples
         self.devices_checked = 0
         self._rank = None
         self.oom_reported = 0.0  # time of the last OOM report
@@ -272,7 +273,15 @@ class Probe:
             stats = torch._C._cuda_memoryStats(d)
             if reset_peak:
                 torch._C._cuda_resetPeakMemoryStats(d)
-            self._put((_TORCH, t, d, rank, stats, None))
+            self._put((_TORCH, t, self._gpu(torch, d), rank, stats, None))
+
+    def _gpu(self, torch, device):
+        """The index memrec's device samples give CUDA device ``device``: its
+        NVML index, which differs when CUDA_VISIBLE_DEVICES hides some GPUs."""
+        g = self.gpus.get(device)
+        if g is None:
+            g = self.gpus[device] = nvml_index(torch, device)
+        return g
 
     def mark(self, kind, **fields):
         if "rank" not in fields:
@@ -315,10 +324,11 @@ class Probe:
         if summary:
             text = text + "\n\n" + summary
         self.oom_reported = time.monotonic()
-        self.mark("oom", gpu=device, pid=self.pid, text=text[: 60 << 10])
+        gpu = self._gpu(torch, device)
+        self.mark("oom", gpu=gpu, pid=self.pid, text=text[: 60 << 10])
         try:
             t = time.time_ns()
-            self._put((_TORCH, t, device, self.rank(), torch._C._cuda_memoryStats(device), None))
+            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None))
         except Exception:
             pass
         self.flush(1.0)
@@ -338,6 +348,44 @@ class Probe:
         except Exception:
             pass
         self.report_oom(device, str(exc).split("\n")[0])
+
+
+def _uuid_key(u):
+    """A GPU UUID without its "GPU-" prefix and dashes, in lower case: the
+    form NVML ("GPU-8a1b...") and torch ("8a1b...") agree on."""
+    u = u.strip().lower()
+    if u.startswith("gpu-"):
+        u = u[4:]
+    return u.replace("-", "")
+
+
+def nvml_index(torch, device, env=None):
+    """The NVML index of CUDA device ``device``. memrec record lists its GPUs
+    in MEMREC_GPUS ("0=GPU-uuid,1=GPU-uuid"); the device's UUID finds it
+    there. Without a UUID, CUDA_VISIBLE_DEVICES ("2,3" or UUID prefixes)
+    tells; without that, CUDA and NVML number alike."""
+    env = os.environ if env is None else env
+    table = {}
+    for part in env.get("MEMREC_GPUS", "").split(","):
+        index, _, uuid = part.partition("=")
+        if uuid and index.strip().isdigit():
+            table[_uuid_key(uuid)] = int(index)
+    try:
+        uuid = _uuid_key(str(torch.cuda.get_device_properties(device).uuid))
+        if uuid in table:
+            return table[uuid]
+    except Exception:
+        pass
+    visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if device < len(visible):
+        v = visible[device]
+        if v.isdigit():
+            return int(v)
+        key = _uuid_key(v)
+        found = [i for u, i in table.items() if key and u.startswith(key)]
+        if len(found) == 1:
+            return found[0]
+    return device
 
 
 def _size(n):

@@ -112,6 +112,8 @@ class ProbeTest(unittest.TestCase):
     def setUp(self):
         self.saved = {k: sys.modules.get(k) for k in ("torch", "torch.distributed")}
         self.env = dict(os.environ)
+        for k in ("CUDA_VISIBLE_DEVICES", "MEMREC_GPUS"):
+            os.environ.pop(k, None)
 
     def tearDown(self):
         for k, v in self.saved.items():
@@ -179,6 +181,40 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(s["pid"], os.getpid())
         self.assertEqual(s["rank"], 3)
         self.assertEqual(sorted(torch._state["resets"]), [0, 1])
+        p.close()
+        srv.close()
+
+    def test_gpu_index_under_cuda_visible_devices(self):
+        # CUDA numbers only the visible GPUs; memrec's device samples use NVML's
+        # numbers, which the probe finds by UUID (MEMREC_GPUS), or else from
+        # CUDA_VISIBLE_DEVICES.
+        uuids = {0: "8a1b0000-0000-0000-0000-00000000000a", 1: "8a1b0000-0000-0000-0000-00000000000b"}
+        torch = make_fake_torch(devices=2)
+        gpus = "0=GPU-ffff0000-0000-0000-0000-000000000000,5=GPU-8A1B0000-0000-0000-0000-00000000000B,6=GPU-8a1b0000-0000-0000-0000-00000000000a"
+        cases = [
+            ({}, None, [0, 1]),
+            ({"CUDA_VISIBLE_DEVICES": "3,1"}, None, [3, 1]),
+            ({"MEMREC_GPUS": gpus}, uuids, [6, 5]),
+            ({"MEMREC_GPUS": gpus, "CUDA_VISIBLE_DEVICES": "GPU-8a1b0000-0000-0000-0000-00000000000a,GPU-8a1b0000-0000-0000-0000-00000000000b"}, None, [6, 5]),
+            ({"MEMREC_GPUS": gpus, "CUDA_VISIBLE_DEVICES": "GPU-8a1b"}, None, [0, 1]),  # ambiguous prefix: unchanged
+        ]
+        for env, props, want in cases:
+            if props:
+                torch.cuda.get_device_properties = lambda d, props=props: types.SimpleNamespace(uuid=props[d])
+            elif hasattr(torch.cuda, "get_device_properties"):
+                del torch.cuda.get_device_properties
+            self.assertEqual([_probe.nvml_index(torch, d, env) for d in (0, 1)], want, env)
+
+        # End to end: the samples and the OOM mark carry the NVML index.
+        srv = Server()
+        sys.modules["torch"] = make_fake_torch(devices=1, observer=True)
+        os.environ["CUDA_VISIBLE_DEVICES"] = "4"
+        p = self.probe(srv)
+        memrec.step(0)
+        sys.modules["torch"]._state["observer"](0, 1 << 20, 1 << 30, 0)
+        memrec.flush()
+        lines = srv.wait(lambda ls: any(l.get("kind") == "oom" for l in ls))
+        self.assertEqual({l["gpu"] for l in lines if l["type"] == "torch" or l.get("kind") == "oom"}, {4})
         p.close()
         srv.close()
 
