@@ -1,6 +1,6 @@
 // cwake: what a C thread pays to wake every interval on an absolute
 // schedule (clock_nanosleep) and read NVML, outside any runtime.
-// Usage: cwake INTERVAL_US SECONDS MODE  (MODE: sleep, v2, v1, v2procs)
+// Usage: cwake INTERVAL_US SECONDS MODE  (MODE: sleep, v1, v2, v2x2, v2procs; PIN=cpu pins it)
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
