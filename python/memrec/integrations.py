@@ -11,11 +11,18 @@ import memrec
 
 
 def lightning_callback():
-    """A PyTorch Lightning Callback (lightning or pytorch_lightning)."""
-    try:
-        from lightning.pytorch.callbacks import Callback
-    except ImportError:
+    """A PyTorch Lightning Callback. Lightning comes as two packages whose
+    Trainers accept only their own Callback class: this one derives from the
+    package the script imported (``lightning`` if both or neither)."""
+    import sys
+
+    if "pytorch_lightning" in sys.modules and "lightning" not in sys.modules:
         from pytorch_lightning.callbacks import Callback
+    else:
+        try:
+            from lightning.pytorch.callbacks import Callback
+        except ImportError:
+            from pytorch_lightning.callbacks import Callback
 
     class MemrecCallback(Callback):
         def on_train_epoch_start(self, trainer, pl_module):

@@ -334,7 +334,8 @@ class IntegrationsTest(unittest.TestCase):
 
     def setUp(self):
         self.saved = {k: sys.modules.get(k) for k in
-                      ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks", "transformers", "torch")}
+                      ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks", "pytorch_lightning",
+                       "pytorch_lightning.callbacks", "transformers", "torch")}
 
     def tearDown(self):
         for k, v in self.saved.items():
@@ -380,6 +381,26 @@ class IntegrationsTest(unittest.TestCase):
         self.assertEqual(marks, [("epoch_start", 0), ("step", 0), ("step", 1), ("step", 2), ("epoch_end", 0),
                                  ("epoch_start", 1), ("step", 10), ("epoch_end", 1)])
         p.close()
+
+    def test_lightning_callback_matches_the_imported_package(self):
+        # lightning.Trainer and pytorch_lightning.Trainer each accept only their
+        # own Callback class.
+        new = types.ModuleType("lightning.pytorch.callbacks")
+        new.Callback = type("Callback", (), {})
+        old = types.ModuleType("pytorch_lightning.callbacks")
+        old.Callback = type("Callback", (), {})
+        sys.modules.update({"lightning.pytorch.callbacks": new, "pytorch_lightning.callbacks": old,
+                            "lightning.pytorch": types.ModuleType("lightning.pytorch")})
+        from memrec import integrations
+
+        for imported, want in (({"pytorch_lightning"}, old), ({"lightning"}, new),
+                               ({"lightning", "pytorch_lightning"}, new), (set(), new)):
+            for name in ("lightning", "pytorch_lightning"):
+                if name in imported:
+                    sys.modules[name] = types.ModuleType(name)
+                else:
+                    sys.modules.pop(name, None)
+            self.assertIsInstance(integrations.lightning_callback(), want.Callback, imported)
 
 
 @unittest.skipUnless(os.environ.get("MEMREC_BIN"), "MEMREC_BIN not set")
