@@ -60,6 +60,9 @@ type Result struct {
 	Wall      time.Duration
 	DBErrors  int64 // failed commits
 	LastDBErr error
+	// DBLost is what was dropped unwritten, to bound memory, while the
+	// database could not be written.
+	DBLost storage.Counts
 }
 
 // Record records until the command exits (or Duration passes, or SIGINT or
@@ -210,6 +213,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 			fmt.Fprintf(o.Log, "memrec: WARNING: the final commit failed; the run holds what was committed before: %v\n", err)
 		}
 		res.Run = app.Run()
+		res.DBLost = app.Lost()
 	}
 	res.DBErrors = dbErrors.Load()
 	if e, ok := lastErr.Load().(error); ok {

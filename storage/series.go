@@ -114,7 +114,11 @@ type groupBuf struct {
 	pending []keyVal
 }
 
-type keyVal struct{ k, v []byte }
+// keyVal is a sealed chunk waiting for a commit, with what it holds.
+type keyVal struct {
+	k, v   []byte
+	counts Counts
+}
 
 func newGroupBuf(id uint32) *groupBuf { return &groupBuf{id: id, sorted: true} }
 
@@ -149,7 +153,11 @@ func (g *groupBuf) sort() {
 func (g *groupBuf) seal(n int, kinds func(uint32) seriesKind) {
 	g.sort()
 	es := g.entries[:n]
-	g.pending = append(g.pending, keyVal{chunkKey(g.id, es[0].t, g.seq), g.encode(es, kinds)})
+	var c Counts
+	for _, e := range es {
+		c.add(kinds(e.id), 1)
+	}
+	g.pending = append(g.pending, keyVal{chunkKey(g.id, es[0].t, g.seq), g.encode(es, kinds), c})
 	g.seq++
 	g.floor, g.sealed = es[n-1].t, true
 

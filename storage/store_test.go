@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -457,3 +458,70 @@ func TestAppenderTimedCommitAndRewrite(t *testing.T) {
 }
 
 type boltTx = bolt.Tx
+
+// TestAppenderBoundsMemoryWhileCommitsFail: while the database cannot be
+// written, sealed chunks wait in memory up to MaxPending; past it the oldest
+// are dropped, counted in Lost and left out of the run's counts, and what
+// was committed before stays readable.
+func TestAppenderBoundsMemoryWhileCommitsFail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "full.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const max = 100 << 10
+	a, err := db.NewAppender(Run{Name: "full", GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: -1, MaxPending: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	appendN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if err := a.AppendDevice(DeviceSample{T: int64(i) * 1e6, Used: rng.Int64N(1 << 20)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const committed = 3 * chunkEntries
+	appendN(0, committed)
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.bolt.Close() // from now on every commit fails
+	appendN(committed, 8*chunkEntries)
+	err = a.Commit()
+	lost := a.Lost()
+	if err == nil || !strings.Contains(err.Error(), "dropped the oldest") || lost.Samples == 0 || lost.Samples%chunkEntries != 0 {
+		t.Fatalf("err %v, lost %+v", err, lost)
+	}
+	pending := 0
+	for _, g := range a.w.groups {
+		for _, kv := range g.pending {
+			pending += len(kv.v)
+		}
+	}
+	if pending > max || pending == 0 {
+		t.Fatalf("%d bytes pending, bound %d", pending, max)
+	}
+	if got := a.Run().Counts.Samples; got != committed+8*chunkEntries-lost.Samples {
+		t.Fatalf("run counts %d samples, lost %d", got, lost.Samples)
+	}
+
+	db, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Run("full")
+	if err != nil || r.Complete || r.Counts.Samples != committed {
+		t.Fatalf("%+v %v", r, err)
+	}
+	it := db.DeviceSamples(r, 0, MinTime, MaxTime)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if n != committed {
+		t.Fatalf("%d samples readable, want %d", n, committed)
+	}
+}

@@ -55,6 +55,31 @@ type Counts struct {
 	Marks        int64 `json:"marks"`
 }
 
+// add counts n entries of series kind k.
+func (c *Counts) add(k seriesKind, n int64) {
+	switch k {
+	case kindDevice:
+		c.Samples += n
+	case kindProc:
+		c.ProcSamples += n
+	case kindTorch:
+		c.TorchSamples += n
+	case kindMark:
+		c.Marks += n
+	}
+}
+
+// plus adds sign·o to c.
+func (c *Counts) plus(o Counts, sign int64) {
+	c.Samples += sign * o.Samples
+	c.ProcSamples += sign * o.ProcSamples
+	c.TorchSamples += sign * o.TorchSamples
+	c.Marks += sign * o.Marks
+}
+
+// Total is the number of samples and marks.
+func (c Counts) Total() int64 { return c.Samples + c.ProcSamples + c.TorchSamples + c.Marks }
+
 // Recorder holds what the recorder measured about itself. All zero for an
 // imported run that did not carry them.
 type Recorder struct {

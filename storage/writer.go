@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,6 +172,34 @@ func (w *runWriter) addMark(m Mark) error {
 	return nil
 }
 
+// dropPending drops the oldest sealed chunks that wait for a commit until
+// they hold at most max bytes, and returns what they held. The run's counts
+// no longer include it.
+func (w *runWriter) dropPending(max int) (lost Counts, size int) {
+	total := 0
+	for _, g := range w.groups {
+		for _, kv := range g.pending {
+			total += len(kv.v)
+		}
+	}
+	for total > max {
+		// The group whose oldest waiting chunk starts first (key bytes 4-12).
+		var oldest *groupBuf
+		for _, g := range w.groups {
+			if len(g.pending) > 0 && (oldest == nil || bytes.Compare(g.pending[0].k[4:12], oldest.pending[0].k[4:12]) < 0) {
+				oldest = g
+			}
+		}
+		kv := oldest.pending[0]
+		oldest.pending = oldest.pending[1:]
+		total -= len(kv.v)
+		size += len(kv.v)
+		lost.plus(kv.counts, 1)
+	}
+	w.run.Counts.plus(lost, -1)
+	return lost, size
+}
+
 // flush writes every sealed chunk and the open (partial) chunk of each group
 // into tx, with the series table and the run's metadata. The open chunk is
 // rewritten by the next flush. The returned function must be called once tx
@@ -266,7 +295,14 @@ type AppendOptions struct {
 	// OnError is called (from the committing goroutine) when a timed commit
 	// fails. The data stays buffered and the next commit tries again.
 	OnError func(error)
+	// MaxPending bounds the memory that sealed chunks take while commits
+	// fail: past it, the oldest are dropped (and counted, see Lost). Zero
+	// means 64 MiB, over an hour of 8 GPUs at 1 kHz.
+	MaxPending int
 }
+
+// defaultMaxPending is MaxPending's default.
+const defaultMaxPending = 64 << 20
 
 // Appender writes one run as it is recorded. Its methods are safe for
 // concurrent use: the sampler and the marks listener append together.
@@ -278,6 +314,7 @@ type Appender struct {
 	stop chan struct{}
 	done chan struct{}
 	opts AppendOptions
+	lost Counts // dropped while commits failed
 }
 
 // NewAppender creates the run (incomplete until Close) and starts its
@@ -396,10 +433,26 @@ func (a *Appender) commitLocked() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("commit run %q to %s: %w", a.w.run.Name, a.db.path, err)
+		err = fmt.Errorf("commit run %q to %s: %w", a.w.run.Name, a.db.path, err)
+		max := a.opts.MaxPending
+		if max <= 0 {
+			max = defaultMaxPending
+		}
+		if lost, size := a.w.dropPending(max); lost.Total() > 0 {
+			a.lost.plus(lost, 1)
+			err = fmt.Errorf("%w; to bound memory, dropped the oldest %d samples and marks (%d bytes) waiting to be written", err, lost.Total(), size)
+		}
+		return err
 	}
 	done()
 	return nil
+}
+
+// Lost is what was dropped, unwritten, to bound memory while commits failed.
+func (a *Appender) Lost() Counts {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lost
 }
 
 // Close stops the timer, marks the run complete and commits. The run stays

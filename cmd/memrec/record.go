@@ -233,6 +233,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
 	case res.LastDBErr != nil:
 		fmt.Fprintf(w, "  database    %s, run %q: %d failed commits, last: %v\n", o.dbPath, res.Run.Name, res.DBErrors, res.LastDBErr)
+		if n := res.DBLost.Total(); n > 0 {
+			fmt.Fprintf(w, "              %d samples and marks were dropped unwritten to bound memory\n", n)
+		}
 	default:
 		fmt.Fprintf(w, "  database    %s, run %q (%s)\n", o.dbPath, res.Run.Name, status(res.Run))
 	}
