@@ -104,3 +104,64 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(float64(truth.Lines*b.N)/b.Elapsed().Seconds()/1e6, "Mlines/s")
 	b.ReportMetric(float64(size)/float64(truth.Lines), "B/line")
 }
+
+// BenchmarkAppenderSecond is the recorder's storage cost for one second of
+// recording: the device samples of that second appended, then the commit
+// that writes them. Each case starts from a long run's steady state, where
+// the open chunk is full. Its time per op is the share of a core storage
+// takes: 10 ms/op = 1 %. The count-sealed cases are the baseline: open
+// chunks sealed by count alone, as imports do.
+func BenchmarkAppenderSecond(b *testing.B) {
+	for _, c := range []struct {
+		name       string
+		gpus, rate int
+	}{{"8gpu-1kHz", 8, 1000}, {"1gpu-1kHz", 1, 1000}, {"1gpu-100Hz", 1, 100}} {
+		for _, countOnly := range []bool{false, true} {
+			name := c.name
+			if countOnly {
+				name += "-count-sealed"
+			}
+			b.Run(name, func(b *testing.B) {
+				db, err := Open(filepath.Join(b.TempDir(), "append.db"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				var gpus []GPU
+				for g := 0; g < c.gpus; g++ {
+					gpus = append(gpus, GPU{Index: g})
+				}
+				a, err := db.NewAppender(Run{Name: "bench", GPUs: gpus}, AppendOptions{CommitInterval: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer a.Close()
+				a.countSealOnly = countOnly
+				t, step := int64(0), int64(time.Second)/int64(c.rate)
+				second := func() {
+					for k := 0; k < c.rate; k++ {
+						t += step
+						for g := 0; g < c.gpus; g++ {
+							used := int64(20<<30) + int64(g)<<20 + (t/1e9%7)<<21 // moves every second
+							if err := a.AppendDevice(DeviceSample{T: t, GPU: g, Used: used, Reserved: 512 << 20}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					if err := a.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for warm := 0; warm < 3*chunkEntries/(c.gpus*c.rate); warm++ {
+					second()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					second()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e7, "%core")
+			})
+		}
+	}
+}

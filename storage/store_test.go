@@ -525,3 +525,72 @@ func TestAppenderBoundsMemoryWhileCommitsFail(t *testing.T) {
 		t.Fatalf("%d samples readable, want %d", n, committed)
 	}
 }
+
+// TestAppenderSealsLive: at a commit the Appender seals the device group up
+// to its newest tick and other groups up to liveLateWindow before their
+// newest entry, so marks may still arrive that late; everything reads back
+// in order.
+func TestAppenderSealsLive(t *testing.T) {
+	db := openTestDB(t)
+	a, err := db.NewAppender(Run{Name: "live", GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := func(ms int64) error {
+		return a.AppendMark(Mark{T: ms * 1e6, Kind: MarkEvent, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None})
+	}
+	for ms := int64(0); ms < 5000; ms++ {
+		if err := a.AppendDevice(DeviceSample{T: ms * 1e6, Used: ms}); err != nil {
+			t.Fatal(err)
+		}
+		if err := mark(ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	dev, marks := a.w.groups[groupDevice], a.w.groups[groupMarks]
+	if len(dev.entries) != 1 || !dev.sealed || len(marks.entries) != 5000 || marks.sealed {
+		t.Fatalf("after 5 s: device open %d, marks open %d (sealed %v)", len(dev.entries), len(marks.entries), marks.sealed)
+	}
+	for ms := int64(5000); ms < 20000; ms++ {
+		if err := mark(ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if marks.floor > 10e6 || marks.floor < 9e6 || len(marks.entries) > 10001 {
+		t.Fatalf("marks sealed to %d µs, %d open", marks.floor, len(marks.entries))
+	}
+	if err := mark(10500); err != nil { // 9.5 s late: accepted
+		t.Fatal(err)
+	}
+	if err := mark(9000); !errors.Is(err, ErrOutOfOrder) { // 11 s late
+		t.Fatalf("11 s late: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := db.Run("live")
+	it, n, last := db.Marks(r, MinTime, MaxTime), 0, int64(-1)
+	for it.Next() {
+		if it.At().T < last {
+			t.Fatal("marks out of order")
+		}
+		last = it.At().T
+		n++
+	}
+	ds, m := db.DeviceSamples(r, 0, MinTime, MaxTime), int64(0)
+	for ds.Next() {
+		if ds.At().Used != m {
+			t.Fatalf("device sample %d holds %d", m, ds.At().Used)
+		}
+		m++
+	}
+	if n != 20001 || m != 5000 || r.Counts.Marks != 20001 {
+		t.Fatalf("%d marks, %d device samples read back; counts %+v", n, m, r.Counts)
+	}
+}
