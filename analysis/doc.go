@@ -1,0 +1,11 @@
+// Package analysis turns a stored run into numbers: per-epoch deltas, leak
+// slopes with a verdict (Theil–Sen slope, Mann–Kendall test, trend.go),
+// fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems and
+// per-process figures, and compares runs.
+//
+// Analyze streams over a run's chunks once per GPU, so its memory grows with
+// the number of marks and steps, not with the number of samples; it returns
+// a Report, plain data that is safe to copy, to encode as JSON and to hand
+// to package report. Summarize, Compare and FitByTag work on Reports alone.
+// docs/analysis.md gives the definitions.
+package analysis
