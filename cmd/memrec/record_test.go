@@ -145,3 +145,69 @@ func TestRecorderKilledKeepsCommittedData(t *testing.T) {
 		t.Fatalf("%d samples readable, run says %d", n, r.Counts.Samples)
 	}
 }
+
+// TestRecordNativeWithDriverLibrary runs memrec record as a process against
+// a stand-in for the driver's NVML library (recorder/testdata/fakenvml.c,
+// found through LD_LIBRARY_PATH as libnvidia-ml.so.1): the default path,
+// sampling on the native thread. Then it kills such a recording with
+// SIGKILL: what was committed stays readable.
+func TestRecordNativeWithDriverLibrary(t *testing.T) {
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build the fake NVML library")
+	}
+	lib := t.TempDir()
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(lib, "libnvidia-ml.so.1"), "../../recorder/testdata/fakenvml.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "n.db")
+	memrec := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(exe, append([]string{"--db", db}, args...)...)
+		cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1", "LD_LIBRARY_PATH="+lib)
+		return cmd
+	}
+	out, err := memrec("record", "--name", "native", "--interval", "1ms", "--procs", "--duration", "500ms").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "sampled on a native thread") || !strings.Contains(string(out), "0 failed or lost") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	kill := memrec("record", "--name", "killed", "--interval", "1ms", "--procs", "--duration", "60s")
+	if err := kill.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3500 * time.Millisecond) // at least two drains and commits
+	kill.Process.Signal(syscall.SIGKILL)
+	kill.Wait()
+
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tc := range []struct {
+		name     string
+		complete bool
+		min      int64
+	}{{"native", true, 100}, {"killed", false, 1000}} {
+		r, err := d.Run(tc.name)
+		if err != nil || r.Complete != tc.complete || len(r.GPUs) != 2 || r.GPUs[1].Name != "Fake GPU" || r.Recorder.Driver != "fake-1.0" {
+			t.Fatalf("%s: %+v %v", tc.name, r, err)
+		}
+		for _, g := range r.GPUs {
+			var n, procs int64
+			for it := d.DeviceSamples(r, g.Index, storage.MinTime, storage.MaxTime); it.Next(); {
+				n++
+			}
+			for it := d.ProcSamples(r, g.Index, 4000+g.Index, storage.MinTime, storage.MaxTime); it.Next(); {
+				procs++
+			}
+			if n < tc.min || procs == 0 || procs > n/10 {
+				t.Errorf("%s GPU %d: %d device samples, %d process samples readable", tc.name, g.Index, n, procs)
+			}
+		}
+	}
+}
