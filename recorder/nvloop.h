@@ -11,7 +11,6 @@ enum {
 	NVLOOP_PROC = 4,     // a = pid, b = used (bytes)
 	NVLOOP_MEM_ERR = 5,  // a = NVML return code of the memory query
 	NVLOOP_PROC_ERR = 6, // a = NVML return code of the process query
-	NVLOOP_NO_V2 = 7,    // GetMemoryInfo_v2 unsupported: GetMemoryInfo from now on
 };
 
 typedef struct {

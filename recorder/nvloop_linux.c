@@ -89,10 +89,8 @@ static void read_gpu(nvloop *l, gpu *g, int64_t t, int64_t mono) {
 	if (!g->no_v2) {
 		nvml_memory_v2 m = {.version = sizeof(nvml_memory_v2) | 2u << 24};
 		ret = l->memory_v2(g->dev, &m);
-		if (ret == NVML_NOT_SUPPORTED || ret == NVML_FUNCTION_NOT_FOUND || ret == NVML_VERSION_MISMATCH) {
+		if (ret == NVML_NOT_SUPPORTED || ret == NVML_FUNCTION_NOT_FOUND || ret == NVML_VERSION_MISMATCH)
 			g->no_v2 = 1;
-			push(l, NVLOOP_NO_V2, g->index, t, ret, 0);
-		}
 		used = m.used, reserved = m.reserved;
 	}
 	if (g->no_v2) {

@@ -31,7 +31,6 @@ const (
 	nativeProc    = C.NVLOOP_PROC
 	nativeMemErr  = C.NVLOOP_MEM_ERR
 	nativeProcErr = C.NVLOOP_PROC_ERR
-	nativeNoV2    = C.NVLOOP_NO_V2
 )
 
 // nativeRecord is one record of the loop (see nvloop.h).

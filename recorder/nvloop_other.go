@@ -11,7 +11,6 @@ const (
 	nativeProc
 	nativeMemErr
 	nativeProcErr
-	nativeNoV2
 )
 
 type nativeRecord struct {

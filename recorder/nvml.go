@@ -201,8 +201,6 @@ func (l *nvmlLoop) check(f func(loopRecord)) func(nativeRecord) {
 			f(loopRecord{Kind: loopTick, T: r.T, Late: time.Duration(r.A)})
 		case nativeMissed:
 			f(loopRecord{Kind: loopMissed, T: r.T, Count: r.A})
-		case nativeNoV2:
-			l.n.noV2[g] = true
 		case nativeDevice:
 			if !l.n.sane(g, uint64(r.A)) || !l.n.sane(g, uint64(r.B)) {
 				f(loopRecord{Kind: loopInvalid, GPU: g, T: r.T})
