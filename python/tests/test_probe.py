@@ -108,19 +108,28 @@ class Server:
         self.sock.close()
 
 
+def save_modules(*names):
+    """The modules of these names as they are now (None where absent)."""
+    return {k: sys.modules.get(k) for k in names}
+
+
+def restore_modules(saved):
+    for k, v in saved.items():
+        if v is None:
+            sys.modules.pop(k, None)
+        else:
+            sys.modules[k] = v
+
+
 class ProbeTest(unittest.TestCase):
     def setUp(self):
-        self.saved = {k: sys.modules.get(k) for k in ("torch", "torch.distributed")}
+        self.saved = save_modules("torch", "torch.distributed")
         self.env = dict(os.environ)
         for k in ("CUDA_VISIBLE_DEVICES", "MEMREC_GPUS"):
             os.environ.pop(k, None)
 
     def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+        restore_modules(self.saved)
         os.environ.clear()
         os.environ.update(self.env)
         memrec._instance = None
@@ -333,16 +342,11 @@ class IntegrationsTest(unittest.TestCase):
     frameworks' base classes (neither framework is needed)."""
 
     def setUp(self):
-        self.saved = {k: sys.modules.get(k) for k in
-                      ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks", "pytorch_lightning",
-                       "pytorch_lightning.callbacks", "transformers", "torch")}
+        self.saved = save_modules("lightning", "lightning.pytorch", "lightning.pytorch.callbacks", "pytorch_lightning",
+                                  "pytorch_lightning.callbacks", "transformers", "torch")
 
     def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+        restore_modules(self.saved)
         memrec._instance = None
 
     def test_lightning_and_transformers_callbacks(self):
