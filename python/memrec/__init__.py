@@ -59,20 +59,23 @@ def step(i=None):
 
 
 def epoch_start(n):
+    """Marks the start of epoch n, with one allocator sample per CUDA device
+    in use at the same moment."""
     p = _get()
     if p.enabled:
         try:
-            p.mark("epoch_start", epoch=n)
+            p.mark_with_sample("epoch_start", epoch=n)
         except Exception:
             pass
 
 
 def epoch_end(n):
+    """Marks the end of epoch n, with one allocator sample per CUDA device
+    in use at the same moment."""
     p = _get()
     if p.enabled:
         try:
-            p.mark("epoch_end", epoch=n)
-            p.sample()
+            p.mark_with_sample("epoch_end", epoch=n)
         except Exception:
             pass
 

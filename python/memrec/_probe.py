@@ -261,13 +261,15 @@ class Probe:
         self.devices_checked = time.monotonic()
         return devs
 
-    def sample(self, reset_peak=False):
+    def sample(self, reset_peak=False, t=None):
         """Queues one allocator sample per device in use; with reset_peak the
-        per-step peak is read and then reset, so the next one is fresh."""
+        per-step peak is read and then reset, so the next one is fresh. t
+        (ns) dates the sample; by default it is now."""
         torch = self._torch()
         if torch is None:
             return
-        t = time.time_ns()
+        if t is None:
+            t = time.time_ns()
         rank = self.rank()
         for d in self._devices(torch):
             stats = torch._C._cuda_memoryStats(d)
@@ -283,12 +285,21 @@ class Probe:
             g = self.gpus[device] = nvml_index(torch, device)
         return g
 
-    def mark(self, kind, **fields):
+    def mark(self, kind, t=None, **fields):
+        """Queues a mark at time t (ns; by default now)."""
         if "rank" not in fields:
             r = self.rank()
             if r is not None:
                 fields["rank"] = r
-        self._put((_MARK, time.time_ns(), kind, fields))
+        self._put((_MARK, time.time_ns() if t is None else t, kind, fields))
+
+    def mark_with_sample(self, kind, **fields):
+        """Queues a mark and an allocator sample dated the same nanosecond,
+        so the mark has the allocator's value at its own moment: memrec
+        reads the value at a mark as the last sample at or before it."""
+        t = time.time_ns()
+        self.mark(kind, t=t, **fields)
+        self.sample(t=t)
 
     # ---- OOM -----------------------------------------------------------
 

@@ -254,6 +254,26 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(lines[1]["text"], 'quote " backslash \\ newline \n unicode é ✓')
         p.close()
 
+    def test_epoch_marks_carry_an_allocator_sample_at_their_time(self):
+        # The value at a mark is the last sample at or before it: the
+        # samples sent with epoch_start and epoch_end share the mark's time,
+        # so epoch 0 has a start value even before any step.
+        srv = Server()
+        sys.modules["torch"] = make_fake_torch(devices=2)
+        p = self.probe(srv)
+        with memrec.epoch(0):
+            pass
+        memrec.flush()
+        lines = srv.wait(lambda ls: len(ls) >= 6)
+        for kind in ("epoch_start", "epoch_end"):
+            m = [l for l in lines if l.get("kind") == kind]
+            self.assertEqual(len(m), 1, kind)
+            at = [l for l in lines if l["type"] == "torch" and l["t_ns"] == m[0]["t_ns"]]
+            self.assertEqual(sorted(l["gpu"] for l in at), [0, 1], kind)
+        self.assertEqual(sys.modules["torch"]._state["resets"], [])  # the step peak is left alone
+        p.close()
+        srv.close()
+
     def test_oom_observer(self):
         srv = Server()
         torch = make_fake_torch()
