@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -178,8 +176,11 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 }
 
 // WriteCompare writes the comparison's charts and page into dir, replacing
-// an existing one as a whole.
+// an existing report as a whole (see Write).
 func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, error) {
+	if _, err := checkFolder(filepath.Clean(dir)); err != nil {
+		return "", err
+	}
 	charts, err := CompareCharts(c, opts)
 	if err != nil {
 		return "", err
@@ -191,53 +192,6 @@ func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, err
 		}
 	}
 	return writeFolder(dir, charts, page)
-}
-
-// writeFolder writes charts and page beside dir and swaps them in.
-func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	for _, c := range charts {
-		if err := os.WriteFile(filepath.Join(tmp, c.File), c.PNG, 0o644); err != nil {
-			return "", err
-		}
-	}
-	if page != nil {
-		if err := os.WriteFile(filepath.Join(tmp, "index.html"), page, 0o644); err != nil {
-			return "", err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = filepath.Join(parent, fmt.Sprintf(".%s.old-%d", filepath.Base(dir), time.Now().UnixNano()))
-		if err := os.Rename(dir, old); err != nil {
-			return "", fmt.Errorf("replace %s: %w", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		return "", fmt.Errorf("write %s: %w", dir, err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
-	}
-	if page == nil {
-		return dir, nil
-	}
-	return filepath.Join(dir, "index.html"), nil
 }
 
 // ComparePage renders the comparison as one self-contained page.

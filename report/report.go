@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -105,9 +106,14 @@ func size(o Options) (vg.Length, vg.Length) {
 
 // Write writes the report into dir: the PNGs and index.html (unless
 // PNGOnly). It builds the report beside dir and swaps it in at the end, so
-// an existing report is replaced only as a whole. It returns the page's path
-// (or the folder's, with PNGOnly).
+// an existing report is replaced only as a whole. dir must be new, empty,
+// or a report memrec wrote (it holds MarkerFile): anything else is refused
+// with ErrNotReport or ErrNotFolder before anything is written. It returns
+// the page's path (or the folder's, with PNGOnly).
 func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
+	if _, err := checkFolder(filepath.Clean(dir)); err != nil {
+		return "", err
+	}
 	charts, err := Charts(rep, opts)
 	if err != nil {
 		return "", err

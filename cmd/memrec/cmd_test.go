@@ -103,3 +103,30 @@ func TestDBFromEnvironment(t *testing.T) {
 		t.Fatal("MEMREC_DB not used:", err)
 	}
 }
+
+func TestReportOutputRefusesForeignFolder(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	thesis := filepath.Join(dir, "thesis")
+	os.MkdirAll(filepath.Join(thesis, ".git"), 0o755)
+	os.WriteFile(filepath.Join(thesis, "thesis.tex"), []byte("chapter 1"), 0o644)
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{
+		{"report", "real-resnet18-bs128", "-o", thesis},
+		{"compare", "real-resnet18-bs128", "real-resnet18-bs128", "-o", thesis},
+		{"demo", "--duration", "1h", "-o", thesis}, // refused before it records
+	} {
+		_, errs, code := run(t, db, "", args...)
+		if code != 1 || !strings.Contains(errs, "-o: "+thesis+" exists, is not empty and is not a memrec report") {
+			t.Errorf("%s: %d %q", args[0], code, errs)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(thesis, "thesis.tex")); err != nil || string(b) != "chapter 1" {
+		t.Fatalf("thesis damaged: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(thesis, ".git")); err != nil {
+		t.Fatal(err)
+	}
+}

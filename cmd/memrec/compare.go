@@ -124,7 +124,7 @@ func runCompare(o *compareOptions, refs []string) error {
 	if o.out != "" {
 		path, err := report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
 		if err != nil {
-			return err
+			return outputError(err)
 		}
 		if !o.json {
 			fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -24,7 +25,7 @@ type reportOptions struct {
 
 func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", defOut, "folder to write the report into (replaced as a whole)")
+	f.StringVarP(&o.out, "output", "o", defOut, "folder to write the report into: new, empty, or a memrec report (replaced as a whole)")
 	f.BoolVar(&o.pngOnly, "png-only", false, "write only the PNG charts")
 	f.IntVar(&o.width, "width", 1200, "chart width in pixels")
 	f.IntVar(&o.height, "height", 500, "chart height in pixels")
@@ -56,7 +57,7 @@ func writeReport(o *reportOptions, rep *analysis.Report) error {
 	}
 	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
 	if err != nil {
-		return err
+		return outputError(err)
 	}
 	fmt.Fprintf(o.io.Out, "report of %s written: %s\n", rep.Run, path)
 	return nil
@@ -86,6 +87,9 @@ analyse it and write its report: what memrec does, on any machine, no GPU needed
 func runDemo(ctx context.Context, o *demoOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if err := report.CheckFolder(o.out); err != nil {
+		return outputError(err)
 	}
 	now := time.Now()
 	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak}, now)
@@ -122,4 +126,12 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	}
 	fmt.Fprintf(o.io.Out, "open %s in a browser\n", filepath.Join(abs, "index.html"))
 	return nil
+}
+
+// outputError names the flag when the report's folder is refused.
+func outputError(err error) error {
+	if errors.Is(err, report.ErrNotReport) || errors.Is(err, report.ErrNotFolder) {
+		return fmt.Errorf("-o: %w", err)
+	}
+	return err
 }
