@@ -199,7 +199,11 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(*v)
 	},
-	"hz":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"hz": func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	// The template hands pointers to funcs that take values (it indirects
+	// them), never to printf, which would print the pointer.
+	"g3":      func(f float64) string { return fmt.Sprintf("%.3g", f) },
+	"f1":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"mul1000": func(f float64) float64 { return f * 1000 },
 	"pos":     func(v *int64) bool { return v != nil && *v > 0 },
 	"deref":   func(v *int64) int64 { return *v },
@@ -244,7 +248,7 @@ var pageTmpl = template.Must(template.Must(template.New("page").Funcs(funcs).Par
 <tr><th class="l">duration</th><td>{{dur .R.DurationS}}</td></tr>
 <tr><th class="l">GPUs</th><td>{{len .R.GPUs}}</td></tr>
 <tr><th class="l">tags</th><td>{{range .Tags}}<code>{{.}}</code> {{else}}none{{end}}</td></tr>
-<tr><th class="l">marks</th><td>{{.R.Marks.Epochs}} epochs, {{.R.Marks.Steps}} steps, {{.R.Marks.Events}} events, {{.R.Marks.OOMs}} OOMs{{with .R.StepTimeS}}; {{printf "%.1f" (mul1000 .)}} ms per step{{end}}</td></tr>
+<tr><th class="l">marks</th><td>{{.R.Marks.Epochs}} epochs, {{.R.Marks.Steps}} steps, {{.R.Marks.Events}} events, {{.R.Marks.OOMs}} OOMs{{with .R.StepTimeS}}; {{f1 (mul1000 .)}} ms per step{{end}}</td></tr>
 {{with .R.Recorder}}{{if .Ticks}}<tr><th class="l">recorder</th><td>source {{.Source}}{{if .Driver}}, driver {{.Driver}}{{end}}; {{.Ticks}} ticks at {{hz .AchievedHz}} Hz, {{.MissedTicks}} missed; {{.Dropped}} probe messages dropped; {{.Invalid}} invalid readings</td></tr>{{end}}{{end}}
 </table>
 {{range .R.Notes}}<p class="note">Note: {{.}}</p>{{end}}
@@ -273,7 +277,7 @@ var pageTmpl = template.Must(template.Must(template.New("page").Funcs(funcs).Par
 <h3>Leak</h3>
 <div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
 <p>Fitted on {{.Leak.Points}} floors of {{.Leak.Basis}} per {{.Leak.Per}} after {{.Leak.SkippedWarmup}} warm-up points{{if .Leak.JumpsRemoved}}, {{.Leak.JumpsRemoved}} one-off jump(s) set aside{{end}}. {{.Leak.Reason}}.
-{{with .Leak.PValue}}Mann–Kendall p = {{printf "%.3g" .}}.{{end}}</p>
+{{with .Leak.PValue}}Mann–Kendall p = {{g3 .}}.{{end}}</p>
 <h3>Fragmentation</h3>
 {{with .Fragmentation}}<table><tr><th class="l"></th><th>mean</th><th>p95</th><th>max</th><th>final</th></tr>
 <tr><td class="l">(reserved − allocated) / reserved</td><td>{{pct .Mean}}</td><td>{{pct .P95}}</td><td>{{pct .Max}}</td><td>{{pct .Final}}</td></tr>
