@@ -47,13 +47,13 @@ def enabled():
 
 def step(i=None):
     """Marks the end of step i and sends one allocator sample per CUDA device
-    in use, with the peak allocated since the previous step (then reset)."""
+    in use, with the peak allocated since the previous sample (then reset).
+    Steps less than 5 ms apart (MEMREC_STEP_SAMPLE_MS) share one sample."""
     p = _get()
     if not p.enabled:
         return
     try:
-        p.mark("step", step=i)
-        p.sample(reset_peak=True)
+        p.step(i)
     except Exception:
         pass
 

@@ -193,6 +193,28 @@ class ProbeTest(unittest.TestCase):
         p.close()
         srv.close()
 
+    def test_close_steps_share_one_sample(self):
+        srv = Server()
+        torch = make_fake_torch(devices=1)
+        sys.modules["torch"] = torch
+        p = self.probe(srv)
+        p.step_sample_interval = 3600.0
+        for i in range(5):
+            memrec.step(i)
+        memrec.flush()
+        lines = srv.wait(lambda ls: len(ls) >= 6)
+        self.assertEqual([l["step"] for l in lines if l.get("kind") == "step"], [0, 1, 2, 3, 4])
+        self.assertEqual(sum(1 for l in lines if l["type"] == "torch"), 1)
+        self.assertEqual(torch._state["resets"], [0])  # the peak keeps growing until the next sample
+        p.step_sample_interval = 0.0
+        memrec.step(5)
+        memrec.step(6)
+        memrec.flush()
+        lines = srv.wait(lambda ls: sum(1 for l in ls if l["type"] == "torch") >= 3)
+        self.assertEqual(torch._state["resets"], [0, 0, 0])
+        p.close()
+        srv.close()
+
     def test_gpu_index_under_cuda_visible_devices(self):
         # CUDA numbers only the visible GPUs; memrec's device samples use NVML's
         # numbers, which the probe finds by UUID (MEMREC_GPUS), or else from
@@ -320,7 +342,7 @@ class ProbeTest(unittest.TestCase):
         p = _probe.Probe(path=srv.path, timer=0)
         memrec._instance = p
         _probe.MAX_QUEUE = 10
-        with p.cond:  # hold the sender so the queue fills
+        with p.lock:  # hold the sender so the queue fills
             for i in range(25):
                 memrec.mark("m%d" % i)
             self.assertEqual(p.dropped_total, 15)
@@ -458,7 +480,7 @@ class RecorderTransportTest(unittest.TestCase):
                 memrec.flush()
             '''))
         r = self.run_memrec(db, "record", "--source", "sim", "--sim-gpus", "1", "--name", "py", "--",
-                            sys.executable, child, env={"PYTHONPATH": PKG})
+                            sys.executable, child, env={"PYTHONPATH": PKG, "MEMREC_STEP_SAMPLE_MS": "0"})
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = self.export(db, "py")
         kinds = [l["kind"] for l in lines if l["type"] == "mark"]
@@ -466,7 +488,7 @@ class RecorderTransportTest(unittest.TestCase):
         self.assertIn("checkpoint saved", [l.get("text") for l in lines if l["type"] == "mark"])
         steps = sorted(l["step"] for l in lines if l["type"] == "mark" and l["kind"] == "step")
         self.assertEqual(steps, list(range(10)))
-        # one sample per step and per epoch end (the timer may add more)
+        # one sample per step (MEMREC_STEP_SAMPLE_MS=0) and per epoch end (the timer may add more)
         child_torch = [l for l in lines if l["type"] == "torch" and l["allocated_bytes"] == 1000]
         self.assertGreaterEqual(len(child_torch), 12)
         self.assertIn("marks       ", r.stderr)
