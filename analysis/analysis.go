@@ -63,6 +63,26 @@ type GPUReport struct {
 	Floors             []FloorPoint `json:"-"`
 	FragSeries         []FragPoint  `json:"-"`
 	StepPeaks          []FloorPoint `json:"-"`
+	// Steps are the step marks of the rank that runs on this GPU, in time
+	// order.
+	Steps []StepMark `json:"-"`
+}
+
+// StepMark is one step mark: the step ends at TNS.
+type StepMark struct {
+	TNS  int64
+	Step int
+}
+
+// StepAt is the training step a time falls in: the step of the first step
+// mark at or after it (a mark ends its step), and false after the last one
+// or without step marks.
+func (g *GPUReport) StepAt(t int64) (int, bool) {
+	i := sort.Search(len(g.Steps), func(i int) bool { return g.Steps[i].TNS >= t })
+	if i == len(g.Steps) {
+		return 0, false
+	}
+	return g.Steps[i].Step, true
 }
 
 // Peak is the highest value of one series, and where it happened.
@@ -175,6 +195,7 @@ type FloorPoint struct {
 type FragPoint struct {
 	TNS         int64
 	Frag, Stuck float64
+	I           int64 // position among the GPU's allocator samples (all processes merged)
 }
 
 func i64(v int64) *int64     { return &v }

@@ -16,6 +16,7 @@ import (
 type Timeline struct {
 	StartNS, EndNS int64
 	Used           Series
+	DriverReserved Series // NVML's reserved memory; empty where the driver does not report it
 	Allocated      Series
 	Reserved       Series
 	Procs          []Series // one per process (NVML), named "pid N"
@@ -26,13 +27,17 @@ type Series struct {
 	Name string
 	T    []int64
 	V    []int64
+	// I is each point's position among all the samples of the series
+	// before downsampling (0 for the first sample).
+	I []int64
 }
 
 // m4 downsamples a stream into buckets of equal time.
 type m4 struct {
 	start, width        int64
 	cur                 int64    // current bucket, -1 before the first point
-	first, lo, hi, last [2]int64 // (t, v)
+	n                   int64    // points added so far
+	first, lo, hi, last [3]int64 // (t, v, index)
 	out                 *Series
 }
 
@@ -43,26 +48,28 @@ func newM4(start, end int64, buckets int, out *Series) *m4 {
 
 func (m *m4) add(t, v int64) {
 	b := (t - m.start) / m.width
+	p := [3]int64{t, v, m.n}
+	m.n++
 	if b != m.cur {
 		m.flush()
 		m.cur = b
-		m.first, m.lo, m.hi, m.last = [2]int64{t, v}, [2]int64{t, v}, [2]int64{t, v}, [2]int64{t, v}
+		m.first, m.lo, m.hi, m.last = p, p, p, p
 		return
 	}
 	if v < m.lo[1] {
-		m.lo = [2]int64{t, v}
+		m.lo = p
 	}
 	if v > m.hi[1] {
-		m.hi = [2]int64{t, v}
+		m.hi = p
 	}
-	m.last = [2]int64{t, v}
+	m.last = p
 }
 
 func (m *m4) flush() {
 	if m.cur < 0 {
 		return
 	}
-	pts := [][2]int64{m.first, m.lo, m.hi, m.last}
+	pts := [][3]int64{m.first, m.lo, m.hi, m.last}
 	sort.SliceStable(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
 	var lastT int64 = math.MinInt64
 	for _, p := range pts {
@@ -72,7 +79,24 @@ func (m *m4) flush() {
 		lastT = p[0]
 		m.out.T = append(m.out.T, p[0])
 		m.out.V = append(m.out.V, p[1])
+		m.out.I = append(m.out.I, p[2])
 	}
+}
+
+// Downsample keeps, of each of buckets equal spans of t, the first, lowest,
+// highest and last point (M4, as the timelines are made): at most 4·buckets
+// points, every peak kept. t must be sorted; I of the result indexes t.
+func Downsample(name string, t, v []int64, buckets int) Series {
+	out := Series{Name: name}
+	if len(t) == 0 {
+		return out
+	}
+	m := newM4(t[0], t[len(t)-1]+1, max(buckets, 1), &out)
+	for i := range t {
+		m.add(t[i], v[i])
+	}
+	m.flush()
+	return out
 }
 
 // atTimes records a series' value at sorted query times: the last sample
@@ -182,6 +206,9 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 		}
 	}
 	steps := mi.stepsFor(rank)
+	for _, m := range steps {
+		gr.Steps = append(gr.Steps, StepMark{TNS: m.T, Step: m.Step})
+	}
 
 	// The times at which values are wanted: epoch bounds, OOMs, steps.
 	var q []int64
@@ -240,7 +267,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 
 	start, end := run.StartNS, max(run.EndNS, run.StartNS+1)
-	gr.Timeline = Timeline{StartNS: start, EndNS: end, Used: Series{Name: "device used"},
+	gr.Timeline = Timeline{StartNS: start, EndNS: end, Used: Series{Name: "device used"}, DriverReserved: Series{Name: "driver reserved"},
 		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
 
 	// Device pass.
@@ -251,11 +278,15 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	var lastUsed int64
 	if hasDevice {
 		tl := newM4(start, end, opts.Width, &gr.Timeline.Used)
+		tld := newM4(start, end, opts.Width, &gr.Timeline.DriverReserved)
+		driverReserved := false
 		it := db.DeviceSamples(run, g.Index, storage.MinTime, storage.MaxTime)
 		var peak storage.DeviceSample
 		first := true
 		for it.Next() {
 			s := it.At()
+			tld.add(s.T, s.Reserved)
+			driverReserved = driverReserved || s.Reserved != 0
 			if first || s.Used > peak.Used {
 				peak, first = s, false
 			}
@@ -270,6 +301,10 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 			return nil, err
 		}
 		tl.flush()
+		tld.flush()
+		if !driverReserved {
+			gr.Timeline.DriverReserved = Series{Name: gr.Timeline.DriverReserved.Name}
+		}
 		usedAt.done()
 		if !first {
 			gr.PeakUsedBytes = i64(peak.Used)
@@ -337,7 +372,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 				st := float64(cur.inactive) / float64(sumR)
 				frags = append(frags, f)
 				stucks = append(stucks, st)
-				gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st})
+				gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: merged.popped - 1})
 			}
 		}
 		if err := merged.err; err != nil {
@@ -661,8 +696,9 @@ func judgeLeak(floors []FloorPoint, basis, per string, mi *markIndex, run storag
 
 // torchMerge merges the allocator series of several processes by time.
 type torchMerge struct {
-	items []*torchHead
-	err   error
+	items  []*torchHead
+	err    error
+	popped int64 // samples returned so far
 }
 
 type torchHead struct {
@@ -687,6 +723,7 @@ func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *torchMerg
 func (m *torchMerge) pop() storage.TorchSample {
 	h := m.items[0]
 	s := h.cur
+	m.popped++
 	if h.it.Next() {
 		h.cur = h.it.At()
 		heap.Fix(m, 0)

@@ -6,24 +6,35 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/tensorboard"
 )
 
 type exportOptions struct {
 	*globals
 	output string
+	format string // jsonl, csv or tensorboard
+	points int    // tensorboard: points per series
 }
 
 func newExportCmd(g *globals) *cobra.Command {
 	o := &exportOptions{globals: g}
 	cmd := &cobra.Command{
 		Use:   "export RUN",
-		Short: "Write a run as JSON Lines (stdout by default)",
+		Short: "Write a run as JSON Lines, CSV or a TensorBoard event file",
+		Long: `Write a run as JSON Lines (the default; memrec import reads it back), as CSV
+(one row per tick, a column per GPU and figure) or, with --format tensorboard,
+as one TensorBoard event file in the folder -o DIR.`,
 		Example: `  memrec export bs64-amp > bs64-amp.jsonl
-  memrec export 3 -o run3.jsonl`,
+  memrec export 3 -o run3.jsonl
+  memrec export bs64-amp --format csv -o bs64-amp.csv
+  memrec export bs64-amp --format tensorboard -o runs/bs64-amp`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(o, args[0]) },
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (tensorboard: this folder)")
+	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, csv or tensorboard")
+	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
 	return cmd
 }
 
@@ -37,8 +48,18 @@ func runExport(o *exportOptions, ref string) error {
 	if err != nil {
 		return err
 	}
+	write := db.Export
+	switch o.format {
+	case "jsonl":
+	case "csv":
+		write = db.ExportCSV
+	case "tensorboard":
+		return exportTensorBoard(o, db, r)
+	default:
+		return fmt.Errorf("--format %q: want jsonl, csv or tensorboard", o.format)
+	}
 	if o.output == "" {
-		return db.Export(o.io.Out, r)
+		return write(o.io.Out, r)
 	}
 	// Write beside the target and rename, so a failed export leaves no half file.
 	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".memrec-export-*")
@@ -46,7 +67,7 @@ func runExport(o *exportOptions, ref string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := db.Export(tmp, r); err != nil {
+	if err := write(tmp, r); err != nil {
 		tmp.Close()
 		return fmt.Errorf("export %s: %w", r.Name, err)
 	}
