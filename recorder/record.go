@@ -23,6 +23,13 @@ import (
 type Options struct {
 	DB       *storage.DB // nil: record nothing (the database could not be opened)
 	DBErr    error       // why DB is nil, repeated at the end
+	// OpenDB, if set, is called again and again while DBErr is
+	// storage.ErrLocked (another process, a reader, holds the file; each
+	// call may wait for the lock): samples and marks are held in memory,
+	// up to HoldBytes, and written once it returns a database, which
+	// Record closes at the end.
+	OpenDB    func() (*storage.DB, error)
+	HoldBytes int64 // 0: DefaultHoldBytes
 	Run      storage.Run // name, tags, host; GPUs and interval are filled in
 	Source   Source
 	GPUs     []int // nil: every GPU of the source
@@ -61,8 +68,15 @@ type Result struct {
 	DBErrors  int64 // failed commits
 	LastDBErr error
 	// DBLost is what was dropped unwritten, to bound memory, while the
-	// database could not be written.
+	// database could not be written (or was never opened).
 	DBLost storage.Counts
+	// DBWait is how long the recording waited for a database that another
+	// process held locked (samples were held in memory meanwhile); DBHeld
+	// is how many samples and marks were written late when it opened.
+	// DBOpened says whether it opened at all.
+	DBWait   time.Duration
+	DBHeld   int64
+	DBOpened bool
 }
 
 // Record records until the command exits (or Duration passes, or SIGINT or
@@ -100,21 +114,23 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	var dbErrors atomic.Int64
 	var lastErr atomic.Value
+	var lastLog time.Time
+	var logMu sync.Mutex
+	appendOpts := storage.AppendOptions{OnError: func(err error) {
+		dbErrors.Add(1)
+		lastErr.Store(err)
+		logMu.Lock()
+		defer logMu.Unlock()
+		if time.Since(lastLog) > 10*time.Second { // loud, but not a flood
+			lastLog = time.Now()
+			fmt.Fprintf(o.Log, "memrec: WARNING: cannot write the database, samples are kept in memory and retried: %v\n", err)
+		}
+	}}
 	var sink Sink = &discardSink{}
 	var app *storage.Appender
+	var late *lateDB
 	if o.DB != nil {
-		var lastLog time.Time
-		var logMu sync.Mutex
-		app, err = o.DB.NewAppender(run, storage.AppendOptions{OnError: func(err error) {
-			dbErrors.Add(1)
-			lastErr.Store(err)
-			logMu.Lock()
-			defer logMu.Unlock()
-			if time.Since(lastLog) > 10*time.Second { // loud, but not a flood
-				lastLog = time.Now()
-				fmt.Fprintf(o.Log, "memrec: WARNING: cannot write the database, samples are kept in memory and retried: %v\n", err)
-			}
-		}})
+		app, err = o.DB.NewAppender(run, appendOpts)
 		if err != nil {
 			if len(o.Command) == 0 {
 				return res, err
@@ -124,7 +140,12 @@ func Record(ctx context.Context, o Options) (Result, error) {
 			sink = app
 		}
 	}
-	if app == nil && o.DBErr != nil {
+	switch {
+	case app == nil && errors.Is(o.DBErr, storage.ErrLocked) && o.OpenDB != nil:
+		fmt.Fprintf(o.Log, "memrec: WARNING: %v\nmemrec: samples are held in memory and written once the database is free\n", o.DBErr)
+		late = startLateDB(o.OpenDB, run, appendOpts, o.HoldBytes, o.Log)
+		sink = late.held
+	case app == nil && o.DBErr != nil:
 		fmt.Fprintf(o.Log, "memrec: WARNING: NOT RECORDING: %v; the command runs anyway\n", o.DBErr)
 	}
 
@@ -205,6 +226,12 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	run.Recorder.Dropped = res.Listener.Dropped
 	run.Recorder.Invalid = stats.Invalid
 	res.Run = run
+	if late != nil {
+		app = late.finish()
+		res.DBWait, res.DBHeld, res.DBOpened = late.wait, late.written, app != nil
+		res.DBLost = late.held.Lost()
+		defer late.close()
+	}
 	if app != nil {
 		app.SetRecorder(run.Recorder)
 		if err := app.Close(); err != nil {
@@ -213,7 +240,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 			fmt.Fprintf(o.Log, "memrec: WARNING: the final commit failed; the run holds what was committed before: %v\n", err)
 		}
 		res.Run = app.Run()
-		res.DBLost = app.Lost()
+		res.DBLost = addCounts(res.DBLost, app.Lost())
 	}
 	res.DBErrors = dbErrors.Load()
 	if e, ok := lastErr.Load().(error); ok {
@@ -365,3 +392,8 @@ func (*discardSink) AppendDevice(storage.DeviceSample) error { return nil }
 func (*discardSink) AppendProc(storage.ProcSample) error     { return nil }
 func (*discardSink) AppendTorch(storage.TorchSample) error   { return nil }
 func (*discardSink) AppendMark(storage.Mark) error           { return nil }
+
+func addCounts(a, b storage.Counts) storage.Counts {
+	return storage.Counts{Samples: a.Samples + b.Samples, ProcSamples: a.ProcSamples + b.ProcSamples,
+		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks}
+}

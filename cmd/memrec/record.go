@@ -178,7 +178,11 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	}
 	db, dbErr := o.openWrite()
 	if dbErr != nil {
-		if len(o.command) == 0 {
+		// A reader (memrec export | less) holds the file: record anyway,
+		// hold the samples in memory and write them once it is free.
+		if errors.Is(dbErr, storage.ErrLocked) {
+			opts.OpenDB = o.openWrite
+		} else if len(o.command) == 0 {
 			return dbErr
 		}
 		opts.DBErr = dbErr
@@ -205,6 +209,9 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return err
 	}
 	printRecordSummary(o, res, dbErr)
+	if dbErr != nil && !res.DBOpened && len(o.command) == 0 {
+		return fmt.Errorf("nothing was recorded: %w", dbErr)
+	}
 	if res.ExitCode != 0 {
 		return exitError{code: res.ExitCode}
 	}
@@ -229,6 +236,16 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 			100*res.CPU.Seconds()/res.Wall.Seconds(), 100*res.CPUSys.Seconds()/res.Wall.Seconds(), float64(res.MaxRSS)/(1<<20), where)
 	}
 	switch {
+	case dbErr != nil && res.DBOpened:
+		fmt.Fprintf(w, "  database    %s, run %q (%s); it was locked by another process for the first %v: %d samples and marks were held in memory and written then",
+			o.dbPath, res.Run.Name, status(res.Run), res.DBWait.Round(time.Millisecond), res.DBHeld)
+		if n := res.DBLost.Total(); n > 0 {
+			fmt.Fprintf(w, ", %d dropped unwritten to bound memory", n)
+		}
+		fmt.Fprintln(w)
+	case dbErr != nil && errors.Is(dbErr, storage.ErrLocked):
+		fmt.Fprintf(w, "  database    NOT RECORDED: %s stayed locked by another process for the whole %v; %d samples and marks held in memory are lost\n",
+			o.dbPath, res.DBWait.Round(time.Millisecond), res.DBLost.Total())
 	case dbErr != nil:
 		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
 	case res.LastDBErr != nil:

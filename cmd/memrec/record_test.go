@@ -211,3 +211,28 @@ func TestRecordNativeWithDriverLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordWhileAReaderHoldsTheDatabase: `memrec export RUN | less` holds
+// the file for the whole recording; record says so and fails without a
+// command, and with one runs it and passes its exit code on.
+func TestRecordWhileAReaderHoldsTheDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	r, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--duration", "1500ms", "--name", "held")
+	for _, want := range []string{"samples are held in memory", "NOT RECORDED: " + db + " stayed locked by another process", "nothing was recorded"} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("%d, stderr lacks %q:\n%s", code, want, errs)
+		}
+	}
+	_, errs, code = run(t, db, "", "record", "--source", "sim", "--name", "held", "--", "sh", "-c", "exit 3")
+	if code != 3 || !strings.Contains(errs, "stayed locked") {
+		t.Errorf("%d %s", code, errs)
+	}
+}

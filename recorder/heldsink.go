@@ -1,0 +1,292 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// DefaultHoldBytes bounds what a recording holds in memory while its
+// database is locked by another process (see Options.OpenDB).
+const DefaultHoldBytes = 64 << 20
+
+// heldSink holds samples and marks in memory, in arrival order, until a
+// sink to write them to exists (the database was locked when the recording
+// started). attach replays them into it and from then on passes everything
+// straight through. Past max bytes held the oldest quarter is dropped and
+// counted. It is safe for concurrent use.
+type heldSink struct {
+	mu    sync.Mutex
+	to    Sink // nil while holding
+	order []sampleKind
+	dev   []storage.DeviceSample
+	proc  []storage.ProcSample
+	torch []storage.TorchSample
+	marks []storage.Mark
+	size  int64
+	max   int64
+	lost  storage.Counts
+	gone  bool // given up: drop everything from now on
+}
+
+type sampleKind uint8
+
+const (
+	heldDevice sampleKind = iota
+	heldProc
+	heldTorch
+	heldMark
+)
+
+var (
+	devSize   = int64(unsafe.Sizeof(storage.DeviceSample{})) + 1
+	procSize  = int64(unsafe.Sizeof(storage.ProcSample{})) + 1
+	torchSize = int64(unsafe.Sizeof(storage.TorchSample{})) + 1
+	markSize  = int64(unsafe.Sizeof(storage.Mark{})) + 1
+)
+
+func newHeldSink(max int64) *heldSink {
+	if max <= 0 {
+		max = DefaultHoldBytes
+	}
+	return &heldSink{max: max}
+}
+
+// begin returns the sink to pass a sample to, with the lock released; or
+// nil with the lock held, and whether to hold the sample (false: count it
+// lost).
+func (h *heldSink) begin() (Sink, bool) {
+	h.mu.Lock()
+	if h.to != nil {
+		to := h.to
+		h.mu.Unlock()
+		return to, false
+	}
+	return nil, !h.gone
+}
+
+func (h *heldSink) AppendDevice(s storage.DeviceSample) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendDevice(s)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.Samples++
+		return nil
+	}
+	h.order, h.dev, h.size = append(h.order, heldDevice), append(h.dev, s), h.size+devSize
+	h.bound()
+	return nil
+}
+
+func (h *heldSink) AppendProc(s storage.ProcSample) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendProc(s)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.ProcSamples++
+		return nil
+	}
+	h.order, h.proc, h.size = append(h.order, heldProc), append(h.proc, s), h.size+procSize
+	h.bound()
+	return nil
+}
+
+func (h *heldSink) AppendTorch(s storage.TorchSample) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendTorch(s)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.TorchSamples++
+		return nil
+	}
+	h.order, h.torch, h.size = append(h.order, heldTorch), append(h.torch, s), h.size+torchSize
+	h.bound()
+	return nil
+}
+
+func (h *heldSink) AppendMark(m storage.Mark) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendMark(m)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.Marks++
+		return nil
+	}
+	h.order, h.marks = append(h.order, heldMark), append(h.marks, m)
+	h.size += markSize + int64(len(m.Kind)+len(m.Text))
+	h.bound()
+	return nil
+}
+
+// bound drops the oldest quarter of what is held while it is over max.
+func (h *heldSink) bound() {
+	for h.size > h.max && len(h.order) > 0 {
+		n := max(len(h.order)/4, 1)
+		var c [4]int
+		for _, k := range h.order[:n] {
+			c[k]++
+		}
+		h.order = slices.Delete(h.order, 0, n)
+		h.dev = slices.Delete(h.dev, 0, c[heldDevice])
+		h.proc = slices.Delete(h.proc, 0, c[heldProc])
+		h.torch = slices.Delete(h.torch, 0, c[heldTorch])
+		for _, m := range h.marks[:c[heldMark]] {
+			h.size -= int64(len(m.Kind) + len(m.Text))
+		}
+		h.marks = slices.Delete(h.marks, 0, c[heldMark])
+		h.size -= int64(c[heldDevice])*devSize + int64(c[heldProc])*procSize + int64(c[heldTorch])*torchSize + int64(c[heldMark])*markSize
+		h.lost.Samples += int64(c[heldDevice])
+		h.lost.ProcSamples += int64(c[heldProc])
+		h.lost.TorchSamples += int64(c[heldTorch])
+		h.lost.Marks += int64(c[heldMark])
+	}
+}
+
+// attach writes what is held into to, in arrival order, and passes
+// everything after straight to it. It returns how many were written; one
+// that to refuses is counted as lost.
+func (h *heldSink) attach(to Sink) (written int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var d, p, t, m int
+	for _, k := range h.order {
+		var err error
+		switch k {
+		case heldDevice:
+			err = to.AppendDevice(h.dev[d])
+			d++
+		case heldProc:
+			err = to.AppendProc(h.proc[p])
+			p++
+		case heldTorch:
+			err = to.AppendTorch(h.torch[t])
+			t++
+		case heldMark:
+			err = to.AppendMark(h.marks[m])
+			m++
+		}
+		if err == nil {
+			written++
+			continue
+		}
+		switch k {
+		case heldDevice:
+			h.lost.Samples++
+		case heldProc:
+			h.lost.ProcSamples++
+		case heldTorch:
+			h.lost.TorchSamples++
+		case heldMark:
+			h.lost.Marks++
+		}
+	}
+	h.release()
+	h.to = to
+	return written
+}
+
+// giveUp drops what is held (counted as lost) and every later sample.
+func (h *heldSink) giveUp() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lost.Samples += int64(len(h.dev))
+	h.lost.ProcSamples += int64(len(h.proc))
+	h.lost.TorchSamples += int64(len(h.torch))
+	h.lost.Marks += int64(len(h.marks))
+	h.release()
+	h.gone = true
+}
+
+func (h *heldSink) release() {
+	h.order, h.dev, h.proc, h.torch, h.marks, h.size = nil, nil, nil, nil, nil, 0
+}
+
+// Lost is what was dropped unwritten.
+func (h *heldSink) Lost() storage.Counts {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
+// lateDB opens the database in the background while another process holds
+// it locked, and attaches the recording to it once it opens.
+type lateDB struct {
+	held    *heldSink
+	stop    chan struct{}
+	done    chan struct{}
+	start   time.Time
+	wait    time.Duration
+	written int64
+	db      *storage.DB
+	app     *storage.Appender
+	err     error // the last reason it did not open
+}
+
+func startLateDB(open func() (*storage.DB, error), run storage.Run, opts storage.AppendOptions, hold int64, log io.Writer) *lateDB {
+	l := &lateDB{held: newHeldSink(hold), stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
+	go func() {
+		defer close(l.done)
+		for {
+			db, err := open() // waits for the lock
+			if err == nil {
+				app, err := db.NewAppender(run, opts)
+				if err != nil {
+					db.Close()
+					l.err = err
+					fmt.Fprintf(log, "memrec: WARNING: NOT RECORDING: %v\n", err)
+					l.held.giveUp()
+					return
+				}
+				l.db, l.app, l.wait = db, app, time.Since(l.start)
+				l.written = l.held.attach(app)
+				fmt.Fprintf(log, "memrec: the database is free after %v; %d held samples and marks written\n", l.wait.Round(time.Millisecond), l.written)
+				return
+			}
+			l.err = err
+			if !errors.Is(err, storage.ErrLocked) {
+				fmt.Fprintf(log, "memrec: WARNING: NOT RECORDING: %v\n", err)
+				l.held.giveUp()
+				return
+			}
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return l
+}
+
+// finish stops trying (after the attempt under way) and returns the
+// appender, or nil if the database never opened; what is held then is
+// counted as lost.
+func (l *lateDB) finish() *storage.Appender {
+	close(l.stop)
+	<-l.done
+	if l.app == nil {
+		l.held.giveUp()
+		l.wait = time.Since(l.start)
+	}
+	return l.app
+}
+
+func (l *lateDB) close() {
+	if l.db != nil {
+		l.db.Close()
+	}
+}

@@ -1,0 +1,126 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// lockedDB makes a database file and holds it open read-only, as
+// `memrec export RUN | less` does: a writer cannot open it until release.
+func lockedDB(t *testing.T) (path string, release func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "locked.db")
+	w, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return path, func() { r.Close() }
+}
+
+// TestRecordWaitsForLockedDatabase: a reader holds the database when the
+// recording starts; the samples are held in memory and written once it
+// lets go, from the very first tick.
+func TestRecordWaitsForLockedDatabase(t *testing.T) {
+	path, release := lockedDB(t)
+	_, err := storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
+	if !errors.Is(err, storage.ErrLocked) {
+		t.Fatalf("the reader does not lock out a writer: %v", err)
+	}
+	calls := 0
+	open := func() (*storage.DB, error) {
+		calls++
+		if calls == 4 {
+			release()
+		}
+		return storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
+	}
+	var log syncBuffer
+	res, err := Record(context.Background(), Options{
+		DBErr: err, OpenDB: open, Run: storage.Run{Name: "late"}, Source: simSource(t),
+		Interval: 10 * time.Millisecond, Duration: time.Second, Log: &log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.DBOpened || res.DBHeld == 0 || res.DBWait <= 0 || res.DBLost.Total() != 0 || calls != 4 {
+		t.Fatalf("opened %v, held %d, waited %v, lost %+v, %d opens\n%s", res.DBOpened, res.DBHeld, res.DBWait, res.DBLost, calls, log.String())
+	}
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Run("late")
+	if err != nil || !r.Complete {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if r.Counts.Samples != res.Sampler.Samples {
+		t.Errorf("stored %d device samples, sampled %d", r.Counts.Samples, res.Sampler.Samples)
+	}
+	it := db.DeviceSamples(r, r.GPUs[0].Index, storage.MinTime, storage.MaxTime)
+	if !it.Next() || it.At().T-r.StartNS > int64(50*time.Millisecond) {
+		t.Errorf("the first ticks, taken while the file was locked, are missing")
+	}
+}
+
+// TestRecordDatabaseLockedThroughout: the file stays locked; the recording
+// still runs and says what it lost.
+func TestRecordDatabaseLockedThroughout(t *testing.T) {
+	path, _ := lockedDB(t)
+	open := func() (*storage.DB, error) {
+		return storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
+	}
+	res, err := Record(context.Background(), Options{
+		DBErr: storage.ErrLocked, OpenDB: open, Run: storage.Run{Name: "never"}, Source: simSource(t),
+		Interval: 10 * time.Millisecond, Duration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DBOpened || res.DBLost.Samples != res.Sampler.Samples || res.Sampler.Samples == 0 {
+		t.Fatalf("opened %v, lost %+v of %d samples", res.DBOpened, res.DBLost, res.Sampler.Samples)
+	}
+}
+
+func TestHeldSinkBoundsAndReplaysInOrder(t *testing.T) {
+	h := newHeldSink(100 * devSize)
+	for i := range 1000 {
+		h.AppendDevice(storage.DeviceSample{T: int64(i), GPU: 0, Used: int64(i)})
+		if i%10 == 0 {
+			m := storage.NewMark(int64(i), storage.MarkStep)
+			m.Step = i
+			h.AppendMark(m)
+		}
+	}
+	lost := h.Lost()
+	var s memSink
+	written := h.attach(&s)
+	if h.size > h.max {
+		t.Errorf("held %d bytes, bound %d", h.size, h.max)
+	}
+	if lost.Samples+int64(len(s.dev)) != 1000 || lost.Marks+int64(len(s.marks)) != 100 || written != int64(len(s.dev)+len(s.marks)) {
+		t.Fatalf("lost %+v, wrote %d device samples and %d marks (%d)", lost, len(s.dev), len(s.marks), written)
+	}
+	// What is kept is the newest, in order, with no gap.
+	for i, d := range s.dev {
+		if want := int64(1000 - len(s.dev) + i); d.T != want {
+			t.Fatalf("sample %d has time %d, want %d", i, d.T, want)
+		}
+	}
+	// After attach, samples pass straight through.
+	h.AppendDevice(storage.DeviceSample{T: 5000})
+	if last := s.dev[len(s.dev)-1]; last.T != 5000 || h.size != 0 {
+		t.Errorf("after attach: last %d, held %d bytes", last.T, h.size)
+	}
+}
