@@ -21,20 +21,20 @@ import (
 
 // Options describe one recording.
 type Options struct {
-	DB       *storage.DB // nil: record nothing (the database could not be opened)
-	DBErr    error       // why DB is nil, repeated at the end
+	DB    *storage.DB // nil: record nothing (the database could not be opened)
+	DBErr error       // why DB is nil, repeated at the end
 	// OpenDB, if set, is called again and again while DBErr is
 	// storage.ErrLocked (another process, a reader, holds the file; each
 	// call may wait for the lock): samples and marks are held in memory,
 	// up to HoldBytes, and written once it returns a database, which
 	// Record closes at the end.
 	OpenDB    func() (*storage.DB, error)
-	HoldBytes int64 // 0: DefaultHoldBytes
-	Run      storage.Run // name, tags, host; GPUs and interval are filled in
-	Source   Source
-	GPUs     []int // nil: every GPU of the source
-	Interval time.Duration
-	Procs    bool
+	HoldBytes int64       // 0: DefaultHoldBytes
+	Run       storage.Run // name, tags, host; GPUs and interval are filled in
+	Source    Source
+	GPUs      []int // nil: every GPU of the source
+	Interval  time.Duration
+	Procs     bool
 	// ProcsEvery is the longest gap between process lists while a GPU's
 	// used memory holds still (see Sampler); 0 lists them at every tick.
 	ProcsEvery time.Duration
