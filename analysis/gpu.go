@@ -1,13 +1,13 @@
 package analysis
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/internal/merge"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -100,7 +100,7 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 }
 
 // atTimes records a series' value at sorted query times: the last sample
-// at or before each (DESIGN.md's value at a mark).
+// at or before each (the value at a mark, docs/analysis.md).
 type atTimes struct {
 	q    []int64
 	vals []int64
@@ -333,8 +333,10 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 		var sumA, sumR int64
 		var firstRetries int64 = -1
 		merged := mergeTorch(db, run, g.Index, torchPIDs)
-		for merged.Len() > 0 {
-			s := merged.pop()
+		var popped int64 // samples merged so far
+		for merged.Next() {
+			s := merged.At()
+			popped++
 			for tq < len(q) && q[tq] < s.T {
 				torchAt[tq] = cur
 				tq++
@@ -372,10 +374,10 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 				st := float64(cur.inactive) / float64(sumR)
 				frags = append(frags, f)
 				stucks = append(stucks, st)
-				gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: merged.popped - 1})
+				gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: popped - 1})
 			}
 		}
-		if err := merged.err; err != nil {
+		if err := merged.Err(); err != nil {
 			return nil, err
 		}
 		for ; tq < len(q); tq++ {
@@ -694,55 +696,11 @@ func judgeLeak(floors []FloorPoint, basis, per string, mi *markIndex, run storag
 	return l
 }
 
-// torchMerge merges the allocator series of several processes by time.
-type torchMerge struct {
-	items  []*torchHead
-	err    error
-	popped int64 // samples returned so far
-}
-
-type torchHead struct {
-	it  *storage.Iter[storage.TorchSample]
-	cur storage.TorchSample
-}
-
-func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *torchMerge {
-	m := &torchMerge{}
-	for _, pid := range pids {
-		it := db.TorchSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
-		if it.Next() {
-			m.items = append(m.items, &torchHead{it: it, cur: it.At()})
-		} else if it.Err() != nil {
-			m.err = it.Err()
-		}
+// mergeTorch merges the allocator series of several processes by time.
+func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByTime[storage.TorchSample] {
+	its := make([]merge.Iterator[storage.TorchSample], len(pids))
+	for i, pid := range pids {
+		its[i] = db.TorchSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
 	}
-	heap.Init(m)
-	return m
-}
-
-func (m *torchMerge) pop() storage.TorchSample {
-	h := m.items[0]
-	s := h.cur
-	m.popped++
-	if h.it.Next() {
-		h.cur = h.it.At()
-		heap.Fix(m, 0)
-	} else {
-		if h.it.Err() != nil {
-			m.err = h.it.Err()
-		}
-		heap.Pop(m)
-	}
-	return s
-}
-
-func (m *torchMerge) Len() int           { return len(m.items) }
-func (m *torchMerge) Less(i, j int) bool { return m.items[i].cur.T < m.items[j].cur.T }
-func (m *torchMerge) Swap(i, j int)      { m.items[i], m.items[j] = m.items[j], m.items[i] }
-func (m *torchMerge) Push(x any)         { m.items = append(m.items, x.(*torchHead)) }
-func (m *torchMerge) Pop() any {
-	n := len(m.items) - 1
-	x := m.items[n]
-	m.items = m.items[:n]
-	return x
+	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
 }

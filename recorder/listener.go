@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // ProbeDropped is the kind of mark a probe sends to report how many
@@ -118,7 +119,7 @@ func (l *Listener) serve(c net.Conn) {
 		c.Close()
 	}()
 	br := bufio.NewReaderSize(c, 16<<10)
-	var p storage.LineParser
+	var p wire.Parser
 	var line []byte
 	for {
 		line = line[:0]
@@ -151,7 +152,7 @@ func (l *Listener) serve(c net.Conn) {
 	}
 }
 
-func (l *Listener) handle(p *storage.LineParser, line []byte) {
+func (l *Listener) handle(p *wire.Parser, line []byte) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return
@@ -162,7 +163,7 @@ func (l *Listener) handle(p *storage.LineParser, line []byte) {
 		return
 	}
 	switch rec.Type {
-	case "mark":
+	case wire.TypeMark:
 		if rec.Mark.T == 0 {
 			rec.Mark.T = l.now().UnixNano()
 		}
@@ -175,7 +176,7 @@ func (l *Listener) handle(p *storage.LineParser, line []byte) {
 			return
 		}
 		l.marks.Add(1)
-	case "torch":
+	case wire.TypeTorch:
 		if err := l.sink.AppendTorch(rec.Torch); err != nil {
 			l.drop(err)
 			return
@@ -222,6 +223,6 @@ func Send(path string, m storage.Mark) error {
 	}
 	defer c.Close()
 	c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	_, err = c.Write(storage.AppendMarkLine(nil, m))
+	_, err = c.Write(wire.AppendMark(nil, m))
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // memSink keeps everything in memory.
@@ -277,9 +278,9 @@ func TestListener(t *testing.T) {
 			for step := 0; step < 50; step++ {
 				m := storage.NewMark(int64(1e18)+int64(step), storage.MarkStep)
 				m.Step, m.Rank = step, rank
-				c.Write(storage.AppendMarkLine(nil, m))
+				c.Write(wire.AppendMark(nil, m))
 				ts := storage.TorchSample{T: int64(1e18) + int64(step), GPU: rank, PID: 100 + rank, Rank: rank, Allocated: 5, Reserved: 7}
-				c.Write(storage.AppendTorchLine(nil, ts))
+				c.Write(wire.AppendTorch(nil, ts))
 			}
 			if rank == 0 {
 				c.Write([]byte("{not json\n"))

@@ -70,8 +70,9 @@ const maxChunkRows = 1 << 20
 // chunk's length cannot bound them).
 const maxCols = 64
 
-// errCorrupt is returned for any chunk that cannot be decoded.
-var errCorrupt = errors.New("corrupt chunk")
+// ErrCorrupt is returned, wrapped with the run and chunk, for a chunk that
+// cannot be decoded or whose series lack their kind's columns.
+var ErrCorrupt = errors.New("corrupt chunk")
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
@@ -213,7 +214,7 @@ func (r *reader) bytes(n uint64) []byte {
 
 func (r *reader) fail() {
 	if r.err == nil {
-		r.err = errCorrupt
+		r.err = ErrCorrupt
 	}
 	r.b = nil
 }

@@ -5,6 +5,15 @@
 // device samples (NVML, per GPU), process samples (NVML, per GPU and pid),
 // allocator samples (the PyTorch probe, per GPU and pid) and marks.
 //
+// The records themselves (DeviceSample, ProcSample, TorchSample, Mark) are
+// defined in the subpackage wire, with their JSON line form, and named here
+// by aliases. schema.go maps each kind to its stored columns, once.
+//
+// The files by job: store.go opens the file and lists runs; writer.go and
+// series.go buffer samples into chunks; codec.go is the chunk bytes; iter.go
+// reads series back; import.go and export.go move runs in and out as JSON
+// Lines.
+//
 // Data is stored in compressed chunks, never one key per sample; codec.go
 // explains the bytes. A chunk holds the rows of one group of series: marks
 // are one group, the device and process series (sampled on the same NVML

@@ -37,8 +37,9 @@ type Iter[T any] struct {
 	d        *decoded
 	i        int
 	conv     func(d *decoded, i int) T
-	hi       int  // end of the samples of it.d in range
-	last     bool // it.d reaches past the range's end: no chunk after it
+	schema   *schema // the columns a decoded chunk must have
+	hi       int     // end of the samples of it.d in range
+	last     bool    // it.d reaches past the range's end: no chunk after it
 	err      error
 	done     bool
 }
@@ -122,6 +123,9 @@ func (it *Iter[T]) load() {
 			}
 			it.lastKey = append(it.lastKey[:0], k...)
 			found, err := decodeSeries(v, it.id, it.d)
+			if err == nil && found {
+				err = it.schema.checkCols(it.d)
+			}
 			if err != nil {
 				return fmt.Errorf("run %d chunk %x: %w", it.run, k, err)
 			}
@@ -153,9 +157,10 @@ func ceilMicro(ns int64) int64 {
 	return -floorDiv(-ns, 1000)
 }
 
-func newIter[T any](db *DB, r Run, k seriesKey, from, to int64, conv func(*decoded, int) T) *Iter[T] {
+func newIter[T any](db *DB, r Run, sc *rowSchema[T], k seriesKey, from, to int64) *Iter[T] {
 	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
-	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), conv: conv, i: -1}
+	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), i: -1, schema: &sc.schema,
+		conv: func(d *decoded, i int) T { return sc.get(d, i, k) }}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		series, err := seriesTable(tx, r.ID)
 		for _, s := range series {
@@ -173,36 +178,22 @@ func newIter[T any](db *DB, r Run, k seriesKey, from, to int64, conv func(*decod
 
 // DeviceSamples iterates the device samples of one GPU of a run in [from, to).
 func (db *DB) DeviceSamples(r Run, gpu int, from, to int64) *Iter[DeviceSample] {
-	return newIter(db, r, seriesKey{kind: kindDevice, gpu: gpu}, from, to, func(d *decoded, i int) DeviceSample {
-		return DeviceSample{T: d.t[i] * 1000, GPU: gpu, Used: d.ints[0][i], Reserved: d.ints[1][i]}
-	})
+	return newIter(db, r, &deviceSchema, seriesKey{kind: kindDevice, gpu: gpu}, from, to)
 }
 
 // ProcSamples iterates one process's samples on one GPU in [from, to).
 func (db *DB) ProcSamples(r Run, gpu, pid int, from, to int64) *Iter[ProcSample] {
-	return newIter(db, r, seriesKey{kind: kindProc, gpu: gpu, pid: pid}, from, to, func(d *decoded, i int) ProcSample {
-		return ProcSample{T: d.t[i] * 1000, GPU: gpu, PID: pid, Used: d.ints[0][i]}
-	})
+	return newIter(db, r, &procSchema, seriesKey{kind: kindProc, gpu: gpu, pid: pid}, from, to)
 }
 
 // TorchSamples iterates one process's allocator samples on one GPU in [from, to).
 func (db *DB) TorchSamples(r Run, gpu, pid int, from, to int64) *Iter[TorchSample] {
-	return newIter(db, r, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to, func(d *decoded, i int) TorchSample {
-		c := d.ints
-		return TorchSample{T: d.t[i] * 1000, GPU: gpu, PID: pid, Rank: optDecode(c[0][i]),
-			Allocated: c[1][i], Reserved: c[2][i], Active: c[3][i] + c[1][i], InactiveSplit: c[4][i],
-			PeakAllocated: c[5][i], Segments: c[6][i], AllocRetries: c[7][i], OOMs: c[8][i]}
-	})
+	return newIter(db, r, &torchSchema, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to)
 }
 
 // Marks iterates the marks of a run in [from, to), in time order.
 func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
-	return newIter(db, r, seriesKey{kind: kindMark}, from, to, func(d *decoded, i int) Mark {
-		c := d.ints
-		return Mark{T: d.t[i] * 1000, Kind: d.strs[0][i], Text: d.strs[1][i],
-			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
-			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
-	})
+	return newIter(db, r, &markSchema, seriesKey{kind: kindMark}, from, to)
 }
 
 // SeriesRef names one stored series of a run.
@@ -219,13 +210,8 @@ func (db *DB) Series(r Run) ([]SeriesRef, error) {
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		series, err := seriesTable(tx, r.ID)
 		for _, s := range series {
-			switch s.Kind {
-			case kindDevice:
-				out = append(out, SeriesRef{"device", s.GPU, 0})
-			case kindProc:
-				out = append(out, SeriesRef{"proc", s.GPU, s.PID})
-			case kindTorch:
-				out = append(out, SeriesRef{"torch", s.GPU, s.PID})
+			if sc := schemas[s.Kind]; sc != nil && s.Kind != kindMark {
+				out = append(out, SeriesRef{sc.name, s.GPU, s.PID})
 			}
 		}
 		return err

@@ -5,40 +5,6 @@ import (
 	"slices"
 )
 
-// seriesKind says what a series holds and so how many columns it has.
-type seriesKind uint8
-
-const (
-	kindMark   seriesKind = 1
-	kindDevice seriesKind = 2
-	kindProc   seriesKind = 3
-	kindTorch  seriesKind = 4
-)
-
-// Columns of each kind (ints, strings).
-//
-//	device: used, reserved
-//	proc:   used
-//	torch:  rank, allocated, reserved, active-allocated, inactive_split,
-//	        peak_allocated, segments, alloc_retries, ooms
-//	mark:   epoch, step, rank, gpu, pid, code (each stored +1, 0 = absent); kind, text
-//
-// torch stores active minus allocated: the two are usually equal, so the
-// difference is a column of zeros that costs almost nothing.
-func (k seriesKind) cols() (ints, strs int) {
-	switch k {
-	case kindDevice:
-		return 2, 0
-	case kindProc:
-		return 1, 0
-	case kindTorch:
-		return 9, 0
-	case kindMark:
-		return 6, 2
-	}
-	return 0, 0
-}
-
 // Groups: the chunks of a run are keyed by group. Marks are group 0, device
 // and process series (sampled on the same NVML tick) share group 1, and each
 // allocator series is a group of its own (probes report at their own times).
@@ -79,15 +45,6 @@ func parseChunkKey(k []byte) (group uint32, t0 int64, seq uint32, ok bool) {
 	}
 	return binary.BigEndian.Uint32(k), int64(binary.BigEndian.Uint64(k[4:]) ^ (1 << 63)), binary.BigEndian.Uint32(k[12:]), true
 }
-
-func optEncode(v int) int64 {
-	if v < 0 {
-		return 0
-	}
-	return int64(v) + 1
-}
-
-func optDecode(v int64) int { return int(v) - 1 }
 
 // entry is one buffered sample: its time, series and where its values sit
 // in the group's arenas.

@@ -293,8 +293,10 @@ var seriesCache = struct {
 	m map[uint64]cachedSeries
 }{m: map[uint64]cachedSeries{}}
 
-// Check verifies that every chunk of every run decodes and belongs to a
-// known series. It is meant for tests and for `memrec runs --check`.
+// Check verifies that every chunk of every run decodes, belongs to a known
+// series, and gives each series its kind's columns. It reads the whole
+// file; it is meant for tests and for `memrec runs --check`. A damaged
+// chunk is reported as ErrCorrupt.
 func (db *DB) Check() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(k, _ []byte) error {
@@ -303,30 +305,46 @@ func (db *DB) Check() error {
 			if err != nil {
 				return err
 			}
-			known := map[uint32]uint32{}
+			known := map[uint32]seriesInfo{}
 			for _, s := range series {
-				known[s.ID] = s.Group
+				known[s.ID] = s
 			}
 			b := tx.Bucket(bucketData).Bucket(k)
 			if b == nil {
 				return nil
 			}
+			var d decoded
 			return b.Bucket(keyChunks).ForEach(func(ck, cv []byte) error {
-				group, _, _, ok := parseChunkKey(ck)
-				if !ok {
-					return fmt.Errorf("run %d: bad chunk key %x", id, ck)
-				}
-				ids, _, err := chunkSeries(cv)
-				if err != nil {
+				if err := checkChunk(ck, cv, known, &d); err != nil {
 					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
-				}
-				for _, s := range ids {
-					if g, ok := known[s]; !ok || g != group {
-						return fmt.Errorf("run %d: chunk %x holds unknown series %d", id, ck, s)
-					}
 				}
 				return nil
 			})
 		})
 	})
+}
+
+// checkChunk decodes every series of one chunk.
+func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) error {
+	group, _, _, ok := parseChunkKey(key)
+	if !ok {
+		return fmt.Errorf("%w: bad key", ErrCorrupt)
+	}
+	ids, _, err := chunkSeries(chunk)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		s, ok := known[id]
+		if !ok || s.Group != group || schemas[s.Kind] == nil {
+			return fmt.Errorf("%w: holds unknown series %d", ErrCorrupt, id)
+		}
+		if _, err := decodeSeries(chunk, id, d); err != nil {
+			return err
+		}
+		if err := schemas[s.Kind].checkCols(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

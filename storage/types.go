@@ -1,6 +1,10 @@
 package storage
 
-import "time"
+import (
+	"time"
+
+	"github.com/memrec/memrec/storage/wire"
+)
 
 // Run is one recorded (or imported) training run: its metadata and counts.
 // The zero value is not a stored run; runs come from DB.Runs, DB.Run or
@@ -56,18 +60,7 @@ type Counts struct {
 }
 
 // add counts n entries of series kind k.
-func (c *Counts) add(k seriesKind, n int64) {
-	switch k {
-	case kindDevice:
-		c.Samples += n
-	case kindProc:
-		c.ProcSamples += n
-	case kindTorch:
-		c.TorchSamples += n
-	case kindMark:
-		c.Marks += n
-	}
-}
+func (c *Counts) add(k seriesKind, n int64) { *schemas[k].count(c) += n }
 
 // plus adds sign·o to c.
 func (c *Counts) plus(o Counts, sign int64) {
@@ -92,67 +85,29 @@ type Recorder struct {
 	Driver      string  `json:"driver,omitempty"`
 }
 
-// DeviceSample is one NVML reading of a GPU: the device view of memory.
-type DeviceSample struct {
-	T        int64 // Unix ns (stored to 1 µs)
-	GPU      int
-	Used     int64 // bytes used on the device, all processes and the driver
-	Reserved int64 // bytes the driver reserves (NVML Memory_v2); 0 if unknown
-}
+// The records a run stores are the records of the interchange format,
+// defined in package wire (which the recorder's socket shares); they are
+// named here too so that users of storage need not import wire.
+type (
+	DeviceSample = wire.DeviceSample
+	ProcSample   = wire.ProcSample
+	TorchSample  = wire.TorchSample
+	Mark         = wire.Mark
+)
 
-// ProcSample is one process's memory on one GPU as NVML sees it.
-type ProcSample struct {
-	T    int64
-	GPU  int
-	PID  int
-	Used int64
-}
-
-// TorchSample is one reading of PyTorch's caching allocator in one process:
-// the allocator view of memory.
-type TorchSample struct {
-	T             int64
-	GPU           int
-	PID           int
-	Rank          int
-	Allocated     int64
-	Reserved      int64
-	Active        int64
-	InactiveSplit int64
-	PeakAllocated int64 // since the previous report
-	Segments      int64
-	AllocRetries  int64
-	OOMs          int64
-}
-
-// Mark kinds from DESIGN.md. Other kinds are stored as they come.
+// Mark kinds that memrec gives a meaning to. Other kinds are stored as
+// they come.
 const (
-	MarkEpochStart = "epoch_start"
-	MarkEpochEnd   = "epoch_end"
-	MarkStep       = "step"
-	MarkEvent      = "event"
-	MarkOOM        = "oom"
-	MarkExit       = "exit"
+	MarkEpochStart = wire.MarkEpochStart
+	MarkEpochEnd   = wire.MarkEpochEnd
+	MarkStep       = wire.MarkStep
+	MarkEvent      = wire.MarkEvent
+	MarkOOM        = wire.MarkOOM
+	MarkExit       = wire.MarkExit
 )
 
 // None is the value of a Mark's optional integer field that is absent.
-const None = -1
-
-// Mark is a timestamped annotation. Its integer fields are None when absent;
-// a present one is never negative.
-type Mark struct {
-	T     int64
-	Kind  string
-	Epoch int
-	Step  int
-	Rank  int
-	GPU   int
-	PID   int
-	Code  int // exit status, for kind "exit"
-	Text  string
-}
+const None = wire.None
 
 // NewMark returns a mark with every optional field absent.
-func NewMark(t int64, kind string) Mark {
-	return Mark{T: t, Kind: kind, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None}
-}
+func NewMark(t int64, kind string) Mark { return wire.NewMark(t, kind) }

@@ -100,77 +100,16 @@ func (w *runWriter) add(k seriesKey, tns int64) error {
 	return nil
 }
 
-func checkBytes(name string, v int64) error {
-	if v < 0 {
-		return fmt.Errorf("%s is negative (%d)", name, v)
-	}
-	return nil
-}
-
-func (w *runWriter) addDevice(s DeviceSample) error {
-	if err := errors.Join(checkBytes("used_bytes", s.Used), checkBytes("reserved_bytes", s.Reserved)); err != nil {
+// appendRow checks v and buffers it as one row of its kind's series.
+func appendRow[T any](w *runWriter, sc *rowSchema[T], v T) error {
+	if err := sc.check(v); err != nil {
 		return err
 	}
-	w.ints, w.strs = append(w.ints[:0], s.Used, s.Reserved), w.strs[:0]
-	if err := w.add(seriesKey{kind: kindDevice, gpu: s.GPU}, s.T); err != nil {
+	w.ints, w.strs = sc.put(v, w.ints[:0], w.strs[:0])
+	if err := w.add(sc.key(v), sc.time(v)); err != nil {
 		return err
 	}
-	w.run.Counts.Samples++
-	return nil
-}
-
-func (w *runWriter) addProc(s ProcSample) error {
-	if err := checkBytes("used_bytes", s.Used); err != nil {
-		return err
-	}
-	w.ints, w.strs = append(w.ints[:0], s.Used), w.strs[:0]
-	if err := w.add(seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID}, s.T); err != nil {
-		return err
-	}
-	w.run.Counts.ProcSamples++
-	return nil
-}
-
-func (w *runWriter) addTorch(s TorchSample) error {
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{"allocated_bytes", s.Allocated}, {"reserved_bytes", s.Reserved}, {"active_bytes", s.Active},
-		{"inactive_split_bytes", s.InactiveSplit}, {"peak_allocated_bytes", s.PeakAllocated},
-		{"segments", s.Segments}, {"alloc_retries", s.AllocRetries}, {"ooms", s.OOMs}} {
-		if err := checkBytes(c.name, c.v); err != nil {
-			return err
-		}
-	}
-	w.ints = append(w.ints[:0], optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
-		s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs)
-	w.strs = w.strs[:0]
-	if err := w.add(seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID}, s.T); err != nil {
-		return err
-	}
-	w.run.Counts.TorchSamples++
-	return nil
-}
-
-func (w *runWriter) addMark(m Mark) error {
-	if m.Kind == "" {
-		return errors.New("mark has no kind")
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"epoch", m.Epoch}, {"step", m.Step}, {"rank", m.Rank}, {"gpu", m.GPU}, {"pid", m.PID}, {"code", m.Code}} {
-		if f.v < None {
-			return fmt.Errorf("mark %s is negative (%d)", f.name, f.v)
-		}
-	}
-	w.ints = append(w.ints[:0], optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
-		optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code))
-	w.strs = append(w.strs[:0], m.Kind, m.Text)
-	if err := w.add(seriesKey{kind: kindMark}, m.T); err != nil {
-		return err
-	}
-	w.run.Counts.Marks++
+	*sc.count(&w.run.Counts)++
 	return nil
 }
 
@@ -429,28 +368,28 @@ func (a *Appender) SetRecorder(r Recorder) {
 func (a *Appender) AppendDevice(s DeviceSample) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.w.addDevice(s)
+	return appendRow(a.w, &deviceSchema, s)
 }
 
 // AppendProc buffers one per-process sample.
 func (a *Appender) AppendProc(s ProcSample) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.w.addProc(s)
+	return appendRow(a.w, &procSchema, s)
 }
 
 // AppendTorch buffers one allocator sample.
 func (a *Appender) AppendTorch(s TorchSample) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.w.addTorch(s)
+	return appendRow(a.w, &torchSchema, s)
 }
 
 // AppendMark buffers one mark.
 func (a *Appender) AppendMark(m Mark) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.w.addMark(m)
+	return appendRow(a.w, &markSchema, m)
 }
 
 // Commit writes everything buffered so far in one transaction. It blocks

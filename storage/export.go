@@ -1,0 +1,112 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sort"
+
+	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// This file is the export of a run: its run and gpu lines, then every
+// series merged by time into lines of package wire's format.
+
+// exportRun is the run line memrec writes (docs/format.md).
+type exportRun struct {
+	Type       string            `json:"type"`
+	Name       string            `json:"name"`
+	Host       string            `json:"host,omitempty"`
+	StartNS    int64             `json:"start_ns"`
+	EndNS      int64             `json:"end_ns,omitempty"`
+	IntervalNS int64             `json:"interval_ns,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Complete   bool              `json:"complete"`
+	Recorder   *Recorder         `json:"recorder,omitempty"`
+}
+
+type exportGPU struct {
+	Type string `json:"type"`
+	GPU
+}
+
+// Export writes a run as JSON Lines: the run and gpu lines, then every
+// sample, process sample, allocator sample and mark merged in time order.
+// It streams: memory does not grow with the run's length.
+func (db *DB) Export(out io.Writer, r Run) error {
+	w := bufio.NewWriterSize(out, 1<<20)
+	head := exportRun{Type: "run", Name: r.Name, Host: r.Host, StartNS: r.StartNS, EndNS: r.EndNS,
+		IntervalNS: r.IntervalNS, Tags: r.Tags, Complete: r.Complete}
+	if r.Recorder != (Recorder{}) {
+		head.Recorder = &r.Recorder
+	}
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(head); err != nil {
+		return err
+	}
+	gpus := append([]GPU(nil), r.GPUs...)
+	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
+	for _, g := range gpus {
+		if err := enc.Encode(exportGPU{"gpu", g}); err != nil {
+			return err
+		}
+	}
+	series, err := db.Series(r)
+	if err != nil {
+		return err
+	}
+	its := make([]merge.Iterator[line], 0, len(series)+1)
+	for _, s := range series {
+		switch s.Kind {
+		case "device":
+			its = append(its, lines(db.DeviceSamples(r, s.GPU, MinTime, MaxTime), &deviceSchema, wire.AppendDevice))
+		case "proc":
+			its = append(its, lines(db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), &procSchema, wire.AppendProc))
+		case "torch":
+			its = append(its, lines(db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), &torchSchema, wire.AppendTorch))
+		}
+	}
+	its = append(its, lines(db.Marks(r, MinTime, MaxTime), &markSchema, wire.AppendMark))
+	m := merge.New(func(l line) int64 { return l.t }, its...)
+	for m.Next() {
+		if _, err := w.Write(m.At().b); err != nil {
+			return err
+		}
+	}
+	if err := m.Err(); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// line is one exported line and the time it is sorted by.
+type line struct {
+	t int64
+	b []byte
+}
+
+// lineIter formats the values of one series as lines, reusing one buffer
+// (merge.ByTime reads a line before it advances the series).
+type lineIter[T any] struct {
+	it     *Iter[T]
+	time   func(T) int64
+	format func([]byte, T) []byte
+	cur    line
+}
+
+func lines[T any](it *Iter[T], sc *rowSchema[T], format func([]byte, T) []byte) *lineIter[T] {
+	return &lineIter[T]{it: it, time: sc.time, format: format}
+}
+
+func (l *lineIter[T]) Next() bool {
+	if !l.it.Next() {
+		return false
+	}
+	v := l.it.At()
+	l.cur = line{l.time(v), l.format(l.cur.b[:0], v)}
+	return true
+}
+
+func (l *lineIter[T]) At() line   { return l.cur }
+func (l *lineIter[T]) Err() error { return l.it.Err() }

@@ -1,0 +1,337 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// This file is the import pipeline: JSON Lines files (package wire's
+// format, docs/format.md) into the database, parsed in parallel, applied in
+// order, in one transaction. A "run" line starts a run.
+
+// Source is one named input of an import ("-" for standard input).
+type Source struct {
+	Name string
+	R    io.Reader
+}
+
+// ImportOptions configure DB.Import.
+type ImportOptions struct {
+	// Name renames the imported run; the input must then hold exactly one.
+	Name string
+	// Replace deletes a stored run of the same name instead of refusing.
+	Replace bool
+	// Workers parse lines in parallel; zero means GOMAXPROCS.
+	Workers int
+}
+
+// Import reads JSON Lines from every source into the database in one
+// transaction: it either imports every run or, on any error, leaves the
+// file exactly as it was. Errors name the source and line. Unknown fields
+// are ignored. It blocks until done and returns the imported runs.
+func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
+	var runs []Run
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		imp := &importer{tx: tx, opts: opts, names: map[string]bool{}}
+		for _, src := range srcs {
+			imp.src = src.Name
+			if err := imp.read(src.R); err != nil {
+				return err
+			}
+		}
+		if err := imp.finish(); err != nil {
+			return err
+		}
+		runs = imp.done
+		if len(runs) == 0 {
+			return errors.New("import: no run in the input (a file starts with a \"run\" line)")
+		}
+		return nil
+	})
+	return runs, err
+}
+
+// rec is one parsed line and its number.
+type rec struct {
+	wire.Record
+	line int
+}
+
+type importer struct {
+	tx    *bolt.Tx
+	opts  ImportOptions
+	src   string
+	w     *runWriter
+	names map[string]bool
+	done  []Run
+}
+
+func (imp *importer) errf(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: "+format, append([]any{imp.src, line}, args...)...)
+}
+
+// finish writes the current run's remaining chunks into the transaction.
+func (imp *importer) finish() error {
+	if imp.w == nil {
+		return nil
+	}
+	committed, err := imp.w.flush(imp.tx)
+	if err != nil {
+		return fmt.Errorf("%s: write run %q: %w", imp.src, imp.w.run.Name, err)
+	}
+	committed()
+	imp.done = append(imp.done, imp.w.run)
+	imp.w = nil
+	return nil
+}
+
+// runLine is the "run" line: the fields docs/format.md lists, all optional
+// but the name.
+type runLine struct {
+	Name       string          `json:"name"`
+	Host       string          `json:"host"`
+	StartNS    *int64          `json:"start_ns"`
+	EndNS      int64           `json:"end_ns"`
+	IntervalNS int64           `json:"interval_ns"`
+	Tags       map[string]any  `json:"tags"`
+	Complete   *bool           `json:"complete"`
+	Recorder   json.RawMessage `json:"recorder"`
+}
+
+func (imp *importer) startRun(r rec) error {
+	if err := imp.finish(); err != nil {
+		return err
+	}
+	var l runLine
+	if err := json.Unmarshal(r.Raw, &l); err != nil {
+		return imp.errf(r.line, "run: %v", err)
+	}
+	if imp.opts.Name != "" {
+		if len(imp.done) > 0 {
+			return imp.errf(r.line, "a second run in the input, but --name renames exactly one run")
+		}
+		l.Name = imp.opts.Name
+	}
+	if l.Name == "" {
+		return imp.errf(r.line, "run has no name (give one with --name)")
+	}
+	if imp.names[l.Name] {
+		return imp.errf(r.line, "run %q appears twice in the input", l.Name)
+	}
+	imp.names[l.Name] = true
+	run := Run{Name: l.Name, Host: l.Host, EndNS: l.EndNS, IntervalNS: l.IntervalNS, Complete: true}
+	if l.StartNS != nil {
+		run.StartNS = *l.StartNS
+	} else {
+		run.StartNS = MinTime // set from the first sample
+	}
+	if l.Complete != nil {
+		run.Complete = *l.Complete
+	}
+	if len(l.Recorder) > 0 {
+		if err := json.Unmarshal(l.Recorder, &run.Recorder); err != nil {
+			return imp.errf(r.line, "run recorder: %v", err)
+		}
+	}
+	if len(l.Tags) > 0 {
+		run.Tags = map[string]string{}
+		for k, v := range l.Tags {
+			switch v := v.(type) {
+			case string:
+				run.Tags[k] = v
+			case float64, bool, json.Number:
+				run.Tags[k] = fmt.Sprint(v)
+			default:
+				return imp.errf(r.line, "run tag %q: want a string or number, got %T", k, v)
+			}
+		}
+	}
+	run, err := createRun(imp.tx, run, imp.opts.Replace)
+	if err != nil {
+		return imp.errf(r.line, "%w", err)
+	}
+	imp.w = newRunWriter(run)
+	return nil
+}
+
+func (imp *importer) apply(r rec) error {
+	if r.Type == wire.TypeRun {
+		return imp.startRun(r)
+	}
+	w := imp.w
+	if w == nil {
+		return imp.errf(r.line, "data before the first \"run\" line")
+	}
+	var err error
+	switch r.Type {
+	case wire.TypeGPU:
+		var g GPU
+		if err := json.Unmarshal(r.Raw, &g); err != nil {
+			return imp.errf(r.line, "gpu: %v", err)
+		}
+		if g.Index < 0 || g.TotalBytes < 0 {
+			return imp.errf(r.line, "gpu: negative index or total_bytes")
+		}
+		if w.gpus[g.Index] {
+			return imp.errf(r.line, "gpu %d declared twice", g.Index)
+		}
+		w.run.GPUs = append(w.run.GPUs, g)
+		w.gpus[g.Index] = true
+		return nil
+	case wire.TypeSample:
+		err = appendRow(w, &deviceSchema, r.Device)
+		imp.firstTime(r.Device.T)
+	case wire.TypeProc:
+		err = appendRow(w, &procSchema, r.Proc)
+		imp.firstTime(r.Proc.T)
+	case wire.TypeTorch:
+		err = appendRow(w, &torchSchema, r.Torch)
+		imp.firstTime(r.Torch.T)
+	case wire.TypeMark:
+		err = appendRow(w, &markSchema, r.Mark)
+		imp.firstTime(r.Mark.T)
+	}
+	if err != nil {
+		return imp.errf(r.line, "%s: %w", r.Type, err)
+	}
+	return nil
+}
+
+func (imp *importer) firstTime(t int64) {
+	if imp.w.run.StartNS == MinTime {
+		imp.w.run.StartNS = t
+	}
+}
+
+// batch is a slice of input lines parsed by one worker.
+type batch struct {
+	line int // number of the first line
+	data []byte
+	recs []rec
+	err  error
+	out  chan struct{}
+}
+
+const batchBytes = 256 << 10
+
+// read parses the source in parallel and applies the records in order.
+func (imp *importer) read(r io.Reader) error {
+	workers := imp.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	jobs := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+
+	go func() { // split the input into batches of whole lines
+		defer close(jobs)
+		defer close(order)
+		br := bufio.NewReaderSize(r, 1<<20)
+		line := 1
+		var carry []byte
+		for {
+			buf := make([]byte, len(carry), batchBytes+len(carry))
+			copy(buf, carry)
+			n, err := io.ReadFull(br, buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			end := len(buf)
+			if err == nil { // more to come: cut after the last newline
+				if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+					end = i + 1
+				} else {
+					carry = buf
+					continue // a line longer than the batch: keep reading
+				}
+			}
+			carry = append([]byte(nil), buf[end:]...)
+			if end > 0 {
+				b := &batch{line: line, data: buf[:end], out: make(chan struct{})}
+				line += bytes.Count(b.data, []byte{'\n'})
+				select {
+				case order <- b:
+				case <-stop:
+					return
+				}
+				select {
+				case jobs <- b:
+				case <-stop:
+					return
+				}
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				readErr <- nil
+				return
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < workers; i++ {
+		go func() {
+			var p wire.Parser
+			for b := range jobs {
+				b.recs, b.err = parseBatch(&p, b.data, b.line, imp.src)
+				close(b.out)
+			}
+		}()
+	}
+	var err error
+	for b := range order {
+		<-b.out
+		if err == nil {
+			err = b.err
+		}
+		for i := 0; i < len(b.recs) && err == nil; i++ {
+			err = imp.apply(b.recs[i])
+		}
+		if err != nil {
+			close(stop)
+			for range order { // let the reader finish
+			}
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := <-readErr; err != nil {
+		return fmt.Errorf("%s: %w", imp.src, err)
+	}
+	return nil
+}
+
+// parseBatch parses the lines of one batch.
+func parseBatch(p *wire.Parser, data []byte, line int, src string) ([]rec, error) {
+	recs := make([]rec, 0, bytes.Count(data, []byte{'\n'})+1)
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i], data[i+1:]
+		}
+		if len(bytes.TrimSpace(l)) > 0 {
+			r, err := p.Parse(l)
+			if err != nil {
+				return recs, fmt.Errorf("%s:%d: %w", src, line, err)
+			}
+			recs = append(recs, rec{r, line})
+		}
+		line++
+	}
+	return recs, nil
+}

@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// This file is the one place that knows which column of a stored series
+// holds which field. A kind's schema lists its columns and turns one value
+// into a row of them and back; the writer, the iterators and the checks all
+// go through it, so adding a field to a kind is an edit here (and to the
+// type, and to docs/format.md).
+//
+// Rows are columns of int64 and of strings. Optional integers (a Mark's
+// fields, a TorchSample's rank) are stored +1 so that absent (None) is 0.
+// torch stores active minus allocated: the two are usually equal, so the
+// difference is a column of zeros that costs almost nothing.
+
+// seriesKind says what a series holds and so how many columns it has. The
+// numbers are stored in the series table: never reuse one.
+type seriesKind uint8
+
+const (
+	kindMark   seriesKind = 1
+	kindDevice seriesKind = 2
+	kindProc   seriesKind = 3
+	kindTorch  seriesKind = 4
+)
+
+// schema is the untyped part of a kind's schema: what a decoder must find.
+type schema struct {
+	name string   // as SeriesRef.Kind spells it
+	ints []string // int columns, in stored order (names for messages)
+	strs []string // string columns
+	// count is the run's counter of this kind.
+	count func(*Counts) *int64
+}
+
+// rowSchema is a kind's schema with the conversion of its Go type T.
+type rowSchema[T any] struct {
+	schema
+	kind  seriesKind
+	key   func(T) seriesKey
+	time  func(T) int64
+	check func(T) error
+	// put appends v's columns to ints and strs, in schema order.
+	put func(v T, ints []int64, strs []string) ([]int64, []string)
+	// get builds the value of row i of a decoded series with key k.
+	get func(d *decoded, i int, k seriesKey) T
+}
+
+var deviceSchema = rowSchema[DeviceSample]{
+	schema: schema{name: "device", ints: []string{"used", "reserved"},
+		count: func(c *Counts) *int64 { return &c.Samples }},
+	kind: kindDevice,
+	key:  func(s DeviceSample) seriesKey { return seriesKey{kind: kindDevice, gpu: s.GPU} },
+	time: func(s DeviceSample) int64 { return s.T },
+	check: func(s DeviceSample) error {
+		return errors.Join(checkBytes("used_bytes", s.Used), checkBytes("reserved_bytes", s.Reserved))
+	},
+	put: func(s DeviceSample, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, s.Used, s.Reserved), strs
+	},
+	get: func(d *decoded, i int, k seriesKey) DeviceSample {
+		return DeviceSample{T: d.t[i] * 1000, GPU: k.gpu, Used: d.ints[0][i], Reserved: d.ints[1][i]}
+	},
+}
+
+var procSchema = rowSchema[ProcSample]{
+	schema: schema{name: "proc", ints: []string{"used"},
+		count: func(c *Counts) *int64 { return &c.ProcSamples }},
+	kind:  kindProc,
+	key:   func(s ProcSample) seriesKey { return seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID} },
+	time:  func(s ProcSample) int64 { return s.T },
+	check: func(s ProcSample) error { return checkBytes("used_bytes", s.Used) },
+	put: func(s ProcSample, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, s.Used), strs
+	},
+	get: func(d *decoded, i int, k seriesKey) ProcSample {
+		return ProcSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Used: d.ints[0][i]}
+	},
+}
+
+var torchSchema = rowSchema[TorchSample]{
+	schema: schema{name: "torch", ints: []string{"rank+1", "allocated", "reserved", "active-allocated",
+		"inactive_split", "peak_allocated", "segments", "alloc_retries", "ooms"},
+		count: func(c *Counts) *int64 { return &c.TorchSamples }},
+	kind: kindTorch,
+	key:  func(s TorchSample) seriesKey { return seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID} },
+	time: func(s TorchSample) int64 { return s.T },
+	check: func(s TorchSample) error {
+		for _, c := range []struct {
+			name string
+			v    int64
+		}{{"allocated_bytes", s.Allocated}, {"reserved_bytes", s.Reserved}, {"active_bytes", s.Active},
+			{"inactive_split_bytes", s.InactiveSplit}, {"peak_allocated_bytes", s.PeakAllocated},
+			{"segments", s.Segments}, {"alloc_retries", s.AllocRetries}, {"ooms", s.OOMs}} {
+			if err := checkBytes(c.name, c.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	put: func(s TorchSample, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
+			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs), strs
+	},
+	get: func(d *decoded, i int, k seriesKey) TorchSample {
+		c := d.ints
+		return TorchSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]),
+			Allocated: c[1][i], Reserved: c[2][i], Active: c[3][i] + c[1][i], InactiveSplit: c[4][i],
+			PeakAllocated: c[5][i], Segments: c[6][i], AllocRetries: c[7][i], OOMs: c[8][i]}
+	},
+}
+
+var markSchema = rowSchema[Mark]{
+	schema: schema{name: "mark", ints: []string{"epoch+1", "step+1", "rank+1", "gpu+1", "pid+1", "code+1"},
+		strs: []string{"kind", "text"}, count: func(c *Counts) *int64 { return &c.Marks }},
+	kind: kindMark,
+	key:  func(Mark) seriesKey { return seriesKey{kind: kindMark} },
+	time: func(m Mark) int64 { return m.T },
+	check: func(m Mark) error {
+		if m.Kind == "" {
+			return errors.New("mark has no kind")
+		}
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"epoch", m.Epoch}, {"step", m.Step}, {"rank", m.Rank}, {"gpu", m.GPU}, {"pid", m.PID}, {"code", m.Code}} {
+			if f.v < None {
+				return fmt.Errorf("mark %s is negative (%d)", f.name, f.v)
+			}
+		}
+		return nil
+	},
+	put: func(m Mark, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
+			optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code)), append(strs, m.Kind, m.Text)
+	},
+	get: func(d *decoded, i int, _ seriesKey) Mark {
+		c := d.ints
+		return Mark{T: d.t[i] * 1000, Kind: d.strs[0][i], Text: d.strs[1][i],
+			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
+			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
+	},
+}
+
+// schemas indexes the untyped schemas by kind.
+var schemas = map[seriesKind]*schema{
+	kindDevice: &deviceSchema.schema,
+	kindProc:   &procSchema.schema,
+	kindTorch:  &torchSchema.schema,
+	kindMark:   &markSchema.schema,
+}
+
+// cols is the number of int and string columns of kind k.
+func (k seriesKind) cols() (ints, strs int) {
+	if s := schemas[k]; s != nil {
+		return len(s.ints), len(s.strs)
+	}
+	return 0, 0
+}
+
+// checkCols returns ErrCorrupt unless d has the columns of kind k.
+func (s *schema) checkCols(d *decoded) error {
+	if len(d.ints) != len(s.ints) || len(d.strs) != len(s.strs) {
+		return fmt.Errorf("%w: a %s series has %d int and %d string columns, want %d and %d",
+			ErrCorrupt, s.name, len(d.ints), len(d.strs), len(s.ints), len(s.strs))
+	}
+	return nil
+}
+
+func optEncode(v int) int64 {
+	if v < 0 {
+		return 0
+	}
+	return int64(v) + 1
+}
+
+func optDecode(v int64) int { return int(v) - 1 }
+
+func checkBytes(name string, v int64) error {
+	if v < 0 {
+		return fmt.Errorf("%s is negative (%d)", name, v)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestWrongColumnCountIsCorrupt rewrites an allocator chunk with 2 columns
+// instead of its kind's 9: reading it must give ErrCorrupt, not a panic,
+// and Check (what `runs --check` runs) must notice.
+func TestWrongColumnCountIsCorrupt(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "bad.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := importString(db, "in", `{"type":"run","name":"r","start_ns":0}
+{"type":"gpu","gpu":0}
+{"type":"torch","t_ns":1000,"gpu":0,"pid":7,"allocated_bytes":10,"reserved_bytes":20}
+{"type":"torch","t_ns":2000,"gpu":0,"pid":7,"allocated_bytes":11,"reserved_bytes":20}
+`, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if err := db.Check(); err != nil {
+		t.Fatalf("before the damage: %v", err)
+	}
+	rewritten := 0
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketData).Bucket(idKey(r.ID)).Bucket(keyChunks)
+		series, err := seriesTable(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		var torchID uint32
+		for _, s := range series {
+			if s.Kind == kindTorch {
+				torchID = s.ID
+			}
+		}
+		c := chunks.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var d decoded
+			found, err := decodeSeries(v, torchID, &d)
+			if err != nil || !found {
+				continue
+			}
+			rows := make([]int, len(d.t))
+			for i := range rows {
+				rows[i] = i
+			}
+			bad := encodeChunk(nil, d.t, []block{{id: torchID, rows: rows, ints: d.ints[:2]}})
+			if err := chunks.Put(append([]byte(nil), k...), bad); err != nil {
+				return err
+			}
+			rewritten++
+		}
+		return nil
+	})
+	if err != nil || rewritten != 1 {
+		t.Fatalf("rewrite: %v (%d chunks)", err, rewritten)
+	}
+
+	it := db.TorchSamples(r, 0, 7, MinTime, MaxTime)
+	for it.Next() {
+		t.Errorf("read a sample from a damaged chunk: %+v", it.At())
+	}
+	if !errors.Is(it.Err(), ErrCorrupt) {
+		t.Errorf("iterator error = %v, want ErrCorrupt", it.Err())
+	}
+	if err := db.Check(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Check() = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestSchemaRoundTrip puts one value of each kind into columns and gets it
+// back, so every column a schema lists is read back into the same field.
+func TestSchemaRoundTrip(t *testing.T) {
+	t.Parallel()
+	dev := DeviceSample{T: 5000, GPU: 1, Used: 11, Reserved: 12}
+	proc := ProcSample{T: 5000, GPU: 1, PID: 9, Used: 13}
+	torch := TorchSample{T: 5000, GPU: 1, PID: 9, Rank: 2, Allocated: 1, Reserved: 2, Active: 3,
+		InactiveSplit: 4, PeakAllocated: 5, Segments: 6, AllocRetries: 7, OOMs: 8}
+	mark := Mark{T: 5000, Kind: "step", Epoch: 1, Step: 2, Rank: None, GPU: 3, PID: 4, Code: None, Text: "x"}
+	if got := roundTrip(t, &deviceSchema, dev); got != dev {
+		t.Errorf("device: %+v, want %+v", got, dev)
+	}
+	if got := roundTrip(t, &procSchema, proc); got != proc {
+		t.Errorf("proc: %+v, want %+v", got, proc)
+	}
+	if got := roundTrip(t, &torchSchema, torch); got != torch {
+		t.Errorf("torch: %+v, want %+v", got, torch)
+	}
+	if got := roundTrip(t, &markSchema, mark); got != mark {
+		t.Errorf("mark: %+v, want %+v", got, mark)
+	}
+}
+
+func roundTrip[T any](t *testing.T, sc *rowSchema[T], v T) T {
+	t.Helper()
+	ints, strs := sc.put(v, nil, nil)
+	if len(ints) != len(sc.ints) || len(strs) != len(sc.strs) {
+		t.Fatalf("%s: put gave %d+%d columns, schema lists %d+%d", sc.name, len(ints), len(strs), len(sc.ints), len(sc.strs))
+	}
+	d := &decoded{t: []int64{sc.time(v) / 1000}}
+	for _, x := range ints {
+		d.ints = append(d.ints, []int64{x})
+	}
+	for _, x := range strs {
+		d.strs = append(d.strs, []string{x})
+	}
+	return sc.get(d, 0, sc.key(v))
+}
