@@ -19,11 +19,14 @@ Nothing here raises into the training code.
 
 import contextlib
 import os
+import sys
 import threading
+import time
 
-from . import _probe
+from . import _probe, _sites
 
-__all__ = ["epoch", "epoch_start", "epoch_end", "step", "mark", "sample", "flush", "enabled", "stats"]
+__all__ = ["epoch", "epoch_start", "epoch_end", "step", "mark", "sample", "flush", "enabled", "stats",
+           "sites", "snapshot", "track"]
 
 _lock = threading.Lock()
 _instance = None
@@ -65,17 +68,21 @@ def epoch_start(n):
     if p.enabled:
         try:
             p.mark_with_sample("epoch_start", epoch=n)
+            p.sites.epoch_start()
         except Exception:
             pass
 
 
 def epoch_end(n):
     """Marks the end of epoch n, with one allocator sample per CUDA device
-    in use at the same moment."""
+    in use at the same moment and, with sites on, a summary of the
+    allocation sites."""
     p = _get()
     if p.enabled:
         try:
             p.mark_with_sample("epoch_end", epoch=n)
+            if p.sites.mode is not None:
+                p.sites.send(sys.modules.get("torch"), "epoch_end", epoch=n)
         except Exception:
             pass
 
@@ -119,6 +126,135 @@ def sample():
             pass
 
 
+def sites(on=True):
+    """Turns allocation sites on (or off): PyTorch's allocator keeps the
+    Python stack of every live block, a short trace window opens in each
+    epoch, and summaries per site are sent at epoch ends, at an OOM, at exit
+    and on snapshot(). ``memrec record --sites`` (MEMREC_SITES=1) does the same
+    without code."""
+    p = _get()
+    try:
+        p.sites.enable(on)
+        if on:
+            _at_exit(p)
+    except Exception:
+        pass
+
+
+def snapshot(name=None):
+    """Sends a summary of the allocation sites now (sites must be on)."""
+    p = _get()
+    if p.enabled and p.sites.mode is not None:
+        try:
+            p.sites.send(sys.modules.get("torch"), "snapshot", name=name)
+        except Exception:
+            pass
+
+
+class Track:
+    """What memrec.track recorded: events, a list of (site, action, size)
+    in the order they happened (action "alloc" or "free"), and summaries, the
+    per-site figures of each device as dicts (the "sites" JSON line)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.events = []
+        self.summaries = []
+        self.available = False  # torch with CUDA was there to record
+
+
+@contextlib.contextmanager
+def track(name="track"):
+    """Records every allocation and free inside the block with its Python
+    stack, and yields a Track whose events and summaries are filled when the
+    block ends. Works in plain Python without memrec record (it needs torch
+    with CUDA; without them the Track stays empty); under memrec record the
+    summary is stored with the run. Never raises into the block.
+
+        with memrec.track("forward") as t:
+            out = model(x)
+        for site, action, size in t.events: ...
+    """
+    tr = Track(name)
+    torch = sys.modules.get("torch")
+    p = _get()
+    since = 0
+    try:
+        if torch is not None and torch.cuda.is_available():
+            since = time.time_ns() // 1000
+            tr.available = _sites.history(torch, "all")
+    except Exception:
+        tr.available = False
+    try:
+        yield tr
+    finally:
+        if tr.available:
+            try:
+                _track_end(p, torch, tr, since)
+            except Exception:
+                pass
+            try:
+                mode = p.sites.mode
+                _sites.history(torch, mode if mode else None)
+                if mode == "all":  # a window was open: it restarts
+                    p.sites.window_start_us = since
+            except Exception:
+                pass
+
+
+def _track_end(p, torch, tr, since):
+    import json
+
+    snap = _sites.snapshot(torch)
+    kinds = p.sites.kinds or _sites.Frames(os.path.dirname(os.path.abspath(torch.__file__)))
+    traces = snap.get("device_traces") or []
+    for d, trace in enumerate(traces):
+        if not trace:
+            continue
+        for e in trace:
+            action = e.get("action")
+            if action not in ("alloc", "free_completed") or int(e.get("time_us", 0) or 0) < since:
+                continue
+            frames = e.get("frames") or ()
+            i = _sites.site_of(frames, kinds)
+            site = _sites.UNTRACKED if i < 0 else "%s:%d %s" % (
+                os.path.basename(frames[i].get("filename", "")), int(frames[i].get("line", 0) or 0), frames[i].get("name", ""))
+            tr.events.append((site, "alloc" if action == "alloc" else "free", int(e.get("size", 0) or 0)))
+        s = _sites.Summary()
+        s.add(snap, d, kinds, since)
+        head = {"type": "sites", "t_ns": time.time_ns(), "gpu": p._gpu(torch, d), "pid": p.pid, "reason": "track",
+                "name": str(tr.name), "since_ns": since * 1000}
+        r = p.rank()
+        if r is not None:
+            head["rank"] = r
+        line = s.message(head)
+        tr.summaries.append(json.loads(line))
+        if p.enabled:
+            p.put_line(line)
+
+
+_exit_hooked = []
+
+
+def _at_exit(p):
+    """A last summary at exit, once per process."""
+    if _exit_hooked == [os.getpid()]:
+        return
+    _exit_hooked[:] = [os.getpid()]
+    import atexit
+
+    def last():
+        try:
+            q = _get()
+            if q.enabled and q.sites.mode is not None:
+                q.sites.send(sys.modules.get("torch"), "exit")
+                q.flush(2.0)
+        except Exception:
+            pass
+
+    atexit.register(last)
+
+
 def flush(timeout=2.0):
     """Waits until everything queued is sent."""
     try:
@@ -138,7 +274,6 @@ def _autostart():
     probe (its timer samples the allocator once the script uses CUDA) and
     report OOMs that end the script."""
     import atexit
-    import sys
 
     p = _get()
     if not p.enabled:
@@ -154,3 +289,5 @@ def _autostart():
 
     sys.excepthook = hook
     atexit.register(p.flush, 1.0)
+    if p.sites.on:
+        _at_exit(p)

@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+from . import _sites
+
 MAX_QUEUE = 10000
 TIMER_INTERVAL = 0.1
 SEND_INTERVAL = 0.1  # how often the background thread formats and sends
@@ -124,6 +126,9 @@ class Probe:
         self.oom_reported = 0.0  # time of the last OOM report
         self.observer_attached = False
         self.stopped = False
+        self.sites = _sites.Sites(self)
+        if os.environ.get("MEMREC_SITES", "") not in ("", "0"):
+            self.sites.on = True
         if self.enabled:
             self._start_threads()
 
@@ -142,6 +147,10 @@ class Probe:
         q.append(item)
         if len(q) == WAKE_AT:
             self.wake.set()
+
+    def put_line(self, line):
+        """Queues a line formatted already (a site summary)."""
+        self._put((_LINE, line))
 
     def _connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -223,6 +232,10 @@ class Probe:
         if not self.enabled:
             return
         try:
+            if self.sites.on and self.sites.mode is None:
+                t = sys.modules.get("torch")
+                if t is not None:
+                    self.sites.arm(t)
             torch = self._torch()
             if torch is not None and time.monotonic() - self.devices_checked > 5.0:
                 self._devices(torch, rescan=True)
@@ -334,6 +347,8 @@ class Probe:
                     samples.append((self._gpu(torch, d), C._cuda_memoryStats(d)))
                     C._cuda_resetPeakMemoryStats(d)
         self._put((_STEP, t, i, rank, samples))
+        if self.sites.mode is not None:
+            self.sites.step(sys.modules.get("torch"))
 
     def _gpu(self, torch, device):
         """The index memrec's device samples give CUDA device ``device``: its
@@ -375,6 +390,11 @@ class Probe:
 
     def _on_oom(self, device, requested, device_total, device_free):
         """torch's out-of-memory observer: called before the error is raised."""
+        try:
+            if self.sites.mode is not None:
+                self.sites.send(sys.modules.get("torch"), "oom", devices=[device])
+        except Exception:
+            pass
         try:
             text = "CUDA out of memory. Tried to allocate %s on GPU %d (%s free of %s)" % (
                 _size(requested), device, _size(device_free), _size(device_total))
