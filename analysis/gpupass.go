@@ -1,0 +1,510 @@
+package analysis
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// gpuAnalysis is the analysis of one GPU: what its passes share, and one
+// method per pass. analyzeGPU runs them in order: the device pass and the
+// allocator pass read the series once each and keep their values where the
+// later passes need them (at the query times, and the extremes of each
+// floor span, epoch and time slice); the passes after them only compute.
+type gpuAnalysis struct {
+	db   *storage.DB
+	run  storage.Run
+	g    storage.GPU
+	mi   *markIndex
+	opts Options
+	gr   *GPUReport
+
+	hasDevice, hasTorch bool
+	torchPIDs, procPIDs []int
+	steps               []storage.Mark // of the rank on this GPU
+	ooms                []storage.Mark // that concern this GPU
+	slices              []epochSpan    // ten time slices, when there are no epochs
+	start, end          int64          // the timeline's span
+
+	// q are the times at which values are wanted, sorted: epoch and slice
+	// bounds, OOMs, step marks.
+	q []int64
+	// The floor spans: one per step (from its mark to the next) when
+	// per is "step", else short time slices; fx is each one's x.
+	per      string
+	fx       []float64
+	flo, fhi []int64
+
+	used, alloc view
+	stepPeaks   *spans        // the probe's per-step peak, by floor span
+	torchAt     []torchAtTime // the allocator sums at each query time
+	lastUsed    int64         // the last device sample
+}
+
+// view is one series' values where the passes need them.
+type view struct {
+	at                     *atTimes
+	floors, epochs, slices *spans
+}
+
+// torchAtTime is the allocator view (summed over the GPU's processes) at a time.
+type torchAtTime struct {
+	allocated, reserved, inactive, retries int64
+}
+
+// analyzeGPU analyses one GPU of a run.
+func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) (*GPUReport, error) {
+	a := newGPUAnalysis(db, run, g, series, mi, opts)
+	if err := a.devicePass(); err != nil {
+		return nil, err
+	}
+	if err := a.allocatorPass(); err != nil {
+		return nil, err
+	}
+	a.epochDeltas()
+	a.leak()
+	a.unseen()
+	a.oomPostMortems()
+	if err := a.processes(); err != nil {
+		return nil, err
+	}
+	return a.gr, nil
+}
+
+// newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
+// the query times and spans the passes fill.
+func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
+	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts,
+		gr: &GPUReport{GPU: g.Index, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
+	for _, s := range series {
+		if s.GPU != g.Index {
+			continue
+		}
+		switch s.Kind {
+		case "device":
+			a.hasDevice = true
+		case "torch":
+			a.torchPIDs = append(a.torchPIDs, s.PID)
+		case "proc":
+			a.procPIDs = append(a.procPIDs, s.PID)
+		}
+	}
+	a.hasTorch = len(a.torchPIDs) > 0
+	rank := a.rank()
+	a.steps = mi.stepsFor(rank)
+	for _, m := range a.steps {
+		a.gr.Steps = append(a.gr.Steps, StepMark{TNS: m.T, Step: m.Step})
+	}
+	a.slices = timeSlices(run, len(mi.epochs) == 0)
+	a.ooms = oomsFor(mi, g.Index, rank, len(run.GPUs))
+	a.queryTimes()
+	a.floorSpans()
+	a.start, a.end = run.StartNS, max(run.EndNS, run.StartNS+1)
+	a.gr.Timeline = Timeline{StartNS: a.start, EndNS: a.end, Used: Series{Name: "device used"}, DriverReserved: Series{Name: "driver reserved"},
+		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
+	a.used, a.alloc = a.newView(), a.newView()
+	a.stepPeaks = newSpans(a.flo, a.fhi)
+	return a
+}
+
+// rank is the rank that runs on the GPU: the one its probe reported, else
+// the GPU's index if step marks carry that rank, else None.
+func (a *gpuAnalysis) rank() int {
+	rank := storage.None
+	if a.hasTorch {
+		it := a.db.TorchSamples(a.run, a.g.Index, a.torchPIDs[0], storage.MinTime, storage.MaxTime)
+		if it.Next() {
+			rank = it.At().Rank
+		}
+	}
+	if rank == storage.None {
+		if _, ok := a.mi.steps[a.g.Index]; ok {
+			rank = a.g.Index
+		}
+	}
+	return rank
+}
+
+// queryTimes collects the times at which values are wanted.
+func (a *gpuAnalysis) queryTimes() {
+	var q []int64
+	for _, e := range a.mi.epochs {
+		q = append(q, e.start, e.end)
+	}
+	for _, sl := range a.slices {
+		q = append(q, sl.start, sl.end)
+	}
+	for _, m := range a.ooms {
+		q = append(q, m.T)
+	}
+	for _, s := range a.steps {
+		q = append(q, s.T)
+	}
+	slices.Sort(q)
+	a.q = slices.Compact(q)
+}
+
+// index is the position of query time t in a.q.
+func (a *gpuAnalysis) index(t int64) int { i, _ := slices.BinarySearch(a.q, t); return i }
+
+// floorSpans cuts the run into the spans whose minima are the floors: one
+// per step (from its mark to the next), or 300 time slices.
+func (a *gpuAnalysis) floorSpans() {
+	steps, run := a.steps, a.run
+	if len(steps) >= 2 {
+		a.per = "step"
+		for i := 0; i < len(steps); i++ {
+			end := a.mi.endNS + 1
+			if i+1 < len(steps) {
+				end = steps[i+1].T
+			}
+			if end <= steps[i].T {
+				continue
+			}
+			a.fx = append(a.fx, float64(steps[i].Step))
+			a.flo = append(a.flo, steps[i].T)
+			a.fhi = append(a.fhi, end)
+		}
+		return
+	}
+	a.per = "time"
+	n := 300
+	w := max((run.EndNS-run.StartNS)/int64(n), max(run.IntervalNS, 1))
+	for t := run.StartNS; t < run.EndNS; t += w {
+		a.fx = append(a.fx, float64(t-run.StartNS)/1e9)
+		a.flo = append(a.flo, t)
+		a.fhi = append(a.fhi, t+w)
+	}
+}
+
+// newView makes the empty trackers of one series.
+func (a *gpuAnalysis) newView() view {
+	epochLo, epochHi := make([]int64, len(a.mi.epochs)), make([]int64, len(a.mi.epochs))
+	for i, e := range a.mi.epochs {
+		epochLo[i], epochHi[i] = e.start, e.end+1
+	}
+	sliceLo, sliceHi := make([]int64, len(a.slices)), make([]int64, len(a.slices))
+	for i, sl := range a.slices {
+		sliceLo[i], sliceHi[i] = sl.start, sl.end+1
+	}
+	return view{at: newAtTimes(a.q), floors: newSpans(a.flo, a.fhi),
+		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi)}
+}
+
+// add places one sample of the series in every tracker but the query times.
+func (v view) add(t, x int64) {
+	v.floors.add(t, x)
+	v.epochs.add(t, x)
+	v.slices.add(t, x)
+}
+
+// devicePass reads the device samples: the used and driver-reserved
+// timelines, the peak, and the used memory where later passes need it.
+func (a *gpuAnalysis) devicePass() error {
+	if !a.hasDevice {
+		return nil
+	}
+	gr := a.gr
+	tl := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Used)
+	tld := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.DriverReserved)
+	driverReserved := false
+	it := a.db.DeviceSamples(a.run, a.g.Index, storage.MinTime, storage.MaxTime)
+	var peak storage.DeviceSample
+	first := true
+	for it.Next() {
+		s := it.At()
+		tld.add(s.T, s.Reserved)
+		driverReserved = driverReserved || s.Reserved != 0
+		if first || s.Used > peak.Used {
+			peak, first = s, false
+		}
+		a.used.at.add(s.T, s.Used)
+		a.used.add(s.T, s.Used)
+		tl.add(s.T, s.Used)
+		a.lastUsed = s.Used
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	tl.flush()
+	tld.flush()
+	if !driverReserved {
+		gr.Timeline.DriverReserved = Series{Name: gr.Timeline.DriverReserved.Name}
+	}
+	a.used.at.done()
+	if !first {
+		gr.PeakUsedBytes = i64(peak.Used)
+		gr.Peaks = append(gr.Peaks, makePeak("device_used", peak.Used, peak.T, a.mi, a.steps))
+	}
+	return nil
+}
+
+// allocSum sums the allocator samples of a GPU's processes as they come in
+// time order, each process counting with its latest sample, and keeps the
+// peaks and the fragmentation of the sums.
+type allocSum struct {
+	cur                 torchAtTime
+	last                map[int]storage.TorchSample // by pid
+	firstRetries        int64                       // the retries at the first sample; -1 before it
+	firstRetryNS        *int64                      // when the retries first rose
+	peakA, peakR, peakS storage.TorchSample
+	frags, stucks       []float64
+}
+
+func (s *allocSum) add(x storage.TorchSample) {
+	prev := s.last[x.PID]
+	s.last[x.PID] = x
+	c := &s.cur
+	c.allocated += x.Allocated - prev.Allocated
+	c.reserved += x.Reserved - prev.Reserved
+	c.inactive += x.InactiveSplit - prev.InactiveSplit
+	c.retries += x.AllocRetries - prev.AllocRetries
+	if s.firstRetries < 0 {
+		s.firstRetries = c.retries
+	} else if c.retries > s.firstRetries && s.firstRetryNS == nil {
+		s.firstRetryNS = i64(x.T)
+	}
+	if c.allocated > s.peakA.Allocated || s.peakA.T == 0 {
+		s.peakA = storage.TorchSample{T: x.T, Allocated: c.allocated}
+	}
+	if c.reserved > s.peakR.Reserved || s.peakR.T == 0 {
+		s.peakR = storage.TorchSample{T: x.T, Reserved: c.reserved}
+	}
+	if x.PeakAllocated > s.peakS.PeakAllocated {
+		s.peakS = x
+	}
+}
+
+// allocatorPass reads the allocator samples of every process of the GPU,
+// merged in time order and summed: the allocated and reserved timelines,
+// the peaks, fragmentation, retries, and the sums where later passes need
+// them.
+func (a *gpuAnalysis) allocatorPass() error {
+	if !a.hasTorch {
+		return nil
+	}
+	gr := a.gr
+	a.torchAt = make([]torchAtTime, len(a.q))
+	tq := 0
+	sum := &allocSum{last: map[int]storage.TorchSample{}, firstRetries: -1}
+	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
+	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
+	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
+	var n int64 // samples merged so far
+	for merged.Next() {
+		s := merged.At()
+		n++
+		for tq < len(a.q) && a.q[tq] < s.T {
+			a.torchAt[tq] = sum.cur
+			tq++
+		}
+		sum.add(s)
+		sumA, sumR := sum.cur.allocated, sum.cur.reserved
+		a.alloc.at.add(s.T, sumA)
+		a.alloc.add(s.T, sumA)
+		a.stepPeaks.add(s.T, s.PeakAllocated)
+		tla.add(s.T, sumA)
+		tlr.add(s.T, sumR)
+		if sumR > 0 {
+			f := float64(sumR-sumA) / float64(sumR)
+			st := float64(sum.cur.inactive) / float64(sumR)
+			sum.frags = append(sum.frags, f)
+			sum.stucks = append(sum.stucks, st)
+			gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: n - 1})
+		}
+	}
+	if err := merged.Err(); err != nil {
+		return err
+	}
+	for ; tq < len(a.q); tq++ {
+		a.torchAt[tq] = sum.cur
+	}
+	a.alloc.at.done()
+	tla.flush()
+	tlr.flush()
+	a.allocatorFigures(sum)
+	return nil
+}
+
+// allocatorFigures writes the allocator pass's totals into the report.
+func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
+	gr, mi, steps := a.gr, a.mi, a.steps
+	gr.FirstRetryNS = sum.firstRetryNS
+	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
+	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
+	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
+	gr.Peaks = append(gr.Peaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
+		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps),
+		makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+	if sum.firstRetries >= 0 {
+		gr.AllocRetries = i64(sum.cur.retries - sum.firstRetries)
+	}
+	if len(sum.frags) > 0 {
+		gr.Fragmentation = summarizeFrag(sum.frags, sum.stucks)
+	}
+	decimateFrag(gr, a.opts.Width)
+}
+
+// epochDeltas fills the per-epoch deltas, or the deltas over time slices
+// for a run without epochs.
+func (a *gpuAnalysis) epochDeltas() {
+	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs)
+	if a.gr.Epochs == nil {
+		a.gr.Epochs = []EpochDelta{}
+	}
+	if len(a.mi.epochs) == 0 {
+		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices)
+	}
+}
+
+// deltas is the change of used and allocated memory over each span.
+func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDelta {
+	var out []EpochDelta
+	for i, e := range spans {
+		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open}
+		is, ie := a.index(e.start), a.index(e.end)
+		if a.hasDevice {
+			d.UsedStartBytes, d.UsedEndBytes = a.used.at.at(is), a.used.at.at(ie)
+			if d.UsedStartBytes != nil && d.UsedEndBytes != nil {
+				d.DeltaUsedBytes = i64(*d.UsedEndBytes - *d.UsedStartBytes)
+			}
+			if usedS.n[i] > 0 {
+				d.PeakUsedBytes = i64(usedS.max[i])
+			}
+		}
+		if a.hasTorch {
+			s, t := a.torchAt[is], a.torchAt[ie]
+			if a.alloc.at.at(is) != nil {
+				d.AllocatedStartBytes = i64(s.allocated)
+			}
+			if a.alloc.at.at(ie) != nil {
+				d.AllocatedEndBytes = i64(t.allocated)
+			}
+			if d.AllocatedStartBytes != nil && d.AllocatedEndBytes != nil {
+				d.DeltaAllocatedBytes = i64(t.allocated - s.allocated)
+			}
+			if allocS.n[i] > 0 {
+				d.PeakAllocatedBytes = i64(allocS.max[i])
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// leak builds the floor series (of allocated where the probe reported
+// enough, else of device used) and the step peaks, and judges the leak.
+func (a *gpuAnalysis) leak() {
+	gr := a.gr
+	basis, floors := "device_used", a.used.floors
+	if a.hasTorch && countNonEmpty(a.alloc.floors) >= max(3, countNonEmpty(a.used.floors)/2) {
+		basis, floors = "allocated", a.alloc.floors
+	}
+	for i := range a.fx {
+		if floors.n[i] > 0 {
+			gr.Floors = append(gr.Floors, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: floors.min[i]})
+		}
+		if a.stepPeaks.n[i] > 0 && a.per == "step" {
+			gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.stepPeaks.max[i]})
+		}
+	}
+	gr.Leak = judgeLeak(gr.Floors, basis, a.per, a.mi, a.run, a.g, a.lastUsed, a.hasDevice)
+}
+
+// unseen is the memory PyTorch does not see: device used minus the
+// allocator's reserved, at each query time where both are known.
+func (a *gpuAnalysis) unseen() {
+	if !a.hasDevice || !a.hasTorch {
+		return
+	}
+	var u Unseen
+	var sum int64
+	for i := range a.q {
+		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
+			continue
+		}
+		v := a.used.at.vals[i] - a.torchAt[i].reserved
+		sum += v
+		u.Samples++
+		u.MaxBytes = max(u.MaxBytes, v)
+		u.FinalBytes = v
+	}
+	if u.Samples > 0 {
+		u.MeanBytes = sum / int64(u.Samples)
+		a.gr.Unseen = &u
+	}
+}
+
+// oomPostMortems describes the memory at each OOM of the GPU.
+func (a *gpuAnalysis) oomPostMortems() {
+	gr := a.gr
+	gr.OOMs = []OOM{}
+	for _, m := range a.ooms {
+		i := a.index(m.T)
+		msg, summary, _ := strings.Cut(m.Text, "\n\n")
+		o := OOM{TNS: m.T, Message: msg, Summary: summary, Epoch: a.mi.epochAt(m.T), Step: stepAt(a.steps, m.T)}
+		if a.hasDevice {
+			o.UsedBytes = a.used.at.at(i)
+		}
+		if a.hasTorch && a.alloc.at.at(i) != nil {
+			c := a.torchAt[i]
+			o.AllocatedBytes, o.ReservedBytes = i64(c.allocated), i64(c.reserved)
+			if c.reserved > 0 {
+				o.Fragmentation = f64(float64(c.reserved-c.allocated) / float64(c.reserved))
+			}
+			if gr.AllocRetries != nil {
+				o.AllocRetriesRise = i64(c.retries - a.torchAt[0].retries)
+			}
+		}
+		a.largestGrowthBefore(&o)
+		gr.OOMs = append(gr.OOMs, o)
+	}
+}
+
+// largestGrowthBefore sets the largest growth between consecutive floors
+// among the ten before the OOM.
+func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
+	var prev []FloorPoint
+	for _, f := range a.gr.Floors {
+		if f.TNS <= o.TNS {
+			prev = append(prev, f)
+		}
+	}
+	if len(prev) > 11 {
+		prev = prev[len(prev)-11:]
+	}
+	for k := 1; k < len(prev); k++ {
+		if d := prev[k].Bytes - prev[k-1].Bytes; o.LargestGrowth == nil || d > *o.LargestGrowth {
+			o.LargestGrowth = i64(d)
+			if a.per == "step" {
+				o.LargestGrowthAt = intp(int(prev[k].X))
+			}
+		}
+	}
+}
+
+// processes reads each process's NVML samples: its peak and timeline.
+func (a *gpuAnalysis) processes() error {
+	gr := a.gr
+	for _, pid := range a.procPIDs {
+		it := a.db.ProcSamples(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
+		p := Process{PID: pid, Source: "nvml"}
+		ser := Series{Name: "pid " + strconv.Itoa(pid)}
+		tl := newM4(a.start, a.end, a.opts.Width, &ser)
+		for it.Next() {
+			s := it.At()
+			p.Samples++
+			p.PeakBytes = max(p.PeakBytes, s.Used)
+			tl.add(s.T, s.Used)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		tl.flush()
+		gr.Processes = append(gr.Processes, p)
+		gr.Timeline.Procs = append(gr.Timeline.Procs, ser)
+	}
+	return nil
+}
