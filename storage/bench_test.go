@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 )
 
@@ -163,5 +164,54 @@ func BenchmarkAppenderSecond(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e7, "%core")
 			})
 		}
+	}
+}
+
+// BenchmarkMixes imports each generated mix (8 GPUs at 100 Hz for 10
+// minutes, see tracegen.Mix) and each real H200 run, and reports the stored
+// bytes per JSON line (the file as closed: bbolt's pages included) and the
+// import speed. Each round imports into a new file.
+func BenchmarkMixes(b *testing.B) {
+	inputs := map[string]func() []byte{}
+	var names []string
+	for _, m := range tracegen.Mixes {
+		names = append(names, m)
+		inputs[m] = func() []byte {
+			c, err := tracegen.Mix(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if _, err := tracegen.Write(&buf, c); err != nil {
+				b.Fatal(err)
+			}
+			return buf.Bytes()
+		}
+	}
+	for _, r := range []string{fixtures.CleanRun, fixtures.LeakRun} {
+		names = append(names, r)
+		inputs[r] = func() []byte { return fixtures.Read(b, r) }
+	}
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			in := inputs[name]()
+			lines := bytes.Count(in, []byte("\n"))
+			var size int64
+			for b.Loop() {
+				db, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := db.Import([]Source{{Name: name, R: bytes.NewReader(in)}}, ImportOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				if size, err = db.Size(); err != nil {
+					b.Fatal(err)
+				}
+				db.Close()
+			}
+			b.ReportMetric(float64(size)/float64(lines), "B/line")
+			b.ReportMetric(float64(lines*b.N)/b.Elapsed().Seconds()/1e6, "Mlines/s")
+		})
 	}
 }

@@ -20,10 +20,14 @@ import (
 // zig-zag signed). Timestamps are kept in microseconds (the time quantum:
 // a stored time is the sample's Unix nanoseconds rounded down to 1 µs).
 //
-//	chunk    := version:byte(1) nrows:uvarint span:uvarint timecol nseries:uvarint series*
+//	chunk    := version:byte nrows:uvarint span:uvarint timecol nseries:uvarint series*
 //	timecol  := t0:varint  intcol(nrows-1 deltas t[i]-t[i-1])       (omitted if nrows == 0)
-//	series   := size:uvarint id:uvarint presence nints:uvarint intcol* nstrs:uvarint strcol*
+//	series   := size:uvarint id:uvarint presence nints:uvarint [forms] intcol* nstrs:uvarint strcol*
 //	presence := nruns:uvarint run:uvarint*
+//
+// version is 2 for the chunks this code writes and 1 for those written
+// before column forms: version 1 has no forms list (every int column is a
+// plain intcol) and no offsets form of an intcol. Both are read.
 //
 // span is t[last]-t0, so a reader learns the chunk's time range from its first
 // bytes. size is the byte length of the rest of the series block, so a reader
@@ -37,31 +41,56 @@ import (
 // An intcol of n values (n known from context) stores deltas, scaled by their
 // greatest common divisor, and collapses runs of equal values:
 //
-//	intcol   := first:varint gcd:uvarint [mode:byte (tokens | packed)]
+//	intcol   := first:varint gcd:uvarint [mode:byte (tokens | packed | offsets)]
 //	tokens   := token*                                   (mode 0)
 //	packed   := base:varint bits                         (mode w+1, w in 0..64)
+//	offsets  := base:varint bits                         (mode w+66, w in 0..64)
 //
 // gcd is the GCD of |v[i]-v[i-1]| over the column, 0 when all values are
 // equal (then nothing follows). Otherwise the n-1 scaled deltas q = delta/gcd
-// follow in whichever of two forms is smaller:
+// follow in whichever of three forms is smallest:
 //   - tokens: z:uvarint = zigzag(q); when z is 0 it is followed by r:uvarint,
 //     the number of further zero deltas in the same run;
 //   - packed (frame of reference): every q - base, base the smallest q, in w
 //     bits, little-endian bit order, ceil((n-1)·w/8) bytes. Timestamps with
 //     tens of microseconds of jitter take one byte each this way, on a fixed
-//     schedule none at all (w = 0), and they decode without branches. So a byte count that does not
-// change for a whole chunk costs 2 bytes, one that changes by a multiple of
-// the allocator's 2 MiB segment costs one byte per change, and a timestamp
-// column on a fixed schedule (deltas all equal) costs a few bytes per chunk:
-// the time column's deltas are themselves delta-coded, which makes this the
-// delta-of-delta scheme of Gorilla, byte-aligned for decoding speed.
+//     schedule none at all (w = 0), and they decode without branches;
+//   - offsets: the same bits, but of o = (v[i]-v[0])/gcd, i ≥ 1, the scaled
+//     offsets from the first value, less their smallest. Values that jump
+//     around a range (allocator samples taken at random points of a step)
+//     have offsets of half the span of their deltas: one bit less a value.
+//     Used only where no offset overflows an int64.
+//
+// So a byte count that does not change for a whole chunk costs 2 bytes, one
+// that changes by a multiple of the allocator's 2 MiB segment costs one byte
+// per change, and a timestamp column on a fixed schedule (deltas all equal)
+// costs a few bytes per chunk: the time column's deltas are themselves
+// delta-coded, which makes this the delta-of-delta scheme of Gorilla,
+// byte-aligned for decoding speed.
+//
+// A column may be coded against an earlier column of the same series, its
+// reference, where that is smaller (version 2). The forms list says which:
+//
+//	forms    := nforms:uvarint (col:uvarint ref:uvarint kind:byte)*   (col ascending, ref < col)
+//	kind 1, minus: the column's intcol holds v[i] - ref[i]
+//	kind 2, same:  the column is mask:ceil(n/8) bytes then intcol(m values):
+//	               bit i (low bit of byte i/8 first) is set where v[i] == ref[i],
+//	               and the intcol holds the m values whose bit is clear, in order
+//
+// The writer tries both against every earlier column, for each column whose
+// plain form costs more than a bit a value, and keeps the smallest. In
+// allocator samples peak_allocated equals allocated whenever the peak was
+// reached at the sample (the forward pass still climbing): same costs a bit
+// there and the rest are the step's peak, nearly constant, where the plain
+// column pays three bytes a value. active equals allocated in every run seen;
+// the schema already stores it as active-allocated, a column of zeros.
 //
 //	strcol   := ndict:uvarint (len:uvarint bytes)* intcol(indices into the dictionary)
 //
 // Arithmetic on deltas wraps (two's complement), so every int64 column,
 // including extreme values, round-trips exactly.
 
-const chunkVersion = 1
+const chunkVersion = 2
 
 // maxChunkRows bounds a chunk's rows; writers seal chunks long before.
 const maxChunkRows = 1 << 20
@@ -135,14 +164,62 @@ func appendIntCol(dst []byte, vals []int64) []byte {
 		i++
 	}
 	w := bits.Len64(span)
-	if packed := uvarintLen(zigzag(base)) + (len(q)*w+7)/8; packed >= len(dst)-mark-1 {
-		return dst
+	best := len(dst) - mark - 1 // the tokens' size
+	packed := uvarintLen(zigzag(base)) + (len(q)*w+7)/8
+	// The offsets from the first value, scaled: smaller than the deltas
+	// when values jump around within a range (allocator samples taken at
+	// random points of a step), as their span is half the deltas'.
+	var off []int64
+	var obase int64
+	var ow int
+	ok := false
+	if w > 0 { // on a fixed schedule nothing beats 0 bits a delta
+		off, obase, ow, ok = offsets(vals, g)
 	}
-	dst = append(dst[:mark], byte(w+1))
-	dst = binary.AppendVarint(dst, base)
+	switch olen := uvarintLen(zigzag(obase)) + (len(off)*ow+7)/8; {
+	case ok && olen < packed && olen < best:
+		dst = append(dst[:mark], byte(ow+66))
+		dst = binary.AppendVarint(dst, obase)
+		return appendBits(dst, off, obase, ow)
+	case packed < best:
+		dst = append(dst[:mark], byte(w+1))
+		dst = binary.AppendVarint(dst, base)
+		return appendBits(dst, q, base, w)
+	}
+	return dst
+}
+
+// offsets returns the scaled offsets (v[i]-v[0])/g of vals[1:], their
+// smallest value and the bits their span takes. ok is
+// false when an offset overflows (then only deltas, which wrap, code the
+// column).
+func offsets(vals []int64, g uint64) (off []int64, base int64, w int, ok bool) {
+	if g > math.MaxInt64 {
+		return nil, 0, 0, false
+	}
+	off = make([]int64, len(vals)-1)
+	base, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, v := range vals[1:] {
+		d := v - vals[0]
+		if (v >= vals[0]) != (d >= 0) {
+			return nil, 0, 0, false // v-v[0] overflows
+		}
+		if off[i] = d / int64(g); off[i]*int64(g) != d {
+			return nil, 0, 0, false // only the wrapped deltas divide by g
+		}
+		base, hi = min(base, off[i]), max(hi, off[i])
+	}
+	if hi-base < 0 {
+		return nil, 0, 0, false // the span overflows
+	}
+	return off, base, bits.Len64(uint64(hi - base)), true
+}
+
+// appendBits appends every v-base in w bits, little-endian bit order.
+func appendBits(dst []byte, vals []int64, base int64, w int) []byte {
 	var acc uint64 // bits not yet written, low first
 	n := 0         // how many
-	for _, v := range q {
+	for _, v := range vals {
 		u := uint64(v - base)
 		acc |= u << n
 		if n+w >= 64 { // the word is full: write it, keep the rest of u
@@ -258,9 +335,12 @@ func (r *reader) intCol(dst []int64, n int) []int64 {
 	}
 	mode := r.b[0]
 	r.b = r.b[1:]
-	if mode > 65 {
+	if mode > 130 {
 		r.fail()
 		return dst[:base+1]
+	}
+	if mode >= 66 {
+		return r.unpackOffsets(dst, base, v, g, int(mode-66), n)
 	}
 	if mode > 0 {
 		return r.unpack(dst, base, v, g, int(mode-1), n)
@@ -341,6 +421,43 @@ func (r *reader) unpack(dst []int64, base int, v int64, g uint64, w, n int) []in
 	return dst
 }
 
+// unpackOffsets decodes the offsets form of an intcol into
+// dst[base+1:base+n]: v0 plus each scaled offset.
+func (r *reader) unpackOffsets(dst []int64, base int, v0 int64, g uint64, w, n int) []int64 {
+	q0 := r.varint()
+	data := r.bytes(uint64(((n-1)*w + 7) / 8))
+	if r.err != nil {
+		return dst[:base+1]
+	}
+	out := dst[base : base+n]
+	mask := ^uint64(0) >> (64 - w)
+	if w == 0 {
+		mask = 0
+	}
+	for i := 1; i < n; i++ {
+		out[i] = v0 + int64(uint64(q0+int64(bitsAt(data, (i-1)*w, w)&mask))*g)
+	}
+	return dst
+}
+
+// bitsAt returns the (at most 64) bits of data from bit position bit on,
+// low first; the caller masks off what is beyond its width.
+func bitsAt(data []byte, bit, w int) uint64 {
+	at, shift := bit>>3, uint(bit&7)
+	var x uint64
+	if at+8 <= len(data) {
+		x = binary.LittleEndian.Uint64(data[at:]) >> shift
+		if shift+uint(w) > 64 {
+			x |= uint64(data[at+8]) << (64 - shift)
+		}
+		return x
+	}
+	for k := len(data) - 1; k >= at; k-- { // the last bytes: gather what is left
+		x = x<<8 | uint64(data[k])
+	}
+	return x >> shift
+}
+
 // strCol decodes a strcol of n values, appending them to dst.
 func (r *reader) strCol(dst []string, n int) []string {
 	ndict := r.count(uint64(len(r.b)))
@@ -415,9 +532,7 @@ func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
 		body = binary.AppendUvarint(body, uint64(b.id))
 		body = appendPresence(body, b.rows, len(rowT))
 		body = binary.AppendUvarint(body, uint64(len(b.ints)))
-		for _, c := range b.ints {
-			body = appendIntCol(body, c)
-		}
+		body = appendIntCols(body, b.ints)
 		body = binary.AppendUvarint(body, uint64(len(b.strs)))
 		for _, c := range b.strs {
 			body = appendStrCol(body, c)
@@ -426,6 +541,81 @@ func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
 		dst = append(dst, body...)
 	}
 	return dst
+}
+
+// Column forms (chunk version 2): how a series' int column is coded
+// against an earlier column of the same series, its reference.
+const (
+	formMinus byte = 1 // the intcol holds v[i] - ref[i]
+	formSame  byte = 2 // a bitmap of the rows where v[i] == ref[i], then the others
+)
+
+// colForm says column col is coded in form kind against column ref.
+type colForm struct {
+	col, ref int
+	kind     byte
+}
+
+// appendIntCols appends the forms list and the int columns of one series,
+// each in the smallest of its plain form and its forms against every
+// earlier column. Columns that already cost under a bit a value are left
+// plain without trying.
+func appendIntCols(dst []byte, cols [][]int64) []byte {
+	var forms []colForm
+	coded := make([][]byte, len(cols))
+	var scratch []int64
+	for c, vals := range cols {
+		best := appendIntCol(nil, vals)
+		if len(best) <= len(vals)/8+8 {
+			coded[c] = best
+			continue
+		}
+		form := colForm{col: c}
+		for r := range c {
+			ref := cols[r]
+			scratch = scratch[:0]
+			for i, v := range vals {
+				scratch = append(scratch, v-ref[i])
+			}
+			if b := appendIntCol(nil, scratch); len(b) < len(best) {
+				best, form.ref, form.kind = b, r, formMinus
+			}
+			if b := appendSame(nil, vals, ref, scratch); len(b) < len(best) {
+				best, form.ref, form.kind = b, r, formSame
+			}
+		}
+		coded[c] = best
+		if form.kind != 0 {
+			forms = append(forms, form)
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(forms)))
+	for _, f := range forms {
+		dst = binary.AppendUvarint(dst, uint64(f.col))
+		dst = binary.AppendUvarint(dst, uint64(f.ref))
+		dst = append(dst, f.kind)
+	}
+	for _, b := range coded {
+		dst = append(dst, b...)
+	}
+	return dst
+}
+
+// appendSame appends the formSame coding of vals against ref: a bitmap of
+// len(vals) bits, low bit first, set where the values are equal, then the
+// intcol of the values where they are not. scratch is reused.
+func appendSame(dst []byte, vals, ref, scratch []int64) []byte {
+	mark := len(dst)
+	dst = append(dst, make([]byte, (len(vals)+7)/8)...)
+	scratch = scratch[:0]
+	for i, v := range vals {
+		if v == ref[i] {
+			dst[mark+i/8] |= 1 << (i % 8)
+		} else {
+			scratch = append(scratch, v)
+		}
+	}
+	return appendIntCol(dst, scratch)
 }
 
 func appendPresence(dst []byte, rows []int, nrows int) []byte {
@@ -453,17 +643,18 @@ func appendPresence(dst []byte, rows []int, nrows int) []byte {
 
 // chunkHeader is what a reader learns from a chunk's first bytes.
 type chunkHeader struct {
-	nrows  int
-	t0, t1 int64 // first and last row time, µs
+	version byte
+	nrows   int
+	t0, t1  int64 // first and last row time, µs
 }
 
 func readHeader(r *reader) chunkHeader {
-	if len(r.b) == 0 || r.b[0] != chunkVersion {
+	if len(r.b) == 0 || r.b[0] < 1 || r.b[0] > chunkVersion {
 		r.fail()
 		return chunkHeader{}
 	}
+	h := chunkHeader{version: r.b[0]}
 	r.b = r.b[1:]
-	var h chunkHeader
 	h.nrows = r.count(maxChunkRows)
 	span := r.uvarint()
 	if h.nrows == 0 {
@@ -476,9 +667,63 @@ func readHeader(r *reader) chunkHeader {
 
 // decoded is one series decoded from one chunk: times (µs) and columns.
 type decoded struct {
-	t    []int64
-	ints [][]int64
-	strs [][]string
+	t     []int64
+	ints  [][]int64
+	strs  [][]string
+	forms []colForm // scratch
+	tmp   []int64   // scratch
+}
+
+// forms reads a series' forms list: ascending columns below ncols, each
+// coded against an earlier one.
+func (r *reader) forms(ncols int, dst []colForm) []colForm {
+	n := r.count(uint64(ncols))
+	prev := -1
+	for range n {
+		f := colForm{col: int(r.count(maxCols)), ref: int(r.count(maxCols))}
+		if len(r.b) == 0 {
+			r.fail()
+			return nil
+		}
+		f.kind, r.b = r.b[0], r.b[1:]
+		if f.col >= ncols || f.col <= prev || f.ref >= f.col || (f.kind != formMinus && f.kind != formSame) {
+			r.fail()
+			return nil
+		}
+		prev = f.col
+		dst = append(dst, f)
+	}
+	return dst
+}
+
+// same decodes a formSame column of len(ref) values into dst.
+func (r *reader) same(dst, ref []int64, tmp *[]int64) []int64 {
+	n := len(ref)
+	bitmap := r.bytes(uint64((n + 7) / 8))
+	if r.err != nil {
+		return dst
+	}
+	eq := 0
+	for _, b := range bitmap {
+		eq += bits.OnesCount8(b)
+	}
+	if n%8 != 0 && bitmap[len(bitmap)-1]>>(n%8) != 0 {
+		r.fail() // bits past the last row
+		return dst
+	}
+	other := r.intCol((*tmp)[:0], n-eq)
+	*tmp = other
+	if r.err != nil {
+		return dst
+	}
+	dst = slices.Grow(dst, n)
+	for i, v := range ref {
+		if bitmap[i/8]>>(i%8)&1 == 0 {
+			v, other = other[0], other[1:]
+		}
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 // decodeSeries decodes series id from chunk b, reusing d's slices. It
@@ -510,7 +755,7 @@ func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
 		if uint32(br.uvarint()) != id {
 			continue
 		}
-		ok := decodeBlock(&br, rowT, d)
+		ok := decodeBlock(&br, h.version, rowT, d)
 		if br.err != nil {
 			return false, br.err
 		}
@@ -522,7 +767,7 @@ func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
 
 // decodeBlock decodes a series block's presence and columns into d, turning
 // the chunk's row times into the series' own times.
-func decodeBlock(r *reader, rowT []int64, d *decoded) bool {
+func decodeBlock(r *reader, version byte, rowT []int64, d *decoded) bool {
 	nruns := r.count(uint64(len(r.b)))
 	row, n := 0, 0 // rows walked, present rows kept (compacted in place)
 	for i := 0; i < nruns && r.err == nil; i++ {
@@ -544,7 +789,28 @@ func decodeBlock(r *reader, rowT []int64, d *decoded) bool {
 	d.t = rowT[:n]
 	nints := r.count(maxCols)
 	d.ints = resize(d.ints, nints)
+	var forms []colForm
+	if version >= 2 {
+		forms = r.forms(nints, d.forms[:0])
+		d.forms = forms
+	}
 	for i := range d.ints {
+		if len(forms) > 0 && forms[0].col == i {
+			f := forms[0]
+			forms = forms[1:]
+			ref := d.ints[f.ref]
+			if f.kind == formSame {
+				d.ints[i] = r.same(d.ints[i][:0], ref, &d.tmp)
+				continue
+			}
+			d.ints[i] = r.intCol(d.ints[i][:0], n)
+			if r.err == nil {
+				for k, v := range ref {
+					d.ints[i][k] += v
+				}
+			}
+			continue
+		}
 		d.ints[i] = r.intCol(d.ints[i][:0], n)
 	}
 	nstrs := r.count(maxCols)

@@ -79,6 +79,104 @@ func TestIntColPackedForms(t *testing.T) {
 	}
 }
 
+func TestIntColOffsetsForm(t *testing.T) {
+	// Allocator samples taken at random points of a step: multiples of
+	// 512 B anywhere in 6 GiB. Their offsets from the first value span 24
+	// bits, their deltas 25.
+	rng := rand.New(rand.NewPCG(9, 10))
+	vals := make([]int64, 4096)
+	for i := range vals {
+		vals[i] = 3<<30 + rng.Int64N(6<<30)/512*512
+	}
+	b := appendIntCol(nil, vals)
+	r := reader{b: b}
+	got := r.intCol(nil, len(vals))
+	if r.err != nil || len(r.b) != 0 || !slices.Equal(got, vals) {
+		t.Fatalf("round trip failed (%v)", r.err)
+	}
+	// first, gcd (512), mode, base; then 24 bits a value.
+	if want := 24 * (len(vals) - 1) / 8; len(b) > want+20 {
+		t.Errorf("%d bytes, want <= %d", len(b), want+20)
+	}
+	if mode := b[binary.PutVarint(make([]byte, 10), vals[0])+2]; mode != 66+24 {
+		t.Errorf("mode %d, want the offsets form with 24 bits (%d)", mode, 66+24)
+	}
+}
+
+// formsChunk is one allocator series whose columns relate as in real runs:
+// active equal to allocated, peak equal to allocated at about half the
+// samples, a column a constant above allocated, and one unrelated.
+func formsChunk(rng *rand.Rand, n int) ([]int64, []block) {
+	rowT := make([]int64, n)
+	rows := make([]int, n)
+	cols := make([][]int64, 5)
+	for i := range n {
+		rowT[i], rows[i] = int64(i)*100_000+rng.Int64N(3000), i
+		alloc := 1<<30 + rng.Int64N(6<<30)/512*512
+		peak := alloc
+		if rng.IntN(2) == 0 {
+			peak = 7<<30 + int64(i/100)*512
+		}
+		vals := []int64{alloc, alloc, peak, alloc + 64<<20, rng.Int64N(1<<30) / 512 * 512}
+		for c := range cols {
+			cols[c] = append(cols[c], vals[c])
+		}
+	}
+	return rowT, []block{{id: 2, rows: rows, ints: cols}}
+}
+
+func TestChunkColumnForms(t *testing.T) {
+	rowT, blocks := formsChunk(rand.New(rand.NewPCG(11, 12)), 4096)
+	cols := blocks[0].ints
+	b := encodeChunk(nil, rowT, blocks)
+	var d decoded
+	if ok, err := decodeSeries(b, 2, &d); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	for c := range cols {
+		if !slices.Equal(d.ints[c], cols[c]) {
+			t.Fatalf("column %d differs", c)
+		}
+	}
+	// The forms chosen: column 1 and 3 minus column 0, column 2 the same
+	// as column 0 where equal; column 4 plain.
+	r := reader{b: appendIntCols(nil, cols)}
+	forms := r.forms(len(cols), nil)
+	want := []colForm{{1, 0, formMinus}, {2, 0, formSame}, {3, 0, formMinus}}
+	if r.err != nil || !slices.Equal(forms, want) {
+		t.Fatalf("forms %v (%v), want %v", forms, r.err, want)
+	}
+	// Each column alone, plain: what the forms save.
+	plain := 0
+	for _, c := range cols {
+		plain += len(appendIntCol(nil, c))
+	}
+	withForms := len(appendIntCols(nil, cols))
+	// Columns 1 and 3 cost a few bytes; column 2 a bit a value and its
+	// other half's offsets (constant but for the slow climb): the
+	// chunk is about the size of columns 0 and 4 alone.
+	alone := len(appendIntCol(nil, cols[0])) + len(appendIntCol(nil, cols[4]))
+	if withForms > alone+len(cols[0])/8+200 || withForms >= plain {
+		t.Errorf("with forms %d bytes, plain %d, columns 0 and 4 alone %d", withForms, plain, alone)
+	}
+}
+
+func TestChunkFormsCorrupt(t *testing.T) {
+	for name, forms := range map[string][]byte{
+		"column out of range":  {1, 5, 0, formMinus},
+		"reference not before": {1, 1, 1, formMinus},
+		"unknown kind":         {1, 1, 0, 9},
+		"not ascending":        {2, 1, 0, formMinus, 1, 0, formSame},
+		"cut short":            {1, 1, 0},
+	} {
+		r := reader{b: forms}
+		r.forms(2, nil)
+		if r.err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
 func TestChunkPresence(t *testing.T) {
 	rowT := []int64{100, 200, 300, 400, 500, 600}
 	blocks := []block{
@@ -111,6 +209,8 @@ func TestChunkPresence(t *testing.T) {
 func FuzzChunkRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add(encodeChunk(nil, []int64{1, 2, 3}, []block{{id: 1, rows: []int{0, 2}, ints: [][]int64{{5, 6}}}}))
+	rowT, blocks := formsChunk(rand.New(rand.NewPCG(7, 8)), 64)
+	f.Add(encodeChunk(nil, rowT, blocks))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d decoded
 		decodeSeries(data, 0, &d) // must not panic
@@ -174,8 +274,15 @@ func chunkFromBytes(data []byte) ([]int64, []block) {
 			}
 		}
 		for c := range bl.ints {
-			for range bl.rows {
-				bl.ints[c] = append(bl.ints[c], next())
+			// Later columns may follow the first, so that the forms
+			// against it are chosen too.
+			follow := c > 0 && next()%2 == 0
+			for i := range bl.rows {
+				v := next()
+				if follow && v%4 != 0 {
+					v = bl.ints[0][i] + v%2
+				}
+				bl.ints[c] = append(bl.ints[c], v)
 			}
 		}
 		if next()%2 == 0 {

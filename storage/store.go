@@ -51,8 +51,9 @@ type Options struct {
 // DB is one memrec database file. It is safe for concurrent use; Close it
 // when done.
 type DB struct {
-	bolt *bolt.DB
-	path string
+	bolt     *bolt.DB
+	path     string
+	readOnly bool
 }
 
 // Open opens (a writer: creates) the database at path. A second writer, or
@@ -78,7 +79,7 @@ func Open(path string, opts Options) (*DB, error) {
 	// Grow the file in small steps: bbolt's default rounds small files up to
 	// a power of two, which can double the size of a small database.
 	b.AllocSize = 256 << 10
-	db := &DB{bolt: b, path: path}
+	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly}
 	if err := db.init(opts.ReadOnly); err != nil {
 		b.Close()
 		return nil, err
@@ -124,10 +125,36 @@ func (db *DB) init(readOnly bool) error {
 // Path returns the file's path.
 func (db *DB) Path() string { return db.path }
 
-// Close releases the file. Iterators must not be used after it.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close releases the file. Iterators must not be used after it, and it
+// must not run concurrently with other methods. A writer first cuts off the
+// room bbolt grew the file by ahead of its pages (up to AllocSize, 256 KiB:
+// as much as 10 minutes of 8 GPUs take), while it still holds the lock.
+func (db *DB) Close() error {
+	var trimErr error
+	if !db.readOnly {
+		trimErr = db.trim()
+	}
+	return errors.Join(db.bolt.Close(), trimErr)
+}
 
-// Size returns the file's size in bytes.
+// trim truncates the file to its last page in use.
+func (db *DB) trim() error {
+	used, err := db.Size()
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(db.path)
+	if err != nil || fi.Size() <= used {
+		return err
+	}
+	if err := os.Truncate(db.path, used); err != nil {
+		return fmt.Errorf("trim %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// Size returns the size in bytes of the file's pages in use (the file is
+// that long once closed).
 func (db *DB) Size() (int64, error) {
 	var n int64
 	err := db.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })

@@ -1,5 +1,7 @@
-// Package tracegen writes synthetic training runs in memrec's JSON Lines
-// format, with known ground truth, for benchmarks and tests.
+// Package tracegen generates synthetic training runs, with known ground
+// truth, for benchmarks and tests: as memrec's JSON Lines (Write) or as
+// calls on any Sink (Generate), which lets a benchmark write hours of run
+// straight into a database.
 //
 // A generated run looks like a data-parallel job recorded by memrec: one
 // NVML tick every Interval (one timestamp per tick, with jitter), a device
@@ -9,6 +11,8 @@
 // at the first step, the allocator cache growing), then holds steady with
 // the sawtooth of activations inside each step; a per-GPU leak adds a fixed
 // number of bytes at each step.
+//
+// Mixes name configurations that stress the codec differently; see Mix.
 package tracegen
 
 import (
@@ -16,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -33,11 +39,21 @@ type Config struct {
 	EpochSteps    int           // steps per epoch; 0 = no epoch marks
 	Procs         bool          // per-process samples
 	LeakPerStep   []int64       // bytes kept per step, by GPU (missing = 0)
-	Seed          uint64
-	Tags          map[string]string
+	// StepEndTorch adds an allocator sample at every step end that carries
+	// the step's peak, which the probe then resets: timer samples report
+	// the peak since the last step end (equal to allocated while the
+	// forward pass still grows).
+	StepEndTorch bool
+	// CacheFlushSteps empties the allocator cache every that many steps
+	// (torch.cuda.empty_cache): reserved and the device's used memory drop,
+	// then grow back during the next step. 0 = never.
+	CacheFlushSteps int
+	Seed            uint64
+	Tags            map[string]string
 }
 
-// Default is an 8-GPU, 100 Hz, 10-minute run: about a million lines.
+// Default is an 8-GPU, 100 Hz, 10-minute run: about a million lines. It is
+// the "steady" mix.
 func Default() Config {
 	return Config{
 		Name: "gen", Start: time.Unix(1764430000, 0), GPUs: 8, Interval: 10 * time.Millisecond,
@@ -45,6 +61,39 @@ func Default() Config {
 		StepTime: 250 * time.Millisecond, EpochSteps: 480, Procs: true, Seed: 1,
 		Tags: map[string]string{"batch_size": "64", "amp": "on"},
 	}
+}
+
+// Mixes are the names Mix knows, in the order benchmarks report them.
+var Mixes = []string{"steady", "realistic", "leak", "churn"}
+
+// Mix returns a named configuration, each 8 GPUs at 100 Hz for 10 minutes:
+//
+//	steady     Default: allocator samples on a 10 Hz timer, the peak flat
+//	           once warm, ±50 µs tick jitter
+//	realistic  what real runs show: ±30 µs tick jitter, allocator samples
+//	           at random points of the step on the timer and one at every
+//	           step end with the step's peak (then reset), so allocated,
+//	           peak and inactive_split move at every sample
+//	leak       realistic with 256 000 B kept per step on every GPU
+//	churn      realistic with the cache emptied every 20 steps: reserved,
+//	           segments and the device's used memory move too
+func Mix(name string) (Config, error) {
+	c := Default()
+	if name == "steady" {
+		return c, nil
+	}
+	c.Jitter = 30 * time.Microsecond
+	c.StepEndTorch = true
+	switch name {
+	case "realistic":
+	case "leak":
+		c.LeakPerStep = slices.Repeat([]int64{256000}, c.GPUs)
+	case "churn":
+		c.CacheFlushSteps = 20
+	default:
+		return Config{}, fmt.Errorf("tracegen: unknown mix %q (known: %v)", name, Mixes)
+	}
+	return c, nil
 }
 
 // TotalBytes is the memory of each generated GPU (an H200).
@@ -58,18 +107,71 @@ const (
 	activations    = 6 << 30    // peak activations inside a step
 	cacheBytes     = 7<<30 + 40 // reserved by the allocator once warm
 	pid0           = 4100
+	page           = 2 << 20 // the allocator's segment rounding
 )
 
 // Truth is what a generated run is known to contain.
 type Truth struct {
-	Lines       int
+	Lines       int // JSON lines (header lines included), or Sink calls
 	Steps       int
 	PeakUsed    []int64 // by GPU
 	LeakPerStep []int64
 }
 
-// Write writes the run to w.
+// RunInfo is a generated run's header.
+type RunInfo struct {
+	Name       string
+	StartNS    int64
+	IntervalNS int64
+	Tags       map[string]string
+}
+
+// GPUInfo is one generated GPU.
+type GPUInfo struct {
+	Index      int
+	UUID       string
+	TotalBytes int64
+}
+
+// Torch is one allocator sample.
+type Torch struct {
+	T                                                int64
+	GPU, PID, Rank                                   int
+	Allocated, Reserved, Active, InactiveSplit, Peak int64
+	Segments                                         int64
+}
+
+// Mark is an epoch or step mark; absent fields are -1.
+type Mark struct {
+	T                 int64
+	Kind              string
+	Epoch, Step, Rank int
+}
+
+// Sink receives a generated run in order: the run, its GPUs, then samples
+// and marks, each group sampled at one tick in time order (allocator
+// samples and marks may precede by a tick the device samples they follow).
+type Sink interface {
+	Run(RunInfo)
+	GPU(GPUInfo)
+	Device(t int64, gpu int, used, reserved int64)
+	Proc(t int64, gpu, pid int, used int64)
+	Torch(Torch)
+	Mark(Mark)
+}
+
+// Write writes the run to w as JSON Lines.
 func Write(w io.Writer, c Config) (Truth, error) {
+	s := &jsonSink{w: bufio.NewWriterSize(w, 1<<20)}
+	truth := Generate(s, c)
+	if err := s.w.Flush(); err != nil {
+		return truth, err
+	}
+	return truth, nil
+}
+
+// Generate calls s for each line of the run, in the order Write writes them.
+func Generate(s Sink, c Config) Truth {
 	d := Default()
 	if c.GPUs == 0 {
 		c.GPUs = d.GPUs
@@ -87,28 +189,18 @@ func Write(w io.Writer, c Config) (Truth, error) {
 		c.Name = d.Name
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6d656d726563))
-	bw := bufio.NewWriterSize(w, 1<<20)
 	truth := Truth{PeakUsed: make([]int64, c.GPUs), LeakPerStep: make([]int64, c.GPUs)}
-	line := func(format string, args ...any) {
-		fmt.Fprintf(bw, format, args...)
-		bw.WriteByte('\n')
-		truth.Lines++
-	}
 	start := c.Start.UnixNano()
-	tags := ""
-	for k, v := range c.Tags {
-		if tags != "" {
-			tags += ","
-		}
-		tags += fmt.Sprintf("%q:%q", k, v)
-	}
-	line(`{"type":"run","name":%q,"host":"gen","start_ns":%d,"interval_ns":%d,"tags":{%s}}`, c.Name, start, c.Interval.Nanoseconds(), tags)
+	s.Run(RunInfo{Name: c.Name, StartNS: start, IntervalNS: c.Interval.Nanoseconds(), Tags: c.Tags})
+	truth.Lines++
 	for g := 0; g < c.GPUs; g++ {
-		line(`{"type":"gpu","gpu":%d,"uuid":"GPU-%08x-0000-0000-0000-%012d","name":"NVIDIA H200","total_bytes":%d}`, g, c.Seed, g, TotalBytes)
+		s.GPU(GPUInfo{Index: g, UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", c.Seed, g), TotalBytes: TotalBytes})
+		truth.Lines++
 		if g < len(c.LeakPerStep) {
 			truth.LeakPerStep[g] = c.LeakPerStep[g]
 		}
 	}
+	mark := func(m Mark) { s.Mark(m); truth.Lines++ }
 
 	// Each rank runs steps of StepTime (with a little noise), reports its
 	// allocator on its timer, and marks each step's end.
@@ -118,7 +210,6 @@ func Write(w io.Writer, c Config) (Truth, error) {
 		stepLen   int64
 		nextTorch int64
 		reserved  int64
-		peakSince int64
 		kept      int64 // leaked bytes so far
 		epochOpen bool
 	}
@@ -129,13 +220,15 @@ func Write(w io.Writer, c Config) (Truth, error) {
 		ranks[i].stepLen = int64(c.StepTime)
 		ranks[i].nextTorch = start + int64(c.TorchInterval) + rng.Int64N(int64(c.TorchInterval)+1)
 	}
-	// phase returns the activation bytes at time t within rank r's step:
-	// a forward ramp up to the peak, then backward freeing it.
+	// frac is how far into rank r's step time t is; phase returns the
+	// activation bytes then: a forward ramp up to the peak, then backward
+	// freeing it.
+	frac := func(r *rank, t int64) float64 { return float64(t-r.stepStart) / float64(r.stepLen) }
 	phase := func(r *rank, t int64) int64 {
 		if c.StepTime == 0 || t < r.stepStart {
 			return 0
 		}
-		f := float64(t-r.stepStart) / float64(r.stepLen)
+		f := frac(r, t)
 		if f < 0.45 {
 			return int64(f/0.45*activations) / 512 * 512
 		}
@@ -147,6 +240,21 @@ func Write(w io.Writer, c Config) (Truth, error) {
 			a += optimizerBytes
 		}
 		return a + phase(r, t)
+	}
+	stepPeak := func(r *rank) int64 { return int64(weightsBytes+optimizerBytes) + r.kept + activations }
+	torch := func(g int, r *rank, tt, a, peak int64) {
+		// The cache grows to its steady size during the first epoch.
+		want := int64(cacheBytes) + r.kept/page*page
+		if r.reserved < want {
+			r.reserved = min(want, max(r.reserved, (a+(20<<20))/page*page))
+		}
+		if r.reserved < a {
+			r.reserved = (a + page) / page * page
+		}
+		split := (r.reserved - a) / 7 / 512 * 512
+		s.Torch(Torch{T: tt, GPU: g, PID: pid0 + g, Rank: g, Allocated: a, Reserved: r.reserved, Active: a,
+			InactiveSplit: split, Peak: peak, Segments: r.reserved / (20 << 20)})
+		truth.Lines++
 	}
 
 	end := start + int64(c.Duration)
@@ -161,44 +269,56 @@ func Write(w io.Writer, c Config) (Truth, error) {
 		}
 		for g := range ranks {
 			r := &ranks[g]
-			// Steps and allocator reports due before this tick.
-			for c.StepTime > 0 && r.stepStart+r.stepLen <= t {
-				r.stepStart += r.stepLen
-				if c.EpochSteps > 0 && r.step%c.EpochSteps == 0 && g == 0 {
-					if r.epochOpen {
-						line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, r.stepStart-1000, r.step/c.EpochSteps-1)
+			// Steps and allocator reports due before this tick, steps first
+			// unless step-end reports need them in time order.
+			for {
+				stepDue := c.StepTime > 0 && r.stepStart+r.stepLen <= t
+				torchDue := c.TorchInterval > 0 && r.nextTorch <= t
+				if stepDue && !(c.StepEndTorch && torchDue && r.nextTorch < r.stepStart+r.stepLen) {
+					peak := stepPeak(r)
+					r.stepStart += r.stepLen
+					if c.EpochSteps > 0 && r.step%c.EpochSteps == 0 && g == 0 {
+						if r.epochOpen {
+							mark(Mark{T: r.stepStart - 1000, Kind: "epoch_end", Epoch: r.step/c.EpochSteps - 1, Step: -1, Rank: -1})
+						}
+						mark(Mark{T: r.stepStart, Kind: "epoch_start", Epoch: r.step / c.EpochSteps, Step: -1, Rank: -1})
+						r.epochOpen = true
 					}
-					line(`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":%d}`, r.stepStart, r.step/c.EpochSteps)
-					r.epochOpen = true
+					if g < len(c.LeakPerStep) {
+						r.kept += c.LeakPerStep[g]
+					}
+					mark(Mark{T: r.stepStart, Kind: "step", Epoch: -1, Step: r.step, Rank: g})
+					r.step++
+					if g == 0 {
+						truth.Steps = r.step
+					}
+					r.stepLen = int64(c.StepTime) + rng.Int64N(int64(c.StepTime)/50+1)
+					if c.StepEndTorch {
+						if c.CacheFlushSteps > 0 && r.step%c.CacheFlushSteps == 0 {
+							a := allocated(g, r, r.stepStart)
+							r.reserved = (a + page - 1) / page * page
+						}
+						torch(g, r, r.stepStart, allocated(g, r, r.stepStart), peak)
+					}
+					continue
 				}
-				if g < len(c.LeakPerStep) {
-					r.kept += c.LeakPerStep[g]
+				if !torchDue {
+					break
 				}
-				line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":%d}`, r.stepStart, r.step, g)
-				r.step++
-				if g == 0 {
-					truth.Steps = r.step
-				}
-				r.stepLen = int64(c.StepTime) + rng.Int64N(int64(c.StepTime)/50+1)
-			}
-			for c.TorchInterval > 0 && r.nextTorch <= t {
 				tt := r.nextTorch
 				a := allocated(g, r, tt)
-				peak := max(a, int64(weightsBytes+optimizerBytes)+r.kept+activations)
-				if r.step == 0 {
+				var peak int64
+				switch {
+				case r.step == 0:
 					peak = a
+				case !c.StepEndTorch:
+					peak = max(a, stepPeak(r))
+				case tt >= r.stepStart && frac(r, tt) < 0.45:
+					peak = a // still climbing since the reset
+				default:
+					peak = stepPeak(r)
 				}
-				// The cache grows to its steady size during the first epoch.
-				want := int64(cacheBytes) + r.kept/(2<<20)*(2<<20)
-				if r.reserved < want {
-					r.reserved = min(want, max(r.reserved, (a+(20<<20))/(2<<20)*(2<<20)))
-				}
-				if r.reserved < a {
-					r.reserved = (a + (2 << 20)) / (2 << 20) * (2 << 20)
-				}
-				split := (r.reserved - a) / 7 / 512 * 512
-				line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0}`,
-					tt, g, pid0+g, g, a, r.reserved, a, split, peak, r.reserved/(20<<20))
+				torch(g, r, tt, a, peak)
 				r.nextTorch += int64(c.TorchInterval) + rng.Int64N(4_000_000) - 2_000_000
 			}
 			// Device memory: the context, then whatever the cache reserved;
@@ -213,16 +333,89 @@ func Write(w io.Writer, c Config) (Truth, error) {
 			}
 		}
 		for g := range ranks {
-			line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":644939776}`, t, g, used[g])
+			s.Device(t, g, used[g], 644939776)
+			truth.Lines++
 		}
 		if c.Procs {
 			for g := range ranks {
-				line(`{"type":"proc","t_ns":%d,"gpu":%d,"pid":%d,"used_bytes":%d}`, t, g, pid0+g, used[g]-(4<<20))
+				s.Proc(t, g, pid0+g, used[g]-(4<<20))
+				truth.Lines++
 			}
 		}
 	}
 	if c.EpochSteps > 0 && ranks[0].epochOpen {
-		line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, end-1000, (ranks[0].step-1)/c.EpochSteps)
+		mark(Mark{T: end - 1000, Kind: "epoch_end", Epoch: (ranks[0].step - 1) / c.EpochSteps, Step: -1, Rank: -1})
 	}
-	return truth, bw.Flush()
+	return truth
+}
+
+// jsonSink writes memrec's JSON Lines.
+type jsonSink struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+func (j *jsonSink) line(b []byte) {
+	j.w.Write(b) // a write error sticks in the bufio.Writer; Flush reports it
+	j.w.WriteByte('\n')
+}
+
+func (j *jsonSink) Run(r RunInfo) {
+	tags := ""
+	for k, v := range r.Tags {
+		if tags != "" {
+			tags += ","
+		}
+		tags += fmt.Sprintf("%q:%q", k, v)
+	}
+	j.line(fmt.Appendf(j.buf[:0], `{"type":"run","name":%q,"host":"gen","start_ns":%d,"interval_ns":%d,"tags":{%s}}`, r.Name, r.StartNS, r.IntervalNS, tags))
+}
+
+func (j *jsonSink) GPU(g GPUInfo) {
+	j.line(fmt.Appendf(j.buf[:0], `{"type":"gpu","gpu":%d,"uuid":%q,"name":"NVIDIA H200","total_bytes":%d}`, g.Index, g.UUID, g.TotalBytes))
+}
+
+// The data lines are built with strconv: a 24-hour run is 150 M of them.
+
+func (j *jsonSink) Device(t int64, gpu int, used, reserved int64) {
+	b := append(j.buf[:0], `{"type":"sample","t_ns":`...)
+	b = strconv.AppendInt(b, t, 10)
+	b = append(b, `,"gpu":`...)
+	b = strconv.AppendInt(b, int64(gpu), 10)
+	b = append(b, `,"used_bytes":`...)
+	b = strconv.AppendInt(b, used, 10)
+	b = append(b, `,"reserved_bytes":`...)
+	b = strconv.AppendInt(b, reserved, 10)
+	j.buf = append(b, '}')
+	j.line(j.buf)
+}
+
+func (j *jsonSink) Proc(t int64, gpu, pid int, used int64) {
+	b := append(j.buf[:0], `{"type":"proc","t_ns":`...)
+	b = strconv.AppendInt(b, t, 10)
+	b = append(b, `,"gpu":`...)
+	b = strconv.AppendInt(b, int64(gpu), 10)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"used_bytes":`...)
+	b = strconv.AppendInt(b, used, 10)
+	j.buf = append(b, '}')
+	j.line(j.buf)
+}
+
+func (j *jsonSink) Torch(s Torch) {
+	j.line(fmt.Appendf(j.buf[:0], `{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0}`,
+		s.T, s.GPU, s.PID, s.Rank, s.Allocated, s.Reserved, s.Active, s.InactiveSplit, s.Peak, s.Segments))
+}
+
+func (j *jsonSink) Mark(m Mark) {
+	b := fmt.Appendf(j.buf[:0], `{"type":"mark","t_ns":%d,"kind":%q`, m.T, m.Kind)
+	if m.Epoch >= 0 {
+		b = fmt.Appendf(b, `,"epoch":%d`, m.Epoch)
+	}
+	if m.Step >= 0 {
+		b = fmt.Appendf(b, `,"step":%d,"rank":%d`, m.Step, m.Rank)
+	}
+	j.buf = append(b, '}')
+	j.line(j.buf)
 }
