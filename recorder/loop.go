@@ -72,8 +72,14 @@ func (s *Sampler) runLoop(ctx context.Context, loop sampleLoop) SamplerStats {
 		case loopTick:
 			st.Ticks++
 			hist.add(r.Late)
+			if s.Progress != nil {
+				s.Progress.Ticks.Add(1)
+			}
 		case loopMissed:
 			st.Missed += r.Count
+			if s.Progress != nil {
+				s.Progress.Missed.Add(r.Count)
+			}
 		case loopInvalid:
 			st.Invalid++
 		case loopFailed:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -48,6 +49,9 @@ type Options struct {
 	SocketDir string
 	// Signals, if set, replaces the process's SIGINT/SIGTERM (tests).
 	Signals <-chan os.Signal
+	// Metrics, if set, is where the live metrics are served (see Live)
+	// while recording; Record closes it.
+	Metrics net.Listener
 }
 
 // Result is what a recording did.
@@ -149,11 +153,26 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		fmt.Fprintf(o.Log, "memrec: WARNING: NOT RECORDING: %v; the command runs anyway\n", o.DBErr)
 	}
 
+	var live *Live
+	if o.Metrics != nil {
+		if run.Host == "" {
+			run.Host, _ = os.Hostname()
+		}
+		live = NewLive(run, o.ProcsEvery)
+		sink = live.Wrap(sink)
+	}
 	counted := &countingSink{Sink: sink}
 	sink = counted
 	ln, err := Listen(o.SocketDir, sink)
 	if err != nil {
 		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
+	}
+	if live != nil {
+		if ln != nil {
+			live.SetDropped(func() int64 { return ln.Stats().Dropped })
+		}
+		stopServing := live.Serve(o.Metrics)
+		defer stopServing()
 	}
 
 	sctx, stop := context.WithCancel(ctx)
@@ -165,6 +184,9 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
 		OnError: rateLimited(o.Log, "sampling")}
+	if live != nil {
+		sampler.Progress = live.Progress()
+	}
 	var stats SamplerStats
 	sampled := make(chan struct{})
 	go func() {

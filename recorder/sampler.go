@@ -35,6 +35,9 @@ type Sampler struct {
 	Sink   Sink
 	// OnError is called for a failed read or a refused sample; nil ignores.
 	OnError func(error)
+	// Progress, if set, counts ticks taken and missed as they happen (for
+	// live metrics); SamplerStats has the same counts at the end.
+	Progress *Progress
 }
 
 // SamplerStats are what the sampler measured about itself. Safe to copy.
@@ -165,11 +168,17 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 			skip := int64(late / s.Interval)
 			st.Missed += skip
 			k += skip
+			if s.Progress != nil {
+				s.Progress.Missed.Add(skip)
+			}
 			continue
 		} else {
 			hist.add(late)
 		}
 		st.Ticks++
+		if s.Progress != nil {
+			s.Progress.Ticks.Add(1)
+		}
 		t := now.UnixNano()
 		for _, g := range s.GPUs {
 			err := s.Source.Read(g, now, &r)

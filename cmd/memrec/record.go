@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -33,6 +34,7 @@ type recordOptions struct {
 	sampler     string
 	cpuProfile  string
 	torch       bool
+	metricsAddr string
 	// openNVML opens NVML; tests open go-nvml's mocks.
 	openNVML func() (*recorder.NVML, error)
 }
@@ -52,7 +54,8 @@ With --source sim a simulated training job stands in for the GPUs: use it on a
 machine without a GPU.`,
 		Example: `  memrec record --name bs64 --tag batch_size=64 -- python train.py --bs 64
   memrec record --interval 1ms --gpus 0 --procs --duration 60s
-  memrec record --source sim --sim-scenario leak --duration 10s`,
+  memrec record --source sim --sim-scenario leak --duration 10s
+  memrec record --metrics-addr :9400 -- python train.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				o.command = args[dash:]
@@ -75,6 +78,7 @@ machine without a GPU.`,
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
@@ -203,6 +207,15 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.metricsAddr != "" {
+		ln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %q: %w", o.metricsAddr, err)
+		}
+		defer ln.Close() // Record closes it; this covers its early errors
+		opts.Metrics = ln
+		fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
 	}
 	res, err := recorder.Record(ctx, opts)
 	if err != nil {

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// promQuery asks Prometheus' HTTP API for an instant query.
+func promQuery(addr, q string, at time.Time) (promResponse, error) {
+	var r promResponse
+	u := "http://" + addr + "/api/v1/query?" + url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}}.Encode()
+	resp, err := http.Get(u)
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", body, err)
+	}
+	if r.Status != "success" {
+		return r, fmt.Errorf("query %q: %s", q, body)
+	}
+	return r, nil
+}
+
+type promResponse struct {
+	Status string `json:"status"`
+	Data   struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Values [][2]any          `json:"values"` // [unix seconds, "value"]
+		} `json:"result"`
+	} `json:"data"`
+}
+
+// TestPrometheusScrapesRecord runs a real Prometheus server (Debian's
+// prometheus package) against memrec record --metrics-addr, then checks
+// every value Prometheus stored against the samples memrec stored: each
+// scraped value of a GPU is one the recorder stored for that GPU close to
+// the scrape's time, and the labels name the GPU as the run does.
+func TestPrometheusScrapesRecord(t *testing.T) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("no prometheus binary on PATH (Debian: apt-get install prometheus; .ci/run installs it): the scrape test needs a real server")
+	}
+	dir := t.TempDir()
+	target, web := freePort(t), freePort(t)
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
+  scrape_interval: 200ms
+  scrape_timeout: 150ms
+scrape_configs:
+  - job_name: memrec
+    static_configs:
+      - targets: ['%s']
+`, target)), 0o644)
+	var plog bytes.Buffer
+	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+web, "--log.level=warn")
+	prom.Stdout, prom.Stderr = &plog, &plog
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		prom.Process.Signal(os.Interrupt)
+		prom.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", plog.String())
+		}
+	}()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		resp, err := http.Get("http://" + web + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready after 60 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Prometheus hands new targets to its scrapers every 5 s: wait until
+	// it has tried the (not yet listening) target once.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var tg struct {
+			Data struct {
+				ActiveTargets []struct {
+					LastScrape time.Time `json:"lastScrape"`
+				} `json:"activeTargets"`
+			} `json:"data"`
+		}
+		if resp, err := http.Get("http://" + web + "/api/v1/targets"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&tg)
+			resp.Body.Close()
+		}
+		if len(tg.Data.ActiveTargets) == 1 && tg.Data.ActiveTargets[0].LastScrape.Year() > 2000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("prometheus has not tried its target after 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	db := filepath.Join(dir, "m.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "2", "--name", "scraped",
+		"--duration", "5s", "--metrics-addr", target)
+	if code != 0 {
+		t.Fatalf("record: %d %s", code, errs)
+	}
+	end := time.Now()
+
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.Run("scraped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string][]storage.DeviceSample{} // by gpu label
+	for _, g := range r.GPUs {
+		it := d.DeviceSamples(r, g.Index, math.MinInt64, math.MaxInt64)
+		for it.Next() {
+			stored[strconv.Itoa(g.Index)] = append(stored[strconv.Itoa(g.Index)], it.At())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// What Prometheus holds of the run; it may still be ingesting the
+	// last scrape, so ask until every GPU has enough samples.
+	var res promResponse
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		res, err = promQuery(web, `memrec_gpu_memory_used_bytes{run="scraped"}[5m]`, end.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enough := len(res.Data.Result) == len(r.GPUs)
+		for _, s := range res.Data.Result {
+			enough = enough && len(s.Values) >= 10
+		}
+		if enough {
+			break
+		}
+		if time.Now().After(deadline) {
+			if resp, err := http.Get("http://" + web + "/api/v1/targets"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				t.Logf("targets: %s", b)
+			}
+			t.Fatalf("prometheus holds %d series (want %d with 10+ samples each): %+v", len(res.Data.Result), len(r.GPUs), res.Data.Result)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, s := range res.Data.Result {
+		gpu := s.Metric["gpu"]
+		idx, _ := strconv.Atoi(gpu)
+		g, ok := r.GPUByIndex(idx)
+		if !ok {
+			t.Fatalf("series for a GPU the run lacks: %v", s.Metric)
+		}
+		if s.Metric["UUID"] != g.UUID || s.Metric["modelName"] != g.Name || s.Metric["Hostname"] != r.Host || s.Metric["job"] != "memrec" {
+			t.Errorf("labels %v, want UUID %q modelName %q Hostname %q", s.Metric, g.UUID, g.Name, r.Host)
+		}
+		samples := stored[gpu]
+		for _, v := range s.Values {
+			ts := time.Duration(v[0].(float64) * float64(time.Second))
+			val, err := strconv.ParseFloat(v[1].(string), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The scrape started at ts and served the newest sample the
+			// sampler had handed over: one taken shortly before (or, as
+			// the request travels, just after) ts. Allow half a second
+			// for a loaded machine.
+			found := false
+			for _, d := range samples {
+				if math.Abs(float64(time.Duration(d.T)-ts)) <= float64(500*time.Millisecond) && float64(d.Used) == val {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("GPU %s: Prometheus has %v at %v, which memrec stored at no tick within 0.5 s", gpu, val, time.Unix(0, int64(ts)))
+			}
+		}
+		t.Logf("GPU %s: %d scraped values, each a stored sample", gpu, len(s.Values))
+	}
+}

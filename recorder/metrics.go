@@ -1,0 +1,290 @@
+package recorder
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// Live keeps the latest value of everything a recording takes, for a
+// Prometheus scrape while it runs.
+//
+// Writers (the sampler, the marks listener) store each new value with one
+// atomic pointer store; a scrape loads those pointers and builds its answer
+// from what they point to, which is never changed again. The two sides share
+// no lock, so a scrape never waits for the sampler, and the sampler never
+// waits for a scrape, however slow the scraper reads. The only lock is taken
+// by writers alone, and only when a process or rank appears for the first
+// time (the tables are copied on write).
+//
+// Values are as fresh as the sink sees them: the Go sampling loop hands each
+// tick over at once, the native loop once a second (drainEvery).
+type Live struct {
+	run, host  string
+	gpus       map[int]*liveGPU // fixed at NewLive
+	order      []int
+	procsEvery time.Duration
+	progress   Progress
+	dropped    atomic.Pointer[func() int64]
+	epoch      atomic.Int64
+	step       atomic.Int64
+
+	mu    sync.Mutex // writers only, to add a key to procs or torch
+	procs atomic.Pointer[map[procKey]*atomic.Pointer[storage.ProcSample]]
+	torch atomic.Pointer[map[int]*atomic.Pointer[storage.TorchSample]]
+}
+
+// Progress counts the sampler's ticks as they happen. Safe for concurrent
+// use; the zero value counts from zero.
+type Progress struct {
+	Ticks, Missed atomic.Int64
+}
+
+type liveGPU struct {
+	info   storage.GPU
+	labels []string // gpu, UUID, modelName, Hostname, run
+	cur    atomic.Pointer[storage.DeviceSample]
+	// listT is the time of the newest process list of this GPU.
+	listT atomic.Int64
+}
+
+type procKey struct{ gpu, pid int }
+
+// NewLive returns the live view of a recording of run (its name, host and
+// GPUs). procsEvery is the sampler's ProcsEvery: a process not listed for
+// longer than that (and a second) is gone and no longer shown.
+func NewLive(run storage.Run, procsEvery time.Duration) *Live {
+	l := &Live{run: run.Name, host: run.Host, gpus: map[int]*liveGPU{}, procsEvery: procsEvery}
+	for _, g := range run.GPUs {
+		l.gpus[g.Index] = &liveGPU{info: g, labels: []string{strconv.Itoa(g.Index), g.UUID, g.Name, run.Host, run.Name}}
+		l.order = append(l.order, g.Index)
+	}
+	l.epoch.Store(storage.None)
+	l.step.Store(storage.None)
+	l.procs.Store(&map[procKey]*atomic.Pointer[storage.ProcSample]{})
+	l.torch.Store(&map[int]*atomic.Pointer[storage.TorchSample]{})
+	return l
+}
+
+// Progress is where the sampler counts its ticks (Sampler.Progress).
+func (l *Live) Progress() *Progress { return &l.progress }
+
+// SetDropped sets how the number of dropped probe messages is read at each
+// scrape (the listener's count); nil reads 0. Safe for concurrent use.
+func (l *Live) SetDropped(f func() int64) {
+	if f == nil {
+		l.dropped.Store(nil)
+		return
+	}
+	l.dropped.Store(&f)
+}
+
+// Wrap returns a sink that shows every value in the live view and passes it
+// on to next. A value is shown even when next refuses it (a database that
+// cannot be written does not blind the metrics).
+func (l *Live) Wrap(next Sink) Sink { return &liveSink{next: next, l: l} }
+
+type liveSink struct {
+	next Sink
+	l    *Live
+}
+
+func (s *liveSink) AppendDevice(d storage.DeviceSample) error {
+	if g := s.l.gpus[d.GPU]; g != nil {
+		g.cur.Store(&d)
+	}
+	return s.next.AppendDevice(d)
+}
+
+func (s *liveSink) AppendProc(p storage.ProcSample) error {
+	if g := s.l.gpus[p.GPU]; g != nil && p.T > g.listT.Load() {
+		g.listT.Store(p.T)
+	}
+	storeLatest(&s.l.mu, &s.l.procs, procKey{p.GPU, p.PID}, p, func(old storage.ProcSample) bool {
+		return old.T < p.T-int64(s.l.procsEvery)-int64(time.Second) // long gone
+	})
+	return s.next.AppendProc(p)
+}
+
+func (s *liveSink) AppendTorch(t storage.TorchSample) error {
+	storeLatest(&s.l.mu, &s.l.torch, t.Rank, t, nil)
+	return s.next.AppendTorch(t)
+}
+
+func (s *liveSink) AppendMark(m storage.Mark) error {
+	switch {
+	case m.Kind == storage.MarkEpochStart && m.Epoch >= 0:
+		s.l.epoch.Store(int64(m.Epoch))
+	case m.Kind == storage.MarkStep && m.Step >= 0:
+		// Ranks step together; the run's step is the furthest one.
+		for {
+			cur := s.l.step.Load()
+			if int64(m.Step) <= cur || s.l.step.CompareAndSwap(cur, int64(m.Step)) {
+				break
+			}
+		}
+	}
+	return s.next.AppendMark(m)
+}
+
+// storeLatest stores v as key's latest value. A key seen before costs one
+// atomic store; a new key copies the table under mu (writers only), leaving
+// out the entries stale says are gone.
+func storeLatest[K comparable, V any](mu *sync.Mutex, table *atomic.Pointer[map[K]*atomic.Pointer[V]], key K, v V, stale func(V) bool) {
+	if p := (*table.Load())[key]; p != nil {
+		p.Store(&v)
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	old := *table.Load()
+	if p := old[key]; p != nil { // added by another writer meanwhile
+		p.Store(&v)
+		return
+	}
+	next := make(map[K]*atomic.Pointer[V], len(old)+1)
+	for k, p := range old {
+		if stale == nil || !stale(*p.Load()) {
+			next[k] = p
+		}
+	}
+	p := &atomic.Pointer[V]{}
+	p.Store(&v)
+	next[key] = p
+	table.Store(&next)
+}
+
+// The exported metrics. Names follow Prometheus' conventions (base units,
+// _total for counters); the GPU labels are spelled as dcgm-exporter spells
+// them, so dashboards can join the two on gpu, UUID or Hostname.
+var (
+	gpuLabels   = []string{"gpu", "UUID", "modelName", "Hostname", "run"}
+	procLabels  = append(gpuLabels[:len(gpuLabels):len(gpuLabels)], "pid")
+	rankLabels  = append(gpuLabels[:len(gpuLabels):len(gpuLabels)], "pid", "rank")
+	runLabels   = []string{"Hostname", "run"}
+	descUsed    = prometheus.NewDesc("memrec_gpu_memory_used_bytes", "GPU memory in use as NVML reports it: every process and the driver's allocations, not the driver-reserved part.", gpuLabels, nil)
+	descResv    = prometheus.NewDesc("memrec_gpu_memory_reserved_bytes", "GPU memory the driver reserves for itself (NVML memory info v2); 0 where not reported.", gpuLabels, nil)
+	descFree    = prometheus.NewDesc("memrec_gpu_memory_free_bytes", "GPU memory free: total less used less driver-reserved.", gpuLabels, nil)
+	descTotal   = prometheus.NewDesc("memrec_gpu_memory_total_bytes", "GPU memory in all.", gpuLabels, nil)
+	descProc    = prometheus.NewDesc("memrec_process_memory_used_bytes", "GPU memory one process uses on one GPU, from its latest process list.", procLabels, nil)
+	descAlloc   = prometheus.NewDesc("memrec_torch_allocated_bytes", "Memory the rank's PyTorch caching allocator has handed out to tensors.", rankLabels, nil)
+	descTResv   = prometheus.NewDesc("memrec_torch_reserved_bytes", "Memory the rank's PyTorch caching allocator holds from the driver.", rankLabels, nil)
+	descPeak    = prometheus.NewDesc("memrec_torch_step_peak_allocated_bytes", "Peak of allocated memory since the rank's previous report (its last step).", rankLabels, nil)
+	descSplit   = prometheus.NewDesc("memrec_torch_inactive_split_bytes", "Reserved memory in split blocks no tensor uses (fragmentation).", rankLabels, nil)
+	descRetries = prometheus.NewDesc("memrec_torch_alloc_retries_total", "Allocations the rank's allocator retried after freeing its cache.", rankLabels, nil)
+	descOOMs    = prometheus.NewDesc("memrec_torch_ooms_total", "Out-of-memory errors the rank's allocator raised.", rankLabels, nil)
+	descTicks   = prometheus.NewDesc("memrec_recorder_ticks_total", "Sampling ticks the recorder took.", runLabels, nil)
+	descMissed  = prometheus.NewDesc("memrec_recorder_missed_ticks_total", "Sampling ticks the recorder skipped because their time had passed.", runLabels, nil)
+	descDropped = prometheus.NewDesc("memrec_recorder_dropped_messages_total", "Probe messages dropped (malformed, too long, unknown, or dropped by a probe's full queue).", runLabels, nil)
+	descEpoch   = prometheus.NewDesc("memrec_epoch", "The run's current epoch (from epoch_start marks); -1 before the first.", runLabels, nil)
+	descStep    = prometheus.NewDesc("memrec_step", "The furthest step any rank has finished (from step marks); -1 before the first.", runLabels, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (l *Live) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUsed, descResv, descFree, descTotal, descProc, descAlloc, descTResv, descPeak, descSplit, descRetries, descOOMs, descTicks, descMissed, descDropped, descEpoch, descStep} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the latest values, read without
+// waiting for any writer. A GPU not yet sampled is left out.
+func (l *Live) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	var newest int64
+	for _, i := range l.order {
+		g := l.gpus[i]
+		d := g.cur.Load()
+		if d == nil {
+			continue
+		}
+		newest = max(newest, d.T)
+		gauge(descUsed, d.Used, g.labels...)
+		gauge(descResv, d.Reserved, g.labels...)
+		if g.info.TotalBytes > 0 {
+			gauge(descTotal, g.info.TotalBytes, g.labels...)
+			gauge(descFree, max(0, g.info.TotalBytes-d.Used-d.Reserved), g.labels...)
+		}
+	}
+	for k, p := range *l.procs.Load() {
+		g := l.gpus[k.gpu]
+		s := p.Load()
+		// Only the GPU's newest list: a process missing from it is gone.
+		if g == nil || s.T < g.listT.Load() || s.T < newest-int64(l.procsEvery)-int64(time.Second) {
+			continue
+		}
+		gauge(descProc, s.Used, append(g.labels[:len(g.labels):len(g.labels)], strconv.Itoa(k.pid))...)
+	}
+	for rank, p := range *l.torch.Load() {
+		s := p.Load()
+		labels := []string{strconv.Itoa(s.GPU), "", "", l.host, l.run, strconv.Itoa(s.PID), strconv.Itoa(rank)}
+		if g := l.gpus[s.GPU]; g != nil {
+			labels[1], labels[2] = g.info.UUID, g.info.Name
+		}
+		gauge(descAlloc, s.Allocated, labels...)
+		gauge(descTResv, s.Reserved, labels...)
+		gauge(descPeak, s.PeakAllocated, labels...)
+		gauge(descSplit, s.InactiveSplit, labels...)
+		counter(descRetries, s.AllocRetries, labels...)
+		counter(descOOMs, s.OOMs, labels...)
+	}
+	var dropped int64
+	if f := l.dropped.Load(); f != nil {
+		dropped = (*f)()
+	}
+	counter(descTicks, l.progress.Ticks.Load(), l.host, l.run)
+	counter(descMissed, l.progress.Missed.Load(), l.host, l.run)
+	counter(descDropped, dropped, l.host, l.run)
+	gauge(descEpoch, l.epoch.Load(), l.host, l.run)
+	gauge(descStep, l.step.Load(), l.host, l.run)
+}
+
+// Handler serves the live view at /metrics in the Prometheus exposition
+// format (text, or protobuf where the scraper asks for it).
+func (l *Live) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(l)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("memrec: metrics at /metrics\n"))
+	})
+	return mux
+}
+
+// Serve serves Handler on ln until the returned stop is called; stop waits
+// at most a second for scrapes in flight and closes ln.
+func (l *Live) Serve(ln net.Listener) (stop func()) {
+	srv := &http.Server{Handler: l.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln) // returns ErrServerClosed at stop, or the listener's error
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}
+}
