@@ -32,6 +32,18 @@ type Report struct {
 	Events []storage.Mark `json:"-"`
 	// StepTimeS is the median time per step (rank 0 or unranked), if known.
 	StepTimeS *float64 `json:"step_time_s"`
+	// Window is the part of the run analysed, when not all of it; StartNS
+	// and EndNS are then the window's.
+	Window *WindowSpan `json:"window,omitempty"`
+}
+
+// WindowSpan is the part of a run analysed: [FromNS, ToNS] in Unix ns,
+// and the same as seconds since the run's start.
+type WindowSpan struct {
+	FromNS int64   `json:"from_ns"`
+	ToNS   int64   `json:"to_ns"`
+	FromS  float64 `json:"from_s"`
+	ToS    float64 `json:"to_s"`
 }
 
 // MarkCounts count the marks of a run by kind.
@@ -225,6 +237,12 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, StartNS: run.StartNS, EndNS: run.EndNS,
 		DurationS: run.Duration().Seconds(), Complete: run.Complete, Tags: run.Tags, IntervalNS: run.IntervalNS,
 		Recorder: run.Recorder}
+	if _, _, ok := run.Window(); ok {
+		rep.Window = &WindowSpan{FromNS: run.StartNS, ToNS: run.EndNS,
+			FromS: float64(run.StartNS-run.RunStartNS()) / 1e9, ToS: float64(run.EndNS-run.RunStartNS()) / 1e9}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("only the window from %.3f s to %.3f s of the run is analysed; times below count from the window's start",
+			rep.Window.FromS, rep.Window.ToS))
+	}
 	marks, err := loadMarks(db, run)
 	if err != nil {
 		return nil, err

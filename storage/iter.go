@@ -158,6 +158,9 @@ func ceilMicro(ns int64) int64 {
 }
 
 func newIter[T any](db *DB, r Run, sc *rowSchema[T], k seriesKey, from, to int64) *Iter[T] {
+	if w := r.window; w != nil {
+		from, to = max(from, w.from), min(to, w.to)
+	}
 	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
 	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), i: -1, schema: &sc.schema,
 		conv: func(d *decoded, i int) T { return sc.get(d, i, k) }}

@@ -197,6 +197,84 @@ func TestIteratorRange(t *testing.T) {
 	}
 }
 
+// TestWithin checks that a windowed run reads only its window, for every
+// kind of series and for export, and that windows nest.
+func TestWithin(t *testing.T) {
+	db := openTestDB(t)
+	a, err := db.NewAppender(Run{Name: "r", StartNS: 0, GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2*chunkEntries + 5
+	for i := 0; i < n; i++ {
+		ts := int64(i) * 1e6
+		must(t, a.AppendDevice(DeviceSample{T: ts, GPU: 0, Used: int64(i)}))
+		must(t, a.AppendProc(ProcSample{T: ts, GPU: 0, PID: 7, Used: int64(i)}))
+		must(t, a.AppendTorch(TorchSample{T: ts, GPU: 0, PID: 7, Rank: None, Allocated: int64(i)}))
+		if i%100 == 0 {
+			must(t, a.AppendMark(Mark{T: ts, Kind: MarkStep, Step: i, Epoch: None, Rank: None, GPU: None, PID: None, Code: None}))
+		}
+	}
+	must(t, a.Close())
+	whole := a.Run()
+	// [250 ms, 1250 ms): samples 250..1249, marks 300..1200.
+	w := whole.Within(250e6, 1250e6)
+	if w.StartNS != 250e6 || w.EndNS != 1250e6-1 {
+		t.Fatalf("window bounds %d..%d", w.StartNS, w.EndNS)
+	}
+	if from, to, ok := w.Window(); !ok || from != 250e6 || to != 1250e6 {
+		t.Fatalf("Window() = %d, %d, %v", from, to, ok)
+	}
+	count := func(r Run) (dev, proc, torch, marks int) {
+		for it := db.DeviceSamples(r, 0, MinTime, MaxTime); it.Next(); {
+			dev++
+		}
+		for it := db.ProcSamples(r, 0, 7, MinTime, MaxTime); it.Next(); {
+			proc++
+		}
+		for it := db.TorchSamples(r, 0, 7, MinTime, MaxTime); it.Next(); {
+			torch++
+		}
+		for it := db.Marks(r, MinTime, MaxTime); it.Next(); {
+			marks++
+		}
+		return
+	}
+	if d, p, tr, m := count(w); d != 1000 || p != 1000 || tr != 1000 || m != 10 {
+		t.Fatalf("window reads %d device, %d proc, %d torch samples and %d marks; want 1000, 1000, 1000, 10", d, p, tr, m)
+	}
+	// A narrower range asked of the windowed run stays inside the window.
+	it := db.DeviceSamples(w, 0, 0, 300e6)
+	var got []int64
+	for it.Next() {
+		got = append(got, it.At().Used)
+	}
+	if len(got) != 50 || got[0] != 250 {
+		t.Fatalf("range inside the window: %d samples from %v", len(got), first(got))
+	}
+	// Windows nest.
+	if d, _, _, _ := count(w.Within(0, 500e6)); d != 250 {
+		t.Fatalf("nested window reads %d device samples, want 250", d)
+	}
+	// Export writes the window only, as a run that starts there.
+	var out bytes.Buffer
+	must(t, db.Export(&out, w))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2+3000+10 || !strings.Contains(lines[0], `"start_ns":250000000`) {
+		t.Fatalf("export of the window: %d lines, head %s", len(lines), lines[0])
+	}
+	if d, _, _, _ := count(whole); d != n {
+		t.Fatalf("the whole run reads %d device samples, want %d", d, n)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func first(s []int64) any {
 	if len(s) == 0 {
 		return nil

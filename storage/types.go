@@ -23,6 +23,48 @@ type Run struct {
 	Complete bool     `json:"complete"`
 	Counts   Counts   `json:"counts"`
 	Recorder Recorder `json:"recorder,omitempty"`
+
+	// window, when set, limits every read through this value to
+	// [from, to); see Within.
+	window *window
+}
+
+type window struct{ from, to, runStart int64 }
+
+// Within returns a copy of r through which reads see only the data in
+// [from, to) (Unix ns): DeviceSamples, ProcSamples, TorchSamples, Marks
+// and Export clamp their ranges to it, and StartNS and EndNS become the
+// window's bounds inside the run. Reads seek to the window's first chunk,
+// so they cost time in proportion to the window, not to the run. Counts
+// stay the whole run's. Windows nest: the result is the intersection.
+func (r Run) Within(from, to int64) Run {
+	runStart := r.StartNS
+	if r.window != nil {
+		from, to, runStart = max(from, r.window.from), min(to, r.window.to), r.window.runStart
+	}
+	r.window = &window{from: from, to: to, runStart: runStart}
+	r.StartNS = max(r.StartNS, from)
+	if to-1 < r.EndNS {
+		r.EndNS = to - 1
+	}
+	r.EndNS = max(r.EndNS, r.StartNS)
+	return r
+}
+
+// RunStartNS is the start of the whole run, also through a window.
+func (r Run) RunStartNS() int64 {
+	if r.window != nil {
+		return r.window.runStart
+	}
+	return r.StartNS
+}
+
+// Window returns the bounds set by Within, and false for a whole run.
+func (r Run) Window() (from, to int64, ok bool) {
+	if r.window == nil {
+		return MinTime, MaxTime, false
+	}
+	return r.window.from, r.window.to, true
 }
 
 // Duration is the time between the run's start and its last data.

@@ -14,7 +14,8 @@ import (
 
 type analyzeOptions struct {
 	*globals
-	json bool
+	window windowOptions
+	json   bool
 }
 
 func newAnalyzeCmd(g *globals) *cobra.Command {
@@ -23,16 +24,19 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 		Use:   "analyze RUN",
 		Short: "Per-epoch deltas, leak verdict, fragmentation, peaks and OOM post-mortems of a run",
 		Example: `  memrec analyze bs64
-  memrec analyze bs64 --json | jq '.gpus[].leak'`,
+  memrec analyze bs64 --json | jq '.gpus[].leak'
+  memrec analyze bs64 --from epoch:2 --to epoch:3
+  memrec analyze long-run --from 2h --to 2h1m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runAnalyze(o, args[0]) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	addWindowFlags(cmd, &o.window)
 	return cmd
 }
 
-// analyzeRun opens the database and analyses one run.
-func analyzeRun(g *globals, ref string) (*analysis.Report, error) {
+// analyzeRun opens the database and analyses one run, or the window of it.
+func analyzeRun(g *globals, ref string, w windowOptions) (*analysis.Report, error) {
 	db, err := g.openRead()
 	if err != nil {
 		return nil, err
@@ -42,11 +46,14 @@ func analyzeRun(g *globals, ref string) (*analysis.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, err = w.apply(db, r); err != nil {
+		return nil, err
+	}
 	return analysis.Analyze(db, r, analysis.Options{})
 }
 
 func runAnalyze(o *analyzeOptions, ref string) error {
-	rep, err := analyzeRun(o.globals, ref)
+	rep, err := analyzeRun(o.globals, ref, o.window)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,7 @@ the largest value that still fits on the GPU with --headroom is stated.`,
 	f.StringVar(&o.by, "by", "", "fit peak memory against this numeric tag")
 	f.StringVar(&o.headroom, "headroom", "5%", "with --by: memory to keep free, as a percentage of the GPU")
 	addReportFlags(cmd, &o.reportOptions, "")
+	addWindowFlags(cmd, &o.window)
 	return cmd
 }
 
@@ -100,6 +101,11 @@ func runCompare(o *compareOptions, refs []string) error {
 	}
 	if len(runs) < 2 {
 		return errors.New("name at least two runs to compare")
+	}
+	for i := range runs {
+		if runs[i], err = o.window.apply(db, runs[i]); err != nil {
+			return err
+		}
 	}
 	reps, err := analyzeAll(db, runs)
 	if err != nil {

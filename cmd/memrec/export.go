@@ -12,6 +12,7 @@ import (
 
 type exportOptions struct {
 	*globals
+	window windowOptions
 	output string
 	format string // jsonl, csv or tensorboard
 	points int    // tensorboard: points per series
@@ -28,13 +29,15 @@ as one TensorBoard event file in the folder -o DIR.`,
 		Example: `  memrec export bs64-amp > bs64-amp.jsonl
   memrec export 3 -o run3.jsonl
   memrec export bs64-amp --format csv -o bs64-amp.csv
-  memrec export bs64-amp --format tensorboard -o runs/bs64-amp`,
+  memrec export bs64-amp --format tensorboard -o runs/bs64-amp
+  memrec export bs64 --from epoch:2 > bs64-from-epoch2.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(o, args[0]) },
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (tensorboard: this folder)")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, csv or tensorboard")
 	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
+	addWindowFlags(cmd, &o.window)
 	return cmd
 }
 
@@ -46,6 +49,9 @@ func runExport(o *exportOptions, ref string) error {
 	defer db.Close()
 	r, err := db.Run(ref)
 	if err != nil {
+		return err
+	}
+	if r, err = o.window.apply(db, r); err != nil {
 		return err
 	}
 	write := db.Export

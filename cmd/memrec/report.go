@@ -17,6 +17,7 @@ import (
 
 type reportOptions struct {
 	*globals
+	window  windowOptions
 	out     string
 	pngOnly bool
 	width   int
@@ -40,7 +41,7 @@ func newReportCmd(g *globals) *cobra.Command {
   memrec report bs64 --png-only --width 1600 --height 600`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := analyzeRun(o.globals, args[0])
+			rep, err := analyzeRun(o.globals, args[0], o.window)
 			if err != nil {
 				return err
 			}
@@ -48,6 +49,7 @@ func newReportCmd(g *globals) *cobra.Command {
 		},
 	}
 	addReportFlags(cmd, o, "memrec-report")
+	addWindowFlags(cmd, &o.window)
 	return cmd
 }
 
