@@ -127,6 +127,10 @@ type Recorder struct {
 	Driver      string  `json:"driver,omitempty"`
 }
 
+// SourceNvidiaSMI is Recorder.Source of a run imported from nvidia-smi's
+// CSV logs: memory known to 1 MiB, no allocator samples, no marks.
+const SourceNvidiaSMI = "nvidia-smi"
+
 // The records a run stores are the records of the interchange format,
 // defined in package wire (which the recorder's socket shares); they are
 // named here too so that users of storage need not import wire.

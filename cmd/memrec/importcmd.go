@@ -16,6 +16,8 @@ type importOptions struct {
 	*globals
 	name    string
 	replace bool
+	format  string // jsonl or nvidia-smi
+	tz      string // nvidia-smi: the logs' time zone
 }
 
 func newImportCmd(g *globals) *cobra.Command {
@@ -29,16 +31,26 @@ stays as it was. A run whose name is already taken is refused unless renamed
 with --name or replaced with --replace.`,
 		Example: `  memrec import run.jsonl
   memrec import --name bs64-retry --replace run.jsonl.gz
-  zcat runs.jsonl.gz | memrec import -`,
+  zcat runs.jsonl.gz | memrec import -
+  memrec import --format nvidia-smi --name node3 --tz UTC gpu.csv apps.csv`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the imported run (the input must hold exactly one)")
 	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace stored runs of the same name")
+	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, or nvidia-smi for its CSV logs (all files make one run)")
+	cmd.Flags().StringVar(&o.tz, "tz", "Local", "nvidia-smi: time zone of the logs' timestamps (an IANA name such as UTC or Europe/Berlin)")
 	return cmd
 }
 
 func runImport(o *importOptions, files []string) error {
+	switch o.format {
+	case "jsonl":
+	case "nvidia-smi":
+		return runImportNvidiaSMI(o, files)
+	default:
+		return fmt.Errorf("--format %q: want jsonl or nvidia-smi", o.format)
+	}
 	var srcs []storage.Source
 	for _, f := range files {
 		var r io.Reader = o.io.In

@@ -1,0 +1,199 @@
+package nvsmi
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/storage"
+)
+
+func parseStrings(t *testing.T, loc *time.Location, files ...string) (*Log, error) {
+	t.Helper()
+	var srcs []Source
+	for i, f := range files {
+		srcs = append(srcs, Source{Name: []string{"a.csv", "b.csv", "c.csv"}[i], R: strings.NewReader(f)})
+	}
+	return Parse(srcs, loc)
+}
+
+// The four shapes of the two queries, as nvidia-smi's documentation and
+// --help-query-gpu describe them.
+const (
+	gpuWithUnits = `timestamp, index, uuid, memory.used [MiB], memory.total [MiB]
+2026/11/29 22:35:19.123, 0, GPU-aaaa, 1000 MiB, 143771 MiB
+2026/11/29 22:35:19.124, 1, GPU-bbbb, 2000 MiB, 143771 MiB
+2026/11/29 22:35:20.125, 0, GPU-aaaa, [N/A], 143771 MiB
+2026/11/29 22:35:20.126, 1, GPU-bbbb, 2001 MiB, 143771 MiB
+`
+	gpuBare = `2026/11/29 22:35:19.123, 0, GPU-aaaa, 1000, 143771
+2026/11/29 22:35:19.124, 1, GPU-bbbb, 2000, 143771
+2026/11/29 22:35:20.125, 0, GPU-aaaa, [N/A], 143771
+2026/11/29 22:35:20.126, 1, GPU-bbbb, 2001, 143771
+`
+	appsWithUnits = `timestamp, gpu_uuid, pid, used_gpu_memory [MiB]
+2026/11/29 22:35:19.500, GPU-bbbb, 4242, 1500 MiB
+2026/11/29 22:35:20.500, GPU-bbbb, 4242, [N/A]
+`
+	appsBare = `2026/11/29 22:35:19.500, GPU-bbbb, 4242, 1500
+2026/11/29 22:35:20.500, GPU-bbbb, 4242, [N/A]
+`
+)
+
+func TestParseDocumentedShapes(t *testing.T) {
+	utc := time.UTC
+	at := func(s string) int64 { // the timestamps above, read as UTC
+		tm, err := time.ParseInLocation("2006/01/02 15:04:05.000", s, utc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixNano()
+	}
+	wantDev := []storage.DeviceSample{
+		{T: at("2026/11/29 22:35:19.123"), GPU: 0, Used: 1000 << 20},
+		{T: at("2026/11/29 22:35:19.124"), GPU: 1, Used: 2000 << 20},
+		{T: at("2026/11/29 22:35:20.126"), GPU: 1, Used: 2001 << 20},
+	}
+	wantProc := []storage.ProcSample{{T: at("2026/11/29 22:35:19.500"), GPU: 1, PID: 4242, Used: 1500 << 20}}
+	for _, tc := range []struct{ name, gpu, apps string }{
+		{"header and units", gpuWithUnits, appsWithUnits},
+		{"neither", gpuBare, appsBare},
+		{"mixed", gpuWithUnits, appsBare},
+	} {
+		l, err := parseStrings(t, utc, tc.gpu, tc.apps)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(l.GPUs) != 2 || l.GPUs[0] != (storage.GPU{Index: 0, UUID: "GPU-aaaa", TotalBytes: 143771 << 20}) || l.GPUs[1].UUID != "GPU-bbbb" {
+			t.Errorf("%s: GPUs %+v", tc.name, l.GPUs)
+		}
+		if !equalSlices(l.Device, wantDev) || !equalSlices(l.Procs, wantProc) {
+			t.Errorf("%s:\n device %+v\n want   %+v\n procs %+v\n want  %+v", tc.name, l.Device, wantDev, l.Procs, wantProc)
+		}
+		if l.Unavailable != 2 {
+			t.Errorf("%s: %d unavailable values, want 2 (one [N/A] in each log)", tc.name, l.Unavailable)
+		}
+		if iv := l.Interval(); iv != at("2026/11/29 22:35:20.126")-at("2026/11/29 22:35:19.124") && iv != 0 {
+			// GPU 0 has a single sample left, so no interval
+			t.Errorf("%s: interval %d", tc.name, iv)
+		}
+	}
+}
+
+func equalSlices[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTimeZone: the logs carry no zone; the same line read in two zones
+// lies the zones' offset apart.
+func TestTimeZone(t *testing.T) {
+	plus2 := time.FixedZone("x", 2*3600)
+	a, err := parseStrings(t, time.UTC, gpuBare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parseStrings(t, plus2, gpuBare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := a.Device[0].T - b.Device[0].T; d != int64(2*time.Hour) {
+		t.Errorf("UTC minus UTC+2 = %v, want 2h", time.Duration(d))
+	}
+}
+
+// TestAppsOnly: without the GPU log, GPUs get indices in order of first
+// appearance.
+func TestAppsOnly(t *testing.T) {
+	l, err := parseStrings(t, time.UTC, "2026/01/01 00:00:00.000, GPU-z, 1, 10\n2026/01/01 00:00:00.000, GPU-y, 2, 20\n2026/01/01 00:00:01.000, GPU-z, 1, 11\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.GPUs) != 2 || l.GPUs[0].UUID != "GPU-z" || l.GPUs[1].UUID != "GPU-y" || l.Procs[1].GPU != 1 {
+		t.Fatalf("GPUs %+v procs %+v", l.GPUs, l.Procs)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	hdr := "timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n"
+	row := "2026/11/29 22:35:19.123, 0, GPU-a, 1 MiB, 2 MiB\n"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"bad number", []string{hdr + row + "2026/11/29 22:35:19.123, 0, GPU-a, 1x MiB, 2 MiB\n"}, `a.csv:3: memory.used "1x MiB": want a number of MiB`},
+		{"other unit", []string{hdr + "2026/11/29 22:35:19.123, 0, GPU-a, 1 GiB, 2 MiB\n"}, `a.csv:2: memory.used "1 GiB"`},
+		{"unit in header", []string{"timestamp, index, memory.used [GiB]\n"}, `a.csv:1: column "memory.used [GiB]": memory must be in MiB`},
+		{"bad time", []string{row + "2026-11-29T22:35:19, 0, GPU-a, 1, 2\n"}, `a.csv:2: timestamp "2026-11-29T22:35:19": want YYYY/MM/DD HH:MM:SS.mmm`},
+		{"short line", []string{hdr + row + "2026/11/29 22:35:19.123, 0, GPU-a\n"}, "a.csv:3: 3 columns, want 5"},
+		{"no header, odd columns", []string{"2026/11/29 22:35:19.123, 0, 1\n"}, "a.csv:1: 3 columns and no header"},
+		{"unknown header", []string{"timestamp, name, temperature.gpu\n"}, "a.csv:1: the header names no timestamp or no memory used"},
+		{"second header", []string{hdr + row + "timestamp, gpu_uuid, pid, used_gpu_memory [MiB]\n"}, "a.csv:3: a second, different header"},
+		{"index changes uuid", []string{row, "\n\n2026/11/29 22:35:20.000, 0, GPU-b, 1, 2\n"}, "b.csv:3: GPU 0 is GPU-b here but GPU-a at a.csv:1"},
+		{"uuid changes index", []string{row + "2026/11/29 22:35:20.000, 1, GPU-a, 1, 2\n"}, "a.csv:2: GPU GPU-a is index 1 here but index 0 at a.csv:1"},
+		{"bad pid", []string{"2026/11/29 22:35:19.123, GPU-a, -3, 5\n"}, `a.csv:1: pid "-3": want a process id`},
+		{"nothing", []string{hdr}, "no samples"},
+	} {
+		_, err := parseStrings(t, time.UTC, tc.files...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestRepeatedHeader: nvidia-smi restarted into the same log writes its
+// header again; that is no error.
+func TestRepeatedHeader(t *testing.T) {
+	l, err := parseStrings(t, time.UTC, gpuWithUnits+gpuWithUnits[:strings.Index(gpuWithUnits, "\n")+1]+"2026/11/29 22:40:00.000, 0, GPU-aaaa, 7 MiB, 143771 MiB\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.Device); n != 4 {
+		t.Fatalf("%d samples, want 4", n)
+	}
+}
+
+// TestImportRoundTrip: the JSON Lines of a log import into a store, and
+// the store gives back the samples.
+func TestImportRoundTrip(t *testing.T) {
+	l, err := parseStrings(t, time.UTC, gpuWithUnits, appsWithUnits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := l.WriteJSONL(&buf, "smi"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir()+"/m.db", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Import([]storage.Source{{Name: "smi", R: &buf}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if r.Counts.Samples != 3 || r.Counts.ProcSamples != 1 || r.Recorder.Source != storage.SourceNvidiaSMI || r.Recorder.Invalid != 2 || len(r.GPUs) != 2 {
+		t.Fatalf("run %+v", r)
+	}
+	var got []storage.DeviceSample
+	for _, g := range []int{0, 1} {
+		it := db.DeviceSamples(r, g, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			got = append(got, it.At())
+		}
+	}
+	if len(got) != 3 || got[0].Used != 1000<<20 || got[2].Used != 2001<<20 {
+		t.Fatalf("stored %+v", got)
+	}
+}
