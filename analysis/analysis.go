@@ -269,6 +269,13 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if marks.stepCount == 0 {
 		rep.Notes = append(rep.Notes, "no step marks: the leak slope is per hour only, fitted on the floors of time slices")
 	}
+	if run.Recorder.Source == storage.SourceNvidiaSMI {
+		n := "imported from nvidia-smi logs: memory is known to 1 MiB (the logs' resolution), at the logs' interval"
+		if run.Recorder.Invalid > 0 {
+			n += fmt.Sprintf("; %d values nvidia-smi could not read ([N/A]) were dropped", run.Recorder.Invalid)
+		}
+		rep.Notes = append(rep.Notes, n)
+	}
 	if run.Counts.TorchSamples == 0 {
 		rep.Notes = append(rep.Notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
 	}

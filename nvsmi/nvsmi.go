@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Source is one named log.
@@ -396,10 +397,10 @@ func (l *Log) WriteJSONL(w io.Writer, name string) error {
 	d, p := l.Device, l.Procs
 	for len(d)+len(p) > 0 {
 		if len(d) > 0 && (len(p) == 0 || d[0].T <= p[0].T) {
-			b = fmt.Appendf(b[:0], `{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d}`+"\n", d[0].T, d[0].GPU, d[0].Used)
+			b = wire.AppendDevice(b[:0], d[0])
 			d = d[1:]
 		} else {
-			b = fmt.Appendf(b[:0], `{"type":"proc","t_ns":%d,"gpu":%d,"pid":%d,"used_bytes":%d}`+"\n", p[0].T, p[0].GPU, p[0].PID, p[0].Used)
+			b = wire.AppendProc(b[:0], p[0])
 			p = p[1:]
 		}
 		if _, err := bw.Write(b); err != nil {

@@ -2,6 +2,12 @@ package nvsmi
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +201,112 @@ func TestImportRoundTrip(t *testing.T) {
 	}
 	if len(got) != 3 || got[0].Used != 1000<<20 || got[2].Used != 2001<<20 {
 		t.Fatalf("stored %+v", got)
+	}
+}
+
+// readGz returns a gzipped testdata file.
+func readGz(t *testing.T, name string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// dataLines counts a log's lines that are not empty and not the header.
+func dataLines(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "timestamp") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRealLogs reads the four real logs of an H200 machine: every line is
+// a sample, the two GPUs keep their uuids, and GPU 0's peak and its time
+// agree with memrec's own recording of that GPU at the same time (read in
+// UTC, the machine's zone), to nvidia-smi's 1 MiB and 250 ms.
+func TestRealLogs(t *testing.T) {
+	gpuH, gpuP := readGz(t, "gpu-header-units.csv.gz"), readGz(t, "gpu-noheader-nounits.csv.gz")
+	appsH, appsP := readGz(t, "apps-header-units.csv.gz"), readGz(t, "apps-noheader-nounits.csv.gz")
+	const uuid0, uuid1 = "GPU-b9255ade-04f8-2ae3-2bde-4b68a345ebcb", "GPU-a6d64387-ee1d-9d98-5ad0-f5f53f817318"
+	for _, tc := range []struct{ name, gpu, apps string }{{"header and units", gpuH, appsH}, {"neither", gpuP, appsP}} {
+		l, err := parseStrings(t, time.UTC, tc.gpu, tc.apps)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(l.Device) != dataLines(tc.gpu) || len(l.Procs) != dataLines(tc.apps) || l.Unavailable != 0 {
+			t.Errorf("%s: %d samples, %d process samples, %d unavailable; the logs have %d and %d lines", tc.name,
+				len(l.Device), len(l.Procs), l.Unavailable, dataLines(tc.gpu), dataLines(tc.apps))
+		}
+		if len(l.GPUs) != 2 || l.GPUs[0].UUID != uuid0 || l.GPUs[1].UUID != uuid1 || l.GPUs[0].TotalBytes != 143771<<20 {
+			t.Errorf("%s: GPUs %+v", tc.name, l.GPUs)
+		}
+		if iv := l.Interval(); iv < 240e6 || iv > 260e6 {
+			t.Errorf("%s: interval %v, the logs were written every 250 ms", tc.name, time.Duration(iv))
+		}
+
+		// memrec's own recording of GPU 0.
+		var peak storage.DeviceSample
+		for _, line := range strings.Split(readGz(t, "memrec-smi-train.jsonl.gz"), "\n") {
+			var s struct {
+				Type string `json:"type"`
+				T    int64  `json:"t_ns"`
+				GPU  int    `json:"gpu"`
+				Used int64  `json:"used_bytes"`
+			}
+			if json.Unmarshal([]byte(line), &s) == nil && s.Type == "sample" && s.GPU == 0 && s.Used > peak.Used {
+				peak = storage.DeviceSample{T: s.T, Used: s.Used}
+			}
+		}
+		var smiPeak storage.DeviceSample
+		for _, s := range l.Device {
+			if s.GPU == 0 && s.Used > smiPeak.Used {
+				smiPeak = s
+			}
+		}
+		if d := smiPeak.Used - peak.Used; d < -(1<<20) || d > 1<<20 {
+			t.Errorf("%s: GPU 0 peak %d MiB in the log, %.3f MiB recorded by memrec", tc.name, smiPeak.Used>>20, float64(peak.Used)/(1<<20))
+		}
+		if d := time.Duration(smiPeak.T - peak.T); d < -300*time.Millisecond || d > 300*time.Millisecond {
+			t.Errorf("%s: GPU 0 peak %v apart from memrec's (log read as UTC)", tc.name, d)
+		}
+	}
+}
+
+// TestRealLogWithUnavailable: a value nvidia-smi could not read drops its
+// sample and is counted; a broken line anywhere fails the whole log.
+func TestRealLogWithUnavailable(t *testing.T) {
+	lines := strings.Split(readGz(t, "gpu-header-units.csv.gz"), "\n")
+	full, err := parseStrings(t, time.UTC, strings.Join(lines, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	na := slices.Clone(lines)
+	na[5] = strings.Replace(na[5], strings.Split(na[5], ", ")[3], "[N/A]", 1)
+	na[9] = strings.Replace(na[9], strings.Split(na[9], ", ")[3], "[Not Supported]", 1)
+	l, err := parseStrings(t, time.UTC, strings.Join(na, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Unavailable != 2 || len(l.Device) != len(full.Device)-2 {
+		t.Errorf("%d unavailable, %d samples of %d", l.Unavailable, len(l.Device), len(full.Device))
+	}
+	bad := slices.Clone(lines)
+	bad[100] = strings.Replace(bad[100], " MiB", " MB", 1)
+	if _, err := parseStrings(t, time.UTC, strings.Join(bad, "\n")); err == nil || !strings.HasPrefix(err.Error(), "a.csv:101: memory.used") {
+		t.Errorf("a broken line 101: %v", err)
 	}
 }

@@ -2,11 +2,12 @@ package storage
 
 import (
 	"bufio"
-	"container/heap"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+
+	"github.com/memrec/memrec/internal/merge"
 )
 
 // CSV columns, after t_ns and time_s, per GPU N in index order:
@@ -39,150 +40,147 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 	for i, g := range gpus {
 		col[g] = i
 	}
-	devs := make([]*Iter[DeviceSample], len(gpus))
-	var torch torchHeap
+	var devs []merge.Iterator[DeviceSample]
+	var torchs []merge.Iterator[TorchSample]
 	for _, s := range series {
-		i, ok := col[s.GPU]
-		if !ok {
+		if _, ok := col[s.GPU]; !ok {
 			continue
 		}
 		switch s.Kind {
 		case "device":
-			devs[i] = db.DeviceSamples(r, s.GPU, MinTime, MaxTime)
+			devs = append(devs, db.DeviceSamples(r, s.GPU, MinTime, MaxTime))
 		case "torch":
-			if err := torch.add(db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime)); err != nil {
-				return err
-			}
+			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
 		}
 	}
-	heap.Init(&torch)
-
-	w := bufio.NewWriterSize(out, 1<<20)
-	row := []byte("t_ns,time_s")
+	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.StartNS, gpus: len(gpus), col: col,
+		torch: merge.New(func(s TorchSample) int64 { return s.T }, torchs...),
+		last:  map[[2]int]TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*DeviceSample, len(gpus))}
+	c.row = []byte("t_ns,time_s")
 	for _, g := range gpus {
 		for _, f := range csvFigures {
-			row = fmt.Appendf(row, ",gpu%d_%s", g, f)
+			c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f)
 		}
 	}
-	if _, err := w.Write(append(row, '\n')); err != nil {
+	if _, err := c.w.Write(append(c.row, '\n')); err != nil {
 		return err
 	}
+	c.nextTorch()
+	if len(devs) > 0 {
+		err = c.deviceRows(merge.New(func(s DeviceSample) int64 { return s.T }, devs...))
+	} else {
+		err = c.torchRows()
+	}
+	if err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
 
-	// Heads of the device iterators; the allocator state per GPU.
-	heads := make([]*DeviceSample, len(gpus))
-	hasDevice := false
-	for i, it := range devs {
-		if it != nil && it.Next() {
-			s := it.At()
-			heads[i], hasDevice = &s, true
-		} else if it != nil && it.Err() != nil {
-			return it.Err()
-		}
+// csvWriter writes the rows of ExportCSV.
+type csvWriter struct {
+	w     *bufio.Writer
+	start int64
+	gpus  int
+	col   map[int]int // GPU index → column group
+	row   []byte
+	dev   []*DeviceSample // this tick's samples by column group
+
+	torch    *merge.ByTime[TorchSample]
+	pending  TorchSample // the next allocator sample not yet applied
+	hasTorch bool
+	last     map[[2]int]TorchSample // (gpu, pid) → last applied
+	alloc    []csvAlloc
+}
+
+// csvAlloc is a GPU's allocator figures summed over its processes.
+type csvAlloc struct {
+	seen                bool
+	allocated, reserved int64
+}
+
+func (c *csvWriter) nextTorch() {
+	c.hasTorch = c.torch.Next()
+	if c.hasTorch {
+		c.pending = c.torch.At()
 	}
-	type alloc struct {
-		seen                bool
-		allocated, reserved int64
+}
+
+// applyTorch applies the allocator samples up to time t.
+func (c *csvWriter) applyTorch(t int64) error {
+	for c.hasTorch && c.pending.T <= t {
+		s := c.pending
+		k := [2]int{s.GPU, s.PID}
+		prev := c.last[k]
+		c.last[k] = s
+		a := &c.alloc[c.col[s.GPU]]
+		a.seen = true
+		a.allocated += s.Allocated - prev.Allocated
+		a.reserved += s.Reserved - prev.Reserved
+		c.nextTorch()
 	}
-	allocs := make([]alloc, len(gpus))
-	last := map[[2]int]TorchSample{} // (gpu, pid) → last sample
-	applyTorch := func(upTo int64) error {
-		for torch.Len() > 0 && torch.items[0].At().T <= upTo {
-			s, err := torch.pop()
-			if err != nil {
+	return c.torch.Err()
+}
+
+// deviceRows writes a row per distinct device sample time.
+func (c *csvWriter) deviceRows(devs *merge.ByTime[DeviceSample]) error {
+	t, open := int64(0), false
+	for devs.Next() {
+		s := devs.At()
+		if open && s.T != t {
+			if err := c.flushRow(t); err != nil {
 				return err
 			}
-			k := [2]int{s.GPU, s.PID}
-			prev := last[k]
-			last[k] = s
-			a := &allocs[col[s.GPU]]
-			a.seen = true
-			a.allocated += s.Allocated - prev.Allocated
-			a.reserved += s.Reserved - prev.Reserved
 		}
-		return nil
+		t, open = s.T, true
+		c.dev[c.col[s.GPU]] = &s
 	}
-	for {
-		t, ok := int64(0), false
-		if hasDevice {
-			for _, h := range heads {
-				if h != nil && (!ok || h.T < t) {
-					t, ok = h.T, true
-				}
-			}
-		} else if torch.Len() > 0 {
-			t, ok = torch.items[0].At().T, true
-		}
-		if !ok {
-			break
-		}
-		if err := applyTorch(t); err != nil {
-			return err
-		}
-		row = strconv.AppendInt(row[:0], t, 10)
-		row = append(row, ',')
-		row = strconv.AppendFloat(row, float64(t-r.StartNS)/1e9, 'f', 6, 64)
-		for i := range gpus {
-			if h := heads[i]; h != nil && h.T == t {
-				row = append(row, ',')
-				row = strconv.AppendInt(row, h.Used, 10)
-				row = append(row, ',')
-				row = strconv.AppendInt(row, h.Reserved, 10)
-				if devs[i].Next() {
-					s := devs[i].At()
-					heads[i] = &s
-				} else if err := devs[i].Err(); err != nil {
-					return err
-				} else {
-					heads[i] = nil
-				}
-			} else {
-				row = append(row, ',', ',')
-			}
-			if a := allocs[i]; a.seen {
-				row = append(row, ',')
-				row = strconv.AppendInt(row, a.allocated, 10)
-				row = append(row, ',')
-				row = strconv.AppendInt(row, a.reserved, 10)
-			} else {
-				row = append(row, ',', ',')
-			}
-		}
-		if _, err := w.Write(append(row, '\n')); err != nil {
+	if err := devs.Err(); err != nil {
+		return err
+	}
+	if open {
+		return c.flushRow(t)
+	}
+	return nil
+}
+
+// torchRows writes a row per allocator sample time.
+func (c *csvWriter) torchRows() error {
+	for c.hasTorch {
+		if err := c.flushRow(c.pending.T); err != nil {
 			return err
 		}
 	}
-	return w.Flush()
+	return c.torch.Err()
 }
 
-// torchHeap merges allocator iterators by the time of their current sample.
-type torchHeap struct{ items []*Iter[TorchSample] }
-
-func (h *torchHeap) add(it *Iter[TorchSample]) error {
-	if it.Next() {
-		h.items = append(h.items, it)
+func (c *csvWriter) flushRow(t int64) error {
+	if err := c.applyTorch(t); err != nil {
+		return err
 	}
-	return it.Err()
-}
-
-// pop returns the earliest current sample and advances its iterator.
-func (h *torchHeap) pop() (TorchSample, error) {
-	it := h.items[0]
-	s := it.At()
-	if it.Next() {
-		heap.Fix(h, 0)
-		return s, nil
+	row := strconv.AppendInt(c.row[:0], t, 10)
+	row = append(row, ',')
+	row = strconv.AppendFloat(row, float64(t-c.start)/1e9, 'f', 6, 64)
+	for i := 0; i < c.gpus; i++ {
+		if d := c.dev[i]; d != nil {
+			row = append(row, ',')
+			row = strconv.AppendInt(row, d.Used, 10)
+			row = append(row, ',')
+			row = strconv.AppendInt(row, d.Reserved, 10)
+			c.dev[i] = nil
+		} else {
+			row = append(row, ',', ',')
+		}
+		if a := c.alloc[i]; a.seen {
+			row = append(row, ',')
+			row = strconv.AppendInt(row, a.allocated, 10)
+			row = append(row, ',')
+			row = strconv.AppendInt(row, a.reserved, 10)
+		} else {
+			row = append(row, ',', ',')
+		}
 	}
-	heap.Pop(h)
-	return s, it.Err()
-}
-
-func (h torchHeap) Len() int           { return len(h.items) }
-func (h torchHeap) Less(i, j int) bool { return h.items[i].At().T < h.items[j].At().T }
-func (h torchHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *torchHeap) Push(x any)        { h.items = append(h.items, x.(*Iter[TorchSample])) }
-func (h *torchHeap) Pop() any {
-	n := len(h.items) - 1
-	x := h.items[n]
-	h.items = h.items[:n]
-	return x
+	c.row = row
+	_, err := c.w.Write(append(row, '\n'))
+	return err
 }

@@ -19,6 +19,13 @@ func runImportNvidiaSMI(o *importOptions, files []string) error {
 	if err != nil {
 		return fmt.Errorf("--tz %q: %w", o.tz, err)
 	}
+	name := o.name
+	if name == "" {
+		if files[0] == "-" {
+			return fmt.Errorf("import: name the run with --name when the log comes from stdin (nothing was imported)")
+		}
+		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(files[0]), ".gz"), filepath.Ext(strings.TrimSuffix(files[0], ".gz")))
+	}
 	var srcs []nvsmi.Source
 	for _, f := range files {
 		var r io.Reader = o.io.In
@@ -39,13 +46,6 @@ func runImportNvidiaSMI(o *importOptions, files []string) error {
 	log, err := nvsmi.Parse(srcs, loc)
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
-	}
-	name := o.name
-	if name == "" {
-		if files[0] == "-" {
-			return fmt.Errorf("import: name the run with --name when the log comes from stdin (nothing was imported)")
-		}
-		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(files[0]), ".gz"), filepath.Ext(strings.TrimSuffix(files[0], ".gz")))
 	}
 	var buf bytes.Buffer
 	if err := log.WriteJSONL(&buf, name); err != nil {
