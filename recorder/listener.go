@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -25,6 +26,65 @@ const ProbeDropped = "probe_dropped"
 // MaxLine is the longest probe message accepted; longer ones are dropped.
 const MaxLine = 64 << 10
 
+// MaxMarkText is the longest mark text stored from the socket; a longer one
+// is cut to it (ending in "…") and counted in ListenerStats.Cut.
+const MaxMarkText = 4 << 10
+
+// Limits bound what clients may queue for the store through the socket, so
+// that a flood costs bounded memory and leaves sampling on time. Lines past
+// a budget are read, dropped unparsed and counted. A zero field takes its
+// default.
+type Limits struct {
+	Conns             int   // connections open at once (default 256); more are closed at once
+	ClientLinesPerSec int   // per connection (default 5 000)
+	ClientBytesPerSec int64 // per connection (default 1 MiB)
+	LinesPerSec       int   // all connections together (default 20 000)
+	BytesPerSec       int64 // all connections together (default 4 MiB)
+}
+
+// DefaultLimits are the socket's limits when Limits fields are zero.
+var DefaultLimits = Limits{Conns: 256, ClientLinesPerSec: 5000, ClientBytesPerSec: 1 << 20, LinesPerSec: 20000, BytesPerSec: 4 << 20}
+
+func (lim Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if lim.Conns > 0 {
+		d.Conns = lim.Conns
+	}
+	if lim.ClientLinesPerSec > 0 {
+		d.ClientLinesPerSec = lim.ClientLinesPerSec
+	}
+	if lim.ClientBytesPerSec > 0 {
+		d.ClientBytesPerSec = lim.ClientBytesPerSec
+	}
+	if lim.LinesPerSec > 0 {
+		d.LinesPerSec = lim.LinesPerSec
+	}
+	if lim.BytesPerSec > 0 {
+		d.BytesPerSec = lim.BytesPerSec
+	}
+	return d
+}
+
+// budget counts the lines and bytes taken, and dropped, in the current
+// second.
+type budget struct {
+	window       int64 // Unix second
+	lines        int
+	bytes        int64
+	droppedLines int
+	droppedBytes int64
+}
+
+// fits reports whether one more line of n bytes fits, and counts it if so.
+func (b *budget) fits(sec int64, n int64, maxLines int, maxBytes int64) bool {
+	if b.window != sec {
+		*b = budget{window: sec}
+	}
+	return b.lines+1 <= maxLines && b.bytes+n <= maxBytes
+}
+
+func (b *budget) take(n int64) { b.lines++; b.bytes += n }
+
 // Listener takes marks and allocator samples from probes and from
 // `memrec annotate` over a Unix socket: JSON lines of the interchange
 // format's "mark" and "torch" types, from any number of connections at
@@ -37,6 +97,7 @@ type Listener struct {
 	sink    Sink
 	ln      net.Listener
 	dir     string
+	lim     Limits
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]bool
@@ -44,19 +105,34 @@ type Listener struct {
 	marks   atomic.Int64
 	torch   atomic.Int64
 	dropped atomic.Int64
+	flooded atomic.Int64
+	refused atomic.Int64
+	acceptE atomic.Int64
+	cut     atomic.Int64
+	totalMu sync.Mutex
+	total   budget
+	// backoff is the first wait after a failed Accept; it doubles to 1 s.
+	backoff time.Duration
 	// onDrop, if set, is told why a line was dropped (for logs and tests).
 	onDrop func(error)
 	now    func() time.Time
+	pause  func(time.Duration)
 }
 
-// ListenerStats count what the listener took.
+// ListenerStats count what the listener took. Dropped counts every line
+// not stored (Flooded among them) and what probes report their own queues
+// dropped.
 type ListenerStats struct {
 	Marks, Torch, Dropped int64
+	Flooded               int64 // lines dropped unparsed past a Limits budget
+	Refused               int64 // connections closed past Limits.Conns
+	AcceptErrors          int64 // failed accepts (out of file descriptors), retried
+	Cut                   int64 // mark texts cut to MaxMarkText
 }
 
 // Listen creates a private directory under dir ("" for the system's
 // temporary folder) with a socket in it and starts accepting. Close it.
-func Listen(dir string, sink Sink) (*Listener, error) {
+func Listen(dir string, sink Sink, lim Limits) (*Listener, error) {
 	d, err := os.MkdirTemp(dir, "memrec-")
 	if err != nil {
 		return nil, fmt.Errorf("marks socket: %w", err)
@@ -72,19 +148,41 @@ func Listen(dir string, sink Sink) (*Listener, error) {
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}
 	os.Chmod(path, 0o600)
-	l := &Listener{Path: path, sink: sink, ln: ln, dir: d, conns: map[net.Conn]bool{}, now: time.Now}
+	l := newListener(ln, sink, lim)
+	l.Path, l.dir = path, d
 	l.wg.Add(1)
 	go l.accept()
 	return l, nil
 }
 
+func newListener(ln net.Listener, sink Sink, lim Limits) *Listener {
+	return &Listener{sink: sink, ln: ln, lim: lim.withDefaults(), conns: map[net.Conn]bool{}, now: time.Now, pause: time.Sleep, backoff: 5 * time.Millisecond}
+}
+
+// accept accepts connections until Close. A failed Accept (the process is
+// out of file descriptors: EMFILE, ENFILE) is counted and retried after a
+// wait that doubles up to 1 s; the client waits in the backlog meanwhile.
 func (l *Listener) accept() {
 	defer l.wg.Done()
+	wait := time.Duration(0)
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			return // closed
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.acceptE.Add(1)
+			if l.onDrop != nil {
+				l.onDrop(fmt.Errorf("accept: %w", err))
+			}
+			wait = min(max(2*wait, l.backoff), time.Second)
+			time.Sleep(wait)
+			continue
 		}
+		wait = 0
 		if !peerIsOwner(c) {
 			c.Close()
 			continue
@@ -95,11 +193,37 @@ func (l *Listener) accept() {
 			c.Close()
 			return
 		}
+		if len(l.conns) >= l.lim.Conns {
+			l.mu.Unlock()
+			l.refused.Add(1)
+			l.drop(fmt.Errorf("more than %d connections at once", l.lim.Conns))
+			c.Close()
+			continue
+		}
 		l.conns[c] = true
 		l.mu.Unlock()
 		l.wg.Add(1)
 		go l.serve(c)
 	}
+}
+
+// admit reports whether a line of n bytes from a client fits both its own
+// budget and the total one for this second, and counts it if so.
+func (l *Listener) admit(own *budget, n int) bool {
+	sec := l.now().Unix()
+	if !own.fits(sec, int64(n), l.lim.ClientLinesPerSec, l.lim.ClientBytesPerSec) {
+		return false
+	}
+	l.totalMu.Lock()
+	ok := l.total.fits(sec, int64(n), l.lim.LinesPerSec, l.lim.BytesPerSec)
+	if ok {
+		l.total.take(int64(n))
+	}
+	l.totalMu.Unlock()
+	if ok {
+		own.take(int64(n))
+	}
+	return ok
 }
 
 func (l *Listener) drop(err error) {
@@ -121,6 +245,7 @@ func (l *Listener) serve(c net.Conn) {
 	br := bufio.NewReaderSize(c, 16<<10)
 	var p wire.Parser
 	var line []byte
+	var own budget
 	for {
 		line = line[:0]
 		tooLong := false
@@ -138,7 +263,7 @@ func (l *Listener) serve(c net.Conn) {
 			}
 			if err != nil {
 				if len(line) > 0 && !tooLong && errors.Is(err, io.EOF) {
-					l.handle(&p, line) // last line without newline
+					l.admitHandle(&p, &own, line) // last line without newline
 				}
 				return
 			}
@@ -148,9 +273,34 @@ func (l *Listener) serve(c net.Conn) {
 			l.drop(fmt.Errorf("line longer than %d bytes", MaxLine))
 			continue
 		}
-		l.handle(&p, line)
+		l.admitHandle(&p, &own, line)
 	}
 }
+
+func (l *Listener) admitHandle(p *wire.Parser, own *budget, line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if !l.admit(own, len(line)) {
+		l.flooded.Add(1)
+		l.drop(errFlood)
+		// A client that sent twice its budget this second is read no
+		// faster for a while: reading a flood only to drop it costs the
+		// CPU that sampling needs. Its writes wait in the socket meanwhile.
+		own.droppedLines++
+		own.droppedBytes += int64(len(line))
+		if own.droppedLines > l.lim.ClientLinesPerSec || own.droppedBytes > l.lim.ClientBytesPerSec {
+			l.pause(floodPause)
+		}
+		return
+	}
+	l.handle(p, line)
+}
+
+var errFlood = errors.New("over the socket's per-second budget")
+
+// floodPause is how long a flooding client's connection goes unread.
+const floodPause = 100 * time.Millisecond
 
 func (l *Listener) handle(p *wire.Parser, line []byte) {
 	line = bytes.TrimSpace(line)
@@ -166,6 +316,10 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 	case wire.TypeMark:
 		if rec.Mark.T == 0 {
 			rec.Mark.T = l.now().UnixNano()
+		}
+		if len(rec.Mark.Text) > MaxMarkText {
+			rec.Mark.Text = cutText(rec.Mark.Text, MaxMarkText)
+			l.cut.Add(1)
 		}
 		if rec.Mark.Kind == ProbeDropped && rec.Mark.Code > 0 {
 			// A probe reports what its own full queue made it drop.
@@ -189,7 +343,18 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 
 // Stats returns the counts so far. Safe for concurrent use.
 func (l *Listener) Stats() ListenerStats {
-	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Dropped: l.dropped.Load()}
+	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Dropped: l.dropped.Load(),
+		Flooded: l.flooded.Load(), Refused: l.refused.Load(), AcceptErrors: l.acceptE.Load(), Cut: l.cut.Load()}
+}
+
+// cutText cuts s to at most n bytes at a rune boundary, ending in "…".
+func cutText(s string, n int) string {
+	const ell = "…"
+	i := n - len(ell)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + ell
 }
 
 // Close stops accepting, waits up to grace for connected clients to finish
@@ -211,7 +376,9 @@ func (l *Listener) Close(grace time.Duration) error {
 		l.mu.Unlock()
 		<-done
 	}
-	os.RemoveAll(l.dir)
+	if l.dir != "" {
+		os.RemoveAll(l.dir)
+	}
 	return err
 }
 

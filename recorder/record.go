@@ -47,6 +47,7 @@ type Options struct {
 	GoLoop     bool          // sample from Go, never on a native thread (see Sampler)
 	// SocketDir is where the private socket directory is made ("" = $TMPDIR).
 	SocketDir string
+	Limits    Limits // of the socket; zero: DefaultLimits
 	// Signals, if set, replaces the process's SIGINT/SIGTERM (tests).
 	Signals <-chan os.Signal
 	// Metrics, if set, is where the live metrics are served (see Live)
@@ -163,7 +164,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 	counted := &countingSink{Sink: sink}
 	sink = counted
-	ln, err := Listen(o.SocketDir, sink)
+	ln, err := Listen(o.SocketDir, sink, o.Limits)
 	if err != nil {
 		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
 	}

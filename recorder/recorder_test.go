@@ -251,7 +251,7 @@ func TestLateHistogram(t *testing.T) {
 
 func TestListener(t *testing.T) {
 	sink := &memSink{}
-	l, err := Listen(t.TempDir(), sink)
+	l, err := Listen(t.TempDir(), sink, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

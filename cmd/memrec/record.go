@@ -239,7 +239,25 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
 	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid, %d failed or lost\n",
 		s.Samples, s.Procs, res.Torch, s.Invalid, s.Errors)
-	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped\n", res.Marks, res.Listener.Marks, res.Listener.Dropped)
+	ls := res.Listener
+	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped", res.Marks, ls.Marks, ls.Dropped)
+	var extra []string
+	if ls.Flooded > 0 {
+		extra = append(extra, fmt.Sprintf("%d past the per-second bounds", ls.Flooded))
+	}
+	if ls.Refused > 0 {
+		extra = append(extra, fmt.Sprintf("%d connections refused past the limit", ls.Refused))
+	}
+	if ls.AcceptErrors > 0 {
+		extra = append(extra, fmt.Sprintf("%d failed accepts retried (out of file descriptors?)", ls.AcceptErrors))
+	}
+	if ls.Cut > 0 {
+		extra = append(extra, fmt.Sprintf("%d mark texts cut to %d bytes", ls.Cut, recorder.MaxMarkText))
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(extra, "; "))
+	}
+	fmt.Fprintln(w)
 	if res.Wall > 0 {
 		where := "sampled in a Go loop"
 		if s.Native {
