@@ -123,16 +123,22 @@ type EpochDelta struct {
 	Open                bool   `json:"open,omitempty"` // no epoch_end mark: ends at the run's end
 }
 
+// Verdict is the leak judgement of one GPU.
+type Verdict string
+
 // Leak verdicts.
 const (
-	VerdictLeak         = "leak"
-	VerdictNoLeak       = "no_leak"
-	VerdictInsufficient = "insufficient_data"
+	VerdictLeak         Verdict = "leak"
+	VerdictNoLeak       Verdict = "no_leak"
+	VerdictInsufficient Verdict = "insufficient_data"
 )
+
+// String is the verdict as the JSON report spells it.
+func (v Verdict) String() string { return string(v) }
 
 // Leak is the growth of the steady-state memory.
 type Leak struct {
-	Verdict            string   `json:"verdict"`
+	Verdict            Verdict  `json:"verdict"`
 	Basis              string   `json:"basis"` // allocated, device_used
 	Per                string   `json:"per"`   // step, time
 	SlopeBytesPerStep  *float64 `json:"slope_bytes_per_step"`

@@ -12,7 +12,7 @@ import (
 // Comparison sets several analysed runs side by side.
 type Comparison struct {
 	Baseline string       `json:"baseline"`
-	Align    string       `json:"align"`
+	Align    Align        `json:"align"`
 	Runs     []RunSummary `json:"runs"`
 	Notes    []string     `json:"notes,omitempty"`
 	By       *ByTag       `json:"by_tag,omitempty"`
@@ -33,7 +33,7 @@ type RunSummary struct {
 	PeakAllocatedByGPU []int64           `json:"peak_allocated_by_gpu_bytes,omitempty"`
 	SteadyBytes        *int64            `json:"steady_state_bytes"`
 	EpochDeltaBytes    *int64            `json:"epoch_delta_used_bytes"` // mean over epochs after the first
-	LeakVerdict        string            `json:"leak_verdict"`
+	LeakVerdict        Verdict           `json:"leak_verdict"`
 	SlopeBytesPerStep  *float64          `json:"slope_bytes_per_step"`
 	SlopeBytesPerHour  *float64          `json:"slope_bytes_per_hour"`
 	FragmentationMean  *float64          `json:"fragmentation_mean"`
@@ -137,7 +137,7 @@ func Summarize(rep *Report) RunSummary {
 	return s
 }
 
-func rank(v string) int {
+func rank(v Verdict) int {
 	switch v {
 	case VerdictLeak:
 		return 2
@@ -154,19 +154,43 @@ func ratio[T int64 | float64](a, b *T) *float64 {
 	return f64(float64(*a) / float64(*b))
 }
 
+// Align says how a comparison lines runs up in its overlay charts.
+type Align string
+
+// The alignments.
+const (
+	AlignStep  Align = "step"
+	AlignEpoch Align = "epoch"
+	AlignTime  Align = "time"
+)
+
+// String is the alignment's name.
+func (a Align) String() string { return string(a) }
+
+// Errors of Compare and FitByTag; they are wrapped with the value at fault.
+var (
+	ErrBadAlign         = errors.New("want step, epoch or time")
+	ErrUnknownBaseline  = errors.New("is not among the compared runs")
+	ErrNoTag            = errors.New("missing tag")
+	ErrTagNotNumber     = errors.New("not a number")
+	ErrTooFewTagValues  = errors.New("need runs with at least two different values")
+	ErrNothingToCompare = errors.New("nothing to compare")
+)
+
 // Compare sets the reports side by side; baseline names one of them ("":
-// the first). Runs that differ in GPU count or marks are compared on what
-// they share, and the notes say what they do not.
-func Compare(reps []*Report, baseline, align string) (*Comparison, error) {
+// the first), align is "" (step), step, epoch or time. Runs that differ in
+// GPU count or marks are compared on what they share, and the notes say
+// what they do not.
+func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) {
 	if len(reps) == 0 {
-		return nil, errors.New("nothing to compare")
+		return nil, ErrNothingToCompare
 	}
 	switch align {
 	case "":
-		align = "step"
-	case "step", "epoch", "time":
+		align = AlignStep
+	case AlignStep, AlignEpoch, AlignTime:
 	default:
-		return nil, fmt.Errorf("--align %q: want step, epoch or time", align)
+		return nil, fmt.Errorf("%q: %w", string(align), ErrBadAlign)
 	}
 	c := &Comparison{Align: align, Reports: reps}
 	base := 0
@@ -178,7 +202,7 @@ func Compare(reps []*Report, baseline, align string) (*Comparison, error) {
 			}
 		}
 		if base < 0 {
-			return nil, fmt.Errorf("--baseline %q is not among the compared runs", baseline)
+			return nil, fmt.Errorf("%q %w", baseline, ErrUnknownBaseline)
 		}
 	}
 	c.Baseline = reps[base].Run
@@ -214,10 +238,10 @@ func Compare(reps []*Report, baseline, align string) (*Comparison, error) {
 	if len(gpuCounts) > 1 {
 		c.Notes = append(c.Notes, "the runs have different numbers of GPUs: each run's figures are its worst GPU's")
 	}
-	if len(noSteps) > 0 && align == "step" {
+	if len(noSteps) > 0 && align == AlignStep {
 		c.Notes = append(c.Notes, fmt.Sprintf("no step marks in %v: those runs are drawn against time, not steps", noSteps))
 	}
-	if len(noEpochs) > 0 && align == "epoch" {
+	if len(noEpochs) > 0 && align == AlignEpoch {
 		c.Notes = append(c.Notes, fmt.Sprintf("no epoch marks in %v: those runs are drawn against time, not epochs", noEpochs))
 	}
 	if len(noProbe) > 0 {
@@ -233,11 +257,11 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 	for _, r := range c.Reports {
 		raw, ok := r.Tags[tag]
 		if !ok {
-			return fmt.Errorf("run %q has no tag %q (memrec tag %s %s=VALUE)", r.Run, tag, r.Run, tag)
+			return fmt.Errorf("%w: run %q has no tag %q", ErrNoTag, r.Run, tag)
 		}
 		v, err := strconv.ParseFloat(raw, 64)
 		if err != nil || !finite(v) {
-			return fmt.Errorf("--by %s: run %q has %s=%q, which is not a number", tag, r.Run, tag, raw)
+			return fmt.Errorf("run %q has %s=%q: %w", r.Run, tag, raw, ErrTagNotNumber)
 		}
 		s := Summarize(r)
 		if s.PeakUsedBytes == nil {
@@ -257,7 +281,7 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		distinct[p.Value] = true
 	}
 	if len(distinct) < 2 {
-		return fmt.Errorf("--by %s: need runs with at least two different values of %s", tag, tag)
+		return fmt.Errorf("%w of %s", ErrTooFewTagValues, tag)
 	}
 	by.Fit = leastSquares(by.Points)
 	integer := true

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -61,10 +62,10 @@ func TestFitByNonNumericTag(t *testing.T) {
 	reps := analyzeJSONL(t, g.b.String())
 	c, _ := Compare([]*Report{reps["bs16"], reps["bs32"]}, "", "")
 	err := FitByTag(c, "batch_size", 0.05)
-	if err == nil || !strings.Contains(err.Error(), `run "bs32" has batch_size="big", which is not a number`) {
+	if !errors.Is(err, ErrTagNotNumber) || !strings.Contains(err.Error(), `run "bs32" has batch_size="big"`) {
 		t.Fatal(err)
 	}
-	if err := FitByTag(c, "lr", 0.05); err == nil || !strings.Contains(err.Error(), `has no tag "lr"`) {
+	if err := FitByTag(c, "lr", 0.05); !errors.Is(err, ErrNoTag) || !strings.Contains(err.Error(), `has no tag "lr"`) {
 		t.Fatal(err)
 	}
 }
@@ -99,10 +100,10 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	if !strings.Contains(notes, "different numbers of GPUs") || !strings.Contains(notes, "no step marks in [nomarks]") {
 		t.Errorf("notes: %s", notes)
 	}
-	if _, err := Compare(c.Reports, "missing", "step"); err == nil {
-		t.Error("unknown baseline accepted")
+	if _, err := Compare(c.Reports, "missing", "step"); !errors.Is(err, ErrUnknownBaseline) {
+		t.Errorf("unknown baseline: %v", err)
 	}
-	if _, err := Compare(c.Reports, "", "sideways"); err == nil {
-		t.Error("unknown alignment accepted")
+	if _, err := Compare(c.Reports, "", "sideways"); !errors.Is(err, ErrBadAlign) {
+		t.Errorf("unknown alignment: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // ErrNoDriver means NVML could not be loaded: no NVIDIA driver here.
-var ErrNoDriver = errors.New("no NVIDIA driver found (NVML could not be loaded); on a machine without a GPU use --source sim")
+var ErrNoDriver = errors.New("no NVIDIA driver found (NVML could not be loaded)")
 
 // NVML reads GPU memory through NVML. It is safe for concurrent use by one
 // sampler; Close it when done.

@@ -20,6 +20,12 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
+// Errors of Record that a caller can test with errors.Is.
+var (
+	ErrBadInterval = errors.New("the sampling interval must be positive")
+	ErrNoSuchGPU   = errors.New("no such GPU")
+)
+
 // Options describe one recording.
 type Options struct {
 	DB    *storage.DB // nil: record nothing (the database could not be opened)
@@ -98,7 +104,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		o.Log = io.Discard
 	}
 	if o.Interval <= 0 {
-		return res, errors.New("--interval must be positive")
+		return res, ErrBadInterval
 	}
 	all, err := o.Source.GPUs()
 	if err != nil {
@@ -176,6 +182,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		defer stopServing()
 	}
 
+	// With a command, a signal (which cancels ctx in memrec) is passed on
+	// to it and the recording goes on until it exits.
+	if len(o.Command) > 0 {
+		ctx = context.WithoutCancel(ctx)
+	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	if o.Duration > 0 {
@@ -290,7 +301,7 @@ func selectGPUs(all []storage.GPU, want []int, run storage.Run) ([]int, storage.
 	} else {
 		for _, i := range want {
 			if _, ok := byIndex[i]; !ok {
-				return nil, run, fmt.Errorf("--gpus: no GPU %d here (this machine has %d)", i, len(all))
+				return nil, run, fmt.Errorf("%w: no GPU %d here (this machine has %d)", ErrNoSuchGPU, i, len(all))
 			}
 			gpus = append(gpus, i)
 		}

@@ -18,10 +18,10 @@ import (
 // alignX maps a time of a run to the compared x axis: steps, epochs or
 // seconds since the run's start. It reports false where the run has no
 // marks for that alignment (the caller falls back to time).
-func alignX(rep *analysis.Report, gpu analysis.GPUReport, align string) (func(int64) float64, bool) {
+func alignX(rep *analysis.Report, gpu analysis.GPUReport, align analysis.Align) (func(int64) float64, bool) {
 	seconds := func(t int64) float64 { return float64(t-rep.StartNS) / 1e9 }
 	switch align {
-	case "step":
+	case analysis.AlignStep:
 		if gpu.Leak.Per != "step" || len(gpu.Floors) < 2 {
 			return seconds, false
 		}
@@ -37,7 +37,7 @@ func alignX(rep *analysis.Report, gpu analysis.GPUReport, align string) (func(in
 			a, b := fl[i-1], fl[i]
 			return a.X + (b.X-a.X)*float64(t-a.TNS)/float64(b.TNS-a.TNS)
 		}, true
-	case "epoch":
+	case analysis.AlignEpoch:
 		ep := gpu.Epochs
 		if len(ep) == 0 {
 			return seconds, false
@@ -71,7 +71,7 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		top = math.Max(top, maxOf(pick(g)))
 	}
 	unit, uname := byteUnit(top)
-	xlabel := map[string]string{"step": "step", "epoch": "epoch", "time": "seconds since start"}[c.Align]
+	xlabel := map[analysis.Align]string{analysis.AlignStep: "step", analysis.AlignEpoch: "epoch", analysis.AlignTime: "seconds since start"}[c.Align]
 	p := newPlot(fmt.Sprintf("%s of each run's worst GPU, aligned by %s", map[string]string{"used": "Device used", "allocated": "Allocated"}[what], c.Align), xlabel, uname)
 	for i, r := range c.Reports {
 		g := worstGPU(r, c.Runs[i].WorstGPU)

@@ -117,12 +117,12 @@ func (imp *importer) startRun(r rec) error {
 	}
 	if imp.opts.Name != "" {
 		if len(imp.done) > 0 {
-			return imp.errf(r.line, "a second run in the input, but --name renames exactly one run")
+			return imp.errf(r.line, "%w", ErrRenameMany)
 		}
 		l.Name = imp.opts.Name
 	}
 	if l.Name == "" {
-		return imp.errf(r.line, "run has no name (give one with --name)")
+		return imp.errf(r.line, "%w", ErrNoName)
 	}
 	if imp.names[l.Name] {
 		return imp.errf(r.line, "run %q appears twice in the input", l.Name)

@@ -135,11 +135,11 @@ var markSchema = rowSchema[Mark]{
 	},
 	put: func(m Mark, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
-			optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code)), append(strs, m.Kind, m.Text)
+			optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code)), append(strs, string(m.Kind), m.Text)
 	},
 	get: func(d *decoded, i int, _ seriesKey) Mark {
 		c := d.ints
-		return Mark{T: d.t[i] * 1000, Kind: d.strs[0][i], Text: d.strs[1][i],
+		return Mark{T: d.t[i] * 1000, Kind: MarkKind(d.strs[0][i]), Text: d.strs[1][i],
 			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
 			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
 	},

@@ -26,6 +26,10 @@ var (
 	ErrLocked  = errors.New("database is locked by another memrec process")
 	ErrVersion = errors.New("unsupported database format version")
 	ErrNoDB    = errors.New("no database")
+	// ErrNoName is an imported run without a name (none given, none in
+	// the input); ErrRenameMany a rename of an input that holds several.
+	ErrNoName     = errors.New("run has no name")
+	ErrRenameMany = errors.New("a second run in the input, but a rename applies to exactly one run")
 )
 
 var (
@@ -66,12 +70,12 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w (record or import a run first, or pass --db)", path, ErrNoDB)
+			return nil, fmt.Errorf("%s: %w", path, ErrNoDB)
 		}
 	}
 	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("%s: %w (a recorder may be writing to it; wait for it to finish or use another --db)", path, ErrLocked)
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

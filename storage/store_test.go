@@ -382,7 +382,7 @@ func TestImportRenameReplaceAndSeveralRuns(t *testing.T) {
 	if err != nil || len(runs) != 2 || runs[1].Tags["batch_size"] != "64" || runs[0].StartNS != 10 {
 		t.Fatal(runs, err)
 	}
-	if _, err := importString(db, "two", two, ImportOptions{Name: "c"}); err == nil || !strings.Contains(err.Error(), "--name") {
+	if _, err := importString(db, "two", two, ImportOptions{Name: "c"}); !errors.Is(err, ErrRenameMany) || !strings.Contains(err.Error(), "two:4:") {
 		t.Fatalf("rename of two runs: %v", err)
 	}
 	if _, err := importString(db, "two", two, ImportOptions{}); !errors.Is(err, ErrExists) {

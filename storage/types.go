@@ -139,6 +139,7 @@ type (
 	ProcSample   = wire.ProcSample
 	TorchSample  = wire.TorchSample
 	Mark         = wire.Mark
+	MarkKind     = wire.MarkKind
 )
 
 // Mark kinds that memrec gives a meaning to. Other kinds are stored as
@@ -156,4 +157,4 @@ const (
 const None = wire.None
 
 // NewMark returns a mark with every optional field absent.
-func NewMark(t int64, kind string) Mark { return wire.NewMark(t, kind) }
+func NewMark(t int64, kind MarkKind) Mark { return wire.NewMark(t, kind) }

@@ -75,7 +75,7 @@ func TestAnalyzeReportCompareCommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"compare", "real-resnet18-bs128"}, "at least two runs"},
-		{[]string{"compare", "--by", "model"}, `model="resnet18", which is not a number`},
+		{[]string{"compare", "--by", "model"}, `--by model: run "real-resnet18-bs64-leak" has model="resnet18": not a number`},
 		{[]string{"compare", "--by", "batch_size", "--headroom", "lots"}, `--headroom "lots"`},
 		{[]string{"compare", "real-resnet18-bs128", "real-resnet18-bs64-leak", "--baseline", "other"}, `--baseline "other"`},
 		{[]string{"compare", "real-resnet18-bs128", "real-resnet18-bs64-leak", "--align", "x"}, `--align "x"`},

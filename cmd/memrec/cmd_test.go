@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 func run(t *testing.T, db string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := execute(append([]string{"--db", db}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	code := execute(context.Background(), append([]string{"--db", db}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -96,7 +97,7 @@ func TestDBFromEnvironment(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "env.db")
 	t.Setenv("MEMREC_DB", db)
 	var out, errb bytes.Buffer
-	if code := execute([]string{"import", realRun}, streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+	if code := execute(context.Background(), []string{"import", realRun}, streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
 		t.Fatal(errb.String())
 	}
 	if _, err := os.Stat(db); err != nil {

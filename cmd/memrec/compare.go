@@ -111,13 +111,22 @@ func runCompare(o *compareOptions, refs []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := analysis.Compare(reps, o.baseline, o.align)
-	if err != nil {
+	c, err := analysis.Compare(reps, o.baseline, analysis.Align(o.align))
+	switch {
+	case errors.Is(err, analysis.ErrBadAlign):
+		return fmt.Errorf("--align %w", err)
+	case errors.Is(err, analysis.ErrUnknownBaseline):
+		return fmt.Errorf("--baseline %w", err)
+	case err != nil:
 		return err
 	}
 	if o.by != "" {
-		if err := analysis.FitByTag(c, o.by, headroom); err != nil {
-			return err
+		err := analysis.FitByTag(c, o.by, headroom)
+		switch {
+		case errors.Is(err, analysis.ErrNoTag):
+			return fmt.Errorf("--by %s: %w (tag it with memrec tag RUN %s=VALUE)", o.by, err, o.by)
+		case err != nil:
+			return fmt.Errorf("--by %s: %w", o.by, err)
 		}
 	}
 	if o.json {

@@ -103,9 +103,6 @@ func parseGPUs(s string) ([]int, error) {
 }
 
 func runRecord(ctx context.Context, o *recordOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if o.interval < 100*time.Microsecond {
 		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
 	}
@@ -125,6 +122,9 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	switch o.source {
 	case "nvml":
 		src, err = o.openNVML()
+		if errors.Is(err, recorder.ErrNoDriver) {
+			err = fmt.Errorf("%w; on a machine without a GPU use --source sim", err)
+		}
 	case "sim":
 		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario}, now)
 	default:
@@ -218,7 +218,12 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
 	}
 	res, err := recorder.Record(ctx, opts)
-	if err != nil {
+	switch {
+	case errors.Is(err, recorder.ErrNoSuchGPU):
+		return fmt.Errorf("--gpus: %w", err)
+	case errors.Is(err, recorder.ErrBadInterval):
+		return fmt.Errorf("--interval: %w", err)
+	case err != nil:
 		return err
 	}
 	printRecordSummary(o, res, dbErr)
@@ -329,21 +334,22 @@ func newAnnotateCmd(g *globals) *cobra.Command {
 }
 
 func runAnnotate(o *annotateOptions, text string) error {
-	switch o.kind {
+	kind := storage.MarkKind(o.kind)
+	switch kind {
 	case storage.MarkEvent, storage.MarkEpochStart, storage.MarkEpochEnd, storage.MarkStep, storage.MarkOOM:
 	default:
 		return fmt.Errorf("--kind %q: want event, epoch_start, epoch_end, step or oom", o.kind)
 	}
-	if (o.kind == storage.MarkEpochStart || o.kind == storage.MarkEpochEnd) && o.epoch < 0 {
+	if (kind == storage.MarkEpochStart || kind == storage.MarkEpochEnd) && o.epoch < 0 {
 		return fmt.Errorf("--kind %s needs --epoch", o.kind)
 	}
-	if o.kind == storage.MarkStep && o.step < 0 {
+	if kind == storage.MarkStep && o.step < 0 {
 		return errors.New("--kind step needs --step")
 	}
 	if o.socket == "" {
 		return errNoSocket
 	}
-	m := storage.NewMark(time.Now().UnixNano(), o.kind)
+	m := storage.NewMark(time.Now().UnixNano(), kind)
 	m.Epoch, m.Step, m.Rank, m.Text = o.epoch, o.step, o.rank, text
 	return recorder.Send(o.socket, m)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"github.com/memrec/memrec/recorder"
 	"os"
 	"os/exec"
@@ -20,7 +21,7 @@ import (
 // for what needs a real process: kill -9.
 func TestMain(m *testing.M) {
 	if os.Getenv("MEMREC_AS_MAIN") == "1" {
-		os.Exit(execute(os.Args[1:], defaultIO()))
+		os.Exit(execute(context.Background(), os.Args[1:], defaultIO()))
 	}
 	os.Exit(m.Run())
 }
@@ -62,7 +63,7 @@ func TestRecordFlagsAndDriverErrors(t *testing.T) {
 	}{
 		{[]string{"record", "--interval", "50us", "--source", "sim"}, "--interval 50µs: the shortest is 100µs"},
 		{[]string{"record", "--gpus", "0,x", "--source", "sim"}, `--gpus "0,x"`},
-		{[]string{"record", "--gpus", "5", "--source", "sim"}, "--gpus: no GPU 5"},
+		{[]string{"record", "--gpus", "5", "--source", "sim"}, "--gpus: no such GPU: no GPU 5 here"},
 		{[]string{"record", "--source", "tpu"}, `--source "tpu"`},
 		{[]string{"record", "--source", "sim", "--sim-scenario", "boom"}, `unknown simulation scenario "boom"`},
 		{[]string{"record", "--tag", "oops", "--source", "sim"}, "--tag"},
@@ -84,7 +85,7 @@ func TestRecordNoDriverNamesSim(t *testing.T) {
 	o := &recordOptions{globals: g, interval: 10 * time.Millisecond, source: "nvml", openNVML: func() (*recorder.NVML, error) {
 		return recorder.NewNVML(&mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }})
 	}}
-	err := runRecord(nil, o)
+	err := runRecord(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "--source sim") {
 		t.Fatal(err)
 	}

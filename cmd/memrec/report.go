@@ -87,9 +87,6 @@ analyse it and write its report: what memrec does, on any machine, no GPU needed
 }
 
 func runDemo(ctx context.Context, o *demoOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if err := report.CheckFolder(o.out); err != nil {
 		return outputError(err)
 	}

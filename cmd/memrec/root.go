@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,12 +58,15 @@ peaks, what happened before an OOM.`,
 	return root
 }
 
-// execute runs the command line and returns the process exit code.
-func execute(args []string, s streams) int {
+// execute runs the command line and returns the process exit code. The
+// first SIGINT or SIGTERM cancels the commands' context (signalContext).
+func execute(ctx context.Context, args []string, s streams) int {
 	g := &globals{io: s}
 	root := newRootCmd(g)
 	root.SetArgs(args)
-	err := root.Execute()
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {
 	case err == nil:
@@ -70,9 +74,25 @@ func execute(args []string, s streams) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintln(s.Err, "memrec:", err)
+		fmt.Fprintln(s.Err, "memrec:", err.Error()+hint(err))
 		return 1
 	}
+}
+
+// hint is what the user can do about a library's error, in the words of
+// the command line.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrNoDB):
+		return " (record or import a run first, or pass --db)"
+	case errors.Is(err, storage.ErrLocked):
+		return " (a recorder may be writing to it; wait for it to finish or use another --db)"
+	case errors.Is(err, storage.ErrNoName):
+		return " (give one with --name)"
+	case errors.Is(err, storage.ErrRenameMany):
+		return " (--name renames exactly one run)"
+	}
+	return ""
 }
 
 func (g *globals) openRead() (*storage.DB, error) {

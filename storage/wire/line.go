@@ -100,7 +100,7 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 		r.Torch.Active = f.int("active_bytes", false, r.Torch.Allocated)
 	case "mark":
 		r.Type = TypeMark
-		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: f.str("kind", true), Epoch: f.opt("epoch"),
+		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: MarkKind(f.str("kind", true)), Epoch: f.opt("epoch"),
 			Step: f.opt("step"), Rank: f.opt("rank"), GPU: f.opt("gpu"), PID: f.opt("pid"),
 			Code: f.opt("code"), Text: f.str("text", false)}
 	default:
@@ -246,7 +246,7 @@ func AppendTorch(b []byte, s TorchSample) []byte {
 func AppendMark(b []byte, m Mark) []byte {
 	b = appendHead(b, TypeMark, m.T, -1)
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, m.Kind)
+	b = appendJSONString(b, string(m.Kind))
 	for _, f := range []struct {
 		k string
 		v int

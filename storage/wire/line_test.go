@@ -28,7 +28,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil || !r.Type.IsData() {
 			return
 		}
-		if !utf8.ValidString(r.Mark.Kind) || !utf8.ValidString(r.Mark.Text) {
+		if !utf8.ValidString(string(r.Mark.Kind)) || !utf8.ValidString(r.Mark.Text) {
 			return // written out as U+FFFD (encoding/json), so not the same string
 		}
 		var out []byte

@@ -33,16 +33,22 @@ type TorchSample struct {
 	OOMs          int64
 }
 
-// Mark kinds that memrec gives a meaning to (docs/format.md). Other kinds
-// are stored as they come.
+// MarkKind is what a mark says happened. The set is open: a kind memrec
+// gives no meaning to is stored and shown as it came.
+type MarkKind string
+
+// Mark kinds that memrec gives a meaning to (docs/format.md).
 const (
-	MarkEpochStart = "epoch_start"
-	MarkEpochEnd   = "epoch_end"
-	MarkStep       = "step"
-	MarkEvent      = "event"
-	MarkOOM        = "oom"
-	MarkExit       = "exit"
+	MarkEpochStart MarkKind = "epoch_start"
+	MarkEpochEnd   MarkKind = "epoch_end"
+	MarkStep       MarkKind = "step"
+	MarkEvent      MarkKind = "event"
+	MarkOOM        MarkKind = "oom"
+	MarkExit       MarkKind = "exit"
 )
+
+// String is the kind as the "kind" field spells it.
+func (k MarkKind) String() string { return string(k) }
 
 // None is the value of a Mark's optional integer field that is absent.
 const None = -1
@@ -51,7 +57,7 @@ const None = -1
 // a present one is never negative.
 type Mark struct {
 	T     int64
-	Kind  string
+	Kind  MarkKind
 	Epoch int
 	Step  int
 	Rank  int
@@ -62,6 +68,6 @@ type Mark struct {
 }
 
 // NewMark returns a mark with every optional field absent.
-func NewMark(t int64, kind string) Mark {
+func NewMark(t int64, kind MarkKind) Mark {
 	return Mark{T: t, Kind: kind, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None}
 }
