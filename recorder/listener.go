@@ -386,7 +386,7 @@ func (l *Listener) Close(grace time.Duration) error {
 func Send(path string, m storage.Mark) error {
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
-		return fmt.Errorf("marks socket %s: %w (is memrec record still running?)", path, err)
+		return fmt.Errorf("marks socket %s: %w", path, err)
 	}
 	defer c.Close()
 	c.SetWriteDeadline(time.Now().Add(2 * time.Second))

@@ -220,7 +220,7 @@ func lookupRun(tx *bolt.Tx, ref string) (Run, error) {
 		v = runs.Get(idKey(n))
 	}
 	if v == nil {
-		return Run{}, fmt.Errorf("run %q: %w (memrec runs lists them)", ref, ErrNoRun)
+		return Run{}, fmt.Errorf("run %q: %w", ref, ErrNoRun)
 	}
 	var r Run
 	if err := json.Unmarshal(v, &r); err != nil {

@@ -148,7 +148,7 @@ func (s *dbSink) Torch(x tracegen.Torch) {
 
 func (s *dbSink) Mark(m tracegen.Mark) {
 	if s.at(m.T) {
-		mk := storage.NewMark(m.T, m.Kind)
+		mk := storage.NewMark(m.T, storage.MarkKind(m.Kind))
 		if m.Epoch >= 0 {
 			mk.Epoch = m.Epoch
 		}

@@ -351,5 +351,8 @@ func runAnnotate(o *annotateOptions, text string) error {
 	}
 	m := storage.NewMark(time.Now().UnixNano(), kind)
 	m.Epoch, m.Step, m.Rank, m.Text = o.epoch, o.step, o.rank, text
-	return recorder.Send(o.socket, m)
+	if err := recorder.Send(o.socket, m); err != nil {
+		return fmt.Errorf("%w (is memrec record still running?)", err)
+	}
+	return nil
 }

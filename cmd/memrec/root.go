@@ -83,6 +83,8 @@ func execute(ctx context.Context, args []string, s streams) int {
 // the command line.
 func hint(err error) string {
 	switch {
+	case errors.Is(err, storage.ErrNoRun):
+		return " (memrec runs lists them)"
 	case errors.Is(err, storage.ErrNoDB):
 		return " (record or import a run first, or pass --db)"
 	case errors.Is(err, storage.ErrLocked):
