@@ -37,6 +37,7 @@ type Live struct {
 	dropped    atomic.Pointer[func() int64]
 	epoch      atomic.Int64
 	step       atomic.Int64
+	samples    atomic.Int64 // device samples seen
 
 	mu    sync.Mutex // writers only, to add a key to procs or torch
 	procs atomic.Pointer[map[procKey]*atomic.Pointer[storage.ProcSample]]
@@ -99,6 +100,7 @@ type liveSink struct {
 }
 
 func (s *liveSink) AppendDevice(d storage.DeviceSample) error {
+	s.l.samples.Add(1)
 	if g := s.l.gpus[d.GPU]; g != nil {
 		g.cur.Store(&d)
 	}

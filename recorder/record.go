@@ -59,6 +59,10 @@ type Options struct {
 	// Metrics, if set, is where the live metrics are served (see Live)
 	// while recording; Record closes it.
 	Metrics net.Listener
+	// Status, if set, is called with the recording's status every second
+	// while it samples, from a goroutine of its own; never after Record
+	// returns.
+	Status func(Status)
 }
 
 // Result is what a recording did.
@@ -161,7 +165,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 
 	var live *Live
-	if o.Metrics != nil {
+	if o.Metrics != nil || o.Status != nil {
 		if run.Host == "" {
 			run.Host, _ = os.Hostname()
 		}
@@ -174,7 +178,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
 	}
-	if live != nil {
+	if live != nil && o.Metrics != nil {
 		if ln != nil {
 			live.SetDropped(func() int64 { return ln.Stats().Dropped })
 		}
@@ -205,6 +209,15 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		defer close(sampled)
 		stats = sampler.Run(sctx)
 	}()
+	statusDone := make(chan struct{})
+	if o.Status != nil {
+		go func() {
+			defer close(statusDone)
+			reportStatus(sctx, o.Status, live, o.Clock)
+		}()
+	} else {
+		close(statusDone)
+	}
 
 	sigs := o.Signals
 	if sigs == nil {
@@ -241,6 +254,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		stop()
 	}
 	<-sampled
+	<-statusDone
 	if ln != nil {
 		ln.Close(time.Second)
 		res.Listener = ln.Stats()

@@ -53,7 +53,7 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
 		}
 	}
-	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.StartNS, gpus: len(gpus), col: col,
+	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.RunStartNS(), gpus: len(gpus), col: col,
 		torch: merge.New(func(s TorchSample) int64 { return s.T }, torchs...),
 		last:  map[[2]int]TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*DeviceSample, len(gpus))}
 	c.row = []byte("t_ns,time_s")

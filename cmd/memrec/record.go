@@ -217,7 +217,14 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		opts.Metrics = ln
 		fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
 	}
+	status := newStatusWriter(o.io.Err)
+	if status != nil {
+		opts.Status = status.show
+	}
 	res, err := recorder.Record(ctx, opts)
+	if status != nil {
+		status.clear()
+	}
 	switch {
 	case errors.Is(err, recorder.ErrNoSuchGPU):
 		return fmt.Errorf("--gpus: %w", err)
