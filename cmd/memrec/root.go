@@ -60,7 +60,12 @@ peaks, what happened before an OOM.`,
 
 // execute runs the command line and returns the process exit code. The
 // first SIGINT or SIGTERM cancels the commands' context (signalContext).
+// Everything it prints passes through a safeWriter.
 func execute(ctx context.Context, args []string, s streams) int {
+	out, errw := newSafeWriter(s.Out), newSafeWriter(s.Err)
+	defer out.Flush()
+	defer errw.Flush()
+	s.Out, s.Err = out, errw
 	g := &globals{io: s}
 	root := newRootCmd(g)
 	root.SetArgs(args)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSafeWriter(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text\twith tab\n", "plain text\twith tab\n"},
+		{"run \x1b]0;pwned\x07 \x1b[2J", `run \u001b]0;pwned\u0007 \u001b[2J`},
+		{"cr\rdel\x7f", `cr\u000ddel\u007f`},
+		{"c1 \u009b31m ok é 日本", `c1 \u009b31m ok é 日本`},
+		{"bad \xff byte", "bad \ufffd byte"},
+	} {
+		var b bytes.Buffer
+		w := newSafeWriter(&b)
+		// Byte by byte too: a rune cut between writes is put together.
+		for _, split := range []bool{false, true} {
+			b.Reset()
+			if split {
+				for i := range len(tc.in) {
+					w.Write([]byte{tc.in[i]})
+				}
+			} else {
+				w.Write([]byte(tc.in))
+			}
+			w.Flush()
+			if b.String() != tc.want {
+				t.Errorf("%q (split %v): got %q, want %q", tc.in, split, b.String(), tc.want)
+			}
+		}
+	}
+}
+
+// TestTerminalEscapesShownEscaped imports a run whose name, host, tags, GPU
+// name and mark text carry terminal escape sequences: no command prints one
+// raw, and export still gives back the same strings.
+func TestTerminalEscapesShownEscaped(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	const evil = `\u001b]0;pwned\u0007\u001b[2J\u009b31m`
+	name := "r" + evil
+	lines := []string{
+		`{"type":"run","name":"` + name + `","host":"h` + evil + `","start_ns":1000000000000000000,"interval_ns":10000000,"tags":{"k` + evil + `":"v` + evil + `"}}`,
+		`{"type":"gpu","gpu":0,"uuid":"GPU-` + evil + `","name":"G` + evil + `","total_bytes":1000000000}`,
+	}
+	for i := range 200 {
+		lines = append(lines, `{"type":"sample","t_ns":`+itoa(1000000000000000000+int64(i)*10000000)+`,"gpu":0,"used_bytes":`+itoa(int64(1000+i))+`}`)
+	}
+	lines = append(lines, `{"type":"mark","t_ns":1000000000050000000,"kind":"event","text":"m`+evil+`"}`)
+	in := filepath.Join(dir, "evil.jsonl")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rawName string
+	json.Unmarshal([]byte(`"`+name+`"`), &rawName)
+
+	check := func(args []string, out, errs string) {
+		t.Helper()
+		for _, s := range []string{out, errs} {
+			if strings.ContainsAny(s, "\x1b\x07\u009b") {
+				t.Errorf("%v prints an escape raw: %q", args, s)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"import", in},
+		{"runs"},
+		{"runs", "--check"},
+		{"analyze", rawName},
+		{"compare", rawName, rawName},
+		{"tag", rawName, "x" + "\x1b[2J=y\x1b[2J"},
+		{"export", rawName},
+		{"rm", "no\x1b[2J"},
+	} {
+		out, errs, _ := run(t, db, "", args...)
+		check(args, out, errs)
+		if args[0] == "runs" && len(args) == 1 && !strings.Contains(out, `r\u001b]0;pwned\u0007`) {
+			t.Errorf("runs does not show the name escaped: %q", out)
+		}
+		if args[0] == "export" {
+			first := strings.SplitN(out, "\n", 2)[0]
+			var r struct{ Name string }
+			if err := json.Unmarshal([]byte(first), &r); err != nil || r.Name != rawName {
+				t.Errorf("export's run line %q gives name %q (%v), want %q", first, r.Name, err, rawName)
+			}
+		}
+	}
+}
+
+func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
