@@ -86,3 +86,12 @@ func (s *safeWriter) Flush() error {
 	_, err := s.w.Write([]byte(string(utf8.RuneError)))
 	return err
 }
+
+// unescaped returns the writer under a safeWriter, for memrec's own control
+// sequences (record's status line); any other writer is returned as it is.
+func unescaped(w io.Writer) io.Writer {
+	if s, ok := w.(*safeWriter); ok {
+		return s.w
+	}
+	return w
+}

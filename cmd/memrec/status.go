@@ -22,6 +22,7 @@ type statusWriter struct {
 // newStatusWriter returns a status writer for w, or nil when w is not a
 // terminal (a file or a pipe gets nothing extra).
 func newStatusWriter(w io.Writer) *statusWriter {
+	w = unescaped(w) // the line's own control sequences must reach the terminal
 	f, ok := w.(*os.File)
 	if !ok || !isTerminal(f) {
 		return nil

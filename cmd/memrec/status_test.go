@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func TestRecordStatusOnTerminal(t *testing.T) {
 	}()
 	db := filepath.Join(t.TempDir(), "m.db")
 	args := []string{"--db", db, "record", "--source", "sim", "--sim-gpus", "2", "--duration", "2500ms", "--name", "tty"}
-	if code := execute(args, streams{In: strings.NewReader(""), Out: io.Discard, Err: term}); code != 0 {
+	if code := execute(context.Background(), args, streams{In: strings.NewReader(""), Out: io.Discard, Err: term}); code != 0 {
 		t.Fatalf("record exited %d", code)
 	}
 	// The reader gets what was written once the terminal has passed it on:
@@ -120,7 +121,7 @@ func TestRecordStatusOnTerminal(t *testing.T) {
 	}
 	defer f.Close()
 	args[len(args)-1] = "file"
-	if code := execute(args, streams{In: strings.NewReader(""), Out: io.Discard, Err: f}); code != 0 {
+	if code := execute(context.Background(), args, streams{In: strings.NewReader(""), Out: io.Discard, Err: f}); code != 0 {
 		t.Fatalf("record exited %d", code)
 	}
 	b, _ := os.ReadFile(f.Name())
