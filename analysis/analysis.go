@@ -1,11 +1,14 @@
 package analysis
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/memrec/memrec/storage"
 )
@@ -17,6 +20,7 @@ type Report struct {
 	Run        string            `json:"run"`
 	RunID      uint64            `json:"run_id"`
 	Host       string            `json:"host,omitempty"`
+	Job        string            `json:"job,omitempty"`
 	StartNS    int64             `json:"start_ns"`
 	EndNS      int64             `json:"end_ns"`
 	DurationS  float64           `json:"duration_s"`
@@ -26,6 +30,11 @@ type Report struct {
 	Recorder   storage.Recorder  `json:"recorder"`
 	Marks      MarkCounts        `json:"marks"`
 	GPUs       []GPUReport       `json:"gpus"`
+	// Hosts summarise each node of a merged run; nil for one machine.
+	Hosts []HostSummary `json:"hosts,omitempty"`
+	// Imbalance and Worst look at the GPUs together; nil under two GPUs.
+	Imbalance *Imbalance `json:"imbalance,omitempty"`
+	Worst     *Worst     `json:"worst_gpu,omitempty"`
 	// Notes say what the run lacks and what was done instead.
 	Notes []string `json:"notes,omitempty"`
 	// Events are the run's event, oom and exit marks, for the report.
@@ -53,7 +62,11 @@ type MarkCounts struct {
 
 // GPUReport is the analysis of one GPU.
 type GPUReport struct {
-	GPU                int          `json:"gpu"`
+	GPU int `json:"gpu"`
+	// Host and HostGPU place the GPU in a merged run: its node and its
+	// index there (see Label). Host is "" for a run of one machine.
+	Host               string       `json:"host,omitempty"`
+	HostGPU            int          `json:"host_gpu,omitempty"`
 	UUID               string       `json:"uuid,omitempty"`
 	Name               string       `json:"name,omitempty"`
 	TotalBytes         int64        `json:"total_bytes,omitempty"`
@@ -240,7 +253,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if opts.Width <= 0 {
 		opts.Width = 1600
 	}
-	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, StartNS: run.StartNS, EndNS: run.EndNS,
+	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, Job: run.Job, StartNS: run.StartNS, EndNS: run.EndNS,
 		DurationS: run.Duration().Seconds(), Complete: run.Complete, Tags: run.Tags, IntervalNS: run.IntervalNS,
 		Recorder: run.Recorder}
 	if _, _, ok := run.Window(); ok {
@@ -287,13 +300,31 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	}
 	gpus := slices.Clone(run.GPUs)
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
-	for _, g := range gpus {
-		gr, err := analyzeGPU(db, run, g, series, marks, opts)
-		if err != nil {
-			return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
-		}
-		rep.GPUs = append(rep.GPUs, *gr)
+	// GPUs are analysed in parallel: each reads its own series, and the
+	// marks are only read.
+	rep.GPUs = make([]GPUReport, len(gpus))
+	errs := make([]error, len(gpus))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, g := range gpus {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", g.Label(), err)
+				return
+			}
+			rep.GPUs[i] = *gr
+		}()
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rep.summarize(run)
 	return rep, nil
 }
 

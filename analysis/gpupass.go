@@ -77,7 +77,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 // the query times and spans the passes fill.
 func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
 	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts,
-		gr: &GPUReport{GPU: g.Index, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
+		gr: &GPUReport{GPU: g.Index, Host: g.Host, HostGPU: g.HostGPU, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
 	for _, s := range series {
 		if s.GPU != g.Index {
 			continue

@@ -49,27 +49,31 @@ func FormatDuration(s float64) string {
 	return fmt.Sprintf("%d d %d h", days, int(d.Hours())-24*days)
 }
 
-// Sentence says the leak verdict in plain words.
-func (l Leak) Sentence(gpu int) string {
+// Sentence says the leak verdict of GPU gpu in plain words.
+func (l Leak) Sentence(gpu int) string { return l.SentenceFor(fmt.Sprintf("GPU %d", gpu)) }
+
+// SentenceFor says the leak verdict in plain words, naming the GPU as gpu
+// (GPUReport.Label).
+func (l Leak) SentenceFor(gpu string) string {
 	switch l.Verdict {
 	case VerdictLeak:
 		var parts []string
 		if l.SlopeBytesPerStep != nil {
-			parts = append(parts, fmt.Sprintf("GPU %d grows %s per step", gpu, FormatBytes(int64(math.Round(*l.SlopeBytesPerStep)))))
+			parts = append(parts, fmt.Sprintf("%s grows %s per step", gpu, FormatBytes(int64(math.Round(*l.SlopeBytesPerStep)))))
 			if l.SlopeBytesPerHour != nil {
 				parts[0] += fmt.Sprintf(" (%s per hour)", FormatBytes(int64(*l.SlopeBytesPerHour)))
 			}
 		} else if l.SlopeBytesPerHour != nil {
-			parts = append(parts, fmt.Sprintf("GPU %d grows %s per hour", gpu, FormatBytes(int64(*l.SlopeBytesPerHour))))
+			parts = append(parts, fmt.Sprintf("%s grows %s per hour", gpu, FormatBytes(int64(*l.SlopeBytesPerHour))))
 		}
 		if l.TimeToFullS != nil {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ") + " (" + basisWords(l.Basis) + ")"
 	case VerdictNoLeak:
-		return fmt.Sprintf("GPU %d: no leak: %s", gpu, l.Reason)
+		return fmt.Sprintf("%s: no leak: %s", gpu, l.Reason)
 	}
-	return fmt.Sprintf("GPU %d: not enough data to judge a leak: %s", gpu, l.Reason)
+	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
 }
 
 func basisWords(b string) string {

@@ -25,6 +25,10 @@ type SimConfig struct {
 	LeakPerStep int64         // default 16 MiB (leak), 512 MiB (oom)
 	TotalBytes  int64         // default an H200's; 24 GiB for oom
 	TorchTimer  time.Duration // allocator samples between steps; default 100 ms
+	// RankBase is the global rank of the first GPU: a node of a
+	// multi-node job (node k of 8-GPU nodes has RankBase 8k). Only global
+	// rank 0 marks epochs.
+	RankBase int
 }
 
 // The simulated job's memory, per rank.
@@ -106,7 +110,7 @@ func NewSim(cfg SimConfig, start time.Time) (*Sim, error) {
 func (s *Sim) GPUs() ([]storage.GPU, error) {
 	gpus := make([]storage.GPU, s.cfg.GPUs)
 	for i := range gpus {
-		gpus[i] = storage.GPU{Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-0000-0000-%012d", i),
+		gpus[i] = storage.GPU{Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-0000-0000-%012d", s.cfg.RankBase+i),
 			Name: "Simulated NVIDIA H200", TotalBytes: s.cfg.TotalBytes}
 	}
 	return gpus, nil
@@ -257,7 +261,7 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 	step := rk.stepsDone
 	ns := at.UnixNano()
 	startNS := at.Add(-s.stepTime(r)).UnixNano()
-	if r == 0 && step%s.cfg.EpochSteps == 0 {
+	if s.cfg.RankBase+r == 0 && step%s.cfg.EpochSteps == 0 {
 		m := storage.NewMark(startNS, storage.MarkEpochStart)
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
@@ -266,7 +270,7 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 	if s.leaks(r) && st.peak+simContext > s.cfg.TotalBytes {
 		// This step's peak does not fit: the job dies with an OOM.
 		m := storage.NewMark(ns, storage.MarkOOM)
-		m.GPU, m.Rank, m.PID = r, r, simPID0+r
+		m.GPU, m.Rank, m.PID = r, s.cfg.RankBase+r, simPID0+r
 		m.Text = fmt.Sprintf("CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total capacity of %d MiB", simActs>>20, r, s.cfg.TotalBytes>>20)
 		sink.AppendMark(m)
 		s.sendTorch(sink, r, at, 1)
@@ -274,10 +278,10 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 		return
 	}
 	m := storage.NewMark(ns, storage.MarkStep)
-	m.Step, m.Rank = step, r
+	m.Step, m.Rank = step, s.cfg.RankBase+r
 	sink.AppendMark(m)
 	s.sendTorch(sink, r, at, 0)
-	if r == 0 && step%s.cfg.EpochSteps == s.cfg.EpochSteps-1 {
+	if s.cfg.RankBase+r == 0 && step%s.cfg.EpochSteps == s.cfg.EpochSteps-1 {
 		m := storage.NewMark(ns+1000, storage.MarkEpochEnd)
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
@@ -287,7 +291,7 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 
 func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
 	st := s.alloc(r, at.Add(-time.Nanosecond))
-	sink.AppendTorch(storage.TorchSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: r,
+	sink.AppendTorch(storage.TorchSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: s.cfg.RankBase + r,
 		Allocated: st.allocated, Reserved: st.reserved, Active: st.allocated, InactiveSplit: st.inactiveSplit,
 		PeakAllocated: st.peak, Segments: st.segments, OOMs: ooms})
 }

@@ -18,6 +18,8 @@ type exportRun struct {
 	Type       string            `json:"type"`
 	Name       string            `json:"name"`
 	Host       string            `json:"host,omitempty"`
+	Job        string            `json:"job,omitempty"`
+	Hosts      []HostInfo        `json:"hosts,omitempty"`
 	StartNS    int64             `json:"start_ns"`
 	EndNS      int64             `json:"end_ns,omitempty"`
 	IntervalNS int64             `json:"interval_ns,omitempty"`
@@ -36,7 +38,7 @@ type exportGPU struct {
 // It streams: memory does not grow with the run's length.
 func (db *DB) Export(out io.Writer, r Run) error {
 	w := bufio.NewWriterSize(out, 1<<20)
-	head := exportRun{Type: "run", Name: r.Name, Host: r.Host, StartNS: r.StartNS, EndNS: r.EndNS,
+	head := exportRun{Type: "run", Name: r.Name, Host: r.Host, Job: r.Job, Hosts: r.Hosts, StartNS: r.StartNS, EndNS: r.EndNS,
 		IntervalNS: r.IntervalNS, Tags: r.Tags, Complete: r.Complete}
 	if r.Recorder != (Recorder{}) {
 		head.Recorder = &r.Recorder

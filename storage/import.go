@@ -99,6 +99,8 @@ func (imp *importer) finish() error {
 type runLine struct {
 	Name       string          `json:"name"`
 	Host       string          `json:"host"`
+	Job        string          `json:"job"`
+	Hosts      []HostInfo      `json:"hosts"`
 	StartNS    *int64          `json:"start_ns"`
 	EndNS      int64           `json:"end_ns"`
 	IntervalNS int64           `json:"interval_ns"`
@@ -128,7 +130,7 @@ func (imp *importer) startRun(r rec) error {
 		return imp.errf(r.line, "run %q appears twice in the input", l.Name)
 	}
 	imp.names[l.Name] = true
-	run := Run{Name: l.Name, Host: l.Host, EndNS: l.EndNS, IntervalNS: l.IntervalNS, Complete: true}
+	run := Run{Name: l.Name, Host: l.Host, Job: l.Job, Hosts: l.Hosts, EndNS: l.EndNS, IntervalNS: l.IntervalNS, Complete: true}
 	if l.StartNS != nil {
 		run.StartNS = *l.StartNS
 	} else {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/memrec/memrec/storage/wire"
@@ -10,9 +11,15 @@ import (
 // The zero value is not a stored run; runs come from DB.Runs, DB.Run or
 // Appender.Run.
 type Run struct {
-	ID         uint64            `json:"id"`
-	Name       string            `json:"name"`
-	Host       string            `json:"host,omitempty"`
+	ID   uint64 `json:"id"`
+	Name string `json:"name"`
+	Host string `json:"host,omitempty"`
+	// Job is the job this run belongs to (record's --job, or the
+	// launcher's TORCHELASTIC_RUN_ID or SLURM_JOB_ID); "" if unknown.
+	Job string `json:"job,omitempty"`
+	// Hosts are the nodes a merged run was recorded on, in merge order;
+	// nil for a run of one machine.
+	Hosts      []HostInfo        `json:"hosts,omitempty"`
 	StartNS    int64             `json:"start_ns"`
 	EndNS      int64             `json:"end_ns,omitempty"` // last data time, or the recorder's stop time
 	IntervalNS int64             `json:"interval_ns,omitempty"`
@@ -91,6 +98,38 @@ type GPU struct {
 	UUID       string `json:"uuid,omitempty"`
 	Name       string `json:"name,omitempty"`
 	TotalBytes int64  `json:"total_bytes,omitempty"`
+	// Host and HostGPU are, in a merged run, the node the GPU is on and
+	// its NVML index there (Index numbers the GPUs of all nodes). Host is
+	// "" in a run of one machine.
+	Host    string `json:"host,omitempty"`
+	HostGPU int    `json:"host_gpu,omitempty"`
+}
+
+// Label names the GPU for people: "node2/gpu3" in a merged run, "gpu3"
+// otherwise.
+func (g GPU) Label() string {
+	if g.Host == "" {
+		return "gpu" + strconv.Itoa(g.Index)
+	}
+	return g.Host + "/gpu" + strconv.Itoa(g.HostGPU)
+}
+
+// HostInfo is one node of a merged run.
+type HostInfo struct {
+	Name string `json:"name"`
+	Run  string `json:"run"` // the node's own run
+	Job  string `json:"job,omitempty"`
+	GPUs int    `json:"gpus"`
+	// OffsetNS was subtracted from every time of the node to bring it onto
+	// the first node's clock: how far its clock was ahead.
+	OffsetNS int64 `json:"offset_ns"`
+	// CommonSteps is how many step marks the offset was found on (0: the
+	// clocks were not aligned), SpreadNS the median distance of those
+	// steps from the offset.
+	CommonSteps int      `json:"common_steps"`
+	SpreadNS    int64    `json:"spread_ns"`
+	Complete    bool     `json:"complete"`
+	Recorder    Recorder `json:"recorder"`
 }
 
 // Counts are the numbers of stored items of each kind.

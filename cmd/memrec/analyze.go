@@ -72,8 +72,17 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 	if !rep.Complete {
 		state = "incomplete (the recorder did not finish)"
 	}
-	fmt.Fprintf(w, "Run %s (id %d) on %s: %s, %d GPUs, %s\n", rep.Run, rep.RunID, rep.Host,
-		analysis.FormatDuration(rep.DurationS), len(rep.GPUs), state)
+	if len(rep.Hosts) > 0 {
+		job := ""
+		if rep.Job != "" {
+			job = fmt.Sprintf(", job %s", rep.Job)
+		}
+		fmt.Fprintf(w, "Run %s (id %d%s): %s, %d GPUs on %d hosts, %s\n", rep.Run, rep.RunID, job,
+			analysis.FormatDuration(rep.DurationS), len(rep.GPUs), len(rep.Hosts), state)
+	} else {
+		fmt.Fprintf(w, "Run %s (id %d) on %s: %s, %d GPUs, %s\n", rep.Run, rep.RunID, rep.Host,
+			analysis.FormatDuration(rep.DurationS), len(rep.GPUs), state)
+	}
 	if len(rep.Tags) > 0 {
 		fmt.Fprintf(w, "Tags: %s\n", formatTags(rep.Tags))
 	}
@@ -85,9 +94,19 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
-	for _, g := range rep.GPUs {
-		fmt.Fprintf(w, "\n== GPU %d  %s  %s total\n", g.GPU, g.Name, analysis.FormatBytes(g.TotalBytes))
-		fmt.Fprintf(w, "Leak: %s\n", g.Leak.Sentence(g.GPU))
+	gpus := rep.GPUs
+	if compact(rep) {
+		printGPUTable(w, rep)
+		gpus = notable(rep.GPUs)
+		if len(gpus) > 0 {
+			fmt.Fprintf(w, "\nDetails of the %d GPUs with findings (leak, OOM, allocation retries):\n", len(gpus))
+		}
+	} else {
+		printTogether(w, rep)
+	}
+	for _, g := range gpus {
+		fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes))
+		fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
 		if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
 			fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
 				analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
@@ -159,4 +178,67 @@ func optInt(v *int) string {
 		return "-"
 	}
 	return fmt.Sprint(*v)
+}
+
+// compact says whether the GPUs are too many for a section each: a merged
+// run, or more than 8 GPUs, gets a table of all and sections for those
+// with findings.
+func compact(rep *analysis.Report) bool { return len(rep.Hosts) > 0 || len(rep.GPUs) > 8 }
+
+// notable are the GPUs with something to explain.
+func notable(gpus []analysis.GPUReport) []analysis.GPUReport {
+	var out []analysis.GPUReport
+	for _, g := range gpus {
+		if g.Leak.Verdict == analysis.VerdictLeak || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// printTogether prints what the run's GPUs show together.
+func printTogether(w io.Writer, rep *analysis.Report) {
+	if im := rep.Imbalance; im != nil {
+		fmt.Fprintf(w, "Imbalance: peak %s across ranks max/min %.2f (max %s on %s, min %s on %s)\n", im.Basis, im.Ratio,
+			analysis.FormatBytes(im.MaxBytes), im.MaxGPU, analysis.FormatBytes(im.MinBytes), im.MinGPU)
+	}
+	if wg := rep.Worst; wg != nil {
+		fmt.Fprintf(w, "Worst GPU: %s: %s\n", wg.Label, wg.Reason)
+	}
+}
+
+// printGPUTable prints the per-host summaries and one line per GPU.
+func printGPUTable(w io.Writer, rep *analysis.Report) {
+	B := analysis.FormatBytesPtr
+	printTogether(w, rep)
+	if len(rep.Hosts) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "Host\tGPUs\tclock offset\tpeak used\ton\tpeak alloc\tleaking\tOOMs")
+		for _, h := range rep.Hosts {
+			off := fmt.Sprintf("%+.3f s", float64(h.OffsetNS)/1e9)
+			if !h.Aligned {
+				off = "not aligned"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n", h.Host, h.GPUs, off, B(h.PeakUsedBytes), h.PeakUsedGPU, B(h.PeakAllocatedBytes), h.Leaks, h.OOMs)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tpeak used\tpeak alloc\tstep peak\tleak\tfrag mean")
+	for _, g := range rep.GPUs {
+		leak := strings.ReplaceAll(g.Leak.Verdict, "_", " ")
+		if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerStep != nil {
+			leak = fmt.Sprintf("LEAK %s/step", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
+		} else if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerHour != nil {
+			leak = fmt.Sprintf("LEAK %s/hour", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)))
+		}
+		frag := "n/a"
+		if g.Fragmentation != nil {
+			frag = fmt.Sprintf("%.1f%%", 100*g.Fragmentation.Mean)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.Label(), B(g.PeakUsedBytes), B(g.PeakAllocatedBytes), B(g.PeakStepBytes), leak, frag)
+	}
+	tw.Flush()
 }

@@ -35,6 +35,8 @@ type recordOptions struct {
 	cpuProfile  string
 	torch       bool
 	metricsAddr string
+	job         string
+	host        string
 	// openNVML opens NVML; tests open go-nvml's mocks.
 	openNVML func() (*recorder.NVML, error)
 }
@@ -78,6 +80,8 @@ machine without a GPU.`,
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
+	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
@@ -85,6 +89,33 @@ machine without a GPU.`,
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
 	f.MarkHidden("cpuprofile")
 	return cmd
+}
+
+// jobID is the job a recording belongs to: --job, else the launcher's:
+// TORCHELASTIC_RUN_ID (torchrun sets it from --rdzv-id; its default
+// "none" says nothing), SLURM_JOB_ID, or a --rdzv-id / --rdzv_id in the
+// command memrec runs (torchrun under memrec). "" if none.
+func jobID(flag string, getenv func(string) string, command []string) string {
+	if flag != "" {
+		return flag
+	}
+	if id := getenv("TORCHELASTIC_RUN_ID"); id != "" && id != "none" {
+		return id
+	}
+	if id := getenv("SLURM_JOB_ID"); id != "" {
+		return id
+	}
+	for i, a := range command {
+		for _, f := range []string{"--rdzv-id", "--rdzv_id"} {
+			switch {
+			case a == f && i+1 < len(command) && command[i+1] != "none":
+				return command[i+1]
+			case strings.HasPrefix(a, f+"=") && a != f+"=none":
+				return strings.TrimPrefix(a, f+"=")
+			}
+		}
+	}
+	return ""
 }
 
 func parseGPUs(s string) ([]int, error) {
@@ -146,7 +177,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		}
 	}
 	opts := recorder.Options{
-		Run:        storage.Run{Name: name, Tags: tags},
+		Run:        storage.Run{Name: name, Tags: tags, Job: jobID(o.job, os.Getenv, o.command), Host: o.host},
 		Source:     src,
 		GPUs:       gpus,
 		Interval:   o.interval,

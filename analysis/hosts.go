@@ -1,0 +1,159 @@
+package analysis
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file looks at a run's GPUs together: per host (a merged run of
+// several nodes), the spread of peaks across ranks, and the GPU to look at
+// first.
+
+// HostSummary is one node of a merged run.
+type HostSummary struct {
+	Host     string `json:"host"`
+	GPUs     int    `json:"gpus"`
+	OffsetNS int64  `json:"clock_offset_ns"` // subtracted from the node's times at merge
+	// Aligned is false where the node shared no step marks with the first
+	// node: its clock was taken as it was.
+	Aligned            bool   `json:"aligned"`
+	PeakUsedBytes      *int64 `json:"peak_used_bytes"`
+	PeakUsedGPU        string `json:"peak_used_gpu,omitempty"`
+	PeakAllocatedBytes *int64 `json:"peak_allocated_bytes"`
+	Leaks              int    `json:"leaking_gpus"`
+	OOMs               int    `json:"ooms"`
+}
+
+// Imbalance is the spread of peak memory across the run's GPUs (ranks):
+// Ratio = max/min. Basis says which peak: step_peak (the probe's per-step
+// peak), allocated, or device_used.
+type Imbalance struct {
+	Basis    string  `json:"basis"`
+	MaxBytes int64   `json:"max_bytes"`
+	MaxGPU   string  `json:"max_gpu"`
+	MinBytes int64   `json:"min_bytes"`
+	MinGPU   string  `json:"min_gpu"`
+	Ratio    float64 `json:"ratio"`
+}
+
+// Worst is the GPU to look at first, and why: one that ran out of memory,
+// else the fastest leak, else the fullest.
+type Worst struct {
+	GPU    int    `json:"gpu"`
+	Label  string `json:"label"`
+	Reason string `json:"reason"`
+}
+
+// Label names a GPU for people: "node2/gpu3" in a merged run, "GPU 3"
+// otherwise.
+func (g *GPUReport) Label() string {
+	if g.Host == "" {
+		return "GPU " + strconv.Itoa(g.GPU)
+	}
+	return g.Host + "/gpu" + strconv.Itoa(g.HostGPU)
+}
+
+// summarize fills the run-wide figures of a report of two GPUs or more.
+func (rep *Report) summarize(run storage.Run) {
+	if len(rep.GPUs) < 2 {
+		return
+	}
+	rep.Imbalance = imbalance(rep.GPUs)
+	rep.Worst = worst(rep.GPUs)
+	for k, h := range run.Hosts {
+		hs := HostSummary{Host: h.Name, GPUs: h.GPUs, OffsetNS: h.OffsetNS, Aligned: k == 0 || h.CommonSteps > 0}
+		for i := range rep.GPUs {
+			g := &rep.GPUs[i]
+			if g.Host != h.Name {
+				continue
+			}
+			if g.PeakUsedBytes != nil && (hs.PeakUsedBytes == nil || *g.PeakUsedBytes > *hs.PeakUsedBytes) {
+				hs.PeakUsedBytes, hs.PeakUsedGPU = i64(*g.PeakUsedBytes), g.Label()
+			}
+			if g.PeakAllocatedBytes != nil && (hs.PeakAllocatedBytes == nil || *g.PeakAllocatedBytes > *hs.PeakAllocatedBytes) {
+				hs.PeakAllocatedBytes = i64(*g.PeakAllocatedBytes)
+			}
+			if g.Leak.Verdict == VerdictLeak {
+				hs.Leaks++
+			}
+			hs.OOMs += len(g.OOMs)
+		}
+		rep.Hosts = append(rep.Hosts, hs)
+	}
+}
+
+func imbalance(gpus []GPUReport) *Imbalance {
+	bases := []struct {
+		name string
+		get  func(*GPUReport) *int64
+	}{
+		{"step_peak", func(g *GPUReport) *int64 { return g.PeakStepBytes }},
+		{"allocated", func(g *GPUReport) *int64 { return g.PeakAllocatedBytes }},
+		{"device_used", func(g *GPUReport) *int64 { return g.PeakUsedBytes }},
+	}
+	for _, b := range bases {
+		var im *Imbalance
+		for i := range gpus {
+			v := b.get(&gpus[i])
+			if v == nil {
+				im = nil
+				break
+			}
+			if im == nil {
+				im = &Imbalance{Basis: b.name, MaxBytes: *v, MinBytes: *v, MaxGPU: gpus[i].Label(), MinGPU: gpus[i].Label()}
+			}
+			if *v > im.MaxBytes {
+				im.MaxBytes, im.MaxGPU = *v, gpus[i].Label()
+			}
+			if *v < im.MinBytes {
+				im.MinBytes, im.MinGPU = *v, gpus[i].Label()
+			}
+		}
+		if im != nil && im.MinBytes > 0 {
+			im.Ratio = float64(im.MaxBytes) / float64(im.MinBytes)
+			return im
+		}
+	}
+	return nil
+}
+
+func worst(gpus []GPUReport) *Worst {
+	for _, g := range gpus {
+		if len(g.OOMs) > 0 {
+			return &Worst{GPU: g.GPU, Label: g.Label(), Reason: fmt.Sprintf("ran out of memory (%d OOMs)", len(g.OOMs))}
+		}
+	}
+	var w *GPUReport
+	rate := func(g *GPUReport) float64 {
+		if g.Leak.SlopeBytesPerHour != nil {
+			return *g.Leak.SlopeBytesPerHour
+		}
+		return 0
+	}
+	for i := range gpus {
+		g := &gpus[i]
+		if g.Leak.Verdict == VerdictLeak && (w == nil || rate(g) > rate(w)) {
+			w = g
+		}
+	}
+	if w != nil {
+		return &Worst{GPU: w.GPU, Label: w.Label(), Reason: "leaks: " + w.Leak.SentenceFor(w.Label())}
+	}
+	full := func(g *GPUReport) float64 {
+		if g.PeakUsedBytes == nil || g.TotalBytes <= 0 {
+			return -1
+		}
+		return float64(*g.PeakUsedBytes) / float64(g.TotalBytes)
+	}
+	for i := range gpus {
+		if g := &gpus[i]; full(g) >= 0 && (w == nil || full(g) > full(w)) {
+			w = g
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	return &Worst{GPU: w.GPU, Label: w.Label(), Reason: fmt.Sprintf("fullest: peak %s of %s (%.0f%%)", FormatBytes(*w.PeakUsedBytes), FormatBytes(w.TotalBytes), 100*full(w))}
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/storage"
+)
+
+// simNode describes one node of a simulated multi-node job.
+type simNode struct {
+	host, job string
+	rankBase  int
+	scenario  string
+	// clock is how far the node's clock is ahead of true time; lateStart
+	// how long after the job's start its recorder starts (true time).
+	clock, lateStart time.Duration
+}
+
+// jobStart is the simulated job's start, in true time.
+var jobStart = time.Unix(1_750_000_000, 0)
+
+// recordSimNode records one node of a simulated data-parallel job of 8
+// GPUs per node into its own database, the way memrec record does on
+// that node, but on a fake clock: length of recording at 10 ms.
+func recordSimNode(t testing.TB, path string, n simNode, length time.Duration) {
+	t.Helper()
+	// The job starts at the same true time everywhere; each node sees it
+	// on its own clock.
+	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 8, Scenario: n.scenario, RankBase: n.rankBase}, jobStart.Add(n.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus, _ := sim.GPUs()
+	db, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	start := jobStart.Add(n.clock + n.lateStart)
+	app, err := db.NewAppender(storage.Run{Name: "node-" + n.host, Host: n.host, Job: n.job, GPUs: gpus, IntervalNS: int64(10 * time.Millisecond), StartNS: start.UnixNano()},
+		storage.AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := recorder.NewFakeClock(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &recorder.Sampler{Source: sim, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Interval: 10 * time.Millisecond, Procs: true, ProcsEvery: time.Second, Clock: clock,
+		Sink: &stopAt{Sink: app, end: start.Add(length).UnixNano(), stop: cancel, rng: rand.New(rand.NewPCG(uint64(n.rankBase), 1))}}
+	s.Run(ctx)
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stopAt cancels the recording at its first device sample at or after end.
+// It also moves each step mark by up to ±3 ms, and every 50th by 250 ms,
+// as a probe's marks arrive late by a varying amount.
+type stopAt struct {
+	recorder.Sink
+	end   int64
+	stop  func()
+	marks int
+	rng   *rand.Rand
+}
+
+func (s *stopAt) AppendMark(m storage.Mark) error {
+	if m.Kind == storage.MarkStep {
+		s.marks++
+		m.T += s.rng.Int64N(int64(6*time.Millisecond)) - int64(3*time.Millisecond)
+		if s.marks%50 == 0 {
+			m.T += int64(250 * time.Millisecond)
+		}
+	}
+	return s.Sink.AppendMark(m)
+}
+
+func (s *stopAt) AppendDevice(d storage.DeviceSample) error {
+	if d.T >= s.end {
+		s.stop()
+	}
+	return s.Sink.AppendDevice(d)
+}
+
+// fourNodes is a job of four nodes whose clocks are off by up to 2 s and
+// whose recorders start up to a second apart; node2's last GPU leaks.
+func fourNodes() []simNode {
+	return []simNode{
+		{host: "node0", job: "j42", rankBase: 0, scenario: "none", clock: 0, lateStart: 300 * time.Millisecond},
+		{host: "node1", job: "j42", rankBase: 8, scenario: "none", clock: 1500 * time.Millisecond, lateStart: 0},
+		{host: "node2", job: "j42", rankBase: 16, scenario: "leak", clock: -2 * time.Second, lateStart: 900 * time.Millisecond},
+		{host: "node3", job: "j42", rankBase: 24, scenario: "none", clock: 700*time.Millisecond + 123*time.Microsecond, lateStart: 450 * time.Millisecond},
+	}
+}
+
+func TestMergeFourNodes(t *testing.T) {
+	dir := t.TempDir()
+	nodes := fourNodes()
+	var files []string
+	for _, n := range nodes {
+		f := filepath.Join(dir, n.host+".db")
+		recordSimNode(t, f, n, 40*time.Second)
+		files = append(files, f)
+	}
+	out := filepath.Join(dir, "job.db")
+	stdout, errs, code := run(t, out, "", append([]string{"merge", out}, files...)...)
+	if code != 0 {
+		t.Fatalf("merge: %d %s", code, errs)
+	}
+	t.Logf("%s", stdout)
+
+	db, err := storage.Open(out, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.Run("j42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if len(r.GPUs) != 32 || len(r.Hosts) != 4 || r.Job != "j42" {
+		t.Fatalf("merged run: %d GPUs, %d hosts, job %q", len(r.GPUs), len(r.Hosts), r.Job)
+	}
+	for k, h := range r.Hosts {
+		// The offset found is the node's clock less the reference node's.
+		want := nodes[k].clock - nodes[0].clock
+		if d := time.Duration(h.OffsetNS) - want; d > 10*time.Millisecond || d < -10*time.Millisecond {
+			t.Errorf("%s: offset %v, want %v within 10 ms", h.Name, time.Duration(h.OffsetNS), want)
+		}
+		if h.Name != nodes[k].host || (k > 0 && h.CommonSteps < 300) {
+			t.Errorf("host %d: %+v", k, h)
+		}
+	}
+	for i, g := range r.GPUs {
+		if g.Index != i || g.Host != nodes[i/8].host || g.HostGPU != i%8 {
+			t.Errorf("GPU %d: %+v", i, g)
+		}
+	}
+	// Each offset (checked above against the true clocks) is printed.
+	for _, h := range r.Hosts[1:] {
+		if want := fmt.Sprintf("%+.6f s", float64(h.OffsetNS)/1e9); !strings.Contains(stdout, want) {
+			t.Errorf("merge output lacks %s's offset %s:\n%s", h.Name, want, stdout)
+		}
+	}
+
+	// Analysed as one 32-GPU run: the leaking GPU is node2's last, named
+	// with its host, and no other GPU leaks.
+	stdout, errs, code = run(t, out, "", "analyze", "j42")
+	if code != 0 {
+		t.Fatalf("analyze: %s", errs)
+	}
+	if !strings.Contains(stdout, "32 GPUs on 4 hosts") {
+		t.Errorf("analyze does not see 32 GPUs on 4 hosts:\n%s", stdout)
+	}
+	leaking := 0
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "Leak:") && strings.Contains(l, " grows ") {
+			leaking++
+			if !strings.Contains(l, "node2/gpu7") {
+				t.Errorf("leak named on the wrong GPU: %s", l)
+			}
+		}
+	}
+	if !strings.Contains(stdout, "Worst GPU: node2/gpu7: leaks") {
+		t.Errorf("the worst GPU is not node2/gpu7:\n%s", stdout)
+	}
+	if leaking != 1 {
+		t.Errorf("%d leak lines, want 1 (node2/gpu7):\n%s", leaking, stdout)
+	}
+}
+
+func TestMergeRefusesAndWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	rec := func(n simNode) string {
+		f := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.db", n.host, n.job, n.rankBase))
+		recordSimNode(t, f, n, 3*time.Second)
+		return f
+	}
+	a := rec(simNode{host: "a", job: "j1", rankBase: 0, scenario: "none"})
+	b := rec(simNode{host: "b", job: "j1", rankBase: 8, scenario: "none"})
+	sameHost := rec(simNode{host: "a", job: "j1", rankBase: 16, scenario: "none"})
+	otherJob := rec(simNode{host: "c", job: "j2", rankBase: 16, scenario: "none"})
+	overlap := rec(simNode{host: "d", job: "j1", rankBase: 8, scenario: "none"})
+	out := filepath.Join(dir, "out.db")
+	for _, c := range []struct {
+		name   string
+		inputs []string
+		want   error
+		says   []string
+	}{
+		{"same host twice", []string{a, b, sameHost}, storage.ErrSameHost, []string{a, sameHost, `"a"`}},
+		{"different jobs", []string{a, b, otherJob}, storage.ErrOtherJob, []string{`"j1"`, `"j2"`, otherJob}},
+		{"overlapping GPUs", []string{a, b, overlap}, storage.ErrGPUOverlap, []string{b, overlap, "GPU-5e000000-0000-0000-0000-000000000008"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := run(t, out, "", append([]string{"merge", out}, c.inputs...)...)
+			if code != 1 || !strings.Contains(errs, c.want.Error()) || !strings.Contains(errs, "nothing was written") {
+				t.Fatalf("exit %d, %q: want %q", code, errs, c.want)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(errs, s) {
+					t.Errorf("error %q does not name %s", errs, s)
+				}
+			}
+			db, err := storage.Open(out, storage.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if runs, _ := db.Runs(); len(runs) != 0 {
+				t.Errorf("refused merge left %d runs", len(runs))
+			}
+		})
+	}
+	// The library says the same with sentinels.
+	src, _ := storage.Open(a, storage.Options{ReadOnly: true})
+	defer src.Close()
+	ra, _ := src.Run("node-a")
+	dst, _ := storage.Open(filepath.Join(dir, "lib.db"), storage.Options{})
+	defer dst.Close()
+	if _, err := dst.Merge([]storage.MergeInput{{File: "x", DB: src, Run: ra}, {File: "y", DB: src, Run: ra}}, storage.MergeOptions{}); !errors.Is(err, storage.ErrSameHost) {
+		t.Errorf("a run merged with itself: %v", err)
+	}
+	if _, errs, code := run(t, out, "", "merge", out, a); code != 1 || !strings.Contains(errs, "requires at least 3 arg") {
+		t.Errorf("one input: %d %s", code, errs)
+	}
+	if _, errs, code := run(t, out, "", "merge", a, a, b); code != 1 || !strings.Contains(errs, "both the output and an input") {
+		t.Errorf("output among the inputs: %d %s", code, errs)
+	}
+}
+
+func TestJobID(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		flag    string
+		env     func(string) string
+		command []string
+		want    string
+	}{
+		{"mine", env("SLURM_JOB_ID", "7"), nil, "mine"},
+		{"", env("TORCHELASTIC_RUN_ID", "r1", "SLURM_JOB_ID", "7"), nil, "r1"},
+		{"", env("TORCHELASTIC_RUN_ID", "none", "SLURM_JOB_ID", "7"), nil, "7"},
+		{"", env(), []string{"torchrun", "--nnodes", "2", "--rdzv-id", "exp3", "train.py"}, "exp3"},
+		{"", env(), []string{"torchrun", "--rdzv_id=exp4", "train.py"}, "exp4"},
+		{"", env(), []string{"torchrun", "--rdzv-id", "none", "train.py"}, ""},
+		{"", env(), []string{"python", "train.py"}, ""},
+	} {
+		if got := jobID(c.flag, c.env, c.command); got != c.want {
+			t.Errorf("jobID(%q, %v) = %q, want %q", c.flag, c.command, got, c.want)
+		}
+	}
+}
