@@ -228,7 +228,7 @@ func printGPUTable(w io.Writer, rep *analysis.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tpeak used\tpeak alloc\tstep peak\tleak\tfrag mean")
 	for _, g := range rep.GPUs {
-		leak := strings.ReplaceAll(g.Leak.Verdict, "_", " ")
+		leak := strings.ReplaceAll(g.Leak.Verdict.String(), "_", " ")
 		if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerStep != nil {
 			leak = fmt.Sprintf("LEAK %s/step", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
 		} else if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerHour != nil {
