@@ -156,7 +156,14 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 		Overview *chartView
 		GPUs     []gpuView
 		Verdicts []string
+		// Interactive is the timeline's data and scripts; nil without samples.
+		Interactive *interactiveView
 	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
+	if iv, err := newInteractiveView(rep); err != nil {
+		return nil, err
+	} else if iv.HasData {
+		view.Interactive = &iv
+	}
 	for k, v := range rep.Tags {
 		view.Tags = append(view.Tags, k+"="+v)
 	}
@@ -231,7 +238,7 @@ window.addEventListener("load", function () {
 });
 </script>{{end}}`
 
-var pageTmpl = template.Must(template.Must(template.New("page").Funcs(funcs).Parse(shared)).Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Funcs(funcs).Parse(shared)).Parse(interactiveTmpl)).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -258,6 +265,7 @@ var pageTmpl = template.Must(template.Must(template.New("page").Funcs(funcs).Par
 {{range .GPUs}}<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
 {{end}}
 </section>
+{{template "timeline" .}}
 {{with .Overview}}<section id="overview"><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
 {{range .GPUs}}{{$g := .}}
 <section id="gpu{{.GPU}}" class="gpu">
@@ -297,6 +305,7 @@ Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes
 </section>
 {{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>
+{{template "timeline-scripts" .}}
 {{template "imgcheck"}}
 </body>
 </html>
