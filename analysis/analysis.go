@@ -65,29 +65,32 @@ type GPUReport struct {
 	GPU int `json:"gpu"`
 	// Host and HostGPU place the GPU in a merged run: its node and its
 	// index there (see Label). Host is "" for a run of one machine.
-	Host               string       `json:"host,omitempty"`
-	HostGPU            int          `json:"host_gpu,omitempty"`
-	UUID               string       `json:"uuid,omitempty"`
-	Name               string       `json:"name,omitempty"`
-	TotalBytes         int64        `json:"total_bytes,omitempty"`
-	PeakUsedBytes      *int64       `json:"peak_used_bytes"`
-	PeakAllocatedBytes *int64       `json:"peak_allocated_bytes"`
-	PeakReservedBytes  *int64       `json:"peak_reserved_bytes"`
-	PeakStepBytes      *int64       `json:"peak_step_allocated_bytes"` // the probe's true per-step peak
-	Peaks              []Peak       `json:"peaks"`
-	Epochs             []EpochDelta `json:"epochs"`
-	Intervals          []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
-	Leak               Leak         `json:"leak"`
-	Fragmentation      *Frag        `json:"fragmentation"`
-	Unseen             *Unseen      `json:"unseen_by_pytorch"`
-	OOMs               []OOM        `json:"ooms"`
-	AllocRetries       *int64       `json:"alloc_retries"`
-	FirstRetryNS       *int64       `json:"first_alloc_retry_ns,omitempty"`
-	Processes          []Process    `json:"processes,omitempty"`
-	Timeline           Timeline     `json:"-"`
-	Floors             []FloorPoint `json:"-"`
-	FragSeries         []FragPoint  `json:"-"`
-	StepPeaks          []FloorPoint `json:"-"`
+	Host          string `json:"host,omitempty"`
+	HostGPU       int    `json:"host_gpu,omitempty"`
+	UUID          string `json:"uuid,omitempty"`
+	Name          string `json:"name,omitempty"`
+	TotalBytes    int64  `json:"total_bytes,omitempty"`
+	PeakUsedBytes *int64 `json:"peak_used_bytes"`
+	// DriverReservedBytes is the most the driver reserved for itself
+	// (NVML's Memory_v2), which no process can use; nil if not reported.
+	DriverReservedBytes *int64       `json:"driver_reserved_bytes,omitempty"`
+	PeakAllocatedBytes  *int64       `json:"peak_allocated_bytes"`
+	PeakReservedBytes   *int64       `json:"peak_reserved_bytes"`
+	PeakStepBytes       *int64       `json:"peak_step_allocated_bytes"` // the probe's true per-step peak
+	Peaks               []Peak       `json:"peaks"`
+	Epochs              []EpochDelta `json:"epochs"`
+	Intervals           []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
+	Leak                Leak         `json:"leak"`
+	Fragmentation       *Frag        `json:"fragmentation"`
+	Unseen              *Unseen      `json:"unseen_by_pytorch"`
+	OOMs                []OOM        `json:"ooms"`
+	AllocRetries        *int64       `json:"alloc_retries"`
+	FirstRetryNS        *int64       `json:"first_alloc_retry_ns,omitempty"`
+	Processes           []Process    `json:"processes,omitempty"`
+	Timeline            Timeline     `json:"-"`
+	Floors              []FloorPoint `json:"-"`
+	FragSeries          []FragPoint  `json:"-"`
+	StepPeaks           []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
 	Steps []StepMark `json:"-"`
@@ -183,11 +186,19 @@ type Frag struct {
 }
 
 // Unseen is device memory PyTorch's allocator does not account for.
+//
+// Each figure pairs a device sample with the allocator sums of the same
+// moment: the two samples may be at most ToleranceNS apart, and a pair
+// whose difference is negative (the two views are of different moments)
+// is left out as well; Unpaired counts what was left out.
 type Unseen struct {
-	MeanBytes  int64 `json:"mean_bytes"`
-	MaxBytes   int64 `json:"max_bytes"`
-	FinalBytes int64 `json:"final_bytes"`
-	Samples    int   `json:"samples"`
+	MeanBytes   int64 `json:"mean_bytes"`
+	MedianBytes int64 `json:"median_bytes"`
+	MaxBytes    int64 `json:"max_bytes"`
+	FinalBytes  int64 `json:"final_bytes"`
+	Samples     int   `json:"samples"`
+	Unpaired    int   `json:"unpaired"`
+	ToleranceNS int64 `json:"tolerance_ns"`
 }
 
 // OOM is the post-mortem of one out-of-memory mark.

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -105,5 +106,63 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	}
 	if _, err := Compare(c.Reports, "", "sideways"); !errors.Is(err, ErrBadAlign) {
 		t.Errorf("unknown alignment: %v", err)
+	}
+}
+
+// probeBatchRuns writes runs with allocator samples: each step's peak
+// allocated is 200 MiB + batch × 20 MiB, the allocator's reserved stays at
+// twice that (its cache), the device shows reserved + 700 MiB (memory
+// PyTorch does not see) and the driver reserves 600 MiB.
+func probeBatchRuns(g *gen, batches []int) {
+	for _, b := range batches {
+		peak := int64(200*MiB) + int64(b)*20*MiB
+		g.line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
+		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+		for i := 0; i < 40; i++ {
+			t := t0 + int64(i)*100e6
+			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, t-5e6, 2*peak+700*MiB, 600*MiB)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, t, i)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":4,"alloc_retries":0,"ooms":0}`,
+				t, 100*MiB, 2*peak, 100*MiB, peak)
+		}
+	}
+}
+
+func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
+	g := &gen{}
+	probeBatchRuns(g, []int{32, 64, 128})
+	reps := analyzeJSONL(t, g.b.String())
+	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	b := c.By
+	if b.Basis != "step_peak_allocated" || b.NeedFit == nil || math.Abs(b.NeedFit.SlopeBytesPerUnit-20*MiB) > 1 || math.Abs(b.NeedFit.InterceptBytes-200*MiB) > 1 {
+		t.Fatalf("basis %q, need fit %+v", b.Basis, b.NeedFit)
+	}
+	if b.UnseenBytes != 700*MiB || b.DriverReservedBytes != 600*MiB || b.AllowanceFraction != AllocatorAllowance {
+		t.Fatalf("unseen %d, driver %d, allowance %g", b.UnseenBytes, b.DriverReservedBytes, b.AllowanceFraction)
+	}
+	// The largest b with (200 MiB + 20 MiB·b)(1 + allowance) + 700 MiB ≤
+	// 80 GiB·(1 − h) − 600 MiB, by counting up rather than by the formula.
+	largest := func(h float64) float64 {
+		v := 0
+		for float64(200*MiB+(v+1)*20*MiB)*(1+AllocatorAllowance)+700*MiB <= 80*GiB*(1-h)-600*MiB {
+			v++
+		}
+		return float64(v)
+	}
+	if b.MaxFittingValue == nil || *b.MaxFittingValue != largest(0.05) || b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != largest(0) {
+		t.Fatalf("max fitting %v (no headroom %v), want %v (%v)", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), largest(0.05), largest(0))
+	}
+	// The device fit (cache included) would have said far less.
+	if dev := (0.95*80*GiB - 600*MiB - b.Fit.InterceptBytes) / b.Fit.SlopeBytesPerUnit; dev > 0.6**b.MaxFittingValue {
+		t.Fatalf("device-based value %v is not far below %v: the test does not test the basis", dev, *b.MaxFittingValue)
+	}
+	if !strings.Contains(b.BasisWords, "per-step peak allocated") || !strings.Contains(b.BasisWords, "700.0 MiB") {
+		t.Errorf("basis words %q", b.BasisWords)
 	}
 }

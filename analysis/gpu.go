@@ -100,29 +100,31 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 // atTimes records a series' value at sorted query times: the last sample
 // at or before each (the value at a mark, docs/analysis.md).
 type atTimes struct {
-	q    []int64
-	vals []int64
-	ok   []bool
-	p    int
-	last int64
-	has  bool
+	q     []int64
+	vals  []int64
+	ts    []int64 // the time of the sample each value comes from
+	ok    []bool
+	p     int
+	last  int64
+	lastT int64
+	has   bool
 }
 
 func newAtTimes(q []int64) *atTimes {
-	return &atTimes{q: q, vals: make([]int64, len(q)), ok: make([]bool, len(q))}
+	return &atTimes{q: q, vals: make([]int64, len(q)), ts: make([]int64, len(q)), ok: make([]bool, len(q))}
 }
 
 func (a *atTimes) add(t, v int64) {
 	for a.p < len(a.q) && a.q[a.p] < t {
-		a.vals[a.p], a.ok[a.p] = a.last, a.has
+		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
 		a.p++
 	}
-	a.last, a.has = v, true
+	a.last, a.lastT, a.has = v, t, true
 }
 
 func (a *atTimes) done() {
 	for ; a.p < len(a.q); a.p++ {
-		a.vals[a.p], a.ok[a.p] = a.last, a.has
+		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
 	}
 }
 

@@ -217,6 +217,9 @@ func (a *gpuAnalysis) devicePass() error {
 		s := it.At()
 		tld.add(s.T, s.Reserved)
 		driverReserved = driverReserved || s.Reserved != 0
+		if s.Reserved > 0 && (gr.DriverReservedBytes == nil || s.Reserved > *gr.DriverReservedBytes) {
+			gr.DriverReservedBytes = i64(s.Reserved)
+		}
 		if first || s.Used > peak.Used {
 			peak, first = s, false
 		}
@@ -414,27 +417,47 @@ func (a *gpuAnalysis) leak() {
 }
 
 // unseen is the memory PyTorch does not see: device used minus the
-// allocator's reserved, at each query time where both are known.
+// allocator's reserved, at each query time where both are known from
+// samples of the same moment (pairTolerance apart at most).
 func (a *gpuAnalysis) unseen() {
 	if !a.hasDevice || !a.hasTorch {
 		return
 	}
-	var u Unseen
+	u := Unseen{ToleranceNS: pairTolerance(a.run)}
 	var sum int64
+	var vals []float64
 	for i := range a.q {
 		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
 			continue
 		}
 		v := a.used.at.vals[i] - a.torchAt[i].reserved
+		if abs64(a.used.at.ts[i]-a.alloc.at.ts[i]) > u.ToleranceNS || v < 0 {
+			u.Unpaired++
+			continue
+		}
 		sum += v
+		vals = append(vals, float64(v))
 		u.Samples++
 		u.MaxBytes = max(u.MaxBytes, v)
 		u.FinalBytes = v
 	}
 	if u.Samples > 0 {
 		u.MeanBytes = sum / int64(u.Samples)
+		slices.Sort(vals)
+		u.MedianBytes = int64(median(vals))
 		a.gr.Unseen = &u
 	}
+}
+
+// pairTolerance is how far apart a device sample and an allocator sample
+// may be to describe the same moment: two device intervals (the device
+// sample at or before a time is at most one interval old), at least 5 ms;
+// 20 ms when the interval is unknown.
+func pairTolerance(run storage.Run) int64 {
+	if run.IntervalNS <= 0 {
+		return 20e6
+	}
+	return max(2*run.IntervalNS, 5e6)
 }
 
 // oomPostMortems describes the memory at each OOM of the GPU.

@@ -219,6 +219,14 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	if b := c.By; b != nil {
 		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
 			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
+		if f := b.NeedFit; f != nil {
+			fmt.Fprintf(w, "Per-step peak allocated by %s: %s per unit + %s (R² %.4f)\n", b.Tag,
+				analysis.FormatBytes(int64(f.SlopeBytesPerUnit)), analysis.FormatBytes(int64(f.InterceptBytes)), f.R2)
+		}
 		fmt.Fprintln(w, b.Statement)
+		fmt.Fprintf(w, "  made from %s\n", b.BasisWords)
+		if v := b.MaxFittingValueNoHeadroom; v != nil && b.Headroom > 0 {
+			fmt.Fprintf(w, "  without headroom: %s up to %s\n", b.Tag, strconv.FormatFloat(*v, 'f', -1, 64))
+		}
 	}
 }
