@@ -81,16 +81,19 @@ type GPUReport struct {
 	Epochs              []EpochDelta `json:"epochs"`
 	Intervals           []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
 	Leak                Leak         `json:"leak"`
-	Fragmentation       *Frag        `json:"fragmentation"`
-	Unseen              *Unseen      `json:"unseen_by_pytorch"`
-	OOMs                []OOM        `json:"ooms"`
-	AllocRetries        *int64       `json:"alloc_retries"`
-	FirstRetryNS        *int64       `json:"first_alloc_retry_ns,omitempty"`
-	Processes           []Process    `json:"processes,omitempty"`
-	Timeline            Timeline     `json:"-"`
-	Floors              []FloorPoint `json:"-"`
-	FragSeries          []FragPoint  `json:"-"`
-	StepPeaks           []FloorPoint `json:"-"`
+	// JobSpan is where the job holds memory, when the leak is judged on
+	// device memory over time: start-up and teardown are left out.
+	JobSpan       *JobSpan     `json:"job_span,omitempty"`
+	Fragmentation *Frag        `json:"fragmentation"`
+	Unseen        *Unseen      `json:"unseen_by_pytorch"`
+	OOMs          []OOM        `json:"ooms"`
+	AllocRetries  *int64       `json:"alloc_retries"`
+	FirstRetryNS  *int64       `json:"first_alloc_retry_ns,omitempty"`
+	Processes     []Process    `json:"processes,omitempty"`
+	Timeline      Timeline     `json:"-"`
+	Floors        []FloorPoint `json:"-"`
+	FragSeries    []FragPoint  `json:"-"`
+	StepPeaks     []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
 	Steps []StepMark `json:"-"`

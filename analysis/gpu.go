@@ -255,14 +255,19 @@ func decimateFrag(gr *GPUReport, width int) {
 }
 
 // judgeLeak fits the floors after the warm-up and gives the verdict.
-func judgeLeak(floors []FloorPoint, basis, per string, mi *markIndex, run storage.Run, g storage.GPU, lastUsed int64, hasDevice bool) Leak {
+//
+// skip is the number of warm-up floors when the caller found it; with -1
+// the warm-up is the first epoch when there are later ones, else the first
+// fifth of the floors.
+func judgeLeak(floors []FloorPoint, skip int, basis, per string, mi *markIndex, run storage.Run, g storage.GPU, lastUsed int64, hasDevice bool) Leak {
 	l := Leak{Basis: basis, Per: per, Verdict: VerdictInsufficient}
-	// Warm-up: the first epoch when there are later ones, else the first
-	// fifth of the run.
-	skip := len(floors) / 5
-	if len(mi.epochs) >= 2 {
+	switch {
+	case skip >= 0:
+	case len(mi.epochs) >= 2:
 		end0 := mi.epochs[0].end
 		skip = sort.Search(len(floors), func(i int) bool { return floors[i].TNS > end0 })
+	default:
+		skip = len(floors) / 5
 	}
 	steady := floors[min(skip, len(floors)):]
 	l.SkippedWarmup = min(skip, len(floors))
@@ -303,10 +308,8 @@ func judgeLeak(floors []FloorPoint, basis, per string, mi *markIndex, run storag
 		l.Reason = "sustained growth of the steady-state floor (Mann–Kendall p < 0.01, Theil–Sen slope > 0 with its 95 % interval above 0)"
 		rate := byTime.Slope // bytes per second
 		if rate > 0 && g.TotalBytes > 0 {
-			now := lastUsed
-			if !hasDevice {
-				now = steady[len(steady)-1].Bytes
-			}
+			// The last device sample is 0 once the job has exited.
+			now := max(lastUsed, steady[len(steady)-1].Bytes)
 			l.TimeToFullS = fptr(float64(g.TotalBytes-now) / rate)
 		}
 	default:
@@ -321,6 +324,12 @@ func judgeLeak(floors []FloorPoint, basis, per string, mi *markIndex, run storag
 		}
 		if l.JumpsRemoved > 0 {
 			l.Reason += "; one-off jumps were set aside"
+		}
+		// A slope stays only where its interval holds 0: a slope that is
+		// told apart from 0 next to a no_leak verdict reads as a leak.
+		if slope.Lo > 0 || slope.Hi < 0 {
+			l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = nil, nil, nil
+			l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = nil, nil, nil
 		}
 	}
 	return l

@@ -38,6 +38,7 @@ type gpuAnalysis struct {
 	flo, fhi []int64
 
 	used, alloc view
+	job         *JobSpan      // where the command's processes hold memory, when known before the passes
 	stepPeaks   *spans        // the probe's per-step peak, by floor span
 	torchAt     []torchAtTime // the allocator sums at each query time
 	lastUsed    int64         // the last device sample
@@ -97,7 +98,12 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	for _, m := range a.steps {
 		a.gr.Steps = append(a.gr.Steps, StepMark{TNS: m.T, Step: m.Step})
 	}
-	a.slices = timeSlices(run, len(mi.epochs) == 0)
+	a.procJobSpan()
+	sliced := run
+	if a.job != nil {
+		sliced.StartNS, sliced.EndNS = a.job.FromNS, a.job.ToNS
+	}
+	a.slices = timeSlices(sliced, len(mi.epochs) == 0)
 	a.ooms = oomsFor(mi, g.Index, rank, len(run.GPUs))
 	a.queryTimes()
 	a.floorSpans()
@@ -107,6 +113,20 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.used, a.alloc = a.newView(), a.newView()
 	a.stepPeaks = newSpans(a.flo, a.fhi)
 	return a
+}
+
+// procJobSpan sets the job's span from the GPU's process series, if it
+// has them; a run without them gets its span from the device floors, in
+// leak.
+func (a *gpuAnalysis) procJobSpan() {
+	if len(a.procPIDs) == 0 {
+		return
+	}
+	from, to, ok, err := procSpan(a.db, a.run, a.g.Index, a.procPIDs)
+	if err != nil || !ok || to <= from {
+		return // the processes pass reports a read error
+	}
+	a.job = &JobSpan{FromNS: from, ToNS: to, Basis: "processes"}
 }
 
 // rank is the rank that runs on the GPU: the one its probe reported, else
@@ -413,7 +433,47 @@ func (a *gpuAnalysis) leak() {
 			gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.stepPeaks.max[i]})
 		}
 	}
-	gr.Leak = judgeLeak(gr.Floors, basis, a.per, a.mi, a.run, a.g, a.lastUsed, a.hasDevice)
+	skip := -1
+	if basis == "device_used" && a.per == "time" {
+		skip = a.deviceJob()
+	}
+	gr.Leak = judgeLeak(gr.Floors, skip, basis, a.per, a.mi, a.run, a.g, a.lastUsed, a.hasDevice)
+}
+
+// deviceJob keeps, of device floors over time, those of the job (inside
+// the span its processes hold memory, or between the first sustained rise
+// and the final fall) and returns the floors of its warm-up to skip (the
+// first epoch when there are two or more, else found by warmupEnd).
+func (a *gpuAnalysis) deviceJob() int {
+	gr := a.gr
+	width := int64(1)
+	if len(a.flo) > 0 {
+		width = a.fhi[0] - a.flo[0]
+	}
+	var job []FloorPoint
+	if a.job != nil {
+		for _, f := range gr.Floors {
+			if f.TNS >= a.job.FromNS && f.TNS+width <= a.job.ToNS {
+				job = append(job, f)
+			}
+		}
+	} else if lo, hi, ok := riseAndFall(gr.Floors); ok {
+		job = gr.Floors[lo : hi+1]
+		a.job = &JobSpan{FromNS: job[0].TNS, ToNS: job[len(job)-1].TNS + width, Basis: "device_rise_fall"}
+	}
+	if a.job == nil {
+		return -1
+	}
+	gr.JobSpan = a.job
+	gr.Floors = slices.Clone(job)
+	if len(a.mi.epochs) >= 2 {
+		return -1
+	}
+	x, y := make([]float64, len(job)), make([]float64, len(job))
+	for i, f := range job {
+		x[i], y[i] = f.X, float64(f.Bytes)
+	}
+	return warmupEnd(x, y)
 }
 
 // unseen is the memory PyTorch does not see: device used minus the

@@ -1,0 +1,117 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file finds the job in a device trace recorded without the probe:
+// the span in which the recorded command holds memory, and the end of its
+// warm-up. A recording starts before the job touches the GPU (Python
+// imports, data loading: the device shows nothing) and ends after it has
+// freed everything, and the first seconds of a job are its warm-up (the
+// CUDA context, the weights, the allocator's cache growing to its working
+// size). A slope fitted over all of that measures start-up and teardown,
+// not the job: on a real 40 s recording of a clean ResNet-18 run it reads
+// hundreds of GB per hour.
+
+// JobSpan is where the job holds memory on a GPU, and how that was found.
+type JobSpan struct {
+	FromNS int64  `json:"from_ns"`
+	ToNS   int64  `json:"to_ns"`
+	Basis  string `json:"basis"` // processes, device_rise_fall
+}
+
+// procSpan is the span in which any of the GPU's processes holds memory,
+// from their NVML samples: from the first sample with memory to the last.
+func procSpan(db *storage.DB, run storage.Run, gpu int, pids []int) (from, to int64, ok bool, err error) {
+	from, to = math.MaxInt64, math.MinInt64
+	for _, pid := range pids {
+		it := db.ProcSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			s := it.At()
+			if s.Used > 0 {
+				from, to = min(from, s.T), max(to, s.T)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	return from, to, from <= to, nil
+}
+
+// riseAndFall finds the job in floors of device memory (time order) when
+// there is no process series: from the first floor of a sustained rise
+// above the idle level to the last floor before the final fall. The idle
+// level is the lowest floor; the job holds memory while the floors are
+// above idle + max(64 MiB, 10 % of the way to the highest floor), and a
+// rise is sustained when the next three floors stay above it too. It
+// returns the index range [lo, hi] and false if no floor rises.
+func riseAndFall(floors []FloorPoint) (lo, hi int, ok bool) {
+	if len(floors) == 0 {
+		return 0, 0, false
+	}
+	idle, top := floors[0].Bytes, floors[0].Bytes
+	for _, f := range floors {
+		idle, top = min(idle, f.Bytes), max(top, f.Bytes)
+	}
+	level := idle + max(64<<20, (top-idle)/10)
+	if top <= level {
+		return 0, len(floors) - 1, false
+	}
+	lo = -1
+	for i := range floors {
+		sustained := true
+		for k := i; k < min(i+4, len(floors)); k++ {
+			sustained = sustained && floors[k].Bytes > level
+		}
+		if sustained {
+			lo = i
+			break
+		}
+	}
+	if lo < 0 {
+		return 0, len(floors) - 1, false
+	}
+	hi = lo
+	for i := len(floors) - 1; i > lo; i-- {
+		if floors[i].Bytes > level {
+			hi = i
+			break
+		}
+	}
+	return lo, hi, true
+}
+
+// warmupEnd finds where the warm-up of a job's floors ends: the floors of
+// the second half are fitted with a Theil–Sen line (the steady state,
+// whatever its slope), and the warm-up is every floor up to the last one
+// of the first half that lies more than a band below that line. The band
+// is four times the median distance of the second half's floors from the
+// line, and at least 4 MiB (two of the 2 MiB pages devices allocate in).
+// A warm-up rises to the steady state from below; it returns the number
+// of floors to skip.
+func warmupEnd(x, y []float64) int {
+	n := len(x)
+	if n < 8 {
+		return 0
+	}
+	h := n / 2
+	t := fitTrend(x[h:], y[h:])
+	dev := make([]float64, 0, n-h)
+	for i := h; i < n; i++ {
+		dev = append(dev, math.Abs(y[i]-(t.Intercept+t.Slope*x[i])))
+	}
+	slices.Sort(dev)
+	band := max(4*median(dev), 4<<20)
+	skip := 0
+	for i := 0; i < h; i++ {
+		if y[i] < t.Intercept+t.Slope*x[i]-band {
+			skip = i + 1
+		}
+	}
+	return skip
+}
