@@ -30,6 +30,7 @@ type recordOptions struct {
 	source      string
 	simScenario string
 	simGPUs     int
+	simRankBase int
 	command     []string
 	sampler     string
 	cpuProfile  string
@@ -80,6 +81,7 @@ machine without a GPU.`,
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.IntVar(&o.simRankBase, "sim-rank-base", 0, "with --source sim: global rank of the first simulated GPU, to simulate one node of a multi-node job")
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
@@ -157,7 +159,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 			err = fmt.Errorf("%w; on a machine without a GPU use --source sim", err)
 		}
 	case "sim":
-		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario}, now)
+		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario, RankBase: o.simRankBase}, now)
 	default:
 		err = fmt.Errorf("--source %q: want nvml or sim", o.source)
 	}
