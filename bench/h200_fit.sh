@@ -9,10 +9,12 @@
 #   - and never more than 3 % above it: batch floor(P / 1.03) must fit;
 #   - with the default headroom (5 %) the prediction must fit.
 # With two GPUs the models run at the same time, one per GPU. Prints
-# PASS/FAIL per claim and writes everything to $OUT. Run from the repo root
-# with ./memrec built: bash bench/h200_fit.sh
+# PASS/FAIL per claim, into $OUT/summary.txt as well, and packs the logs,
+# the comparisons and the recordings' summaries into $OUT/h200_fit.tar.gz.
+# Run from the repo root with ./memrec built: bash bench/h200_fit.sh
 set -u
-BIN=${MEMREC:-$PWD/memrec}; OUT=${OUT:-/tmp/memrec-fit}; mkdir -p "$OUT"
+BIN=${MEMREC:-$PWD/memrec}; DEST=${OUT:-/tmp/memrec-fit}; mkdir -p "$DEST"
+OUT=$(mktemp -d)
 export PYTHONUNBUFFERED=1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
@@ -53,6 +55,7 @@ print(int(b['max_fitting_value_no_headroom']), int(b['max_fitting_value']))" 2>/
 }
 
 start=$(date +%s)
+{
 if [ "$NGPU" -ge 2 ]; then
   model resnet18 0 32 64 128 &
   model gpt2 1 8 16 32 &
@@ -65,4 +68,6 @@ cat "$OUT/resnet18-compare.txt" "$OUT/gpt2-compare.txt" | grep -E 'fits|made fro
 cat "$OUT/resnet18.result" "$OUT/gpt2.result"
 echo "seconds: $(( $(date +%s) - start ))"
 if grep -q FAIL "$OUT/resnet18.result" "$OUT/gpt2.result"; then echo "h200_fit: FAIL"; else echo "h200_fit: PASS"; fi
+} 2>&1 | tee "$DEST/summary.txt"
 rm -f "$OUT"/*.db
+tar czf "$DEST/h200_fit.tar.gz" -C "$OUT" . && rm -rf "$OUT"
