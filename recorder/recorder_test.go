@@ -18,6 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -63,11 +64,11 @@ func (s *memSink) AppendMark(m storage.Mark) error {
 
 // newDGX returns an 8-GPU mock server whose devices answer the memory and
 // process queries (dgxa100 leaves them unimplemented).
-func newDGX(t *testing.T, procs func(gpu int) []nvml.ProcessInfo) *dgxa100.Server {
+func newDGX(t *testing.T, procs func(gpu int) []nvml.ProcessInfo) *server.Server {
 	t.Helper()
 	s := dgxa100.New()
 	for i, d := range s.Devices {
-		dev := d.(*dgxa100.Device)
+		dev := d.(*server.Device)
 		i := i
 		total := uint64(40 << 30)
 		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
@@ -124,7 +125,7 @@ func TestNVMLReadsEveryGPU(t *testing.T) {
 func TestNVMLFallsBackToMemoryInfoV1(t *testing.T) {
 	srv := newDGX(t, nil)
 	for _, d := range srv.Devices {
-		d.(*dgxa100.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		d.(*server.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
 			return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED
 		}
 	}
@@ -152,7 +153,7 @@ func TestNVMLWithoutDriver(t *testing.T) {
 
 func TestNVMLNonsenseDeviceReadingDropped(t *testing.T) {
 	srv := newDGX(t, nil)
-	srv.Devices[0].(*dgxa100.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+	srv.Devices[0].(*server.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
 		return nvml.Memory_v2{Total: 40 << 30, Used: 1 << 62}, nvml.SUCCESS
 	}
 	n, _ := NewNVML(srv)
@@ -529,7 +530,7 @@ func TestSamplerListsProcessesWhenMemoryMoves(t *testing.T) {
 		t0 := time.Unix(1_000_000, 0)
 		clock := NewFakeClock(t0)
 		srv := newDGX(t, func(gpu int) []nvml.ProcessInfo { return []nvml.ProcessInfo{{Pid: 42, UsedGpuMemory: 1 << 30}} })
-		dev := srv.Devices[0].(*dgxa100.Device)
+		dev := srv.Devices[0].(*server.Device)
 		reads := 0
 		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
 			used := uint64(1 << 30)

@@ -113,7 +113,6 @@ func envelope(xy plotter.XYs, c color.Color, minBand float64) legendPlotter {
 	}
 	type col struct {
 		x, lo, hi float64
-		n         int
 	}
 	var cols []col
 	for _, p := range xy {

@@ -28,11 +28,11 @@ func TestStoreCommands(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 
-	out, errs, code := run(t, db, "", "runs")
+	_, errs, code := run(t, db, "", "runs")
 	if code != 1 || !strings.Contains(errs, "no database") {
 		t.Fatalf("runs on a missing db: %d %q", code, errs)
 	}
-	out, errs, code = run(t, db, "", "import", realRun)
+	out, errs, code := run(t, db, "", "import", realRun)
 	if code != 0 || !strings.Contains(out, "imported real-resnet18-bs128") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
 	}
@@ -55,7 +55,7 @@ func TestStoreCommands(t *testing.T) {
 	if _, errs, code = run(t, db, string(data), "import", "-"); code != 1 || !strings.Contains(errs, "already exists") || !strings.Contains(errs, "nothing was imported") {
 		t.Fatalf("duplicate import: %d %s", code, errs)
 	}
-	if out, errs, code = run(t, db, string(data), "import", "--name", "copy", "-"); code != 0 {
+	if _, errs, code = run(t, db, string(data), "import", "--name", "copy", "-"); code != 0 {
 		t.Fatalf("import --name: %s", errs)
 	}
 	out, _, _ = run(t, db, "", "export", "copy")
