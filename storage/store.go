@@ -26,6 +26,9 @@ var (
 	ErrLocked  = errors.New("database is locked by another memrec process")
 	ErrVersion = errors.New("unsupported database format version")
 	ErrNoDB    = errors.New("no database")
+	// ErrNotMemrec is a file that is not a memrec database: another
+	// program's bbolt file, an empty (0-byte) file, anything else.
+	ErrNotMemrec = errors.New("not a memrec database")
 	// ErrNoName is an imported run without a name (none given, none in
 	// the input); ErrRenameMany a rename of an input that holds several.
 	ErrNoName     = errors.New("run has no name")
@@ -50,6 +53,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for the file lock before it fails
 	// with ErrLocked. Zero means one second.
 	LockTimeout time.Duration
+	// MustExist makes a writer refuse a missing (or empty) file with
+	// ErrNoDB instead of creating it: commands that only change what is
+	// there (rm, tag) set it, so a mistyped path leaves no new file behind.
+	MustExist bool
 }
 
 // DB is one memrec database file. It is safe for concurrent use; Close it
@@ -60,46 +67,84 @@ type DB struct {
 	readOnly bool
 }
 
-// Open opens (a writer: creates) the database at path. A second writer, or
-// a reader while a writer holds the file, gets ErrLocked after the lock
-// timeout; it never hangs. A reader of a missing file gets ErrNoDB.
+// Open opens the database at path; a writer creates it unless MustExist.
+// A second writer, or a reader while a writer holds the file, gets
+// ErrLocked after the lock timeout; it never hangs. A missing file is
+// ErrNoDB (unless created); a file that is not memrec's (another program's
+// bbolt file, a 0-byte file) is ErrNotMemrec and is left as it is. A file
+// Open created is removed again if it cannot be made a database (a full
+// disk), so no empty file is left behind.
 func Open(path string, opts Options) (*DB, error) {
 	timeout := opts.LockTimeout
 	if timeout == 0 {
 		timeout = time.Second
 	}
-	if opts.ReadOnly {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w", path, ErrNoDB)
-		}
+	create := !opts.MustExist && !opts.ReadOnly
+	created := false
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !create:
+		return nil, fmt.Errorf("%s: %w", path, ErrNoDB)
+	case errors.Is(err, os.ErrNotExist):
+		created = true
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a folder: %w", path, ErrNotMemrec)
+	case fi.Size() == 0 && !create:
+		return nil, fmt.Errorf("%s is empty (0 bytes): %w", path, ErrNotMemrec)
 	}
 	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
 	}
+	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
+		return nil, fmt.Errorf("%s: %w (%v)", path, ErrNotMemrec, err)
+	}
 	if err != nil {
+		if created {
+			os.Remove(path)
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	// Grow the file in small steps: bbolt's default rounds small files up to
 	// a power of two, which can double the size of a small database.
 	b.AllocSize = 256 << 10
 	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly}
-	if err := db.init(opts.ReadOnly); err != nil {
+	if err := db.init(opts.ReadOnly, create); err != nil {
 		b.Close()
+		if created {
+			os.Remove(path)
+		}
 		return nil, err
 	}
 	return db, nil
 }
 
-func (db *DB) init(readOnly bool) error {
+// init checks that the file is memrec's, of this version; a writer with
+// create makes the buckets of a new (bucketless) file.
+func (db *DB) init(readOnly, create bool) error {
 	check := func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
 		if m == nil {
-			return nil // empty file, nothing to check
+			foreign := false
+			tx.ForEach(func([]byte, *bolt.Bucket) error { foreign = true; return nil })
+			switch {
+			case foreign:
+				return fmt.Errorf("%s: %w (a bbolt file of another program: it has no %q bucket)", db.path, ErrNotMemrec, bucketMeta)
+			case !readOnly && !create:
+				return fmt.Errorf("%s holds no memrec data: %w", db.path, ErrNoDB)
+			}
+			return nil // a new file: a reader finds no runs, a creator makes the buckets
 		}
 		v, err := strconv.Atoi(string(m.Get(keyVersion)))
 		if err != nil || v != FormatVersion {
 			return fmt.Errorf("%s: %w: file has %q, this memrec reads %d", db.path, ErrVersion, m.Get(keyVersion), FormatVersion)
+		}
+		for _, name := range [][]byte{bucketRuns, bucketNames, bucketData} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("%s: %w (it has no %q bucket)", db.path, ErrNotMemrec, name)
+			}
 		}
 		return nil
 	}
@@ -107,8 +152,8 @@ func (db *DB) init(readOnly bool) error {
 		return db.bolt.View(check)
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMeta) != nil {
-			return check(tx)
+		if err := check(tx); err != nil || tx.Bucket(bucketMeta) != nil {
+			return err
 		}
 		m, err := tx.CreateBucket(bucketMeta)
 		if err != nil {

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"github.com/memrec/memrec/recorder"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	bolt "go.etcd.io/bbolt"
 
+	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -259,5 +261,58 @@ func TestRecordWhileAReaderHoldsTheDatabase(t *testing.T) {
 	_, errs, code = run(t, db, "", "record", "--source", "sim", "--name", "held", "--", "sh", "-c", "exit 3")
 	if code != 3 || !strings.Contains(errs, "stayed locked") {
 		t.Errorf("%d %s", code, errs)
+	}
+}
+
+// TestDiskFullAtStartLeavesNoFile: a recorder that cannot write the new
+// database's first pages (here a file size limit of 0, as a full disk)
+// removes the empty file it made, so nothing later trips over it.
+func TestDiskFullAtStartLeavesNoFile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "full.db")
+	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" --db "$1" record --source sim --duration 200ms`, exe, db)
+	cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "file too large") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("the failed start left a file: %v", err)
+	}
+}
+
+// TestForeignFileRefusedByEveryCommand: another program's bbolt file is
+// refused by readers and writers (runs --check does not panic) and is left
+// byte for byte as it was; rm and tag of a missing file create nothing.
+func TestForeignFileRefusedByEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "other.db")
+	b, err := bolt.Open(foreign, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err })
+	b.Close()
+	before, _ := os.ReadFile(foreign)
+	for _, args := range [][]string{{"runs"}, {"runs", "--check"}, {"rm", "x"}, {"tag", "x", "a=b"}, {"import", realRun}, {"analyze", "x"}} {
+		_, errs, code := run(t, foreign, "", args...)
+		if code != 1 || !strings.Contains(errs, "not a memrec database") {
+			t.Errorf("%v: %d %q", args, code, errs)
+		}
+	}
+	if after, _ := os.ReadFile(foreign); !bytes.Equal(before, after) {
+		t.Error("the foreign file changed")
+	}
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{{"rm", "x"}, {"tag", "x", "a=b"}} {
+		if _, errs, code := run(t, missing, "", args...); code != 1 || !strings.Contains(errs, "no database") {
+			t.Errorf("%v: %d %q", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Error("rm or tag created a database")
 	}
 }

@@ -13,7 +13,7 @@ func newRmCmd(g *globals) *cobra.Command {
 		Example: `  memrec rm bs64-old`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := g.openWrite()
+			db, err := g.openExisting()
 			if err != nil {
 				return err
 			}

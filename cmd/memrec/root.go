@@ -90,6 +90,8 @@ func hint(err error) string {
 	switch {
 	case errors.Is(err, storage.ErrNoRun):
 		return " (memrec runs lists them)"
+	case errors.Is(err, storage.ErrNotMemrec):
+		return " (check --db; memrec leaves such a file as it is)"
 	case errors.Is(err, storage.ErrNoDB):
 		return " (record or import a run first, or pass --db)"
 	case errors.Is(err, storage.ErrLocked):
@@ -106,6 +108,14 @@ func (g *globals) openRead() (*storage.DB, error) {
 	return storage.Open(g.dbPath, storage.Options{ReadOnly: true})
 }
 
+// openWrite opens the database to write, creating it: for the commands
+// that record or import.
 func (g *globals) openWrite() (*storage.DB, error) {
 	return storage.Open(g.dbPath, storage.Options{})
+}
+
+// openExisting opens the database to change what is in it (rm, tag): a
+// missing file is an error, not a new database.
+func (g *globals) openExisting() (*storage.DB, error) {
+	return storage.Open(g.dbPath, storage.Options{MustExist: true})
 }

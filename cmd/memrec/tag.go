@@ -19,7 +19,7 @@ func newTagCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			db, err := g.openWrite()
+			db, err := g.openExisting()
 			if err != nil {
 				return err
 			}

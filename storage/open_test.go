@@ -1,0 +1,91 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// foreignBolt writes a bbolt file of another program: one bucket of its own.
+func foreignBolt(t *testing.T, path string) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		w, err := tx.CreateBucket([]byte("widgets"))
+		if err != nil {
+			return err
+		}
+		return w.Put([]byte("k"), []byte("v"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+}
+
+// TestOpenRefusesFilesNotMemrecs: another program's bbolt file, a file of
+// other bytes and an empty file are refused by readers and writers alike,
+// and stay byte for byte as they were.
+func TestOpenRefusesFilesNotMemrecs(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		make  func(path string)
+		write bool // whether a creating writer is refused too
+	}{
+		{"foreign bbolt", func(p string) { foreignBolt(t, p) }, true},
+		{"text", func(p string) { os.WriteFile(p, bytes.Repeat([]byte("not a database\n"), 1000), 0o644) }, true},
+		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".db")
+			tc.make(path)
+			before, _ := os.ReadFile(path)
+			opts := []Options{{ReadOnly: true}, {MustExist: true}}
+			if tc.write {
+				opts = append(opts, Options{})
+			}
+			for _, o := range opts {
+				db, err := Open(path, o)
+				if !errors.Is(err, ErrNotMemrec) {
+					if db != nil {
+						db.Close()
+					}
+					t.Errorf("%+v: %v, want ErrNotMemrec", o, err)
+				}
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Errorf("the file changed: %d bytes before, %d after", len(before), len(after))
+			}
+		})
+	}
+}
+
+// TestOpenMustExist: a writer that only changes what is there leaves no
+// file behind for a mistyped path; a creating writer makes a database.
+func TestOpenMustExist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.db")
+	if _, err := Open(path, Options{MustExist: true}); !errors.Is(err, ErrNoDB) {
+		t.Fatalf("%v, want ErrNoDB", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a file was created: %v", err)
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(path, Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
