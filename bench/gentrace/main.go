@@ -6,9 +6,10 @@
 //	gentrace -mix realistic > run.jsonl           # another mix
 //	gentrace -duration 24h -gpus 8 -db runs.db    # straight into a database
 //
-// With -db the run is appended to the database as a recorder would (a commit
-// per minute of run time), with no JSON in between: a 24-hour run of 8 GPUs
-// at 100 Hz is 150 M lines that would take hours to write and import.
+// With -db the run goes through the recorder's appender, with no JSON in
+// between (a 24-hour run of 8 GPUs at 100 Hz is 150 M lines that take long
+// to write and import), in one commit at the end as an import does, so the
+// file is laid out as the import of the same lines would be.
 package main
 
 import (
@@ -67,7 +68,7 @@ func writeDB(path string, c tracegen.Config) (tracegen.Truth, error) {
 		return tracegen.Truth{}, err
 	}
 	defer db.Close()
-	s := &dbSink{db: db, every: time.Minute.Nanoseconds()}
+	s := &dbSink{db: db}
 	truth := tracegen.Generate(s, c)
 	if s.err == nil && s.a == nil {
 		s.open()
@@ -83,16 +84,13 @@ func writeDB(path string, c tracegen.Config) (tracegen.Truth, error) {
 	return truth, db.Close()
 }
 
-// dbSink appends a generated run through a storage.Appender, committing
-// once per minute of run time. It keeps the first error and ignores the
-// rest of the run after it.
+// dbSink appends a generated run through a storage.Appender. It keeps the
+// first error and ignores the rest of the run after it.
 type dbSink struct {
-	db     *storage.DB
-	run    storage.Run
-	a      *storage.Appender
-	err    error
-	every  int64 // ns of run time between commits
-	commit int64 // run time of the next commit
+	db  *storage.DB
+	run storage.Run
+	a   *storage.Appender
+	err error
 }
 
 func (s *dbSink) Run(r tracegen.RunInfo) {
@@ -105,23 +103,12 @@ func (s *dbSink) GPU(g tracegen.GPUInfo) {
 
 func (s *dbSink) open() {
 	s.a, s.err = s.db.NewAppender(s.run, storage.AppendOptions{CommitInterval: -1})
-	s.commit = s.run.StartNS + s.every
 }
 
 // at is called before each append; it reports whether to append.
-func (s *dbSink) at(t int64) bool {
-	if s.err != nil {
-		return false
-	}
-	if s.a == nil {
+func (s *dbSink) at(int64) bool {
+	if s.err == nil && s.a == nil {
 		s.open()
-		if s.err != nil {
-			return false
-		}
-	}
-	if t >= s.commit {
-		s.err = s.a.Commit()
-		s.commit += s.every
 	}
 	return s.err == nil
 }
