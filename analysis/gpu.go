@@ -212,25 +212,44 @@ func oomsFor(mi *markIndex, gpu, rank, ngpus int) []storage.Mark {
 	return out
 }
 
-func makePeak(what string, v, t int64, mi *markIndex, steps []storage.Mark) Peak {
+func makePeak(what string, v, t int64, mi *markIndex, steps []StepMark) Peak {
 	return Peak{What: what, Bytes: v, TNS: t, Epoch: mi.epochAt(t), Step: stepAt(steps, t), NearMark: mi.nearestMark(t)}
 }
 
-func summarizeFrag(frags, stucks []float64) *Frag {
-	f := &Frag{Samples: len(frags), Final: frags[len(frags)-1]}
-	var sum, ssum float64
-	for i, v := range frags {
-		sum += v
-		ssum += stucks[i]
-		f.Max = max(f.Max, v)
-		f.StuckMax = max(f.StuckMax, stucks[i])
+// add counts one sample's fragmentation and stuck share into f; Mean and
+// StuckMean hold sums until summarizeFrag.
+func (f *Frag) add(frag, stuck float64) {
+	f.Samples++
+	f.Final = frag
+	f.Mean += frag
+	f.StuckMean += stuck
+	f.Max = max(f.Max, frag)
+	f.StuckMax = max(f.StuckMax, stuck)
+}
+
+// summarizeFrag finishes the summary that add kept, with the 95th
+// percentile of frags (which it sorts).
+func summarizeFrag(sum *Frag, frags []float64) *Frag {
+	f := *sum
+	f.Mean /= float64(f.Samples)
+	f.StuckMean /= float64(f.Samples)
+	slices.Sort(frags)
+	f.P95 = quantile(frags, 0.95)
+	return &f
+}
+
+// halveFrag keeps the higher point of each pair, in place.
+func halveFrag(s []FragPoint) []FragPoint {
+	n := 0
+	for i := 0; i < len(s); i += 2 {
+		p := s[i]
+		if i+1 < len(s) && s[i+1].Frag > p.Frag {
+			p = s[i+1]
+		}
+		s[n] = p
+		n++
 	}
-	f.Mean = sum / float64(len(frags))
-	f.StuckMean = ssum / float64(len(frags))
-	sorted := slices.Clone(frags)
-	slices.Sort(sorted)
-	f.P95 = quantile(sorted, 0.95)
-	return f
+	return s[:n]
 }
 
 // decimateFrag keeps at most about 4·width points of the fragmentation

@@ -23,7 +23,7 @@ type gpuAnalysis struct {
 
 	hasDevice, hasTorch bool
 	torchPIDs, procPIDs []int
-	steps               []storage.Mark // of the rank on this GPU
+	steps               []StepMark     // of the rank on this GPU
 	ooms                []storage.Mark // that concern this GPU
 	slices              []epochSpan    // ten time slices, when there are no epochs
 	start, end          int64          // the timeline's span
@@ -95,9 +95,7 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.hasTorch = len(a.torchPIDs) > 0
 	rank := a.rank()
 	a.steps = mi.stepsFor(rank)
-	for _, m := range a.steps {
-		a.gr.Steps = append(a.gr.Steps, StepMark{TNS: m.T, Step: m.Step})
-	}
+	a.gr.Steps = a.steps // shared: neither changes them
 	a.procJobSpan()
 	sliced := run
 	if a.job != nil {
@@ -160,7 +158,7 @@ func (a *gpuAnalysis) queryTimes() {
 		q = append(q, m.T)
 	}
 	for _, s := range a.steps {
-		q = append(q, s.T)
+		q = append(q, s.TNS)
 	}
 	slices.Sort(q)
 	a.q = slices.Compact(q)
@@ -178,13 +176,13 @@ func (a *gpuAnalysis) floorSpans() {
 		for i := 0; i < len(steps); i++ {
 			end := a.mi.endNS + 1
 			if i+1 < len(steps) {
-				end = steps[i+1].T
+				end = steps[i+1].TNS
 			}
-			if end <= steps[i].T {
+			if end <= steps[i].TNS {
 				continue
 			}
 			a.fx = append(a.fx, float64(steps[i].Step))
-			a.flo = append(a.flo, steps[i].T)
+			a.flo = append(a.flo, steps[i].TNS)
 			a.fhi = append(a.fhi, end)
 		}
 		return
@@ -273,7 +271,8 @@ type allocSum struct {
 	firstRetries        int64                       // the retries at the first sample; -1 before it
 	firstRetryNS        *int64                      // when the retries first rose
 	peakA, peakR, peakS storage.TorchSample
-	frags, stucks       []float64
+	frags               []float64 // for the 95th percentile
+	frag                Frag      // the rest of the summary, kept as samples come
 }
 
 func (s *allocSum) add(x storage.TorchSample) {
@@ -334,8 +333,11 @@ func (a *gpuAnalysis) allocatorPass() error {
 			f := float64(sumR-sumA) / float64(sumR)
 			st := float64(sum.cur.inactive) / float64(sumR)
 			sum.frags = append(sum.frags, f)
-			sum.stucks = append(sum.stucks, st)
+			sum.frag.add(f, st)
 			gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: n - 1})
+			if len(gr.FragSeries) >= 8*a.opts.Width { // a long run: keep the chart's points bounded
+				gr.FragSeries = halveFrag(gr.FragSeries)
+			}
 		}
 	}
 	if err := merged.Err(); err != nil {
@@ -365,7 +367,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 		gr.AllocRetries = i64(sum.cur.retries - sum.firstRetries)
 	}
 	if len(sum.frags) > 0 {
-		gr.Fragmentation = summarizeFrag(sum.frags, sum.stucks)
+		gr.Fragmentation = summarizeFrag(&sum.frag, sum.frags)
 	}
 	decimateFrag(gr, a.opts.Width)
 }

@@ -139,16 +139,16 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 			return 0, fmt.Errorf("%w: step %d (the run has %d step marks)", ErrNoSuchMark, b.N, len(steps))
 		}
 		if end {
-			return steps[i].T + 1, nil
+			return steps[i].TNS + 1, nil
 		}
 		// A step starts where the one before it ended, or where its
 		// epoch started, whichever is later.
 		start := run.StartNS
 		if i > 0 {
-			start = steps[i-1].T + 1
+			start = steps[i-1].TNS + 1
 		}
 		for _, e := range mi.epochs {
-			if e.start <= steps[i].T && e.start > start {
+			if e.start <= steps[i].TNS && e.start > start {
 				start = e.start
 			}
 		}
@@ -159,7 +159,7 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 
 // stepIndex finds step n among step marks: by the number on the marks when
 // those increase over the run, else by position. It returns -1 if none.
-func stepIndex(steps []storage.Mark, n int) int {
+func stepIndex(steps []StepMark, n int) int {
 	increasing := len(steps) > 0
 	for i := 1; i < len(steps) && increasing; i++ {
 		increasing = steps[i].Step > steps[i-1].Step
