@@ -148,11 +148,18 @@ func runCompare(o *compareOptions, refs []string) error {
 	return nil
 }
 
-// analyzeAll analyses the runs in parallel, one per core.
+// analyzeAll analyses the runs in parallel. Analyze already spreads a run's
+// GPUs over the cores, so runs go in parallel only as far as cores are left:
+// two 8-GPU runs one after the other, ten 1-GPU runs two at a time on two
+// cores. That keeps memory to one run's analyses in flight at a time.
 func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
 	reps := make([]*analysis.Report, len(runs))
 	errs := make([]error, len(runs))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	gpus := 1
+	for _, r := range runs {
+		gpus = max(gpus, len(r.GPUs))
+	}
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/gpus))
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		wg.Add(1)
