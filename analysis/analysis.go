@@ -338,7 +338,6 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-
 // markIndex is a run's marks, sorted and grouped.
 //
 // A long run has millions of step marks: they are kept as StepMarks (16
