@@ -29,6 +29,7 @@ type heldSink struct {
 	proc  []storage.ProcSample
 	torch []storage.TorchSample
 	marks []storage.Mark
+	sites [][]storage.SiteSample
 	size  int64
 	max   int64
 	lost  storage.Counts
@@ -42,6 +43,7 @@ const (
 	heldProc
 	heldTorch
 	heldMark
+	heldSites
 )
 
 var (
@@ -49,7 +51,17 @@ var (
 	procSize  = int64(unsafe.Sizeof(storage.ProcSample{})) + 1
 	torchSize = int64(unsafe.Sizeof(storage.TorchSample{})) + 1
 	markSize  = int64(unsafe.Sizeof(storage.Mark{})) + 1
+	siteSize  = int64(unsafe.Sizeof(storage.SiteSample{}))
 )
+
+// sitesSize is what one held site snapshot takes.
+func sitesSize(rows []storage.SiteSample) int64 {
+	n := int64(1)
+	for _, r := range rows {
+		n += siteSize + int64(len(r.Reason)+len(r.Name)+len(r.File)+len(r.Func)+len(r.Stack))
+	}
+	return n
+}
 
 func newHeldSink(max int64) *heldSink {
 	if max <= 0 {
@@ -132,11 +144,27 @@ func (h *heldSink) AppendMark(m storage.Mark) error {
 	return nil
 }
 
+func (h *heldSink) AppendSites(rows []storage.SiteSample) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendSites(rows)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.Sites += int64(len(rows))
+		return nil
+	}
+	h.order, h.sites = append(h.order, heldSites), append(h.sites, rows)
+	h.size += sitesSize(rows)
+	h.bound()
+	return nil
+}
+
 // bound drops the oldest quarter of what is held while it is over max.
 func (h *heldSink) bound() {
 	for h.size > h.max && len(h.order) > 0 {
 		n := max(len(h.order)/4, 1)
-		var c [4]int
+		var c [5]int
 		for _, k := range h.order[:n] {
 			c[k]++
 		}
@@ -148,6 +176,11 @@ func (h *heldSink) bound() {
 			h.size -= int64(len(m.Kind) + len(m.Text))
 		}
 		h.marks = slices.Delete(h.marks, 0, c[heldMark])
+		for _, rows := range h.sites[:c[heldSites]] {
+			h.size -= sitesSize(rows)
+			h.lost.Sites += int64(len(rows))
+		}
+		h.sites = slices.Delete(h.sites, 0, c[heldSites])
 		h.size -= int64(c[heldDevice])*devSize + int64(c[heldProc])*procSize + int64(c[heldTorch])*torchSize + int64(c[heldMark])*markSize
 		h.lost.Samples += int64(c[heldDevice])
 		h.lost.ProcSamples += int64(c[heldProc])
@@ -162,7 +195,7 @@ func (h *heldSink) bound() {
 func (h *heldSink) attach(to Sink) (written int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var d, p, t, m int
+	var d, p, t, m, st int
 	for _, k := range h.order {
 		var err error
 		switch k {
@@ -178,6 +211,9 @@ func (h *heldSink) attach(to Sink) (written int64) {
 		case heldMark:
 			err = to.AppendMark(h.marks[m])
 			m++
+		case heldSites:
+			err = to.AppendSites(h.sites[st])
+			st++
 		}
 		if err == nil {
 			written++
@@ -192,6 +228,8 @@ func (h *heldSink) attach(to Sink) (written int64) {
 			h.lost.TorchSamples++
 		case heldMark:
 			h.lost.Marks++
+		case heldSites:
+			h.lost.Sites += int64(len(h.sites[st-1]))
 		}
 	}
 	h.release()
@@ -207,12 +245,15 @@ func (h *heldSink) giveUp() {
 	h.lost.ProcSamples += int64(len(h.proc))
 	h.lost.TorchSamples += int64(len(h.torch))
 	h.lost.Marks += int64(len(h.marks))
+	for _, rows := range h.sites {
+		h.lost.Sites += int64(len(rows))
+	}
 	h.release()
 	h.gone = true
 }
 
 func (h *heldSink) release() {
-	h.order, h.dev, h.proc, h.torch, h.marks, h.size = nil, nil, nil, nil, nil, 0
+	h.order, h.dev, h.proc, h.torch, h.marks, h.sites, h.size = nil, nil, nil, nil, nil, nil, 0
 }
 
 // Lost is what was dropped unwritten.

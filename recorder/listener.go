@@ -87,7 +87,7 @@ func (b *budget) take(n int64) { b.lines++; b.bytes += n }
 
 // Listener takes marks and allocator samples from probes and from
 // `memrec annotate` over a Unix socket: JSON lines of the interchange
-// format's "mark" and "torch" types, from any number of connections at
+// format's "mark", "torch" and "sites" types, from any number of connections at
 // once. The socket lives in a private (0700) directory, so only its owner
 // can connect. A malformed, over-long or unknown line is counted and
 // dropped; nothing a client sends stops the listener.
@@ -104,6 +104,7 @@ type Listener struct {
 	closed  bool
 	marks   atomic.Int64
 	torch   atomic.Int64
+	sites   atomic.Int64
 	dropped atomic.Int64
 	flooded atomic.Int64
 	refused atomic.Int64
@@ -123,11 +124,11 @@ type Listener struct {
 // not stored (Flooded among them) and what probes report their own queues
 // dropped.
 type ListenerStats struct {
-	Marks, Torch, Dropped int64
-	Flooded               int64 // lines dropped unparsed past a Limits budget
-	Refused               int64 // connections closed past Limits.Conns
-	AcceptErrors          int64 // failed accepts (out of file descriptors), retried
-	Cut                   int64 // mark texts cut to MaxMarkText
+	Marks, Torch, Sites, Dropped int64
+	Flooded                      int64 // lines dropped unparsed past a Limits budget
+	Refused                      int64 // connections closed past Limits.Conns
+	AcceptErrors                 int64 // failed accepts (out of file descriptors), retried
+	Cut                          int64 // mark texts cut to MaxMarkText
 }
 
 // Listen creates a private directory under dir ("" for the system's
@@ -336,6 +337,12 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 			return
 		}
 		l.torch.Add(1)
+	case wire.TypeSites:
+		if err := l.sink.AppendSites(rec.Sites); err != nil {
+			l.drop(err)
+			return
+		}
+		l.sites.Add(1)
 	default:
 		l.drop(fmt.Errorf("type %q is not accepted on the marks socket", rec.Type))
 	}
@@ -343,7 +350,7 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 
 // Stats returns the counts so far. Safe for concurrent use.
 func (l *Listener) Stats() ListenerStats {
-	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Dropped: l.dropped.Load(),
+	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Sites: l.sites.Load(), Dropped: l.dropped.Load(),
 		Flooded: l.flooded.Load(), Refused: l.refused.Load(), AcceptErrors: l.acceptE.Load(), Cut: l.cut.Load()}
 }
 

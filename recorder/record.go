@@ -413,13 +413,21 @@ func exitStatus(ps *os.ProcessState, err error) (int, error) {
 // countingSink counts the marks and allocator samples that reach the store.
 type countingSink struct {
 	Sink
-	marks, torch atomic.Int64
+	marks, torch, sites atomic.Int64
 }
 
 func (c *countingSink) AppendMark(m storage.Mark) error {
 	err := c.Sink.AppendMark(m)
 	if err == nil {
 		c.marks.Add(1)
+	}
+	return err
+}
+
+func (c *countingSink) AppendSites(rows []storage.SiteSample) error {
+	err := c.Sink.AppendSites(rows)
+	if err == nil {
+		c.sites.Add(1)
 	}
 	return err
 }
@@ -440,8 +448,9 @@ func (*discardSink) AppendDevice(storage.DeviceSample) error { return nil }
 func (*discardSink) AppendProc(storage.ProcSample) error     { return nil }
 func (*discardSink) AppendTorch(storage.TorchSample) error   { return nil }
 func (*discardSink) AppendMark(storage.Mark) error           { return nil }
+func (*discardSink) AppendSites([]storage.SiteSample) error  { return nil }
 
 func addCounts(a, b storage.Counts) storage.Counts {
 	return storage.Counts{Samples: a.Samples + b.Samples, ProcSamples: a.ProcSamples + b.ProcSamples,
-		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks}
+		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks, Sites: a.Sites + b.Sites}
 }

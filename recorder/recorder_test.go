@@ -31,6 +31,7 @@ type memSink struct {
 	procs  []storage.ProcSample
 	torch  []storage.TorchSample
 	marks  []storage.Mark
+	sites  [][]storage.SiteSample
 	refuse bool
 }
 
@@ -59,6 +60,12 @@ func (s *memSink) AppendMark(m storage.Mark) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.marks = append(s.marks, m)
+	return nil
+}
+func (s *memSink) AppendSites(rows []storage.SiteSample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sites = append(s.sites, rows)
 	return nil
 }
 
@@ -283,6 +290,11 @@ func TestListener(t *testing.T) {
 				ts := storage.TorchSample{T: int64(1e18) + int64(step), GPU: rank, PID: 100 + rank, Rank: rank, Allocated: 5, Reserved: 7}
 				c.Write(wire.AppendTorch(nil, ts))
 			}
+			site := storage.SiteSample{T: int64(1e18) + 99, GPU: rank, PID: 100 + rank, Rank: rank, Epoch: 0,
+				Reason: storage.SitesEpochEnd, File: "/w/train.py", Line: 52, LiveBytes: 256000, LiveBlocks: 1}
+			untracked := site
+			untracked.File, untracked.Line, untracked.LiveBytes, untracked.LiveBlocks = storage.SiteUntracked, 0, 0, 0
+			c.Write(wire.AppendSites(nil, []storage.SiteSample{untracked, site}))
 			if rank == 0 {
 				c.Write([]byte("{not json\n"))
 				c.Write([]byte(`{"type":"sample","t_ns":1,"gpu":0,"used_bytes":1}` + "\n"))
@@ -296,8 +308,13 @@ func TestListener(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	l.Close(time.Second)
 	st := l.Stats()
-	if st.Marks != 401 || st.Torch != 400 || st.Dropped != 4 {
+	if st.Marks != 401 || st.Torch != 400 || st.Sites != 8 || st.Dropped != 4 {
 		t.Fatalf("stats %+v, drops %q", st, drops)
+	}
+	for _, rows := range sink.sites {
+		if len(rows) != 2 || rows[1].Label() != "train.py:52" || rows[1].LiveBytes != 256000 || rows[1].GPU != rows[1].Rank {
+			t.Errorf("site snapshot %+v", rows)
+		}
 	}
 	if _, err := os.Stat(l.Path); !os.IsNotExist(err) {
 		t.Error("socket left behind")

@@ -53,4 +53,6 @@ type Sink interface {
 	AppendProc(storage.ProcSample) error
 	AppendTorch(storage.TorchSample) error
 	AppendMark(storage.Mark) error
+	// AppendSites stores one site snapshot (all its rows, or none).
+	AppendSites([]storage.SiteSample) error
 }

@@ -34,7 +34,8 @@ type exportGPU struct {
 }
 
 // Export writes a run as JSON Lines: the run and gpu lines, then every
-// sample, process sample, allocator sample and mark merged in time order.
+// sample, process sample, allocator sample, mark and site snapshot merged
+// in time order.
 // It streams: memory does not grow with the run's length.
 func (db *DB) Export(out io.Writer, r Run) error {
 	w := bufio.NewWriterSize(out, 1<<20)
@@ -67,6 +68,8 @@ func (db *DB) Export(out io.Writer, r Run) error {
 			its = append(its, lines(db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), &procSchema, wire.AppendProc))
 		case "torch":
 			its = append(its, lines(db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), &torchSchema, wire.AppendTorch))
+		case "sites":
+			its = append(its, &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime)})
 		}
 	}
 	its = append(its, lines(db.Marks(r, MinTime, MaxTime), &markSchema, wire.AppendMark))
@@ -112,3 +115,41 @@ func (l *lineIter[T]) Next() bool {
 
 func (l *lineIter[T]) At() line   { return l.cur }
 func (l *lineIter[T]) Err() error { return l.it.Err() }
+
+// siteLines formats the rows of a site series as one line per snapshot (a
+// snapshot starts at its SiteUntracked row).
+type siteLines struct {
+	it   *Iter[SiteSample]
+	rows []SiteSample
+	next *SiteSample // the first row of the next snapshot, read ahead
+	done bool
+	cur  line
+}
+
+func (l *siteLines) Next() bool {
+	l.rows = l.rows[:0]
+	if l.next != nil {
+		l.rows = append(l.rows, *l.next)
+		l.next = nil
+	}
+	for !l.done {
+		if !l.it.Next() {
+			l.done = true
+			break
+		}
+		v := l.it.At()
+		if len(l.rows) > 0 && (v.File == SiteUntracked || v.T != l.rows[0].T) {
+			l.next = &v
+			break
+		}
+		l.rows = append(l.rows, v)
+	}
+	if len(l.rows) == 0 {
+		return false
+	}
+	l.cur = line{l.rows[0].T, wire.AppendSites(l.cur.b[:0], l.rows)}
+	return true
+}
+
+func (l *siteLines) At() line   { return l.cur }
+func (l *siteLines) Err() error { return l.it.Err() }

@@ -201,6 +201,11 @@ func (imp *importer) apply(r rec) error {
 	case wire.TypeMark:
 		err = appendRow(w, &markSchema, r.Mark)
 		imp.firstTime(r.Mark.T)
+	case wire.TypeSites:
+		err = appendSites(w, r.Sites)
+		if len(r.Sites) > 0 {
+			imp.firstTime(r.Sites[0].T)
+		}
 	}
 	if err != nil {
 		return imp.errf(r.line, "%s: %w", r.Type, err)

@@ -194,6 +194,12 @@ func (db *DB) TorchSamples(r Run, gpu, pid int, from, to int64) *Iter[TorchSampl
 	return newIter(db, r, &torchSchema, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to)
 }
 
+// SiteSamples iterates one process's site snapshots on one GPU in [from,
+// to): the rows of a snapshot share its time, its SiteUntracked row first.
+func (db *DB) SiteSamples(r Run, gpu, pid int, from, to int64) *Iter[SiteSample] {
+	return newIter(db, r, &siteSchema, seriesKey{kind: kindSite, gpu: gpu, pid: pid}, from, to)
+}
+
 // Marks iterates the marks of a run in [from, to), in time order.
 func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
 	return newIter(db, r, &markSchema, seriesKey{kind: kindMark}, from, to)
@@ -201,12 +207,12 @@ func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
 
 // SeriesRef names one stored series of a run.
 type SeriesRef struct {
-	Kind string `json:"kind"` // "device", "proc" or "torch"
+	Kind string `json:"kind"` // "device", "proc", "torch" or "sites"
 	GPU  int    `json:"gpu"`
 	PID  int    `json:"pid,omitempty"`
 }
 
-// Series lists the device, process and allocator series of a run, ordered
+// Series lists the device, process, allocator and site series of a run, ordered
 // by kind, GPU and pid.
 func (db *DB) Series(r Run) ([]SeriesRef, error) {
 	var out []SeriesRef
@@ -219,7 +225,7 @@ func (db *DB) Series(r Run) ([]SeriesRef, error) {
 		}
 		return err
 	})
-	order := map[string]int{"device": 0, "proc": 1, "torch": 2}
+	order := map[string]int{"device": 0, "proc": 1, "torch": 2, "sites": 3}
 	slices.SortFunc(out, func(a, b SeriesRef) int {
 		if a.Kind != b.Kind {
 			return order[a.Kind] - order[b.Kind]

@@ -25,6 +25,7 @@ const (
 	kindDevice seriesKind = 2
 	kindProc   seriesKind = 3
 	kindTorch  seriesKind = 4
+	kindSite   seriesKind = 5
 )
 
 // schema is the untyped part of a kind's schema: what a decoder must find.
@@ -145,12 +146,60 @@ var markSchema = rowSchema[Mark]{
 	},
 }
 
+// siteSchema stores one row per site of a snapshot. The strings repeat
+// from one snapshot to the next and the codec keeps each distinct one once
+// per chunk, so a site costs its byte counts and a few index bytes.
+var siteSchema = rowSchema[SiteSample]{
+	schema: schema{name: "sites", ints: []string{"rank+1", "epoch+1", "since_ns", "line", "live_bytes", "live_blocks",
+		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad"},
+		strs:  []string{"reason", "name", "file", "func", "stack"},
+		count: func(c *Counts) *int64 { return &c.Sites }},
+	kind: kindSite,
+	key:  func(s SiteSample) seriesKey { return seriesKey{kind: kindSite, gpu: s.GPU, pid: s.PID} },
+	time: func(s SiteSample) int64 { return s.T },
+	check: func(s SiteSample) error {
+		if s.File == "" {
+			return errors.New("site has no file")
+		}
+		if s.Reason == "" {
+			return errors.New("site snapshot has no reason")
+		}
+		if s.Rank < None || s.Epoch < None || s.Line < 0 {
+			return fmt.Errorf("site %s: negative rank, epoch or line", s.Label())
+		}
+		for _, c := range []struct {
+			name string
+			v    int64
+		}{{"since_ns", s.SinceNS}, {"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
+			{"alloc_bytes", s.AllocBytes}, {"allocs", s.Allocs}, {"freed_bytes", s.FreedBytes},
+			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}} {
+			if err := checkBytes(c.name, c.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	put: func(s SiteSample, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, optEncode(s.Rank), optEncode(s.Epoch), s.SinceNS, int64(s.Line), s.LiveBytes,
+				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad),
+			append(strs, s.Reason, s.Name, s.File, s.Func, s.Stack)
+	},
+	get: func(d *decoded, i int, k seriesKey) SiteSample {
+		c, st := d.ints, d.strs
+		return SiteSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
+			SinceNS: c[2][i], Line: int(c[3][i]), LiveBytes: c[4][i], LiveBlocks: c[5][i], AllocBytes: c[6][i],
+			Allocs: c[7][i], FreedBytes: c[8][i], Frees: c[9][i], Sites: c[10][i], Bad: c[11][i],
+			Reason: st[0][i], Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
+	},
+}
+
 // schemas indexes the untyped schemas by kind.
 var schemas = map[seriesKind]*schema{
 	kindDevice: &deviceSchema.schema,
 	kindProc:   &procSchema.schema,
 	kindTorch:  &torchSchema.schema,
 	kindMark:   &markSchema.schema,
+	kindSite:   &siteSchema.schema,
 }
 
 // cols is the number of int and string columns of kind k.

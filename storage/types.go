@@ -138,6 +138,7 @@ type Counts struct {
 	ProcSamples  int64 `json:"proc_samples"`
 	TorchSamples int64 `json:"torch_samples"`
 	Marks        int64 `json:"marks"`
+	Sites        int64 `json:"sites,omitempty"` // rows of site snapshots: one per site
 }
 
 // add counts n entries of series kind k.
@@ -149,10 +150,11 @@ func (c *Counts) plus(o Counts, sign int64) {
 	c.ProcSamples += sign * o.ProcSamples
 	c.TorchSamples += sign * o.TorchSamples
 	c.Marks += sign * o.Marks
+	c.Sites += sign * o.Sites
 }
 
-// Total is the number of samples and marks.
-func (c Counts) Total() int64 { return c.Samples + c.ProcSamples + c.TorchSamples + c.Marks }
+// Total is the number of samples, marks and site rows.
+func (c Counts) Total() int64 { return c.Samples + c.ProcSamples + c.TorchSamples + c.Marks + c.Sites }
 
 // Recorder holds what the recorder measured about itself. All zero for an
 // imported run that did not carry them.
@@ -179,6 +181,7 @@ type (
 	TorchSample  = wire.TorchSample
 	Mark         = wire.Mark
 	MarkKind     = wire.MarkKind
+	SiteSample   = wire.SiteSample
 )
 
 // Mark kinds that memrec gives a meaning to. Other kinds are stored as
@@ -190,6 +193,19 @@ const (
 	MarkEvent      = wire.MarkEvent
 	MarkOOM        = wire.MarkOOM
 	MarkExit       = wire.MarkExit
+)
+
+// The special files of a SiteSample and the reasons of a site snapshot.
+const (
+	SiteUntracked = wire.SiteUntracked
+	SiteOther     = wire.SiteOther
+	SitesEpochEnd = wire.SitesEpochEnd
+	SitesOOM      = wire.SitesOOM
+	SitesExit     = wire.SitesExit
+	SitesSnapshot = wire.SitesSnapshot
+	SitesWindow   = wire.SitesWindow
+	SitesTrack    = wire.SitesTrack
+	SitesTrace    = wire.SitesTrace
 )
 
 // None is the value of a Mark's optional integer field that is absent.

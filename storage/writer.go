@@ -385,6 +385,29 @@ func (a *Appender) AppendTorch(s TorchSample) error {
 	return appendRow(a.w, &torchSchema, s)
 }
 
+// AppendSites buffers the rows of one site snapshot (wire.Record.Sites):
+// all of them or, on an error, none.
+func (a *Appender) AppendSites(rows []SiteSample) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return appendSites(a.w, rows)
+}
+
+// appendSites checks every row before it buffers any.
+func appendSites(w *runWriter, rows []SiteSample) error {
+	for _, s := range rows {
+		if err := siteSchema.check(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range rows {
+		if err := appendRow(w, &siteSchema, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AppendMark buffers one mark.
 func (a *Appender) AppendMark(m Mark) error {
 	a.mu.Lock()

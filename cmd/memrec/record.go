@@ -38,6 +38,7 @@ type recordOptions struct {
 	metricsAddr string
 	job         string
 	host        string
+	sites       bool
 	// openNVML opens NVML; tests open go-nvml's mocks.
 	openNVML func() (*recorder.NVML, error)
 }
@@ -86,6 +87,7 @@ machine without a GPU.`,
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
+	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
@@ -204,6 +206,12 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		}
 		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
 	}
+	if o.sites {
+		if len(o.command) == 0 {
+			return errors.New("--sites needs a command whose probe records them")
+		}
+		opts.Env = append(opts.Env, "MEMREC_SITES=1")
+	}
 	switch o.sampler {
 	case "native", "":
 	case "go":
@@ -303,6 +311,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 		fmt.Fprintf(w, " (%s)", strings.Join(extra, "; "))
 	}
 	fmt.Fprintln(w)
+	if ls.Sites > 0 || o.sites {
+		fmt.Fprintf(w, "  sites       %d allocation-site snapshots\n", ls.Sites)
+	}
 	if res.Wall > 0 {
 		where := "sampled in a Go loop"
 		if s.Native {

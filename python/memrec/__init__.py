@@ -40,6 +40,8 @@ def _get():
     with _lock:  # first use, or a forked child: a probe of its own
         if _instance is None or _instance.pid != os.getpid():
             _instance = _probe.Probe()
+            if _instance.enabled and _instance.sites.on:  # MEMREC_SITES=1
+                _at_exit(_instance)
         return _instance
 
 

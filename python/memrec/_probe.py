@@ -276,6 +276,8 @@ class Probe:
         except Exception:
             return None
         self._attach_observer(torch)
+        if self.sites.on and self.sites.mode is None:
+            self.sites.arm(torch)
         return torch
 
     def rank(self):

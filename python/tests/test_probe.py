@@ -493,6 +493,36 @@ class RecorderTransportTest(unittest.TestCase):
         self.assertGreaterEqual(len(child_torch), 12)
         self.assertIn("marks       ", r.stderr)
 
+    def test_sites_flag_stores_site_snapshots(self):
+        d = tempfile.mkdtemp()
+        db = os.path.join(d, "t.db")
+        child = os.path.join(d, "child.py")
+        with open(child, "w") as f:
+            f.write(FAKE_TORCH + "\nsys.path.insert(0, %r)\n" % HERE + textwrap.dedent('''
+                from test_sites import add_history, block, LEAK, WEIGHT
+                torch = make_fake_torch()
+                h = add_history(torch)
+                sys.modules["torch"] = torch
+                import memrec
+                memrec.step(0)  # CUDA is up: the history starts
+                for e in range(3):
+                    h["segments"].append({"device": 0, "blocks": [block(256000, LEAK)]})
+                    with memrec.epoch(e):
+                        memrec.step(e)
+                memrec.flush()
+            '''))
+        r = self.run_memrec(db, "record", "--source", "sim", "--sim-gpus", "1", "--name", "s", "--sites", "--",
+                            sys.executable, child, env={"PYTHONPATH": PKG})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("allocation-site snapshots", r.stderr)
+        sites = [l for l in self.export(db, "s") if l["type"] == "sites"]
+        ends = [l for l in sites if l["reason"] == "epoch_end"]
+        self.assertEqual([l["epoch"] for l in ends], [0, 1, 2])
+        self.assertEqual([l["sites"][0]["live_bytes"] for l in ends], [256000, 512000, 768000])
+        self.assertEqual(ends[0]["sites"][0]["file"], "/home/u/train.py")
+        self.assertEqual(ends[0]["sites"][0]["line"], 52)
+        self.assertEqual(sites[-1]["reason"], "exit")
+
     def test_torch_flag_loads_probe_without_code_change(self):
         d = tempfile.mkdtemp()
         db = os.path.join(d, "t.db")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 )
@@ -14,6 +15,7 @@ import (
 //	{"type":"proc","t_ns":…,"gpu":…,"pid":…,"used_bytes":…}
 //	{"type":"torch","t_ns":…,"gpu":…,"pid":…,"rank":…,"allocated_bytes":…,…}
 //	{"type":"mark","t_ns":…,"kind":"step","step":…,…}
+//	{"type":"sites","t_ns":…,"gpu":…,"pid":…,"reason":…,"untracked":{…},"sites":[{…},…],"other":{…}}
 //	{"type":"run",…} and {"type":"gpu",…} (files only: a run's metadata)
 //
 // docs/format.md lists every field, which are required and their units.
@@ -29,9 +31,10 @@ const (
 	TypeProc
 	TypeTorch
 	TypeMark
+	TypeSites
 )
 
-var typeNames = [...]string{TypeRun: "run", TypeGPU: "gpu", TypeSample: "sample", TypeProc: "proc", TypeTorch: "torch", TypeMark: "mark"}
+var typeNames = [...]string{TypeRun: "run", TypeGPU: "gpu", TypeSample: "sample", TypeProc: "proc", TypeTorch: "torch", TypeMark: "mark", TypeSites: "sites"}
 
 // String is the type's name as the "type" field spells it.
 func (t Type) String() string {
@@ -42,7 +45,7 @@ func (t Type) String() string {
 }
 
 // IsData reports whether lines of this type carry a sample or a mark.
-func (t Type) IsData() bool { return t >= TypeSample && t <= TypeMark }
+func (t Type) IsData() bool { return t >= TypeSample && t <= TypeSites }
 
 // Record is one parsed line: Type says which field is set. A run or gpu
 // line is left for the caller to decode from Raw (its own copy).
@@ -52,6 +55,7 @@ type Record struct {
 	Proc   ProcSample
 	Torch  TorchSample
 	Mark   Mark
+	Sites  []SiteSample // one snapshot: its SiteUntracked entry first
 	Raw    []byte
 }
 
@@ -103,8 +107,11 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: MarkKind(f.str("kind", true)), Epoch: f.opt("epoch"),
 			Step: f.opt("step"), Rank: f.opt("rank"), GPU: f.opt("gpu"), PID: f.opt("pid"),
 			Code: f.opt("code"), Text: f.str("text", false)}
+	case "sites":
+		r.Type = TypeSites
+		r.Sites = f.sites()
 	default:
-		return Record{}, fmt.Errorf("unknown type %q (want run, gpu, sample, proc, torch or mark)", typ)
+		return Record{}, fmt.Errorf("unknown type %q (want run, gpu, sample, proc, torch, mark or sites)", typ)
 	}
 	if f.err != nil {
 		return Record{}, fmt.Errorf("%s: %w", typ, f.err)
@@ -124,14 +131,128 @@ func (r *Record) gpu() (gpu int, ok bool) {
 		return r.Proc.GPU, true
 	case TypeTorch:
 		return r.Torch.GPU, true
+	case TypeSites:
+		if len(r.Sites) > 0 {
+			return r.Sites[0].GPU, true
+		}
 	}
 	return 0, false
 }
 
+// sites reads a "sites" line: its head, then one SiteSample for the
+// untracked blocks, one per site and one for "other".
+func (f *fields) sites() []SiteSample {
+	head := SiteSample{T: f.int("t_ns", true, 0), GPU: f.gpu(), PID: int(f.int("pid", true, 0)),
+		Rank: f.opt("rank"), Reason: f.str("reason", true), Epoch: f.opt("epoch"), Name: f.str("name", false),
+		SinceNS: f.int("since_ns", false, 0)}
+	if head.SinceNS < 0 {
+		f.fail("%q is negative (%d)", "since_ns", head.SinceNS)
+	}
+	untracked := head
+	untracked.File, untracked.Bad = SiteUntracked, f.count("bad")
+	if u := f.object("untracked"); u != nil {
+		untracked.LiveBytes, untracked.LiveBlocks = u.count("live_bytes"), u.count("live_blocks")
+		untracked.AllocBytes, untracked.FreedBytes = u.count("alloc_bytes"), u.count("freed_bytes")
+		f.keep(u)
+	}
+	out := []SiteSample{untracked}
+	v := f.o.Get("sites")
+	if v != nil && v.Type() != fastjson.TypeNull {
+		arr, err := v.Array()
+		if err != nil {
+			f.fail("%q: want an array, got %s", "sites", v.Type())
+		}
+		for i, e := range arr {
+			o, err := e.Object()
+			if err != nil {
+				f.fail("sites[%d]: want an object, got %s", i, e.Type())
+				break
+			}
+			g := fields{o: o}
+			s := head
+			s.File, s.Line, s.Func = g.str("file", true), int(g.count("line")), g.str("func", false)
+			s.Stack = g.stack("stack")
+			s.LiveBytes, s.LiveBlocks = g.count("live_bytes"), g.count("live_blocks")
+			s.AllocBytes, s.Allocs = g.count("alloc_bytes"), g.count("allocs")
+			s.FreedBytes, s.Frees = g.count("freed_bytes"), g.count("frees")
+			if s.File == SiteUntracked || s.File == SiteOther {
+				g.fail("%q is not a file", s.File)
+			}
+			if g.err != nil {
+				f.fail("sites[%d]: %w", i, g.err)
+				break
+			}
+			out = append(out, s)
+		}
+	}
+	if o := f.object("other"); o != nil {
+		s := head
+		s.File, s.Sites = SiteOther, o.count("sites")
+		s.LiveBytes, s.LiveBlocks = o.count("live_bytes"), o.count("live_blocks")
+		f.keep(o)
+		out = append(out, s)
+	}
+	return out
+}
+
+// object returns the fields of the object under key, nil if absent.
+func (f *fields) object(key string) *fields {
+	v := f.o.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		f.fail("%q: want an object, got %s", key, v.Type())
+		return nil
+	}
+	return &fields{o: o, name: key}
+}
+
+// keep passes a sub-object's first error on, named.
+func (f *fields) keep(g *fields) {
+	if g.err != nil {
+		f.fail("%s: %w", g.name, g.err)
+	}
+}
+
+// count reads an optional integer that may not be negative (zero if absent).
+func (f *fields) count(key string) int64 {
+	n := f.int(key, false, 0)
+	if n < 0 {
+		f.fail("%q is negative (%d)", key, n)
+	}
+	return n
+}
+
+// stack reads an optional array of strings as lines.
+func (f *fields) stack(key string) string {
+	v := f.o.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return ""
+	}
+	arr, err := v.Array()
+	if err != nil {
+		f.fail("%q: want an array of strings, got %s", key, v.Type())
+		return ""
+	}
+	lines := make([]string, 0, len(arr))
+	for _, e := range arr {
+		b, err := e.StringBytes()
+		if err != nil {
+			f.fail("%q: want an array of strings", key)
+			return ""
+		}
+		lines = append(lines, strings.ReplaceAll(string(b), "\n", " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // fields reads typed fields of one object, remembering the first error.
 type fields struct {
-	o   *fastjson.Object
-	err error
+	o    *fastjson.Object
+	err  error
+	name string // of a sub-object, for messages
 }
 
 func (f *fields) fail(format string, args ...any) {
@@ -265,4 +386,97 @@ func AppendMark(b []byte, m Mark) []byte {
 func appendJSONString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s)
 	return append(b, q...)
+}
+
+// AppendSites appends one snapshot as one "sites" line, newline included.
+// rows share their head (time, GPU, process, reason, epoch, name, window);
+// it is taken from the first. The SiteUntracked and SiteOther entries
+// become the line's "untracked" and "other" objects.
+func AppendSites(b []byte, rows []SiteSample) []byte {
+	if len(rows) == 0 {
+		return b
+	}
+	h := rows[0]
+	b = appendHead(b, TypeSites, h.T, h.GPU)
+	b = appendKV(b, "pid", int64(h.PID))
+	if h.Rank != None {
+		b = appendKV(b, "rank", int64(h.Rank))
+	}
+	b = append(b, `,"reason":`...)
+	b = appendJSONString(b, h.Reason)
+	if h.Epoch != None {
+		b = appendKV(b, "epoch", int64(h.Epoch))
+	}
+	if h.Name != "" {
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, h.Name)
+	}
+	if h.SinceNS != 0 {
+		b = appendKV(b, "since_ns", h.SinceNS)
+	}
+	var other *SiteSample
+	first := true
+	for i := range rows {
+		s := &rows[i]
+		switch s.File {
+		case SiteUntracked:
+			if s.Bad != 0 {
+				b = appendKV(b, "bad", s.Bad)
+			}
+			b = append(b, `,"untracked":{"live_bytes":`...)
+			b = strconv.AppendInt(b, s.LiveBytes, 10)
+			b = appendKV(b, "live_blocks", s.LiveBlocks)
+			b = appendKV(b, "alloc_bytes", s.AllocBytes)
+			b = appendKV(b, "freed_bytes", s.FreedBytes)
+			b = append(b, '}')
+		case SiteOther:
+			other = s
+		}
+	}
+	b = append(b, `,"sites":[`...)
+	for i := range rows {
+		s := &rows[i]
+		if s.File == SiteUntracked || s.File == SiteOther {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"site":`...)
+		b = appendJSONString(b, s.Label())
+		b = append(b, `,"file":`...)
+		b = appendJSONString(b, s.File)
+		b = appendKV(b, "line", int64(s.Line))
+		b = append(b, `,"func":`...)
+		b = appendJSONString(b, s.Func)
+		if s.Stack != "" {
+			b = append(b, `,"stack":[`...)
+			for j, l := range strings.Split(s.Stack, "\n") {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, l)
+			}
+			b = append(b, ']')
+		}
+		b = appendKV(b, "live_bytes", s.LiveBytes)
+		b = appendKV(b, "live_blocks", s.LiveBlocks)
+		if s.Allocs != 0 || s.Frees != 0 || s.AllocBytes != 0 || s.FreedBytes != 0 {
+			b = appendKV(b, "alloc_bytes", s.AllocBytes)
+			b = appendKV(b, "allocs", s.Allocs)
+			b = appendKV(b, "freed_bytes", s.FreedBytes)
+			b = appendKV(b, "frees", s.Frees)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if other != nil {
+		b = append(b, `,"other":{"sites":`...)
+		b = strconv.AppendInt(b, other.Sites, 10)
+		b = appendKV(b, "live_bytes", other.LiveBytes)
+		b = appendKV(b, "live_blocks", other.LiveBlocks)
+		b = append(b, '}')
+	}
+	return append(b, '}', '\n')
 }

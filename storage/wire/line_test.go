@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -17,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		`{"type":"mark","t_ns":1,"kind":"step","step":3,"text":"a\"b\n"}`,
 		`{"type":"mark","t_ns":-5,"kind":"","epoch":2147483648}`,
 		`{"type":"run","name":"x"}`,
+		`{"type":"sites","t_ns":5,"gpu":1,"pid":7,"rank":1,"reason":"epoch_end","epoch":3,"bad":2,"untracked":{"live_bytes":9,"live_blocks":1},"sites":[{"file":"/a/t.py","line":52,"func":"f","stack":["t.py:80 main"],"live_bytes":100,"live_blocks":2,"alloc_bytes":4,"allocs":1}],"other":{"sites":3,"live_bytes":6,"live_blocks":3}}`,
 		`{"type":"sample","t_ns":1e3,"gpu":-1,"used_bytes":5}`,
 		`[1,2]`, `{`, `{"type":7}`, "",
 	} {
@@ -41,6 +43,13 @@ func FuzzParse(f *testing.F) {
 			out = AppendTorch(nil, r.Torch)
 		case TypeMark:
 			out = AppendMark(nil, r.Mark)
+		case TypeSites:
+			out = AppendSites(nil, r.Sites)
+			for _, s := range r.Sites {
+				if !utf8.ValidString(s.Reason + s.Name + s.File + s.Func + s.Stack) {
+					return
+				}
+			}
 		}
 		if !strings.HasSuffix(string(out), "\n") {
 			t.Fatalf("written line %q has no newline", out)
@@ -49,7 +58,8 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("written line %q does not parse: %v", out, err)
 		}
-		if r.Type != r2.Type || r.Device != r2.Device || r.Proc != r2.Proc || r.Torch != r2.Torch || r.Mark != r2.Mark {
+		if r.Type != r2.Type || r.Device != r2.Device || r.Proc != r2.Proc || r.Torch != r2.Torch || r.Mark != r2.Mark ||
+			!slices.Equal(r.Sites, r2.Sites) {
 			t.Fatalf("round trip of %q:\n got %+v\nwant %+v", line, r2, r)
 		}
 	})
@@ -63,6 +73,12 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{`{"type":"mark","t_ns":1,"kind":"x","step":-3}`, `mark: "step" is negative (-3)`},
 		{`{"type":"torch","t_ns":"1"}`, `torch: "t_ns": want an integer, got string`},
 		{`{"type":"nope"}`, `unknown type "nope"`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1}`, `sites: missing "reason"`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":[{"line":3}]}`, `sites: sites[0]: missing "file"`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":[{"file":"a.py","line":3,"live_bytes":-1}]}`, `sites[0]: "live_bytes" is negative (-1)`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","untracked":{"live_blocks":"2"}}`, `untracked: "live_blocks": want an integer, got string`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":{}}`, `"sites": want an array, got object`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":[{"file":"<other>","line":1}]}`, `"<other>" is not a file`},
 		{`[]`, `want a JSON object, got array`},
 	} {
 		var p Parser
@@ -77,5 +93,40 @@ func TestTypeString(t *testing.T) {
 	t.Parallel()
 	if TypeTorch.String() != "torch" || Type(99).String() != "type(99)" {
 		t.Errorf("got %q and %q", TypeTorch, Type(99))
+	}
+}
+
+// A probe's "sites" line becomes one SiteSample per entry, each carrying
+// the line's head; the untracked entry comes first, other last.
+func TestParseSites(t *testing.T) {
+	t.Parallel()
+	line := `{"type":"sites","t_ns":5000,"gpu":1,"pid":7,"reason":"oom","name":"n","since_ns":4000,"traced":true,"bad":2,` +
+		`"untracked":{"live_bytes":9,"live_blocks":1,"alloc_bytes":3},` +
+		`"sites":[{"site":"t.py:52","file":"/a/t.py","line":52,"func":"keep","stack":["t.py:80 step","t.py:99 main"],"live_bytes":100,"live_blocks":2,"alloc_bytes":4,"allocs":1,"freed_bytes":0,"frees":0},` +
+		`{"file":"/a/m.py","line":7,"live_bytes":50,"live_blocks":1}],"other":{"sites":3,"live_bytes":6,"live_blocks":3}}`
+	var p Parser
+	r, err := p.Parse([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := SiteSample{T: 5000, GPU: 1, PID: 7, Rank: None, Reason: SitesOOM, Epoch: None, Name: "n", SinceNS: 4000}
+	want := []SiteSample{head, head, head, head}
+	want[0].File, want[0].Bad, want[0].LiveBytes, want[0].LiveBlocks, want[0].AllocBytes = SiteUntracked, 2, 9, 1, 3
+	want[1].File, want[1].Line, want[1].Func, want[1].Stack = "/a/t.py", 52, "keep", "t.py:80 step\nt.py:99 main"
+	want[1].LiveBytes, want[1].LiveBlocks, want[1].AllocBytes, want[1].Allocs = 100, 2, 4, 1
+	want[2].File, want[2].Line, want[2].LiveBytes, want[2].LiveBlocks = "/a/m.py", 7, 50, 1
+	want[3].File, want[3].Sites, want[3].LiveBytes, want[3].LiveBlocks = SiteOther, 3, 6, 3
+	if r.Type != TypeSites || !slices.Equal(r.Sites, want) {
+		t.Fatalf("got %+v\nwant %+v", r.Sites, want)
+	}
+	if got := r.Sites[1].Label(); got != "t.py:52" {
+		t.Errorf("label %q", got)
+	}
+	if got := r.Sites[0].Label(); got != SiteUntracked {
+		t.Errorf("label %q", got)
+	}
+	again, err := p.Parse(AppendSites(nil, r.Sites))
+	if err != nil || !slices.Equal(again.Sites, want) {
+		t.Fatalf("round trip: %v\n%+v", err, again.Sites)
 	}
 }

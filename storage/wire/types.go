@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // DeviceSample is one NVML reading of a GPU: the device view of memory.
 type DeviceSample struct {
 	T        int64 // Unix ns (stored to 1 µs)
@@ -71,3 +73,70 @@ type Mark struct {
 func NewMark(t int64, kind MarkKind) Mark {
 	return Mark{T: t, Kind: kind, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None}
 }
+
+// Special files of a SiteSample: the entries of a snapshot that are not one
+// line of code.
+const (
+	// SiteUntracked holds the blocks without a Python stack (allocated while
+	// the allocator's history was off, or by autograd's backward threads).
+	SiteUntracked = "<untracked>"
+	// SiteOther adds up the sites a bounded message had no room for.
+	SiteOther = "<other>"
+)
+
+// Reasons a site snapshot was taken, as the probe sends them. Other reasons
+// are stored as they come.
+const (
+	SitesEpochEnd = "epoch_end"
+	SitesOOM      = "oom"
+	SitesExit     = "exit"
+	SitesSnapshot = "snapshot" // memrec.snapshot()
+	SitesWindow   = "window"   // the end of a trace window
+	SitesTrack    = "track"    // the end of a memrec.track block
+	SitesTrace    = "trace"    // rebuilt from an imported snapshot's trace
+)
+
+// SiteSample is one allocation site in one snapshot of a process's
+// allocator on one GPU: the live blocks that a line of code allocated, and
+// what it allocated and freed during the snapshot's window. A snapshot is
+// the SiteSamples of one (T, GPU, PID); it always has a SiteUntracked entry,
+// so a snapshot without sites is still seen.
+type SiteSample struct {
+	T       int64
+	GPU     int
+	PID     int
+	Rank    int    // None if absent
+	Reason  string // why the snapshot was taken (Sites* constants)
+	Epoch   int    // None if absent
+	Name    string // the snapshot's or the tracked block's name; "" if none
+	SinceNS int64  // start of the window Alloc* and Freed* count; 0 without a trace
+	File    string // the site's file, or SiteUntracked or SiteOther
+	Line    int
+	Func    string
+	Stack   string // callers, innermost first, one "file:line func" a line
+	// LiveBytes and LiveBlocks are the site's blocks alive in the snapshot.
+	LiveBytes, LiveBlocks int64
+	// AllocBytes, Allocs, FreedBytes, Frees count the trace's events of
+	// the site since SinceNS.
+	AllocBytes, Allocs, FreedBytes, Frees int64
+	Sites                                 int64 // SiteOther only: how many sites it adds up
+	Bad                                   int64 // SiteUntracked only: snapshot entries that made no sense, dropped
+}
+
+// Label is how a site is shown: "train.py:52", or the special file.
+func (s SiteSample) Label() string {
+	if s.File == SiteUntracked || s.File == SiteOther {
+		return s.File
+	}
+	base := s.File
+	for i := len(base) - 1; i >= 0; i-- {
+		if base[i] == '/' || base[i] == '\\' {
+			base = base[i+1:]
+			break
+		}
+	}
+	return base + ":" + strconv.Itoa(s.Line)
+}
+
+// Key identifies the site across snapshots (file and line).
+func (s SiteSample) Key() string { return s.File + ":" + strconv.Itoa(s.Line) }

@@ -1,0 +1,120 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// siteRun writes a run of n epoch-end snapshots of one process on GPU 0:
+// 20 steady sites, one that grows 256 000 B an epoch, the untracked entry
+// and, every fifth snapshot, an "other" entry. It returns the JSON Lines and
+// the rows they hold.
+func siteRun(n int) (string, []SiteSample) {
+	var b strings.Builder
+	b.WriteString(`{"type":"run","name":"sites","start_ns":1000000000000}` + "\n")
+	b.WriteString(`{"type":"gpu","gpu":0,"total_bytes":1000000000000}` + "\n")
+	var rows []SiteSample
+	for e := 0; e < n; e++ {
+		head := SiteSample{T: 1_000_000_000_000 + int64(e)*1_000_000_123, GPU: 0, PID: 4242, Rank: 0, Epoch: e,
+			Reason: SitesEpochEnd}
+		snap := []SiteSample{head}
+		snap[0].File, snap[0].LiveBytes, snap[0].LiveBlocks = SiteUntracked, 7<<20, 12
+		leak := head
+		leak.File, leak.Line, leak.Func, leak.Stack = "/home/u/train.py", 52, "keep_logits", "train.py:80 train_step\ntrain.py:99 main"
+		leak.LiveBytes, leak.LiveBlocks = int64(e+1)*256000, int64(e+1)
+		snap = append(snap, leak)
+		for i := 0; i < 20; i++ {
+			s := head
+			s.File, s.Line, s.Func = fmt.Sprintf("/home/u/model_%d.py", i%4), 10+i, "forward"
+			s.LiveBytes, s.LiveBlocks = int64(i+1)<<20, 2
+			snap = append(snap, s)
+		}
+		if e%5 == 0 {
+			o := head
+			o.File, o.Sites, o.LiveBytes, o.LiveBlocks = SiteOther, 3, 4096, 3
+			snap = append(snap, o)
+		}
+		b.Write(wire.AppendSites(nil, snap))
+		rows = append(rows, snap...)
+	}
+	return b.String(), rows
+}
+
+func TestSitesImportExportRoundTrip(t *testing.T) {
+	text, rows := siteRun(40)
+	db := openTestDB(t)
+	runs, err := importString(db, "sites.jsonl", text, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if r.Counts.Sites != int64(len(rows)) {
+		t.Fatalf("counted %d site rows, want %d", r.Counts.Sites, len(rows))
+	}
+	series, err := db.Series(r)
+	if err != nil || !slices.Equal(series, []SeriesRef{{Kind: "sites", GPU: 0, PID: 4242}}) {
+		t.Fatalf("series %v %v", series, err)
+	}
+	var got []SiteSample
+	it := db.SiteSamples(r, 0, 4242, MinTime, MaxTime)
+	for it.Next() {
+		got = append(got, it.At())
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	want := slices.Clone(rows)
+	for i := range want {
+		want[i].T = want[i].T / 1000 * 1000 // stored to 1 µs
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stored rows differ: %d rows, want %d\nfirst got  %+v\nfirst want %+v", len(got), len(want), got[0], want[0])
+	}
+	var out bytes.Buffer
+	if err := db.Export(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalize(t, out.Bytes()), normalize(t, []byte(text)); !slices.Equal(got, want) {
+		t.Fatalf("export differs from the input:\n got %d lines\nwant %d lines\n%s", len(got), len(want), out.String()[:400])
+	}
+}
+
+func TestSitesRefusedWhole(t *testing.T) {
+	db := openTestDB(t)
+	text := `{"type":"run","name":"x"}` + "\n" + `{"type":"gpu","gpu":0}` + "\n" +
+		`{"type":"sites","t_ns":5,"gpu":3,"pid":1,"reason":"exit","sites":[{"file":"a.py","line":1}]}` + "\n"
+	_, err := importString(db, "bad.jsonl", text, ImportOptions{})
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3: sites: GPU 3 is not declared") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// The site rows of a long run cost a few bytes each: every string is kept
+// once per chunk, and byte counts that do not change cost almost nothing.
+func TestSitesCompact(t *testing.T) {
+	_, rows := siteRun(400)
+	w := newRunWriter(Run{Name: "x", GPUs: []GPU{{Index: 0}}})
+	if err := appendSites(w, rows); err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	for _, g := range w.groups {
+		if len(g.entries) > 0 {
+			g.seal(len(g.entries), w.kind)
+		}
+		for _, kv := range g.pending {
+			size += len(kv.v)
+		}
+	}
+	text, _ := siteRun(400)
+	perRow := float64(size) / float64(len(rows))
+	t.Logf("%d rows: %d B stored (%.2f B/row), %d B as JSON Lines", len(rows), size, perRow, len(text))
+	if perRow > 8 {
+		t.Errorf("%.2f B per site row, want at most 8", perRow)
+	}
+}
