@@ -122,6 +122,8 @@ func (s *liveSink) AppendTorch(t storage.TorchSample) error {
 	return s.next.AppendTorch(t)
 }
 
+func (s *liveSink) AppendSites(rows []storage.SiteSample) error { return s.next.AppendSites(rows) }
+
 func (s *liveSink) AppendMark(m storage.Mark) error {
 	switch {
 	case m.Kind == storage.MarkEpochStart && m.Epoch >= 0:
