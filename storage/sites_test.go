@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,5 +117,49 @@ func TestSitesCompact(t *testing.T) {
 	t.Logf("%d rows: %d B stored (%.2f B/row), %d B as JSON Lines", len(rows), size, perRow, len(text))
 	if perRow > 8 {
 		t.Errorf("%.2f B per site row, want at most 8", perRow)
+	}
+}
+
+func TestAddSitesToARun(t *testing.T) {
+	db := openTestDB(t)
+	text := `{"type":"run","name":"r"}` + "\n" + `{"type":"gpu","gpu":0}` + "\n" + `{"type":"gpu","gpu":1}` + "\n" +
+		`{"type":"torch","t_ns":1000,"gpu":0,"pid":9,"allocated_bytes":5,"reserved_bytes":8}` + "\n"
+	if _, err := importString(db, "r.jsonl", text, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, rows := siteRun(3)
+	snaps := [][]SiteSample{rows[:22], rows[22:44], rows[44:]}
+	r, err := db.AddSites("r", snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts.Sites != int64(len(rows)) || r.Counts.TorchSamples != 1 {
+		t.Fatalf("counts %+v", r.Counts)
+	}
+	var got []SiteSample
+	it := db.SiteSamples(r, 0, 4242, MinTime, MaxTime)
+	for it.Next() {
+		got = append(got, it.At())
+	}
+	if len(got) != len(rows) || got[1].Label() != "train.py:52" {
+		t.Fatalf("%d rows back, want %d", len(got), len(rows))
+	}
+	ts := db.TorchSamples(r, 0, 9, MinTime, MaxTime)
+	if !ts.Next() || ts.At().Allocated != 5 {
+		t.Fatal("the run's allocator sample is gone")
+	}
+	// The same process's sites again, or a GPU the run lacks, are refused whole.
+	if _, err := db.AddSites("r", snaps[:1]); !errors.Is(err, ErrSitesExist) {
+		t.Errorf("second add: %v", err)
+	}
+	other := slices.Clone(rows[:22])
+	for i := range other {
+		other[i].GPU, other[i].PID = 5, 1
+	}
+	if _, err := db.AddSites("r", [][]SiteSample{other}); err == nil || !strings.Contains(err.Error(), "GPU 5 is not declared") {
+		t.Errorf("undeclared GPU: %v", err)
+	}
+	if r2, _ := db.Run("r"); r2.Counts != r.Counts {
+		t.Errorf("a refused add changed the counts: %+v", r2.Counts)
 	}
 }

@@ -18,6 +18,8 @@ type importOptions struct {
 	replace bool
 	format  string // jsonl or nvidia-smi
 	tz      string // nvidia-smi: the logs' time zone
+	run     string // PyTorch snapshots: add their sites to this run
+	gpu     int    // PyTorch snapshots: the GPU of CUDA device 0
 }
 
 func newImportCmd(g *globals) *cobra.Command {
@@ -28,17 +30,26 @@ func newImportCmd(g *globals) *cobra.Command {
 		Long: `Read runs from JSON Lines files. A file may hold several runs; all files are
 imported in one transaction: on any error nothing is imported and the database
 stays as it was. A run whose name is already taken is refused unless renamed
-with --name or replaced with --replace.`,
+with --name or replaced with --replace.
+
+A PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, or a pickled
+torch.cuda.memory._snapshot(); gzip or not) is recognised by its content: its
+live blocks by allocation site, and with a trace the live bytes by site over
+time, become a run of their own, or are added to --run.`,
 		Example: `  memrec import run.jsonl
   memrec import --name bs64-retry --replace run.jsonl.gz
   zcat runs.jsonl.gz | memrec import -
-  memrec import --format nvidia-smi --name node3 --tz UTC gpu.csv apps.csv`,
+  memrec import --format nvidia-smi --name node3 --tz UTC gpu.csv apps.csv
+  memrec import snapshot.pickle                 # a PyTorch memory snapshot: a run of its sites
+  memrec import --run bs64 --gpu 0 snapshot.pickle`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the imported run (the input must hold exactly one)")
 	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace stored runs of the same name")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, or nvidia-smi for its CSV logs (all files make one run)")
+	cmd.Flags().StringVar(&o.run, "run", "", "PyTorch snapshots: add their allocation sites to this run instead of making a new one")
+	cmd.Flags().IntVar(&o.gpu, "gpu", 0, "PyTorch snapshots: the GPU index (NVML's) of the snapshot's CUDA device 0")
 	cmd.Flags().StringVar(&o.tz, "tz", "Local", "nvidia-smi: time zone of the logs' timestamps (an IANA name such as UTC or Europe/Berlin)")
 	return cmd
 }
@@ -46,6 +57,20 @@ with --name or replaced with --replace.`,
 func runImport(o *importOptions, files []string) error {
 	switch o.format {
 	case "jsonl":
+		n := 0
+		for _, f := range files {
+			if isTorchSnapshot(f) {
+				n++
+			}
+		}
+		switch {
+		case n == len(files):
+			return runImportTorchSnapshots(o, files)
+		case n > 0:
+			return fmt.Errorf("import: some files are PyTorch snapshots and some are not; import them apart (nothing was imported)")
+		case o.run != "":
+			return fmt.Errorf("import: --run adds PyTorch snapshots to a run, and %s is not one (nothing was imported)", files[0])
+		}
 	case "nvidia-smi":
 		return runImportNvidiaSMI(o, files)
 	default:

@@ -213,14 +213,19 @@ def _track_end(p, torch, tr, since):
     for d, trace in enumerate(traces):
         if not trace:
             continue
+        owner = {}  # address -> the site that allocated it (a free's frames are where it was freed)
         for e in trace:
             action = e.get("action")
             if action not in ("alloc", "free_completed") or int(e.get("time_us", 0) or 0) < since:
                 continue
-            frames = e.get("frames") or ()
-            i = _sites.site_of(frames, kinds)
-            site = _sites.UNTRACKED if i < 0 else "%s:%d %s" % (
-                os.path.basename(frames[i].get("filename", "")), int(frames[i].get("line", 0) or 0), frames[i].get("name", ""))
+            if action == "alloc":
+                frames = e.get("frames") or ()
+                i = _sites.site_of(frames, kinds)
+                site = _sites.UNTRACKED if i < 0 else "%s:%d %s" % (
+                    os.path.basename(frames[i].get("filename", "")), int(frames[i].get("line", 0) or 0), frames[i].get("name", ""))
+                owner[e.get("addr")] = site
+            else:
+                site = owner.pop(e.get("addr"), _sites.UNTRACKED)
             tr.events.append((site, "alloc" if action == "alloc" else "free", int(e.get("size", 0) or 0)))
         s = _sites.Summary()
         s.add(snap, d, kinds, since)

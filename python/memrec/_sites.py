@@ -188,6 +188,9 @@ class Summary:
         traces = snapshot.get("device_traces") or ()
         if device < len(traces):
             self.traced = True
+            # A free's frames are where it was freed (often autograd's threads,
+            # with none): it counts at the site that allocated the address.
+            owner = {}
             for e in traces[device] or ():
                 try:
                     action = e.get("action")
@@ -196,7 +199,12 @@ class Summary:
                     if int(e.get("time_us", 0) or 0) < since_us:
                         continue
                     size = int(e["size"])
-                    s = self._site(e.get("frames") or (), kinds)
+                    addr = e.get("addr")
+                    if action == "alloc":
+                        s = self._site(e.get("frames") or (), kinds)
+                        owner[addr] = s
+                    else:
+                        s = owner.pop(addr, None)
                 except (KeyError, TypeError, ValueError, AttributeError):
                     self.bad += 1
                     continue
@@ -206,12 +214,11 @@ class Summary:
                     else:
                         s.alloc_bytes += size
                         s.allocs += 1
+                elif s is None:
+                    self.untracked[3] += size
                 else:
-                    if s is None:
-                        self.untracked[3] += size
-                    else:
-                        s.freed_bytes += size
-                        s.frees += 1
+                    s.freed_bytes += size
+                    s.frees += 1
 
     def message(self, head, limit=MAX_MESSAGE):
         """One JSON line: head's fields, then the sites by live bytes (then

@@ -105,9 +105,10 @@ class SummaryTest(unittest.TestCase):
             "device_traces": [[
                 {"action": "alloc", "size": 100, "time_us": 5, "frames": LEAK},  # before the window
                 {"action": "alloc", "size": 256000, "time_us": 20, "frames": LEAK},
-                {"action": "alloc", "size": 4096, "time_us": 21, "frames": VISION_USER},
-                {"action": "free_requested", "size": 4096, "time_us": 22, "frames": VISION_USER},
-                {"action": "free_completed", "size": 4096, "time_us": 23, "frames": VISION_USER},
+                {"action": "alloc", "addr": 64, "size": 4096, "time_us": 21, "frames": VISION_USER},
+                {"action": "free_requested", "addr": 64, "size": 4096, "time_us": 22, "frames": []},
+                {"action": "free_completed", "addr": 64, "size": 4096, "time_us": 23, "frames": []},  # freed by autograd
+                {"action": "free_completed", "addr": 96, "size": 8192, "time_us": 23, "frames": LEAK},  # allocated before
                 {"action": "alloc", "size": 64, "time_us": 24, "frames": []},
                 {"action": "segment_alloc", "size": 2 << 20, "time_us": 25, "frames": LEAK},
             ]],
@@ -126,7 +127,7 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(by["resnet.py:100"]["live_bytes"], 3000)
         self.assertEqual((by["train.py:70"]["alloc_bytes"], by["train.py:70"]["freed_bytes"]), (4096, 4096))
         self.assertEqual(by["train.py:70"]["live_bytes"], 0)
-        self.assertEqual(m["untracked"], {"live_bytes": 7000, "live_blocks": 1, "alloc_bytes": 64, "freed_bytes": 0})
+        self.assertEqual(m["untracked"], {"live_bytes": 7000, "live_blocks": 1, "alloc_bytes": 64, "freed_bytes": 8192})
         self.assertEqual(m["bad"], 3)
         self.assertTrue(m["traced"])
         self.assertEqual([x["site"] for x in m["sites"]][:2], ["train.py:52", "train.py:30"])  # by live bytes
@@ -217,9 +218,9 @@ class ProbeSitesTest(unittest.TestCase):
         sys.modules["torch"] = torch
         h["trace"].append({"action": "alloc", "size": 1, "time_us": 0, "frames": LEAK})  # before the block
         with memrec.track("forward") as t:
-            h["trace"].append({"action": "alloc", "size": 4096, "time_us": 2**62, "frames": VISION_USER})
+            h["trace"].append({"action": "alloc", "size": 4096, "time_us": 2**62, "frames": VISION_USER, "addr": 1})
             h["trace"].append({"action": "alloc", "size": 512, "time_us": 2**62, "frames": []})
-            h["trace"].append({"action": "free_completed", "size": 4096, "time_us": 2**62, "frames": VISION_USER})
+            h["trace"].append({"action": "free_completed", "size": 4096, "time_us": 2**62, "frames": [], "addr": 1})
         self.assertTrue(t.available)
         self.assertEqual(t.events, [("train.py:70 train_step", "alloc", 4096), ("untracked", "alloc", 512),
                                     ("train.py:70 train_step", "free", 4096)])
