@@ -133,8 +133,10 @@ type ListenerStats struct {
 
 // Listen creates a private directory under dir ("" for the system's
 // temporary folder) with a socket in it and starts accepting. Close it.
+// It first removes what killed recorders left there (RemoveStale).
 func Listen(dir string, sink Sink, lim Limits) (*Listener, error) {
-	d, err := os.MkdirTemp(dir, "memrec-")
+	RemoveStale(dir)
+	d, err := os.MkdirTemp(dir, TempDirPattern(""))
 	if err != nil {
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}

@@ -92,6 +92,11 @@ type Result struct {
 	DBWait   time.Duration
 	DBHeld   int64
 	DBOpened bool
+	// DBUnstored is what was recorded but is not in the file because the
+	// last commits failed (a full disk), and DBUnstoredSpan the part of the
+	// recording at its end that the file lacks. DBLost comes on top.
+	DBUnstored     storage.Counts
+	DBUnstoredSpan time.Duration
 }
 
 // Record records until the command exits (or Duration passes, or SIGINT or
@@ -289,6 +294,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		}
 		res.Run = app.Run()
 		res.DBLost = addCounts(res.DBLost, app.Lost())
+		stored := app.Committed()
+		res.DBUnstored = subCounts(res.Run.Counts, stored.Counts)
+		if res.DBUnstored.Total() > 0 && res.Run.EndNS > stored.EndNS {
+			res.DBUnstoredSpan = time.Duration(res.Run.EndNS - max(stored.EndNS, stored.StartNS))
+		}
 	}
 	res.DBErrors = dbErrors.Load()
 	if e, ok := lastErr.Load().(error); ok {
@@ -453,4 +463,9 @@ func (*discardSink) AppendSites([]storage.SiteSample) error  { return nil }
 func addCounts(a, b storage.Counts) storage.Counts {
 	return storage.Counts{Samples: a.Samples + b.Samples, ProcSamples: a.ProcSamples + b.ProcSamples,
 		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks, Sites: a.Sites + b.Sites}
+}
+
+func subCounts(a, b storage.Counts) storage.Counts {
+	return storage.Counts{Samples: a.Samples - b.Samples, ProcSamples: a.ProcSamples - b.ProcSamples,
+		TorchSamples: a.TorchSamples - b.TorchSamples, Marks: a.Marks - b.Marks}
 }

@@ -288,6 +288,8 @@ type Appender struct {
 	done chan struct{}
 	opts AppendOptions
 	lost Counts // dropped while commits failed
+	// committed is the run as its last successful commit stored it.
+	committed Run
 	// countSealOnly turns sealLive off (the benchmark's baseline).
 	countSealOnly bool
 }
@@ -308,6 +310,7 @@ func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
 		return nil, err
 	}
 	a := &Appender{db: db, w: newRunWriter(r), stop: make(chan struct{}), done: make(chan struct{}), opts: opts}
+	a.committed = a.w.run
 	interval := opts.CommitInterval
 	if interval == 0 {
 		interval = time.Second
@@ -446,7 +449,17 @@ func (a *Appender) commitLocked() error {
 		return err
 	}
 	done()
+	a.committed = a.w.run
 	return nil
+}
+
+// Committed returns the run as the last successful commit stored it (its
+// counts and end); what Run counts beyond it is not in the file. Before
+// any commit it is the run as NewAppender created it.
+func (a *Appender) Committed() Run {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.committed
 }
 
 // Lost is what was dropped, unwritten, to bound memory while commits failed.

@@ -195,7 +195,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		if len(o.command) == 0 {
 			return errors.New("--torch needs a command to load the probe into")
 		}
-		dir, err := os.MkdirTemp("", "memrec-probe-")
+		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
 		if err != nil {
 			return fmt.Errorf("--torch: %w", err)
 		}
@@ -291,7 +291,7 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
 	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid, %d failed or lost\n",
-		s.Samples, s.Procs, res.Torch, s.Invalid, s.Errors)
+		s.Samples, s.Procs, res.Torch, s.Invalid, s.Errors+res.DBUnstored.Samples+res.DBLost.Samples)
 	ls := res.Listener
 	fmt.Fprintf(w, "  marks       %d (%d from the socket), %d socket messages dropped", res.Marks, ls.Marks, ls.Dropped)
 	var extra []string
@@ -337,6 +337,10 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
 	case res.LastDBErr != nil:
 		fmt.Fprintf(w, "  database    %s, run %q: %d failed commits, last: %v\n", o.dbPath, res.Run.Name, res.DBErrors, res.LastDBErr)
+		if n := res.DBUnstored.Total(); n > 0 {
+			fmt.Fprintf(w, "              NOT STORED: the last %.1f s of the recording (%d samples and marks): kept in memory, but no commit succeeded before the end\n",
+				res.DBUnstoredSpan.Seconds(), n)
+		}
 		if n := res.DBLost.Total(); n > 0 {
 			fmt.Fprintf(w, "              %d samples and marks were dropped unwritten to bound memory\n", n)
 		}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -314,5 +316,33 @@ func TestForeignFileRefusedByEveryCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Error("rm or tag created a database")
+	}
+}
+
+// TestDiskFullSummarySaysWhatIsLost: the file can be created but not grown
+// (a file size limit of 32 KiB, as a full disk), so no commit succeeds; the
+// summary counts the samples as lost and says how much of the recording
+// the file lacks.
+func TestDiskFullSummarySaysWhatIsLost(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "full.db")
+	cmd := exec.Command("sh", "-c", `ulimit -f 64 && exec "$0" --db "$1" record --source sim --duration 1500ms --interval 5ms`, exe, db)
+	cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1")
+	out, _ := cmd.CombinedOutput()
+	text := string(out)
+	m := regexp.MustCompile(`samples +(\d+) device.* (\d+) failed or lost`).FindStringSubmatch(text)
+	if m == nil || m[1] != m[2] || m[1] == "0" {
+		t.Fatalf("the samples line does not count every device sample as lost:\n%s", text)
+	}
+	s := regexp.MustCompile(`NOT STORED: the last ([0-9.]+) s of the recording`).FindStringSubmatch(text)
+	if s == nil {
+		t.Fatalf("no NOT STORED line:\n%s", text)
+	}
+	// Nothing was ever committed: the file lacks the whole recording.
+	if secs, _ := strconv.ParseFloat(s[1], 64); secs < 1.2 || secs > 3 {
+		t.Errorf("says the last %s s are not stored, want about 1.5:\n%s", s[1], text)
 	}
 }
