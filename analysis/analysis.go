@@ -178,6 +178,14 @@ type Leak struct {
 }
 
 // Frag summarises fragmentation of the caching allocator.
+//
+// Mean, P95, Max and Final are of (reserved − allocated) / reserved: the
+// share of the allocator's memory that is cached and free, what
+// empty_cache() would return. Most of it is the cache doing its job (a
+// step's activations are freed at its end and kept for the next), so it is
+// not waste. What the job never uses, even at its busiest, is PeakWaste:
+// 1 − the step's peak allocated / reserved, at each allocator sample that
+// reports a peak. Stuck is the share in inactive split blocks.
 type Frag struct {
 	Mean      float64 `json:"mean"`
 	P95       float64 `json:"p95"`
@@ -186,6 +194,12 @@ type Frag struct {
 	StuckMean float64 `json:"stuck_mean"`
 	StuckMax  float64 `json:"stuck_max"`
 	Samples   int     `json:"samples"`
+
+	CachedFreeMean    float64  `json:"cached_free_mean"` // = Mean, under its name
+	PeakWasteMean     *float64 `json:"waste_at_peak_mean"`
+	PeakWasteMin      *float64 `json:"waste_at_peak_min"`
+	PeakWasteMax      *float64 `json:"waste_at_peak_max"`
+	InactiveSplitMean float64  `json:"inactive_split_mean"` // = StuckMean, under its name
 }
 
 // Unseen is device memory PyTorch's allocator does not account for.
@@ -218,6 +232,27 @@ type OOM struct {
 	LargestGrowth    *int64   `json:"largest_step_growth_bytes"`
 	LargestGrowthAt  *int     `json:"largest_step_growth_step"`
 	AllocRetriesRise *int64   `json:"alloc_retries_rise"`
+
+	// Outcome tells the OOMs the job survived (a fallback to a smaller
+	// cuDNN workspace, an error the script caught) from the one that ended
+	// it; OutcomeReason says what decided it.
+	Outcome       OOMOutcome `json:"outcome"`
+	OutcomeReason string     `json:"outcome_reason"`
+	// From the message: the request and the free memory on the device.
+	RequestedBytes *int64 `json:"requested_bytes,omitempty"`
+	FreeBytes      *int64 `json:"free_bytes,omitempty"`
+	// For the fatal OOM: what was missing, what the allocator held free in
+	// its cache (reserved − allocated), whether that and the free memory
+	// would have served the request (expandable_segments or empty_cache()
+	// would have helped), and the largest batch that could have fitted
+	// (from the run's batch_size tag), with its basis: step_peak (the run's
+	// own per-step peak) or lower_bound (no step completed: an upper bound
+	// on the batch).
+	ShortBytes      *int64   `json:"short_bytes,omitempty"`
+	CachedFreeBytes *int64   `json:"cached_free_bytes,omitempty"`
+	CacheWouldHelp  *bool    `json:"cache_would_help,omitempty"`
+	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
+	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
 }
 
 // Process is one process seen on the GPU.
@@ -345,6 +380,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 // about 45 MB here.
 type markIndex struct {
 	other     []storage.Mark // every mark but steps and epoch bounds, in time order
+	exit      *storage.Mark  // the last exit mark
 	epochs    []epochSpan
 	steps     map[int][]StepMark // by rank (None for unranked)
 	stepCount int
@@ -386,6 +422,10 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 			mi.events = append(mi.events, m)
 		case storage.MarkEvent, storage.MarkExit:
 			mi.events = append(mi.events, m)
+			if m.Kind == storage.MarkExit {
+				e := m
+				mi.exit = &e
+			}
 		}
 		if m.Kind != storage.MarkEpochStart && m.Kind != storage.MarkEpochEnd {
 			mi.other = append(mi.other, m)

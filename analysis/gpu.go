@@ -362,3 +362,28 @@ func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByT
 	}
 	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
 }
+
+// peakWaste summarises 1 − peak allocated / reserved as samples come.
+type peakWaste struct {
+	n           int
+	sum, lo, hi float64
+}
+
+func (w *peakWaste) add(v float64) {
+	if w.n == 0 || v < w.lo {
+		w.lo = v
+	}
+	if w.n == 0 || v > w.hi {
+		w.hi = v
+	}
+	w.n++
+	w.sum += v
+}
+
+// into sets the waste at the peak in f, and the figures' plain names.
+func (w *peakWaste) into(f *Frag) {
+	f.CachedFreeMean, f.InactiveSplitMean = f.Mean, f.StuckMean
+	if w.n > 0 {
+		f.PeakWasteMean, f.PeakWasteMin, f.PeakWasteMax = f64(w.sum/float64(w.n)), f64(w.lo), f64(w.hi)
+	}
+}

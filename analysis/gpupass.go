@@ -273,6 +273,7 @@ type allocSum struct {
 	peakA, peakR, peakS storage.TorchSample
 	frags               []float64 // for the 95th percentile
 	frag                Frag      // the rest of the summary, kept as samples come
+	waste               peakWaste // 1 − peak allocated / reserved, per process sample
 }
 
 func (s *allocSum) add(x storage.TorchSample) {
@@ -329,6 +330,11 @@ func (a *gpuAnalysis) allocatorPass() error {
 		a.stepPeaks.add(s.T, s.PeakAllocated)
 		tla.add(s.T, sumA)
 		tlr.add(s.T, sumR)
+		if s.PeakAllocated > 0 && s.Reserved > 0 {
+			// The allocator may give memory back after its peak (near the
+			// limit it frees its cache and retries): never below 0.
+			sum.waste.add(max(0, 1-float64(s.PeakAllocated)/float64(s.Reserved)))
+		}
 		if sumR > 0 {
 			f := float64(sumR-sumA) / float64(sumR)
 			st := float64(sum.cur.inactive) / float64(sumR)
@@ -368,6 +374,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	}
 	if len(sum.frags) > 0 {
 		gr.Fragmentation = summarizeFrag(&sum.frag, sum.frags)
+		sum.waste.into(gr.Fragmentation)
 	}
 	decimateFrag(gr, a.opts.Width)
 }
@@ -544,7 +551,38 @@ func (a *gpuAnalysis) oomPostMortems() {
 			}
 		}
 		a.largestGrowthBefore(&o)
+		if req, free := parseOOMSizes(m.Text); req >= 0 {
+			o.RequestedBytes = i64(req)
+			if free >= 0 {
+				o.FreeBytes = i64(free)
+			}
+		}
 		gr.OOMs = append(gr.OOMs, o)
+	}
+	a.oomOutcomes()
+}
+
+// oomOutcomes tells survived OOMs from the fatal one and, for the fatal
+// one, says what would have fitted.
+func (a *gpuAnalysis) oomOutcomes() {
+	gr := a.gr
+	outcome, why := classifyOOMs(a.ooms, a.steps, a.mi.exit)
+	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
+	for i := range gr.OOMs {
+		o := &gr.OOMs[i]
+		o.Outcome, o.OutcomeReason = outcome[i], why[i]
+		if o.Outcome != OOMFatal {
+			continue
+		}
+		// The run's own per-step peak: the highest of the steps completed
+		// before the OOM.
+		var peak *int64
+		for _, p := range gr.StepPeaks {
+			if p.TNS < o.TNS && (peak == nil || p.Bytes > *peak) {
+				peak = i64(p.Bytes)
+			}
+		}
+		oomAdvice(o, batch, peak)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
@@ -158,6 +160,97 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		}
 		if h > float64(lim.Largest) {
 			t.Errorf("%s: predicted %v with headroom, but %d is the largest batch that ran", model, h, lim.Largest)
+		}
+	}
+}
+
+// TestOOMsToldApartOnARealRun analyses ResNet-18 at a batch too large for
+// the H200: 32 OOM marks within 240 ms, then exit 3. The script's own log
+// (storage/testdata/h200-truth.json's source) has the error that ended it:
+// "Tried to allocate 2.89 GiB ... of which 1.04 GiB is free ... 891.49 MiB
+// is reserved by PyTorch but unallocated". The 31 before it were survived
+// (each followed by another allocation of the process).
+func TestOOMsToldApartOnARealRun(t *testing.T) {
+	rep := importFixtures(t, map[string][]byte{fixtures.H200OOM: fixtures.Read(t, fixtures.H200OOM)})["r18-oom"]
+	ooms := rep.GPUs[0].OOMs
+	if len(ooms) != 32 {
+		t.Fatalf("%d OOMs, want 32", len(ooms))
+	}
+	for i, o := range ooms[:31] {
+		if o.Outcome != OOMSurvived {
+			t.Errorf("OOM %d: %s (%s), want survived", i, o.Outcome, o.OutcomeReason)
+		}
+	}
+	f := ooms[31]
+	if f.Outcome != OOMFatal || !strings.Contains(f.OutcomeReason, "code 3") {
+		t.Fatalf("last OOM: %s (%s), want fatal", f.Outcome, f.OutcomeReason)
+	}
+	gib := func(v float64) int64 { return int64(v * (1 << 30)) }
+	near := func(got *int64, want int64, tol int64) bool {
+		return got != nil && *got >= want-tol && *got <= want+tol
+	}
+	if !near(f.RequestedBytes, gib(2.89), gib(0.005)) || !near(f.FreeBytes, gib(1.04), gib(0.005)) {
+		t.Fatalf("request %v, free %v; the script saw 2.89 GiB and 1.04 GiB", deref64(f.RequestedBytes), deref64(f.FreeBytes))
+	}
+	// reserved − allocated at the OOM was 891.49 MiB: with the 1.04 GiB free,
+	// 1.91 GiB, less than the 2.89 GiB asked: the cache would not have helped.
+	if !near(f.CachedFreeBytes, 934795018, 8<<20) || f.CacheWouldHelp == nil || *f.CacheWouldHelp {
+		t.Fatalf("cached free %v, would help %v", deref64(f.CachedFreeBytes), f.CacheWouldHelp)
+	}
+	// No step completed: the batch is only an upper bound, below the batch
+	// that failed and above the largest that ran (6656).
+	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || *f.FittingBatch >= 7728 || *f.FittingBatch < 6656 {
+		t.Fatalf("fitting batch %v (%s)", f.FittingBatch, f.FitBasis)
+	}
+}
+
+func deref64(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestClassifyOOMs(t *testing.T) {
+	oom := func(t int64, pid int) storage.Mark { m := storage.NewMark(t, storage.MarkOOM); m.PID = pid; return m }
+	step := func(t int64, n int) StepMark { return StepMark{TNS: t, Step: n} }
+	exit := func(t int64, code int) *storage.Mark {
+		m := storage.NewMark(t, storage.MarkExit)
+		m.Code = code
+		return &m
+	}
+	for _, tc := range []struct {
+		name  string
+		ooms  []storage.Mark
+		steps []StepMark
+		exit  *storage.Mark
+		want  []OOMOutcome
+	}{
+		{"fallbacks then fatal", []storage.Mark{oom(10, 1), oom(20, 1), oom(30, 1)}, nil, exit(50, 1), []OOMOutcome{OOMSurvived, OOMSurvived, OOMFatal}},
+		{"caught, training went on", []storage.Mark{oom(10, 1)}, []StepMark{step(5, 0), step(40, 1)}, exit(50, 1), []OOMOutcome{OOMSurvived}},
+		{"caught, clean exit", []storage.Mark{oom(10, 1)}, nil, exit(50, 0), []OOMOutcome{OOMSurvived}},
+		{"no exit mark", []storage.Mark{oom(10, 1)}, nil, nil, []OOMOutcome{OOMUnknown}},
+		{"two processes", []storage.Mark{oom(10, 1), oom(20, 2)}, nil, exit(50, 1), []OOMOutcome{OOMFatal, OOMFatal}},
+	} {
+		got, why := classifyOOMs(tc.ooms, tc.steps, tc.exit)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v (%v), want %v", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+func TestParseOOMSizes(t *testing.T) {
+	for _, tc := range []struct {
+		text      string
+		req, free int64
+	}{
+		{"CUDA out of memory. Tried to allocate 2.89 GiB on GPU 0 (1.04 GiB free of 139.80 GiB)", 3103113871, 1116691497},
+		{"CUDA out of memory. Tried to allocate 662.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which 391.12 MiB is free.", 662 << 20, 410119045}, // 391.12 × 2^20 = 410 119 045.12,
+		{"CUDA out of memory.", -1, -1},
+		{"Tried to allocate 20.00 KiB", 20 << 10, -1},
+	} {
+		if req, free := parseOOMSizes(tc.text); req != tc.req || free != tc.free {
+			t.Errorf("%q: %d, %d; want %d, %d", tc.text, req, free, tc.req, tc.free)
 		}
 	}
 }

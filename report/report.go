@@ -286,16 +286,22 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 <div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
 <p>Fitted on {{.Leak.Points}} floors of {{.Leak.Basis}} per {{.Leak.Per}} after {{.Leak.SkippedWarmup}} warm-up points{{if .Leak.JumpsRemoved}}, {{.Leak.JumpsRemoved}} one-off jump(s) set aside{{end}}. {{.Leak.Reason}}.
 {{with .Leak.PValue}}Mann–Kendall p = {{g3 .}}.{{end}}</p>
-<h3>Fragmentation</h3>
+<h3>Allocator memory (fragmentation)</h3>
 {{with .Fragmentation}}<table><tr><th class="l"></th><th>mean</th><th>p95</th><th>max</th><th>final</th></tr>
-<tr><td class="l">(reserved − allocated) / reserved</td><td>{{pct .Mean}}</td><td>{{pct .P95}}</td><td>{{pct .Max}}</td><td>{{pct .Final}}</td></tr>
-<tr><td class="l">stuck: inactive split / reserved</td><td>{{pct .StuckMean}}</td><td></td><td>{{pct .StuckMax}}</td><td></td></tr></table>
+<tr><td class="l">cached and free: (reserved − allocated) / reserved, what empty_cache() would return (mostly the cache at work, not waste)</td><td>{{pct .Mean}}</td><td>{{pct .P95}}</td><td>{{pct .Max}}</td><td>{{pct .Final}}</td></tr>
+{{if .PeakWasteMean}}<tr><td class="l">never used even at the step's peak: 1 − peak allocated / reserved</td><td>{{pctp .PeakWasteMean}}</td><td></td><td>{{pctp .PeakWasteMax}}</td><td></td></tr>{{end}}
+<tr><td class="l">in inactive split blocks: inactive split / reserved</td><td>{{pct .StuckMean}}</td><td></td><td>{{pct .StuckMax}}</td><td></td></tr></table>
 {{else}}<p class="note">No allocator samples: fragmentation is unknown (run the job with the probe, or memrec record --torch).</p>{{end}}
-{{with .Unseen}}<p>Memory PyTorch does not see (CUDA context, libraries, other processes): mean {{bytesv .MeanBytes}}, max {{bytesv .MaxBytes}}.</p>{{end}}
+{{with .JobSpan}}<p>Job: {{since $.R.StartNS .FromNS}} to {{since $.R.StartNS .ToNS}} ({{if eq .Basis "processes"}}where its processes hold memory{{else}}from the first sustained rise of device memory to its final fall{{end}}); start-up and teardown are left out of the leak fit.</p>{{end}}
+{{with .Unseen}}<p>Memory PyTorch does not see (CUDA context, libraries, other processes): median {{bytesv .MedianBytes}}, max {{bytesv .MaxBytes}}.</p>{{end}}
 {{if pos .AllocRetries}}<p class="note">The allocator retried {{deref .AllocRetries}} allocations after freeing its cache: memory was tight.</p>{{end}}
 <h3>OOM post-mortem</h3>
-{{range .OOMs}}<div class="oom"><b>OOM at {{since $.R.StartNS .TNS}}</b> (epoch {{opt .Epoch}}, step {{opt .Step}}): {{.Message}}<br>
-Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes}}, reserved {{bytes .ReservedBytes}}, fragmentation {{pctp .Fragmentation}}.
+{{range .OOMs}}<div class="oom"><b>OOM ({{.Outcome}}) at {{since $.R.StartNS .TNS}}</b> (epoch {{opt .Epoch}}, step {{opt .Step}}): {{.Message}}<br>
+{{.OutcomeReason}}.<br>
+Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes}}, reserved {{bytes .ReservedBytes}}, cached and free {{pctp .Fragmentation}}.
+{{with .ShortBytes}}Short by {{bytesv .}}.{{end}}
+{{with .CacheWouldHelp}}{{if .}}The allocator's cached free memory would have served it: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or call torch.cuda.empty_cache().{{else}}expandable_segments or empty_cache() would not have made room.{{end}}{{end}}
+{{with .FittingBatch}}Batch size that could fit: {{f1 .}} or less, from this run's own figures.{{end}}
 {{with .LargestGrowth}}Largest growth between steps before it: {{bytesv .}}.{{end}}
 {{with .Summary}}<pre>{{.}}</pre>{{end}}</div>
 {{else}}<p>No OOM.</p>{{end}}

@@ -169,7 +169,7 @@ func TestPageSectionsAndImages(t *testing.T) {
 		}
 	}
 	text := string(page)
-	for _, want := range []string{"GPU 0 grows 250.0 KiB per step", "full in about", "Fragmentation", "Memory PyTorch does not see", "batch_size=64", "No OOM"} {
+	for _, want := range []string{"GPU 0 grows 250.0 KiB per step", "full in about", "cached and free", "Memory PyTorch does not see", "batch_size=64", "No OOM"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("page lacks %q", want)
 		}

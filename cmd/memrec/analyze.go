@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -136,35 +138,89 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 			tw.Flush()
 		}
 		if f := g.Fragmentation; f != nil {
-			fmt.Fprintf(w, "Fragmentation (reserved − allocated)/reserved: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%; stuck in split blocks: mean %.1f%%\n",
-				100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final, 100*f.StuckMean)
+			fmt.Fprintf(w, "Allocator memory cached and free (reserved − allocated)/reserved, what empty_cache() would return: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%\n",
+				100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final)
+			if f.PeakWasteMean != nil {
+				fmt.Fprintf(w, "Never used even at the step's peak (1 − peak allocated/reserved): mean %.1f%%, max %.1f%%; in inactive split blocks: mean %.1f%%\n",
+					100**f.PeakWasteMean, 100**f.PeakWasteMax, 100*f.InactiveSplitMean)
+			} else {
+				fmt.Fprintf(w, "In inactive split blocks: mean %.1f%%\n", 100*f.InactiveSplitMean)
+			}
 		} else {
-			fmt.Fprintln(w, "Fragmentation: unknown (no allocator samples)")
+			fmt.Fprintln(w, "Allocator memory: unknown (no allocator samples)")
+		}
+		if j := g.JobSpan; j != nil {
+			how := "where its processes hold memory"
+			if j.Basis == "device_rise_fall" {
+				how = "from the first sustained rise of device memory to its final fall"
+			}
+			fmt.Fprintf(w, "Job: %s to %s (%s); start-up and teardown are left out of the leak fit\n", sinceStart(rep, j.FromNS), sinceStart(rep, j.ToNS), how)
 		}
 		if u := g.Unseen; u != nil {
-			fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved): mean %s, max %s, final %s\n",
-				analysis.FormatBytes(u.MeanBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
+			fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
+				time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
 		}
 		if g.AllocRetries != nil && *g.AllocRetries > 0 {
 			fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 		}
-		for _, o := range g.OOMs {
-			fmt.Fprintf(w, "OOM at %s (epoch %s, step %s): %s\n", sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
-			fmt.Fprintf(w, "  just before: used %s, allocated %s, reserved %s", B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
-			if o.Fragmentation != nil {
-				fmt.Fprintf(w, ", fragmentation %.1f%%", 100**o.Fragmentation)
+		printOOMs(w, rep, g)
+	}
+}
+
+// printOOMs writes the post-mortem of the OOMs that ended the job (or
+// whose outcome is unknown) and one line for those it survived.
+func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
+	B := analysis.FormatBytesPtr
+	survived := 0
+	for _, o := range g.OOMs {
+		if o.Outcome == analysis.OOMSurvived {
+			survived++
+		}
+	}
+	if survived > 0 {
+		fmt.Fprintf(w, "OOMs survived: %d (the job went on after each: fallbacks such as cuDNN choosing a smaller workspace, or errors the script caught)\n", survived)
+	}
+	for _, o := range g.OOMs {
+		if o.Outcome == analysis.OOMSurvived {
+			continue
+		}
+		what := "OOM"
+		if o.Outcome == analysis.OOMFatal {
+			what = "Fatal OOM"
+		}
+		fmt.Fprintf(w, "%s at %s (epoch %s, step %s): %s\n", what, sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
+		fmt.Fprintf(w, "  %s\n", o.OutcomeReason)
+		fmt.Fprintf(w, "  just before: used %s, allocated %s, reserved %s", B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
+		if o.Fragmentation != nil {
+			fmt.Fprintf(w, ", cached and free %.1f%%", 100**o.Fragmentation)
+		}
+		fmt.Fprintln(w)
+		if o.ShortBytes != nil {
+			fmt.Fprintf(w, "  asked for %s with %s free on the device: %s short\n", B(o.RequestedBytes), B(o.FreeBytes), B(o.ShortBytes))
+		}
+		if o.CacheWouldHelp != nil {
+			if *o.CacheWouldHelp {
+				fmt.Fprintf(w, "  the allocator held %s cached and free: with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or torch.cuda.empty_cache() before this step) the request would have fitted\n", B(o.CachedFreeBytes))
+			} else {
+				fmt.Fprintf(w, "  the allocator held only %s cached and free: expandable_segments or empty_cache() would not have made room\n", B(o.CachedFreeBytes))
+			}
+		}
+		if o.FittingBatch != nil {
+			if o.FitBasis == "step_peak" {
+				fmt.Fprintf(w, "  batch_size %s would fit (from this run's per-step peak)\n", strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64))
+			} else {
+				fmt.Fprintf(w, "  batch_size %s at most could fit (no step completed, so only a lower bound of the step's need is known: record a smaller batch and use memrec compare --by batch_size)\n", strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64))
+			}
+		}
+		if o.LargestGrowth != nil {
+			fmt.Fprintf(w, "  largest growth in the steps before: %s", analysis.FormatBytes(*o.LargestGrowth))
+			if o.LargestGrowthAt != nil {
+				fmt.Fprintf(w, " at step %d", *o.LargestGrowthAt)
 			}
 			fmt.Fprintln(w)
-			if o.LargestGrowth != nil {
-				fmt.Fprintf(w, "  largest growth in the steps before: %s", analysis.FormatBytes(*o.LargestGrowth))
-				if o.LargestGrowthAt != nil {
-					fmt.Fprintf(w, " at step %d", *o.LargestGrowthAt)
-				}
-				fmt.Fprintln(w)
-			}
-			if o.Summary != "" {
-				fmt.Fprintf(w, "  allocator summary:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(o.Summary), "\n", "\n    "))
-			}
+		}
+		if o.Summary != "" {
+			fmt.Fprintf(w, "  allocator summary:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(o.Summary), "\n", "\n    "))
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestAnalyzeReportCompareCommands(t *testing.T) {
 		t.Fatal(errs)
 	}
 	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs64-leak")
-	if code != 0 || !strings.Contains(out, "GPU 0 grows 250.0 KiB per step") || !strings.Contains(out, "Fragmentation") {
+	if code != 0 || !strings.Contains(out, "GPU 0 grows 250.0 KiB per step") || !strings.Contains(out, "cached and free") {
 		t.Fatalf("%d %s %s", code, out, errs)
 	}
 	out, _, _ = run(t, db, "", "analyze", "real-resnet18-bs128", "--json")

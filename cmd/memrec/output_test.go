@@ -22,7 +22,8 @@ var badOutput = regexp.MustCompile(`%!|\bNaN\b|[+-]Inf\b`)
 // (device only), a run with GPUs and no samples, and a run with only marks.
 func outputFixtures(t *testing.T, dir string) []string {
 	t.Helper()
-	files := []string{fixtures.Path(fixtures.CleanRun), fixtures.Path(fixtures.LeakRun)}
+	files := []string{fixtures.Path(fixtures.CleanRun), fixtures.Path(fixtures.LeakRun),
+		fixtures.Path(fixtures.H200OOM), fixtures.Path(fixtures.H200Plain[0]), fixtures.Path(fixtures.H200GPT[0])}
 	write := func(name string, data []byte) {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -58,7 +59,8 @@ func TestNoBrokenNumbersInAnyOutput(t *testing.T) {
 	if _, errs, code := run(t, db, "", append([]string{"import"}, files...)...); code != 0 {
 		t.Fatal(errs)
 	}
-	names := []string{fixtures.CleanRun, fixtures.LeakRun, fixtures.CleanRun + "-device", fixtures.LeakRun + "-device", "empty", "marks-only"}
+	names := []string{fixtures.CleanRun, fixtures.LeakRun, fixtures.CleanRun + "-device", fixtures.LeakRun + "-device", "empty", "marks-only",
+		"r18-oom", "plain-leak-bs64", "gpt-bs8"}
 	check := func(what, out string) {
 		t.Helper()
 		if loc := badOutput.FindStringIndex(out); loc != nil {

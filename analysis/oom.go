@@ -1,0 +1,159 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// OOM outcomes: a job survives most out-of-memory errors it meets. cuDNN
+// and cuBLAS ask for a large workspace, catch the error and fall back to a
+// smaller one; scripts catch it and skip a batch. On a real ResNet-18 run
+// at too large a batch, 31 OOMs in 240 ms were such fallbacks, and only the
+// last ended the job.
+type OOMOutcome uint8
+
+const (
+	OOMUnknown  OOMOutcome = iota // the run ends without telling
+	OOMSurvived                   // the job went on after it
+	OOMFatal                      // the process exited with an error after it
+)
+
+func (o OOMOutcome) String() string {
+	switch o {
+	case OOMSurvived:
+		return "survived"
+	case OOMFatal:
+		return "fatal"
+	}
+	return "unknown"
+}
+
+// MarshalText writes the outcome's name into JSON.
+func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// classifyOOMs tells the OOMs of one GPU apart (ooms in time order). An
+// OOM is survived when something shows the job went on after it: a later
+// OOM of the same process (it caught the error and tried again, smaller) or
+// a later step mark of its rank. The last OOM with neither after it is
+// fatal when the run's exit mark has a non-zero code; survived when the
+// exit code is 0 (the script caught it and finished); unknown without an
+// exit mark. why says what decided each.
+func classifyOOMs(ooms []storage.Mark, steps []StepMark, exit *storage.Mark) (out []OOMOutcome, why []string) {
+	out, why = make([]OOMOutcome, len(ooms)), make([]string, len(ooms))
+	for i, m := range ooms {
+		if j := nextOOMOfProcess(ooms, i); j >= 0 {
+			out[i], why[i] = OOMSurvived, fmt.Sprintf("the process went on to another allocation %.0f ms later (a fallback, such as cuDNN choosing a smaller workspace, or the script catching it)", float64(ooms[j].T-m.T)/1e6)
+			continue
+		}
+		if k := firstStepAfter(steps, m.T); k >= 0 {
+			out[i], why[i] = OOMSurvived, fmt.Sprintf("the job went on: step %d ended %.2f s later", steps[k].Step, float64(steps[k].TNS-m.T)/1e9)
+			continue
+		}
+		switch {
+		case exit == nil:
+			out[i], why[i] = OOMUnknown, "no step and no exit mark after it: the run does not say how the job ended"
+		case exit.Code != 0:
+			out[i], why[i] = OOMFatal, fmt.Sprintf("the process exited with code %d %.2f s later, with no step after it", exit.Code, float64(exit.T-m.T)/1e9)
+		default:
+			out[i], why[i] = OOMSurvived, "the process exited normally afterwards: the script caught it"
+		}
+	}
+	return out, why
+}
+
+func nextOOMOfProcess(ooms []storage.Mark, i int) int {
+	for j := i + 1; j < len(ooms); j++ {
+		if ooms[j].PID == ooms[i].PID {
+			return j
+		}
+	}
+	return -1
+}
+
+func firstStepAfter(steps []StepMark, t int64) int {
+	for k, s := range steps {
+		if s.TNS > t {
+			return k
+		}
+	}
+	return -1
+}
+
+// The sizes in an OOM message, as the probe and PyTorch write them:
+// "Tried to allocate 2.89 GiB on GPU 0 (1.04 GiB free of 139.80 GiB)" and
+// "Tried to allocate 2.89 GiB. GPU 0 has a total capacity of 139.80 GiB of
+// which 1.04 GiB is free".
+var (
+	oomRequest = regexp.MustCompile(`Tried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB)`)
+	oomFree    = regexp.MustCompile(`\(([0-9.]+) ?(B|KiB|MiB|GiB|TiB) free of|of which ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) is free`)
+)
+
+// parseOOMSizes reads the request and the free memory from an OOM
+// message; a size it cannot find is -1.
+func parseOOMSizes(text string) (requested, free int64) {
+	requested, free = -1, -1
+	if m := oomRequest.FindStringSubmatch(text); m != nil {
+		requested = parseSize(m[1], m[2])
+	}
+	if m := oomFree.FindStringSubmatch(text); m != nil {
+		if m[1] != "" {
+			free = parseSize(m[1], m[2])
+		} else {
+			free = parseSize(m[3], m[4])
+		}
+	}
+	return requested, free
+}
+
+func parseSize(num, unit string) int64 {
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return -1
+	}
+	shift := map[string]uint{"B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[unit]
+	return int64(math.Round(v * float64(uint64(1)<<shift)))
+}
+
+// oomAdvice says, for the fatal OOM, what would have fitted: whether the
+// allocator's cache could have served the request (reserved − allocated
+// plus the free memory covers it: expandable_segments or empty_cache()
+// would have helped), and the largest batch that could fit, from the batch
+// at the OOM and its need. The need is the step's peak when the run
+// completed steps at this batch (need = peak + request beyond the free
+// memory is not known then, so the peak + the shortfall), else only its
+// lower bound, allocated + requested; the batch scales the need in
+// proportion, less AllocatorAllowance, and is an upper bound when only the
+// lower bound of the need is known.
+func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
+	if o.RequestedBytes == nil || o.FreeBytes == nil {
+		return
+	}
+	req, free := *o.RequestedBytes, *o.FreeBytes
+	short := req - free
+	o.ShortBytes = i64(max(short, 0))
+	if o.AllocatedBytes != nil && o.ReservedBytes != nil {
+		cached := *o.ReservedBytes - *o.AllocatedBytes
+		o.CachedFreeBytes = i64(max(cached, 0))
+		help := cached+free >= req
+		o.CacheWouldHelp = &help
+	}
+	if batch <= 0 || o.AllocatedBytes == nil {
+		return
+	}
+	have := float64(*o.AllocatedBytes + free)
+	need := float64(*o.AllocatedBytes + req)
+	o.FitBasis = "lower_bound"
+	if stepPeak != nil && float64(*stepPeak)+float64(max(short, 0)) > need {
+		need = float64(*stepPeak) + float64(max(short, 0))
+		o.FitBasis = "step_peak"
+	}
+	if need <= 0 {
+		return
+	}
+	v := math.Floor(batch * have / need / (1 + AllocatorAllowance))
+	o.FittingBatch = &v
+}
