@@ -27,7 +27,7 @@ var (
 
 // PageBuckets is the number of time buckets of each series the page holds
 // (M4: at most four points per bucket, every peak kept).
-const PageBuckets = 1000
+const PageBuckets = 800
 
 // timelineData is the page's data, kept small: times in µs since the run's
 // start and values in KiB, both as differences from the previous point
@@ -119,11 +119,12 @@ func newInteractiveView(rep *analysis.Report) (interactiveView, error) {
 		CSS: template.CSS(uplotCSS), License: uplotLicense}, nil
 }
 
-// interactiveTmpl is the timeline's section and its scripts; the page puts
-// the section near the top and the scripts at the end of the body.
+// interactiveTmpl is the timeline's section and its scripts. The page puts
+// both near the top, before the PNGs, so that the charts are drawn before
+// the browser has parsed megabytes of embedded images.
 const interactiveTmpl = `{{define "timeline"}}{{with .Interactive}}<section id="timeline">
 <h2>Timeline</h2>
-<p class="hint">Drag across a chart to zoom in, double-click to zoom out; the GPUs zoom together. Hover for values; click a legend entry to hide or show its series. Shaded: every other epoch; dashed lines: events, red: OOM.</p>
+<p class="hint">Drag across a chart to zoom in, double-click to zoom out; the GPUs zoom together. Hover for values; click a legend entry to hide or show its series. Shaded: every other epoch; dashed lines: events, red: OOM. The same charts are in this folder as PNG files (gpuN-timeline.png).</p>
 {{range $.GPUs}}<div class="tl" id="timeline-gpu{{.GPU}}"><h3>GPU {{.GPU}}</h3></div>
 {{end}}</section>{{end}}{{end}}
 {{define "timeline-scripts"}}{{with .Interactive}}<style>{{.CSS}}

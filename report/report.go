@@ -52,7 +52,7 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 	}
 	for _, g := range rep.GPUs {
 		pre := fmt.Sprintf("gpu%d-", g.GPU)
-		add(pre+"timeline.png", "Memory over time", g.GPU, func() *plot.Plot {
+		add(timelineFile(g.GPU), "Memory over time", g.GPU, func() *plot.Plot {
 			return timelineChart(rep, g, fmt.Sprintf("GPU %d: memory over time", g.GPU), 0)
 		})
 		if len(g.Epochs)+len(g.Intervals) > 0 {
@@ -91,6 +91,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
+
+// timelineFile is the name of a GPU's timeline PNG.
+func timelineFile(gpu int) string { return fmt.Sprintf("gpu%d-timeline.png", gpu) }
 
 func size(o Options) (vg.Length, vg.Length) {
 	w, h := o.Width, o.Height
@@ -173,6 +176,9 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 		if charts[i].GPU < 0 {
 			view.Overview = &cv
 			continue
+		}
+		if view.Interactive != nil && charts[i].File == timelineFile(charts[i].GPU) {
+			continue // the interactive timeline shows it; the PNG stays in the folder
 		}
 		byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
 	}
@@ -266,6 +272,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{end}}
 </section>
 {{template "timeline" .}}
+{{template "timeline-scripts" .}}
 {{with .Overview}}<section id="overview"><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
 {{range .GPUs}}{{$g := .}}
 <section id="gpu{{.GPU}}" class="gpu">
@@ -311,7 +318,6 @@ Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes
 </section>
 {{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>
-{{template "timeline-scripts" .}}
 {{template "imgcheck"}}
 </body>
 </html>
