@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -243,6 +244,7 @@ var compareFuncs = template.FuncMap{
 		return fmt.Sprintf("%g", *v)
 	},
 	"bytesf": func(v float64) string { return analysis.FormatBytes(int64(v)) },
+	"num0":   func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
 	"bytesv": analysis.FormatBytes,
 }
 
@@ -270,7 +272,9 @@ var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(comp
 {{with .C.By}}<section id="by">
 <h2>Peak memory by {{.Tag}}</h2>
 <p class="statement">{{.Statement}}</p>
-<p>Least-squares fit: {{bytesf .Fit.SlopeBytesPerUnit}} per unit of {{.Tag}} + {{bytesf .Fit.InterceptBytes}} (R² = {{printf "%.4f" .Fit.R2}}).</p>
+<p>Made from {{.BasisWords}}.{{with .MaxFittingValueNoHeadroom}} Without headroom: up to {{num0 .}}.{{end}}</p>
+{{with .NeedFit}}<p>Per-step peak allocated: {{bytesf .SlopeBytesPerUnit}} per unit of {{$.C.By.Tag}} + {{bytesf .InterceptBytes}} (R² = {{printf "%.4f" .R2}}).</p>{{end}}
+<p>Peak device memory, least-squares fit: {{bytesf .Fit.SlopeBytesPerUnit}} per unit of {{.Tag}} + {{bytesf .Fit.InterceptBytes}} (R² = {{printf "%.4f" .Fit.R2}}).</p>
 <table><tr><th class="l">run</th><th>{{.Tag}}</th><th>peak used</th></tr>
 {{range .Points}}<tr><td class="l">{{.Run}}</td><td>{{.Value}}</td><td>{{bytesv .PeakUsedBytes}}</td></tr>{{end}}</table>
 </section>{{end}}
