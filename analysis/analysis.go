@@ -83,17 +83,20 @@ type GPUReport struct {
 	Leak                Leak         `json:"leak"`
 	// JobSpan is where the job holds memory, when the leak is judged on
 	// device memory over time: start-up and teardown are left out.
-	JobSpan       *JobSpan     `json:"job_span,omitempty"`
-	Fragmentation *Frag        `json:"fragmentation"`
-	Unseen        *Unseen      `json:"unseen_by_pytorch"`
-	OOMs          []OOM        `json:"ooms"`
-	AllocRetries  *int64       `json:"alloc_retries"`
-	FirstRetryNS  *int64       `json:"first_alloc_retry_ns,omitempty"`
-	Processes     []Process    `json:"processes,omitempty"`
-	Timeline      Timeline     `json:"-"`
-	Floors        []FloorPoint `json:"-"`
-	FragSeries    []FragPoint  `json:"-"`
-	StepPeaks     []FloorPoint `json:"-"`
+	JobSpan       *JobSpan  `json:"job_span,omitempty"`
+	Fragmentation *Frag     `json:"fragmentation"`
+	Unseen        *Unseen   `json:"unseen_by_pytorch"`
+	OOMs          []OOM     `json:"ooms"`
+	AllocRetries  *int64    `json:"alloc_retries"`
+	FirstRetryNS  *int64    `json:"first_alloc_retry_ns,omitempty"`
+	Processes     []Process `json:"processes,omitempty"`
+	// Where holds the GPU's memory by allocation site; nil without site
+	// snapshots.
+	Where      *Where       `json:"where,omitempty"`
+	Timeline   Timeline     `json:"-"`
+	Floors     []FloorPoint `json:"-"`
+	FragSeries []FragPoint  `json:"-"`
+	StepPeaks  []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
 	Steps []StepMark `json:"-"`
@@ -172,6 +175,9 @@ type Leak struct {
 	SkippedWarmup      int      `json:"skipped_warmup_points"`
 	JumpsRemoved       int      `json:"jumps_removed"`
 	Reason             string   `json:"reason"`
+	// HeldBy names the site that explains most of the growth, when the
+	// run has site snapshots.
+	HeldBy *HeldBy `json:"held_by,omitempty"`
 	// FitIntercept is the fitted line's value at x = 0 (steps or seconds
 	// since the run's start), for drawing it.
 	FitIntercept float64 `json:"-"`
@@ -253,6 +259,9 @@ type OOM struct {
 	CacheWouldHelp  *bool    `json:"cache_would_help,omitempty"`
 	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
 	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
+	// Holders are the sites that held the most at the OOM, from the
+	// probe's snapshot in PyTorch's OOM observer; nil without one.
+	Holders []SiteFigure `json:"holders,omitempty"`
 }
 
 // Process is one process seen on the GPU.

@@ -38,6 +38,7 @@ type trainCfg struct {
 	jump                        int64
 	oomAt                       int // step that ends in an OOM on GPU 0 (0: none)
 	noMarks                     bool
+	sites                       bool // site snapshots at epoch ends and at the OOM (see siteLine)
 }
 
 // train writes one run. Device memory is the CUDA context plus what the
@@ -88,6 +89,9 @@ func (g *gen) train(name string, c trainCfg) {
 		if c.oomAt > 0 && s == c.oomAt {
 			a := base(0, s)
 			g.line(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":100,"text":"CUDA out of memory. Tried to allocate 8.00 GiB\n\n|  PyTorch CUDA memory summary  |"}`, t)
+			if c.sites {
+				g.siteLine(t-500, 0, "oom", ep, kept[0])
+			}
 			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":100,"rank":0,"allocated_bytes":%d,"reserved_bytes":%d,"alloc_retries":3,"ooms":1}`, t+1000, a, reserved[0])
 			return
 		}
@@ -107,8 +111,22 @@ func (g *gen) train(name string, c trainCfg) {
 		}
 		if (s+1)%c.stepsPerEpoch == 0 && !c.noMarks {
 			g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, t+2000, ep)
+			for gpu := 0; c.sites && gpu < c.gpus; gpu++ {
+				g.siteLine(t+2500, gpu, "epoch_end", ep, kept[gpu])
+			}
 		}
 	}
+}
+
+// siteLine writes a site snapshot of what train allocates: the weights and
+// optimizer state (3 GiB at model.py:10), a steady 512 MiB buffer at
+// model.py:20, what leaks (train.py:52 in keep) and 1 GiB untracked.
+func (g *gen) siteLine(t int64, gpu int, reason string, epoch int, kept int64) {
+	g.line(`{"type":"sites","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"reason":%q,"epoch":%d,"untracked":{"live_bytes":%d,"live_blocks":9},"sites":[`+
+		`{"file":"/w/model.py","line":10,"func":"__init__","live_bytes":%d,"live_blocks":40},`+
+		`{"file":"/w/model.py","line":20,"func":"buffer","live_bytes":%d,"live_blocks":1},`+
+		`{"file":"/w/train.py","line":52,"func":"keep","stack":["train.py:80 step"],"live_bytes":%d,"live_blocks":%d}]}`,
+		t, gpu, 100+gpu, gpu, reason, epoch, int64(GiB), int64(3*GiB)-512*MiB, int64(512*MiB), kept, kept/(4*MiB)+1)
 }
 
 func analyzeJSONL(t *testing.T, data string) map[string]*Report {

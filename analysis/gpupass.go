@@ -23,6 +23,7 @@ type gpuAnalysis struct {
 
 	hasDevice, hasTorch bool
 	torchPIDs, procPIDs []int
+	sitePIDs            []int
 	steps               []StepMark     // of the rank on this GPU
 	ooms                []storage.Mark // that concern this GPU
 	slices              []epochSpan    // ten time slices, when there are no epochs
@@ -68,6 +69,9 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	a.leak()
 	a.unseen()
 	a.oomPostMortems()
+	if err := a.where(); err != nil {
+		return nil, err
+	}
 	if err := a.processes(); err != nil {
 		return nil, err
 	}
@@ -90,6 +94,8 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 			a.torchPIDs = append(a.torchPIDs, s.PID)
 		case "proc":
 			a.procPIDs = append(a.procPIDs, s.PID)
+		case "sites":
+			a.sitePIDs = append(a.sitePIDs, s.PID)
 		}
 	}
 	a.hasTorch = len(a.torchPIDs) > 0

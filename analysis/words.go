@@ -66,6 +66,9 @@ func (l Leak) SentenceFor(gpu string) string {
 		} else if l.SlopeBytesPerHour != nil {
 			parts = append(parts, fmt.Sprintf("%s grows %s per hour", gpu, FormatBytes(int64(*l.SlopeBytesPerHour))))
 		}
+		if l.HeldBy != nil {
+			parts = append(parts, l.HeldBy.words())
+		}
 		if l.TimeToFullS != nil {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
 		}

@@ -164,6 +164,9 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 			fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 		}
 		printOOMs(w, rep, g)
+		if g.Where != nil {
+			printWhere(w, rep, g.Where, 5)
+		}
 	}
 }
 
@@ -218,6 +221,10 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 				fmt.Fprintf(w, " at step %d", *o.LargestGrowthAt)
 			}
 			fmt.Fprintln(w)
+		}
+		if len(o.Holders) > 0 {
+			fmt.Fprintln(w, "  largest holders at the OOM:")
+			printSiteFigures(w, "    ", o.Holders, 5)
 		}
 		if o.Summary != "" {
 			fmt.Fprintf(w, "  allocator summary:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(o.Summary), "\n", "\n    "))

@@ -1,0 +1,363 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file is the "where" pass: which lines of code hold a GPU's memory,
+// from the run's site snapshots (memrec record --sites, or an imported
+// PyTorch snapshot). It runs after the leak and OOM passes, and names the
+// leak's site and the OOM's holders in their findings.
+
+// TopSites is how many sites a snapshot's figures list.
+const TopSites = 10
+
+// Where is where a GPU's memory is held, by allocation site. Nil without
+// site snapshots.
+type Where struct {
+	Snapshots int `json:"snapshots"`
+	// AtPeak is the snapshot with the most live bytes; AtEnd the last
+	// (out-of-memory snapshots aside).
+	AtPeak *SiteSnapshot `json:"at_peak"`
+	AtEnd  *SiteSnapshot `json:"at_end"`
+	// Growing are the sites whose live bytes grow between snapshots, the
+	// most first; empty when none grows.
+	Growing []GrowingSite `json:"growing"`
+	// OOM is the snapshot taken at the first out-of-memory error.
+	OOM *SiteSnapshot `json:"oom,omitempty"`
+	// Bad counts snapshot entries that made no sense, dropped.
+	Bad int64 `json:"bad_entries,omitempty"`
+}
+
+// SiteSnapshot is one snapshot's figures.
+type SiteSnapshot struct {
+	TNS            int64        `json:"t_ns"`
+	PID            int          `json:"pid"`
+	Reason         string       `json:"reason"`
+	Epoch          *int         `json:"epoch"`
+	Step           *int         `json:"step"`
+	LiveBytes      int64        `json:"live_bytes"`      // every block, sites and untracked
+	UntrackedBytes int64        `json:"untracked_bytes"` // blocks without a Python stack
+	Top            []SiteFigure `json:"top"`             // the sites with the most live bytes
+}
+
+// SiteFigure is one site's live memory in a snapshot.
+type SiteFigure struct {
+	Site       string   `json:"site"` // file name and line
+	File       string   `json:"file"`
+	Line       int      `json:"line"`
+	Func       string   `json:"func"`
+	Stack      []string `json:"stack,omitempty"`
+	LiveBytes  int64    `json:"live_bytes"`
+	LiveBlocks int64    `json:"live_blocks"`
+	Share      float64  `json:"share"` // of the snapshot's live bytes
+}
+
+// GrowingSite is a site whose live bytes grow from the first snapshot to
+// the last.
+type GrowingSite struct {
+	Site          string   `json:"site"`
+	File          string   `json:"file"`
+	Line          int      `json:"line"`
+	Func          string   `json:"func"`
+	Stack         []string `json:"stack,omitempty"`
+	PID           int      `json:"pid"`
+	FirstNS       int64    `json:"first_t_ns"`
+	LastNS        int64    `json:"last_t_ns"`
+	FirstBytes    int64    `json:"first_bytes"`
+	LastBytes     int64    `json:"last_bytes"`
+	GrowthBytes   int64    `json:"growth_bytes"`
+	BytesPerStep  *float64 `json:"bytes_per_step"`
+	BytesPerEpoch *float64 `json:"bytes_per_epoch"`
+	BytesPerHour  float64  `json:"bytes_per_hour"`
+	// Share is the part of the leak slope the site explains (its growth
+	// per step, or per hour, over the slope's); without a leak verdict,
+	// its part of the growth of every site that grows.
+	Share float64 `json:"share"`
+}
+
+// HeldBy names the site that explains most of a leak.
+type HeldBy struct {
+	Site  string  `json:"site"`
+	File  string  `json:"file"`
+	Line  int     `json:"line"`
+	Func  string  `json:"func"`
+	Share float64 `json:"share"`
+}
+
+// siteSnap is one snapshot: its rows, untracked first.
+type siteSnap struct {
+	pid  int
+	rows []storage.SiteSample
+}
+
+func (s siteSnap) t() int64       { return s.rows[0].T }
+func (s siteSnap) reason() string { return s.rows[0].Reason }
+func (s siteSnap) liveBytes() (n int64) {
+	for _, r := range s.rows {
+		n += r.LiveBytes
+	}
+	return n
+}
+
+// readSites reads the GPU's site snapshots, by process, in time order.
+func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
+	var out []siteSnap
+	for _, pid := range a.sitePIDs {
+		it := a.db.SiteSamples(a.run, a.g.Index, pid, a.run.StartNS, a.run.EndNS+1)
+		var cur []storage.SiteSample
+		for it.Next() {
+			r := it.At()
+			if len(cur) > 0 && (r.File == storage.SiteUntracked || r.T != cur[0].T) {
+				out = append(out, siteSnap{pid, cur})
+				cur = nil
+			}
+			cur = append(cur, r)
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+		if len(cur) > 0 {
+			out = append(out, siteSnap{pid, cur})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp64(x.t(), y.t()) })
+	return out, nil
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// where is the sites pass.
+func (a *gpuAnalysis) where() error {
+	if len(a.sitePIDs) == 0 {
+		return nil
+	}
+	snaps, err := a.readSites()
+	if err != nil || len(snaps) == 0 {
+		return err
+	}
+	w := &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
+	var peak, end *siteSnap
+	for i := range snaps {
+		s := &snaps[i]
+		w.Bad += s.rows[0].Bad
+		if peak == nil || s.liveBytes() > peak.liveBytes() {
+			peak = s
+		}
+		if s.reason() != storage.SitesOOM {
+			end = s
+		} else if w.OOM == nil {
+			w.OOM = a.figures(*s)
+		}
+	}
+	w.AtPeak = a.figures(*peak)
+	if end != nil {
+		w.AtEnd = a.figures(*end)
+	}
+	w.Growing = a.growing(snaps)
+	a.gr.Where = w
+	if l := &a.gr.Leak; l.Verdict == VerdictLeak && len(w.Growing) > 0 {
+		g := w.Growing[0]
+		l.HeldBy = &HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share}
+	}
+	for i := range a.gr.OOMs {
+		o := &a.gr.OOMs[i]
+		if s := nearestOOMSnapshot(snaps, o.TNS); s != nil {
+			o.Holders = a.figures(*s).Top
+		}
+	}
+	return nil
+}
+
+// nearestOOMSnapshot is the OOM snapshot closest to an OOM mark, within 10 s.
+func nearestOOMSnapshot(snaps []siteSnap, t int64) *siteSnap {
+	var best *siteSnap
+	for i := range snaps {
+		s := &snaps[i]
+		if s.reason() != storage.SitesOOM || abs64(s.t()-t) > 10e9 {
+			continue
+		}
+		if best == nil || abs64(s.t()-t) < abs64(best.t()-t) {
+			best = s
+		}
+	}
+	return best
+}
+
+func stackLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// figures are a snapshot's totals and its largest sites.
+func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot {
+	h := s.rows[0]
+	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(a.steps, h.T), LiveBytes: s.liveBytes()}
+	if h.Epoch != storage.None {
+		out.Epoch = intp(h.Epoch)
+	} else {
+		out.Epoch = a.mi.epochAt(h.T)
+	}
+	var top []SiteFigure
+	for _, r := range s.rows {
+		switch r.File {
+		case storage.SiteUntracked:
+			out.UntrackedBytes += r.LiveBytes
+			continue
+		case storage.SiteOther:
+			continue
+		}
+		if r.LiveBytes == 0 {
+			continue
+		}
+		f := SiteFigure{Site: r.Label(), File: r.File, Line: r.Line, Func: r.Func, Stack: stackLines(r.Stack),
+			LiveBytes: r.LiveBytes, LiveBlocks: r.LiveBlocks}
+		if out.LiveBytes > 0 {
+			f.Share = float64(r.LiveBytes) / float64(out.LiveBytes)
+		}
+		top = append(top, f)
+	}
+	slices.SortStableFunc(top, func(x, y SiteFigure) int { return cmp64(y.LiveBytes, x.LiveBytes) })
+	out.Top = top[:min(len(top), TopSites)]
+	if out.Top == nil {
+		out.Top = []SiteFigure{}
+	}
+	return out
+}
+
+// growing finds, per process, the sites whose live bytes grow over the
+// snapshots that show the steady state (epoch ends, requested snapshots,
+// trace windows; not OOMs, exits or tracked blocks): the last value is
+// higher than the first by at least 64 KiB and 1 %, and at least two
+// thirds of the consecutive changes are not decreases.
+func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
+	byPID := map[int][]siteSnap{}
+	var pids []int
+	for _, s := range snaps {
+		switch s.reason() {
+		case storage.SitesOOM, storage.SitesExit, storage.SitesTrack:
+			continue
+		}
+		if _, ok := byPID[s.pid]; !ok {
+			pids = append(pids, s.pid)
+		}
+		byPID[s.pid] = append(byPID[s.pid], s)
+	}
+	var out []GrowingSite
+	var totalGrowth int64
+	for _, pid := range pids {
+		ss := byPID[pid]
+		if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
+			continue
+		}
+		// Each site's live bytes in each snapshot (0 where absent).
+		type series struct {
+			row  storage.SiteSample
+			vals []int64
+		}
+		sites := map[string]*series{}
+		var order []string
+		for i, s := range ss {
+			for _, r := range s.rows {
+				if r.File == storage.SiteOther {
+					continue
+				}
+				k := r.Key()
+				se := sites[k]
+				if se == nil {
+					se = &series{row: r, vals: make([]int64, len(ss))}
+					sites[k] = se
+					order = append(order, k)
+				}
+				se.vals[i] += r.LiveBytes
+			}
+		}
+		first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
+		steps := stepsBetween(a.steps, first.T, last.T)
+		hours := float64(last.T-first.T) / 3.6e12
+		for _, k := range order {
+			se := sites[k]
+			v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
+			growth := v1 - v0
+			if growth > 0 {
+				totalGrowth += growth
+			}
+			if growth < 64<<10 || float64(growth) < 0.01*float64(v0) || !mostlyRising(se.vals) {
+				continue
+			}
+			g := GrowingSite{Site: se.row.Label(), File: se.row.File, Line: se.row.Line, Func: se.row.Func,
+				Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
+				LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours}
+			if steps > 0 {
+				g.BytesPerStep = f64(float64(growth) / float64(steps))
+			}
+			if first.Epoch != storage.None && last.Epoch > first.Epoch {
+				g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
+			}
+			out = append(out, g)
+		}
+	}
+	l := a.gr.Leak
+	for i := range out {
+		g := &out[i]
+		switch {
+		case l.Verdict == VerdictLeak && l.Per == "step" && l.SlopeBytesPerStep != nil && *l.SlopeBytesPerStep > 0 && g.BytesPerStep != nil:
+			g.Share = *g.BytesPerStep / *l.SlopeBytesPerStep
+		case l.Verdict == VerdictLeak && l.SlopeBytesPerHour != nil && *l.SlopeBytesPerHour > 0:
+			g.Share = g.BytesPerHour / *l.SlopeBytesPerHour
+		case totalGrowth > 0:
+			g.Share = float64(g.GrowthBytes) / float64(totalGrowth)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y GrowingSite) int { return cmp64(y.GrowthBytes, x.GrowthBytes) })
+	return out
+}
+
+// mostlyRising reports whether at least two thirds of the consecutive
+// changes of vals are not decreases.
+func mostlyRising(vals []int64) bool {
+	if len(vals) < 2 {
+		return false
+	}
+	up := 0
+	for i := 1; i < len(vals); i++ {
+		if vals[i] >= vals[i-1] {
+			up++
+		}
+	}
+	return 3*up >= 2*(len(vals)-1)
+}
+
+// stepsBetween counts the step marks in (from, to].
+func stepsBetween(steps []StepMark, from, to int64) int {
+	n := 0
+	for _, s := range steps {
+		if s.TNS > from && s.TNS <= to {
+			n++
+		}
+	}
+	return n
+}
+
+// heldByWords is the leak sentence's part that names the site.
+func (h *HeldBy) words() string {
+	where := h.Site
+	if h.Func != "" {
+		where += " in `" + h.Func + "`"
+	}
+	return fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
+}

@@ -1,0 +1,68 @@
+package analysis
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// A leak of 4 MiB a step on GPU 1, kept at train.py:52: the verdict names
+// that line, and the site explains the whole slope.
+func TestWhereNamesTheLeakSite(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(11, 12))}
+	g.train("leak", trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10, sites: true})
+	rep := analyzeJSONL(t, g.b.String())["leak"]
+	clean, leak := rep.GPUs[0], rep.GPUs[1]
+	if clean.Where == nil || len(clean.Where.Growing) != 0 || clean.Leak.HeldBy != nil {
+		t.Errorf("GPU 0 (no leak): where %+v, held by %+v", clean.Where, clean.Leak.HeldBy)
+	}
+	w := leak.Where
+	if w == nil || w.Snapshots != 4 || len(w.Growing) != 1 {
+		t.Fatalf("GPU 1 where %+v", w)
+	}
+	gs := w.Growing[0]
+	// Three epochs of 60 steps between the first and the last epoch end.
+	if gs.Site != "train.py:52" || gs.Func != "keep" || gs.GrowthBytes != 3*60*4*MiB || gs.BytesPerStep == nil ||
+		*gs.BytesPerStep != 4*MiB || gs.BytesPerEpoch == nil || *gs.BytesPerEpoch != 60*4*MiB {
+		t.Errorf("growing site %+v", gs)
+	}
+	if !within(gs.Share, 1, 0.02) {
+		t.Errorf("share of the slope %.3f, want 1", gs.Share)
+	}
+	h := leak.Leak.HeldBy
+	if h == nil || h.Site != "train.py:52" || h.Line != 52 {
+		t.Fatalf("held by %+v", h)
+	}
+	if s := leak.Leak.Sentence(1); !strings.Contains(s, "GPU 1 grows 4.0 MiB per step") || !strings.Contains(s, "of it is held by blocks allocated at train.py:52 in `keep`") {
+		t.Errorf("sentence %q", s)
+	}
+	// At the end the leak (240 steps · 4 MiB = 960 MiB) is below the weights
+	// (2.5 GiB) and above the buffer (512 MiB).
+	end := w.AtEnd
+	if end == nil || end.Reason != "epoch_end" || len(end.Top) != 3 || end.Top[0].Site != "model.py:10" ||
+		end.Top[1].Site != "train.py:52" || end.Top[1].LiveBytes != 240*4*MiB || end.UntrackedBytes != GiB {
+		t.Errorf("at end %+v", end)
+	}
+	if end.LiveBytes != GiB+3*GiB+240*4*MiB || w.AtPeak.TNS != end.TNS {
+		t.Errorf("end live %d, peak at %d (end at %d)", end.LiveBytes, w.AtPeak.TNS, end.TNS)
+	}
+}
+
+// The OOM's post-mortem lists the holders at the OOM.
+func TestWhereOOMHolders(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(13, 14))}
+	g.train("oom", trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45, sites: true})
+	rep := analyzeJSONL(t, g.b.String())["oom"]
+	gr := rep.GPUs[0]
+	if len(gr.OOMs) != 1 || len(gr.OOMs[0].Holders) != 3 {
+		t.Fatalf("ooms %+v", gr.OOMs)
+	}
+	hs := gr.OOMs[0].Holders
+	// 45 leaks of 64 MiB (2.8 GiB) by then: the leak is the largest holder.
+	if hs[0].Site != "train.py:52" || hs[0].LiveBytes != 45*64*MiB || hs[1].Site != "model.py:10" {
+		t.Errorf("holders %+v", hs)
+	}
+	if gr.Where.OOM == nil || gr.Where.OOM.Reason != "oom" || gr.Where.AtEnd.Reason != "epoch_end" {
+		t.Errorf("where %+v", gr.Where)
+	}
+}

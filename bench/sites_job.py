@@ -1,0 +1,208 @@
+"""Training jobs for bench/h200_sites.sh: allocation sites and the probe's
+cost, on a GPU. Each mode writes what it knows to be true (the helper's
+line, its timings) as JSON to the file named by --out.
+
+  leak   ResNet-18, batch 64, 3 epochs: remember() keeps a clone of each
+         step's logits (64*1000*4 = 256 000 B a step)
+  clean  the same without the leak
+  oom    the leak's helper keeps 1 GiB blocks until the GPU is full
+  ddp    leak on two ranks (torchrun --nproc_per_node 2), each on its GPU
+  speed  ResNet-18 epochs alternating without and with sites, 3 rounds
+  r50    ResNet-50, batch 64, sites on: the training thread's time for one
+         snapshot and its summary, in state mode and at a window's end
+  mlp    the probe's cost per step: a tiny MLP (CPU-bound, launch-bound)
+         and ResNet-18 (GPU-bound), steps with and without memrec.step(),
+         3 alternating rounds
+"""
+import argparse
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import memrec  # noqa: E402
+
+kept = []
+
+
+def remember(t):
+    kept.append(t.detach().clone())  # the planted leak
+
+
+def hold(n):
+    kept.append(torch.empty(n, dtype=torch.uint8, device="cuda"))  # the OOM's holder
+
+
+LEAK_LINE = inspect.getsourcelines(remember)[1] + 1
+HOLD_LINE = inspect.getsourcelines(hold)[1] + 1
+
+
+def resnet(arch="resnet18", batch=64, dev="cuda"):
+    net = getattr(torchvision.models, arch)(num_classes=1000).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (batch,), device=dev)
+    lossf = nn.CrossEntropyLoss()
+
+    def step(leak=False):
+        out = net(x)
+        loss = lossf(out, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if leak:
+            remember(out)
+    return step
+
+
+def epochs(step, n_epochs, n_steps, leak, start=0):
+    """Runs epochs; returns each step's time (with its memrec.step) and the
+    mean step time over the whole epochs (with their marks and summaries)."""
+    times = []
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for e in range(start, start + n_epochs):
+        with memrec.epoch(e):
+            for i in range(n_steps):
+                t = time.perf_counter()
+                step(leak)
+                memrec.step(e * n_steps + i)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t)
+    torch.cuda.synchronize()
+    return times, (time.perf_counter() - t0) / (n_epochs * n_steps)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=40)
+    a = ap.parse_args()
+    res = {"mode": a.mode, "file": os.path.abspath(__file__), "leak_line": LEAK_LINE, "hold_line": HOLD_LINE,
+           "leak_bytes_per_step": 64 * 1000 * 4, "steps_per_epoch": a.steps}
+    if a.mode in ("leak", "clean"):
+        step = resnet()
+        for _ in range(5):
+            step()
+        epochs(step, 3, a.steps, a.mode == "leak")
+    elif a.mode == "ddp":
+        import torch.distributed as dist
+        local = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl")
+        step = resnet()
+        for _ in range(3):
+            step()
+        epochs(step, 2, a.steps, True)
+        res["rank"] = dist.get_rank()
+        dist.barrier()
+        dist.destroy_process_group()
+        a.out = a.out.replace(".json", "-rank%d.json" % res["rank"])
+    elif a.mode == "oom":
+        step = resnet()
+        step()
+        res["oom"] = False
+        try:
+            with memrec.epoch(0):
+                for i in range(10000):
+                    hold(1 << 30)
+                    memrec.step(i)
+        except torch.cuda.OutOfMemoryError:
+            res["oom"] = True
+        res["held_bytes"] = sum(t.numel() for t in kept)
+        kept.clear()
+    elif a.mode == "speed":
+        step = resnet()
+        for _ in range(10):
+            step()
+        w0 = int(os.environ.get("MEMREC_SITES_AT", 10))
+        ws = int(os.environ.get("MEMREC_SITES_WINDOW", 3))
+        off, on, window, outside = [], [], [], []
+        for r in range(3):
+            memrec.sites(False)
+            t, wall = epochs(step, 1, a.steps, False, 2 * r)
+            off.append(wall)
+            memrec.sites(True)
+            t, wall = epochs(step, 1, a.steps, False, 2 * r + 1)
+            on.append(wall)
+            # memrec.step() after the w0-th step opens the window; the next
+            # ws steps are traced, the last one's memrec.step() sends its summary
+            window.extend(t[w0:w0 + ws])
+            outside.extend(t[w0 + ws + 1:-1])
+        memrec.sites(False)
+        res.update(epoch_s_off=off, epoch_s_on=on, window_step_s=window, outside_step_s=outside,
+                   window_at=w0, window_steps=ws)
+    elif a.mode == "r50":
+        step = resnet("resnet50")
+        for _ in range(5):
+            step()
+        p = memrec._get()
+        costs = []
+        for i in range(5):
+            step()
+            torch.cuda.synchronize()
+            memrec.snapshot("r50-%d" % i)
+            costs.append(p.sites.last_cost)
+        res["snapshot_summary_s_state"] = costs
+        opened = False
+        with memrec.epoch(0):
+            for i in range(16):
+                step()
+                memrec.step(i)
+                if p.sites.window_end >= 0:
+                    opened = True
+                elif opened and "window_summary_s" not in res:
+                    res["window_summary_s"] = p.sites.last_cost
+        res["epoch_end_summary_s"] = p.sites.last_cost
+    elif a.mode == "mlp":
+        res.update(probe_cost())
+    json.dump(res, open(a.out, "w"), indent=1)
+    memrec.flush()
+
+
+def probe_cost(rounds=3, n=2000):
+    """Median per-step time with and without memrec.step(), alternating."""
+    out = {}
+    mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
+    x = torch.randn(32, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+    lossf = nn.CrossEntropyLoss()
+
+    def tiny(_leak=False):
+        loss = lossf(mlp(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for name, step, steps in (("mlp", tiny, n), ("resnet18", resnet(), 200)):
+        for _ in range(50 if name == "mlp" else 10):
+            step()
+        torch.cuda.synchronize()
+        off, on = [], []
+        for r in range(rounds):
+            for probe, acc in ((False, off), (True, on)):
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                for i in range(steps):
+                    step()
+                    if probe:
+                        memrec.step(i)
+                torch.cuda.synchronize()
+                acc.append((time.perf_counter() - t) / steps)
+        out[name] = {"off_s": off, "on_s": on, "added_us": (statistics.median(on) - statistics.median(off)) * 1e6,
+                     "step_ms": statistics.median(off) * 1e3}
+    out["probe"] = memrec.stats()
+    return out
+
+
+if __name__ == "__main__":
+    main()
