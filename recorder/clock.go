@@ -38,7 +38,7 @@ func (RealClock) SleepUntil(ctx context.Context, t time.Time) {
 }
 
 // PlainClock sleeps with time.Sleep: the baseline RealClock is measured
-// against (memrec record --sleep plain).
+// against (memrec record --sampler plain, a hidden flag).
 type PlainClock struct{}
 
 // Now implements Clock.

@@ -241,7 +241,7 @@ func (p *procList) done(used int64, now time.Time) {
 }
 
 // FakeClock is a Clock for tests: SleepUntil jumps to the deadline, and
-// Delay makes a later Now return later (as a slow read would).
+// Hook makes a later Now return later (as a slow read would).
 type FakeClock struct {
 	mu  sync.Mutex
 	now time.Time
