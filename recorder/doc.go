@@ -1,5 +1,7 @@
 // Package recorder takes a training run's memory as it happens and hands it
-// to a storage.Appender.
+// to a Store that its caller opens: DBStore (a storage.Appender over an
+// open database), HeldStore (memory, until a database another process
+// holds is free) or Discard.
 //
 // A Source is the machine's GPUs: NVML (NewNVML over any nvml.Interface,
 // OpenNVML for the driver's library) or the simulator (NewSim), which also

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultHoldBytes bounds what a recording holds in memory while its
-// database is locked by another process (see Options.OpenDB).
+// database is locked by another process (see HeldStore).
 const DefaultHoldBytes = 64 << 20
 
 // heldSink holds samples and marks in memory, in arrival order, until a
@@ -263,10 +263,12 @@ func (h *heldSink) Lost() storage.Counts {
 	return h.lost
 }
 
-// lateDB opens the database in the background while another process holds
-// it locked, and attaches the recording to it once it opens.
-type lateDB struct {
-	held    *heldSink
+// heldStore opens the database in the background while another process
+// holds it locked, holding the recording in memory meanwhile, and attaches
+// the recording to it once it opens.
+type heldStore struct {
+	*heldSink
+	errs    *commitErrors
 	stop    chan struct{}
 	done    chan struct{}
 	start   time.Time
@@ -274,60 +276,66 @@ type lateDB struct {
 	written int64
 	db      *storage.DB
 	app     *storage.Appender
-	err     error // the last reason it did not open
 }
 
-func startLateDB(open func() (*storage.DB, error), run storage.Run, opts storage.AppendOptions, hold int64, log io.Writer) *lateDB {
-	l := &lateDB{held: newHeldSink(hold), stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
-	go func() {
-		defer close(l.done)
-		for {
-			db, err := open() // waits for the lock
-			if err == nil {
-				app, err := db.NewAppender(run, opts)
-				if err != nil {
-					db.Close()
-					l.err = err
-					fmt.Fprintf(log, "memrec: WARNING: NOT RECORDING: %v\n", err)
-					l.held.giveUp()
-					return
-				}
-				l.db, l.app, l.wait = db, app, time.Since(l.start)
-				l.written = l.held.attach(app)
-				fmt.Fprintf(log, "memrec: the database is free after %v; %d held samples and marks written\n", l.wait.Round(time.Millisecond), l.written)
-				return
-			}
-			l.err = err
-			if !errors.Is(err, storage.ErrLocked) {
-				fmt.Fprintf(log, "memrec: WARNING: NOT RECORDING: %v\n", err)
-				l.held.giveUp()
-				return
-			}
-			select {
-			case <-l.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+// HeldStore is the Store of a recording whose database another process
+// (a reader, say) holds locked: it calls open again and again (each call
+// may wait for the lock) while open fails with storage.ErrLocked, holds
+// samples and marks in memory meanwhile, up to hold bytes (0:
+// DefaultHoldBytes; past it the oldest are dropped and counted), and
+// writes them once open returns a database, which Finish closes. Any
+// other error ends the attempts: the recording is then not stored.
+func HeldStore(open func() (*storage.DB, error), run storage.Run, hold int64, log io.Writer) Store {
+	fmt.Fprintf(log, "memrec: samples are held in memory and written once the database is free\n")
+	l := &heldStore{heldSink: newHeldSink(hold), errs: &commitErrors{log: log},
+		stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
+	go l.openLoop(open, run)
 	return l
 }
 
-// finish stops trying (after the attempt under way) and returns the
-// appender, or nil if the database never opened; what is held then is
-// counted as lost.
-func (l *lateDB) finish() *storage.Appender {
+func (l *heldStore) openLoop(open func() (*storage.DB, error), run storage.Run) {
+	defer close(l.done)
+	for {
+		db, err := open() // waits for the lock
+		if err == nil {
+			app, err := db.NewAppender(run, l.errs.options())
+			if err != nil {
+				db.Close()
+				fmt.Fprintf(l.errs.log, "memrec: WARNING: NOT RECORDING: %v\n", err)
+				l.giveUp()
+				return
+			}
+			l.db, l.app, l.wait = db, app, time.Since(l.start)
+			l.written = l.attach(app)
+			fmt.Fprintf(l.errs.log, "memrec: the database is free after %v; %d held samples and marks written\n", l.wait.Round(time.Millisecond), l.written)
+			return
+		}
+		if !errors.Is(err, storage.ErrLocked) {
+			fmt.Fprintf(l.errs.log, "memrec: WARNING: NOT RECORDING: %v\n", err)
+			l.giveUp()
+			return
+		}
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Finish stops trying (after the attempt under way); if the database never
+// opened, what is held is counted as lost.
+func (l *heldStore) Finish(rec storage.Recorder) StoreResult {
 	close(l.stop)
 	<-l.done
 	if l.app == nil {
-		l.held.giveUp()
+		l.giveUp()
 		l.wait = time.Since(l.start)
 	}
-	return l.app
-}
-
-func (l *lateDB) close() {
-	if l.db != nil {
+	r := StoreResult{Wait: l.wait, Held: l.written, Lost: l.Lost()}
+	if l.app != nil {
+		finishAppender(l.app, rec, l.errs, &r)
 		l.db.Close()
 	}
+	return r
 }

@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,7 +48,8 @@ func TestRecordWaitsForLockedDatabase(t *testing.T) {
 	}
 	var log syncBuffer
 	res, err := Record(context.Background(), Options{
-		DBErr: err, OpenDB: open, Run: storage.Run{Name: "late"}, Source: simSource(t),
+		Open: func(run storage.Run) (Store, error) { return HeldStore(open, run, 0, &log), nil },
+		Run:  storage.Run{Name: "late"}, Source: simSource(t),
 		Interval: 10 * time.Millisecond, Duration: time.Second, Log: &log,
 	})
 	if err != nil {
@@ -82,7 +84,8 @@ func TestRecordDatabaseLockedThroughout(t *testing.T) {
 		return storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
 	}
 	res, err := Record(context.Background(), Options{
-		DBErr: storage.ErrLocked, OpenDB: open, Run: storage.Run{Name: "never"}, Source: simSource(t),
+		Open: func(run storage.Run) (Store, error) { return HeldStore(open, run, 0, io.Discard), nil },
+		Run:  storage.Run{Name: "never"}, Source: simSource(t),
 		Interval: 10 * time.Millisecond, Duration: 300 * time.Millisecond,
 	})
 	if err != nil {

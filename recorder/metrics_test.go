@@ -58,7 +58,7 @@ func liveRun() storage.Run {
 
 func TestLiveMetricsShowLatestValues(t *testing.T) {
 	l := NewLive(liveRun(), time.Second)
-	sink := l.Wrap(&discardSink{})
+	sink := l.Wrap(Discard)
 	sec := int64(time.Second)
 	sink.AppendDevice(storage.DeviceSample{T: 1 * sec, GPU: 0, Used: 100, Reserved: 10})
 	sink.AppendDevice(storage.DeviceSample{T: 2 * sec, GPU: 0, Used: 300, Reserved: 20})
@@ -128,7 +128,7 @@ func TestLiveMetricsBeforeAnySample(t *testing.T) {
 
 func TestLiveProcessGoneWhenNotListed(t *testing.T) {
 	l := NewLive(liveRun(), time.Second)
-	sink := l.Wrap(&discardSink{})
+	sink := l.Wrap(Discard)
 	sec := int64(time.Second)
 	sink.AppendProc(storage.ProcSample{T: sec, GPU: 0, PID: 41, Used: 80})
 	// The GPU emptied: its lists hold nobody, and its samples go on.
@@ -143,7 +143,7 @@ func TestLiveProcessGoneWhenNotListed(t *testing.T) {
 // must return.
 func TestLiveScrapeNeverBlocksWriters(t *testing.T) {
 	l := NewLive(liveRun(), time.Second)
-	sink := l.Wrap(&discardSink{})
+	sink := l.Wrap(Discard)
 	sink.AppendDevice(storage.DeviceSample{T: 1, GPU: 0, Used: 1})
 	ch := make(chan prometheus.Metric) // nobody reads: Collect blocks at its first metric
 	go func() { l.Collect(ch); close(ch) }()
@@ -181,7 +181,7 @@ func TestLiveServe(t *testing.T) {
 	clock := NewFakeClock(start)
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := 0
-	s := &Sampler{Source: sim, GPUs: []int{0, 1}, Interval: 10 * time.Millisecond, Clock: clock, Sink: l.Wrap(&discardSink{}), Progress: l.Progress()}
+	s := &Sampler{Source: sim, GPUs: []int{0, 1}, Interval: 10 * time.Millisecond, Clock: clock, Sink: l.Wrap(Discard), Progress: l.Progress()}
 	// Stop after 250 ticks: the sink counts them.
 	s.Sink = &stopAfter{Sink: s.Sink, n: 2 * 250, stop: cancel, count: &ticks}
 	st := s.Run(ctx)
@@ -237,7 +237,7 @@ func BenchmarkLiveScrape(b *testing.B) {
 		gpus = append(gpus, storage.GPU{Index: i, UUID: "GPU-" + strconv.Itoa(i), Name: "NVIDIA H200", TotalBytes: 150 << 30})
 	}
 	l := NewLive(storage.Run{Name: "bench", Host: "node1", GPUs: gpus}, time.Second)
-	sink := l.Wrap(&discardSink{})
+	sink := l.Wrap(Discard)
 	for i := range 8 {
 		sink.AppendDevice(storage.DeviceSample{T: 1, GPU: i, Used: 80 << 30})
 		sink.AppendProc(storage.ProcSample{T: 1, GPU: i, PID: 100 + i, Used: 79 << 30})

@@ -28,20 +28,15 @@ var (
 
 // Options describe one recording.
 type Options struct {
-	DB    *storage.DB // nil: record nothing (the database could not be opened)
-	DBErr error       // why DB is nil, repeated at the end
-	// OpenDB, if set, is called again and again while DBErr is
-	// storage.ErrLocked (another process, a reader, holds the file; each
-	// call may wait for the lock): samples and marks are held in memory,
-	// up to HoldBytes, and written once it returns a database, which
-	// Record closes at the end.
-	OpenDB    func() (*storage.DB, error)
-	HoldBytes int64       // 0: DefaultHoldBytes
-	Run       storage.Run // name, tags, host; GPUs and interval are filled in
-	Source    Source
-	GPUs      []int // nil: every GPU of the source
-	Interval  time.Duration
-	Procs     bool
+	// Open opens where the recording goes, once the run (its GPUs and
+	// start) is known; nil: Discard. If it fails, Record fails without a
+	// command, and with one says so on Log and runs it anyway.
+	Open     func(run storage.Run) (Store, error)
+	Run      storage.Run // name, tags, host; GPUs and interval are filled in
+	Source   Source
+	GPUs     []int // nil: every GPU of the source
+	Interval time.Duration
+	Procs    bool
 	// ProcsEvery is the longest gap between process lists while a GPU's
 	// used memory holds still (see Sampler); 0 lists them at every tick.
 	ProcsEvery time.Duration
@@ -132,42 +127,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &usage0)
 	wall0 := time.Now()
 
-	var dbErrors atomic.Int64
-	var lastErr atomic.Value
-	var lastLog time.Time
-	var logMu sync.Mutex
-	appendOpts := storage.AppendOptions{OnError: func(err error) {
-		dbErrors.Add(1)
-		lastErr.Store(err)
-		logMu.Lock()
-		defer logMu.Unlock()
-		if time.Since(lastLog) > 10*time.Second { // loud, but not a flood
-			lastLog = time.Now()
-			fmt.Fprintf(o.Log, "memrec: WARNING: cannot write the database, samples are kept in memory and retried: %v\n", err)
-		}
-	}}
-	var sink Sink = &discardSink{}
-	var app *storage.Appender
-	var late *lateDB
-	if o.DB != nil {
-		app, err = o.DB.NewAppender(run, appendOpts)
-		if err != nil {
-			if len(o.Command) == 0 {
-				return res, err
-			}
-			o.DBErr = err
-		} else {
-			sink = app
-		}
+	store, err := openStore(o, run)
+	if err != nil {
+		return res, err
 	}
-	switch {
-	case app == nil && errors.Is(o.DBErr, storage.ErrLocked) && o.OpenDB != nil:
-		fmt.Fprintf(o.Log, "memrec: WARNING: %v\nmemrec: samples are held in memory and written once the database is free\n", o.DBErr)
-		late = startLateDB(o.OpenDB, run, appendOpts, o.HoldBytes, o.Log)
-		sink = late.held
-	case app == nil && o.DBErr != nil:
-		fmt.Fprintf(o.Log, "memrec: WARNING: NOT RECORDING: %v; the command runs anyway\n", o.DBErr)
-	}
+	var sink Sink = store
 
 	var live *Live
 	if o.Metrics != nil || o.Status != nil {
@@ -279,32 +243,31 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	run.Recorder.Dropped = res.Listener.Dropped
 	run.Recorder.Invalid = stats.Invalid
 	res.Run = run
-	if late != nil {
-		app = late.finish()
-		res.DBWait, res.DBHeld, res.DBOpened = late.wait, late.written, app != nil
-		res.DBLost = late.held.Lost()
-		defer late.close()
+	sr := store.Finish(run.Recorder)
+	if sr.Written {
+		res.Run = sr.Run
 	}
-	if app != nil {
-		app.SetRecorder(run.Recorder)
-		if err := app.Close(); err != nil {
-			dbErrors.Add(1)
-			lastErr.Store(err)
-			fmt.Fprintf(o.Log, "memrec: WARNING: the final commit failed; the run holds what was committed before: %v\n", err)
-		}
-		res.Run = app.Run()
-		res.DBLost = addCounts(res.DBLost, app.Lost())
-		stored := app.Committed()
-		res.DBUnstored = subCounts(res.Run.Counts, stored.Counts)
-		if res.DBUnstored.Total() > 0 && res.Run.EndNS > stored.EndNS {
-			res.DBUnstoredSpan = time.Duration(res.Run.EndNS - max(stored.EndNS, stored.StartNS))
-		}
-	}
-	res.DBErrors = dbErrors.Load()
-	if e, ok := lastErr.Load().(error); ok {
-		res.LastDBErr = e
-	}
+	res.DBErrors, res.LastDBErr, res.DBLost = sr.Errors, sr.LastErr, sr.Lost
+	res.DBWait, res.DBHeld, res.DBOpened = sr.Wait, sr.Held, sr.Written
+	res.DBUnstored, res.DBUnstoredSpan = sr.Unstored, sr.UnstoredSpan
 	return res, nil
+}
+
+// openStore opens the recording's store; without one, or when it cannot be
+// opened and a command runs, the recording is discarded.
+func openStore(o Options, run storage.Run) (Store, error) {
+	if o.Open == nil {
+		return Discard, nil
+	}
+	store, err := o.Open(run)
+	if err != nil {
+		if len(o.Command) == 0 {
+			return nil, err
+		}
+		fmt.Fprintf(o.Log, "memrec: WARNING: NOT RECORDING: %v; the command runs anyway\n", err)
+		return Discard, nil
+	}
+	return store, nil
 }
 
 func cpuTime(u syscall.Rusage) time.Duration {
@@ -448,24 +411,4 @@ func (c *countingSink) AppendTorch(s storage.TorchSample) error {
 		c.torch.Add(1)
 	}
 	return err
-}
-
-// discardSink counts nothing and stores nothing: recording without a
-// database (it could not be opened) still runs the command.
-type discardSink struct{}
-
-func (*discardSink) AppendDevice(storage.DeviceSample) error { return nil }
-func (*discardSink) AppendProc(storage.ProcSample) error     { return nil }
-func (*discardSink) AppendTorch(storage.TorchSample) error   { return nil }
-func (*discardSink) AppendMark(storage.Mark) error           { return nil }
-func (*discardSink) AppendSites([]storage.SiteSample) error  { return nil }
-
-func addCounts(a, b storage.Counts) storage.Counts {
-	return storage.Counts{Samples: a.Samples + b.Samples, ProcSamples: a.ProcSamples + b.ProcSamples,
-		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks, Sites: a.Sites + b.Sites}
-}
-
-func subCounts(a, b storage.Counts) storage.Counts {
-	return storage.Counts{Samples: a.Samples - b.Samples, ProcSamples: a.ProcSamples - b.ProcSamples,
-		TorchSamples: a.TorchSamples - b.TorchSamples, Marks: a.Marks - b.Marks}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -402,7 +403,7 @@ func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	db := openDB(t)
 	var log bytes.Buffer
 	res, err := Record(context.Background(), Options{
-		DB: db, Run: storage.Run{Name: "child"}, Source: simSource(t), Interval: 5 * time.Millisecond, Log: &log,
+		Open: openIn(db), Run: storage.Run{Name: "child"}, Source: simSource(t), Interval: 5 * time.Millisecond, Log: &log,
 		Env:     []string{"WANT_GPUS=0=GPU-5e000000-0000-0000-0000-000000000000,1=GPU-5e000000-0000-0000-0000-000000000001"},
 		Command: []string{"sh", "-c", `test -S "$MEMREC_SOCKET" && test "$MEMREC_RUN" = child && test "$MEMREC_GPUS" = "$WANT_GPUS" && sleep 0.3 && exit 7`},
 	})
@@ -437,7 +438,7 @@ func TestRecordPassesSignalsToChild(t *testing.T) {
 	}()
 	var log bytes.Buffer
 	res, err := Record(context.Background(), Options{
-		DB: db, Run: storage.Run{Name: "sig"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Open: openIn(db), Run: storage.Run{Name: "sig"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
 		Command: []string{"sh", "-c", `trap 'exit 42' TERM; while :; do sleep 0.01; done`}, Signals: sigs,
 	})
 	if err != nil {
@@ -452,7 +453,7 @@ func TestRecordPassesSignalsToChild(t *testing.T) {
 		sigs <- syscall.SIGTERM
 	}()
 	res, _ = Record(context.Background(), Options{
-		DB: db, Run: storage.Run{Name: "sig2"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Open: openIn(db), Run: storage.Run{Name: "sig2"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
 		Command: []string{"sleep", "10"}, Signals: sigs,
 	})
 	if res.ExitCode != 143 {
@@ -463,7 +464,7 @@ func TestRecordPassesSignalsToChild(t *testing.T) {
 func TestRecordCommandNotFound(t *testing.T) {
 	var log bytes.Buffer
 	res, err := Record(context.Background(), Options{
-		DB: openDB(t), Run: storage.Run{Name: "nf"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+		Open: openIn(openDB(t)), Run: storage.Run{Name: "nf"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
 		Command: []string{"/no/such/program"},
 	})
 	if err != nil || res.ExitCode != 127 || !strings.Contains(log.String(), "/no/such/program") {
@@ -477,7 +478,7 @@ func TestRecordSurvivesDatabaseFailure(t *testing.T) {
 	t.Run("cannot open", func(t *testing.T) {
 		var log bytes.Buffer
 		res, err := Record(context.Background(), Options{
-			DBErr: errors.New("open /ro/memrec.db: permission denied"), Run: storage.Run{Name: "x"}, Source: simSource(t),
+			Open: func(storage.Run) (Store, error) { return nil, errors.New("open /ro/memrec.db: permission denied") }, Run: storage.Run{Name: "x"}, Source: simSource(t),
 			Interval: 10 * time.Millisecond, Log: &log, Command: []string{"sh", "-c", "sleep 0.1; exit 4"},
 		})
 		if err != nil || res.ExitCode != 4 || !strings.Contains(log.String(), "NOT RECORDING") {
@@ -496,7 +497,8 @@ func TestRecordSurvivesDatabaseFailure(t *testing.T) {
 		}()
 		var log syncBuffer
 		res, err := Record(context.Background(), Options{
-			DB: db, Run: storage.Run{Name: "x"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
+			Open: func(run storage.Run) (Store, error) { return DBStore(db, run, &log) },
+			Run:  storage.Run{Name: "x"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
 			Command: []string{"sh", "-c", "sleep 1.5; exit 5"},
 		})
 		if err != nil || res.ExitCode != 5 || res.DBErrors == 0 || !strings.Contains(log.String(), "cannot write the database") {
@@ -639,4 +641,9 @@ func TestRunLoopAccounts(t *testing.T) {
 	if st.LateMax != 40*time.Microsecond {
 		t.Errorf("late max %v", st.LateMax)
 	}
+}
+
+// openIn opens the recording's store in db.
+func openIn(db *storage.DB) func(storage.Run) (Store, error) {
+	return func(run storage.Run) (Store, error) { return DBStore(db, run, io.Discard) }
 }

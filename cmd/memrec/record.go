@@ -222,21 +222,24 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
 	}
 	db, dbErr := o.openWrite()
-	if dbErr != nil {
-		// A reader (memrec export | less) holds the file: record anyway,
-		// hold the samples in memory and write them once it is free.
-		if errors.Is(dbErr, storage.ErrLocked) {
-			opts.OpenDB = o.openWrite
-		} else if len(o.command) == 0 {
-			return dbErr
-		}
-		opts.DBErr = dbErr
-	} else {
+	switch {
+	case dbErr == nil:
 		defer db.Close()
-		opts.DB = db
 		if _, err := db.Run(name); err == nil {
 			return fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
 		}
+		opts.Open = func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) }
+	case errors.Is(dbErr, storage.ErrLocked):
+		// A reader (memrec export | less) holds the file: record anyway,
+		// hold the samples in memory and write them once it is free.
+		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
+		opts.Open = func(run storage.Run) (recorder.Store, error) {
+			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
+		}
+	case len(o.command) == 0:
+		return dbErr
+	default:
+		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)

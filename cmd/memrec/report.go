@@ -103,7 +103,8 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	name := "demo-" + now.Format("20060102-150405")
 	fmt.Fprintf(o.io.Out, "recording %s of a simulated 2-GPU job (GPU 1 leaks) into %s as %q...\n", o.duration, db.Path(), name)
 	res, err := recorder.Record(ctx, recorder.Options{
-		DB: db, Run: storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", "batch_size": "64"}},
+		Open:   func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) },
+		Run:    storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", "batch_size": "64"}},
 		Source: sim, Interval: 10 * time.Millisecond, Procs: true, Duration: o.duration, Log: o.io.Err,
 	})
 	if err != nil {
