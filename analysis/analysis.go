@@ -83,13 +83,17 @@ type GPUReport struct {
 	Leak                Leak         `json:"leak"`
 	// JobSpan is where the job holds memory, when the leak is judged on
 	// device memory over time: start-up and teardown are left out.
-	JobSpan       *JobSpan  `json:"job_span,omitempty"`
-	Fragmentation *Frag     `json:"fragmentation"`
-	Unseen        *Unseen   `json:"unseen_by_pytorch"`
-	OOMs          []OOM     `json:"ooms"`
-	AllocRetries  *int64    `json:"alloc_retries"`
-	FirstRetryNS  *int64    `json:"first_alloc_retry_ns,omitempty"`
-	Processes     []Process `json:"processes,omitempty"`
+	JobSpan *JobSpan `json:"job_span,omitempty"`
+	// InferredStepTimeS is a step time read from device memory alone (a
+	// regular sawtooth) when the run has no step marks; the basis says how.
+	InferredStepTimeS *float64  `json:"inferred_step_time_s,omitempty"`
+	InferredStepBasis string    `json:"inferred_step_basis,omitempty"`
+	Fragmentation     *Frag     `json:"fragmentation"`
+	Unseen            *Unseen   `json:"unseen_by_pytorch"`
+	OOMs              []OOM     `json:"ooms"`
+	AllocRetries      *int64    `json:"alloc_retries"`
+	FirstRetryNS      *int64    `json:"first_alloc_retry_ns,omitempty"`
+	Processes         []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
 	Where      *Where       `json:"where,omitempty"`

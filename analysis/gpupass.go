@@ -67,6 +67,9 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.epochDeltas()
 	a.leak()
+	if err := a.inferStepTime(); err != nil {
+		return nil, err
+	}
 	a.unseen()
 	a.oomPostMortems()
 	if err := a.where(); err != nil {

@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,6 +118,11 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 			if s := l.SlopeBytesPerHour; s != nil && (*l.CILowBytesPerHour > 0 || *l.CIHighBytesPerHour < 0) {
 				t.Errorf("%s: no_leak with a slope of %.2f GB/h outside an interval around 0", name, *s/1e9)
 			}
+		}
+		// None of these jobs gives memory back each step: no step time
+		// can be read from their device memory.
+		if g.InferredStepTimeS != nil {
+			t.Errorf("%s: step time %v s inferred (%s)", name, *g.InferredStepTimeS, g.InferredStepBasis)
 		}
 		// Start-up and teardown are outside the job: the run's first and
 		// last seconds hold no process memory.
@@ -251,6 +258,43 @@ func TestParseOOMSizes(t *testing.T) {
 	} {
 		if req, free := parseOOMSizes(tc.text); req != tc.req || free != tc.free {
 			t.Errorf("%q: %d, %d; want %d, %d", tc.text, req, free, tc.req, tc.free)
+		}
+	}
+}
+
+// TestStepTimeFromASawtooth writes the device trace of a job that gives
+// its activations back at the end of every step (steps of 250 ms plus up
+// to 5 ms of noise, sampled at 100 Hz, 2 MiB pages, a second of start-up
+// before CUDA) and reads the step time back from the device alone; the
+// real runs, whose cache keeps its memory, show no period and get none.
+func TestStepTimeFromASawtooth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"run","name":"saw","start_ns":%d,"interval_ns":10000000}`+"\n", t0)
+	fmt.Fprintf(&b, `{"type":"gpu","gpu":0,"total_bytes":%d}`+"\n", int64(80*GiB))
+	stepStart, stepLen := t0+int64(1e9), int64(250e6)
+	for k := int64(0); k < 4000; k++ { // 40 s
+		ts := t0 + k*10e6
+		for ts >= stepStart+stepLen {
+			stepStart += stepLen
+			stepLen = 250e6 + rng.Int64N(5e6)
+		}
+		used := int64(0)
+		if ts >= t0+int64(1e9) {
+			frac := float64(ts-stepStart) / float64(stepLen)
+			used = int64(2*GiB) + int64(frac*float64(3*GiB))/(2*MiB)*(2*MiB)
+		}
+		fmt.Fprintf(&b, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", ts, used)
+	}
+	reps := importFixtures(t, map[string][]byte{"saw": []byte(b.String()), fixtures.H200Plain[0]: fixtures.Read(t, fixtures.H200Plain[0]),
+		fixtures.LeakRun: fixtures.DeviceOnly(t, fixtures.LeakRun)})
+	g := reps["saw"].GPUs[0]
+	if g.InferredStepTimeS == nil || *g.InferredStepTimeS < 0.25 || *g.InferredStepTimeS > 0.255 {
+		t.Fatalf("inferred step time %v (%s), want 0.25 s to 0.255 s", deref(g.InferredStepTimeS), g.InferredStepBasis)
+	}
+	for _, name := range []string{"plain-leak-bs64", fixtures.LeakRun + "-device"} {
+		if g := reps[name].GPUs[0]; g.InferredStepTimeS != nil {
+			t.Errorf("%s: a step time of %v s inferred from a device trace without a sawtooth", name, *g.InferredStepTimeS)
 		}
 	}
 }

@@ -156,6 +156,9 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 			}
 			fmt.Fprintf(w, "Job: %s to %s (%s); start-up and teardown are left out of the leak fit\n", sinceStart(rep, j.FromNS), sinceStart(rep, j.ToNS), how)
 		}
+		if g.InferredStepTimeS != nil {
+			fmt.Fprintf(w, "Step time without step marks: %.3f s, inferred: %s\n", *g.InferredStepTimeS, g.InferredStepBasis)
+		}
 		if u := g.Unseen; u != nil {
 			fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
 				time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))

@@ -1,0 +1,95 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Without step marks, a job can still show its step on the device when it
+// gives memory back at every step (torch.cuda.empty_cache() in the loop, a
+// framework without a caching allocator): device memory then falls once a
+// step, a sawtooth. fallPeriod finds such a period; most PyTorch jobs keep
+// their cache and show none, and then nothing is inferred.
+
+// periodWindow is how much of the job fallPeriod reads: its middle minute.
+const periodWindow = int64(60e9)
+
+// fallPeriod finds the period of regular falls in a device series (time
+// order): a fall is a drop by more than half of the series' range and at
+// least 16 MiB, consecutive dropping samples counting as one. It needs at
+// least six falls whose spacings lie within 15 % of their median (median
+// absolute deviation); the period is that median.
+func fallPeriod(t, v []int64) (period int64, falls int, ok bool) {
+	if len(v) < 3 {
+		return 0, 0, false
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	thr := max(16<<20, (hi-lo)/2)
+	var at []int64
+	for i := 1; i < len(v); i++ {
+		if v[i-1]-v[i] <= 0 {
+			continue
+		}
+		// The whole fall: from the last sample before it starts to the
+		// first after it ends.
+		j := i
+		for j+1 < len(v) && v[j+1] < v[j] {
+			j++
+		}
+		if v[i-1]-v[j] > thr {
+			at = append(at, t[i])
+		}
+		i = j
+	}
+	if len(at) < 6 {
+		return 0, len(at), false
+	}
+	d := make([]float64, len(at)-1)
+	for i := range d {
+		d[i] = float64(at[i+1] - at[i])
+	}
+	slices.Sort(d)
+	m := median(d)
+	dev := make([]float64, len(d))
+	for i, x := range d {
+		dev[i] = math.Abs(x - m)
+	}
+	slices.Sort(dev)
+	if m <= 0 || median(dev) > 0.15*m {
+		return 0, len(at), false
+	}
+	return int64(m), len(at), true
+}
+
+// inferStepTime looks for a step period in the job's device memory when
+// the run has no step marks.
+func (a *gpuAnalysis) inferStepTime() error {
+	if !a.hasDevice || len(a.steps) >= 2 {
+		return nil
+	}
+	from, to := a.run.StartNS, a.run.EndNS
+	if a.job != nil {
+		from, to = a.job.FromNS, a.job.ToNS
+	}
+	if mid := from + (to-from)/2; to-from > periodWindow {
+		from, to = mid-periodWindow/2, mid+periodWindow/2
+	}
+	var ts, vs []int64
+	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
+	for it.Next() {
+		s := it.At()
+		ts, vs = append(ts, s.T), append(vs, s.Used)
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	p, n, ok := fallPeriod(ts, vs)
+	if !ok {
+		return nil
+	}
+	a.gr.InferredStepTimeS = f64(float64(p) / 1e9)
+	a.gr.InferredStepBasis = fmt.Sprintf("device memory falls every %.3f s (%d falls in the %s read): the job gives memory back once a step, or once every few steps",
+		float64(p)/1e9, n, FormatDuration(float64(to-from)/1e9))
+	return nil
+}
