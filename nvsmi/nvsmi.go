@@ -53,6 +53,9 @@ const TimeLayout = "2006/01/02 15:04:05.999999999"
 
 const mib = 1 << 20
 
+// maxLine bounds a log's line (nvidia-smi's are under 200 bytes).
+const maxLine = 1 << 20
+
 // query is what one log holds.
 type query int
 
@@ -150,7 +153,7 @@ func Parse(srcs []Source, loc *time.Location) (*Log, error) {
 
 func (p *parser) read(src Source) error {
 	sc := bufio.NewScanner(src.R)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var cols columns
 	var header string
 	line := 0
@@ -201,7 +204,9 @@ func (p *parser) read(src Source) error {
 			return errf("%v", err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: a line longer than %d bytes", src.Name, line+1, maxLine)
+	} else if err != nil {
 		return fmt.Errorf("%s:%d: %w", src.Name, line+1, err)
 	}
 	return nil

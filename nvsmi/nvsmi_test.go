@@ -148,6 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{"uuid changes index", []string{row + "2026/11/29 22:35:20.000, 1, GPU-a, 1, 2\n"}, "a.csv:2: GPU GPU-a is index 1 here but index 0 at a.csv:1"},
 		{"bad pid", []string{"2026/11/29 22:35:19.123, GPU-a, -3, 5\n"}, `a.csv:1: pid "-3": want a process id`},
 		{"nothing", []string{hdr}, "no samples"},
+		{"long line", []string{row + strings.Repeat("x", 2<<20) + "\n"}, "a.csv:2: a line longer than 1048576 bytes"},
 	} {
 		_, err := parseStrings(t, time.UTC, tc.files...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
