@@ -32,7 +32,24 @@ type ImportOptions struct {
 	Replace bool
 	// Workers parse lines in parallel; zero means GOMAXPROCS.
 	Workers int
+	// AllowTruncated imports an input that ends early (a gzip file whose
+	// writer died: ErrTruncated) up to its last whole line, and marks its
+	// last run incomplete, instead of refusing it.
+	AllowTruncated bool
 }
+
+// MaxLineBytes is the longest input line Import accepts; a longer one is
+// an error naming its file and line, found after reading at most twice
+// this much of it.
+const MaxLineBytes = 4 << 20
+
+// Errors of Import a caller can test with errors.Is.
+var (
+	// ErrTruncated is an input that ends in the middle (a gzip stream cut
+	// short: io.ErrUnexpectedEOF).
+	ErrTruncated = errors.New("the input ends early (a truncated gzip file?)")
+	ErrLineLong  = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+)
 
 // Import reads JSON Lines from every source into the database in one
 // transaction: it either imports every run or, on any error, leaves the
@@ -43,7 +60,7 @@ func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		imp := &importer{tx: tx, opts: opts, names: map[string]bool{}}
 		for _, src := range srcs {
-			imp.src = src.Name
+			imp.src, imp.truncated = src.Name, false
 			if err := imp.read(src.R); err != nil {
 				return err
 			}
@@ -73,6 +90,8 @@ type importer struct {
 	w     *runWriter
 	names map[string]bool
 	done  []Run
+	// truncated: the current source ended early (AllowTruncated).
+	truncated bool
 }
 
 func (imp *importer) errf(line int, format string, args ...any) error {
@@ -248,14 +267,29 @@ func (imp *importer) read(r io.Reader) error {
 		line := 1
 		var carry []byte
 		for {
-			buf := make([]byte, len(carry), batchBytes+len(carry))
+			// A long line doubles the buffer rather than being copied
+			// again for every batch's worth of it.
+			buf := make([]byte, len(carry), len(carry)+max(batchBytes, len(carry)))
 			copy(buf, carry)
-			n, err := io.ReadFull(br, buf[len(buf):cap(buf)])
+			n, err := fill(br, buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 			end := len(buf)
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				if !imp.opts.AllowTruncated {
+					readErr <- fmt.Errorf("after line %d: %w", line-1+bytes.Count(buf, []byte{'\n'}), ErrTruncated)
+					return
+				}
+				// Keep the whole lines; the cut one is dropped.
+				end = bytes.LastIndexByte(buf, '\n') + 1
+				imp.truncated = true
+				err = io.EOF
+			}
 			if err == nil { // more to come: cut after the last newline
 				if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 					end = i + 1
+				} else if len(buf) > MaxLineBytes {
+					readErr <- fmt.Errorf("%d: %w", line, ErrLineLong)
+					return
 				} else {
 					carry = buf
 					continue // a line longer than the batch: keep reading
@@ -276,7 +310,7 @@ func (imp *importer) read(r io.Reader) error {
 					return
 				}
 			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if err == io.EOF {
 				readErr <- nil
 				return
 			}
@@ -315,21 +349,53 @@ func (imp *importer) read(r io.Reader) error {
 		return err
 	}
 	if err := <-readErr; err != nil {
+		if errors.Is(err, ErrLineLong) {
+			return fmt.Errorf("%s:%w", imp.src, err) // err starts with the line number
+		}
 		return fmt.Errorf("%s: %w", imp.src, err)
+	}
+	if imp.truncated && imp.w != nil {
+		imp.w.run.Complete = false
 	}
 	return nil
 }
 
-// parseBatch parses the lines of one batch.
+// fill reads until p is full or the input ends: unlike io.ReadFull it
+// returns io.EOF at the end however much it read, so that a reader's own
+// io.ErrUnexpectedEOF (a cut gzip stream) is not taken for the end.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// parseBatch parses the lines of one batch. Blank lines cost nothing: the
+// records are not allocated ahead by the count of newlines.
 func parseBatch(p *wire.Parser, data []byte, line int, src string) ([]rec, error) {
-	recs := make([]rec, 0, bytes.Count(data, []byte{'\n'})+1)
+	var recs []rec
 	for len(data) > 0 {
+		for len(data) > 0 && data[0] == '\n' { // runs of blank lines, fast
+			data = data[1:]
+			line++
+		}
+		if len(data) == 0 {
+			break
+		}
 		i := bytes.IndexByte(data, '\n')
 		var l []byte
 		if i < 0 {
 			l, data = data, nil
 		} else {
 			l, data = data[:i], data[i+1:]
+		}
+		if len(l) > MaxLineBytes {
+			return recs, fmt.Errorf("%s:%d: %w", src, line, ErrLineLong)
 		}
 		if len(bytes.TrimSpace(l)) > 0 {
 			r, err := p.Parse(l)

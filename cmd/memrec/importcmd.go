@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ type importOptions struct {
 	*globals
 	name    string
 	replace bool
+	// allowTruncated imports what a cut gzip file holds, marked incomplete.
+	allowTruncated bool
 	format  string // jsonl or nvidia-smi
 	tz      string // nvidia-smi: the logs' time zone
 	run     string // PyTorch snapshots: add their sites to this run
@@ -47,6 +50,7 @@ time, become a run of their own, or are added to --run.`,
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the imported run (the input must hold exactly one)")
 	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace stored runs of the same name")
+	cmd.Flags().BoolVar(&o.allowTruncated, "allow-truncated", false, "import a gzip file that ends early (its writer died) up to its last whole line; the run is marked incomplete")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, or nvidia-smi for its CSV logs (all files make one run)")
 	cmd.Flags().StringVar(&o.run, "run", "", "PyTorch snapshots: add their allocation sites to this run instead of making a new one")
 	cmd.Flags().IntVar(&o.gpu, "gpu", 0, "PyTorch snapshots: the GPU index (NVML's) of the snapshot's CUDA device 0")
@@ -99,13 +103,20 @@ func runImport(o *importOptions, files []string) error {
 		return err
 	}
 	defer db.Close()
-	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace})
+	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated})
+	if errors.Is(err, storage.ErrTruncated) {
+		return fmt.Errorf("import: %w (nothing was imported; --allow-truncated imports its whole lines and marks the run incomplete)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
 	}
 	for _, r := range runs {
-		fmt.Fprintf(o.io.Out, "imported %s (id %d): %d GPUs, %d samples, %d process samples, %d allocator samples, %d marks\n",
+		fmt.Fprintf(o.io.Out, "imported %s (id %d): %d GPUs, %d samples, %d process samples, %d allocator samples, %d marks",
 			r.Name, r.ID, len(r.GPUs), r.Counts.Samples, r.Counts.ProcSamples, r.Counts.TorchSamples, r.Counts.Marks)
+		if !r.Complete {
+			fmt.Fprint(o.io.Out, " (incomplete)")
+		}
+		fmt.Fprintln(o.io.Out)
 	}
 	return nil
 }
