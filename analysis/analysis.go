@@ -86,14 +86,18 @@ type GPUReport struct {
 	JobSpan *JobSpan `json:"job_span,omitempty"`
 	// InferredStepTimeS is a step time read from device memory alone (a
 	// regular sawtooth) when the run has no step marks; the basis says how.
-	InferredStepTimeS *float64  `json:"inferred_step_time_s,omitempty"`
-	InferredStepBasis string    `json:"inferred_step_basis,omitempty"`
-	Fragmentation     *Frag     `json:"fragmentation"`
-	Unseen            *Unseen   `json:"unseen_by_pytorch"`
-	OOMs              []OOM     `json:"ooms"`
-	AllocRetries      *int64    `json:"alloc_retries"`
-	FirstRetryNS      *int64    `json:"first_alloc_retry_ns,omitempty"`
-	Processes         []Process `json:"processes,omitempty"`
+	InferredStepTimeS *float64 `json:"inferred_step_time_s,omitempty"`
+	InferredStepBasis string   `json:"inferred_step_basis,omitempty"`
+	Fragmentation     *Frag    `json:"fragmentation"`
+	Unseen            *Unseen  `json:"unseen_by_pytorch"`
+	OOMs              []OOM    `json:"ooms"`
+	AllocRetries      *int64   `json:"alloc_retries"`
+	FirstRetryNS      *int64   `json:"first_alloc_retry_ns,omitempty"`
+	// InconsistentSamples counts allocator samples that cannot be right
+	// (allocated above reserved, or active below allocated): they are kept
+	// as sent and flagged in the notes.
+	InconsistentSamples int64     `json:"inconsistent_allocator_samples,omitempty"`
+	Processes           []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
 	Where      *Where       `json:"where,omitempty"`
@@ -381,6 +385,12 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	for _, g := range rep.GPUs {
+		if g.InconsistentSamples > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("GPU %d: %d allocator samples are inconsistent (allocated above reserved, or active below allocated); they are used as sent",
+				g.GPU, g.InconsistentSamples))
+		}
 	}
 	rep.summarize(run)
 	return rep, nil

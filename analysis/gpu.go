@@ -186,7 +186,7 @@ func timeSlices(run storage.Run, want bool) []epochSpan {
 		return nil
 	}
 	var out []epochSpan
-	w := (run.EndNS - run.StartNS) / 10
+	w := int64((uint64(run.EndNS) - uint64(run.StartNS)) / 10) // no overflow for any two times
 	for i := 0; i < 10; i++ {
 		s := run.StartNS + int64(i)*w
 		e := s + w

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,12 +198,28 @@ func (a *gpuAnalysis) floorSpans() {
 		return
 	}
 	a.per = "time"
-	n := 300
-	w := max((run.EndNS-run.StartNS)/int64(n), max(run.IntervalNS, 1))
-	for t := run.StartNS; t < run.EndNS; t += w {
-		a.fx = append(a.fx, float64(t-run.StartNS)/1e9)
+	// At most n+1 slices, counted in unsigned steps from the start, so
+	// that no time near either end of int64 overflows the loop.
+	const n = 300
+	if run.EndNS <= run.StartNS {
+		return
+	}
+	span := uint64(run.EndNS) - uint64(run.StartNS)
+	w := max(span/n, uint64(max(run.IntervalNS, 1)))
+	count := span / w
+	if span%w != 0 {
+		count++
+	}
+	for i := uint64(0); i < count; i++ {
+		off := i * w // < span: neither this nor the time below wraps
+		t := int64(uint64(run.StartNS) + off)
+		hi := int64(math.MaxInt64)
+		if t <= math.MaxInt64-int64(w) {
+			hi = t + int64(w)
+		}
+		a.fx = append(a.fx, float64(off)/1e9)
 		a.flo = append(a.flo, t)
-		a.fhi = append(a.fhi, t+w)
+		a.fhi = append(a.fhi, hi)
 	}
 }
 
@@ -333,6 +350,9 @@ func (a *gpuAnalysis) allocatorPass() error {
 			tq++
 		}
 		sum.add(s)
+		if s.Allocated > s.Reserved || s.Active < s.Allocated {
+			gr.InconsistentSamples++
+		}
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
 		a.alloc.at.add(s.T, sumA)
 		a.alloc.add(s.T, sumA)

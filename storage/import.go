@@ -199,8 +199,11 @@ func (imp *importer) apply(r rec) error {
 		if err := json.Unmarshal(r.Raw, &g); err != nil {
 			return imp.errf(r.line, "gpu: %v", err)
 		}
-		if g.Index < 0 || g.TotalBytes < 0 {
-			return imp.errf(r.line, "gpu: negative index or total_bytes")
+		if err := checkGPU(g); err != nil {
+			return imp.errf(r.line, "gpu: %w", err)
+		}
+		if len(w.run.GPUs) >= MaxGPUs {
+			return imp.errf(r.line, "gpu: more than %d GPUs in run %q: %w", MaxGPUs, w.run.Name, ErrLimit)
 		}
 		if w.gpus[g.Index] {
 			return imp.errf(r.line, "gpu %d declared twice", g.Index)

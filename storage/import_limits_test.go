@@ -120,3 +120,80 @@ func TestImportBlankLinesCostNoMemory(t *testing.T) {
 		t.Errorf("allocated %d MiB for %d MiB of blank lines", alloc>>20, size>>20)
 	}
 }
+
+// TestImportBoundsTimesAndFields: times outside 1970..2200 or far before
+// the run's start, negative pids, end and interval, oversized names and
+// GPU indices are refused with the file and line, and nothing is kept.
+func TestImportBoundsTimesAndFields(t *testing.T) {
+	const run = `{"type":"run","name":"a","start_ns":1000000000000000000}` + "\n"
+	good := run + `{"type":"gpu","gpu":0}` + "\n"
+	for _, tc := range []struct{ name, input, want string }{
+		{"min int64 time", good + `{"type":"sample","t_ns":-9223372036854775808,"gpu":0,"used_bytes":1}`, "bad.jsonl:3: sample: time -9223372036854775808 is outside 1970..2200"},
+		{"time near max int64", good + `{"type":"sample","t_ns":9223372036854775000,"gpu":0,"used_bytes":1}`, "bad.jsonl:3: sample: time 9223372036854775000 is outside 1970..2200"},
+		{"mark near max int64", good + `{"type":"mark","t_ns":9223372036854775807,"kind":"event"}`, "bad.jsonl:3: mark: time 9223372036854775807 is outside"},
+		{"before the start", good + `{"type":"sample","t_ns":1000000000,"gpu":0,"used_bytes":1}`, "bad.jsonl:3: sample: time 1000000000 is more than 24h0m0s before the run's start"},
+		{"end near max int64", `{"type":"run","name":"a","end_ns":9223372036854775807}`, "bad.jsonl:1: end_ns 9223372036854775807 is outside 1970..2200"},
+		{"negative end", `{"type":"run","name":"a","end_ns":-5}`, "bad.jsonl:1: end_ns is negative (-5)"},
+		{"negative interval", `{"type":"run","name":"a","interval_ns":-1}`, "bad.jsonl:1: interval_ns -1 is outside"},
+		{"negative start", `{"type":"run","name":"a","start_ns":-1}`, "bad.jsonl:1: start_ns -1 is outside 1970..2200"},
+		{"40 KB name", `{"type":"run","name":"` + strings.Repeat("n", 40<<10) + `"}`, "bad.jsonl:1: run name of 40960 bytes (at most 1024)"},
+		{"huge tag", `{"type":"run","name":"a","tags":{"k":"` + strings.Repeat("v", 2000) + `"}}`, "bad.jsonl:1: tag of 1+2000 bytes"},
+		{"proc pid -1", good + `{"type":"proc","t_ns":1000000000000000001,"gpu":0,"pid":-1,"used_bytes":1}`, "bad.jsonl:3: proc: pid is negative (-1)"},
+		{"torch pid -1", good + `{"type":"torch","t_ns":1000000000000000001,"gpu":0,"pid":-1,"allocated_bytes":1,"reserved_bytes":2}`, "bad.jsonl:3: torch: pid is negative (-1)"},
+		{"gpu index", run + `{"type":"gpu","gpu":70000}`, "bad.jsonl:2: gpu: gpu index 70000 is outside 0..65535"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTestDB(t)
+			_, err := importString(db, "bad.jsonl", tc.input, ImportOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+			if runs, _ := db.Runs(); len(runs) != 0 {
+				t.Fatalf("kept %v", runs)
+			}
+		})
+	}
+}
+
+// TestImportFoldsManyProcesses: past MaxPIDsPerGPU distinct processes on a
+// GPU, the later ones' samples are kept together under OtherPID: every
+// sample stays, the series stay bounded.
+func TestImportFoldsManyProcesses(t *testing.T) {
+	db := openTestDB(t)
+	var b strings.Builder
+	b.WriteString(`{"type":"run","name":"many","start_ns":1000000000000000000}` + "\n" + `{"type":"gpu","gpu":0}` + "\n")
+	const procs = MaxPIDsPerGPU + 100
+	for pid := 1; pid <= procs; pid++ {
+		fmt.Fprintf(&b, `{"type":"proc","t_ns":%d,"gpu":0,"pid":%d,"used_bytes":%d}`+"\n", 1000000000000000000+int64(pid)*1000, pid, pid)
+		fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"allocated_bytes":1,"reserved_bytes":2}`+"\n", 1000000000000000000+int64(pid)*1000, pid)
+	}
+	runs, err := importString(db, "many.jsonl", b.String(), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if r.Counts.ProcSamples != procs || r.Counts.TorchSamples != procs {
+		t.Fatalf("counts %+v, want %d of each", r.Counts, procs)
+	}
+	series, err := db.Series(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perKind := map[string]int{}
+	for _, s := range series {
+		perKind[s.Kind]++
+	}
+	if perKind["proc"] != MaxPIDsPerGPU+1 || perKind["torch"] != MaxPIDsPerGPU+1 {
+		t.Fatalf("series per kind %v, want %d proc and torch (the first %d and other)", perKind, MaxPIDsPerGPU+1, MaxPIDsPerGPU)
+	}
+	var other int64
+	for it := db.ProcSamples(r, 0, OtherPID, MinTime, MaxTime); it.Next(); {
+		if it.At().PID != OtherPID || it.At().Used <= MaxPIDsPerGPU {
+			t.Fatalf("sample %+v under other", it.At())
+		}
+		other++
+	}
+	if other != procs-MaxPIDsPerGPU {
+		t.Errorf("%d samples under other, want %d", other, procs-MaxPIDsPerGPU)
+	}
+}

@@ -73,7 +73,7 @@ var procSchema = rowSchema[ProcSample]{
 	kind:  kindProc,
 	key:   func(s ProcSample) seriesKey { return seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID} },
 	time:  func(s ProcSample) int64 { return s.T },
-	check: func(s ProcSample) error { return checkBytes("used_bytes", s.Used) },
+	check: func(s ProcSample) error { return errors.Join(checkPID(s.PID), checkBytes("used_bytes", s.Used)) },
 	put: func(s ProcSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, s.Used), strs
 	},
@@ -90,6 +90,9 @@ var torchSchema = rowSchema[TorchSample]{
 	key:  func(s TorchSample) seriesKey { return seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID} },
 	time: func(s TorchSample) int64 { return s.T },
 	check: func(s TorchSample) error {
+		if err := checkPID(s.PID); err != nil {
+			return err
+		}
 		for _, c := range []struct {
 			name string
 			v    int64
@@ -158,6 +161,9 @@ var siteSchema = rowSchema[SiteSample]{
 	key:  func(s SiteSample) seriesKey { return seriesKey{kind: kindSite, gpu: s.GPU, pid: s.PID} },
 	time: func(s SiteSample) int64 { return s.T },
 	check: func(s SiteSample) error {
+		if err := checkPID(s.PID); err != nil {
+			return err
+		}
 		if s.File == "" {
 			return errors.New("site has no file")
 		}

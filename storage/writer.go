@@ -31,13 +31,14 @@ type runWriter struct {
 	index  map[seriesKey]uint32
 	groups []*groupBuf // by group id
 	gpus   map[int]bool
-	nextG  uint32 // next torch group id
+	pids   map[seriesKey]int // processes kept apart, by kind and GPU (pid 0)
+	nextG  uint32            // next torch group id
 	ints   []int64
 	strs   []string
 }
 
 func newRunWriter(run Run) *runWriter {
-	w := &runWriter{run: run, index: map[seriesKey]uint32{}, gpus: map[int]bool{}, nextG: groupTorch0}
+	w := &runWriter{run: run, index: map[seriesKey]uint32{}, gpus: map[int]bool{}, pids: map[seriesKey]int{}, nextG: groupTorch0}
 	for _, g := range run.GPUs {
 		w.gpus[g.Index] = true
 	}
@@ -81,10 +82,32 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// fold keeps the processes of one kind on one GPU past MaxPIDsPerGPU
+// together under OtherPID, so that no input makes series without bound.
+func (w *runWriter) fold(k seriesKey) seriesKey {
+	if k.kind == kindDevice || k.kind == kindMark || k.pid == OtherPID {
+		return k
+	}
+	if _, ok := w.index[k]; ok {
+		return k
+	}
+	per := seriesKey{kind: k.kind, gpu: k.gpu}
+	if w.pids[per] >= MaxPIDsPerGPU {
+		k.pid = OtherPID
+		return k
+	}
+	w.pids[per]++
+	return k
+}
+
 func (w *runWriter) add(k seriesKey, tns int64) error {
 	if k.kind != kindMark && !w.gpus[k.gpu] {
 		return fmt.Errorf("GPU %d is not declared in run %q", k.gpu, w.run.Name)
 	}
+	if err := checkTime("time", tns, w.run.StartNS); err != nil {
+		return err
+	}
+	k = w.fold(k)
 	id, g := w.seriesFor(k)
 	t := floorDiv(tns, 1000)
 	if g.sealed && t < g.floor {
@@ -233,6 +256,9 @@ func (w *runWriter) flush(tx *bolt.Tx) (committed func(), err error) {
 func createRun(tx *bolt.Tx, r Run, replace bool) (Run, error) {
 	if r.Name == "" {
 		return r, errors.New("run has no name")
+	}
+	if err := checkRun(r); err != nil {
+		return r, err
 	}
 	names := tx.Bucket(bucketNames)
 	if id := names.Get([]byte(r.Name)); id != nil {

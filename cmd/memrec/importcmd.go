@@ -19,10 +19,10 @@ type importOptions struct {
 	replace bool
 	// allowTruncated imports what a cut gzip file holds, marked incomplete.
 	allowTruncated bool
-	format  string // jsonl or nvidia-smi
-	tz      string // nvidia-smi: the logs' time zone
-	run     string // PyTorch snapshots: add their sites to this run
-	gpu     int    // PyTorch snapshots: the GPU of CUDA device 0
+	format         string // jsonl or nvidia-smi
+	tz             string // nvidia-smi: the logs' time zone
+	run            string // PyTorch snapshots: add their sites to this run
+	gpu            int    // PyTorch snapshots: the GPU of CUDA device 0
 }
 
 func newImportCmd(g *globals) *cobra.Command {
