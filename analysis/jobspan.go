@@ -91,7 +91,11 @@ func riseAndFall(floors []FloorPoint) (lo, hi int, ok bool) {
 // whatever its slope), and the warm-up is every floor up to the last one
 // of the first half that lies more than a band below that line. The band
 // is four times the median distance of the second half's floors from the
-// line, and at least 4 MiB (two of the 2 MiB pages devices allocate in).
+// line, at least 4 MiB (two of the 2 MiB pages devices allocate in), and
+// at least 1 % of the second half's median level: the line's slope is
+// not exact, and its error grows as the line is carried back in time,
+// while a warm-up lies far below (the weights, the cache: most of the
+// level).
 // A warm-up rises to the steady state from below; it returns the number
 // of floors to skip.
 func warmupEnd(x, y []float64) int {
@@ -106,7 +110,9 @@ func warmupEnd(x, y []float64) int {
 		dev = append(dev, math.Abs(y[i]-(t.Intercept+t.Slope*x[i])))
 	}
 	slices.Sort(dev)
-	band := max(4*median(dev), 4<<20)
+	level := slices.Clone(y[h:])
+	slices.Sort(level)
+	band := max(4*median(dev), 4<<20, 0.01*median(level))
 	skip := 0
 	for i := 0; i < h; i++ {
 		if y[i] < t.Intercept+t.Slope*x[i]-band {
