@@ -23,7 +23,7 @@ for f in long.jsonl blank.jsonl.gz; do
   for i in $(seq "$rounds"); do
     rm -f "$tmp/m.db"
     /usr/bin/time -f '%e %M' -o "$tmp/time" "$tmp/memrec" --db "$tmp/m.db" import "$tmp/$f" > /dev/null 2> "$tmp/err" || true
-    read -r secs kib < "$tmp/time"
+    read -r secs kib < <(tail -n 1 "$tmp/time")
     echo "$f round $i: ${secs} s, max RSS $((kib / 1024)) MiB: $(head -c 160 "$tmp/err")"
     echo "$secs" >> "$tmp/t"; echo $((kib / 1024)) >> "$tmp/rss"
   done

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/bits"
 	"slices"
@@ -25,9 +26,12 @@ import (
 //	series   := size:uvarint id:uvarint presence nints:uvarint [forms] intcol* nstrs:uvarint strcol*
 //	presence := nruns:uvarint run:uvarint*
 //
-// version is 2 for the chunks this code writes and 1 for those written
-// before column forms: version 1 has no forms list (every int column is a
-// plain intcol) and no offsets form of an intcol. Both are read.
+// version is 3 for the chunks this code writes: version 2's grammar
+// followed by crc:4 bytes, the CRC-32C (Castagnoli) of every byte before it,
+// little endian, so that damage to any value is found (ErrCorrupt) rather
+// than read as data. Version 2 (no checksum) and version 1 (before column
+// forms: no forms list, every int column a plain intcol, no offsets form
+// of an intcol) were written by earlier memrec and are read as they are.
 //
 // span is t[last]-t0, so a reader learns the chunk's time range from its first
 // bytes. size is the byte length of the rest of the series block, so a reader
@@ -90,7 +94,33 @@ import (
 // Arithmetic on deltas wraps (two's complement), so every int64 column,
 // including extreme values, round-trips exactly.
 
-const chunkVersion = 2
+const chunkVersion = 3
+
+// crcSize is the length of a version 3 chunk's trailing checksum.
+const crcSize = 4
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// chunkBody checks a chunk's checksum (version 3 and later) and returns
+// its bytes without it; earlier versions are returned as they are.
+func chunkBody(b []byte) ([]byte, error) {
+	if len(b) == 0 || b[0] < 3 {
+		return b, nil
+	}
+	if len(b) < 1+crcSize {
+		return nil, fmt.Errorf("%w: %d bytes, too short for its checksum", ErrCorrupt, len(b))
+	}
+	body := b[:len(b)-crcSize]
+	if want, got := binary.LittleEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); want != got {
+		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrCorrupt, want, got)
+	}
+	return body, nil
+}
+
+// appendCRC appends the checksum of chunk to dst (which ends with it).
+func appendCRC(dst, chunk []byte) []byte {
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(chunk, castagnoli))
+}
 
 // maxChunkRows bounds a chunk's rows; writers seal chunks long before.
 const maxChunkRows = 1 << 20
@@ -512,11 +542,13 @@ type block struct {
 // encodeChunk encodes rows with times rowT (µs, ascending) and the series
 // blocks. scratch is reused for series blocks to avoid allocations.
 func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
+	start := len(dst)
 	dst = append(dst, chunkVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(rowT)))
 	if len(rowT) == 0 {
 		dst = binary.AppendUvarint(dst, 0)
-		return binary.AppendUvarint(dst, 0)
+		dst = binary.AppendUvarint(dst, 0)
+		return appendCRC(dst, dst[start:])
 	}
 	dst = binary.AppendUvarint(dst, uint64(rowT[len(rowT)-1]-rowT[0]))
 	dst = binary.AppendVarint(dst, rowT[0])
@@ -540,7 +572,7 @@ func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(body)))
 		dst = append(dst, body...)
 	}
-	return dst
+	return appendCRC(dst, dst[start:])
 }
 
 // Column forms (chunk version 2): how a series' int column is coded
@@ -729,6 +761,10 @@ func (r *reader) same(dst, ref []int64, tmp *[]int64) []int64 {
 // decodeSeries decodes series id from chunk b, reusing d's slices. It
 // reports false (and no error) when the chunk does not hold the series.
 func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
+	b, err := chunkBody(b)
+	if err != nil {
+		return false, err
+	}
 	r := reader{b: b}
 	h := readHeader(&r)
 	if r.err != nil {
@@ -830,6 +866,10 @@ func resize[T any](s [][]T, n int) [][]T {
 
 // chunkSeries lists the ids of the series a chunk holds (for consistency checks).
 func chunkSeries(b []byte) ([]uint32, chunkHeader, error) {
+	b, err := chunkBody(b)
+	if err != nil {
+		return nil, chunkHeader{}, err
+	}
 	r := reader{b: b}
 	h := readHeader(&r)
 	if h.nrows > 0 {
