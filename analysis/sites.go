@@ -204,7 +204,10 @@ func stackLines(s string) []string {
 }
 
 // figures are a snapshot's totals and its largest sites.
-func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot {
+func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot { return a.figuresN(s, TopSites) }
+
+// figuresN are a snapshot's totals and its n largest sites (all, if n < 0).
+func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 	h := s.rows[0]
 	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(a.steps, h.T), LiveBytes: s.liveBytes()}
 	if h.Epoch != storage.None {
@@ -232,7 +235,10 @@ func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot {
 		top = append(top, f)
 	}
 	slices.SortStableFunc(top, func(x, y SiteFigure) int { return cmp64(y.LiveBytes, x.LiveBytes) })
-	out.Top = top[:min(len(top), TopSites)]
+	if n >= 0 {
+		top = top[:min(len(top), n)]
+	}
+	out.Top = top
 	if out.Top == nil {
 		out.Top = []SiteFigure{}
 	}
@@ -360,4 +366,92 @@ func (h *HeldBy) words() string {
 		where += " in `" + h.Func + "`"
 	}
 	return fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
+}
+
+// SiteSnapshots reads every site snapshot of one GPU of a run, in time
+// order, each with all its sites (largest first).
+func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, error) {
+	series, err := db.Series(run)
+	if err != nil {
+		return nil, err
+	}
+	mi, err := loadMarks(db, run)
+	if err != nil {
+		return nil, err
+	}
+	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi}
+	for _, s := range series {
+		switch {
+		case s.GPU != gpu:
+		case s.Kind == "sites":
+			a.sitePIDs = append(a.sitePIDs, s.PID)
+		case s.Kind == "torch":
+			a.torchPIDs = append(a.torchPIDs, s.PID)
+		}
+	}
+	a.hasTorch = len(a.torchPIDs) > 0
+	a.steps = mi.stepsFor(a.rank())
+	snaps, err := a.readSites()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SiteSnapshot, len(snaps))
+	for i, s := range snaps {
+		out[i] = *a.figuresN(s, -1)
+	}
+	return out, nil
+}
+
+// SiteDelta is one site's change between two snapshots.
+type SiteDelta struct {
+	Site   string `json:"site"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Func   string `json:"func"`
+	ABytes int64  `json:"a_bytes"`
+	BBytes int64  `json:"b_bytes"`
+	Delta  int64  `json:"delta_bytes"`
+}
+
+// DiffSites compares two snapshots site by site, the largest changes
+// first (growth before shrinkage of the same size); sites that did not
+// change are left out.
+func DiffSites(a, b SiteSnapshot) []SiteDelta {
+	idx := map[string]int{}
+	var out []SiteDelta
+	add := func(f SiteFigure, isB bool) {
+		k := f.File + ":" + fmt.Sprint(f.Line)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, SiteDelta{Site: f.Site, File: f.File, Line: f.Line, Func: f.Func})
+		}
+		if isB {
+			out[i].BBytes += f.LiveBytes
+		} else {
+			out[i].ABytes += f.LiveBytes
+		}
+	}
+	for _, f := range a.Top {
+		add(f, false)
+	}
+	for _, f := range b.Top {
+		add(f, true)
+	}
+	out = append(out, SiteDelta{Site: storage.SiteUntracked, File: storage.SiteUntracked, ABytes: a.UntrackedBytes, BBytes: b.UntrackedBytes})
+	kept := out[:0]
+	for _, d := range out {
+		d.Delta = d.BBytes - d.ABytes
+		if d.Delta != 0 {
+			kept = append(kept, d)
+		}
+	}
+	slices.SortStableFunc(kept, func(x, y SiteDelta) int {
+		if c := cmp64(abs64(y.Delta), abs64(x.Delta)); c != 0 {
+			return c
+		}
+		return cmp64(y.Delta, x.Delta)
+	})
+	return kept
 }

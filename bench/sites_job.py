@@ -46,6 +46,8 @@ HOLD_LINE = inspect.getsourcelines(hold)[1] + 1
 
 def resnet(arch="resnet18", batch=64, dev="cuda"):
     net = getattr(torchvision.models, arch)(num_classes=1000).to(dev)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        net = nn.parallel.DistributedDataParallel(net, device_ids=[torch.cuda.current_device()])
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, 224, 224, device=dev)
     y = torch.randint(0, 1000, (batch,), device=dev)
@@ -145,6 +147,7 @@ def main():
         for _ in range(5):
             step()
         p = memrec._get()
+        memrec.sites(True)
         costs = []
         for i in range(5):
             step()

@@ -146,9 +146,11 @@ def sites(on=True):
 def snapshot(name=None):
     """Sends a summary of the allocation sites now (sites must be on)."""
     p = _get()
-    if p.enabled and p.sites.mode is not None:
+    if p.enabled and p.sites.on:
         try:
-            p.sites.send(sys.modules.get("torch"), "snapshot", name=name)
+            p._torch()  # turns the history on if CUDA started since
+            if p.sites.mode is not None:
+                p.sites.send(sys.modules.get("torch"), "snapshot", name=name)
         except Exception:
             pass
 

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/storage"
+)
+
+type sitesOptions struct {
+	*globals
+	at    string
+	epoch int
+	diff  bool
+	gpu   int
+	top   int
+	json  bool
+}
+
+func newSitesCmd(g *globals) *cobra.Command {
+	o := &sitesOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "sites RUN [--at TIME | --epoch N] [--diff A B]",
+		Short: "Which lines of code hold GPU memory: growing sites first, then the biggest holders",
+		Long: `List a run's allocation sites (recorded with memrec record --sites, or imported
+from a PyTorch snapshot). Without flags, per GPU: the sites whose live bytes grow
+from snapshot to snapshot, under a heading that says they grow, then the biggest
+steady holders at the end. --at and --epoch list one snapshot; --diff compares two
+moments, each an epoch (e3, epoch3) or a time since the run's start (90s, 1m30s).`,
+		Example: `  memrec sites bs64
+  memrec sites bs64 --epoch 3
+  memrec sites bs64 --at 2m
+  memrec sites bs64 --diff e1 e4`,
+		Args: cobra.RangeArgs(1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.diff != (len(args) == 3) {
+				return errors.New("--diff takes two moments after the run (memrec sites RUN --diff A B); without --diff give only the run")
+			}
+			return runSites(o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.at, "at", "", "the snapshot at or before this time since the run's start (90s, 1m30s)")
+	f.IntVar(&o.epoch, "epoch", -1, "the snapshot at the end of epoch N")
+	f.BoolVar(&o.diff, "diff", false, "compare two moments A and B (epochs e3, or times 90s)")
+	f.IntVar(&o.gpu, "gpu", -1, "only this GPU")
+	f.IntVar(&o.top, "top", 10, "sites listed per snapshot")
+	f.BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+// moment is an epoch's end or a time since the run's start.
+type moment struct {
+	epoch int // -1: by time
+	t     int64
+}
+
+func parseMoment(s string, run storage.Run) (moment, error) {
+	e := strings.TrimPrefix(strings.TrimPrefix(s, "epoch"), "e")
+	if e != s {
+		n, err := strconv.Atoi(e)
+		if err != nil || n < 0 {
+			return moment{}, fmt.Errorf("moment %q: want an epoch (e3) or a time since the start (90s)", s)
+		}
+		return moment{epoch: n}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return moment{}, fmt.Errorf("moment %q: want an epoch (e3) or a time since the start (90s)", s)
+	}
+	return moment{epoch: -1, t: run.StartNS + d.Nanoseconds()}, nil
+}
+
+// pick is the snapshot of a moment: the last snapshot at the end of the
+// epoch (or, without one, in it), or the last at or before the time.
+func (m moment) pick(snaps []analysis.SiteSnapshot) (analysis.SiteSnapshot, bool) {
+	var best *analysis.SiteSnapshot
+	for i := range snaps {
+		s := &snaps[i]
+		if s.Reason == storage.SitesOOM && best != nil {
+			continue
+		}
+		if m.epoch >= 0 {
+			if s.Epoch != nil && *s.Epoch == m.epoch && (best == nil || s.Reason == storage.SitesEpochEnd || best.Reason != storage.SitesEpochEnd) {
+				best = s
+			}
+		} else if s.TNS <= m.t {
+			best = s
+		}
+	}
+	if best == nil {
+		return analysis.SiteSnapshot{}, false
+	}
+	return *best, true
+}
+
+func runSites(o *sitesOptions, args []string) error {
+	db, err := o.openRead()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	run, err := db.Run(args[0])
+	if err != nil {
+		return err
+	}
+	w := o.io.Out
+	one := o.at != "" || o.epoch >= 0
+	if one && o.diff {
+		return errors.New("--at and --epoch pick one snapshot; --diff compares two: use one or the other")
+	}
+	if !one && !o.diff {
+		rep, err := analysis.Analyze(db, run, analysis.Options{})
+		if err != nil {
+			return err
+		}
+		var out []*analysis.Where
+		for _, g := range rep.GPUs {
+			if g.Where == nil || (o.gpu >= 0 && g.GPU != o.gpu) {
+				continue
+			}
+			out = append(out, g.Where)
+			if !o.json {
+				fmt.Fprintf(w, "== %s\n", g.Label())
+				if g.Leak.HeldBy != nil {
+					fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
+				}
+				printWhere(w, rep, g.Where, o.top)
+			}
+		}
+		if len(out) == 0 {
+			return fmt.Errorf("run %q has no allocation-site snapshots (record with --sites, or import a PyTorch snapshot)", run.Name)
+		}
+		if o.json {
+			return writeJSON(o, out)
+		}
+		return nil
+	}
+	var moments []moment
+	if one {
+		m := moment{epoch: o.epoch}
+		if o.at != "" {
+			if m, err = parseMoment(o.at, run); err != nil {
+				return fmt.Errorf("--at: %w", err)
+			}
+		}
+		moments = append(moments, m)
+	} else {
+		for _, a := range args[1:] {
+			m, err := parseMoment(a, run)
+			if err != nil {
+				return fmt.Errorf("--diff: %w", err)
+			}
+			moments = append(moments, m)
+		}
+	}
+	var found bool
+	var js []any
+	for _, g := range run.GPUs {
+		if o.gpu >= 0 && g.Index != o.gpu {
+			continue
+		}
+		snaps, err := analysis.SiteSnapshots(db, run, g.Index)
+		if err != nil {
+			return err
+		}
+		if len(snaps) == 0 {
+			continue
+		}
+		var picked []analysis.SiteSnapshot
+		for _, m := range moments {
+			s, ok := m.pick(snaps)
+			if !ok {
+				break
+			}
+			picked = append(picked, s)
+		}
+		if len(picked) < len(moments) {
+			continue
+		}
+		found = true
+		since := func(t int64) string { return fmt.Sprintf("%+.2fs", float64(t-run.StartNS)/1e9) }
+		if one {
+			s := picked[0]
+			if o.json {
+				js = append(js, map[string]any{"gpu": g.Index, "snapshot": s})
+				continue
+			}
+			fmt.Fprintf(w, "== GPU %d at %s (%s, epoch %s): %s live, %s without a stack\n", g.Index, since(s.TNS), s.Reason,
+				optInt(s.Epoch), analysis.FormatBytes(s.LiveBytes), analysis.FormatBytes(s.UntrackedBytes))
+			printSiteFigures(w, "  ", s.Top, o.top)
+			continue
+		}
+		d := analysis.DiffSites(picked[0], picked[1])
+		if o.json {
+			js = append(js, map[string]any{"gpu": g.Index, "a_t_ns": picked[0].TNS, "b_t_ns": picked[1].TNS, "sites": d})
+			continue
+		}
+		fmt.Fprintf(w, "== GPU %d from %s (%s) to %s (%s): %s live → %s\n", g.Index, since(picked[0].TNS), picked[0].Reason,
+			since(picked[1].TNS), picked[1].Reason, analysis.FormatBytes(picked[0].LiveBytes), analysis.FormatBytes(picked[1].LiveBytes))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, x := range d[:min(len(d), o.top)] {
+			sign := "+"
+			if x.Delta < 0 {
+				sign = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, analysis.FormatBytes(abs(x.Delta)),
+				analysis.FormatBytes(x.ABytes), analysis.FormatBytes(x.BBytes))
+		}
+		tw.Flush()
+	}
+	if !found {
+		return fmt.Errorf("run %q has no allocation-site snapshot at the moments asked", run.Name)
+	}
+	if o.json {
+		return writeJSON(o, js)
+	}
+	return nil
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func writeJSON(o *sitesOptions, v any) error {
+	enc := json.NewEncoder(o.io.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

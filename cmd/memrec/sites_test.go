@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The real H200 snapshots of a job that leaks 256 000 B a step from its
+// helper remember() (snapjob.py:10): imported, analysed, listed.
+func TestImportSnapshotAndSites(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	trace := filepath.Join("..", "..", "torchsnap", "testdata", "trace-leak-tail.pickle.gz")
+	state := filepath.Join("..", "..", "torchsnap", "testdata", "state-leak.pickle.gz")
+	out, errs, code := run(t, db, "", "import", "--name", "tr", trace)
+	if code != 0 || !strings.Contains(out, "imported tr") || !strings.Contains(out, "61 site snapshots") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	// A snapshot mixed with JSON Lines, and --run on a missing run, are refused.
+	if _, errs, code = run(t, db, "", "import", trace, realRun); code != 1 || !strings.Contains(errs, "some files are PyTorch snapshots") {
+		t.Errorf("mixed import: %d %q", code, errs)
+	}
+	if _, errs, code = run(t, db, "", "import", "--run", "nope", state); code != 1 || !strings.Contains(errs, "no such run") {
+		t.Errorf("--run nope: %d %q", code, errs)
+	}
+	// The state snapshot added to the imported JSON Lines run, on its GPU 0 (pid 0).
+	if out, errs, code = run(t, db, "", "import", realRun); code != 0 {
+		t.Fatalf("import: %q", errs)
+	}
+	if out, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 0 || !strings.Contains(out, "1 site snapshots") {
+		t.Fatalf("import --run: %d %q %q", code, out, errs)
+	}
+	if _, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 1 || !strings.Contains(errs, "already has site snapshots") {
+		t.Errorf("second import --run: %d %q", code, errs)
+	}
+
+	out, errs, code = run(t, db, "", "sites", "tr")
+	if code != 0 {
+		t.Fatalf("sites: %d %q", code, errs)
+	}
+	grow := strings.Index(out, "Growing: live bytes that rise")
+	leak := strings.Index(out, "snapjob.py:10  `remember`")
+	steady := strings.Index(out, "Biggest steady holders")
+	if grow < 0 || leak < grow || steady < leak {
+		t.Errorf("sites: the growing site should come first, under its heading:\n%s", out)
+	}
+	out, _, code = run(t, db, "", "sites", "real-resnet18-bs128", "--at", "6h") // the snapshot was taken 5 h after that run
+	if code != 0 || !strings.Contains(out, "snapjob.py:10  `remember`  7.3 MiB  30 blocks") {
+		t.Errorf("sites --at: %d\n%s", code, out)
+	}
+	out, _, code = run(t, db, "", "sites", "tr", "--diff", "0s", "1h", "--json")
+	var diff []struct {
+		Sites []struct {
+			Site  string `json:"site"`
+			Delta int64  `json:"delta_bytes"`
+		} `json:"sites"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &diff) != nil || len(diff) != 1 {
+		t.Fatalf("sites --diff --json: %d %q", code, out)
+	}
+	var remember int64
+	for _, s := range diff[0].Sites {
+		if s.Site == "snapjob.py:10" {
+			remember = s.Delta
+		}
+	}
+	// From the first trace point (8 leaking steps before the tail) to the end (12).
+	if remember != 4*256000 {
+		t.Errorf("remember grew %d B, want 4 steps of 256 000 B", remember)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sites", "tr", "--diff", "e1"}, "--diff takes two moments"},
+		{[]string{"sites", "tr", "--at", "soon"}, `moment "soon"`},
+		{[]string{"sites", "tr", "--epoch", "7"}, "no allocation-site snapshot at the moments asked"},
+	} {
+		if _, errs, code := run(t, db, "", c.args...); code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: %d %q, want %q", c.args, code, errs, c.want)
+		}
+	}
+}
