@@ -298,3 +298,27 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 		}
 	}
 }
+
+// TestOOMAdviceFromStepPeaks checks the fatal OOM's advice when steps had
+// completed: batch 100 ran steps peaking at 78 GiB, then asked for 5 GiB
+// with 1 GiB free and 70 GiB allocated, 72 GiB reserved. The need is the
+// peak plus the 4 GiB it lacked, 82 GiB, against the 71 GiB it had
+// (allocated + free): 100 × 71/82, less the allocator allowance.
+func TestOOMAdviceFromStepPeaks(t *testing.T) {
+	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
+	oomAdvice(&o, 100, i64(78*GiB))
+	want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance))
+	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" {
+		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
+	}
+	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.
+	if *o.ShortBytes != 4*GiB || *o.CachedFreeBytes != 2*GiB || *o.CacheWouldHelp {
+		t.Fatalf("short %d, cached free %d, would help %v", *o.ShortBytes, *o.CachedFreeBytes, *o.CacheWouldHelp)
+	}
+	// With 4.5 GiB cached and free it would have.
+	o = OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(74*GiB + GiB/2), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
+	oomAdvice(&o, 0, nil)
+	if o.CacheWouldHelp == nil || !*o.CacheWouldHelp || o.FittingBatch != nil {
+		t.Fatalf("would help %v, fitting batch %v without a batch tag", o.CacheWouldHelp, o.FittingBatch)
+	}
+}
