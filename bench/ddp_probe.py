@@ -22,7 +22,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=240)
     ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--log", required=True)
+    ap.add_argument("--readings", dest="log", required=True)  # not --log: torchrun would take it for an abbreviation of its own --log-dir
     ap.add_argument("--backend", default=os.environ.get("DDP_BACKEND", "nccl"))
     a = ap.parse_args()
     dist.init_process_group(a.backend)

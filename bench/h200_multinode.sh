@@ -20,14 +20,14 @@ echo "== two nodes"
 node() { # node RANK
   CUDA_VISIBLE_DEVICES=$1 $BIN record --db "$OUT/node$1.db" --name node$1 --host node$1 --gpus $1 --interval 10ms -- \
     torchrun --nnodes 2 --node_rank $1 --nproc_per_node 1 --master_addr 127.0.0.1 --master_port 29517 --rdzv-id mnjob \
-    bench/ddp_probe.py --log "$OUT/rank$1.jsonl" > "$OUT/node$1.log" 2>&1
+    bench/ddp_probe.py --readings "$OUT/rank$1.jsonl" > "$OUT/node$1.log" 2>&1
 }
 node 0 & p0=$!
 node 1 & p1=$!
 wait $p0; r0=$?; wait $p1; r1=$?
 echo "node0 exit $r0, node1 exit $r1"
 grep -hE "ticks|samples|marks|database|command" "$OUT/node0.log" "$OUT/node1.log"
-if [ $r0 -ne 0 ] || [ $r1 -ne 0 ]; then tail -30 "$OUT/node0.log" "$OUT/node1.log"; fi
+if [ $r0 -ne 0 ] || [ $r1 -ne 0 ]; then tail -n 30 "$OUT/node0.log" "$OUT/node1.log"; fi
 $BIN merge "$OUT/job.db" "$OUT/node0.db" "$OUT/node1.db"
 $BIN --db "$OUT/job.db" export mnjob -o "$OUT/merged.jsonl"
 $BIN --db "$OUT/job.db" analyze mnjob --json > "$OUT/analysis.json"
