@@ -108,7 +108,7 @@ func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
 			return err
 		}
 		w := newRunWriter(run)
-		var its []merge.Iterator[mergeRow]
+		var its []merge.Iterator[rowSource]
 		var owner []int // input of each iterator
 		for k, inp := range in {
 			series, err := inp.DB.Series(inp.Run)
@@ -120,21 +120,9 @@ func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
 				owner = append(owner, k)
 			}
 		}
-		m := merge.New(func(r mergeRow) int64 { return r.t }, its...)
+		m := merge.New(func(r rowSource) int64 { return r.time() }, its...)
 		for m.Next() {
-			r := m.At()
-			var err error
-			switch r.kind {
-			case kindDevice:
-				err = appendRow(w, &deviceSchema, r.dev)
-			case kindProc:
-				err = appendRow(w, &procSchema, r.proc)
-			case kindTorch:
-				err = appendRow(w, &torchSchema, r.torch)
-			case kindMark:
-				err = appendRow(w, &markSchema, r.mark)
-			}
-			if err != nil {
+			if err := m.At().write(w); err != nil {
 				return fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
 			}
 		}
@@ -268,19 +256,17 @@ func medianInt(v []int64) int64 {
 	return v[(len(v)-1)/2]
 }
 
-// mergeRow is one stored value of any kind, on the merged run's clock and
-// GPU numbers.
-type mergeRow struct {
-	t     int64
-	kind  seriesKind
-	dev   DeviceSample
-	proc  ProcSample
-	torch TorchSample
-	mark  Mark
+// rowSource is one input series during the merge: its current value, on
+// the merged run's clock and GPU numbers, ready to be written. At returns
+// the series itself, so the merge moves a small interface value, not rows.
+type rowSource interface {
+	merge.Iterator[rowSource]
+	time() int64
+	write(w *runWriter) error
 }
 
-// inputRows returns one input's series as iterators of merged rows.
-func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int) []merge.Iterator[mergeRow] {
+// inputRows returns one input's series as row sources.
+func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int) []merge.Iterator[rowSource] {
 	db, r := inp.DB, inp.Run
 	remap := func(g int) int {
 		if n, ok := gpus[g]; ok {
@@ -288,56 +274,56 @@ func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int
 		}
 		return None
 	}
-	var its []merge.Iterator[mergeRow]
+	var its []merge.Iterator[rowSource]
 	for _, s := range series {
 		switch s.Kind {
 		case deviceSchema.name:
-			its = append(its, &rowIter[DeviceSample]{it: db.DeviceSamples(r, s.GPU, MinTime, MaxTime), conv: func(v DeviceSample) mergeRow {
+			its = append(its, &rowIter[DeviceSample]{it: db.DeviceSamples(r, s.GPU, MinTime, MaxTime), sc: &deviceSchema, fix: func(v *DeviceSample) {
 				v.T -= shift
 				v.GPU = remap(v.GPU)
-				return mergeRow{t: v.T, kind: kindDevice, dev: v}
 			}})
 		case procSchema.name:
-			its = append(its, &rowIter[ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), conv: func(v ProcSample) mergeRow {
+			its = append(its, &rowIter[ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &procSchema, fix: func(v *ProcSample) {
 				v.T -= shift
 				v.GPU = remap(v.GPU)
-				return mergeRow{t: v.T, kind: kindProc, proc: v}
 			}})
 		case torchSchema.name:
-			its = append(its, &rowIter[TorchSample]{it: db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), conv: func(v TorchSample) mergeRow {
+			its = append(its, &rowIter[TorchSample]{it: db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &torchSchema, fix: func(v *TorchSample) {
 				v.T -= shift
 				v.GPU = remap(v.GPU)
-				return mergeRow{t: v.T, kind: kindTorch, torch: v}
 			}})
 		}
 	}
-	its = append(its, &rowIter[Mark]{it: db.Marks(r, MinTime, MaxTime), conv: func(v Mark) mergeRow {
+	its = append(its, &rowIter[Mark]{it: db.Marks(r, MinTime, MaxTime), sc: &markSchema, fix: func(v *Mark) {
 		v.T -= shift
 		if v.GPU != None {
 			v.GPU = remap(v.GPU)
 		}
-		if v.Text != "" {
-			v.Text = strings.Clone(v.Text)
-		}
-		return mergeRow{t: v.T, kind: kindMark, mark: v}
+		v.Text = strings.Clone(v.Text)
 	}})
 	return its
 }
 
-// rowIter turns an Iter of one kind into merged rows.
+// rowIter is one series of an input as a rowSource.
 type rowIter[T any] struct {
-	it   *Iter[T]
-	conv func(T) mergeRow
-	cur  mergeRow
+	it  *Iter[T]
+	sc  *rowSchema[T]
+	fix func(*T) // to the merged run's clock and GPU numbers
+	cur T
+	t   int64
 }
 
 func (r *rowIter[T]) Next() bool {
 	if !r.it.Next() {
 		return false
 	}
-	r.cur = r.conv(r.it.At())
+	r.cur = r.it.At()
+	r.fix(&r.cur)
+	r.t = r.sc.time(r.cur)
 	return true
 }
 
-func (r *rowIter[T]) At() mergeRow { return r.cur }
-func (r *rowIter[T]) Err() error   { return r.it.Err() }
+func (r *rowIter[T]) At() rowSource            { return r }
+func (r *rowIter[T]) Err() error               { return r.it.Err() }
+func (r *rowIter[T]) time() int64              { return r.t }
+func (r *rowIter[T]) write(w *runWriter) error { return appendRow(w, r.sc, r.cur) }

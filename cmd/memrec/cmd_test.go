@@ -15,7 +15,7 @@ import (
 
 // run runs memrec with args against db and returns stdout, stderr and the
 // exit code.
-func run(t *testing.T, db string, stdin string, args ...string) (string, string, int) {
+func run(t testing.TB, db string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), append([]string{"--db", db}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})

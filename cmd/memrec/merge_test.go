@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,4 +270,59 @@ func TestJobID(t *testing.T) {
 			t.Errorf("jobID(%q, %v) = %q, want %q", c.flag, c.command, got, c.want)
 		}
 	}
+}
+
+// tenMinuteNodes records the four nodes of fourNodes for 10 minutes each at
+// 10 ms (8 GPUs, process lists, allocator samples and marks) into dir.
+func tenMinuteNodes(b *testing.B, dir string) []string {
+	var files []string
+	for _, n := range fourNodes() {
+		f := filepath.Join(dir, n.host+".db")
+		recordSimNode(b, f, n, 10*time.Minute)
+		files = append(files, f)
+	}
+	return files
+}
+
+// BenchmarkMergeFourNodes is memrec merge of four 10-minute 8-GPU runs,
+// from opening the files to the committed merged run.
+func BenchmarkMergeFourNodes(b *testing.B) {
+	dir := b.TempDir()
+	files := tenMinuteNodes(b, dir)
+	i := 0
+	cpu := cpuClock()
+	for b.Loop() {
+		out := filepath.Join(dir, fmt.Sprintf("job%d.db", i))
+		i++
+		if _, errs, code := run(b, out, "", append([]string{"merge", out}, files...)...); code != 0 {
+			b.Fatal(errs)
+		}
+	}
+	b.ReportMetric((cpuClock()-cpu).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// cpuClock is the CPU time this process has used: on a shared machine the
+// wall time of a benchmark says as much about the other processes.
+func cpuClock() time.Duration {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// BenchmarkAnalyzeMerged is memrec analyze of the merged 32-GPU run of
+// four 10-minute nodes.
+func BenchmarkAnalyzeMerged(b *testing.B) {
+	dir := b.TempDir()
+	files := tenMinuteNodes(b, dir)
+	out := filepath.Join(dir, "job.db")
+	if _, errs, code := run(b, out, "", append([]string{"merge", out}, files...)...); code != 0 {
+		b.Fatal(errs)
+	}
+	cpu := cpuClock()
+	for b.Loop() {
+		if _, errs, code := run(b, out, "", "analyze", "j42"); code != 0 {
+			b.Fatal(errs)
+		}
+	}
+	b.ReportMetric((cpuClock()-cpu).Seconds()/float64(b.N), "cpu-s/op")
 }
