@@ -48,7 +48,7 @@ type Worst struct {
 
 // Label names a GPU for people: "node2/gpu3" in a merged run, "GPU 3"
 // otherwise.
-func (g *GPUReport) Label() string {
+func (g GPUReport) Label() string {
 	if g.Host == "" {
 		return "GPU " + strconv.Itoa(g.GPU)
 	}

@@ -31,7 +31,7 @@ type Options struct {
 type Chart struct {
 	File  string // name in the report folder
 	Title string
-	GPU   int // -1 for the multi-GPU overview
+	GPU   int // -1 for the multi-GPU overview or heat map, -2 for the peaks per GPU
 	PNG   []byte
 }
 
@@ -46,14 +46,23 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 	add := func(file, title string, gpu int, mk func() *plot.Plot) {
 		jobs = append(jobs, job{Chart{File: file, Title: title, GPU: gpu}, func() ([]byte, error) { return render(mk(), w, h) }})
 	}
-	if len(rep.GPUs) > 1 {
+	switch {
+	case many(rep):
+		jobs = append(jobs, job{Chart{File: "heatmap.png", Title: "Every GPU over time", GPU: -1},
+			func() ([]byte, error) { return heatmapChart(rep, w, vg.Points(12)) }},
+			job{Chart{File: "peaks.png", Title: "Peak per GPU", GPU: -2},
+				func() ([]byte, error) { return peaksChart(rep, w, h) }})
+	case len(rep.GPUs) > 1:
 		jobs = append(jobs, job{Chart{File: "overview.png", Title: "All GPUs on one scale", GPU: -1},
 			func() ([]byte, error) { return overview(rep, w, h*3/5) }})
 	}
 	for _, g := range rep.GPUs {
+		if many(rep) && !notable(rep, g) {
+			continue // in the heat map only
+		}
 		pre := fmt.Sprintf("gpu%d-", g.GPU)
 		add(timelineFile(g.GPU), "Memory over time", g.GPU, func() *plot.Plot {
-			return timelineChart(rep, g, fmt.Sprintf("GPU %d: memory over time", g.GPU), 0)
+			return timelineChart(rep, g, fmt.Sprintf("%s: memory over time", g.Label()), 0)
 		})
 		if len(g.Epochs)+len(g.Intervals) > 0 {
 			add(pre+"epochs.png", "Memory added per epoch", g.GPU, func() *plot.Plot { return epochChart(g) })
@@ -149,6 +158,7 @@ func chartViews(charts []Chart) []chartView {
 func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 	type gpuView struct {
 		analysis.GPUReport
+		Label    string
 		Sentence string
 		Charts   []chartView
 	}
@@ -157,6 +167,8 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 		Start    string
 		Tags     []string
 		Overview *chartView
+		Together []chartView // many GPUs: peaks per GPU
+		Quiet    string      // many GPUs: what the GPUs without a section showed
 		GPUs     []gpuView
 		Verdicts []string
 		// Interactive is the timeline's data and scripts; nil without samples.
@@ -173,19 +185,27 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 	sort.Strings(view.Tags)
 	byGPU := map[int][]chartView{}
 	for i, cv := range chartViews(charts) {
-		if charts[i].GPU < 0 {
+		switch {
+		case charts[i].GPU == -1:
 			view.Overview = &cv
+		case charts[i].GPU < 0:
+			view.Together = append(view.Together, cv)
+		default:
+			byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
+		}
+	}
+	quiet := 0
+	for _, g := range rep.GPUs {
+		if many(rep) && !notable(rep, g) {
+			quiet++
 			continue
 		}
-		if view.Interactive != nil && charts[i].File == timelineFile(charts[i].GPU) {
-			continue // the interactive timeline shows it; the PNG stays in the folder
-		}
-		byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
-	}
-	for _, g := range rep.GPUs {
-		s := g.Leak.Sentence(g.GPU)
+		s := g.Leak.SentenceFor(g.Label())
 		view.Verdicts = append(view.Verdicts, s)
-		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Sentence: s, Charts: byGPU[g.GPU]})
+		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Label: g.Label(), Sentence: s, Charts: byGPU[g.GPU]})
+	}
+	if quiet > 0 {
+		view.Quiet = fmt.Sprintf("The other %d GPUs: no leak, no OOM, no allocation retried; they are drawn in the heat map and in the table below.", quiet)
 	}
 	var b strings.Builder
 	if err := pageTmpl.Execute(&b, view); err != nil {
@@ -198,6 +218,7 @@ var funcs = template.FuncMap{
 	"bytes":  analysis.FormatBytesPtr,
 	"bytesv": analysis.FormatBytes,
 	"dur":    analysis.FormatDuration,
+	"secs":   func(ns int64) float64 { return float64(ns) / 1e9 },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
 	"pctp": func(f *float64) string {
 		if f == nil {
@@ -269,14 +290,24 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 <section id="verdicts">
 <h2>Verdicts</h2>
 {{range .GPUs}}<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
-{{end}}
+{{end}}{{with .Quiet}}<p>{{.}}</p>{{end}}
+{{with .R.Worst}}<p><b>Worst GPU: {{.Label}}</b>: {{.Reason}}</p>{{end}}
+{{with .R.Imbalance}}<p>Imbalance: peak {{.Basis}} across ranks, max/min {{printf "%.2f" .Ratio}} (max {{bytesv .MaxBytes}} on {{.MaxGPU}}, min {{bytesv .MinBytes}} on {{.MinGPU}})</p>{{end}}
 </section>
 {{template "timeline" .}}
 {{template "timeline-scripts" .}}
 {{with .Overview}}<section id="overview"><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
+{{range .Together}}<section><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
+{{if .R.Hosts}}<section id="hosts"><h2>Hosts</h2>
+<table><tr><th class="l">host</th><th>GPUs</th><th>clock offset</th><th>peak used</th><th class="l">on</th><th>peak allocated</th><th>leaking GPUs</th><th>OOMs</th></tr>
+{{range .R.Hosts}}<tr><td class="l">{{.Host}}</td><td>{{.GPUs}}</td><td>{{if .Aligned}}{{printf "%+.3f s" (secs .OffsetNS)}}{{else}}not aligned{{end}}</td><td>{{bytes .PeakUsedBytes}}</td><td class="l">{{.PeakUsedGPU}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{.Leaks}}</td><td>{{.OOMs}}</td></tr>
+{{end}}</table>
+<table><tr><th class="l">GPU</th><th>peak used</th><th>peak allocated</th><th>step peak</th><th class="l">leak</th></tr>
+{{range .R.GPUs}}<tr><td class="l">{{.Label}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{bytes .PeakStepBytes}}</td><td class="l">{{.Leak.Verdict}}</td></tr>
+{{end}}</table></section>{{end}}
 {{range .GPUs}}{{$g := .}}
 <section id="gpu{{.GPU}}" class="gpu">
-<h2>GPU {{.GPU}}{{if .Name}} — {{.Name}}{{end}}{{if .TotalBytes}}, {{bytesv .TotalBytes}}{{end}}</h2>
+<h2>{{.Label}}{{if .Name}} — {{.Name}}{{end}}{{if .TotalBytes}}, {{bytesv .TotalBytes}}{{end}}</h2>
 <h3>Peaks</h3>
 <table><tr><th class="l">what</th><th>bytes</th><th>when</th><th>epoch</th><th>step</th><th class="l">nearest mark</th></tr>
 {{range .Peaks}}<tr><td class="l">{{.What}}</td><td>{{bytesv .Bytes}}</td><td>{{since $.R.StartNS .TNS}}</td><td>{{opt .Epoch}}</td><td>{{opt .Step}}</td><td class="l">{{.NearMark}}</td></tr>

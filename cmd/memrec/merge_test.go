@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -178,6 +179,31 @@ func TestMergeFourNodes(t *testing.T) {
 	}
 	if leaking != 1 {
 		t.Errorf("%d leak lines, want 1 (node2/gpu7):\n%s", leaking, stdout)
+	}
+
+	// The report draws the 32 GPUs as one heat map and gives a section of
+	// its own only to the leaking GPU.
+	rdir := filepath.Join(dir, "report")
+	if d := os.Getenv("MEMREC_KEEP_REPORT"); d != "" {
+		rdir = d
+	}
+	if _, errs, code := run(t, out, "", "report", "j42", "-o", rdir); code != 0 {
+		t.Fatalf("report: %s", errs)
+	}
+	page, err := os.ReadFile(filepath.Join(rdir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"heatmap.png", "peaks.png", "gpu23-timeline.png"} {
+		if _, err := os.Stat(filepath.Join(rdir, f)); err != nil {
+			t.Errorf("report lacks %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(rdir, "gpu0-timeline.png")); err == nil {
+		t.Error("a GPU without findings got charts of its own")
+	}
+	if !strings.Contains(string(page), "<h2>node2/gpu7") || strings.Contains(string(page), "<h2>node0/gpu3") || !strings.Contains(string(page), "The other 31 GPUs") {
+		t.Error("the page's GPU sections are not the leaking GPU's alone")
 	}
 }
 
