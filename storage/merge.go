@@ -292,6 +292,15 @@ func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int
 				v.T -= shift
 				v.GPU = remap(v.GPU)
 			}})
+		case siteSchema.name:
+			its = append(its, &rowIter[SiteSample]{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &siteSchema, fix: func(v *SiteSample) {
+				v.T -= shift
+				if v.SinceNS != 0 {
+					v.SinceNS -= shift
+				}
+				v.GPU = remap(v.GPU)
+				v.Reason, v.Name, v.File, v.Func, v.Stack = strings.Clone(v.Reason), strings.Clone(v.Name), strings.Clone(v.File), strings.Clone(v.Func), strings.Clone(v.Stack)
+			}})
 		}
 	}
 	its = append(its, &rowIter[Mark]{it: db.Marks(r, MinTime, MaxTime), sc: &markSchema, fix: func(v *Mark) {

@@ -107,10 +107,30 @@ func TestMergeFourNodes(t *testing.T) {
 	dir := t.TempDir()
 	nodes := fourNodes()
 	var files []string
+	var sum storage.Counts
+	siteT := jobStart.Add(nodes[2].clock + 20*time.Second).UnixNano() // on node2's clock
 	for _, n := range nodes {
 		f := filepath.Join(dir, n.host+".db")
 		recordSimNode(t, f, n, 40*time.Second)
 		files = append(files, f)
+		db, err := storage.Open(f, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := db.Run("node-" + n.host)
+		if err == nil && n.host == "node2" { // an allocation-site snapshot of the leaking rank
+			r, err = db.AddSites(r.Name, [][]storage.SiteSample{{{T: siteT, GPU: 7, PID: 20007, Rank: 23, Epoch: storage.None,
+				Reason: storage.SitesSnapshot, File: "train.py", Line: 52, LiveBytes: 1 << 20, LiveBlocks: 1}}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.Samples += r.Counts.Samples
+		sum.ProcSamples += r.Counts.ProcSamples
+		sum.TorchSamples += r.Counts.TorchSamples
+		sum.Marks += r.Counts.Marks
+		sum.Sites += r.Counts.Sites
+		db.Close()
 	}
 	out := filepath.Join(dir, "job.db")
 	stdout, errs, code := run(t, out, "", append([]string{"merge", out}, files...)...)
@@ -129,6 +149,14 @@ func TestMergeFourNodes(t *testing.T) {
 	}
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
+	}
+	if r.Counts != sum {
+		t.Errorf("merged counts %+v, the nodes' together %+v", r.Counts, sum)
+	}
+	// node2's site snapshot is on its GPU 7, now GPU 23, on node0's clock.
+	it := db.SiteSamples(r, 23, 20007, storage.MinTime, storage.MaxTime)
+	if !it.Next() || it.At().File != "train.py" || it.At().T != siteT-r.Hosts[2].OffsetNS {
+		t.Errorf("site snapshot after the merge: %v %+v", it.Err(), it.At())
 	}
 	db.Close()
 	if len(r.GPUs) != 32 || len(r.Hosts) != 4 || r.Job != "j42" {
