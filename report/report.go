@@ -190,6 +190,8 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 			view.Overview = &cv
 		case charts[i].GPU < 0:
 			view.Together = append(view.Together, cv)
+		case view.Interactive != nil && charts[i].File == timelineFile(charts[i].GPU):
+			// the interactive timeline shows it; the PNG stays in the folder
 		default:
 			byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
 		}
