@@ -65,6 +65,7 @@ type DB struct {
 	bolt     *bolt.DB
 	path     string
 	readOnly bool
+	openTx   int // the file's last transaction when it was opened
 }
 
 // Open opens the database at path; a writer creates it unless MustExist.
@@ -148,8 +149,17 @@ func (db *DB) init(readOnly, create bool) error {
 		}
 		return nil
 	}
-	if readOnly {
-		return db.bolt.View(check)
+	// A file that is memrec's already is only read here: a write
+	// transaction, even one that changes nothing, rewrites a meta page, and
+	// a command that then fails (a bad import, rm of no such run) must
+	// leave the file byte for byte as it was.
+	var isNew bool
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		isNew = tx.Bucket(bucketMeta) == nil
+		db.openTx = tx.ID()
+		return check(tx)
+	}); err != nil || readOnly || !isNew {
+		return err
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		if err := check(tx); err != nil || tx.Bucket(bucketMeta) != nil {
@@ -186,10 +196,16 @@ func (db *DB) Close() error {
 	return errors.Join(db.bolt.Close(), trimErr)
 }
 
-// trim truncates the file to its last page in use.
+// trim truncates the file to its last page in use, if this handle wrote
+// to it: a file nothing was committed to is left as it was.
 func (db *DB) trim() error {
-	used, err := db.Size()
-	if err != nil {
+	var used int64
+	wrote := false
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		used, wrote = tx.Size(), tx.ID() != db.openTx
+		return nil
+	})
+	if err != nil || !wrote {
 		return err
 	}
 	fi, err := os.Stat(db.path)

@@ -131,3 +131,36 @@ func TestReportOutputRefusesForeignFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFailedCommandsLeaveFileAsItWas: a failed import, rm or tag of no such
+// run leave the database byte for byte as it was, its length included (a
+// file a killed recorder left longer than its pages stays so).
+func TestFailedCommandsLeaveFileAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	f, err := os.OpenFile(db, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 256<<10)) // room bbolt grew the file by, as a killed writer leaves it
+	f.Close()
+	before, _ := os.ReadFile(db)
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"type":"run","name":"x"}`+"\n"+`{"type":"gpu","gpu":0}`+"\n"+"not json\n"), 0o644)
+	for _, args := range [][]string{
+		{"import", bad},
+		{"import", realRun}, // the name is taken
+		{"rm", "nosuch"},
+		{"tag", "nosuch", "a=b"},
+	} {
+		if _, _, code := run(t, db, "", args...); code != 1 {
+			t.Fatalf("%v succeeded", args)
+		}
+		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+			t.Fatalf("%v changed the file (%d bytes before, %d after)", args, len(before), len(after))
+		}
+	}
+}
