@@ -31,7 +31,22 @@ type Where struct {
 	OOM *SiteSnapshot `json:"oom,omitempty"`
 	// Bad counts snapshot entries that made no sense, dropped.
 	Bad int64 `json:"bad_entries,omitempty"`
+	// Series are the live bytes over time of the largest sites (those
+	// that grow first), then "other sites" and "untracked", for the
+	// report's stacked chart. Each has a value at every snapshot time.
+	Series []SiteSeries `json:"-"`
 }
+
+// SiteSeries is one band of the live-memory-by-site chart.
+type SiteSeries struct {
+	Name   string
+	TNS    []int64
+	Bytes  []int64
+	Growth bool // the site grows
+}
+
+// ChartSites is how many sites the chart shows before "other sites".
+const ChartSites = 6
 
 // SiteSnapshot is one snapshot's figures.
 type SiteSnapshot struct {
@@ -167,6 +182,7 @@ func (a *gpuAnalysis) where() error {
 		w.AtEnd = a.figures(*end)
 	}
 	w.Growing = a.growing(snaps)
+	w.Series = siteSeries(snaps, w.Growing)
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.Verdict == VerdictLeak && len(w.Growing) > 0 {
 		g := w.Growing[0]
@@ -454,4 +470,88 @@ func DiffSites(a, b SiteSnapshot) []SiteDelta {
 		return cmp64(y.Delta, x.Delta)
 	})
 	return kept
+}
+
+// siteSeries is the live bytes of the largest sites at each snapshot time,
+// summed over the GPU's processes (each holding its last snapshot).
+func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
+	// The sites shown: the growing ones, then by their largest live bytes.
+	peak := map[string]int64{}
+	label := map[string]string{}
+	for _, s := range snaps {
+		for _, r := range s.rows {
+			if r.File == storage.SiteUntracked || r.File == storage.SiteOther {
+				continue
+			}
+			k := r.Key()
+			peak[k] = max(peak[k], r.LiveBytes)
+			if _, ok := label[k]; !ok {
+				label[k] = r.Label()
+				if r.Func != "" {
+					label[k] += " " + r.Func
+				}
+			}
+		}
+	}
+	var keys []string
+	grows := map[string]bool{}
+	for _, g := range growing {
+		k := g.File + ":" + fmt.Sprint(g.Line)
+		if !grows[k] && len(keys) < ChartSites {
+			keys = append(keys, k)
+			grows[k] = true
+		}
+	}
+	var rest []string
+	for k := range peak {
+		if !grows[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.SortFunc(rest, func(x, y string) int {
+		if c := cmp64(peak[y], peak[x]); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	})
+	for _, k := range rest {
+		if len(keys) == ChartSites {
+			break
+		}
+		if peak[k] > 0 {
+			keys = append(keys, k)
+		}
+	}
+	index := map[string]int{}
+	out := make([]SiteSeries, len(keys)+2)
+	for i, k := range keys {
+		index[k] = i
+		out[i] = SiteSeries{Name: label[k], Growth: grows[k]}
+	}
+	other, untracked := len(keys), len(keys)+1
+	out[other].Name, out[untracked].Name = "other sites", "untracked"
+	latest := map[int][]int64{} // by process: its last snapshot's bands
+	for _, s := range snaps {
+		bands := make([]int64, len(out))
+		for _, r := range s.rows {
+			switch i, ok := index[r.Key()]; {
+			case r.File == storage.SiteUntracked:
+				bands[untracked] += r.LiveBytes
+			case ok:
+				bands[i] += r.LiveBytes
+			default:
+				bands[other] += r.LiveBytes
+			}
+		}
+		latest[s.pid] = bands
+		for i := range out {
+			var sum int64
+			for _, b := range latest {
+				sum += b[i]
+			}
+			out[i].TNS = append(out[i].TNS, s.t())
+			out[i].Bytes = append(out[i].Bytes, sum)
+		}
+	}
+	return out
 }

@@ -66,3 +66,24 @@ func TestWhereOOMHolders(t *testing.T) {
 		t.Errorf("where %+v", gr.Where)
 	}
 }
+
+// The chart's bands add up to each snapshot's live bytes; the growing site
+// is the first band.
+func TestWhereSeries(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
+	g.train("leak", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true})
+	w := analyzeJSONL(t, g.b.String())["leak"].GPUs[0].Where
+	if len(w.Series) != 5 || w.Series[0].Name != "train.py:52 keep" || !w.Series[0].Growth || w.Series[4].Name != "untracked" {
+		t.Fatalf("series %+v", w.Series)
+	}
+	for k := 0; k < 3; k++ {
+		var sum int64
+		for _, s := range w.Series {
+			sum += s.Bytes[k]
+		}
+		// weights 2.5 GiB + buffer 512 MiB + untracked 1 GiB + the leak so far
+		if want := int64(4*GiB) + int64(20*(k+1))*4*MiB; sum != want {
+			t.Errorf("snapshot %d: bands add up to %d, want %d", k, sum, want)
+		}
+	}
+}

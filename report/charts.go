@@ -515,3 +515,67 @@ func bandOf(xy plotter.XYs) float64 {
 	}
 	return (hi - lo) * 0.006
 }
+
+// siteChart stacks the live bytes of the largest allocation sites over
+// the run's site snapshots (each value held until the next snapshot), with
+// the rest as "other sites" and the blocks without a stack on top.
+func siteChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
+	ax := newTimeAxis(rep)
+	series := g.Where.Series
+	n := len(series[0].TNS)
+	top := 1.0
+	for k := 0; k < n; k++ {
+		var sum float64
+		for _, s := range series {
+			sum += float64(s.Bytes[k])
+		}
+		top = math.Max(top, sum)
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(fmt.Sprintf("GPU %d: live memory by allocation site, stacked", g.GPU), ax.label, uname)
+	// Step-wise: each snapshot's value holds until the next one (the last
+	// until the run's end).
+	xs := make([]int64, 0, 2*n)
+	for k := 0; k < n; k++ {
+		xs = append(xs, series[0].TNS[k])
+		next := g.Timeline.EndNS
+		if k+1 < n {
+			next = series[0].TNS[k+1]
+		}
+		xs = append(xs, max(next, series[0].TNS[k]))
+	}
+	base := make([]float64, len(xs))
+	for i, s := range series {
+		var poly plotter.XYs
+		for j, x := range xs {
+			poly = append(poly, plotter.XY{X: ax.x(x), Y: (base[j] + float64(s.Bytes[j/2])) / unit})
+		}
+		for j := len(xs) - 1; j >= 0; j-- {
+			poly = append(poly, plotter.XY{X: ax.x(xs[j]), Y: base[j] / unit})
+		}
+		pg, err := plotter.NewPolygon(poly)
+		if err != nil {
+			continue
+		}
+		c := palette[i%len(palette)]
+		switch s.Name {
+		case "other sites":
+			c = color.RGBA{R: 170, G: 170, B: 170, A: 255}
+		case "untracked":
+			c = color.RGBA{R: 220, G: 220, B: 220, A: 255}
+		}
+		pg.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 190}
+		pg.LineStyle.Width = 0
+		p.Add(pg)
+		name := s.Name
+		if s.Growth {
+			name += " (grows)"
+		}
+		p.Legend.Add(name, pg)
+		for j := range base {
+			base[j] += float64(s.Bytes[j/2])
+		}
+	}
+	p.Y.Min = 0
+	return p
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -78,6 +79,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}
 		if len(g.Timeline.Procs) > 0 {
 			add(pre+"processes.png", "Memory per process", g.GPU, func() *plot.Plot { return procChart(rep, g) })
+		}
+		if g.Where != nil && len(g.Where.Series) > 0 && len(g.Where.Series[0].TNS) > 0 {
+			add(pre+"sites.png", "Live memory by allocation site", g.GPU, func() *plot.Plot { return siteChart(rep, g) })
 		}
 	}
 	out := make([]Chart, len(jobs))
@@ -243,6 +247,13 @@ var funcs = template.FuncMap{
 	"mul1000": func(f float64) float64 { return f * 1000 },
 	"pos":     func(v *int64) bool { return v != nil && *v > 0 },
 	"deref":   func(v *int64) int64 { return *v },
+	"join":    func(s []string) string { return strings.Join(s, " ← ") },
+	"fbytes": func(f *float64) string {
+		if f == nil {
+			return "–"
+		}
+		return analysis.FormatBytes(int64(math.Round(*f)))
+	},
 }
 
 // shared is the style and the image check both pages use: the script marks
@@ -343,13 +354,25 @@ Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes
 {{with .CacheWouldHelp}}{{if .}}The allocator's cached free memory would have served it: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or call torch.cuda.empty_cache().{{else}}expandable_segments or empty_cache() would not have made room.{{end}}{{end}}
 {{with .FittingBatch}}Batch size that could fit: {{f1 .}} or less, from this run's own figures.{{end}}
 {{with .LargestGrowth}}Largest growth between steps before it: {{bytesv .}}.{{end}}
+{{with .Holders}}<p>Largest holders at the OOM:</p>{{template "sitefigs" .}}{{end}}
 {{with .Summary}}<pre>{{.}}</pre>{{end}}</div>
 {{else}}<p>No OOM.</p>{{end}}
+{{with .Where}}<h3>Where the memory is held</h3>
+<p>{{.Snapshots}} allocation-site snapshots.{{if .Bad}} {{.Bad}} snapshot entries made no sense and were dropped.{{end}}</p>
+{{if .Growing}}<h4>Growing sites: live bytes that rise from snapshot to snapshot</h4>
+<table class="growing"><tr><th class="l">site</th><th class="l">function</th><th>growth</th><th>per step</th><th>per epoch</th><th>share</th><th class="l">called from</th></tr>
+{{range .Growing}}<tr><td class="l"><code>{{.Site}}</code></td><td class="l">{{.Func}}</td><td>{{bytesv .GrowthBytes}}</td><td>{{fbytes .BytesPerStep}}</td><td>{{fbytes .BytesPerEpoch}}</td><td>{{pct .Share}}</td><td class="l">{{join .Stack}}</td></tr>
+{{end}}</table>{{else}}<p>No site grows.</p>{{end}}
+{{with .AtEnd}}<h4>Biggest holders at the end ({{since $.R.StartNS .TNS}}, {{.Reason}}): {{bytesv .LiveBytes}} live, {{bytesv .UntrackedBytes}} without a Python stack</h4>{{template "sitefigs" .Top}}{{end}}
+{{end}}
 <h3>Charts</h3>
 {{range .Charts}}<figure><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"><figcaption>{{.Title}}</figcaption></figure>
 {{end}}
 </section>
 {{end}}
+{{define "sitefigs"}}<table class="sites"><tr><th class="l">site</th><th class="l">function</th><th>live</th><th>blocks</th><th>share</th><th class="l">called from</th></tr>
+{{range .}}<tr><td class="l"><code>{{.Site}}</code></td><td class="l">{{.Func}}</td><td>{{bytesv .LiveBytes}}</td><td>{{.LiveBlocks}}</td><td>{{pct .Share}}</td><td class="l">{{join .Stack}}</td></tr>
+{{end}}</table>{{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>
 {{template "imgcheck"}}
 </body>
