@@ -261,7 +261,7 @@ var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(comp
 <p>Baseline: <b>{{.C.Baseline}}</b>. Each run's figures are its worst GPU's; ratios are to the baseline.</p>
 {{range .C.Notes}}<p class="note">Note: {{.}}</p>{{end}}
 <table>
-<tr><th class="l">run</th><th class="l">tags</th><th>GPUs</th><th>peak used</th><th></th><th>peak allocated</th><th></th><th>steady state</th><th></th><th>Δ per epoch</th><th class="l">leak</th><th>slope / step</th><th>fragmentation</th><th></th><th>time / step</th><th></th></tr>
+<tr><th class="l">run</th><th class="l">tags</th><th>GPUs</th><th>peak used</th><th></th><th>peak allocated</th><th></th><th>steady state</th><th></th><th>Δ per epoch</th><th class="l">leak</th><th>slope / step</th><th>cached and free</th><th></th><th>time / step</th><th></th></tr>
 {{range .C.Runs}}<tr{{if eq .Run $.C.Baseline}} class="base"{{end}}><td class="l">{{.Run}}</td><td class="l">{{tags .Tags}}</td><td>{{.GPUs}}</td>
 <td>{{bytes .PeakUsedBytes}}</td><td>{{ratio .PeakUsedRatio}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{ratio .PeakAllocatedRatio}}</td>
 <td>{{bytes .SteadyBytes}}</td><td>{{ratio .SteadyRatio}}</td><td>{{bytes .EpochDeltaBytes}}</td>

@@ -206,7 +206,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tTAGS\tGPUS\tPEAK USED\t\tPEAK ALLOC\t\tSTEADY\t\tΔ/EPOCH\tLEAK\tSLOPE/STEP\tFRAG\tSTEP TIME\t")
+	fmt.Fprintln(tw, "RUN\tTAGS\tGPUS\tPEAK USED\t\tPEAK ALLOC\t\tSTEADY\t\tΔ/EPOCH\tLEAK\tSLOPE/STEP\tCACHED FREE\tSTEP TIME\t")
 	for _, s := range c.Runs {
 		slope, frag, st := "-", "-", "-"
 		if s.SlopeBytesPerStep != nil {
