@@ -29,6 +29,34 @@ func notable(rep *analysis.Report, g analysis.GPUReport) bool {
 		rep.Worst != nil && rep.Worst.GPU == g.GPU
 }
 
+// maxSections bounds the GPUs of a many-GPU report that get charts and a
+// section of their own, so that a run of a thousand GPUs that all leak
+// still makes a report of bounded size; the others are in the heat map and
+// the tables. maxHeatHeight bounds the heat map's height: its rows thin
+// out past it.
+const (
+	maxSections   = 16
+	maxHeatHeight = vg.Length(1200) // points
+)
+
+// sections is the set of GPUs of a many-GPU report drawn on their own: the
+// worst first, then the notable ones in order, at most maxSections.
+func sections(rep *analysis.Report) map[int]bool {
+	out := map[int]bool{}
+	if rep.Worst != nil {
+		out[rep.Worst.GPU] = true
+	}
+	for _, g := range rep.GPUs {
+		if len(out) >= maxSections {
+			break
+		}
+		if notable(rep, g) {
+			out[g.GPU] = true
+		}
+	}
+	return out
+}
+
 // heatColumns is the number of time buckets of the heat map.
 const heatColumns = 240
 
@@ -105,6 +133,9 @@ func (t gpuTicks) Ticks(min, max float64) []plot.Tick {
 func heatmapChart(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 	ax := newTimeAxis(rep)
 	grid := newUsedGrid(rep, ax)
+	if n := vg.Length(len(grid.rows)); n > 0 && rowH*n > maxHeatHeight {
+		rowH = maxHeatHeight / n
+	}
 	if grid.hi <= grid.lo { // one value, or no sample at all
 		grid.lo, grid.hi = 0, math.Max(grid.hi, 1)
 	}

@@ -57,8 +57,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		jobs = append(jobs, job{Chart{File: "overview.png", Title: "All GPUs on one scale", GPU: -1},
 			func() ([]byte, error) { return overview(rep, w, h*3/5) }})
 	}
+	sec := sections(rep)
 	for _, g := range rep.GPUs {
-		if many(rep) && !notable(rep, g) {
+		if many(rep) && !sec[g.GPU] {
 			continue // in the heat map only
 		}
 		pre := fmt.Sprintf("gpu%d-", g.GPU)
@@ -200,17 +201,26 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 			byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
 		}
 	}
-	quiet := 0
+	quiet, unshown := 0, 0
+	sec := sections(rep)
 	for _, g := range rep.GPUs {
-		if many(rep) && !notable(rep, g) {
-			quiet++
+		if many(rep) && !sec[g.GPU] {
+			if notable(rep, g) {
+				unshown++
+			} else {
+				quiet++
+			}
 			continue
 		}
 		s := g.Leak.SentenceFor(g.Label())
 		view.Verdicts = append(view.Verdicts, s)
 		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Label: g.Label(), Sentence: s, Charts: byGPU[g.GPU]})
 	}
-	if quiet > 0 {
+	switch {
+	case unshown > 0:
+		view.Quiet = fmt.Sprintf("The other %d GPUs, %d of them with a finding (sections are drawn for at most %d): they are in the heat map and in the table below.",
+			quiet+unshown, unshown, maxSections)
+	case quiet > 0:
 		view.Quiet = fmt.Sprintf("The other %d GPUs: no leak, no OOM, no allocation retried; they are drawn in the heat map and in the table below.", quiet)
 	}
 	var b strings.Builder
