@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type importOptions struct {
 	tz             string // nvidia-smi: the logs' time zone
 	run            string // PyTorch snapshots: add their sites to this run
 	gpu            int    // PyTorch snapshots: the GPU of CUDA device 0
+	merge          bool   // the files are the nodes of one job: one merged run
 }
 
 func newImportCmd(g *globals) *cobra.Command {
@@ -44,7 +46,8 @@ time, become a run of their own, or are added to --run.`,
   zcat runs.jsonl.gz | memrec import -
   memrec import --format nvidia-smi --name node3 --tz UTC gpu.csv apps.csv
   memrec import snapshot.pickle                 # a PyTorch memory snapshot: a run of its sites
-  memrec import --run bs64 --gpu 0 snapshot.pickle`,
+  memrec import --run bs64 --gpu 0 snapshot.pickle
+  memrec import --merge node0.jsonl.gz node1.jsonl.gz  # one run of a 2-node job`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
 	}
@@ -54,6 +57,7 @@ time, become a run of their own, or are added to --run.`,
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, or nvidia-smi for its CSV logs (all files make one run)")
 	cmd.Flags().StringVar(&o.run, "run", "", "PyTorch snapshots: add their allocation sites to this run instead of making a new one")
 	cmd.Flags().IntVar(&o.gpu, "gpu", 0, "PyTorch snapshots: the GPU index (NVML's) of the snapshot's CUDA device 0")
+	cmd.Flags().BoolVar(&o.merge, "merge", false, "the files are the exports of one multi-node job's nodes (one run each): import them as one merged run, as memrec merge does")
 	cmd.Flags().StringVar(&o.tz, "tz", "Local", "nvidia-smi: time zone of the logs' timestamps (an IANA name such as UTC or Europe/Berlin)")
 	return cmd
 }
@@ -98,6 +102,9 @@ func runImport(o *importOptions, files []string) error {
 		}
 		srcs = append(srcs, storage.Source{Name: name, R: r})
 	}
+	if o.merge {
+		return runImportMerge(o, srcs)
+	}
 	db, err := o.openWrite()
 	if err != nil {
 		return err
@@ -133,4 +140,39 @@ func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
 		return zr, nil
 	}
 	return br, nil
+}
+
+// runImportMerge imports each node's export into a scratch database, then
+// merges them into the database as one run: nothing is written there
+// unless every file imports and the runs merge.
+func runImportMerge(o *importOptions, srcs []storage.Source) error {
+	dir, err := os.MkdirTemp("", "memrec-import-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var inputs []storage.MergeInput
+	defer func() { closeInputs(inputs) }()
+	for i, src := range srcs {
+		// A scratch database per node: their runs may share a name.
+		tmp, err := storage.Open(filepath.Join(dir, fmt.Sprintf("node%d.db", i)), storage.Options{})
+		if err != nil {
+			return err
+		}
+		runs, err := tmp.Import([]storage.Source{src}, storage.ImportOptions{AllowTruncated: o.allowTruncated})
+		if err == nil && len(runs) != 1 {
+			err = fmt.Errorf("%s holds %d runs; give one file per node", src.Name, len(runs))
+		}
+		if err != nil {
+			tmp.Close()
+			return fmt.Errorf("import --merge: %w (nothing was imported)", err)
+		}
+		inputs = append(inputs, storage.MergeInput{File: src.Name, DB: tmp, Run: runs[0]})
+	}
+	db, err := o.openWrite()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return doMerge(&mergeOptions{globals: o.globals, name: o.name, replace: o.replace}, db, db.Path(), inputs)
 }

@@ -380,3 +380,63 @@ func BenchmarkAnalyzeMerged(b *testing.B) {
 	}
 	b.ReportMetric((cpuClock()-cpu).Seconds()/float64(b.N), "cpu-s/op")
 }
+
+// TestImportMerge imports two nodes' exports as one run: the same run as
+// memrec merge makes of their databases.
+func TestImportMerge(t *testing.T) {
+	dir := t.TempDir()
+	nodes := fourNodes()[1:3]
+	var dbs, exports []string
+	for _, n := range nodes {
+		f := filepath.Join(dir, n.host+".db")
+		recordSimNode(t, f, n, 5*time.Second)
+		x := filepath.Join(dir, n.host+".jsonl")
+		if _, errs, code := run(t, f, "", "export", "node-"+n.host, "-o", x); code != 0 {
+			t.Fatal(errs)
+		}
+		dbs, exports = append(dbs, f), append(exports, x)
+	}
+	merged := filepath.Join(dir, "merged.db")
+	if _, errs, code := run(t, merged, "", append([]string{"merge", merged}, dbs...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	imported := filepath.Join(dir, "imported.db")
+	out, errs, code := run(t, imported, "", append([]string{"import", "--merge"}, exports...)...)
+	if code != 0 || !strings.Contains(out, `merged 2 runs of job "j42"`) {
+		t.Fatalf("import --merge: %d %s %s", code, out, errs)
+	}
+	var runs [2]storage.Run
+	for i, f := range []string{merged, imported} {
+		db, err := storage.Open(f, storage.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs[i], err = db.Run("j42"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	a, b := runs[0], runs[1]
+	if a.Counts != b.Counts || len(a.GPUs) != 16 || fmt.Sprint(a.GPUs) != fmt.Sprint(b.GPUs) || fmt.Sprint(a.Hosts) != fmt.Sprint(b.Hosts) || a.StartNS != b.StartNS {
+		t.Errorf("import --merge made\n%+v\nmerge made\n%+v", b, a)
+	}
+
+	// A node of another job: refused, nothing imported.
+	other := simNode{host: "node9", job: "j7", rankBase: 72, scenario: "none"}
+	f := filepath.Join(dir, "other.db")
+	recordSimNode(t, f, other, 3*time.Second)
+	x := filepath.Join(dir, "other.jsonl")
+	if _, errs, code := run(t, f, "", "export", "node-node9", "-o", x); code != 0 {
+		t.Fatal(errs)
+	}
+	fresh := filepath.Join(dir, "fresh.db")
+	if _, errs, code := run(t, fresh, "", "import", "--merge", exports[0], x); code != 1 || !strings.Contains(errs, storage.ErrOtherJob.Error()) || !strings.Contains(errs, "nothing was written") {
+		t.Errorf("a node of another job: %d %s", code, errs)
+	}
+	if db, err := storage.Open(fresh, storage.Options{ReadOnly: true}); err == nil {
+		if runs, _ := db.Runs(); len(runs) != 0 {
+			t.Errorf("a refused import --merge left %d runs", len(runs))
+		}
+		db.Close()
+	}
+}
