@@ -43,6 +43,13 @@ type RunSummary struct {
 	SteadyRatio        *float64          `json:"steady_state_ratio"`
 	FragmentationRatio *float64          `json:"fragmentation_mean_ratio"`
 	StepTimeRatio      *float64          `json:"step_time_ratio"`
+	// Across the GPUs of a run of two or more: its hosts (0 for one
+	// machine), the GPU to look at first (Report.Worst) and the imbalance
+	// of peaks (Report.Imbalance's ratio).
+	Hosts       int      `json:"hosts,omitempty"`
+	WorstLabel  string   `json:"worst_gpu_label,omitempty"`
+	WorstReason string   `json:"worst_gpu_reason,omitempty"`
+	Imbalance   *float64 `json:"imbalance,omitempty"`
 }
 
 // ByTag projects memory as a function of a numeric tag (batch size,
@@ -107,7 +114,13 @@ type Fit struct {
 
 // Summarize reduces a report to the figures compared.
 func Summarize(rep *Report) RunSummary {
-	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, StepTimeS: rep.StepTimeS}
+	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
+	if w := rep.Worst; w != nil {
+		s.WorstLabel, s.WorstReason = w.Label, w.Reason
+	}
+	if im := rep.Imbalance; im != nil {
+		s.Imbalance = f64(im.Ratio)
+	}
 	worst := -1
 	for i, g := range rep.GPUs {
 		if g.PeakUsedBytes != nil {

@@ -223,6 +223,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 			B(s.SteadyBytes), R(s.SteadyRatio), B(s.EpochDeltaBytes), s.LeakVerdict, slope, frag, st)
 	}
 	tw.Flush()
+	printAcrossGPUs(w, c.Runs)
 	if b := c.By; b != nil {
 		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
 			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
@@ -235,5 +236,29 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if v := b.MaxFittingValueNoHeadroom; v != nil && b.Headroom > 0 {
 			fmt.Fprintf(w, "  without headroom: %s up to %s\n", b.Tag, strconv.FormatFloat(*v, 'f', -1, 64))
 		}
+	}
+}
+
+// printAcrossGPUs says, for each run of several GPUs, which GPU to look at
+// first and how far apart its ranks' peaks are.
+func printAcrossGPUs(w io.Writer, runs []analysis.RunSummary) {
+	first := true
+	for _, s := range runs {
+		if s.GPUs < 2 {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nAcross each run's GPUs:")
+			first = false
+		}
+		where := fmt.Sprintf("%d GPUs", s.GPUs)
+		if s.Hosts > 0 {
+			where += fmt.Sprintf(" on %d hosts", s.Hosts)
+		}
+		im := "-"
+		if s.Imbalance != nil {
+			im = fmt.Sprintf("%.2f", *s.Imbalance)
+		}
+		fmt.Fprintf(w, "  %s: %s; imbalance max/min %s; worst GPU %s: %s\n", s.Run, where, im, s.WorstLabel, s.WorstReason)
 	}
 }

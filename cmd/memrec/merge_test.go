@@ -209,6 +209,15 @@ func TestMergeFourNodes(t *testing.T) {
 		t.Errorf("%d leak lines, want 1 (node2/gpu7):\n%s", leaking, stdout)
 	}
 
+	// compare names each run's worst GPU with its host.
+	if _, errs, code := run(t, out, "", append([]string{"merge", "--name", "j42-again", out}, files...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	stdout, errs, code = run(t, out, "", "compare", "j42", "j42-again")
+	if code != 0 || strings.Count(stdout, "32 GPUs on 4 hosts") != 2 || strings.Count(stdout, "worst GPU node2/gpu7: leaks") != 2 {
+		t.Errorf("compare: %d %s\n%s", code, errs, stdout)
+	}
+
 	// The report draws the 32 GPUs as one heat map and gives a section of
 	// its own only to the leaking GPU.
 	rdir := filepath.Join(dir, "report")
