@@ -2,8 +2,12 @@ package analysis
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/memrec/memrec/storage"
 )
 
 // A leak of 4 MiB a step on GPU 1, kept at train.py:52: the verdict names
@@ -85,5 +89,45 @@ func TestWhereSeries(t *testing.T) {
 		if want := int64(4*GiB) + int64(20*(k+1))*4*MiB; sum != want {
 			t.Errorf("snapshot %d: bands add up to %d, want %d", k, sum, want)
 		}
+	}
+}
+
+// cpuTime is the process's user and system CPU time in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkAnalyzeSites times Analyze on the same run with and without
+// site snapshots at its epoch ends (README: analysis with sites).
+func BenchmarkAnalyzeSites(b *testing.B) {
+	for _, sites := range []bool{false, true} {
+		g := &gen{rng: rand.New(rand.NewPCG(21, 22))}
+		g.train("r", trainCfg{gpus: 1, epochs: 10, stepsPerEpoch: 500, stepNS: 100e6, leak: []int64{1 * MiB}, noise: 64 << 10, sites: sites})
+		db, err := storage.Open(filepath.Join(b.TempDir(), "a.db"), storage.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.b.String())}}, storage.ImportOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "without_sites"
+		if sites {
+			name = "with_sites"
+		}
+		b.Run(name, func(b *testing.B) {
+			// CPU time as well as wall time: on a loaded machine the wall
+			// time measures the other processes.
+			c0 := cpuTime()
+			for b.Loop() {
+				if _, err := Analyze(db, runs[0], Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/1e6/float64(b.N), "cpu-ms/op")
+		})
+		db.Close()
 	}
 }
