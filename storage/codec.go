@@ -765,6 +765,12 @@ func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return decodeSeriesBody(b, id, d)
+}
+
+// decodeSeriesBody is decodeSeries of a chunk whose checksum was checked
+// and cut off (chunkBody).
+func decodeSeriesBody(b []byte, id uint32, d *decoded) (bool, error) {
 	r := reader{b: b}
 	h := readHeader(&r)
 	if r.err != nil {
@@ -870,6 +876,12 @@ func chunkSeries(b []byte) ([]uint32, chunkHeader, error) {
 	if err != nil {
 		return nil, chunkHeader{}, err
 	}
+	return chunkSeriesBody(b)
+}
+
+// chunkSeriesBody is chunkSeries of a chunk whose checksum was checked and
+// cut off (chunkBody).
+func chunkSeriesBody(b []byte) ([]uint32, chunkHeader, error) {
 	r := reader{b: b}
 	h := readHeader(&r)
 	if h.nrows > 0 {

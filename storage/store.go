@@ -422,7 +422,11 @@ func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) erro
 	if !ok {
 		return fmt.Errorf("%w: bad key", ErrCorrupt)
 	}
-	ids, _, err := chunkSeries(chunk)
+	body, err := chunkBody(chunk) // the checksum once, not once a series
+	if err != nil {
+		return err
+	}
+	ids, _, err := chunkSeriesBody(body)
 	if err != nil {
 		return err
 	}
@@ -431,7 +435,7 @@ func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) erro
 		if !ok || s.Group != group || schemas[s.Kind] == nil {
 			return fmt.Errorf("%w: holds unknown series %d", ErrCorrupt, id)
 		}
-		if _, err := decodeSeries(chunk, id, d); err != nil {
+		if _, err := decodeSeriesBody(body, id, d); err != nil {
 			return err
 		}
 		if err := schemas[s.Kind].checkCols(d); err != nil {
