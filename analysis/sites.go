@@ -181,7 +181,9 @@ func (a *gpuAnalysis) where() error {
 	if end != nil {
 		w.AtEnd = a.figures(*end)
 	}
-	w.Growing = a.growing(snaps)
+	if gs := a.growing(snaps); gs != nil {
+		w.Growing = gs
+	}
 	w.Series = siteSeries(snaps, w.Growing)
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.Verdict == VerdictLeak && len(w.Growing) > 0 {

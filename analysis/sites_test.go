@@ -17,7 +17,7 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 	g.train("leak", trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10, sites: true})
 	rep := analyzeJSONL(t, g.b.String())["leak"]
 	clean, leak := rep.GPUs[0], rep.GPUs[1]
-	if clean.Where == nil || len(clean.Where.Growing) != 0 || clean.Leak.HeldBy != nil {
+	if clean.Where == nil || clean.Where.Growing == nil || len(clean.Where.Growing) != 0 || clean.Leak.HeldBy != nil {
 		t.Errorf("GPU 0 (no leak): where %+v, held by %+v", clean.Where, clean.Leak.HeldBy)
 	}
 	w := leak.Where

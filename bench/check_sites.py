@@ -87,7 +87,7 @@ growth, ends = site_growth([l for l in ls if l["type"] == "sites"])
 epochs = max(len(ends) - 1, 1)
 worst = max(growth.values(), default=0) / epochs
 gc = gpu_report(load("clean.analyze.json"))
-big = [x for x in (gc.get("where") or {}).get("growing", []) if (x.get("bytes_per_epoch") or 0) > 1 << 20]
+big = [x for x in ((gc.get("where") or {}).get("growing") or []) if (x.get("bytes_per_epoch") or 0) > 1 << 20]
 check("clean", len(ends) >= 2 and worst <= 1 << 20 and not big,
       "%d epoch-end snapshots; largest site growth %.0f B/epoch; analyze lists %d growing sites above 1 MiB/epoch; verdict %s"
       % (len(ends), worst, len(big), gc.get("leak", {}).get("verdict")))
@@ -113,7 +113,7 @@ an = load("ddp.analyze.json")
 named = {}
 for g in an.get("gpus", []):
     h = (g.get("leak") or {}).get("held_by") or {}
-    gr = (g.get("where") or {}).get("growing") or [{}]
+    gr = ((g.get("where") or {}).get("growing") or [{}])
     named[g["gpu"]] = (h.get("line"), gr[0].get("line"))
 t0 = load("ddp-rank0.json")
 check("ddp", pairs == [(0, 0), (1, 1)] and all(gr == t0.get("leak_line") for _, gr in named.values()) and len(named) == 2,
@@ -160,11 +160,17 @@ else:
 # mlp: the probe's cost per step, CPU-bound and GPU-bound
 m = load("mlp.json")
 if "mlp" in m:
-    check("mlp", m["mlp"]["added_us"] <= 25,
-          "memrec.step() adds %.1f us/step to a tiny MLP (%.3f ms/step, CPU-bound) and %.1f us/step to ResNet-18 bs64 "
-          "(%.2f ms/step, GPU-bound); medians of 3 alternating rounds (%s); probe %s"
-          % (m["mlp"]["added_us"], m["mlp"]["step_ms"], m["resnet18"]["added_us"], m["resnet18"]["step_ms"],
-             ", ".join("%.1f/%.1f" % (a * 1e6, b * 1e6) for a, b in zip(m["mlp"]["off_s"], m["mlp"]["on_s"])), m.get("probe")))
+    nan = float("nan")
+    a, b = dict(added_cpu_us=nan, call_us=nan, pairs=0, block_steps=0, rounds=[]), dict(added_cpu_us=nan, call_us=nan)
+    a.update(m["mlp"])
+    b.update(m["resnet18"])
+    check("mlp", a["added_us"] <= 25,
+          "memrec.step() adds %.1f us/step (wall; %.1f us of CPU, all threads; the call itself %.1f us) to a tiny MLP "
+          "(%.3f ms/step, CPU-bound) and %.1f us/step (%.1f us CPU, call %.1f us) to ResNet-18 bs64 (%.2f ms/step, GPU-bound); "
+          "medians of %d pairs of %d-step blocks in 3 alternating rounds; MLP rounds off/on ms: %s; probe %s"
+          % (a["added_us"], a["added_cpu_us"], a["call_us"], a["step_ms"], b["added_us"], b["added_cpu_us"], b["call_us"],
+             b["step_ms"], a["pairs"], a["block_steps"],
+             ", ".join("%.3f/%.3f" % (r["off_ms"], r["on_ms"]) for r in a["rounds"]), m.get("probe")))
 else:
     check("mlp", False, str(m))
 

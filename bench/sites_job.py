@@ -171,8 +171,13 @@ def main():
     memrec.flush()
 
 
-def probe_cost(rounds=3, n=2000):
-    """Median per-step time with and without memrec.step(), alternating."""
+def probe_cost(rounds=3, pairs=5):
+    """What memrec.step() adds to a step: blocks of steps without and with it,
+    alternating (off, on, off, on, ...), `pairs` pairs a round; per pair the
+    difference of the mean step time (wall) and of the process's CPU time
+    per step (every thread: the probe's own thread included), medians over
+    all pairs, and each round's medians. Also the median time of the
+    memrec.step() call itself on the training thread."""
     out = {}
     mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
     opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
@@ -186,23 +191,37 @@ def probe_cost(rounds=3, n=2000):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for name, step, steps in (("mlp", tiny, n), ("resnet18", resnet(), 200)):
+    for name, step, block in (("mlp", tiny, 200), ("resnet18", resnet(), 20)):
         for _ in range(50 if name == "mlp" else 10):
             step()
+        memrec.step(-1)
         torch.cuda.synchronize()
-        off, on = [], []
+        wall, cpu, calls, rounds_out = [], [], [], []
+        k = 0
         for r in range(rounds):
-            for probe, acc in ((False, off), (True, on)):
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                for i in range(steps):
-                    step()
-                    if probe:
-                        memrec.step(i)
-                torch.cuda.synchronize()
-                acc.append((time.perf_counter() - t) / steps)
-        out[name] = {"off_s": off, "on_s": on, "added_us": (statistics.median(on) - statistics.median(off)) * 1e6,
-                     "step_ms": statistics.median(off) * 1e3}
+            rw = []
+            for p in range(pairs):
+                pair = []
+                for probe in (False, True):
+                    torch.cuda.synchronize()
+                    t, c = time.perf_counter(), time.process_time()
+                    for i in range(block):
+                        step()
+                        if probe:
+                            t1 = time.perf_counter()
+                            memrec.step(k)
+                            calls.append(time.perf_counter() - t1)
+                            k += 1
+                    torch.cuda.synchronize()
+                    pair.append(((time.perf_counter() - t) / block, (time.process_time() - c) / block))
+                (w0, c0), (w1, c1) = pair
+                wall.append(w1 - w0)
+                cpu.append(c1 - c0)
+                rw.append((w0, w1))
+            rounds_out.append({"off_ms": statistics.median(a for a, _ in rw) * 1e3, "on_ms": statistics.median(b for _, b in rw) * 1e3})
+        out[name] = {"added_us": statistics.median(wall) * 1e6, "added_cpu_us": statistics.median(cpu) * 1e6,
+                     "call_us": statistics.median(calls) * 1e6, "step_ms": statistics.median(r["off_ms"] for r in rounds_out),
+                     "rounds": rounds_out, "pairs": len(wall), "block_steps": block}
     out["probe"] = memrec.stats()
     return out
 
