@@ -644,6 +644,9 @@ func (a *gpuAnalysis) processes() error {
 		it := a.db.ProcSamples(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
 		p := Process{PID: pid, Source: "nvml"}
 		ser := Series{Name: "pid " + strconv.Itoa(pid)}
+		if pid == storage.OtherPID {
+			ser.Name = "other processes" // past storage.MaxPIDsPerGPU
+		}
 		tl := newM4(a.start, a.end, a.opts.Width, &ser)
 		for it.Next() {
 			s := it.At()

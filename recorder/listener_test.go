@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -227,4 +228,38 @@ func FuzzListener(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListenerRefusesTimesOutOfBounds: a mark dated near the end of int64
+// from the socket is dropped and counted, and the run stays analysable.
+func TestListenerRefusesTimesOutOfBounds(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "m.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	app, err := db.NewAppender(storage.Run{Name: "r", StartNS: time.Now().UnixNano(), GPUs: []storage.GPU{{Index: 0}}}, storage.AppendOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := startListener(t, app, Limits{}, nil, nil)
+	for _, ts := range []int64{math.MaxInt64, math.MinInt64, 1} {
+		m := storage.NewMark(ts, storage.MarkEvent)
+		if err := Send(l.Path, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Send(l.Path, storage.NewMark(time.Now().UnixNano(), storage.MarkEvent)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "four lines", func() bool { st := l.Stats(); return st.Marks+st.Dropped == 4 })
+	if st := l.Stats(); st.Marks != 1 || st.Dropped != 3 {
+		t.Fatalf("%+v: want the one mark of today stored, three dropped", st)
+	}
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := app.Run(); r.EndNS > storage.LatestTime {
+		t.Errorf("run end %d past the bound", r.EndNS)
+	}
 }
