@@ -197,3 +197,35 @@ func TestImportFoldsManyProcesses(t *testing.T) {
 		t.Errorf("%d samples under other, want %d", other, procs-MaxPIDsPerGPU)
 	}
 }
+
+// TestImportBoundsSeries: many GPUs each with many processes stop making
+// new series at MaxSeries; later processes are kept under OtherPID of
+// their GPU, and every sample stays.
+func TestImportBoundsSeries(t *testing.T) {
+	db := openTestDB(t)
+	const gpus, pids = 300, 250
+	var b strings.Builder
+	b.WriteString(`{"type":"run","name":"wide","start_ns":1000000000000000000}` + "\n")
+	for g := range gpus {
+		fmt.Fprintf(&b, `{"type":"gpu","gpu":%d}`+"\n", g)
+	}
+	for g := range gpus {
+		for pid := 1; pid <= pids; pid++ {
+			fmt.Fprintf(&b, `{"type":"proc","t_ns":%d,"gpu":%d,"pid":%d,"used_bytes":1}`+"\n", 1000000000000000000+int64(g*pids+pid), g, pid)
+		}
+	}
+	runs, err := importString(db, "wide.jsonl", b.String(), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].Counts.ProcSamples != gpus*pids {
+		t.Fatalf("%d process samples kept, want %d", runs[0].Counts.ProcSamples, gpus*pids)
+	}
+	series, err := db.Series(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) > MaxSeries+gpus || len(series) < MaxSeries {
+		t.Fatalf("%d series, want between %d and %d", len(series), MaxSeries, MaxSeries+gpus)
+	}
+}

@@ -39,6 +39,9 @@ const (
 	// OtherPID is the process id under which the processes past
 	// MaxPIDsPerGPU are kept.
 	OtherPID = 0
+	// MaxSeries bounds the series of a run: past it, a new process's
+	// samples are kept under OtherPID of their GPU too.
+	MaxSeries = 1 << 16
 )
 
 // ErrLimit is an input past one of the bounds above.

@@ -82,8 +82,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// fold keeps the processes of one kind on one GPU past MaxPIDsPerGPU
-// together under OtherPID, so that no input makes series without bound.
+// fold keeps the processes of one kind on one GPU past MaxPIDsPerGPU (or
+// any past MaxSeries in the run) together under OtherPID, so that no input
+// makes series without bound.
 func (w *runWriter) fold(k seriesKey) seriesKey {
 	if k.kind == kindDevice || k.kind == kindMark || k.pid == OtherPID {
 		return k
@@ -92,7 +93,7 @@ func (w *runWriter) fold(k seriesKey) seriesKey {
 		return k
 	}
 	per := seriesKey{kind: k.kind, gpu: k.gpu}
-	if w.pids[per] >= MaxPIDsPerGPU {
+	if w.pids[per] >= MaxPIDsPerGPU || len(w.series) >= MaxSeries {
 		k.pid = OtherPID
 		return k
 	}
