@@ -492,6 +492,17 @@ class RecorderTransportTest(unittest.TestCase):
         child_torch = [l for l in lines if l["type"] == "torch" and l["allocated_bytes"] == 1000]
         self.assertGreaterEqual(len(child_torch), 12)
         self.assertIn("marks       ", r.stderr)
+        # Every epoch mark has an allocator sample of its own moment in the
+        # store (times are kept to the microsecond).
+        torch_times = {l["t_ns"] for l in child_torch}
+        for m in lines:
+            if m["type"] == "mark" and m["kind"] in ("epoch_start", "epoch_end"):
+                self.assertIn(m["t_ns"], torch_times, m)
+        # So the analysis has the allocated memory at the start of epoch 0.
+        a = self.run_memrec(db, "analyze", "py", "--json")
+        self.assertEqual(a.returncode, 0, a.stderr)
+        epochs = json.loads(a.stdout)["gpus"][0]["epochs"]
+        self.assertEqual([e["allocated_start_bytes"] for e in epochs], [1000, 1000])
 
     def test_sites_flag_stores_site_snapshots(self):
         d = tempfile.mkdtemp()
