@@ -647,3 +647,20 @@ func TestRunLoopAccounts(t *testing.T) {
 func openIn(db *storage.DB) func(storage.Run) (Store, error) {
 	return func(run storage.Run) (Store, error) { return DBStore(db, run, io.Discard) }
 }
+
+// TestScaledClock sleeps 2 s of a clock 1000 times faster than real time:
+// it wakes at or after the 2 s, in far less real time.
+func TestScaledClock(t *testing.T) {
+	c := NewScaledClock(1000)
+	real0, t0 := time.Now(), c.Now()
+	c.SleepUntil(context.Background(), t0.Add(2*time.Second))
+	if got := c.Now().Sub(t0); got < 2*time.Second {
+		t.Errorf("woke %v into the clock, before the 2 s", got)
+	}
+	if real := time.Since(real0); real < 2*time.Millisecond || real > time.Second {
+		t.Errorf("2 s at 1000x took %v of real time, want 2 ms and a little", real)
+	}
+	if got := c.Real(3 * time.Second); got != 3*time.Millisecond {
+		t.Errorf("Real(3s) = %v", got)
+	}
+}

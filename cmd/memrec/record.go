@@ -31,6 +31,7 @@ type recordOptions struct {
 	simScenario string
 	simGPUs     int
 	simRankBase int
+	simSpeed    float64
 	command     []string
 	sampler     string
 	cpuProfile  string
@@ -83,6 +84,7 @@ machine without a GPU.`,
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
 	f.IntVar(&o.simRankBase, "sim-rank-base", 0, "with --source sim: global rank of the first simulated GPU, to simulate one node of a multi-node job")
+	f.Float64Var(&o.simSpeed, "sim-speed", 1, "with --source sim: run the simulated job this many times faster than real time (--duration and the stored times are the job's), to record hours in minutes")
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
@@ -143,6 +145,9 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	}
 	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
 		o.duration = 10 * time.Second
+	}
+	if o.simSpeed <= 0 || (o.simSpeed != 1 && (o.source != "sim" || len(o.command) > 0)) {
+		return fmt.Errorf("--sim-speed %g: want a speed above 0, with --source sim and no command", o.simSpeed)
 	}
 	gpus, err := parseGPUs(o.gpus)
 	if err != nil {
@@ -220,6 +225,13 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		opts.GoLoop, opts.Clock = true, recorder.PlainClock{}
 	default:
 		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
+	}
+	if o.simSpeed != 1 {
+		// The job's time runs faster: a Go loop sleeps on the scaled clock
+		// (the native loop keeps the system's), and --duration is the job's.
+		clock := recorder.NewScaledClock(o.simSpeed)
+		opts.Clock, opts.GoLoop = clock, true
+		opts.Duration = clock.Real(o.duration)
 	}
 	db, dbErr := o.openWrite()
 	switch {

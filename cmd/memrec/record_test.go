@@ -59,6 +59,40 @@ func TestRecordSimEndToEnd(t *testing.T) {
 	}
 }
 
+// TestRecordSimSpeed records 20 s of a simulated job at 200 times real
+// speed: the run spans the job's 20 s (not the 0.1 s of real time it took),
+// with the job's steps.
+func TestRecordSimSpeed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	start := time.Now()
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-speed", "200", "--duration", "20s", "--name", "fast")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	if real := time.Since(start); real > 10*time.Second {
+		t.Errorf("20 s of the job at 200x took %v", real)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.Run("fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recorder's own start and stop take real time too, which the job's
+	// clock counts 200 times over: the exit mark comes a few job seconds
+	// after the 20 s.
+	if got := r.Duration(); got < 19*time.Second || got > time.Minute {
+		t.Errorf("run spans %v of the job, want 20 s and a little", got)
+	}
+	// The simulated job steps every 100 ms from its first second on.
+	if r.Counts.Marks < 100 {
+		t.Errorf("%d marks in 20 s of the job, want over 100", r.Counts.Marks)
+	}
+}
+
 func TestRecordFlagsAndDriverErrors(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "m.db")
 	for _, tc := range []struct {
@@ -72,6 +106,8 @@ func TestRecordFlagsAndDriverErrors(t *testing.T) {
 		{[]string{"record", "--source", "sim", "--sim-scenario", "boom"}, `unknown simulation scenario "boom"`},
 		{[]string{"record", "--tag", "oops", "--source", "sim"}, "--tag"},
 		{[]string{"record", "stray", "--source", "sim"}, "put the command after --"},
+		{[]string{"record", "--sim-speed", "10"}, "--sim-speed 10: want a speed above 0, with --source sim"},
+		{[]string{"record", "--source", "sim", "--sim-speed", "0"}, "--sim-speed 0"},
 		{[]string{"annotate", "hi", "--socket", ""}, "MEMREC_SOCKET is not set"},
 		{[]string{"annotate", "--kind", "epoch_start", "--socket", "/x"}, "needs --epoch"},
 		{[]string{"annotate", "--kind", "party", "--socket", "/x"}, `--kind "party"`},
