@@ -238,6 +238,25 @@ func summarizeFrag(sum *Frag, frags []float64) *Frag {
 	return &f
 }
 
+// decimatePeaks keeps at most about limit points, the highest of each run.
+func decimatePeaks(pts []FloorPoint, limit int) []FloorPoint {
+	if len(pts) <= limit {
+		return pts
+	}
+	k := (len(pts) + limit - 1) / limit
+	out := make([]FloorPoint, 0, limit)
+	for i := 0; i < len(pts); i += k {
+		best := pts[i]
+		for _, p := range pts[i:min(i+k, len(pts))] {
+			if p.Bytes > best.Bytes {
+				best = p
+			}
+		}
+		out = append(out, best)
+	}
+	return out
+}
+
 // halveFrag keeps the higher point of each pair, in place.
 func halveFrag(s []FragPoint) []FragPoint {
 	n := 0

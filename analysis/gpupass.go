@@ -183,6 +183,8 @@ func (a *gpuAnalysis) floorSpans() {
 	steps, run := a.steps, a.run
 	if len(steps) >= 2 {
 		a.per = "step"
+		// Sized once: a day-long run has hundreds of thousands of steps.
+		a.fx, a.flo, a.fhi = make([]float64, 0, len(steps)), make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
 		for i := 0; i < len(steps); i++ {
 			end := a.mi.endNS + 1
 			if i+1 < len(steps) {
@@ -338,6 +340,9 @@ func (a *gpuAnalysis) allocatorPass() error {
 	a.torchAt = make([]torchAtTime, len(a.q))
 	tq := 0
 	sum := &allocSum{last: map[int]storage.TorchSample{}, firstRetries: -1}
+	// Sized for this GPU's share of the run's samples: a day-long run has
+	// millions, and growing by copying would double the peak.
+	sum.frags = make([]float64, 0, a.run.Counts.TorchSamples/int64(max(1, len(a.run.GPUs)))+16)
 	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
 	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
@@ -463,6 +468,10 @@ func (a *gpuAnalysis) leak() {
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= max(3, countNonEmpty(a.used.floors)/2) {
 		basis, floors = "allocated", a.alloc.floors
 	}
+	gr.Floors = make([]FloorPoint, 0, countNonEmpty(floors))
+	if a.per == "step" {
+		gr.StepPeaks = make([]FloorPoint, 0, countNonEmpty(a.stepPeaks))
+	}
 	for i := range a.fx {
 		if floors.n[i] > 0 {
 			gr.Floors = append(gr.Floors, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: floors.min[i]})
@@ -471,6 +480,9 @@ func (a *gpuAnalysis) leak() {
 			gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.stepPeaks.max[i]})
 		}
 	}
+	// Step peaks are only drawn: a long run keeps the highest of each of
+	// about 4·width runs of steps.
+	gr.StepPeaks = decimatePeaks(gr.StepPeaks, 4*a.opts.Width)
 	skip := -1
 	if basis == "device_used" && a.per == "time" {
 		skip = a.deviceJob()

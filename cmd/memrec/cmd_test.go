@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -162,5 +164,19 @@ func TestFailedCommandsLeaveFileAsItWas(t *testing.T) {
 		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
 			t.Fatalf("%v changed the file (%d bytes before, %d after)", args, len(before), len(after))
 		}
+	}
+}
+
+func TestLimitMemory(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	debug.SetMemoryLimit(math.MaxInt64)
+	limitMemory(func(string) string { return "1GiB" })
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set: limit %d, want it left alone", got)
+	}
+	limitMemory(func(string) string { return "" })
+	if got := debug.SetMemoryLimit(-1); got != softMemoryLimit {
+		t.Errorf("limit %d, want %d", got, softMemoryLimit)
 	}
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func main() {
+	limitMemory(os.Getenv)
 	os.Exit(execute(context.Background(), os.Args[1:], defaultIO()))
 }
 
