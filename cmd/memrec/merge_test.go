@@ -449,3 +449,29 @@ func TestImportMerge(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestRecordJobAndHost: record stores the job and host it is given, and
+// takes the job from the launcher's environment.
+func TestRecordJobAndHost(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--duration", "1s", "--name", "a", "--job", "j9", "--host", "nodeA")
+	if code != 0 || !strings.Contains(errs, "job         j9, node nodeA") {
+		t.Fatalf("record: %d %s", code, errs)
+	}
+	t.Setenv("SLURM_JOB_ID", "4242")
+	if _, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--duration", "1s", "--name", "b"); code != 0 {
+		t.Fatal(errs)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, _ := d.Run("a")
+	b, _ := d.Run("b")
+	host, _ := os.Hostname()
+	if a.Job != "j9" || a.Host != "nodeA" || b.Job != "4242" || b.Host != host {
+		t.Errorf("runs: a job %q host %q, b job %q host %q", a.Job, a.Host, b.Job, b.Host)
+	}
+}

@@ -362,6 +362,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	default:
 		fmt.Fprintf(w, "  database    %s, run %q (%s)\n", o.dbPath, res.Run.Name, status(res.Run))
 	}
+	if res.Run.Job != "" {
+		fmt.Fprintf(w, "  job         %s, node %s (memrec merge joins the nodes' databases)\n", res.Run.Job, res.Run.Host)
+	}
 	if res.Child {
 		fmt.Fprintf(w, "  command     exited with %d\n", res.ExitCode)
 	}

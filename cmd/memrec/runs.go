@@ -85,7 +85,11 @@ func printRuns(w io.Writer, runs []storage.Run) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tID\tHOST\tSTART\tDURATION\tGPUS\tSAMPLES\tMARKS\tSTATUS\tTAGS")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.ID, r.Host,
+		host := r.Host
+		if len(r.Hosts) > 0 {
+			host = fmt.Sprintf("%d hosts", len(r.Hosts))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.ID, host,
 			time.Unix(0, r.StartNS).Local().Format("2006-01-02 15:04:05"), r.Duration().Round(time.Millisecond),
 			len(r.GPUs), r.Counts.Samples+r.Counts.ProcSamples+r.Counts.TorchSamples, r.Counts.Marks, status(r), formatTags(r.Tags))
 	}
