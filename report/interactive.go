@@ -56,12 +56,15 @@ type markTimeline struct {
 	Text string `json:"text,omitempty"`
 }
 
-// timelineOf builds the page's data from the report's timelines,
-// downsampled again with M4 to PageBuckets buckets.
-func timelineOf(rep *analysis.Report) timelineData {
+// timelineOf builds the page's data from the report's timelines of the
+// GPUs shown, downsampled again with M4 to PageBuckets buckets.
+func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 	us := func(t int64) int64 { return (t - rep.StartNS) / 1000 }
 	var d timelineData
 	for _, g := range rep.GPUs {
+		if !shown(g.GPU) {
+			continue
+		}
 		gt := gpuTimeline{GPU: g.GPU, Total: g.TotalBytes, Series: []seriesTimeline{}}
 		for _, s := range []analysis.Series{g.Timeline.Used, g.Timeline.DriverReserved, g.Timeline.Allocated, g.Timeline.Reserved} {
 			if len(s.T) == 0 {
@@ -105,8 +108,8 @@ type interactiveView struct {
 	License string
 }
 
-func newInteractiveView(rep *analysis.Report) (interactiveView, error) {
-	d := timelineOf(rep)
+func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool) (interactiveView, error) {
+	d := timelineOf(rep, shown)
 	has := false
 	for _, g := range d.GPUs {
 		has = has || len(g.Series) > 0

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"image/png"
 	"strings"
 	"testing"
@@ -51,5 +52,12 @@ func TestManyGPUsBoundedReport(t *testing.T) {
 	}
 	if want := "The other 984 GPUs, 984 of them with a finding"; !strings.Contains(string(page), want) {
 		t.Errorf("page lacks %q", want)
+	}
+	// The interactive timeline holds the GPUs with a section, no more.
+	_, data, ok := strings.Cut(string(page), `id="memrec-timeline-data">`)
+	data, _, _ = strings.Cut(data, "</script>")
+	var d timelineData
+	if err := json.Unmarshal([]byte(data), &d); !ok || err != nil || len(d.GPUs) != maxSections {
+		t.Errorf("timeline data: %v, %d GPUs, want %d", err, len(d.GPUs), maxSections)
 	}
 }

@@ -179,7 +179,9 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 		// Interactive is the timeline's data and scripts; nil without samples.
 		Interactive *interactiveView
 	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
-	if iv, err := newInteractiveView(rep); err != nil {
+	sec := sections(rep)
+	shown := func(gpu int) bool { return !many(rep) || sec[gpu] }
+	if iv, err := newInteractiveView(rep, shown); err != nil {
 		return nil, err
 	} else if iv.HasData {
 		view.Interactive = &iv
@@ -202,9 +204,8 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 		}
 	}
 	quiet, unshown := 0, 0
-	sec := sections(rep)
 	for _, g := range rep.GPUs {
-		if many(rep) && !sec[g.GPU] {
+		if !shown(g.GPU) {
 			if notable(rep, g) {
 				unshown++
 			} else {
