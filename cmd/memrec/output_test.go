@@ -83,6 +83,8 @@ func TestNoBrokenNumbersInAnyOutput(t *testing.T) {
 		mustRun("analyze", n)
 		mustRun("analyze", n, "--json")
 		mustRun("export", n)
+		mustRun("export", n, "--format", "csv")
+		mustRun("export", n, "--from", "0", "--to", "5")
 		rep := filepath.Join(dir, "rep-"+n)
 		mustRun("report", n, "-o", rep, "--width", "400", "--height", "200")
 		page, err := os.ReadFile(filepath.Join(rep, "index.html"))
