@@ -50,14 +50,14 @@ const ChartSites = 6
 
 // SiteSnapshot is one snapshot's figures.
 type SiteSnapshot struct {
-	TNS            int64        `json:"t_ns"`
-	PID            int          `json:"pid"`
-	Reason         string       `json:"reason"`
-	Epoch          *int         `json:"epoch"`
-	Step           *int         `json:"step"`
-	LiveBytes      int64        `json:"live_bytes"`      // every block, sites and untracked
-	UntrackedBytes int64        `json:"untracked_bytes"` // blocks without a Python stack
-	Top            []SiteFigure `json:"top"`             // the sites with the most live bytes
+	TNS            int64               `json:"t_ns"`
+	PID            int                 `json:"pid"`
+	Reason         storage.SitesReason `json:"reason"`
+	Epoch          *int                `json:"epoch"`
+	Step           *int                `json:"step"`
+	LiveBytes      int64               `json:"live_bytes"`      // every block, sites and untracked
+	UntrackedBytes int64               `json:"untracked_bytes"` // blocks without a Python stack
+	Top            []SiteFigure        `json:"top"`             // the sites with the most live bytes
 }
 
 // SiteFigure is one site's live memory in a snapshot.
@@ -110,8 +110,8 @@ type siteSnap struct {
 	rows []storage.SiteSample
 }
 
-func (s siteSnap) t() int64       { return s.rows[0].T }
-func (s siteSnap) reason() string { return s.rows[0].Reason }
+func (s siteSnap) t() int64                    { return s.rows[0].T }
+func (s siteSnap) reason() storage.SitesReason { return s.rows[0].Reason }
 func (s siteSnap) liveBytes() (n int64) {
 	for _, r := range s.rows {
 		n += r.LiveBytes

@@ -299,7 +299,7 @@ func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int
 					v.SinceNS -= shift
 				}
 				v.GPU = remap(v.GPU)
-				v.Reason, v.Name, v.File, v.Func, v.Stack = strings.Clone(v.Reason), strings.Clone(v.Name), strings.Clone(v.File), strings.Clone(v.Func), strings.Clone(v.Stack)
+				v.Reason, v.Name, v.File, v.Func, v.Stack = SitesReason(strings.Clone(string(v.Reason))), strings.Clone(v.Name), strings.Clone(v.File), strings.Clone(v.Func), strings.Clone(v.Stack)
 			}})
 		}
 	}

@@ -188,14 +188,14 @@ var siteSchema = rowSchema[SiteSample]{
 	put: func(s SiteSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), optEncode(s.Epoch), s.SinceNS, int64(s.Line), s.LiveBytes,
 				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad),
-			append(strs, s.Reason, s.Name, s.File, s.Func, s.Stack)
+			append(strs, string(s.Reason), s.Name, s.File, s.Func, s.Stack)
 	},
 	get: func(d *decoded, i int, k seriesKey) SiteSample {
 		c, st := d.ints, d.strs
 		return SiteSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
 			SinceNS: c[2][i], Line: int(c[3][i]), LiveBytes: c[4][i], LiveBlocks: c[5][i], AllocBytes: c[6][i],
 			Allocs: c[7][i], FreedBytes: c[8][i], Frees: c[9][i], Sites: c[10][i], Bad: c[11][i],
-			Reason: st[0][i], Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
+			Reason: SitesReason(st[0][i]), Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
 	},
 }
 

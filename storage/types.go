@@ -182,6 +182,7 @@ type (
 	Mark         = wire.Mark
 	MarkKind     = wire.MarkKind
 	SiteSample   = wire.SiteSample
+	SitesReason  = wire.SitesReason
 )
 
 // Mark kinds that memrec gives a meaning to. Other kinds are stored as

@@ -143,7 +143,7 @@ func (r *Record) gpu() (gpu int, ok bool) {
 // untracked blocks, one per site and one for "other".
 func (f *fields) sites() []SiteSample {
 	head := SiteSample{T: f.int("t_ns", true, 0), GPU: f.gpu(), PID: int(f.int("pid", true, 0)),
-		Rank: f.opt("rank"), Reason: f.str("reason", true), Epoch: f.opt("epoch"), Name: f.str("name", false),
+		Rank: f.opt("rank"), Reason: SitesReason(f.str("reason", true)), Epoch: f.opt("epoch"), Name: f.str("name", false),
 		SinceNS: f.int("since_ns", false, 0)}
 	if head.SinceNS < 0 {
 		f.fail("%q is negative (%d)", "since_ns", head.SinceNS)
@@ -403,7 +403,7 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 		b = appendKV(b, "rank", int64(h.Rank))
 	}
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, h.Reason)
+	b = appendJSONString(b, string(h.Reason))
 	if h.Epoch != None {
 		b = appendKV(b, "epoch", int64(h.Epoch))
 	}

@@ -46,7 +46,7 @@ func FuzzParse(f *testing.F) {
 		case TypeSites:
 			out = AppendSites(nil, r.Sites)
 			for _, s := range r.Sites {
-				if !utf8.ValidString(s.Reason + s.Name + s.File + s.Func + s.Stack) {
+				if !utf8.ValidString(string(s.Reason) + s.Name + s.File + s.Func + s.Stack) {
 					return
 				}
 			}

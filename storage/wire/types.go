@@ -84,17 +84,23 @@ const (
 	SiteOther = "<other>"
 )
 
-// Reasons a site snapshot was taken, as the probe sends them. Other reasons
-// are stored as they come.
+// SitesReason is why a site snapshot was taken. The set is open: a reason
+// memrec gives no meaning to is stored as it comes.
+type SitesReason string
+
+// Reasons a site snapshot was taken, as the probe sends them.
 const (
-	SitesEpochEnd = "epoch_end"
-	SitesOOM      = "oom"
-	SitesExit     = "exit"
-	SitesSnapshot = "snapshot" // memrec.snapshot()
-	SitesWindow   = "window"   // the end of a trace window
-	SitesTrack    = "track"    // the end of a memrec.track block
-	SitesTrace    = "trace"    // rebuilt from an imported snapshot's trace
+	SitesEpochEnd SitesReason = "epoch_end"
+	SitesOOM      SitesReason = "oom"
+	SitesExit     SitesReason = "exit"
+	SitesSnapshot SitesReason = "snapshot" // memrec.snapshot()
+	SitesWindow   SitesReason = "window"   // the end of a trace window
+	SitesTrack    SitesReason = "track"    // the end of a memrec.track block
+	SitesTrace    SitesReason = "trace"    // rebuilt from an imported snapshot's trace
 )
+
+// String is the reason as the "sites" line spells it.
+func (r SitesReason) String() string { return string(r) }
 
 // SiteSample is one allocation site in one snapshot of a process's
 // allocator on one GPU: the live blocks that a line of code allocated, and
@@ -105,12 +111,12 @@ type SiteSample struct {
 	T       int64
 	GPU     int
 	PID     int
-	Rank    int    // None if absent
-	Reason  string // why the snapshot was taken (Sites* constants)
-	Epoch   int    // None if absent
-	Name    string // the snapshot's or the tracked block's name; "" if none
-	SinceNS int64  // start of the window Alloc* and Freed* count; 0 without a trace
-	File    string // the site's file, or SiteUntracked or SiteOther
+	Rank    int         // None if absent
+	Reason  SitesReason // why the snapshot was taken
+	Epoch   int         // None if absent
+	Name    string      // the snapshot's or the tracked block's name; "" if none
+	SinceNS int64       // start of the window Alloc* and Freed* count; 0 without a trace
+	File    string      // the site's file, or SiteUntracked or SiteOther
 	Line    int
 	Func    string
 	Stack   string // callers, innermost first, one "file:line func" a line
