@@ -107,6 +107,7 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.steps = mi.stepsFor(rank)
 	a.gr.Steps = a.steps // shared: neither changes them
 	a.procJobSpan()
+	a.deviceJobSpan()
 	sliced := run
 	if a.job != nil {
 		sliced.StartNS, sliced.EndNS = a.job.FromNS, a.job.ToNS

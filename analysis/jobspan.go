@@ -121,3 +121,33 @@ func warmupEnd(x, y []float64) int {
 	}
 	return skip
 }
+
+// deviceJobSpan finds the job of a run that has neither process nor
+// allocator samples nor epoch marks before the passes, so that the time
+// slices of its per-slice table cover the job and not the start-up or the
+// teardown: one extra read of the device series, on the floor grid the
+// leak uses. A read error is left for the device pass to report.
+func (a *gpuAnalysis) deviceJobSpan() {
+	run := a.run
+	if a.job != nil || a.hasTorch || !a.hasDevice || len(a.mi.epochs) > 0 || run.EndNS <= run.StartNS {
+		return
+	}
+	w := max((run.EndNS-run.StartNS)/300, max(run.IntervalNS, 1))
+	var floors []FloorPoint
+	it := a.db.DeviceSamples(run, a.g.Index, run.StartNS, run.EndNS+1)
+	for it.Next() {
+		s := it.At()
+		b := run.StartNS + (s.T-run.StartNS)/w*w
+		if n := len(floors); n > 0 && floors[n-1].TNS == b {
+			floors[n-1].Bytes = min(floors[n-1].Bytes, s.Used)
+		} else {
+			floors = append(floors, FloorPoint{TNS: b, Bytes: s.Used})
+		}
+	}
+	if it.Err() != nil {
+		return
+	}
+	if lo, hi, ok := riseAndFall(floors); ok {
+		a.job = &JobSpan{FromNS: floors[lo].TNS, ToNS: floors[hi].TNS + w, Basis: "device_rise_fall"}
+	}
+}
