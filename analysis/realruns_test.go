@@ -119,6 +119,12 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 				t.Errorf("%s: no_leak with a slope of %.2f GB/h outside an interval around 0", name, *s/1e9)
 			}
 		}
+		// The per-slice table covers the job, not the start-up.
+		if len(g.Intervals) != 10 {
+			t.Errorf("%s: %d slices, want 10", name, len(g.Intervals))
+		} else if g.Intervals[0].StartNS != g.JobSpan.FromNS {
+			t.Errorf("%s: the first slice starts at %d ns, the job at %d ns", name, g.Intervals[0].StartNS-rep.StartNS, g.JobSpan.FromNS-rep.StartNS)
+		}
 		// None of these jobs gives memory back each step: no step time
 		// can be read from their device memory.
 		if g.InferredStepTimeS != nil {
