@@ -162,13 +162,18 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if o.Duration > 0 {
+	_, fake := o.Clock.(*FakeClock)
+	if o.Duration > 0 && !fake {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithTimeout(sctx, o.Duration)
 		defer cancel()
 	}
 	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
 		OnError: rateLimited(o.Log, "sampling")}
+	if o.Duration > 0 && fake {
+		// A fake clock runs as fast as the sampler: the duration is of its time.
+		sampler.Until = time.Unix(0, run.StartNS).Add(o.Duration)
+	}
 	if live != nil {
 		sampler.Progress = live.Progress()
 	}
@@ -219,6 +224,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		select {
 		case <-sctx.Done():
 		case <-sigs:
+		case <-sampled: // reached Until
 		}
 		stop()
 	}

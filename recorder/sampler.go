@@ -38,6 +38,9 @@ type Sampler struct {
 	// Progress, if set, counts ticks taken and missed as they happen (for
 	// live metrics); SamplerStats has the same counts at the end.
 	Progress *Progress
+	// Until, if set, ends the Go loop at the first tick due at or after it
+	// (by Clock: with a fake clock, a recording of simulated time).
+	Until time.Time
 }
 
 // SamplerStats are what the sampler measured about itself. Safe to copy.
@@ -158,6 +161,9 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	}
 	for k := int64(0); ctx.Err() == nil; {
 		deadline := t0.Add(time.Duration(k) * s.Interval)
+		if !s.Until.IsZero() && !deadline.Before(s.Until) {
+			break
+		}
 		s.Clock.SleepUntil(ctx, deadline)
 		if ctx.Err() != nil {
 			break

@@ -475,3 +475,30 @@ func TestRecordJobAndHost(t *testing.T) {
 		t.Errorf("runs: a job %q host %q, b job %q host %q", a.Job, a.Host, b.Job, b.Host)
 	}
 }
+
+// TestRecordFakeClock: --sim-clock fake records --duration of simulated
+// time, tick for tick, without waiting for it.
+func TestRecordFakeClock(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "m.db")
+	t0 := time.Now()
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-clock", "fake", "--sim-gpus", "2", "--duration", "5m", "--name", "f")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if took := time.Since(t0); took > time.Minute {
+		t.Errorf("5 simulated minutes took %v", took)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, _ := d.Run("f")
+	// 5 minutes at 10 ms: 30 000 ticks of 2 GPUs, the last one 10 ms before the end.
+	if r.Counts.Samples != 2*30000 || r.Recorder.Ticks != 30000 || r.Recorder.MissedTicks != 0 {
+		t.Errorf("%d samples, %d ticks, %d missed", r.Counts.Samples, r.Recorder.Ticks, r.Recorder.MissedTicks)
+	}
+	if _, errs, code := run(t, db, "", "record", "--sim-clock", "fake", "--duration", "1s"); code != 1 || !strings.Contains(errs, "--sim-clock fake needs --source sim") {
+		t.Errorf("fake clock with NVML: %d %s", code, errs)
+	}
+}

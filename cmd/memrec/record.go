@@ -31,6 +31,7 @@ type recordOptions struct {
 	simScenario string
 	simGPUs     int
 	simRankBase int
+	simClock    string
 	simSpeed    float64
 	command     []string
 	sampler     string
@@ -83,6 +84,8 @@ machine without a GPU.`,
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
+	f.StringVar(&o.simClock, "sim-clock", "real", "with --source sim: real, or fake to record --duration of simulated time as fast as it can be computed (benchmarks)")
+	f.MarkHidden("sim-clock")
 	f.IntVar(&o.simRankBase, "sim-rank-base", 0, "with --source sim: global rank of the first simulated GPU, to simulate one node of a multi-node job")
 	f.Float64Var(&o.simSpeed, "sim-speed", 1, "with --source sim: run the simulated job this many times faster than real time (--duration and the stored times are the job's), to record hours in minutes")
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
@@ -148,6 +151,15 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	}
 	if o.simSpeed <= 0 || (o.simSpeed != 1 && (o.source != "sim" || len(o.command) > 0)) {
 		return fmt.Errorf("--sim-speed %g: want a speed above 0, with --source sim and no command", o.simSpeed)
+	}
+	switch o.simClock {
+	case "real", "":
+	case "fake":
+		if o.source != "sim" || o.duration == 0 || len(o.command) > 0 {
+			return errors.New("--sim-clock fake needs --source sim and --duration, and no command")
+		}
+	default:
+		return fmt.Errorf("--sim-clock %q: want real or fake", o.simClock)
 	}
 	gpus, err := parseGPUs(o.gpus)
 	if err != nil {
@@ -226,6 +238,9 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	default:
 		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
 	}
+	if o.simClock == "fake" {
+		opts.Clock = recorder.NewFakeClock(now)
+	}
 	if o.simSpeed != 1 {
 		// The job's time runs faster: a Go loop sleeps on the scaled clock
 		// (the native loop keeps the system's), and --duration is the job's.
@@ -274,11 +289,11 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
 	}
 	status := newStatusWriter(o.io.Err)
-	if status != nil {
+	if status != nil && o.simClock != "fake" {
 		opts.Status = status.show
 	}
 	res, err := recorder.Record(ctx, opts)
-	if status != nil {
+	if opts.Status != nil {
 		status.clear()
 	}
 	switch {
