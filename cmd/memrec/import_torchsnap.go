@@ -66,7 +66,10 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		}
 		for _, d := range s.Devices() {
 			head := storage.SiteSample{GPU: d + o.gpu, Rank: storage.None, Epoch: storage.None, Name: filepath.Base(f)}
-			for _, rows := range s.Snapshots(d, head, fi.ModTime().UnixNano(), tracePoints) {
+			for k, rows := range s.Snapshots(d, head, fi.ModTime().UnixNano(), tracePoints) {
+				if k == 0 && d != s.Devices()[0] {
+					rows[0].Bad = 0 // counted once, with the first device
+				}
 				snaps = append(snaps, rows)
 				sites += len(rows) - 1
 			}

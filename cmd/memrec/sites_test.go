@@ -25,7 +25,7 @@ func TestImportSnapshotAndSites(t *testing.T) {
 		t.Errorf("--run nope: %d %q", code, errs)
 	}
 	// The state snapshot added to the imported JSON Lines run, on its GPU 0 (pid 0).
-	if out, errs, code = run(t, db, "", "import", realRun); code != 0 {
+	if _, errs, code = run(t, db, "", "import", realRun); code != 0 {
 		t.Fatalf("import: %q", errs)
 	}
 	if out, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 0 || !strings.Contains(out, "1 site snapshots") {

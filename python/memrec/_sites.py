@@ -295,6 +295,7 @@ class Sites:
 
     def enable(self, on=True):
         self.on = bool(on)
+        self.window_end = -1  # a window open when the history stops is dropped
         torch = sys.modules.get("torch")
         if torch is None:
             return
