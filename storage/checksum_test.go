@@ -126,3 +126,22 @@ func TestReadVersion2Chunks(t *testing.T) {
 		t.Fatalf("version 2 export differs: %d lines in, %d out", len(want), len(got))
 	}
 }
+
+// TestCheckMissingBucketsNoPanic: a memrec file whose run lost its chunks
+// bucket (damage, or another program's writes) is reported, not a panic.
+func TestCheckMissingBucketsNoPanic(t *testing.T) {
+	db := openTestDBNoCheck(t)
+	r, _ := importFixture(t, db)
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketData).Bucket(idKey(r.ID)).DeleteBucket(keyChunks)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Check(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check: %v, want ErrCorrupt", err)
+	}
+	if err := drain(db.DeviceSamples(r, r.GPUs[0].Index, MinTime, MaxTime)).Err(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reading: %v, want ErrCorrupt", err)
+	}
+}

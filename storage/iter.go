@@ -94,7 +94,11 @@ func (it *Iter[T]) load() {
 			it.done = true
 			return nil
 		}
-		c := data.Bucket(keyChunks).Cursor()
+		chunks := data.Bucket(keyChunks)
+		if chunks == nil {
+			return fmt.Errorf("run %d: %w: no chunks bucket", it.run, ErrCorrupt)
+		}
+		c := chunks.Cursor()
 		var k, v []byte
 		if !it.started {
 			it.started = true

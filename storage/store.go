@@ -406,7 +406,11 @@ func (db *DB) Check() error {
 				return nil
 			}
 			var d decoded
-			return b.Bucket(keyChunks).ForEach(func(ck, cv []byte) error {
+			chunks := b.Bucket(keyChunks)
+			if chunks == nil {
+				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
+			}
+			return chunks.ForEach(func(ck, cv []byte) error {
 				if err := checkChunk(ck, cv, known, &d); err != nil {
 					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
 				}
