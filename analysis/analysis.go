@@ -388,8 +388,12 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	}
 	for _, g := range rep.GPUs {
 		if g.InconsistentSamples > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("GPU %d: %d allocator samples are inconsistent (allocated above reserved, or active below allocated); they are used as sent",
-				g.GPU, g.InconsistentSamples))
+			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)
+			if g.InconsistentSamples == 1 {
+				what = "1 allocator sample is"
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("GPU %d: %s inconsistent (allocated above reserved, or active below allocated), used as sent",
+				g.GPU, what))
 		}
 	}
 	rep.summarize(run)

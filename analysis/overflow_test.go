@@ -1,7 +1,10 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +47,36 @@ func TestTimeLoopsSurviveExtremeTimes(t *testing.T) {
 				t.Fatalf("slice %d: %d..%d", i, s.start, s.end)
 			}
 		}
+	}
+}
+
+// TestInconsistentAllocatorSamplesFlagged: allocator samples with
+// allocated above reserved, or active below allocated, are accepted, kept
+// as sent, counted per GPU and named in the notes.
+func TestInconsistentAllocatorSamplesFlagged(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"run","name":"odd","start_ns":1000000000000000000}` + "\n" + `{"type":"gpu","gpu":0}` + "\n" + `{"type":"gpu","gpu":1}` + "\n")
+	// GPU 0: 10 samples, 3 with allocated > reserved and 2 with active < allocated.
+	for i := range 10 {
+		alloc, res, active := int64(100), int64(200), int64(100)
+		switch {
+		case i < 3:
+			res = 50
+		case i < 5:
+			active = 40
+		}
+		fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d}`+"\n", 1000000000000000000+int64(i)*1e8, alloc, res, active)
+		fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":1,"pid":8,"allocated_bytes":100,"reserved_bytes":200}`+"\n", 1000000000000000000+int64(i)*1e8)
+	}
+	rep := importFixtures(t, map[string][]byte{"odd.jsonl": []byte(b.String())})["odd"]
+	if got := rep.GPUs[0].InconsistentSamples; got != 5 {
+		t.Errorf("GPU 0: %d inconsistent samples, want 5", got)
+	}
+	if got := rep.GPUs[1].InconsistentSamples; got != 0 {
+		t.Errorf("GPU 1: %d inconsistent samples, want 0", got)
+	}
+	want := "GPU 0: 5 allocator samples are inconsistent"
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+		t.Errorf("notes %q lack %q", rep.Notes, want)
 	}
 }
