@@ -141,6 +141,7 @@ func TestImportBoundsTimesAndFields(t *testing.T) {
 		{"proc pid -1", good + `{"type":"proc","t_ns":1000000000000000001,"gpu":0,"pid":-1,"used_bytes":1}`, "bad.jsonl:3: proc: pid is negative (-1)"},
 		{"torch pid -1", good + `{"type":"torch","t_ns":1000000000000000001,"gpu":0,"pid":-1,"allocated_bytes":1,"reserved_bytes":2}`, "bad.jsonl:3: torch: pid is negative (-1)"},
 		{"gpu index", run + `{"type":"gpu","gpu":70000}`, "bad.jsonl:2: gpu: gpu index 70000 is outside 0..65535"},
+		{"too many gpus", run + gpuLines(MaxGPUs+1), fmt.Sprintf("bad.jsonl:%d: gpu: more than %d GPUs", MaxGPUs+2, MaxGPUs)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTestDB(t)
@@ -228,4 +229,12 @@ func TestImportBoundsSeries(t *testing.T) {
 	if len(series) > MaxSeries+gpus || len(series) < MaxSeries {
 		t.Fatalf("%d series, want between %d and %d", len(series), MaxSeries, MaxSeries+gpus)
 	}
+}
+
+func gpuLines(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"type":"gpu","gpu":%d}`+"\n", i)
+	}
+	return b.String()
 }
