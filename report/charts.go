@@ -269,7 +269,7 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 		names = append(names, strconv.Itoa(e.Epoch))
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("GPU %d: memory added per %s", g.GPU, what), what, uname)
+	p := newPlot(fmt.Sprintf("%s: memory added per %s", g.Label(), what), what, uname)
 	for i := range used {
 		used[i] /= unit
 		alloc[i] /= unit
@@ -301,7 +301,7 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		top = math.Max(top, float64(f.Bytes))
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("GPU %d: steady-state floor (%s) — %s", g.GPU, l.Basis, l.Verdict), xlabel, uname)
+	p := newPlot(fmt.Sprintf("%s: steady-state floor (%s) — %s", g.Label(), l.Basis, l.Verdict), xlabel, uname)
 	if len(g.Floors) == 0 {
 		return p
 	}
@@ -341,7 +341,7 @@ func stepPeakChart(g analysis.GPUReport) *plot.Plot {
 		top = math.Max(top, float64(f.Bytes))
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("GPU %d: peak allocated in each step", g.GPU), "step", uname)
+	p := newPlot(fmt.Sprintf("%s: peak allocated in each step", g.Label()), "step", uname)
 	xy := make(plotter.XYs, len(g.StepPeaks))
 	for i, f := range g.StepPeaks {
 		xy[i].X, xy[i].Y = f.X, float64(f.Bytes)/unit
@@ -357,7 +357,7 @@ func stepPeakChart(g analysis.GPUReport) *plot.Plot {
 // fragChart: fragmentation and the stuck part over time.
 func fragChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	ax := newTimeAxis(rep)
-	p := newPlot(fmt.Sprintf("GPU %d: allocator fragmentation", g.GPU), ax.label, "share of reserved (%)")
+	p := newPlot(fmt.Sprintf("%s: allocator fragmentation", g.Label()), ax.label, "share of reserved (%)")
 	var f, s plotter.XYs
 	for _, pt := range g.FragSeries {
 		f = append(f, plotter.XY{X: ax.x(pt.TNS), Y: 100 * pt.Frag})
@@ -424,7 +424,7 @@ func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		top = math.Max(top, v)
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("GPU %d: memory per process (NVML), stacked", g.GPU), ax.label, uname)
+	p := newPlot(fmt.Sprintf("%s: memory per process (NVML), stacked", g.Label()), ax.label, uname)
 	base := make([]float64, buckets+1)
 	order := make([]int, len(stack))
 	for i := range order {
@@ -487,7 +487,7 @@ func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 	}
 	plots := make([][]*plot.Plot, n)
 	for i, g := range rep.GPUs {
-		p := timelineChart(rep, g, fmt.Sprintf("GPU %d", g.GPU), top)
+		p := timelineChart(rep, g, g.Label(), top)
 		if i > 0 {
 			p.Legend = plot.NewLegend()
 		}
@@ -532,7 +532,7 @@ func siteChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		top = math.Max(top, sum)
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("GPU %d: live memory by allocation site, stacked", g.GPU), ax.label, uname)
+	p := newPlot(fmt.Sprintf("%s: live memory by allocation site, stacked", g.Label()), ax.label, uname)
 	// Step-wise: each snapshot's value holds until the next one (the last
 	// until the run's end).
 	xs := make([]int64, 0, 2*n)

@@ -38,6 +38,7 @@ type timelineData struct {
 
 type gpuTimeline struct {
 	GPU    int              `json:"gpu"`
+	Label  string           `json:"-"`
 	Total  int64            `json:"total_bytes,omitempty"`
 	Series []seriesTimeline `json:"series"`
 	Epochs [][2]int64       `json:"epochs,omitempty"` // [start, end] µs since start
@@ -65,7 +66,7 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 		if !shown(g.GPU) {
 			continue
 		}
-		gt := gpuTimeline{GPU: g.GPU, Total: g.TotalBytes, Series: []seriesTimeline{}}
+		gt := gpuTimeline{GPU: g.GPU, Label: g.Label(), Total: g.TotalBytes, Series: []seriesTimeline{}}
 		for _, s := range []analysis.Series{g.Timeline.Used, g.Timeline.DriverReserved, g.Timeline.Allocated, g.Timeline.Reserved} {
 			if len(s.T) == 0 {
 				continue
@@ -128,7 +129,7 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool) (interac
 const interactiveTmpl = `{{define "timeline"}}{{with .Interactive}}<section id="timeline">
 <h2>Timeline</h2>
 <p class="hint">Drag across a chart to zoom in, double-click to zoom out; the GPUs zoom together. Hover for values; click a legend entry to hide or show its series. Shaded: every other epoch; dashed lines: events, red: OOM. The same charts are in this folder as PNG files (gpuN-timeline.png).</p>
-{{range $.GPUs}}<div class="tl" id="timeline-gpu{{.GPU}}"><h3>GPU {{.GPU}}</h3></div>
+{{range $.GPUs}}<div class="tl" id="timeline-gpu{{.GPU}}"><h3>{{.Label}}</h3></div>
 {{end}}</section>{{end}}{{end}}
 {{define "timeline-scripts"}}{{with .Interactive}}<style>{{.CSS}}
 .tl { margin: .5em 0 1.5em; } .hint { color: #555; font-size: .9em; }
