@@ -9,9 +9,10 @@
 #   SIZES="1m 10m" RUNS=5 bench/scale.sh
 #   SIZES="24h" bench/scale.sh         # sizes: 1m 10m 1h 6h 24h 1h@1kHz
 #
-# Prints a Markdown table: seconds and peak RSS (MiB) of each command, the
-# database's size and bytes per line. The load average before and after is
-# printed too: the machine may be shared.
+# Prints a Markdown table: wall seconds, CPU seconds (user + system) and
+# peak RSS (MiB) of each command, the database's size and bytes per line.
+# On a shared machine the wall time grows with the load; the CPU time much
+# less. The load average before and after is printed too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${RUNS:-3}
@@ -30,10 +31,11 @@ timed() {
   : > "$tmp/t"
   for _ in $(seq "$n"); do
     rm -rf "$tmp/out"
-    /usr/bin/time -f "%e %M" -o "$tmp/one" "$@" > /dev/null
+    /usr/bin/time -f "%e %M %U %S" -o "$tmp/one" "$@" > /dev/null
     cat "$tmp/one" >> "$tmp/t"
   done
-  printf '%.2f s, %d MiB' "$(cut -d' ' -f1 "$tmp/t" | median)" "$(( $(cut -d' ' -f2 "$tmp/t" | sort -n | tail -1) / 1024 ))"
+  printf '%.2f s (%.2f s CPU), %d MiB' "$(cut -d' ' -f1 "$tmp/t" | median)" \
+    "$(awk '{print $3 + $4}' "$tmp/t" | median)" "$(( $(cut -d' ' -f2 "$tmp/t" | sort -n | tail -1) / 1024 ))"
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
