@@ -1,9 +1,12 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -500,5 +504,120 @@ func TestRecordFakeClock(t *testing.T) {
 	}
 	if _, errs, code := run(t, db, "", "record", "--sim-clock", "fake", "--duration", "1s"); code != 1 || !strings.Contains(errs, "--sim-clock fake needs --source sim") {
 		t.Errorf("fake clock with NVML: %d %s", code, errs)
+	}
+}
+
+// rankLog is one line of bench/ddp_probe.py's log: PyTorch's own readings
+// of a rank at the end of a step.
+type rankLog struct {
+	Rank, Step                 int
+	Allocated, Reserved, Peak int64
+}
+
+func readRankLog(t *testing.T, path string) []rankLog {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rankLog
+	dec := json.NewDecoder(zr)
+	for {
+		var m map[string]int64
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["step"]; !ok {
+			continue // the header
+		}
+		out = append(out, rankLog{int(m["rank"]), int(m["step"]), m["allocated"], m["reserved"], m["peak"]})
+	}
+	return out
+}
+
+// TestH200MultiNodeRun checks the merged run of bench/h200_multinode.sh (two
+// single-GPU nodes under torchrun --nnodes 2 on the H200 host, each recorded
+// by its own memrec, merged) against each rank's own torch.cuda readings,
+// logged by the training script at every step: memrec's allocator sample at
+// each step mark of the rank holds exactly those readings, analyze's step
+// peak of the rank's GPU is the largest the rank logged, and the leak
+// planted on rank 1 (8 MiB a step) is named on node1's GPU.
+func TestH200MultiNodeRun(t *testing.T) {
+	dir := filepath.Join("testdata", "h200-multinode")
+	db := filepath.Join(t.TempDir(), "m.db")
+	if _, errs, code := run(t, db, "", "import", filepath.Join(dir, "merged.jsonl.gz")); code != 0 {
+		t.Fatal(errs)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Run("mnjob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Hosts) != 2 || len(r.GPUs) != 2 || r.GPUs[1].Host != "node1" || r.GPUs[1].HostGPU != 1 {
+		t.Fatalf("merged run: hosts %+v, GPUs %+v", r.Hosts, r.GPUs)
+	}
+	stepT := map[[2]int]int64{} // rank, step -> time of its mark
+	marks := d.Marks(r, storage.MinTime, storage.MaxTime)
+	for marks.Next() {
+		if m := marks.At(); m.Kind == storage.MarkStep {
+			stepT[[2]int{m.Rank, m.Step}] = m.T
+		}
+	}
+	torch := map[[2]int64]storage.TorchSample{} // rank, time -> sample
+	gpuOfRank := map[int]int{}
+	series, _ := d.Series(r)
+	for _, s := range series {
+		if s.Kind != "torch" {
+			continue
+		}
+		it := d.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			v := it.At()
+			torch[[2]int64{int64(v.Rank), v.T}] = v
+			gpuOfRank[v.Rank] = v.GPU
+		}
+	}
+	d.Close()
+
+	out, errs, code := run(t, db, "", "analyze", "mnjob", "--json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var rep analysis.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for rank := range 2 {
+		logged := readRankLog(t, filepath.Join(dir, fmt.Sprintf("rank%d.jsonl.gz", rank)))
+		var peak int64
+		for _, l := range logged {
+			peak = max(peak, l.Peak)
+			tm, ok := stepT[[2]int{rank, l.Step}]
+			s, found := torch[[2]int64{int64(rank), tm}]
+			if !ok || !found || s.Allocated != l.Allocated || s.Reserved != l.Reserved || s.PeakAllocated != l.Peak {
+				t.Errorf("rank %d step %d: memrec %+v (found %v), torch %+v", rank, l.Step, s, ok && found, l)
+			}
+		}
+		g := rep.GPUs[gpuOfRank[rank]]
+		if g.PeakStepBytes == nil || *g.PeakStepBytes != peak || len(logged) != 240 {
+			t.Errorf("rank %d on %s: step peak %v, the rank's largest %d (%d steps)", rank, g.Label(), g.PeakStepBytes, peak, len(logged))
+		}
+	}
+	if rep.Worst == nil || rep.Worst.Label != "node1/gpu1" || rep.GPUs[1].Leak.Verdict != analysis.VerdictLeak || rep.GPUs[0].Leak.Verdict == analysis.VerdictLeak {
+		t.Errorf("worst %+v, verdicts %s %s", rep.Worst, rep.GPUs[0].Leak.Verdict, rep.GPUs[1].Leak.Verdict)
+	}
+	// 8 MiB kept per step on rank 1.
+	if s := rep.GPUs[1].Leak.SlopeBytesPerStep; s == nil || *s != 8<<20 {
+		t.Errorf("rank 1's leak slope %v, want 8 MiB per step", s)
 	}
 }
