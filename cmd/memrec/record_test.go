@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -380,5 +381,56 @@ func TestDiskFullSummarySaysWhatIsLost(t *testing.T) {
 	// Nothing was ever committed: the file lacks the whole recording.
 	if secs, _ := strconv.ParseFloat(s[1], 64); secs < 1.2 || secs > 3 {
 		t.Errorf("says the last %s s are not stored, want about 1.5:\n%s", s[1], text)
+	}
+}
+
+// TestSocketSurvivesRunningOutOfDescriptors runs a recorder with a small
+// descriptor limit, takes all its descriptors with idle connections, lets
+// them go, and sends a mark: the recorder kept accepting, and its summary
+// counts the failed accepts.
+func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	sockFile := filepath.Join(dir, "socket")
+	// The command writes the socket's path for the test, then waits.
+	cmd := exec.Command("sh", "-c", `ulimit -n 40 && exec "$0" --db "$1" record --source sim --name fds -- sh -c 'echo "$MEMREC_SOCKET" > "$SOCKFILE.tmp" && mv "$SOCKFILE.tmp" "$SOCKFILE" && sleep 6'`, exe, db)
+	cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1", "SOCKFILE="+sockFile)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var sock string
+	for deadline := time.Now().Add(20 * time.Second); sock == ""; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(sockFile); err == nil {
+			sock = strings.TrimSpace(string(b))
+		} else if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no socket path:\n%s", out.String())
+		}
+	}
+	var held []net.Conn
+	for range 60 { // more than the recorder has descriptors left
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			break // the backlog is full
+		}
+		held = append(held, c)
+	}
+	time.Sleep(300 * time.Millisecond) // the recorder fails to accept meanwhile
+	for _, c := range held {
+		c.Close()
+	}
+	if err := recorder.Send(sock, storage.NewMark(time.Now().UnixNano(), storage.MarkEvent)); err != nil {
+		t.Fatalf("send after the descriptors came back: %v", err)
+	}
+	cmd.Wait()
+	text := out.String()
+	if !strings.Contains(text, "failed accepts retried") || !strings.Contains(text, "(1 from the socket)") {
+		t.Fatalf("%d connections held; summary:\n%s", len(held), text)
 	}
 }
