@@ -82,11 +82,12 @@ func TestRecordSimSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The recorder's own start and stop take real time too, which the job's
-	// clock counts 200 times over: the exit mark comes a few job seconds
-	// after the 20 s.
-	if got := r.Duration(); got < 19*time.Second || got > time.Minute {
-		t.Errorf("run spans %v of the job, want 20 s and a little", got)
+	// Every millisecond of real time is 0.2 s of the job's: a loaded machine
+	// that delays the recorder's start, its last ticks or its stop moves the
+	// ends by job seconds. What matters is that the run spans job time, not
+	// the 0.1 s of real time it took.
+	if got := r.Duration(); got < 10*time.Second || got > time.Minute {
+		t.Errorf("run spans %v of the job, want about 20 s", got)
 	}
 	// The simulated job steps every 100 ms from its first second on.
 	if r.Counts.Marks < 100 {
