@@ -111,20 +111,10 @@ func fitTrend(x, y []float64) trend {
 	slices.Sort(slopes)
 	t.Slope = median(slopes)
 
-	// Variance of S with the correction for tied groups of y.
-	vs := float64(n*(n-1)*(2*n+5)) / 18
-	sorted := slices.Clone(y)
-	slices.Sort(sorted)
-	for i := 0; i < len(sorted); {
-		j := i
-		for j < len(sorted) && sorted[j] == sorted[i] {
-			j++
-		}
-		if g := float64(j - i); g > 1 {
-			vs -= g * (g - 1) * (2*g + 5) / 18
-		}
-		i = j
-	}
+	// Variance of S with the correction for tied groups of y (Kendall);
+	// Sen's interval also takes out the ties of x (none where x is a step
+	// or a time, but the estimator allows them).
+	vs := float64(n*(n-1)*(2*n+5))/18 - tieTerm(y)/18
 	if vs > 0 {
 		switch {
 		case s > 0:
@@ -133,16 +123,10 @@ func fitTrend(x, y []float64) trend {
 			t.Z = float64(s+1) / math.Sqrt(vs)
 		}
 		t.P = math.Erfc(math.Abs(t.Z) / math.Sqrt2)
-		// Sen's interval: ranks (N' ∓ C)/2 of the sorted slopes.
-		c := 1.959964 * math.Sqrt(vs)
-		m := float64(len(slopes))
-		lo := int(math.Floor((m - c) / 2))
-		hi := int(math.Ceil((m + c) / 2))
-		t.Lo = slopes[max(0, min(len(slopes)-1, lo))]
-		t.Hi = slopes[max(0, min(len(slopes)-1, hi))]
 	} else {
-		t.P, t.Lo, t.Hi = 1, t.Slope, t.Slope
+		t.P = 1
 	}
+	t.Lo, t.Hi = senInterval(slopes, vs-tieTerm(x)/18)
 	icpt := make([]float64, n)
 	for i := range x {
 		icpt[i] = y[i] - t.Slope*x[i]
@@ -150,6 +134,42 @@ func fitTrend(x, y []float64) trend {
 	slices.Sort(icpt)
 	t.Intercept = median(icpt)
 	return t
+}
+
+// z975 is the 97.5th percentile of the standard normal distribution.
+const z975 = 1.959963984540054
+
+// senInterval is Sen's (1968) 95 % confidence interval of the Theil–Sen
+// slope from the sorted pairwise slopes and the variance of S: the slopes
+// of ranks (N' ∓ z·σ)/2, rounded half to even as SciPy's theilslopes does.
+func senInterval(slopes []float64, vs float64) (lo, hi float64) {
+	if vs <= 0 {
+		m := median(slopes)
+		return m, m
+	}
+	c := z975 * math.Sqrt(vs)
+	m := float64(len(slopes))
+	l := int(math.RoundToEven((m-c)/2)) - 1
+	h := int(math.RoundToEven((m + c) / 2))
+	last := len(slopes) - 1
+	return slopes[max(0, min(last, l))], slopes[max(0, min(last, h))]
+}
+
+// tieTerm is Σ g(g-1)(2g+5) over the groups g of equal values.
+func tieTerm(v []float64) float64 {
+	sorted := slices.Clone(v)
+	slices.Sort(sorted)
+	var sum float64
+	for i := 0; i < len(sorted); {
+		j := i
+		for j < len(sorted) && sorted[j] == sorted[i] {
+			j++
+		}
+		g := float64(j - i)
+		sum += g * (g - 1) * (2*g + 5)
+		i = j
+	}
+	return sum
 }
 
 // median of sorted values.

@@ -116,3 +116,50 @@ func roundTrip[T any](t *testing.T, sc *rowSchema[T], v T) T {
 	}
 	return sc.get(d, 0, sc.key(v))
 }
+
+// FuzzChunkToRows feeds arbitrary bytes to what an iterator does with a
+// stored chunk: decode one series, check its columns against its kind's
+// schema, convert every row. Nothing may panic; a chunk whose series lacks
+// its kind's columns must be ErrCorrupt, never a row.
+func FuzzChunkToRows(f *testing.F) {
+	rows := []int{0, 1, 2}
+	rowT := []int64{10, 20, 35}
+	col := func(v ...int64) []int64 { return v }
+	f.Add(encodeChunk(nil, rowT, []block{{id: 0, rows: rows, ints: [][]int64{col(1, 2, 3), col(0, 0, 0)}}}))
+	f.Add(encodeChunk(nil, rowT, []block{{id: 1, rows: rows, ints: [][]int64{col(5, 5, 6)}}}))
+	f.Add(encodeChunk(nil, rowT, []block{{id: 2, rows: rows, ints: [][]int64{col(1, 1, 1), col(2, 3, 4)}}}))
+	f.Add(encodeChunk(nil, rowT, []block{{id: 3, rows: rows[:2], ints: make([][]int64, 6),
+		strs: [][]string{{"step", "oom"}, {"", "x"}}}}))
+	f.Fuzz(func(t *testing.T, chunk []byte) {
+		for id, k := range []seriesKey{{kind: kindDevice}, {kind: kindProc, pid: 7}, {kind: kindTorch, pid: 7}, {kind: kindMark}} {
+			var d decoded
+			found, err := decodeSeries(chunk, uint32(id), &d)
+			if err != nil || !found {
+				continue
+			}
+			switch k.kind {
+			case kindDevice:
+				rowsOf(t, &deviceSchema, &d, k)
+			case kindProc:
+				rowsOf(t, &procSchema, &d, k)
+			case kindTorch:
+				rowsOf(t, &torchSchema, &d, k)
+			case kindMark:
+				rowsOf(t, &markSchema, &d, k)
+			}
+		}
+	})
+}
+
+// rowsOf converts every row of d as an iterator would, after the check.
+func rowsOf[T any](t *testing.T, sc *rowSchema[T], d *decoded, k seriesKey) {
+	if err := sc.checkCols(d); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("column check: %v, want ErrCorrupt", err)
+		}
+		return
+	}
+	for i := range d.t {
+		sc.get(d, i, k)
+	}
+}

@@ -535,6 +535,41 @@ func TestAppenderTimedCommitAndRewrite(t *testing.T) {
 	}
 }
 
+// TestAppenderCommitsOnItsTimer: without Commit or Close, what was
+// appended becomes readable within a few commit intervals. (Close commits
+// too, so a test that closes first would pass with a dead timer.)
+func TestAppenderCommitsOnItsTimer(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	a, err := db.NewAppender(Run{Name: "timer", GPUs: []GPU{{Index: 0}}}, AppendOptions{CommitInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const n = 100
+	for i := range n {
+		if err := a.AppendDevice(DeviceSample{T: int64(i) * 1e6, GPU: 0, Used: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readable := func() int {
+		r, err := db.Run("timer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for it := db.DeviceSamples(r, 0, MinTime, MaxTime); it.Next(); {
+			k++
+		}
+		return k
+	}
+	for deadline := time.Now().Add(10 * time.Second); readable() != n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s (500 intervals) %d of %d samples are readable: the timer does not commit", readable(), n)
+		}
+	}
+}
+
 type boltTx = bolt.Tx
 
 // TestAppenderBoundsMemoryWhileCommitsFail: while the database cannot be
