@@ -9,7 +9,7 @@
 #   clean  no growing site above 1 MiB per epoch
 #   oom    a forced OOM lists the largest holders (the holder's line first)
 #   ddp    two ranks: each rank's sites on its own GPU, the helper named on both
-#   speed  --sites at defaults over whole epochs <= 3 % slower (window and its per-step cost stated)
+#   speed  --sites at defaults over whole epochs <= 3 % slower, 5 alternating rounds (window and its cost stated)
 #   r50    one snapshot + summary <= 200 ms on the training thread (ResNet-50), messages <= 64 KiB
 #   mlp    memrec.step() adds <= 25 us a step to a CPU-bound tiny MLP (3 alternating rounds, medians),
 #          beside the GPU-bound ResNet-18 figure

@@ -128,7 +128,7 @@ def main():
         w0 = int(os.environ.get("MEMREC_SITES_AT", 10))
         ws = int(os.environ.get("MEMREC_SITES_WINDOW", 3))
         off, on, window, outside = [], [], [], []
-        for r in range(3):
+        for r in range(5):
             memrec.sites(False)
             t, wall = epochs(step, 1, a.steps, False, 2 * r)
             off.append(wall)
@@ -171,7 +171,7 @@ def main():
     memrec.flush()
 
 
-def probe_cost(rounds=3, pairs=5):
+def probe_cost(rounds=3, pairs=10):
     """What memrec.step() adds to a step: blocks of steps without and with it,
     alternating (off, on, off, on, ...), `pairs` pairs a round; per pair the
     difference of the mean step time (wall) and of the process's CPU time
@@ -191,7 +191,7 @@ def probe_cost(rounds=3, pairs=5):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for name, step, block in (("mlp", tiny, 200), ("resnet18", resnet(), 20)):
+    for name, step, block in (("mlp", tiny, 100), ("resnet18", resnet(), 10)):
         for _ in range(50 if name == "mlp" else 10):
             step()
         memrec.step(-1)

@@ -32,11 +32,26 @@ _lock = threading.Lock()
 _instance = None
 
 
-def _get():
+def _forked():
+    """A forked child starts without a probe (its parent's threads are gone)
+    and makes its own at its first call."""
     global _instance
+    _instance = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _get():
     p = _instance
-    if p is not None and p.pid == os.getpid():
+    if p is not None:
         return p
+    return _make()
+
+
+def _make():
+    global _instance
     with _lock:  # first use, or a forked child: a probe of its own
         if _instance is None or _instance.pid != os.getpid():
             _instance = _probe.Probe()

@@ -117,8 +117,9 @@ class Probe:
         self.sender = None
         self.timer_interval = TIMER_INTERVAL if timer is None else timer
         self.send_interval = SEND_INTERVAL if send_interval is None else send_interval
-        self.step_sample_interval = _env_seconds("MEMREC_STEP_SAMPLE_MS", STEP_SAMPLE_INTERVAL)
-        self.last_step_sample = float("-inf")
+        self.step_sample_ns = int(_env_seconds("MEMREC_STEP_SAMPLE_MS", STEP_SAMPLE_INTERVAL) * 1e9)
+        self.last_step_sample_ns = -(1 << 62)
+        self.step_rank = None  # the rank at the last step sample
         self.devices = None  # CUDA devices this process uses
         self.gpus = {}  # CUDA device -> the GPU's index in memrec's device samples
         self.devices_checked = 0
@@ -333,22 +334,31 @@ class Probe:
 
     def step(self, i):
         """The end of step i: one queue item with the step's mark and, unless
-        the previous step sample is closer than step_sample_interval, one
-        allocator sample per device (its peak read, then reset)."""
+        the previous step sample is closer than step_sample_ns, one
+        allocator sample per device (its peak read, then reset). The common
+        case, a step between samples, is a clock read and an append: on a
+        CPU-bound job every microsecond here is one the step pays."""
         t = time.time_ns()
-        rank = self._rank if self._rank is not None else self.rank()
+        q = self.queue
+        if t - self.last_step_sample_ns < self.step_sample_ns and self.sites.mode is None:
+            if len(q) < MAX_QUEUE:
+                q.append((_STEP, t, i, self.step_rank, ()))
+            else:
+                self.dropped += 1
+                self.dropped_total += 1
+            return
         samples = ()
-        now = time.monotonic()
-        if now - self.last_step_sample >= self.step_sample_interval:
+        if t - self.last_step_sample_ns >= self.step_sample_ns:
+            self.step_rank = self.rank()  # refreshed with each sample
             torch = self._torch()
             if torch is not None:
-                self.last_step_sample = now
+                self.last_step_sample_ns = t
                 C = torch._C
                 samples = []
                 for d in self._devices(torch):
                     samples.append((self._gpu(torch, d), C._cuda_memoryStats(d)))
                     C._cuda_resetPeakMemoryStats(d)
-        self._put((_STEP, t, i, rank, samples))
+        self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.mode is not None:
             self.sites.step(sys.modules.get("torch"))
 

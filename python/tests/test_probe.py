@@ -198,7 +198,7 @@ class ProbeTest(unittest.TestCase):
         torch = make_fake_torch(devices=1)
         sys.modules["torch"] = torch
         p = self.probe(srv)
-        p.step_sample_interval = 3600.0
+        p.step_sample_ns = 3600 * 10**9
         for i in range(5):
             memrec.step(i)
         memrec.flush()
@@ -206,7 +206,7 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual([l["step"] for l in lines if l.get("kind") == "step"], [0, 1, 2, 3, 4])
         self.assertEqual(sum(1 for l in lines if l["type"] == "torch"), 1)
         self.assertEqual(torch._state["resets"], [0])  # the peak keeps growing until the next sample
-        p.step_sample_interval = 0.0
+        p.step_sample_ns = 0
         memrec.step(5)
         memrec.step(6)
         memrec.flush()
