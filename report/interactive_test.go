@@ -115,6 +115,7 @@ const zoomProbe = `<script>
 // x range to the dragged third, and there is no error in the page or in
 // Chromium's console log.
 func TestTimelineInBrowser(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	rep := realReport(t, fixtures.LeakRun)
 	dir := t.TempDir()

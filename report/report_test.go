@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"flag"
+	"html/template"
 	"image"
 	"image/png"
 	"os"
@@ -241,32 +242,20 @@ func TestReportOfRunWithoutProbeOrMarks(t *testing.T) {
 	}
 }
 
-// TestPageInBrowser opens the page in headless Chromium from disk: every
-// image must load, and a screenshot must not be blank. CI installs Chromium
-// (.ci/run); elsewhere the test is skipped without it.
+// TestPageInBrowser opens the report and the comparison page in headless
+// Chromium from disk, in one browser session (both in frames of one page,
+// which is also screenshot): every image of each must load, and the
+// screenshot must not be blank. CI installs Chromium (.ci/run); elsewhere
+// the test is skipped without it.
 func TestPageInBrowser(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium on the CI machine: .ci/run installs it")
-		}
-		t.Skip("no Chromium here (apt-get install chromium)")
-	}
+	t.Parallel()
+	browser := findBrowser(t)
 	rep := realReport(t, fixtures.LeakRun)
 	dir := t.TempDir()
-	path, err := Write(filepath.Join(dir, "rep"), rep, Options{})
+	repPath, err := Write(filepath.Join(dir, "rep"), rep, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	browserCheck(t, browser, dir, path, true)
-
-	// The comparison page too.
 	c, err := analysis.Compare([]*analysis.Report{rep, realReport(t, fixtures.CleanRun)}, "", "epoch")
 	if err != nil {
 		t.Fatal(err)
@@ -274,35 +263,64 @@ func TestPageInBrowser(t *testing.T) {
 	if err := analysis.FitByTag(c, "batch_size", 0.05); err != nil {
 		t.Fatal(err)
 	}
-	path, err = WriteCompare(filepath.Join(dir, "cmp"), c, Options{})
+	cmpPath, err := WriteCompare(filepath.Join(dir, "cmp"), c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	browserCheck(t, browser, dir, path, false)
+	browserCheck(t, browser, dir, map[string]string{"rep": repPath, "cmp": cmpPath})
 }
 
-// browserCheck loads a page from disk in headless Chromium: every image
-// must load; with shot, a screenshot must not be blank.
-func browserCheck(t *testing.T, browser, dir, path string, shot bool) {
+// framesPage shows pages side by side in frames and copies each frame's
+// data-images-loaded into its own <body> as data-NAME once it is final
+// ("loaded/total"), polling until every frame's is.
+const framesPage = `<!doctype html><html><body style="margin:0">{{range $k, $v := .}}<iframe id="{{$k}}" src="{{$v}}" width="1280" height="2400"></iframe>{{end}}
+<script>
+(function poll() {
+  var ids = [{{range $k, $v := .}}"{{$k}}",{{end}}], done = 0;
+  ids.forEach(function (id) {
+    var v = "";
+    try { v = document.getElementById(id).contentDocument.body.getAttribute("data-images-loaded") || ""; } catch (e) {}
+    if (/^[0-9]+[/][0-9]+$/.test(v)) { document.body.setAttribute("data-" + id, v); done++; }
+  });
+  if (done < ids.length) setTimeout(poll, 50);
+})();
+</script></body></html>`
+
+// browserCheck loads pages from disk in one headless Chromium: every image
+// of each must load, and a screenshot of the first must not be blank.
+func browserCheck(t *testing.T, browser, dir string, pages map[string]string) {
 	t.Helper()
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"), "--virtual-time-budget=5000"}
-	out, err := exec.Command(browser, append(args, "--dump-dom", "file://"+path)...).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+	frames := map[string]string{}
+	for name, path := range pages {
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames[name] = filepath.ToSlash(rel)
 	}
-	m := regexp.MustCompile(`data-images-loaded="(\d+)/(\d+)"`).FindStringSubmatch(string(out))
-	if m == nil || m[1] != m[2] || m[2] == "0" {
-		t.Fatalf("%s: images loaded in the browser: %v", path, m)
+	var b strings.Builder
+	if err := template.Must(template.New("frames").Parse(framesPage)).Execute(&b, frames); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%s: browser loaded %s/%s images", filepath.Base(filepath.Dir(path)), m[1], m[2])
-	if !shot {
-		return
+	outer := filepath.Join(dir, "frames.html")
+	if err := os.WriteFile(outer, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	png1 := filepath.Join(dir, "shot.png")
-	cmd := exec.Command(browser, append(args, "--window-size=1280,2400", "--screenshot="+png1, "file://"+path)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--allow-file-access-from-files", "--virtual-time-budget=5000", "--window-size=1280,2400",
+		"--screenshot=" + png1, "--dump-dom", "file://" + outer}
+	out, err := exec.Command(browser, args...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	for name := range pages {
+		m := regexp.MustCompile(`data-` + name + `="(\d+)/(\d+)"`).FindStringSubmatch(string(out))
+		if m == nil || m[1] != m[2] || m[2] == "0" {
+			t.Fatalf("%s: images loaded in the browser: %v\n%.600s", pages[name], m, out)
+		}
+		t.Logf("%s: browser loaded %s/%s images", name, m[1], m[2])
 	}
 	f, err := os.Open(png1)
 	if err != nil {
