@@ -1,7 +1,8 @@
 // Package analysis turns a stored run into numbers: per-epoch deltas, leak
 // slopes with a verdict (Theil–Sen slope, Mann–Kendall test, trend.go),
-// fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems and
-// per-process figures, and compares runs.
+// fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems,
+// per-process figures and where the memory is held by allocation site
+// (sites.go), and compares runs.
 //
 // Analyze streams over a run's chunks once per GPU, so its memory grows with
 // the number of marks and steps, not with the number of samples; it returns

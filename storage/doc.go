@@ -1,11 +1,14 @@
 // Package storage keeps memrec's runs in one bbolt database file.
 //
 // A file holds many runs. Each run has metadata (name, host, times, tags,
-// GPUs, counts) stored as JSON under its id, and four kinds of data:
+// GPUs, counts) stored as JSON under its id, and five kinds of data:
 // device samples (NVML, per GPU), process samples (NVML, per GPU and pid),
-// allocator samples (the PyTorch probe, per GPU and pid) and marks.
+// allocator samples (the PyTorch probe, per GPU and pid), marks, and
+// allocation-site snapshots (one row per site, per GPU and pid; a snapshot
+// is the rows of one time, its untracked row first; sites.go).
 //
-// The records themselves (DeviceSample, ProcSample, TorchSample, Mark) are
+// The records themselves (DeviceSample, ProcSample, TorchSample, Mark,
+// SiteSample) are
 // defined in the subpackage wire, with their JSON line form, and named here
 // by aliases. schema.go maps each kind to its stored columns, once.
 //
@@ -17,7 +20,7 @@
 // Data is stored in compressed chunks, never one key per sample; codec.go
 // explains the bytes. A chunk holds the rows of one group of series: marks
 // are one group, the device and process series (sampled on the same NVML
-// tick) another, each allocator series its own. Chunk keys are
+// tick) another, each allocator and site series its own. Chunk keys are
 // group | first time | sequence, big endian, so a time-range read is a
 // cursor Seek.
 //
