@@ -168,8 +168,10 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		sctx, cancel = context.WithTimeout(sctx, o.Duration)
 		defer cancel()
 	}
+	// With a command, the command is the job: its probe sends the marks
+	// and allocator samples, and a simulated job's would be mixed with them.
 	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
-		OnError: rateLimited(o.Log, "sampling")}
+		OnError: rateLimited(o.Log, "sampling"), NoEvents: len(o.Command) > 0}
 	if o.Duration > 0 && fake {
 		// A fake clock runs as fast as the sampler: the duration is of its time.
 		sampler.Until = time.Unix(0, run.StartNS).Add(o.Duration)

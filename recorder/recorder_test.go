@@ -429,6 +429,41 @@ func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	}
 }
 
+// TestRecordCommandIsTheJob: with a command, the simulated source gives
+// the GPUs' memory only; the marks and allocator samples are the command's
+// (its probe's), not a simulated job's mixed in with them. The simulated
+// job here started 5 s ago, so it has steps and an epoch to report at the
+// first tick.
+func TestRecordCommandIsTheJob(t *testing.T) {
+	db := openDB(t)
+	sim, err := NewSim(SimConfig{GPUs: 2}, time.Now().Add(-5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := Record(context.Background(), Options{
+		Open: openIn(db), Run: storage.Run{Name: "job"}, Source: sim, Interval: 5 * time.Millisecond, Log: &log,
+		Command: []string{"sh", "-c", "sleep 0.2"},
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v\n%s", err, res, log.String())
+	}
+	r, err := db.Run("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts.Samples == 0 || r.Counts.TorchSamples != 0 {
+		t.Errorf("device samples %d (want some), allocator samples %d (want none)", r.Counts.Samples, r.Counts.TorchSamples)
+	}
+	var kinds []storage.MarkKind
+	for it := db.Marks(r, storage.MinTime, storage.MaxTime); it.Next(); {
+		kinds = append(kinds, it.At().Kind)
+	}
+	if len(kinds) != 1 || kinds[0] != storage.MarkExit {
+		t.Errorf("marks %v, want only the exit mark", kinds)
+	}
+}
+
 func TestRecordPassesSignalsToChild(t *testing.T) {
 	db := openDB(t)
 	sigs := make(chan os.Signal, 1)

@@ -41,6 +41,10 @@ type Sampler struct {
 	// Until, if set, ends the Go loop at the first tick due at or after it
 	// (by Clock: with a fake clock, a recording of simulated time).
 	Until time.Time
+	// NoEvents leaves out the marks and allocator samples of a Source that
+	// also makes them (an EventSource: the simulator), for a recording
+	// whose command's own probe sends them.
+	NoEvents bool
 }
 
 // SamplerStats are what the sampler measured about itself. Safe to copy.
@@ -148,6 +152,9 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	var hist lateHist
 	var r Reading
 	events, _ := s.Source.(EventSource)
+	if s.NoEvents {
+		events = nil
+	}
 	lists := make(map[int]*procList, len(s.GPUs))
 	for _, g := range s.GPUs {
 		lists[g] = &procList{}
