@@ -123,37 +123,14 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	run.Recorder.Source = sourceName(o.Source)
 	run.Recorder.Driver = o.Source.Driver()
 
-	var usage0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &usage0)
-	wall0 := time.Now()
+	cost := startCost()
 
 	store, err := openStore(o, run)
 	if err != nil {
 		return res, err
 	}
-	var sink Sink = store
-
-	var live *Live
-	if o.Metrics != nil || o.Status != nil {
-		if run.Host == "" {
-			run.Host, _ = os.Hostname()
-		}
-		live = NewLive(run, o.ProcsEvery)
-		sink = live.Wrap(sink)
-	}
-	counted := &countingSink{Sink: sink}
-	sink = counted
-	ln, err := Listen(o.SocketDir, sink, o.Limits)
-	if err != nil {
-		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
-	}
-	if live != nil && o.Metrics != nil {
-		if ln != nil {
-			live.SetDropped(func() int64 { return ln.Stats().Dropped })
-		}
-		stopServing := live.Serve(o.Metrics)
-		defer stopServing()
-	}
+	sink, counted, live, ln, stopServing := startListening(o, &run, store)
+	defer stopServing()
 
 	// With a command, a signal (which cancels ctx in memrec) is passed on
 	// to it and the recording goes on until it exits.
@@ -186,14 +163,12 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		stats = sampler.Run(sctx)
 	}()
 	statusDone := make(chan struct{})
-	if o.Status != nil {
-		go func() {
-			defer close(statusDone)
+	go func() {
+		defer close(statusDone)
+		if o.Status != nil {
 			reportStatus(sctx, o.Status, live, o.Clock)
-		}()
-	} else {
-		close(statusDone)
-	}
+		}
+	}()
 
 	sigs := o.Signals
 	if sigs == nil {
@@ -205,23 +180,8 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	if len(o.Command) > 0 {
 		res.Child = true
-		socket := ""
-		if ln != nil {
-			socket = ln.Path
-		}
-		env := append(slices.Clip(o.Env), "MEMREC_GPUS="+gpuTable(all))
-		res.ExitCode, err = runChild(o.Command, env, socket, run.Name, sigs, o.Log)
-		exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
-		exit.Code = res.ExitCode
-		if err != nil {
-			exit.Text = err.Error()
-		}
-		sink.AppendMark(exit)
-		// The child is gone; with --duration left, stop sampling now too.
-		stop()
-		if err != nil && res.ExitCode == 127 {
-			fmt.Fprintf(o.Log, "memrec: %v\n", err)
-		}
+		res.ExitCode = runCommand(o, ln, all, run.Name, sigs, sink)
+		stop() // the child is gone; with --duration left, stop sampling now too
 	} else {
 		select {
 		case <-sctx.Done():
@@ -237,12 +197,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		res.Listener = ln.Stats()
 	}
 
-	var usage1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &usage1)
-	res.CPU = cpuTime(usage1) - cpuTime(usage0)
-	res.CPUSys = time.Duration(usage1.Stime.Nano() - usage0.Stime.Nano())
-	res.MaxRSS = usage1.Maxrss * 1024
-	res.Wall = time.Since(wall0)
+	cost.into(&res)
 	res.Sampler = stats
 	res.Marks, res.Torch = counted.marks.Load(), counted.torch.Load()
 	run.Recorder.Ticks = stats.Ticks
@@ -251,14 +206,92 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	run.Recorder.Dropped = res.Listener.Dropped
 	run.Recorder.Invalid = stats.Invalid
 	res.Run = run
-	sr := store.Finish(run.Recorder)
+	res.finish(store.Finish(run.Recorder))
+	return res, nil
+}
+
+// startListening puts the live figures (for the metrics and the status
+// line) and the counting of marks in front of the store, and opens the
+// marks socket (nil if it cannot be made: then device memory only).
+// stopServing stops serving the metrics.
+func startListening(o Options, run *storage.Run, store Store) (sink Sink, counted *countingSink, live *Live, ln *Listener, stopServing func()) {
+	sink, stopServing = store, func() {}
+	if o.Metrics != nil || o.Status != nil {
+		if run.Host == "" {
+			run.Host, _ = os.Hostname()
+		}
+		live = NewLive(*run, o.ProcsEvery)
+		sink = live.Wrap(sink)
+	}
+	counted = &countingSink{Sink: sink}
+	sink = counted
+	ln, err := Listen(o.SocketDir, sink, o.Limits)
+	if err != nil {
+		fmt.Fprintf(o.Log, "memrec: WARNING: no marks socket (%v); recording device memory only\n", err)
+		ln = nil
+	}
+	if live != nil && o.Metrics != nil {
+		if ln != nil {
+			live.SetDropped(func() int64 { return ln.Stats().Dropped })
+		}
+		stopServing = live.Serve(o.Metrics)
+	}
+	return sink, counted, live, ln, stopServing
+}
+
+// finish takes in what the store did.
+func (res *Result) finish(sr StoreResult) {
 	if sr.Written {
 		res.Run = sr.Run
 	}
 	res.DBErrors, res.LastDBErr, res.DBLost = sr.Errors, sr.LastErr, sr.Lost
 	res.DBWait, res.DBHeld, res.DBOpened = sr.Wait, sr.Held, sr.Written
 	res.DBUnstored, res.DBUnstoredSpan = sr.Unstored, sr.UnstoredSpan
-	return res, nil
+}
+
+// cost measures the recorder's own CPU time, memory and wall time.
+type cost struct {
+	usage syscall.Rusage
+	wall  time.Time
+}
+
+func startCost() cost {
+	var c cost
+	syscall.Getrusage(syscall.RUSAGE_SELF, &c.usage)
+	c.wall = time.Now()
+	return c
+}
+
+// into writes what was spent since startCost into res.
+func (c cost) into(res *Result) {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	res.CPU = cpuTime(u) - cpuTime(c.usage)
+	res.CPUSys = time.Duration(u.Stime.Nano() - c.usage.Stime.Nano())
+	res.MaxRSS = u.Maxrss * 1024
+	res.Wall = time.Since(c.wall)
+}
+
+// runCommand runs the recording's command to its end, with the socket's
+// path and the GPU table in its environment, stores its exit as a mark and
+// returns its exit status.
+func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-chan os.Signal, sink Sink) int {
+	socket := ""
+	if ln != nil {
+		socket = ln.Path
+	}
+	env := append(slices.Clip(o.Env), "MEMREC_GPUS="+gpuTable(all))
+	code, err := runChild(o.Command, env, socket, run, sigs, o.Log)
+	exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
+	exit.Code = code
+	if err != nil {
+		exit.Text = err.Error()
+	}
+	sink.AppendMark(exit)
+	if err != nil && code == 127 {
+		fmt.Fprintf(o.Log, "memrec: %v\n", err)
+	}
+	return code
 }
 
 // openStore opens the recording's store; without one, or when it cannot be

@@ -263,66 +263,7 @@ func (imp *importer) read(r io.Reader) error {
 	stop := make(chan struct{})
 	readErr := make(chan error, 1)
 
-	go func() { // split the input into batches of whole lines
-		defer close(jobs)
-		defer close(order)
-		br := bufio.NewReaderSize(r, 1<<20)
-		line := 1
-		var carry []byte
-		for {
-			// A long line doubles the buffer rather than being copied
-			// again for every batch's worth of it.
-			buf := make([]byte, len(carry), len(carry)+max(batchBytes, len(carry)))
-			copy(buf, carry)
-			n, err := fill(br, buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+n]
-			end := len(buf)
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				if !imp.opts.AllowTruncated {
-					readErr <- fmt.Errorf("after line %d: %w", line-1+bytes.Count(buf, []byte{'\n'}), ErrTruncated)
-					return
-				}
-				// Keep the whole lines; the cut one is dropped.
-				end = bytes.LastIndexByte(buf, '\n') + 1
-				imp.truncated = true
-				err = io.EOF
-			}
-			if err == nil { // more to come: cut after the last newline
-				if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-					end = i + 1
-				} else if len(buf) > MaxLineBytes {
-					readErr <- fmt.Errorf("%d: %w", line, ErrLineLong)
-					return
-				} else {
-					carry = buf
-					continue // a line longer than the batch: keep reading
-				}
-			}
-			carry = append([]byte(nil), buf[end:]...)
-			if end > 0 {
-				b := &batch{line: line, data: buf[:end], out: make(chan struct{})}
-				line += bytes.Count(b.data, []byte{'\n'})
-				select {
-				case order <- b:
-				case <-stop:
-					return
-				}
-				select {
-				case jobs <- b:
-				case <-stop:
-					return
-				}
-			}
-			if err == io.EOF {
-				readErr <- nil
-				return
-			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-		}
-	}()
+	go imp.split(r, jobs, order, stop, readErr)
 	for i := 0; i < workers; i++ {
 		go func() {
 			var p wire.Parser
@@ -361,6 +302,70 @@ func (imp *importer) read(r io.Reader) error {
 		imp.w.run.Complete = false
 	}
 	return nil
+}
+
+// split cuts the input into batches of whole lines and sends each to the
+// parsers (jobs) and, in input order, to the applier (order); it ends with
+// the input's error (nil at its end) on readErr, or when stop closes.
+func (imp *importer) split(r io.Reader, jobs, order chan<- *batch, stop <-chan struct{}, readErr chan<- error) {
+	defer close(jobs)
+	defer close(order)
+	br := bufio.NewReaderSize(r, 1<<20)
+	line := 1
+	var carry []byte
+	for {
+		// A long line doubles the buffer rather than being copied
+		// again for every batch's worth of it.
+		buf := make([]byte, len(carry), len(carry)+max(batchBytes, len(carry)))
+		copy(buf, carry)
+		n, err := fill(br, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		end := len(buf)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			if !imp.opts.AllowTruncated {
+				readErr <- fmt.Errorf("after line %d: %w", line-1+bytes.Count(buf, []byte{'\n'}), ErrTruncated)
+				return
+			}
+			// Keep the whole lines; the cut one is dropped.
+			end = bytes.LastIndexByte(buf, '\n') + 1
+			imp.truncated = true
+			err = io.EOF
+		}
+		if err == nil { // more to come: cut after the last newline
+			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+				end = i + 1
+			} else if len(buf) > MaxLineBytes {
+				readErr <- fmt.Errorf("%d: %w", line, ErrLineLong)
+				return
+			} else {
+				carry = buf
+				continue // a line longer than the batch: keep reading
+			}
+		}
+		carry = append([]byte(nil), buf[end:]...)
+		if end > 0 {
+			b := &batch{line: line, data: buf[:end], out: make(chan struct{})}
+			line += bytes.Count(b.data, []byte{'\n'})
+			select {
+			case order <- b:
+			case <-stop:
+				return
+			}
+			select {
+			case jobs <- b:
+			case <-stop:
+				return
+			}
+		}
+		if err == io.EOF {
+			readErr <- nil
+			return
+		}
+		if err != nil {
+			readErr <- err
+			return
+		}
+	}
 }
 
 // fill reads until p is full or the input ends: unlike io.ReadFull it

@@ -86,9 +86,14 @@ func TestAnalyzeReportCompareCommands(t *testing.T) {
 	}
 }
 
+// TestDemo records long enough for two whole epochs of the simulated job
+// (training starts at about 0.6 s; an epoch is 20 steps of 100 ms): with
+// the second epoch open, the first is the warm-up and 8 steady points need
+// most of the second. A shorter demo passed or failed with the scheduler.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	out, errs, code := run(t, filepath.Join(dir, "d.db"), "", "demo", "--duration", "3s", "-o", filepath.Join(dir, "demo"), "--width", "500", "--height", "250")
+	out, errs, code := run(t, filepath.Join(dir, "d.db"), "", "demo", "--duration", "5s", "-o", filepath.Join(dir, "demo"), "--width", "500", "--height", "250")
 	if code != 0 || !strings.Contains(out, "GPU 1 grows") || !strings.Contains(out, "GPU 0: no leak") || !strings.Contains(out, "index.html") {
 		t.Fatalf("%d\n%s\n%s", code, out, errs)
 	}

@@ -143,23 +143,8 @@ func parseGPUs(s string) ([]int, error) {
 }
 
 func runRecord(ctx context.Context, o *recordOptions) error {
-	if o.interval < 100*time.Microsecond {
-		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
-	}
-	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
-		o.duration = 10 * time.Second
-	}
-	if o.simSpeed <= 0 || (o.simSpeed != 1 && (o.source != "sim" || len(o.command) > 0)) {
-		return fmt.Errorf("--sim-speed %g: want a speed above 0, with --source sim and no command", o.simSpeed)
-	}
-	switch o.simClock {
-	case "real", "":
-	case "fake":
-		if o.source != "sim" || o.duration == 0 || len(o.command) > 0 {
-			return errors.New("--sim-clock fake needs --source sim and --duration, and no command")
-		}
-	default:
-		return fmt.Errorf("--sim-clock %q: want real or fake", o.simClock)
+	if err := checkRecordFlags(o); err != nil {
+		return err
 	}
 	gpus, err := parseGPUs(o.gpus)
 	if err != nil {
@@ -170,18 +155,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return fmt.Errorf("--tag: %w", err)
 	}
 	now := time.Now()
-	var src recorder.Source
-	switch o.source {
-	case "nvml":
-		src, err = o.openNVML()
-		if errors.Is(err, recorder.ErrNoDriver) {
-			err = fmt.Errorf("%w; on a machine without a GPU use --source sim", err)
-		}
-	case "sim":
-		src, err = recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario, RankBase: o.simRankBase}, now)
-	default:
-		err = fmt.Errorf("--source %q: want nvml or sim", o.source)
-	}
+	src, err := openSource(o, now)
 	if err != nil {
 		return err
 	}
@@ -208,85 +182,29 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		Command:    o.command,
 		Log:        o.io.Err,
 	}
-	if o.torch {
-		if len(o.command) == 0 {
-			return errors.New("--torch needs a command to load the probe into")
-		}
-		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
-		if err != nil {
-			return fmt.Errorf("--torch: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		entries, err := python.Install(dir)
-		if err != nil {
-			return fmt.Errorf("--torch: %w", err)
-		}
-		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
+	cleanup, err := probeEnv(o, &opts)
+	defer cleanup()
+	if err != nil {
+		return err
 	}
-	if o.sites {
-		if len(o.command) == 0 {
-			return errors.New("--sites needs a command whose probe records them")
-		}
-		opts.Env = append(opts.Env, "MEMREC_SITES=1")
+	if err := samplingClock(o, now, &opts); err != nil {
+		return err
 	}
-	switch o.sampler {
-	case "native", "":
-	case "go":
-		opts.GoLoop = true
-	case "plain":
-		opts.GoLoop, opts.Clock = true, recorder.PlainClock{}
-	default:
-		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
+	closeDB, dbErr, err := openRecordStore(o, name, &opts)
+	defer closeDB()
+	if err != nil {
+		return err
 	}
-	if o.simClock == "fake" {
-		opts.Clock = recorder.NewFakeClock(now)
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
-	if o.simSpeed != 1 {
-		// The job's time runs faster: a Go loop sleeps on the scaled clock
-		// (the native loop keeps the system's), and --duration is the job's.
-		clock := recorder.NewScaledClock(o.simSpeed)
-		opts.Clock, opts.GoLoop = clock, true
-		opts.Duration = clock.Real(o.duration)
+	defer stop()
+	if opts.Metrics, err = listenMetrics(o); err != nil {
+		return err
 	}
-	db, dbErr := o.openWrite()
-	switch {
-	case dbErr == nil:
-		defer db.Close()
-		if _, err := db.Run(name); err == nil {
-			return fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
-		}
-		opts.Open = func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) }
-	case errors.Is(dbErr, storage.ErrLocked):
-		// A reader (memrec export | less) holds the file: record anyway,
-		// hold the samples in memory and write them once it is free.
-		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
-		opts.Open = func(run storage.Run) (recorder.Store, error) {
-			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
-		}
-	case len(o.command) == 0:
-		return dbErr
-	default:
-		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
-	}
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if o.metricsAddr != "" {
-		ln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr %q: %w", o.metricsAddr, err)
-		}
-		defer ln.Close() // Record closes it; this covers its early errors
-		opts.Metrics = ln
-		fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
+	if opts.Metrics != nil {
+		defer opts.Metrics.Close() // Record closes it; this covers its early errors
 	}
 	status := newStatusWriter(o.io.Err)
 	if status != nil && o.simClock != "fake" {
@@ -312,6 +230,157 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return exitError{code: res.ExitCode}
 	}
 	return nil
+}
+
+// checkRecordFlags refuses flags that do not go together, and gives a
+// simulated recording without a command its default duration.
+func checkRecordFlags(o *recordOptions) error {
+	if o.interval < 100*time.Microsecond {
+		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
+	}
+	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
+		o.duration = 10 * time.Second
+	}
+	if o.simSpeed <= 0 || (o.simSpeed != 1 && (o.source != "sim" || len(o.command) > 0)) {
+		return fmt.Errorf("--sim-speed %g: want a speed above 0, with --source sim and no command", o.simSpeed)
+	}
+	switch o.simClock {
+	case "real", "":
+	case "fake":
+		if o.source != "sim" || o.duration == 0 || len(o.command) > 0 {
+			return errors.New("--sim-clock fake needs --source sim and --duration, and no command")
+		}
+	default:
+		return fmt.Errorf("--sim-clock %q: want real or fake", o.simClock)
+	}
+	return nil
+}
+
+// openSource opens what --source names; the caller closes it.
+func openSource(o *recordOptions, now time.Time) (recorder.Source, error) {
+	switch o.source {
+	case "nvml":
+		src, err := o.openNVML()
+		if errors.Is(err, recorder.ErrNoDriver) {
+			err = fmt.Errorf("%w; on a machine without a GPU use --source sim", err)
+		}
+		return src, err
+	case "sim":
+		return recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario, RankBase: o.simRankBase}, now)
+	}
+	return nil, fmt.Errorf("--source %q: want nvml or sim", o.source)
+}
+
+// probeEnv sets the command's environment for --torch (the probe installed
+// in a temporary folder that cleanup removes) and --sites.
+func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err error) {
+	cleanup = func() {}
+	if o.torch {
+		if len(o.command) == 0 {
+			return cleanup, errors.New("--torch needs a command to load the probe into")
+		}
+		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
+		if err != nil {
+			return cleanup, fmt.Errorf("--torch: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		entries, err := python.Install(dir)
+		if err != nil {
+			return cleanup, fmt.Errorf("--torch: %w", err)
+		}
+		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
+	}
+	if o.sites {
+		if len(o.command) == 0 {
+			return cleanup, errors.New("--sites needs a command whose probe records them")
+		}
+		opts.Env = append(opts.Env, "MEMREC_SITES=1")
+	}
+	return cleanup, nil
+}
+
+// samplingClock sets how the recording samples and keeps time: --sampler,
+// --sim-clock and --sim-speed.
+func samplingClock(o *recordOptions, now time.Time, opts *recorder.Options) error {
+	switch o.sampler {
+	case "native", "":
+	case "go":
+		opts.GoLoop = true
+	case "plain":
+		opts.GoLoop, opts.Clock = true, recorder.PlainClock{}
+	default:
+		return fmt.Errorf("--sampler %q: want native, go or plain", o.sampler)
+	}
+	if o.simClock == "fake" {
+		opts.Clock = recorder.NewFakeClock(now)
+	}
+	if o.simSpeed != 1 {
+		// The job's time runs faster: a Go loop sleeps on the scaled clock
+		// (the native loop keeps the system's), and --duration is the job's.
+		clock := recorder.NewScaledClock(o.simSpeed)
+		opts.Clock, opts.GoLoop = clock, true
+		opts.Duration = clock.Real(o.duration)
+	}
+	return nil
+}
+
+// openRecordStore opens the database and sets where the recording goes.
+// dbErr is why the database did not open (the recording then goes on
+// without it, or waits for it); err ends the command. closeDB closes what
+// was opened.
+func openRecordStore(o *recordOptions, name string, opts *recorder.Options) (closeDB func(), dbErr, err error) {
+	closeDB = func() {}
+	db, dbErr := o.openWrite()
+	switch {
+	case dbErr == nil:
+		closeDB = func() { db.Close() }
+		if _, err := db.Run(name); err == nil {
+			return closeDB, nil, fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
+		}
+		opts.Open = func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) }
+	case errors.Is(dbErr, storage.ErrLocked):
+		// A reader (memrec export | less) holds the file: record anyway,
+		// hold the samples in memory and write them once it is free.
+		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
+		opts.Open = func(run storage.Run) (recorder.Store, error) {
+			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
+		}
+	case len(o.command) == 0:
+		return closeDB, dbErr, dbErr
+	default:
+		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
+	}
+	return closeDB, dbErr, nil
+}
+
+// listenMetrics opens --metrics-addr (nil without it).
+func listenMetrics(o *recordOptions) (net.Listener, error) {
+	if o.metricsAddr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", o.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %q: %w", o.metricsAddr, err)
+	}
+	fmt.Fprintf(o.io.Err, "memrec: metrics at http://%s/metrics\n", ln.Addr())
+	return ln, nil
+}
+
+// startCPUProfile writes a CPU profile to path until stop ("" profiles
+// nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
