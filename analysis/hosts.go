@@ -84,7 +84,23 @@ func (rep *Report) summarize(run storage.Run) {
 	}
 }
 
-func imbalance(gpus []GPUReport) *Imbalance {
+// imbalance compares the GPUs the job ran on: those with allocator samples,
+// processes or a job span. A GPU nobody used would otherwise make any
+// spread look huge (3 GiB against the idle 3 MiB of a spare GPU). Without
+// any such sign on any GPU, all GPUs count. Nil under two GPUs to compare.
+func imbalance(all []GPUReport) *Imbalance {
+	var gpus []GPUReport
+	for _, g := range all {
+		if g.PeakAllocatedBytes != nil || len(g.Processes) > 0 || g.JobSpan != nil {
+			gpus = append(gpus, g)
+		}
+	}
+	if len(gpus) == 0 {
+		gpus = all
+	}
+	if len(gpus) < 2 {
+		return nil
+	}
 	bases := []struct {
 		name string
 		get  func(*GPUReport) *int64
