@@ -18,6 +18,7 @@ Nothing here raises into the training code.
 """
 
 import contextlib
+from typing import Iterator
 import os
 import sys
 import threading
@@ -26,7 +27,9 @@ import time
 from . import _probe, _sites
 
 __all__ = ["epoch", "epoch_start", "epoch_end", "step", "mark", "sample", "flush", "enabled", "stats",
-           "sites", "snapshot", "track"]
+           "sites", "snapshot", "track", "report_oom", "__version__"]
+
+__version__ = "0.1.0"
 
 _lock = threading.Lock()
 _instance = None
@@ -54,18 +57,21 @@ def _make():
     global _instance
     with _lock:  # first use, or a forked child: a probe of its own
         if _instance is None or _instance.pid != os.getpid():
-            _instance = _probe.Probe()
+            try:
+                _instance = _probe.Probe()
+            except Exception:  # never raise into the training code: run without a recorder
+                _instance = _probe.Probe(path="")
             if _instance.enabled and _instance.sites.on:  # MEMREC_SITES=1
                 _at_exit(_instance)
         return _instance
 
 
-def enabled():
+def enabled() -> bool:
     """True while a recorder is listening."""
     return _get().enabled
 
 
-def step(i=None):
+def step(i: "int | None" = None) -> None:
     """Marks the end of step i and sends one allocator sample per CUDA device
     in use, with the peak allocated since the previous sample (then reset).
     Steps less than 5 ms apart (MEMREC_STEP_SAMPLE_MS) share one sample."""
@@ -78,7 +84,7 @@ def step(i=None):
         pass
 
 
-def epoch_start(n):
+def epoch_start(n: int) -> None:
     """Marks the start of epoch n, with one allocator sample per CUDA device
     in use at the same moment."""
     p = _get()
@@ -90,7 +96,7 @@ def epoch_start(n):
             pass
 
 
-def epoch_end(n):
+def epoch_end(n: int) -> None:
     """Marks the end of epoch n, with one allocator sample per CUDA device
     in use at the same moment and, with sites on, a summary of the
     allocation sites."""
@@ -105,25 +111,32 @@ def epoch_end(n):
 
 
 @contextlib.contextmanager
-def epoch(n):
+def epoch(n: int) -> "Iterator[None]":
     """Marks the start and end of epoch n. A CUDA out-of-memory error raised
     inside is reported (where torch has no OOM observer) and re-raised."""
     epoch_start(n)
     try:
         yield
     except BaseException as e:
-        p = _get()
-        if p.enabled:
-            try:
-                p.exception_oom(e)
-            except Exception:
-                pass
+        report_oom(e)
         raise
     finally:
         epoch_end(n)
 
 
-def mark(text, kind="event"):
+def report_oom(exc: BaseException) -> None:
+    """Reports exc if it is a CUDA out-of-memory error that torch's OOM
+    observer did not report (older torch): for framework callbacks that see
+    the exception. Anything else is ignored."""
+    p = _get()
+    if p.enabled:
+        try:
+            p.exception_oom(exc)
+        except Exception:
+            pass
+
+
+def mark(text: object, kind: str = "event") -> None:
     """An event mark: a checkpoint, an evaluation, a learning-rate change."""
     p = _get()
     if p.enabled:
@@ -133,7 +146,7 @@ def mark(text, kind="event"):
             pass
 
 
-def sample():
+def sample() -> None:
     """Sends one allocator sample now (without resetting the peak)."""
     p = _get()
     if p.enabled:
@@ -143,7 +156,7 @@ def sample():
             pass
 
 
-def sites(on=True):
+def sites(on: bool = True) -> None:
     """Turns allocation sites on (or off): PyTorch's allocator keeps the
     Python stack of every live block, a short trace window opens in each
     epoch, and summaries per site are sent at epoch ends, at an OOM, at exit
@@ -158,7 +171,7 @@ def sites(on=True):
         pass
 
 
-def snapshot(name=None):
+def snapshot(name: "str | None" = None) -> None:
     """Sends a summary of the allocation sites now (sites must be on)."""
     p = _get()
     if p.enabled and p.sites.on:
@@ -183,7 +196,7 @@ class Track:
 
 
 @contextlib.contextmanager
-def track(name="track"):
+def track(name: str = "track") -> "Iterator[Track]":
     """Records every allocation and free inside the block with its Python
     stack, and yields a Track whose events and summaries are filled when the
     block ends. Works in plain Python without memrec record (it needs torch
@@ -279,7 +292,7 @@ def _at_exit(p):
     atexit.register(last)
 
 
-def flush(timeout=2.0):
+def flush(timeout: float = 2.0) -> None:
     """Waits until everything queued is sent."""
     try:
         _get().flush(timeout)
@@ -287,10 +300,13 @@ def flush(timeout=2.0):
         pass
 
 
-def stats():
+def stats() -> dict:
     """What the probe did: messages sent, dropped."""
-    p = _get()
-    return {"enabled": p.enabled, "sent": p.sent, "dropped": p.dropped_total, "queued": len(p.queue)}
+    try:
+        p = _get()
+        return {"enabled": p.enabled, "sent": p.sent, "dropped": p.dropped_total, "queued": len(p.queue)}
+    except Exception:
+        return {"enabled": False, "sent": 0, "dropped": 0, "queued": 0}
 
 
 def _autostart():

@@ -39,19 +39,6 @@ STEP_SAMPLE_INTERVAL = 0.005  # steps closer than this share an allocator sample
 # Message kinds on the queue.
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
 
-_STAT_KEYS = (
-    ("allocated_bytes", "allocated_bytes"),
-    ("reserved_bytes", "reserved_bytes"),
-    ("active_bytes", "active_bytes"),
-    ("inactive_split_bytes", "inactive_split_bytes"),
-)
-
-
-def _json_str(s):
-    """A JSON string literal (ASCII-safe)."""
-    return json.dumps(s)
-
-
 def stats_line(t_ns, device, pid, rank, stats, peak=None):
     """Formats one allocator sample from torch's nested memory stats dict."""
     def cur(key):
@@ -87,12 +74,12 @@ def step_line(t_ns, step, rank):
 
 
 def mark_line(t_ns, kind, fields):
-    parts = ['{"type":"mark","t_ns":%d,"kind":%s' % (t_ns, _json_str(kind))]
+    parts = ['{"type":"mark","t_ns":%d,"kind":%s' % (t_ns, json.dumps(kind))]
     for k, v in fields.items():
         if v is None:
             continue
         if isinstance(v, str):
-            parts.append(',"%s":%s' % (k, _json_str(v)))
+            parts.append(',"%s":%s' % (k, json.dumps(v)))
         else:
             parts.append(',"%s":%d' % (k, int(v)))
     parts.append("}\n")

@@ -35,7 +35,7 @@ def lightning_callback():
             memrec.step(trainer.global_step)
 
         def on_exception(self, trainer, pl_module, exception):
-            memrec._get().exception_oom(exception)
+            memrec.report_oom(exception)
 
     return MemrecCallback()
 

@@ -566,5 +566,36 @@ class RecorderTransportTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+class PublicEntryPointsTest(unittest.TestCase):
+    def test_version(self):
+        self.assertRegex(memrec.__version__, r"^[0-9]+[.][0-9]+[.][0-9]+$")
+        self.assertIn("__version__", memrec.__all__)
+
+    def test_nothing_raises_when_the_probe_cannot_start(self):
+        # A probe whose construction fails (no thread can start, say) must
+        # leave the training script running without one.
+        saved, saved_start = memrec._instance, _probe.Probe._start_threads
+        saved_env = os.environ.get("MEMREC_SOCKET")
+        def fail(self):
+            raise RuntimeError("can't start new thread")
+        try:
+            _probe.Probe._start_threads = fail
+            memrec._instance = None
+            os.environ["MEMREC_SOCKET"] = "/nonexistent/memrec.sock"
+            memrec.step(1)
+            memrec.mark("x")
+            memrec.report_oom(RuntimeError("CUDA out of memory"))
+            with memrec.epoch(0):
+                pass
+            self.assertFalse(memrec.enabled())
+            self.assertEqual(memrec.stats()["sent"], 0)
+        finally:
+            os.environ.pop("MEMREC_SOCKET", None)
+            if saved_env is not None:
+                os.environ["MEMREC_SOCKET"] = saved_env
+            _probe.Probe._start_threads = saved_start
+            memrec._instance = saved
+
+
 if __name__ == "__main__":
     unittest.main()
