@@ -13,6 +13,7 @@ import (
 var leakRun = fixtures.Path(fixtures.LeakRun)
 
 func TestAnalyzeReportCompareCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	if _, errs, code := run(t, db, "", "import", realRun, leakRun); code != 0 {

@@ -27,6 +27,7 @@ func run(t testing.TB, db string, stdin string, args ...string) (string, string,
 var realRun = fixtures.Path(fixtures.CleanRun)
 
 func TestStoreCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 
@@ -83,6 +84,7 @@ func TestStoreCommands(t *testing.T) {
 }
 
 func TestLockedDatabaseIsAClearError(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	w, err := storage.Open(db, storage.Options{})
 	if err != nil {

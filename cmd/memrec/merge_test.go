@@ -108,6 +108,7 @@ func fourNodes() []simNode {
 }
 
 func TestMergeFourNodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	nodes := fourNodes()
 	var files []string
@@ -397,6 +398,7 @@ func BenchmarkAnalyzeMerged(b *testing.B) {
 // TestImportMerge imports two nodes' exports as one run: the same run as
 // memrec merge makes of their databases.
 func TestImportMerge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	nodes := fourNodes()[1:3]
 	var dbs, exports []string

@@ -65,6 +65,7 @@ type promResponse struct {
 // scraped value of a GPU is one the recorder stored for that GPU close to
 // the scrape's time, and the labels name the GPU as the run does.
 func TestPrometheusScrapesRecord(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("no prometheus binary on PATH (Debian: apt-get install prometheus; .ci/run installs it): the scrape test needs a real server")

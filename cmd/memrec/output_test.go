@@ -53,6 +53,7 @@ func outputFixtures(t *testing.T, dir string) []string {
 // every fixture and fails on a Go formatting verb or a NaN/Inf anywhere in
 // what they write, text, JSON or HTML.
 func TestNoBrokenNumbersInAnyOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	files := outputFixtures(t, dir)

@@ -9,6 +9,7 @@ import (
 // TestPythonProbe runs the probe's Python tests (with a fake torch), the
 // transport ones against this very binary acting as memrec.
 func TestPythonProbe(t *testing.T) {
+	t.Parallel()
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found")

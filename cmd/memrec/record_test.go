@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRecordSimEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-scenario", "leak", "--duration", "1500ms",
 		"--interval", "5ms", "--procs", "--name", "sim1", "--tag", "batch_size=64")
@@ -283,6 +284,7 @@ func TestRecordNativeWithDriverLibrary(t *testing.T) {
 // the file for the whole recording; record says so and fails without a
 // command, and with one runs it and passes its exit code on.
 func TestRecordWhileAReaderHoldsTheDatabase(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
 		t.Fatal(errs)
@@ -362,6 +364,7 @@ func TestForeignFileRefusedByEveryCommand(t *testing.T) {
 // summary counts the samples as lost and says how much of the recording
 // the file lacks.
 func TestDiskFullSummarySaysWhatIsLost(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +393,7 @@ func TestDiskFullSummarySaysWhatIsLost(t *testing.T) {
 // them go, and sends a mark: the recorder kept accepting, and its summary
 // counts the failed accepts.
 func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

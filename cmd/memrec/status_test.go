@@ -63,6 +63,7 @@ func openPTY(t *testing.T) (term, reader *os.File) {
 // line about every second and erases it before the summary; into a file
 // it writes no status at all.
 func TestRecordStatusOnTerminal(t *testing.T) {
+	t.Parallel()
 	term, reader := openPTY(t)
 	if !isTerminal(term) {
 		t.Fatal("a pseudo-terminal is not taken for a terminal")
