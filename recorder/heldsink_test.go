@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,19 +40,26 @@ func TestRecordWaitsForLockedDatabase(t *testing.T) {
 	if !errors.Is(err, storage.ErrLocked) {
 		t.Fatalf("the reader does not lock out a writer: %v", err)
 	}
+	// The recording ends once the fourth attempt has opened the file, as
+	// late as a loaded machine makes that (the minute only ends a hang).
 	calls := 0
+	stop := make(chan os.Signal, 1)
 	open := func() (*storage.DB, error) {
 		calls++
 		if calls == 4 {
 			release()
 		}
-		return storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
+		db, err := storage.Open(path, storage.Options{LockTimeout: 10 * time.Millisecond})
+		if err == nil {
+			stop <- syscall.SIGTERM
+		}
+		return db, err
 	}
 	var log syncBuffer
 	res, err := Record(context.Background(), Options{
 		Open: func(run storage.Run) (Store, error) { return HeldStore(open, run, 0, &log), nil },
 		Run:  storage.Run{Name: "late"}, Source: simSource(t),
-		Interval: 10 * time.Millisecond, Duration: time.Second, Log: &log,
+		Interval: 10 * time.Millisecond, Duration: time.Minute, Log: &log, Signals: stop,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -410,7 +410,10 @@ func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != 7 || !res.Child || res.Sampler.Ticks < 20 {
+	// It sampled while the child ran; a loaded machine may miss ticks, but
+	// those taken and missed fit the schedule of the time it sampled.
+	st := res.Sampler
+	if res.ExitCode != 7 || !res.Child || st.Ticks < 1 || time.Duration(st.Ticks+st.Missed-1)*5*time.Millisecond > st.Elapsed || st.Elapsed > res.Wall {
 		t.Fatalf("%+v\n%s", res, log.String())
 	}
 	r, err := db.Run("child")
