@@ -173,8 +173,8 @@ func TestLeakOnOneGPUOfTwo(t *testing.T) {
 		t.Fatalf("GPU 1: %+v slope %v", g1, deref(g1.SlopeBytesPerStep))
 	}
 	// 4 MiB per 100 ms step is 140.6 GiB per hour.
-	if !within(*g1.SlopeBytesPerHour, 4*MiB*36000, 0.02) || g1.TimeToFullS == nil || *g1.TimeToFullS <= 0 {
-		t.Errorf("per hour %v, time to full %v", *g1.SlopeBytesPerHour, deref(g1.TimeToFullS))
+	if g1.SlopeBytesPerHour == nil || !within(*g1.SlopeBytesPerHour, 4*MiB*36000, 0.02) || g1.TimeToFullS == nil || *g1.TimeToFullS <= 0 {
+		t.Errorf("per hour %v, time to full %v", deref(g1.SlopeBytesPerHour), deref(g1.TimeToFullS))
 	}
 	if g1.Basis != "allocated" || g1.Per != "step" || *g1.CILowBytesPerStep > *g1.SlopeBytesPerStep {
 		t.Errorf("%+v", g1)
@@ -227,7 +227,7 @@ func TestSlowLeakOverHoursWithoutMarks(t *testing.T) {
 	}
 	// 80 GiB minus about 10.3 GiB at 100 MiB per hour.
 	if l.TimeToFullS == nil || !within(*l.TimeToFullS/3600, (80*1024-10*1024-300)/100.0, 0.06) {
-		t.Errorf("time to full %v h", *l.TimeToFullS/3600)
+		t.Errorf("time to full %v s", deref(l.TimeToFullS))
 	}
 	if rep.GPUs[0].Fragmentation != nil || rep.GPUs[0].PeakAllocatedBytes != nil {
 		t.Error("allocator figures without allocator samples")
@@ -306,7 +306,7 @@ func TestRealRuns(t *testing.T) {
 		t.Errorf("unseen %+v", u)
 	}
 	if p := rep.GPUs[0].PeakUsedBytes; p == nil || math.Round(float64(*p)/MiB) != 3603 {
-		t.Errorf("peak used %v MiB", float64(*p)/MiB)
+		t.Errorf("peak used %v bytes, want 3603 MiB", deref(p))
 	}
 	cleanRun, _ := db.Run("real-resnet18-bs128")
 	rep, _ = Analyze(db, cleanRun, Options{})
