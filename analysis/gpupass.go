@@ -92,13 +92,13 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 			continue
 		}
 		switch s.Kind {
-		case "device":
+		case storage.SeriesDevice:
 			a.hasDevice = true
-		case "torch":
+		case storage.SeriesTorch:
 			a.torchPIDs = append(a.torchPIDs, s.PID)
-		case "proc":
+		case storage.SeriesProc:
 			a.procPIDs = append(a.procPIDs, s.PID)
-		case "sites":
+		case storage.SeriesSites:
 			a.sitePIDs = append(a.sitePIDs, s.PID)
 		}
 	}

@@ -401,9 +401,9 @@ func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, er
 	for _, s := range series {
 		switch {
 		case s.GPU != gpu:
-		case s.Kind == "sites":
+		case s.Kind == storage.SeriesSites:
 			a.sitePIDs = append(a.sitePIDs, s.PID)
-		case s.Kind == "torch":
+		case s.Kind == storage.SeriesTorch:
 			a.torchPIDs = append(a.torchPIDs, s.PID)
 		}
 	}

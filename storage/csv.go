@@ -47,9 +47,9 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 			continue
 		}
 		switch s.Kind {
-		case "device":
+		case SeriesDevice:
 			devs = append(devs, db.DeviceSamples(r, s.GPU, MinTime, MaxTime))
-		case "torch":
+		case SeriesTorch:
 			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
 		}
 	}

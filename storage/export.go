@@ -62,13 +62,13 @@ func (db *DB) Export(out io.Writer, r Run) error {
 	its := make([]merge.Iterator[line], 0, len(series)+1)
 	for _, s := range series {
 		switch s.Kind {
-		case "device":
+		case SeriesDevice:
 			its = append(its, lines(db.DeviceSamples(r, s.GPU, MinTime, MaxTime), &deviceSchema, wire.AppendDevice))
-		case "proc":
+		case SeriesProc:
 			its = append(its, lines(db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), &procSchema, wire.AppendProc))
-		case "torch":
+		case SeriesTorch:
 			its = append(its, lines(db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), &torchSchema, wire.AppendTorch))
-		case "sites":
+		case SeriesSites:
 			its = append(its, &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime)})
 		}
 	}

@@ -180,7 +180,7 @@ func TestImportFoldsManyProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perKind := map[string]int{}
+	perKind := map[SeriesKind]int{}
 	for _, s := range series {
 		perKind[s.Kind]++
 	}

@@ -209,11 +209,26 @@ func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
 	return newIter(db, r, &markSchema, seriesKey{kind: kindMark}, from, to)
 }
 
+// SeriesKind is what a stored series holds.
+type SeriesKind string
+
+// The kinds of series a run lists (Series); marks are read with Marks.
+const (
+	SeriesDevice SeriesKind = "device"
+	SeriesProc   SeriesKind = "proc"
+	SeriesTorch  SeriesKind = "torch"
+	SeriesSites  SeriesKind = "sites"
+	seriesMarks  SeriesKind = "mark"
+)
+
+// String is the kind's name.
+func (k SeriesKind) String() string { return string(k) }
+
 // SeriesRef names one stored series of a run.
 type SeriesRef struct {
-	Kind string `json:"kind"` // "device", "proc", "torch" or "sites"
-	GPU  int    `json:"gpu"`
-	PID  int    `json:"pid,omitempty"`
+	Kind SeriesKind `json:"kind"`
+	GPU  int        `json:"gpu"`
+	PID  int        `json:"pid,omitempty"`
 }
 
 // Series lists the device, process, allocator and site series of a run, ordered
@@ -229,7 +244,7 @@ func (db *DB) Series(r Run) ([]SeriesRef, error) {
 		}
 		return err
 	})
-	order := map[string]int{"device": 0, "proc": 1, "torch": 2, "sites": 3}
+	order := map[SeriesKind]int{SeriesDevice: 0, SeriesProc: 1, SeriesTorch: 2, SeriesSites: 3}
 	slices.SortFunc(out, func(a, b SeriesRef) int {
 		if a.Kind != b.Kind {
 			return order[a.Kind] - order[b.Kind]

@@ -30,7 +30,7 @@ const (
 
 // schema is the untyped part of a kind's schema: what a decoder must find.
 type schema struct {
-	name string   // as SeriesRef.Kind spells it
+	name SeriesKind
 	ints []string // int columns, in stored order (names for messages)
 	strs []string // string columns
 	// count is the run's counter of this kind.
@@ -51,7 +51,7 @@ type rowSchema[T any] struct {
 }
 
 var deviceSchema = rowSchema[DeviceSample]{
-	schema: schema{name: "device", ints: []string{"used", "reserved"},
+	schema: schema{name: SeriesDevice, ints: []string{"used", "reserved"},
 		count: func(c *Counts) *int64 { return &c.Samples }},
 	kind: kindDevice,
 	key:  func(s DeviceSample) seriesKey { return seriesKey{kind: kindDevice, gpu: s.GPU} },
@@ -68,7 +68,7 @@ var deviceSchema = rowSchema[DeviceSample]{
 }
 
 var procSchema = rowSchema[ProcSample]{
-	schema: schema{name: "proc", ints: []string{"used"},
+	schema: schema{name: SeriesProc, ints: []string{"used"},
 		count: func(c *Counts) *int64 { return &c.ProcSamples }},
 	kind:  kindProc,
 	key:   func(s ProcSample) seriesKey { return seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID} },
@@ -83,7 +83,7 @@ var procSchema = rowSchema[ProcSample]{
 }
 
 var torchSchema = rowSchema[TorchSample]{
-	schema: schema{name: "torch", ints: []string{"rank+1", "allocated", "reserved", "active-allocated",
+	schema: schema{name: SeriesTorch, ints: []string{"rank+1", "allocated", "reserved", "active-allocated",
 		"inactive_split", "peak_allocated", "segments", "alloc_retries", "ooms"},
 		count: func(c *Counts) *int64 { return &c.TorchSamples }},
 	kind: kindTorch,
@@ -118,7 +118,7 @@ var torchSchema = rowSchema[TorchSample]{
 }
 
 var markSchema = rowSchema[Mark]{
-	schema: schema{name: "mark", ints: []string{"epoch+1", "step+1", "rank+1", "gpu+1", "pid+1", "code+1"},
+	schema: schema{name: seriesMarks, ints: []string{"epoch+1", "step+1", "rank+1", "gpu+1", "pid+1", "code+1"},
 		strs: []string{"kind", "text"}, count: func(c *Counts) *int64 { return &c.Marks }},
 	kind: kindMark,
 	key:  func(Mark) seriesKey { return seriesKey{kind: kindMark} },
@@ -153,7 +153,7 @@ var markSchema = rowSchema[Mark]{
 // from one snapshot to the next and the codec keeps each distinct one once
 // per chunk, so a site costs its byte counts and a few index bytes.
 var siteSchema = rowSchema[SiteSample]{
-	schema: schema{name: "sites", ints: []string{"rank+1", "epoch+1", "since_ns", "line", "live_bytes", "live_blocks",
+	schema: schema{name: SeriesSites, ints: []string{"rank+1", "epoch+1", "since_ns", "line", "live_bytes", "live_blocks",
 		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad"},
 		strs:  []string{"reason", "name", "file", "func", "stack"},
 		count: func(c *Counts) *int64 { return &c.Sites }},
