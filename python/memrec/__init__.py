@@ -17,6 +17,7 @@ only used once the training script has imported it and initialised CUDA.
 Nothing here raises into the training code.
 """
 
+import atexit
 import contextlib
 from typing import Iterator
 import os
@@ -44,6 +45,21 @@ def _forked():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
+
+
+def _flush_at_exit():
+    """Sends what is still queued when the interpreter exits: the sender is
+    a daemon thread, and the marks of the last tenth of a second (a whole
+    short script's) would die with it."""
+    p = _instance
+    try:
+        if p is not None and p.pid == os.getpid() and p.enabled:
+            p.flush(2.0)
+    except Exception:
+        pass
+
+
+atexit.register(_flush_at_exit)
 
 
 def _get():

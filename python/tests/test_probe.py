@@ -504,6 +504,26 @@ class RecorderTransportTest(unittest.TestCase):
         epochs = json.loads(a.stdout)["gpus"][0]["epochs"]
         self.assertEqual([e["allocated_start_bytes"] for e in epochs], [1000, 1000])
 
+    def test_marks_reach_the_store_without_flush(self):
+        # A script that ends without memrec.flush(): what it queued last is
+        # sent as the interpreter exits.
+        d = tempfile.mkdtemp()
+        db = os.path.join(d, "t.db")
+        child = os.path.join(d, "child.py")
+        with open(child, "w") as f:
+            f.write(textwrap.dedent('''
+                import memrec
+                for i in range(3):
+                    memrec.step(i)
+                memrec.mark("done")
+            '''))
+        r = self.run_memrec(db, "record", "--source", "sim", "--sim-gpus", "1", "--name", "nf", "--",
+                            sys.executable, child, env={"PYTHONPATH": PKG})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        marks = [l for l in self.export(db, "nf") if l["type"] == "mark"]
+        self.assertEqual(sorted(l["step"] for l in marks if l["kind"] == "step"), [0, 1, 2])
+        self.assertIn("done", [l.get("text") for l in marks])
+
     def test_sites_flag_stores_site_snapshots(self):
         d = tempfile.mkdtemp()
         db = os.path.join(d, "t.db")
