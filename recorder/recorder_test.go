@@ -370,7 +370,7 @@ func TestSimScenarios(t *testing.T) {
 					t.Fatalf("not fragmented: %+v", last)
 				}
 			case ScenarioOOM:
-				if ooms != 1 || used[1][len(used[1])-1] != simBase {
+				if ooms != 1 || used[1][len(used[1])-1] != sim.job.Idle {
 					t.Fatalf("ooms %d, last used %d", ooms, used[1][len(used[1])-1])
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -31,19 +32,12 @@ type SimConfig struct {
 	RankBase int
 }
 
-// The simulated job's memory, per rank.
+// When the simulated job's memory appears; its sizes are jobmodel.H200's.
 const (
-	simBase      = 3407872   // NVML's used on an idle GPU
-	simContext   = 512 << 20 // CUDA context: NVML sees it, PyTorch does not
-	simNCCL      = 256 << 20 // communication buffers with more than one GPU
-	simWeights   = 1 << 30   // parameters and gradients
-	simOptimizer = 2 << 30   // optimizer state: created by the first step
-	simActs      = 4 << 30   // activations at the peak of a step
-	simSegment   = 2 << 20   // the allocator reserves in 2 MiB pages
-	simCtxAt     = 300 * time.Millisecond
-	simModelAt   = 600 * time.Millisecond
-	simTrainAt   = time.Second
-	simPID0      = 20000
+	simCtxAt   = 300 * time.Millisecond // the CUDA context
+	simModelAt = 600 * time.Millisecond // the weights
+	simTrainAt = time.Second            // the first step
+	simPID0    = 20000
 )
 
 // Sim is a simulated source: GPUs whose memory follows a training job, and
@@ -53,6 +47,7 @@ const (
 // growing), then holds steady under the sawtooth of activations.
 type Sim struct {
 	cfg   SimConfig
+	job   jobmodel.Job
 	start time.Time
 	mu    sync.Mutex
 	ranks []simRank
@@ -99,7 +94,14 @@ func NewSim(cfg SimConfig, start time.Time) (*Sim, error) {
 			cfg.LeakPerStep = 512 << 20
 		}
 	}
-	s := &Sim{cfg: cfg, start: start, ranks: make([]simRank, cfg.GPUs)}
+	job := jobmodel.H200(cfg.GPUs, cfg.EpochSteps)
+	job.Total = cfg.TotalBytes
+	job.Fragmenting = cfg.Scenario == ScenarioFragmentation
+	if cfg.Scenario == ScenarioLeak || cfg.Scenario == ScenarioOOM {
+		job.Leak = make([]int64, cfg.GPUs) // the last GPU leaks
+		job.Leak[cfg.GPUs-1] = cfg.LeakPerStep
+	}
+	s := &Sim{cfg: cfg, job: job, start: start, ranks: make([]simRank, cfg.GPUs)}
 	for i := range s.ranks {
 		s.ranks[i].nextTimer = start.Add(simTrainAt + cfg.TorchTimer/2)
 	}
@@ -138,61 +140,14 @@ func (s *Sim) step(r int, t time.Time) (int, float64) {
 	return int(e / st), float64(e%st) / float64(st)
 }
 
-func (s *Sim) leaks(r int) bool {
-	return (s.cfg.Scenario == ScenarioLeak || s.cfg.Scenario == ScenarioOOM) && r == s.cfg.GPUs-1
-}
-
-// allocState is the allocator's view of rank r at t.
-type allocState struct {
-	allocated, reserved, inactiveSplit, peak, segments int64
-}
-
-func roundUp(v, to int64) int64 { return (v + to - 1) / to * to }
-
-func (s *Sim) alloc(r int, t time.Time) allocState {
-	e := t.Sub(s.start)
-	if e < simModelAt {
-		return allocState{}
+// alloc is the allocator's view of rank r at t: nothing before the model
+// loads.
+func (s *Sim) alloc(r int, t time.Time) jobmodel.Alloc {
+	if t.Sub(s.start) < simModelAt {
+		return jobmodel.Alloc{}
 	}
 	step, f := s.step(r, t)
-	kept := int64(0)
-	if s.leaks(r) && step > 0 {
-		kept = int64(step) * s.cfg.LeakPerStep
-	}
-	a := int64(simWeights) + kept
-	if step > 0 || (step == 0 && f > 0.9) {
-		a += simOptimizer
-	}
-	if step >= 0 { // forward ramps activations up, backward frees them
-		var act float64
-		if f < 0.45 {
-			act = f / 0.45
-		} else {
-			act = (1 - f) / 0.55
-		}
-		a += int64(act*simActs) / 512 * 512
-	}
-	peak := int64(simWeights+simOptimizer+simActs) + kept
-	// The cache grows through the first epoch, then holds (or, when
-	// fragmenting, keeps growing with blocks split too small to reuse).
-	growth := 1.0 + 0.15*min(1, float64(max(step, 0))/float64(s.cfg.EpochSteps))
-	splitShare := 0.1
-	if s.cfg.Scenario == ScenarioFragmentation && step > 0 {
-		growth += 0.02 * float64(step)
-		splitShare = 0.7
-	}
-	reserved := roundUp(int64(float64(peak)*growth), simSegment)
-	if step < 0 {
-		reserved = roundUp(a, simSegment)
-	}
-	reserved = max(reserved, roundUp(a, simSegment))
-	return allocState{
-		allocated:     a,
-		reserved:      reserved,
-		inactiveSplit: int64(float64(reserved-a)*splitShare) / 512 * 512,
-		peak:          peak,
-		segments:      reserved / (20 << 20),
-	}
+	return s.job.At(r, step, f)
 }
 
 // Read implements Source.
@@ -222,13 +177,13 @@ func (s *Sim) used(gpu int, t time.Time) (device, proc int64, err error) {
 	rank := s.ranks[gpu]
 	s.mu.Unlock()
 	if rank.oomed && !t.Before(rank.oomAt) || t.Sub(s.start) < simCtxAt {
-		return simBase, 0, nil // the process died, or has no context yet
+		return s.job.Idle, 0, nil // the process died, or has no context yet
 	}
-	proc = int64(simContext) + s.alloc(gpu, t).reserved
+	proc = s.job.Context + s.alloc(gpu, t).Reserved
 	if s.cfg.GPUs > 1 && t.Sub(s.start) >= simTrainAt {
-		proc += simNCCL
+		proc += s.job.NCCL
 	}
-	return simBase + proc, proc, nil
+	return s.job.Idle + proc, proc, nil
 }
 
 // Emit implements EventSource: the step and epoch marks and allocator
@@ -266,12 +221,11 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
 	}
-	st := s.alloc(r, at.Add(-time.Nanosecond))
-	if s.leaks(r) && st.peak+simContext > s.cfg.TotalBytes {
+	if !s.job.Fits(r, step) {
 		// This step's peak does not fit: the job dies with an OOM.
 		m := storage.NewMark(ns, storage.MarkOOM)
 		m.GPU, m.Rank, m.PID = r, s.cfg.RankBase+r, simPID0+r
-		m.Text = fmt.Sprintf("CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total capacity of %d MiB", simActs>>20, r, s.cfg.TotalBytes>>20)
+		m.Text = fmt.Sprintf("CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total capacity of %d MiB", s.job.Activations>>20, r, s.cfg.TotalBytes>>20)
 		sink.AppendMark(m)
 		s.sendTorch(sink, r, at, 1)
 		rk.oomed, rk.oomAt = true, at
@@ -292,6 +246,6 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
 	st := s.alloc(r, at.Add(-time.Nanosecond))
 	sink.AppendTorch(storage.TorchSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: s.cfg.RankBase + r,
-		Allocated: st.allocated, Reserved: st.reserved, Active: st.allocated, InactiveSplit: st.inactiveSplit,
-		PeakAllocated: st.peak, Segments: st.segments, OOMs: ooms})
+		Allocated: st.Allocated, Reserved: st.Reserved, Active: st.Active, InactiveSplit: st.InactiveSplit,
+		PeakAllocated: st.Peak, Segments: st.Segments, OOMs: ooms})
 }

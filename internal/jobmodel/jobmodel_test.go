@@ -1,0 +1,56 @@
+package jobmodel
+
+import "testing"
+
+// The expected values are written from the package comment's description,
+// not read from the code's output.
+func TestStepShape(t *testing.T) {
+	const MiB, GiB = 1 << 20, 1 << 30
+	j := H200(2, 10)
+	j.Leak = []int64{0, 4 * MiB}
+	tests := []struct {
+		gpu, step int
+		f         float64
+		want      int64
+	}{
+		{0, -1, 0, 1 * GiB},                            // weights only
+		{0, 0, 0.5, 1*GiB + 4*GiB/11*10/512*512},       // backward: (1-0.5)/0.55 = 10/11 of activations
+		{0, 0, 0.95, 1*GiB + 2*GiB + 4*GiB/11/512*512}, // optimizer state from 0.9 of step 0
+		{0, 3, 0.45, 1*GiB + 2*GiB + 4*GiB},            // the peak of the forward pass
+		{1, 3, 0.45, 1*GiB + 2*GiB + 4*GiB + 3*4*MiB},  // three steps' leaks kept
+		{1, 3, 1, 1*GiB + 2*GiB + 4*4*MiB},             // the step ended: its leak is kept too
+	}
+	for _, tt := range tests {
+		if got := j.Allocated(tt.gpu, tt.step, tt.f); got != tt.want {
+			t.Errorf("Allocated(%d, %d, %v) = %d, want %d", tt.gpu, tt.step, tt.f, got, tt.want)
+		}
+	}
+}
+
+func TestTruth(t *testing.T) {
+	const MiB, GiB = 1 << 20, 1 << 30
+	j := H200(1, 10)
+	j.Leak = []int64{64 * MiB}
+	j.Total = 12 * GiB
+	if d := j.EpochDelta(0, 2); d != 10*64*MiB {
+		t.Errorf("epoch delta %d, want ten leaks", d)
+	}
+	// 7 GiB + s·64 MiB + the 512 MiB context exceeds 12 GiB from s = 73.
+	if s := j.OOMStep(0, 1000); s != 73 {
+		t.Errorf("OOM at step %d, want 73", s)
+	}
+	if s := j.OOMStep(0, 73); s != -1 {
+		t.Errorf("OOM at step %d within 73 steps", s)
+	}
+	// Reserved covers the peak (reached mid-step once the optimizer state
+	// exists) and grows 15 % over the first epoch.
+	for _, step := range []int{5, 10, 50} {
+		a := j.At(0, step, 0.45)
+		if a.Reserved < a.Peak || a.Reserved%(2*MiB) != 0 || a.Allocated != a.Peak {
+			t.Errorf("step %d: %+v", step, a)
+		}
+	}
+	if r := j.At(0, 10, 0).Reserved; r < int64(float64(j.Peak(0, 10))*1.15) || r >= int64(float64(j.Peak(0, 10))*1.15)+2*MiB {
+		t.Errorf("reserved after one epoch %d, want 1.15 × %d in 2 MiB pages", r, j.Peak(0, 10))
+	}
+}
