@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -28,7 +29,9 @@ type gen struct {
 
 func (g *gen) line(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) }
 
-// trainCfg is a data-parallel job: every GPU steps together.
+// trainCfg is a data-parallel job (every GPU steps together) whose memory
+// is jobmodel's H200 job on 80 GiB GPUs; job() is that model, the truth a
+// test checks the analysis against.
 type trainCfg struct {
 	gpus, epochs, stepsPerEpoch int
 	stepNS                      int64
@@ -36,83 +39,77 @@ type trainCfg struct {
 	noise                       int64   // ± bytes on step-end allocated
 	jumpAt                      int     // step of a one-off permanent allocation (0: none)
 	jump                        int64
-	oomAt                       int // step that ends in an OOM on GPU 0 (0: none)
+	oomAt                       int // step whose peak GPU 0 cannot hold (0: none)
 	noMarks                     bool
 	sites                       bool // site snapshots at epoch ends and at the OOM (see siteLine)
 }
 
-// train writes one run. Device memory is the CUDA context plus what the
-// allocator reserved; reserved follows allocated in 2 MiB pages with a
-// fixed 30 % of cache headroom; allocated is weights + optimizer state
-// (from step 1) + activations within a step + what leaks and jumps keep.
+func (c trainCfg) job() jobmodel.Job {
+	j := jobmodel.H200(c.gpus, c.stepsPerEpoch)
+	j.Leak, j.JumpAt, j.Jump, j.Total = c.leak, c.jumpAt, c.jump, 80*GiB
+	if c.oomAt > 0 {
+		// The GPU holds the peak of the step before, not this one's.
+		j.Total = j.Peak(0, c.oomAt) + j.Context - 1
+	}
+	return j
+}
+
+// train writes one run of c.job(): ten device samples per step, an
+// allocator sample at the peak of each step (0.45 into it) and one at its
+// end (with noise), and the marks. The job dies with an OOM at the end of
+// the first step whose peak does not fit.
 func (g *gen) train(name string, c trainCfg) {
+	job := c.job()
 	g.line(`{"type":"run","name":%q,"host":"t","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"64"}}`, name, t0)
 	for i := 0; i < c.gpus; i++ {
-		g.line(`{"type":"gpu","gpu":%d,"uuid":"GPU-%d","name":"Test GPU","total_bytes":%d}`, i, i, int64(80*GiB))
+		g.line(`{"type":"gpu","gpu":%d,"uuid":"GPU-%d","name":"Test GPU","total_bytes":%d}`, i, i, job.Total)
 	}
-	kept := make([]int64, c.gpus)
-	reserved := make([]int64, c.gpus)
+	torch := func(tt int64, gpu int, a jobmodel.Alloc) {
+		g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d}`,
+			tt, gpu, 100+gpu, gpu, a.Allocated, a.Reserved, a.Active, a.InactiveSplit, a.Peak, a.Segments)
+	}
 	steps := c.epochs * c.stepsPerEpoch
 	t := t0 + 1e9
-	base := func(gpu, step int) int64 {
-		a := int64(GiB) + kept[gpu]
-		if step >= 1 {
-			a += 2 * GiB
-		}
-		if c.jumpAt > 0 && step >= c.jumpAt {
-			a += c.jump
-		}
-		return a
-	}
 	for s := 0; s < steps; s++ {
-		ep := s / c.stepsPerEpoch
+		ep := job.Epoch(s)
 		if s%c.stepsPerEpoch == 0 && !c.noMarks {
 			// after the previous step's end sample (t+1000) and epoch_end (t+2000)
 			g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":%d}`, t+3000, ep)
 		}
-		// Ten device samples per step; mid-step the activations peak.
 		for k := 0; k < 10; k++ {
 			tt := t + 5000 + int64(k)*c.stepNS/10
 			for gpu := 0; gpu < c.gpus; gpu++ {
-				a := base(gpu, s)
 				if k == 5 {
-					a += 3 * GiB
-					g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":10}`,
-						tt, gpu, 100+gpu, gpu, a, max(reserved[gpu], a), 0, a)
+					torch(t+5000+c.stepNS*45/100, gpu, job.At(gpu, s, 0.45))
 				}
-				need := (a*13/10 + 2*MiB - 1) / (2 * MiB) * (2 * MiB)
-				reserved[gpu] = max(reserved[gpu], need)
-				g.line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":1000}`, tt, gpu, 500*MiB+reserved[gpu])
+				g.line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":1000}`, tt, gpu, job.Used(gpu, s, float64(k)/10, true))
 			}
 		}
 		t += c.stepNS
-		if c.oomAt > 0 && s == c.oomAt {
-			a := base(0, s)
+		if !job.Fits(0, s) {
 			g.line(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":100,"text":"CUDA out of memory. Tried to allocate 8.00 GiB\n\n|  PyTorch CUDA memory summary  |"}`, t)
 			if c.sites {
-				g.siteLine(t-500, 0, "oom", ep, kept[0])
+				g.siteLine(t-500, 0, "oom", ep, job.Kept(0, s))
 			}
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":100,"rank":0,"allocated_bytes":%d,"reserved_bytes":%d,"alloc_retries":3,"ooms":1}`, t+1000, a, reserved[0])
+			a := job.At(0, s, 0.45)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":100,"rank":0,"allocated_bytes":%d,"reserved_bytes":%d,"alloc_retries":3,"ooms":1}`, t+1000, a.Allocated, a.Reserved)
 			return
 		}
 		for gpu := 0; gpu < c.gpus; gpu++ {
-			if gpu < len(c.leak) {
-				kept[gpu] += c.leak[gpu]
-			}
-			a := base(gpu, s)
+			a := job.At(gpu, s, 1)
 			if c.noise > 0 {
-				a += (g.rng.Int64N(2*c.noise) - c.noise) / 512 * 512
+				a.Allocated += (g.rng.Int64N(2*c.noise) - c.noise) / 512 * 512
+				a.Active = a.Allocated
 			}
 			if !c.noMarks {
 				g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":%d}`, t, s, gpu)
 			}
-			g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":10}`,
-				t+1000, gpu, 100+gpu, gpu, a, reserved[gpu], 0, a+3*GiB)
+			torch(t+1000, gpu, a)
 		}
 		if (s+1)%c.stepsPerEpoch == 0 && !c.noMarks {
 			g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, t+2000, ep)
 			for gpu := 0; c.sites && gpu < c.gpus; gpu++ {
-				g.siteLine(t+2500, gpu, "epoch_end", ep, kept[gpu])
+				g.siteLine(t+2500, gpu, "epoch_end", ep, job.Kept(gpu, s+1))
 			}
 		}
 	}
@@ -161,20 +158,25 @@ func analyzeJSONL(t *testing.T, data string) map[string]*Report {
 
 func within(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
 
+// The analysis finds the model's truth: the leak per step and per hour,
+// the epoch deltas, the peaks.
 func TestLeakOnOneGPUOfTwo(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(1, 2))}
-	g.train("leak", trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10})
+	c := trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10}
+	g.train("leak", c)
+	job := c.job()
 	rep := analyzeJSONL(t, g.b.String())["leak"]
 	g0, g1 := rep.GPUs[0].Leak, rep.GPUs[1].Leak
 	if g0.Verdict != VerdictNoLeak {
 		t.Errorf("GPU 0: %+v", g0)
 	}
-	if g1.Verdict != VerdictLeak || g1.SlopeBytesPerStep == nil || !within(*g1.SlopeBytesPerStep, 4*MiB, 0.02) {
-		t.Fatalf("GPU 1: %+v slope %v", g1, deref(g1.SlopeBytesPerStep))
+	leak := float64(job.LeakPerStep(1))
+	if g1.Verdict != VerdictLeak || g1.SlopeBytesPerStep == nil || !within(*g1.SlopeBytesPerStep, leak, 0.02) {
+		t.Fatalf("GPU 1: %+v slope %v, want %v", g1, deref(g1.SlopeBytesPerStep), leak)
 	}
-	// 4 MiB per 100 ms step is 140.6 GiB per hour.
-	if g1.SlopeBytesPerHour == nil || !within(*g1.SlopeBytesPerHour, 4*MiB*36000, 0.02) || g1.TimeToFullS == nil || *g1.TimeToFullS <= 0 {
-		t.Errorf("per hour %v, time to full %v", deref(g1.SlopeBytesPerHour), deref(g1.TimeToFullS))
+	perHour := leak * float64(3600e9/c.stepNS)
+	if g1.SlopeBytesPerHour == nil || !within(*g1.SlopeBytesPerHour, perHour, 0.02) || g1.TimeToFullS == nil || *g1.TimeToFullS <= 0 {
+		t.Errorf("per hour %v (want %v), time to full %v", deref(g1.SlopeBytesPerHour), perHour, deref(g1.TimeToFullS))
 	}
 	if g1.Basis != "allocated" || g1.Per != "step" || *g1.CILowBytesPerStep > *g1.SlopeBytesPerStep {
 		t.Errorf("%+v", g1)
@@ -182,10 +184,22 @@ func TestLeakOnOneGPUOfTwo(t *testing.T) {
 	if s := g1.Sentence(1); !strings.Contains(s, "GPU 1 grows 4.0 MiB per step") || !strings.Contains(s, "full in about") {
 		t.Errorf("sentence %q", s)
 	}
-	// Epoch deltas: allocated grows by 60 leaks per epoch on GPU 1 (±noise).
-	e := rep.GPUs[1].Epochs[2]
-	if e.DeltaAllocatedBytes == nil || !within(float64(*e.DeltaAllocatedBytes), 60*4*MiB, 0.01) {
-		t.Errorf("epoch 2 delta %v", deref(e.DeltaAllocatedBytes))
+	last := c.epochs*c.stepsPerEpoch - 1
+	for gpu, gr := range rep.GPUs {
+		// Epoch deltas (±noise), once the first epoch has warmed up.
+		for ep := 1; ep < c.epochs; ep++ {
+			want := float64(job.EpochDelta(gpu, ep))
+			if d := gr.Epochs[ep].DeltaAllocatedBytes; d == nil || math.Abs(float64(*d)-want) > 2*float64(c.noise) {
+				t.Errorf("GPU %d epoch %d delta %v, want %v ± noise", gpu, ep, deref(d), want)
+			}
+		}
+		// The peaks: the last step's.
+		if p := gr.PeakAllocatedBytes; p == nil || *p != job.Peak(gpu, last) {
+			t.Errorf("GPU %d peak allocated %v, want %d", gpu, deref(p), job.Peak(gpu, last))
+		}
+		if p := gr.PeakUsedBytes; p == nil || *p != job.Used(gpu, last, 0, true) {
+			t.Errorf("GPU %d peak used %v, want %d", gpu, deref(p), job.Used(gpu, last, 0, true))
+		}
 	}
 }
 
@@ -256,7 +270,9 @@ func TestFragmentationExact(t *testing.T) {
 
 func TestOOMPostMortem(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(7, 8))}
-	g.train("oom", trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45})
+	c := trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45}
+	g.train("oom", c)
+	job := c.job()
 	rep := analyzeJSONL(t, g.b.String())["oom"]
 	gr := rep.GPUs[0]
 	if len(gr.OOMs) != 1 {
@@ -266,13 +282,14 @@ func TestOOMPostMortem(t *testing.T) {
 	if o.Message != "CUDA out of memory. Tried to allocate 8.00 GiB" || !strings.Contains(o.Summary, "memory summary") {
 		t.Errorf("%q / %q", o.Message, o.Summary)
 	}
-	// Just before the OOM: the mid-step sample of step 45, activations
-	// included, after 45 leaks.
-	wantAlloc := int64(6*GiB) + 45*64*MiB
-	if o.AllocatedBytes == nil || *o.AllocatedBytes != wantAlloc || o.UsedBytes == nil || o.Epoch == nil || *o.Epoch != 1 {
-		t.Errorf("allocated %v want %d, used %v, epoch %v", deref(o.AllocatedBytes), wantAlloc, deref(o.UsedBytes), deref(o.Epoch))
+	// Just before the OOM: the sample at the peak of the step that did not
+	// fit.
+	step := job.OOMStep(0, c.epochs*c.stepsPerEpoch)
+	wantAlloc := job.At(0, step, 0.45).Allocated
+	if o.AllocatedBytes == nil || *o.AllocatedBytes != wantAlloc || o.UsedBytes == nil || o.Epoch == nil || *o.Epoch != job.Epoch(step) {
+		t.Errorf("allocated %v want %d, used %v, epoch %v want %d", deref(o.AllocatedBytes), wantAlloc, deref(o.UsedBytes), deref(o.Epoch), job.Epoch(step))
 	}
-	if o.LargestGrowth == nil || *o.LargestGrowth != 64*MiB || o.Fragmentation == nil {
+	if o.LargestGrowth == nil || *o.LargestGrowth != job.LeakPerStep(0) || o.Fragmentation == nil {
 		t.Errorf("growth %v frag %v", deref(o.LargestGrowth), o.Fragmentation)
 	}
 	// The open epoch (no epoch_end: the job died) is kept and flagged.

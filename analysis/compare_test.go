@@ -74,7 +74,8 @@ func TestFitByNonNumericTag(t *testing.T) {
 func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(9, 10))}
 	g.train("clean", trainCfg{gpus: 2, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6})
-	g.train("leaky", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6, leak: []int64{8 * MiB}})
+	leaky := trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6, leak: []int64{8 * MiB}}
+	g.train("leaky", leaky)
 	g.train("nomarks", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6, noMarks: true})
 	reps := analyzeJSONL(t, g.b.String())
 	c, err := Compare([]*Report{reps["clean"], reps["leaky"], reps["nomarks"]}, "", "step")
@@ -88,8 +89,9 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	if byName["clean"].LeakVerdict != VerdictNoLeak || byName["leaky"].LeakVerdict != VerdictLeak {
 		t.Fatalf("verdicts %v %v", byName["clean"].LeakVerdict, byName["leaky"].LeakVerdict)
 	}
-	if s := byName["leaky"].SlopeBytesPerStep; s == nil || !within(*s, 8*MiB, 0.02) {
-		t.Fatalf("slope %v", deref(s))
+	job := leaky.job()
+	if s := byName["leaky"].SlopeBytesPerStep; s == nil || !within(*s, float64(job.LeakPerStep(0)), 0.02) {
+		t.Fatalf("slope %v, want %d", deref(s), job.LeakPerStep(0))
 	}
 	if r := byName["leaky"].PeakUsedRatio; r == nil || *r <= 1 {
 		t.Errorf("leaky peak ratio %v", deref(r))

@@ -14,7 +14,9 @@ import (
 // that line, and the site explains the whole slope.
 func TestWhereNamesTheLeakSite(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(11, 12))}
-	g.train("leak", trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10, sites: true})
+	c := trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10, sites: true}
+	g.train("leak", c)
+	job := c.job()
 	rep := analyzeJSONL(t, g.b.String())["leak"]
 	clean, leak := rep.GPUs[0], rep.GPUs[1]
 	if clean.Where == nil || clean.Where.Growing == nil || len(clean.Where.Growing) != 0 || clean.Leak.HeldBy != nil {
@@ -25,9 +27,10 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 		t.Fatalf("GPU 1 where %+v", w)
 	}
 	gs := w.Growing[0]
-	// Three epochs of 60 steps between the first and the last epoch end.
-	if gs.Site != "train.py:52" || gs.Func != "keep" || gs.GrowthBytes != 3*60*4*MiB || gs.BytesPerStep == nil ||
-		*gs.BytesPerStep != 4*MiB || gs.BytesPerEpoch == nil || *gs.BytesPerEpoch != 60*4*MiB {
+	// What leaked between the first and the last epoch end.
+	steps := c.epochs * c.stepsPerEpoch
+	if gs.Site != "train.py:52" || gs.Func != "keep" || gs.GrowthBytes != job.Kept(1, steps)-job.Kept(1, c.stepsPerEpoch) || gs.BytesPerStep == nil ||
+		*gs.BytesPerStep != float64(job.LeakPerStep(1)) || gs.BytesPerEpoch == nil || *gs.BytesPerEpoch != float64(job.EpochDelta(1, 1)) {
 		t.Errorf("growing site %+v", gs)
 	}
 	if !within(gs.Share, 1, 0.02) {
@@ -44,10 +47,10 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 	// (2.5 GiB) and above the buffer (512 MiB).
 	end := w.AtEnd
 	if end == nil || end.Reason != "epoch_end" || len(end.Top) != 3 || end.Top[0].Site != "model.py:10" ||
-		end.Top[1].Site != "train.py:52" || end.Top[1].LiveBytes != 240*4*MiB || end.UntrackedBytes != GiB {
+		end.Top[1].Site != "train.py:52" || end.Top[1].LiveBytes != job.Kept(1, steps) || end.UntrackedBytes != GiB {
 		t.Errorf("at end %+v", end)
 	}
-	if end.LiveBytes != GiB+3*GiB+240*4*MiB || w.AtPeak.TNS != end.TNS {
+	if end.LiveBytes != GiB+3*GiB+job.Kept(1, steps) || w.AtPeak.TNS != end.TNS {
 		t.Errorf("end live %d, peak at %d (end at %d)", end.LiveBytes, w.AtPeak.TNS, end.TNS)
 	}
 }
@@ -55,7 +58,9 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 // The OOM's post-mortem lists the holders at the OOM.
 func TestWhereOOMHolders(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(13, 14))}
-	g.train("oom", trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45, sites: true})
+	c := trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45, sites: true}
+	g.train("oom", c)
+	job := c.job()
 	rep := analyzeJSONL(t, g.b.String())["oom"]
 	gr := rep.GPUs[0]
 	if len(gr.OOMs) != 1 || len(gr.OOMs[0].Holders) != 3 {
@@ -63,7 +68,7 @@ func TestWhereOOMHolders(t *testing.T) {
 	}
 	hs := gr.OOMs[0].Holders
 	// 45 leaks of 64 MiB (2.8 GiB) by then: the leak is the largest holder.
-	if hs[0].Site != "train.py:52" || hs[0].LiveBytes != 45*64*MiB || hs[1].Site != "model.py:10" {
+	if hs[0].Site != "train.py:52" || hs[0].LiveBytes != job.Kept(0, job.OOMStep(0, c.epochs*c.stepsPerEpoch)) || hs[1].Site != "model.py:10" {
 		t.Errorf("holders %+v", hs)
 	}
 	if gr.Where.OOM == nil || gr.Where.OOM.Reason != "oom" || gr.Where.AtEnd.Reason != "epoch_end" {
@@ -75,7 +80,9 @@ func TestWhereOOMHolders(t *testing.T) {
 // is the first band.
 func TestWhereSeries(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
-	g.train("leak", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true})
+	c := trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true}
+	g.train("leak", c)
+	job := c.job()
 	w := analyzeJSONL(t, g.b.String())["leak"].GPUs[0].Where
 	if len(w.Series) != 5 || w.Series[0].Name != "train.py:52 keep" || !w.Series[0].Growth || w.Series[4].Name != "untracked" {
 		t.Fatalf("series %+v", w.Series)
@@ -86,7 +93,7 @@ func TestWhereSeries(t *testing.T) {
 			sum += s.Bytes[k]
 		}
 		// weights 2.5 GiB + buffer 512 MiB + untracked 1 GiB + the leak so far
-		if want := int64(4*GiB) + int64(20*(k+1))*4*MiB; sum != want {
+		if want := int64(4*GiB) + job.Kept(0, (k+1)*c.stepsPerEpoch); sum != want {
 			t.Errorf("snapshot %d: bands add up to %d, want %d", k, sum, want)
 		}
 	}
