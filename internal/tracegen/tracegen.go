@@ -10,7 +10,7 @@
 // from every rank. Memory warms up during the first epoch (optimizer state
 // at the first step, the allocator cache growing), then holds steady with
 // the sawtooth of activations inside each step; a per-GPU leak adds a fixed
-// number of bytes at each step.
+// number of bytes at each step. The memory by step is internal/jobmodel's.
 //
 // Mixes name configurations that stress the codec differently; see Mix.
 package tracegen
@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/memrec/memrec/internal/jobmodel"
 )
 
 // Config describes a run to generate. Zero fields take the defaults of
@@ -99,15 +101,25 @@ func Mix(name string) (Config, error) {
 // TotalBytes is the memory of each generated GPU (an H200).
 const TotalBytes int64 = 150754820096
 
-// Model of one rank's memory, in bytes.
+// job is the generated job's memory, by step (see jobmodel): 1 GiB of
+// weights, 2 GiB of optimizer state from the middle of the first step,
+// 6 GiB of activations at the peak of a step, a 536 MiB CUDA context.
+func (c Config) job() jobmodel.Job {
+	return jobmodel.Job{
+		GPUs: c.GPUs, StepsPerEpoch: c.EpochSteps,
+		Weights: 1 << 30, Optimizer: 2 << 30, OptimizerAt: 0.5, Activations: 6 << 30,
+		Leak: c.LeakPerStep, Page: page, Context: 536 << 20, Total: TotalBytes,
+	}
+}
+
 const (
-	contextBytes   = 536 << 20  // CUDA context and libraries: seen by NVML only
-	weightsBytes   = 1 << 30    // parameters and gradients, from the start
-	optimizerBytes = 2 << 30    // optimizer state, appears at the first step
-	activations    = 6 << 30    // peak activations inside a step
-	cacheBytes     = 7<<30 + 40 // reserved by the allocator once warm
-	pid0           = 4100
-	page           = 2 << 20 // the allocator's segment rounding
+	// The allocator's cache here warms up sample by sample (each allocator
+	// sample may reserve up to 20 MiB more than is allocated) towards
+	// cacheBytes plus what has leaked, and empty_cache resets it: a history
+	// that jobmodel's cache, a function of the step, does not model.
+	cacheBytes = 7<<30 + 40
+	pid0       = 4100
+	page       = 2 << 20 // the allocator's segment rounding
 )
 
 // Truth is what a generated run is known to contain.
@@ -189,6 +201,7 @@ func Generate(s Sink, c Config) Truth {
 		c.Name = d.Name
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6d656d726563))
+	job := c.job()
 	truth := Truth{PeakUsed: make([]int64, c.GPUs), LeakPerStep: make([]int64, c.GPUs)}
 	start := c.Start.UnixNano()
 	s.Run(RunInfo{Name: c.Name, StartNS: start, IntervalNS: c.Interval.Nanoseconds(), Tags: c.Tags})
@@ -196,9 +209,7 @@ func Generate(s Sink, c Config) Truth {
 	for g := 0; g < c.GPUs; g++ {
 		s.GPU(GPUInfo{Index: g, UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", c.Seed, g), TotalBytes: TotalBytes})
 		truth.Lines++
-		if g < len(c.LeakPerStep) {
-			truth.LeakPerStep[g] = c.LeakPerStep[g]
-		}
+		truth.LeakPerStep[g] = job.LeakPerStep(g)
 	}
 	mark := func(m Mark) { s.Mark(m); truth.Lines++ }
 
@@ -210,7 +221,6 @@ func Generate(s Sink, c Config) Truth {
 		stepLen   int64
 		nextTorch int64
 		reserved  int64
-		kept      int64 // leaked bytes so far
 		epochOpen bool
 	}
 	ranks := make([]rank, c.GPUs)
@@ -220,31 +230,26 @@ func Generate(s Sink, c Config) Truth {
 		ranks[i].stepLen = int64(c.StepTime)
 		ranks[i].nextTorch = start + int64(c.TorchInterval) + rng.Int64N(int64(c.TorchInterval)+1)
 	}
-	// frac is how far into rank r's step time t is; phase returns the
-	// activation bytes then: a forward ramp up to the peak, then backward
-	// freeing it.
+	// frac is how far into rank r's step time t is.
 	frac := func(r *rank, t int64) float64 { return float64(t-r.stepStart) / float64(r.stepLen) }
-	phase := func(r *rank, t int64) int64 {
-		if c.StepTime == 0 || t < r.stepStart {
-			return 0
-		}
-		f := frac(r, t)
-		if f < 0.45 {
-			return int64(f/0.45*activations) / 512 * 512
-		}
-		return int64((1-f)/0.55*activations) / 512 * 512
-	}
 	allocated := func(g int, r *rank, t int64) int64 {
-		a := int64(weightsBytes) + r.kept
-		if r.step > 0 || t > r.stepStart+r.stepLen/2 {
-			a += optimizerBytes
+		switch {
+		case t < r.stepStart && r.step == 0:
+			return job.Allocated(g, -1, 0) // before training
+		case t < r.stepStart:
+			// A timer sample reported after the step it fell in ended:
+			// what that step's end holds.
+			return job.Allocated(g, r.step-1, 1)
+		case c.StepTime == 0 && t == r.stepStart:
+			return job.Weights
+		case c.StepTime == 0: // no steps: no activations, the optimizer state once training started
+			return job.Weights + job.Optimizer
 		}
-		return a + phase(r, t)
+		return job.Allocated(g, r.step, frac(r, t))
 	}
-	stepPeak := func(r *rank) int64 { return int64(weightsBytes+optimizerBytes) + r.kept + activations }
 	torch := func(g int, r *rank, tt, a, peak int64) {
 		// The cache grows to its steady size during the first epoch.
-		want := int64(cacheBytes) + r.kept/page*page
+		want := int64(cacheBytes) + job.Kept(g, r.step)/page*page
 		if r.reserved < want {
 			r.reserved = min(want, max(r.reserved, (a+(20<<20))/page*page))
 		}
@@ -275,7 +280,7 @@ func Generate(s Sink, c Config) Truth {
 				stepDue := c.StepTime > 0 && r.stepStart+r.stepLen <= t
 				torchDue := c.TorchInterval > 0 && r.nextTorch <= t
 				if stepDue && !(c.StepEndTorch && torchDue && r.nextTorch < r.stepStart+r.stepLen) {
-					peak := stepPeak(r)
+					peak := job.Peak(g, r.step)
 					r.stepStart += r.stepLen
 					if c.EpochSteps > 0 && r.step%c.EpochSteps == 0 && g == 0 {
 						if r.epochOpen {
@@ -283,9 +288,6 @@ func Generate(s Sink, c Config) Truth {
 						}
 						mark(Mark{T: r.stepStart, Kind: "epoch_start", Epoch: r.step / c.EpochSteps, Step: -1, Rank: -1})
 						r.epochOpen = true
-					}
-					if g < len(c.LeakPerStep) {
-						r.kept += c.LeakPerStep[g]
 					}
 					mark(Mark{T: r.stepStart, Kind: "step", Epoch: -1, Step: r.step, Rank: g})
 					r.step++
@@ -312,18 +314,18 @@ func Generate(s Sink, c Config) Truth {
 				case r.step == 0:
 					peak = a
 				case !c.StepEndTorch:
-					peak = max(a, stepPeak(r))
+					peak = max(a, job.Peak(g, r.step))
 				case tt >= r.stepStart && frac(r, tt) < 0.45:
 					peak = a // still climbing since the reset
 				default:
-					peak = stepPeak(r)
+					peak = job.Peak(g, r.step)
 				}
 				torch(g, r, tt, a, peak)
 				r.nextTorch += int64(c.TorchInterval) + rng.Int64N(4_000_000) - 2_000_000
 			}
 			// Device memory: the context, then whatever the cache reserved;
 			// NVML moves in whole 2 MiB pages.
-			u := int64(contextBytes)
+			u := job.Context
 			if r.reserved > 0 {
 				u += r.reserved
 			}
