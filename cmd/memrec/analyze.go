@@ -68,8 +68,29 @@ func runAnalyze(o *analyzeOptions, ref string) error {
 	return nil
 }
 
+// printAnalysis writes the text report: the run's header, then either every
+// GPU's details or a table of all GPUs and the details of those with
+// findings.
 func printAnalysis(w io.Writer, rep *analysis.Report) {
-	B := analysis.FormatBytesPtr
+	printRunHeader(w, rep)
+	gpus := rep.GPUs
+	if compact(rep) {
+		printGPUTable(w, rep)
+		gpus = notable(rep.GPUs)
+		if len(gpus) > 0 {
+			fmt.Fprintf(w, "\nDetails of the %d GPUs with findings (leak, OOM, allocation retries):\n", len(gpus))
+		}
+	} else {
+		printTogether(w, rep)
+	}
+	for _, g := range gpus {
+		printGPUDetails(w, rep, g)
+	}
+}
+
+// printRunHeader writes the lines about the whole run: its name, span and
+// state, tags, mark counts and notes.
+func printRunHeader(w io.Writer, rep *analysis.Report) {
 	state := "complete"
 	if !rep.Complete {
 		state = "incomplete (the recorder did not finish)"
@@ -96,80 +117,74 @@ func printAnalysis(w io.Writer, rep *analysis.Report) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
-	gpus := rep.GPUs
-	if compact(rep) {
-		printGPUTable(w, rep)
-		gpus = notable(rep.GPUs)
-		if len(gpus) > 0 {
-			fmt.Fprintf(w, "\nDetails of the %d GPUs with findings (leak, OOM, allocation retries):\n", len(gpus))
-		}
-	} else {
-		printTogether(w, rep)
+}
+
+// printGPUDetails writes one GPU's section: leak verdict, peaks, per-epoch
+// table, allocator, job span, unseen memory, OOMs and allocation sites.
+func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
+	B := analysis.FormatBytesPtr
+	fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes))
+	fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
+	if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
+		fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
+			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
+			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerStep)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
+	} else if g.Leak.SlopeBytesPerHour != nil {
+		fmt.Fprintf(w, "      slope %s/hour, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
+			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
+			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
 	}
-	for _, g := range gpus {
-		fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes))
-		fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
-		if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
-			fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
-				analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
-				analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerStep)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
-		} else if g.Leak.SlopeBytesPerHour != nil {
-			fmt.Fprintf(w, "      slope %s/hour, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
-				analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
-				analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
-		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
-		for _, p := range g.Peaks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, analysis.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
+	for _, p := range g.Peaks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, analysis.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
+	}
+	tw.Flush()
+	rows, label := g.Epochs, "Epoch"
+	if len(rows) == 0 && len(g.Intervals) > 0 {
+		rows, label = g.Intervals, "Slice"
+	}
+	if len(rows) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\tused start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t\n", label)
+		for _, e := range rows {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Epoch, B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
+				B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
 		}
 		tw.Flush()
-		rows, label := g.Epochs, "Epoch"
-		if len(rows) == 0 && len(g.Intervals) > 0 {
-			rows, label = g.Intervals, "Slice"
-		}
-		if len(rows) > 0 {
-			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "%s\tused start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t\n", label)
-			for _, e := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Epoch, B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
-					B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
-			}
-			tw.Flush()
-		}
-		if f := g.Fragmentation; f != nil {
-			fmt.Fprintf(w, "Allocator memory cached and free (reserved − allocated)/reserved, what empty_cache() would return: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%\n",
-				100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final)
-			if f.PeakWasteMean != nil {
-				fmt.Fprintf(w, "Never used even at the step's peak (1 − peak allocated/reserved): mean %.1f%%, max %.1f%%; in inactive split blocks: mean %.1f%%\n",
-					100**f.PeakWasteMean, 100**f.PeakWasteMax, 100*f.InactiveSplitMean)
-			} else {
-				fmt.Fprintf(w, "In inactive split blocks: mean %.1f%%\n", 100*f.InactiveSplitMean)
-			}
+	}
+	if f := g.Fragmentation; f != nil {
+		fmt.Fprintf(w, "Allocator memory cached and free (reserved − allocated)/reserved, what empty_cache() would return: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%\n",
+			100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final)
+		if f.PeakWasteMean != nil {
+			fmt.Fprintf(w, "Never used even at the step's peak (1 − peak allocated/reserved): mean %.1f%%, max %.1f%%; in inactive split blocks: mean %.1f%%\n",
+				100**f.PeakWasteMean, 100**f.PeakWasteMax, 100*f.InactiveSplitMean)
 		} else {
-			fmt.Fprintln(w, "Allocator memory: unknown (no allocator samples)")
+			fmt.Fprintf(w, "In inactive split blocks: mean %.1f%%\n", 100*f.InactiveSplitMean)
 		}
-		if j := g.JobSpan; j != nil {
-			how := "where its processes hold memory"
-			if j.Basis == "device_rise_fall" {
-				how = "from the first sustained rise of device memory to its final fall"
-			}
-			fmt.Fprintf(w, "Job: %s to %s (%s); start-up and teardown are left out of the leak fit\n", sinceStart(rep, j.FromNS), sinceStart(rep, j.ToNS), how)
+	} else {
+		fmt.Fprintln(w, "Allocator memory: unknown (no allocator samples)")
+	}
+	if j := g.JobSpan; j != nil {
+		how := "where its processes hold memory"
+		if j.Basis == "device_rise_fall" {
+			how = "from the first sustained rise of device memory to its final fall"
 		}
-		if g.InferredStepTimeS != nil {
-			fmt.Fprintf(w, "Step time without step marks: %.3f s, inferred: %s\n", *g.InferredStepTimeS, g.InferredStepBasis)
-		}
-		if u := g.Unseen; u != nil {
-			fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
-				time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
-		}
-		if g.AllocRetries != nil && *g.AllocRetries > 0 {
-			fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
-		}
-		printOOMs(w, rep, g)
-		if g.Where != nil {
-			printWhere(w, rep, g.Where, 5)
-		}
+		fmt.Fprintf(w, "Job: %s to %s (%s); start-up and teardown are left out of the leak fit\n", sinceStart(rep, j.FromNS), sinceStart(rep, j.ToNS), how)
+	}
+	if g.InferredStepTimeS != nil {
+		fmt.Fprintf(w, "Step time without step marks: %.3f s, inferred: %s\n", *g.InferredStepTimeS, g.InferredStepBasis)
+	}
+	if u := g.Unseen; u != nil {
+		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
+			time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
+	}
+	if g.AllocRetries != nil && *g.AllocRetries > 0 {
+		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
+	}
+	printOOMs(w, rep, g)
+	if g.Where != nil {
+		printWhere(w, rep, g.Where, 5)
 	}
 }
 

@@ -184,6 +184,27 @@ func Write(w io.Writer, c Config) (Truth, error) {
 
 // Generate calls s for each line of the run, in the order Write writes them.
 func Generate(s Sink, c Config) Truth {
+	g := newGenerator(s, withDefaults(c))
+	g.header()
+	end := g.start + int64(g.c.Duration)
+	for k := int64(0); ; k++ {
+		t := g.start + k*int64(g.c.Interval)
+		if g.c.Jitter > 0 {
+			t += g.rng.Int64N(2*int64(g.c.Jitter)+1) - int64(g.c.Jitter)
+		}
+		if t >= end {
+			break
+		}
+		g.tick(t)
+	}
+	if g.c.EpochSteps > 0 && g.ranks[0].epochOpen {
+		g.mark(Mark{T: end - 1000, Kind: "epoch_end", Epoch: (g.ranks[0].step - 1) / g.c.EpochSteps, Step: -1, Rank: -1})
+	}
+	return g.truth
+}
+
+// withDefaults fills the zero fields of c from Default.
+func withDefaults(c Config) Config {
 	d := Default()
 	if c.GPUs == 0 {
 		c.GPUs = d.GPUs
@@ -200,155 +221,193 @@ func Generate(s Sink, c Config) Truth {
 	if c.Name == "" {
 		c.Name = d.Name
 	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x6d656d726563))
-	job := c.job()
-	truth := Truth{PeakUsed: make([]int64, c.GPUs), LeakPerStep: make([]int64, c.GPUs)}
-	start := c.Start.UnixNano()
-	s.Run(RunInfo{Name: c.Name, StartNS: start, IntervalNS: c.Interval.Nanoseconds(), Tags: c.Tags})
-	truth.Lines++
-	for g := 0; g < c.GPUs; g++ {
-		s.GPU(GPUInfo{Index: g, UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", c.Seed, g), TotalBytes: TotalBytes})
-		truth.Lines++
-		truth.LeakPerStep[g] = job.LeakPerStep(g)
-	}
-	mark := func(m Mark) { s.Mark(m); truth.Lines++ }
+	return c
+}
 
-	// Each rank runs steps of StepTime (with a little noise), reports its
-	// allocator on its timer, and marks each step's end.
-	type rank struct {
-		step      int
-		stepStart int64 // ns
-		stepLen   int64
-		nextTorch int64
-		reserved  int64
-		epochOpen bool
+// rank is one training process: it runs steps of StepTime (with a little
+// noise), reports its allocator on its timer, and marks each step's end.
+type rank struct {
+	step      int
+	stepStart int64 // ns
+	stepLen   int64
+	nextTorch int64
+	reserved  int64
+	epochOpen bool
+}
+
+// generator holds one run being generated. The random numbers are drawn in
+// a fixed order (rank timers, then per tick: jitter, then each rank's steps
+// and reports), so a seed always gives the same run.
+type generator struct {
+	s     Sink
+	c     Config
+	job   jobmodel.Job
+	rng   *rand.Rand
+	truth Truth
+	start int64 // ns
+	ranks []rank
+	used  []int64 // device used bytes per GPU at the current tick
+}
+
+func newGenerator(s Sink, c Config) *generator {
+	g := &generator{
+		s:     s,
+		c:     c,
+		rng:   rand.New(rand.NewPCG(c.Seed, 0x6d656d726563)),
+		job:   c.job(),
+		truth: Truth{PeakUsed: make([]int64, c.GPUs), LeakPerStep: make([]int64, c.GPUs)},
+		start: c.Start.UnixNano(),
+		ranks: make([]rank, c.GPUs),
+		used:  make([]int64, c.GPUs),
 	}
-	ranks := make([]rank, c.GPUs)
 	warm := int64(5 * time.Second)
-	for i := range ranks {
-		ranks[i].stepStart = start + warm
-		ranks[i].stepLen = int64(c.StepTime)
-		ranks[i].nextTorch = start + int64(c.TorchInterval) + rng.Int64N(int64(c.TorchInterval)+1)
+	for i := range g.ranks {
+		g.ranks[i].stepStart = g.start + warm
+		g.ranks[i].stepLen = int64(c.StepTime)
+		g.ranks[i].nextTorch = g.start + int64(c.TorchInterval) + g.rng.Int64N(int64(c.TorchInterval)+1)
 	}
-	// frac is how far into rank r's step time t is.
-	frac := func(r *rank, t int64) float64 { return float64(t-r.stepStart) / float64(r.stepLen) }
-	allocated := func(g int, r *rank, t int64) int64 {
-		switch {
-		case t < r.stepStart && r.step == 0:
-			return job.Allocated(g, -1, 0) // before training
-		case t < r.stepStart:
-			// A timer sample reported after the step it fell in ended:
-			// what that step's end holds.
-			return job.Allocated(g, r.step-1, 1)
-		case c.StepTime == 0 && t == r.stepStart:
-			return job.Weights
-		case c.StepTime == 0: // no steps: no activations, the optimizer state once training started
-			return job.Weights + job.Optimizer
-		}
-		return job.Allocated(g, r.step, frac(r, t))
-	}
-	torch := func(g int, r *rank, tt, a, peak int64) {
-		// The cache grows to its steady size during the first epoch.
-		want := int64(cacheBytes) + job.Kept(g, r.step)/page*page
-		if r.reserved < want {
-			r.reserved = min(want, max(r.reserved, (a+(20<<20))/page*page))
-		}
-		if r.reserved < a {
-			r.reserved = (a + page) / page * page
-		}
-		split := (r.reserved - a) / 7 / 512 * 512
-		s.Torch(Torch{T: tt, GPU: g, PID: pid0 + g, Rank: g, Allocated: a, Reserved: r.reserved, Active: a,
-			InactiveSplit: split, Peak: peak, Segments: r.reserved / (20 << 20)})
-		truth.Lines++
-	}
+	return g
+}
 
-	end := start + int64(c.Duration)
-	used := make([]int64, c.GPUs)
-	for k := int64(0); ; k++ {
-		t := start + k*int64(c.Interval)
-		if c.Jitter > 0 {
-			t += rng.Int64N(2*int64(c.Jitter)+1) - int64(c.Jitter)
+// header writes the run line and one line per GPU.
+func (g *generator) header() {
+	c := g.c
+	g.s.Run(RunInfo{Name: c.Name, StartNS: g.start, IntervalNS: c.Interval.Nanoseconds(), Tags: c.Tags})
+	g.truth.Lines++
+	for i := 0; i < c.GPUs; i++ {
+		g.s.GPU(GPUInfo{Index: i, UUID: fmt.Sprintf("GPU-%08x-0000-0000-0000-%012d", c.Seed, i), TotalBytes: TotalBytes})
+		g.truth.Lines++
+		g.truth.LeakPerStep[i] = g.job.LeakPerStep(i)
+	}
+}
+
+func (g *generator) mark(m Mark) { g.s.Mark(m); g.truth.Lines++ }
+
+// frac is how far into rank r's step time t is.
+func frac(r *rank, t int64) float64 { return float64(t-r.stepStart) / float64(r.stepLen) }
+
+// allocated returns the bytes rank i has allocated at time t.
+func (g *generator) allocated(i int, r *rank, t int64) int64 {
+	job := g.job
+	switch {
+	case t < r.stepStart && r.step == 0:
+		return job.Allocated(i, -1, 0) // before training
+	case t < r.stepStart:
+		// A timer sample reported after the step it fell in ended:
+		// what that step's end holds.
+		return job.Allocated(i, r.step-1, 1)
+	case g.c.StepTime == 0 && t == r.stepStart:
+		return job.Weights
+	case g.c.StepTime == 0: // no steps: no activations, the optimizer state once training started
+		return job.Weights + job.Optimizer
+	}
+	return job.Allocated(i, r.step, frac(r, t))
+}
+
+// torch writes rank i's allocator report at tt with a allocated and the
+// given peak, growing its cache as the allocator would.
+func (g *generator) torch(i int, r *rank, tt, a, peak int64) {
+	// The cache grows to its steady size during the first epoch.
+	want := int64(cacheBytes) + g.job.Kept(i, r.step)/page*page
+	if r.reserved < want {
+		r.reserved = min(want, max(r.reserved, (a+(20<<20))/page*page))
+	}
+	if r.reserved < a {
+		r.reserved = (a + page) / page * page
+	}
+	split := (r.reserved - a) / 7 / 512 * 512
+	g.s.Torch(Torch{T: tt, GPU: i, PID: pid0 + i, Rank: i, Allocated: a, Reserved: r.reserved, Active: a,
+		InactiveSplit: split, Peak: peak, Segments: r.reserved / (20 << 20)})
+	g.truth.Lines++
+}
+
+// tick advances every rank to time t, then writes the device (and process)
+// lines of the tick.
+func (g *generator) tick(t int64) {
+	for i := range g.ranks {
+		r := &g.ranks[i]
+		g.catchUp(i, r, t)
+		// Device memory: the context, then whatever the cache reserved;
+		// NVML moves in whole 2 MiB pages.
+		u := g.job.Context
+		if r.reserved > 0 {
+			u += r.reserved
 		}
-		if t >= end {
-			break
-		}
-		for g := range ranks {
-			r := &ranks[g]
-			// Steps and allocator reports due before this tick, steps first
-			// unless step-end reports need them in time order.
-			for {
-				stepDue := c.StepTime > 0 && r.stepStart+r.stepLen <= t
-				torchDue := c.TorchInterval > 0 && r.nextTorch <= t
-				if stepDue && !(c.StepEndTorch && torchDue && r.nextTorch < r.stepStart+r.stepLen) {
-					peak := job.Peak(g, r.step)
-					r.stepStart += r.stepLen
-					if c.EpochSteps > 0 && r.step%c.EpochSteps == 0 && g == 0 {
-						if r.epochOpen {
-							mark(Mark{T: r.stepStart - 1000, Kind: "epoch_end", Epoch: r.step/c.EpochSteps - 1, Step: -1, Rank: -1})
-						}
-						mark(Mark{T: r.stepStart, Kind: "epoch_start", Epoch: r.step / c.EpochSteps, Step: -1, Rank: -1})
-						r.epochOpen = true
-					}
-					mark(Mark{T: r.stepStart, Kind: "step", Epoch: -1, Step: r.step, Rank: g})
-					r.step++
-					if g == 0 {
-						truth.Steps = r.step
-					}
-					r.stepLen = int64(c.StepTime) + rng.Int64N(int64(c.StepTime)/50+1)
-					if c.StepEndTorch {
-						if c.CacheFlushSteps > 0 && r.step%c.CacheFlushSteps == 0 {
-							a := allocated(g, r, r.stepStart)
-							r.reserved = (a + page - 1) / page * page
-						}
-						torch(g, r, r.stepStart, allocated(g, r, r.stepStart), peak)
-					}
-					continue
-				}
-				if !torchDue {
-					break
-				}
-				tt := r.nextTorch
-				a := allocated(g, r, tt)
-				var peak int64
-				switch {
-				case r.step == 0:
-					peak = a
-				case !c.StepEndTorch:
-					peak = max(a, job.Peak(g, r.step))
-				case tt >= r.stepStart && frac(r, tt) < 0.45:
-					peak = a // still climbing since the reset
-				default:
-					peak = job.Peak(g, r.step)
-				}
-				torch(g, r, tt, a, peak)
-				r.nextTorch += int64(c.TorchInterval) + rng.Int64N(4_000_000) - 2_000_000
-			}
-			// Device memory: the context, then whatever the cache reserved;
-			// NVML moves in whole 2 MiB pages.
-			u := job.Context
-			if r.reserved > 0 {
-				u += r.reserved
-			}
-			used[g] = u
-			if u > truth.PeakUsed[g] {
-				truth.PeakUsed[g] = u
-			}
-		}
-		for g := range ranks {
-			s.Device(t, g, used[g], 644939776)
-			truth.Lines++
-		}
-		if c.Procs {
-			for g := range ranks {
-				s.Proc(t, g, pid0+g, used[g]-(4<<20))
-				truth.Lines++
-			}
+		g.used[i] = u
+		if u > g.truth.PeakUsed[i] {
+			g.truth.PeakUsed[i] = u
 		}
 	}
-	if c.EpochSteps > 0 && ranks[0].epochOpen {
-		mark(Mark{T: end - 1000, Kind: "epoch_end", Epoch: (ranks[0].step - 1) / c.EpochSteps, Step: -1, Rank: -1})
+	for i := range g.ranks {
+		g.s.Device(t, i, g.used[i], 644939776)
+		g.truth.Lines++
 	}
-	return truth
+	if g.c.Procs {
+		for i := range g.ranks {
+			g.s.Proc(t, i, pid0+i, g.used[i]-(4<<20))
+			g.truth.Lines++
+		}
+	}
+}
+
+// catchUp writes rank i's steps and allocator reports due before t, steps
+// first unless step-end reports need them in time order.
+func (g *generator) catchUp(i int, r *rank, t int64) {
+	c := g.c
+	for {
+		stepDue := c.StepTime > 0 && r.stepStart+r.stepLen <= t
+		torchDue := c.TorchInterval > 0 && r.nextTorch <= t
+		if stepDue && !(c.StepEndTorch && torchDue && r.nextTorch < r.stepStart+r.stepLen) {
+			g.endStep(i, r)
+			continue
+		}
+		if !torchDue {
+			return
+		}
+		tt := r.nextTorch
+		a := g.allocated(i, r, tt)
+		var peak int64
+		switch {
+		case r.step == 0:
+			peak = a
+		case !c.StepEndTorch:
+			peak = max(a, g.job.Peak(i, r.step))
+		case tt >= r.stepStart && frac(r, tt) < 0.45:
+			peak = a // still climbing since the reset
+		default:
+			peak = g.job.Peak(i, r.step)
+		}
+		g.torch(i, r, tt, a, peak)
+		r.nextTorch += int64(c.TorchInterval) + g.rng.Int64N(4_000_000) - 2_000_000
+	}
+}
+
+// endStep ends rank i's current step: epoch marks (rank 0 only), the step
+// mark, the next step's length, and the step-end allocator report.
+func (g *generator) endStep(i int, r *rank) {
+	c := g.c
+	peak := g.job.Peak(i, r.step)
+	r.stepStart += r.stepLen
+	if c.EpochSteps > 0 && r.step%c.EpochSteps == 0 && i == 0 {
+		if r.epochOpen {
+			g.mark(Mark{T: r.stepStart - 1000, Kind: "epoch_end", Epoch: r.step/c.EpochSteps - 1, Step: -1, Rank: -1})
+		}
+		g.mark(Mark{T: r.stepStart, Kind: "epoch_start", Epoch: r.step / c.EpochSteps, Step: -1, Rank: -1})
+		r.epochOpen = true
+	}
+	g.mark(Mark{T: r.stepStart, Kind: "step", Epoch: -1, Step: r.step, Rank: i})
+	r.step++
+	if i == 0 {
+		g.truth.Steps = r.step
+	}
+	r.stepLen = int64(c.StepTime) + g.rng.Int64N(int64(c.StepTime)/50+1)
+	if c.StepEndTorch {
+		if c.CacheFlushSteps > 0 && r.step%c.CacheFlushSteps == 0 {
+			a := g.allocated(i, r, r.stepStart)
+			r.reserved = (a + page - 1) / page * page
+		}
+		g.torch(i, r, r.stepStart, g.allocated(i, r, r.stepStart), peak)
+	}
 }
 
 // jsonSink writes memrec's JSON Lines.
