@@ -319,15 +319,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if opts.Width <= 0 {
 		opts.Width = 1600
 	}
-	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, Job: run.Job, StartNS: run.StartNS, EndNS: run.EndNS,
-		DurationS: run.Duration().Seconds(), Complete: run.Complete, Tags: run.Tags, IntervalNS: run.IntervalNS,
-		Recorder: run.Recorder}
-	if _, _, ok := run.Window(); ok {
-		rep.Window = &WindowSpan{FromNS: run.StartNS, ToNS: run.EndNS,
-			FromS: float64(run.StartNS-run.RunStartNS()) / 1e9, ToS: float64(run.EndNS-run.RunStartNS()) / 1e9}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("only the window from %.3f s to %.3f s of the run is analysed; times below count from the window's start",
-			rep.Window.FromS, rep.Window.ToS))
-	}
+	rep := newReport(run)
 	marks, err := loadMarks(db, run)
 	if err != nil {
 		return nil, err
@@ -341,49 +333,8 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if run.Counts.Samples+run.Counts.TorchSamples == 0 {
-		rep.Notes = append(rep.Notes, "the run holds no samples")
-	}
-	if len(marks.epochs) == 0 {
-		rep.Notes = append(rep.Notes, "no epoch marks: per-epoch deltas are replaced by deltas over ten equal time slices")
-	}
-	if marks.stepCount == 0 {
-		rep.Notes = append(rep.Notes, "no step marks: the leak slope is per hour only, fitted on the floors of time slices")
-	}
-	if run.Recorder.Source == storage.SourceNvidiaSMI {
-		n := "imported from nvidia-smi logs: memory is known to 1 MiB (the logs' resolution), at the logs' interval"
-		if run.Recorder.Invalid > 0 {
-			n += fmt.Sprintf("; %d values nvidia-smi could not read ([N/A]) were dropped", run.Recorder.Invalid)
-		}
-		rep.Notes = append(rep.Notes, n)
-	}
-	if run.Counts.TorchSamples == 0 {
-		rep.Notes = append(rep.Notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
-	}
-	gpus := slices.Clone(run.GPUs)
-	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
-	// GPUs are analysed in parallel: each reads its own series, and the
-	// marks are only read.
-	rep.GPUs = make([]GPUReport, len(gpus))
-	errs := make([]error, len(gpus))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, g := range gpus {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			gr, err := analyzeGPU(db, run, g, series, marks, opts)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", g.Label(), err)
-				return
-			}
-			rep.GPUs[i] = *gr
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	rep.Notes = append(rep.Notes, runNotes(run, marks)...)
+	if rep.GPUs, err = analyzeGPUs(db, run, series, marks, opts); err != nil {
 		return nil, err
 	}
 	for _, g := range rep.GPUs {
@@ -398,6 +349,77 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	}
 	rep.summarize(run)
 	return rep, nil
+}
+
+// newReport returns a report holding what the run's record says about
+// itself, with a note when only a window of it is analysed.
+func newReport(run storage.Run) *Report {
+	rep := &Report{Run: run.Name, RunID: run.ID, Host: run.Host, Job: run.Job, StartNS: run.StartNS, EndNS: run.EndNS,
+		DurationS: run.Duration().Seconds(), Complete: run.Complete, Tags: run.Tags, IntervalNS: run.IntervalNS,
+		Recorder: run.Recorder}
+	if _, _, ok := run.Window(); ok {
+		rep.Window = &WindowSpan{FromNS: run.StartNS, ToNS: run.EndNS,
+			FromS: float64(run.StartNS-run.RunStartNS()) / 1e9, ToS: float64(run.EndNS-run.RunStartNS()) / 1e9}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("only the window from %.3f s to %.3f s of the run is analysed; times below count from the window's start",
+			rep.Window.FromS, rep.Window.ToS))
+	}
+	return rep
+}
+
+// runNotes says what the run lacks (samples, marks, allocator samples) and
+// what its source limits, each as a sentence for the report.
+func runNotes(run storage.Run, marks *markIndex) []string {
+	var notes []string
+	if run.Counts.Samples+run.Counts.TorchSamples == 0 {
+		notes = append(notes, "the run holds no samples")
+	}
+	if len(marks.epochs) == 0 {
+		notes = append(notes, "no epoch marks: per-epoch deltas are replaced by deltas over ten equal time slices")
+	}
+	if marks.stepCount == 0 {
+		notes = append(notes, "no step marks: the leak slope is per hour only, fitted on the floors of time slices")
+	}
+	if run.Recorder.Source == storage.SourceNvidiaSMI {
+		n := "imported from nvidia-smi logs: memory is known to 1 MiB (the logs' resolution), at the logs' interval"
+		if run.Recorder.Invalid > 0 {
+			n += fmt.Sprintf("; %d values nvidia-smi could not read ([N/A]) were dropped", run.Recorder.Invalid)
+		}
+		notes = append(notes, n)
+	}
+	if run.Counts.TorchSamples == 0 {
+		notes = append(notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
+	}
+	return notes
+}
+
+// analyzeGPUs analyses the run's GPUs in parallel, in the order of their
+// index: each reads its own series, and the marks are only read.
+func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, marks *markIndex, opts Options) ([]GPUReport, error) {
+	gpus := slices.Clone(run.GPUs)
+	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
+	reports := make([]GPUReport, len(gpus))
+	errs := make([]error, len(gpus))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, g := range gpus {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", g.Label(), err)
+				return
+			}
+			reports[i] = *gr
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return reports, nil
 }
 
 // markIndex is a run's marks, sorted and grouped.
