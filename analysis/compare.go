@@ -301,15 +301,48 @@ func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) 
 // total). See ByTag for the basis.
 func FitByTag(c *Comparison, tag string, headroom float64) error {
 	by := &ByTag{Tag: tag, Headroom: headroom}
-	allProbe := true
+	allProbe, err := by.collect(c)
+	if err != nil {
+		return err
+	}
+	distinct := map[float64]bool{}
+	for _, p := range by.Points {
+		distinct[p.Value] = true
+	}
+	if len(distinct) < 2 {
+		return fmt.Errorf("%w of %s", ErrTooFewTagValues, tag)
+	}
+	xs := make([]float64, len(by.Points))
+	used := make([]float64, len(by.Points))
+	for i, p := range by.Points {
+		xs[i], used[i] = p.Value, float64(p.PeakUsedBytes)
+	}
+	by.Fit = leastSquares(xs, used)
+	integer := true
+	for _, p := range by.Points {
+		integer = integer && p.Value == math.Trunc(p.Value)
+	}
+	need, allowance := by.chooseBasis(xs, allProbe)
+	solve := func(h float64) *float64 { return by.solve(need, allowance, h, integer) }
+	by.MaxFittingValue, by.MaxFittingValueNoHeadroom = solve(headroom), solve(0)
+	by.Statement = by.statement(need)
+	c.By = by
+	return nil
+}
+
+// collect sets by's points, one per run with device samples sorted by the
+// tag's value, and the smallest GPU's total and the driver's reserve. It
+// reports whether every point has a per-step allocator peak.
+func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
+	allProbe = true
 	for _, r := range c.Reports {
-		raw, ok := r.Tags[tag]
+		raw, ok := r.Tags[by.Tag]
 		if !ok {
-			return fmt.Errorf("%w: run %q has no tag %q", ErrNoTag, r.Run, tag)
+			return false, fmt.Errorf("%w: run %q has no tag %q", ErrNoTag, r.Run, by.Tag)
 		}
 		v, err := strconv.ParseFloat(raw, 64)
 		if err != nil || !finite(v) {
-			return fmt.Errorf("run %q has %s=%q: %w", r.Run, tag, raw, ErrTagNotNumber)
+			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagNotNumber)
 		}
 		s := Summarize(r)
 		if s.PeakUsedBytes == nil {
@@ -335,62 +368,58 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		by.Points = append(by.Points, p)
 	}
 	sort.Slice(by.Points, func(i, j int) bool { return by.Points[i].Value < by.Points[j].Value })
-	distinct := map[float64]bool{}
-	for _, p := range by.Points {
-		distinct[p.Value] = true
-	}
-	if len(distinct) < 2 {
-		return fmt.Errorf("%w of %s", ErrTooFewTagValues, tag)
-	}
-	xs := make([]float64, len(by.Points))
-	used := make([]float64, len(by.Points))
-	for i, p := range by.Points {
-		xs[i], used[i] = p.Value, float64(p.PeakUsedBytes)
-	}
-	by.Fit = leastSquares(xs, used)
-	integer := true
-	for _, p := range by.Points {
-		integer = integer && p.Value == math.Trunc(p.Value)
-	}
+	return allProbe, nil
+}
 
-	// need(v) = slope·v + intercept, the bytes the job needs at value v;
-	// avail(h) the bytes it may have with headroom h.
-	need, allowance := by.Fit, 0.0
+// chooseBasis returns need(v) = slope·v + intercept, the bytes the job
+// needs at value v, and the allowance added on top of it: the per-step
+// allocator peak when every run has one, else peak device memory.
+func (by *ByTag) chooseBasis(xs []float64, allProbe bool) (need Fit, allowance float64) {
+	need = by.Fit
 	by.Basis = "device_used"
 	by.BasisWords = "peak device memory (no allocator samples: it includes the allocator's cache, so the value errs low)"
-	if allProbe {
-		peaks := make([]float64, len(by.Points))
-		for i, p := range by.Points {
-			peaks[i] = float64(*p.StepPeakBytes)
-			if p.UnseenBytes != nil {
-				by.UnseenBytes = max(by.UnseenBytes, *p.UnseenBytes)
-			}
-		}
-		f := leastSquares(xs, peaks)
-		by.NeedFit, by.Basis, need = &f, "step_peak_allocated", f
-		allowance = AllocatorAllowance
-		by.AllowanceFraction = allowance
-		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %g %% for the allocator's rounding and splitting + %s PyTorch does not see",
-			100*allowance, FormatBytes(by.UnseenBytes))
-		if by.DriverReservedBytes > 0 {
-			by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
+	if !allProbe {
+		return need, 0
+	}
+	peaks := make([]float64, len(by.Points))
+	for i, p := range by.Points {
+		peaks[i] = float64(*p.StepPeakBytes)
+		if p.UnseenBytes != nil {
+			by.UnseenBytes = max(by.UnseenBytes, *p.UnseenBytes)
 		}
 	}
-	solve := func(h float64) *float64 {
-		if by.TotalBytes <= 0 || need.SlopeBytesPerUnit <= 0 {
-			return nil
-		}
-		avail := float64(by.TotalBytes)*(1-h) - float64(by.DriverReservedBytes) - float64(by.UnseenBytes)
-		v := (avail/(1+allowance) - need.InterceptBytes) / need.SlopeBytesPerUnit
-		if integer {
-			v = math.Floor(v + 1e-9)
-		}
-		if !finite(v) {
-			return nil
-		}
-		return &v
+	f := leastSquares(xs, peaks)
+	by.NeedFit, by.Basis, need = &f, "step_peak_allocated", f
+	allowance = AllocatorAllowance
+	by.AllowanceFraction = allowance
+	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %g %% for the allocator's rounding and splitting + %s PyTorch does not see",
+		100*allowance, FormatBytes(by.UnseenBytes))
+	if by.DriverReservedBytes > 0 {
+		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
 	}
-	by.MaxFittingValue, by.MaxFittingValueNoHeadroom = solve(headroom), solve(0)
+	return need, allowance
+}
+
+// solve returns the largest value whose need, with the allowance, fits in
+// the bytes available with headroom h (rounded down when every value tried
+// is an integer), or nil when no limit can be projected.
+func (by *ByTag) solve(need Fit, allowance, h float64, integer bool) *float64 {
+	if by.TotalBytes <= 0 || need.SlopeBytesPerUnit <= 0 {
+		return nil
+	}
+	avail := float64(by.TotalBytes)*(1-h) - float64(by.DriverReservedBytes) - float64(by.UnseenBytes)
+	v := (avail/(1+allowance) - need.InterceptBytes) / need.SlopeBytesPerUnit
+	if integer {
+		v = math.Floor(v + 1e-9)
+	}
+	if !finite(v) {
+		return nil
+	}
+	return &v
+}
+
+// statement says in one sentence what the fit found.
+func (by *ByTag) statement(need Fit) string {
 	switch {
 	case by.MaxFittingValue != nil:
 		v := *by.MaxFittingValue
@@ -398,18 +427,17 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		if name == "" {
 			name = "this GPU"
 		}
-		by.Statement = fmt.Sprintf("%s up to %s fits on %s (%s) with %g %% headroom",
-			tag, strconv.FormatFloat(v, 'f', -1, 64), name, FormatBytes(by.TotalBytes), 100*headroom)
+		st := fmt.Sprintf("%s up to %s fits on %s (%s) with %g %% headroom",
+			by.Tag, strconv.FormatFloat(v, 'f', -1, 64), name, FormatBytes(by.TotalBytes), 100*by.Headroom)
 		if v < by.Points[0].Value {
-			by.Statement += "; not even the smallest value tried fits"
+			st += "; not even the smallest value tried fits"
 		}
+		return st
 	case need.SlopeBytesPerUnit <= 0:
-		by.Statement = fmt.Sprintf("peak memory does not grow with %s in these runs: no limit can be projected", tag)
+		return fmt.Sprintf("peak memory does not grow with %s in these runs: no limit can be projected", by.Tag)
 	default:
-		by.Statement = "the GPU's total memory is unknown: no limit can be projected"
+		return "the GPU's total memory is unknown: no limit can be projected"
 	}
-	c.By = by
-	return nil
 }
 
 func leastSquares(xs, ys []float64) Fit {
