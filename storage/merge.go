@@ -68,6 +68,25 @@ func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
 		return Run{}, err
 	}
 
+	out, gpuMap := mergedRun(in, hosts, opts)
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		run, err := createRun(tx, out, opts.Replace)
+		if err != nil {
+			return err
+		}
+		out, err = writeMerged(tx, run, in, hosts, gpuMap)
+		return err
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	return out, nil
+}
+
+// mergedRun returns the record of the merged run (its name, span, tags and
+// GPUs renumbered in input order) and, per input, the map from its GPU
+// indexes to the merged ones.
+func mergedRun(in []MergeInput, hosts []HostInfo, opts MergeOptions) (Run, []map[int]int) {
 	out := Run{Name: opts.Name, Job: in[0].Run.Job, Hosts: hosts, StartNS: MaxTime, IntervalNS: in[0].Run.IntervalNS, Complete: true}
 	if out.Name == "" {
 		out.Name = out.Job
@@ -101,46 +120,40 @@ func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
 	if out.EndNS < out.StartNS {
 		out.EndNS = out.StartNS
 	}
+	return out, gpuMap
+}
 
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
-		run, err := createRun(tx, out, opts.Replace)
+// writeMerged writes every input's rows, moved onto the first input's clock
+// and merged by time, into run inside tx, and returns the run as written.
+func writeMerged(tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap []map[int]int) (Run, error) {
+	w := newRunWriter(run)
+	var its []merge.Iterator[rowSource]
+	var owner []int // input of each iterator
+	for k, inp := range in {
+		series, err := inp.DB.Series(inp.Run)
 		if err != nil {
-			return err
+			return Run{}, fmt.Errorf("%s: %w", inp.File, err)
 		}
-		w := newRunWriter(run)
-		var its []merge.Iterator[rowSource]
-		var owner []int // input of each iterator
-		for k, inp := range in {
-			series, err := inp.DB.Series(inp.Run)
-			if err != nil {
-				return fmt.Errorf("%s: %w", inp.File, err)
-			}
-			its = append(its, inputRows(inp, series, hosts[k].OffsetNS, gpuMap[k])...)
-			for len(owner) < len(its) {
-				owner = append(owner, k)
-			}
+		its = append(its, inputRows(inp, series, hosts[k].OffsetNS, gpuMap[k])...)
+		for len(owner) < len(its) {
+			owner = append(owner, k)
 		}
-		m := merge.New(func(r rowSource) int64 { return r.time() }, its...)
-		for m.Next() {
-			if err := m.At().write(w); err != nil {
-				return fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
-			}
+	}
+	m := merge.New(func(r rowSource) int64 { return r.time() }, its...)
+	for m.Next() {
+		if err := m.At().write(w); err != nil {
+			return Run{}, fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
 		}
-		if err := m.Err(); err != nil {
-			return err
-		}
-		committed, err := w.flush(tx)
-		if err != nil {
-			return err
-		}
-		committed()
-		out = w.run
-		return nil
-	})
+	}
+	if err := m.Err(); err != nil {
+		return Run{}, err
+	}
+	committed, err := w.flush(tx)
 	if err != nil {
 		return Run{}, err
 	}
-	return out, nil
+	committed()
+	return w.run, nil
 }
 
 // checkMergeable refuses runs that are not the nodes of one job.
