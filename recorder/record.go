@@ -107,22 +107,10 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.Interval <= 0 {
-		return res, ErrBadInterval
-	}
-	all, err := o.Source.GPUs()
+	all, gpus, run, err := newRun(o)
 	if err != nil {
 		return res, err
 	}
-	gpus, run, err := selectGPUs(all, o.GPUs, o.Run)
-	if err != nil {
-		return res, err
-	}
-	run.IntervalNS = o.Interval.Nanoseconds()
-	run.StartNS = o.Clock.Now().UnixNano()
-	run.Recorder.Source = sourceName(o.Source)
-	run.Recorder.Driver = o.Source.Driver()
-
 	cost := startCost()
 
 	store, err := openStore(o, run)
@@ -145,17 +133,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		sctx, cancel = context.WithTimeout(sctx, o.Duration)
 		defer cancel()
 	}
-	// With a command, the command is the job: its probe sends the marks
-	// and allocator samples, and a simulated job's would be mixed with them.
-	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
-		OnError: rateLimited(o.Log, "sampling"), NoEvents: len(o.Command) > 0}
-	if o.Duration > 0 && fake {
-		// A fake clock runs as fast as the sampler: the duration is of its time.
-		sampler.Until = time.Unix(0, run.StartNS).Add(o.Duration)
-	}
-	if live != nil {
-		sampler.Progress = live.Progress()
-	}
+	sampler := newSampler(o, gpus, run, sink, live)
 	var stats SamplerStats
 	sampled := make(chan struct{})
 	go func() {
@@ -208,6 +186,44 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	res.Run = run
 	res.finish(store.Finish(run.Recorder))
 	return res, nil
+}
+
+// newRun checks o's interval, lists the source's GPUs and returns them,
+// the indexes of those to record, and the run's record as it starts.
+func newRun(o Options) (all []storage.GPU, gpus []int, run storage.Run, err error) {
+	if o.Interval <= 0 {
+		return nil, nil, run, ErrBadInterval
+	}
+	all, err = o.Source.GPUs()
+	if err != nil {
+		return nil, nil, run, err
+	}
+	gpus, run, err = selectGPUs(all, o.GPUs, o.Run)
+	if err != nil {
+		return nil, nil, run, err
+	}
+	run.IntervalNS = o.Interval.Nanoseconds()
+	run.StartNS = o.Clock.Now().UnixNano()
+	run.Recorder.Source = sourceName(o.Source)
+	run.Recorder.Driver = o.Source.Driver()
+	return all, gpus, run, nil
+}
+
+// newSampler returns the sampler of the run's device memory, writing to
+// sink and counting on live (which may be nil).
+func newSampler(o Options, gpus []int, run storage.Run, sink Sink, live *Live) *Sampler {
+	// With a command, the command is the job: its probe sends the marks
+	// and allocator samples, and a simulated job's would be mixed with them.
+	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
+		OnError: rateLimited(o.Log, "sampling"), NoEvents: len(o.Command) > 0}
+	if _, fake := o.Clock.(*FakeClock); o.Duration > 0 && fake {
+		// A fake clock runs as fast as the sampler: the duration is of its time.
+		sampler.Until = time.Unix(0, run.StartNS).Add(o.Duration)
+	}
+	if live != nil {
+		sampler.Progress = live.Progress()
+	}
+	return sampler
 }
 
 // startListening puts the live figures (for the metrics and the status
