@@ -73,39 +73,9 @@ func runCompare(o *compareOptions, refs []string) error {
 		return err
 	}
 	defer db.Close()
-	var runs []storage.Run
-	if len(refs) == 0 {
-		if o.by == "" {
-			return errors.New("name at least two runs to compare (or use --by TAG)")
-		}
-		all, err := db.Runs()
-		if err != nil {
-			return err
-		}
-		for _, r := range all {
-			if _, ok := r.Tags[o.by]; ok {
-				runs = append(runs, r)
-			}
-		}
-		if len(runs) < 2 {
-			return fmt.Errorf("--by %s: %d runs in %s have that tag; at least two are needed", o.by, len(runs), db.Path())
-		}
-	} else {
-		for _, ref := range refs {
-			r, err := db.Run(ref)
-			if err != nil {
-				return err
-			}
-			runs = append(runs, r)
-		}
-	}
-	if len(runs) < 2 {
-		return errors.New("name at least two runs to compare")
-	}
-	for i := range runs {
-		if runs[i], err = o.window.apply(db, runs[i]); err != nil {
-			return err
-		}
+	runs, err := compareRuns(o, db, refs)
+	if err != nil {
+		return err
 	}
 	reps, err := analyzeAll(db, runs)
 	if err != nil {
@@ -146,6 +116,47 @@ func runCompare(o *compareOptions, refs []string) error {
 		}
 	}
 	return nil
+}
+
+// compareRuns returns the runs named by refs, or with none named those
+// that carry the --by tag, each cut to the window asked for.
+func compareRuns(o *compareOptions, db *storage.DB, refs []string) ([]storage.Run, error) {
+	var runs []storage.Run
+	if len(refs) == 0 {
+		if o.by == "" {
+			return nil, errors.New("name at least two runs to compare (or use --by TAG)")
+		}
+		all, err := db.Runs()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			if _, ok := r.Tags[o.by]; ok {
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) < 2 {
+			return nil, fmt.Errorf("--by %s: %d runs in %s have that tag; at least two are needed", o.by, len(runs), db.Path())
+		}
+	} else {
+		for _, ref := range refs {
+			r, err := db.Run(ref)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) < 2 {
+		return nil, errors.New("name at least two runs to compare")
+	}
+	for i := range runs {
+		var err error
+		if runs[i], err = o.window.apply(db, runs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
 }
 
 // analyzeAll analyses the runs in parallel. Analyze already spreads a run's

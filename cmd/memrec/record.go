@@ -161,27 +161,8 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	}
 	defer src.Close()
 
-	name := o.name
-	if name == "" {
-		name = "run-" + now.Format("20060102-150405")
-	}
-	if o.source == "sim" {
-		tags["source"] = "sim"
-		if o.simScenario != "none" {
-			tags["scenario"] = o.simScenario
-		}
-	}
-	opts := recorder.Options{
-		Run:        storage.Run{Name: name, Tags: tags, Job: jobID(o.job, os.Getenv, o.command), Host: o.host},
-		Source:     src,
-		GPUs:       gpus,
-		Interval:   o.interval,
-		Procs:      o.procs,
-		ProcsEvery: o.procsEvery,
-		Duration:   o.duration,
-		Command:    o.command,
-		Log:        o.io.Err,
-	}
+	opts := recorderOptions(o, src, now, gpus, tags)
+	name := opts.Run.Name
 	cleanup, err := probeEnv(o, &opts)
 	defer cleanup()
 	if err != nil {
@@ -230,6 +211,33 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return exitError{code: res.ExitCode}
 	}
 	return nil
+}
+
+// recorderOptions returns the recorder's options from the flags: the run
+// named (by default after the time now) and tagged, and the sampling asked
+// for.
+func recorderOptions(o *recordOptions, src recorder.Source, now time.Time, gpus []int, tags map[string]string) recorder.Options {
+	name := o.name
+	if name == "" {
+		name = "run-" + now.Format("20060102-150405")
+	}
+	if o.source == "sim" {
+		tags["source"] = "sim"
+		if o.simScenario != "none" {
+			tags["scenario"] = o.simScenario
+		}
+	}
+	return recorder.Options{
+		Run:        storage.Run{Name: name, Tags: tags, Job: jobID(o.job, os.Getenv, o.command), Host: o.host},
+		Source:     src,
+		GPUs:       gpus,
+		Interval:   o.interval,
+		Procs:      o.procs,
+		ProcsEvery: o.procsEvery,
+		Duration:   o.duration,
+		Command:    o.command,
+		Log:        o.io.Err,
+	}
 }
 
 // checkRecordFlags refuses flags that do not go together, and gives a
