@@ -131,6 +131,12 @@ func (h *lateHist) quantile(q float64) time.Duration {
 // source do not stop it. A source that can sample on a thread of its own
 // (NVML opened with OpenNVML) does so when the clock is the real one and
 // GoLoop is off; otherwise Run holds its OS thread for precise sleeping.
+//
+// Run is long on purpose: it is the tick loop, read top to bottom as one
+// tick (sleep to the deadline, skip missed ticks, one timestamp, read each
+// GPU, append, then its processes when due), and its counters and reading
+// buffer stay locals so that a tick does not allocate or go through
+// indirections between the deadline and the reads.
 func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	if ls, ok := s.Source.(loopSource); ok && s.Clock == (RealClock{}) && !s.GoLoop {
 		loop, err := ls.startLoop(s.GPUs, s.Interval, s.Procs, s.ProcsEvery)
