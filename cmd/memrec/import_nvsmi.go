@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,22 +24,14 @@ func runImportNvidiaSMI(o *importOptions, files []string) error {
 		}
 		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(files[0]), ".gz"), filepath.Ext(strings.TrimSuffix(files[0], ".gz")))
 	}
-	var srcs []nvsmi.Source
-	for _, f := range files {
-		var r io.Reader = o.io.In
-		name := "<stdin>"
-		if f != "-" {
-			fh, err := os.Open(f)
-			if err != nil {
-				return err
-			}
-			defer fh.Close()
-			r, name = fh, f
-		}
-		if r, err = maybeGunzip(r, name); err != nil {
-			return err
-		}
-		srcs = append(srcs, nvsmi.Source{Name: name, R: r})
+	opened, closeFiles, err := openImportFiles(o, files)
+	defer closeFiles()
+	if err != nil {
+		return err
+	}
+	srcs := make([]nvsmi.Source, len(opened))
+	for i, f := range opened {
+		srcs[i] = nvsmi.Source{Name: f.Name, R: f.R}
 	}
 	log, err := nvsmi.Parse(srcs, loc)
 	if err != nil {

@@ -62,6 +62,35 @@ time, become a run of their own, or are added to --run.`,
 	return cmd
 }
 
+// openImportFiles opens the files to import ("-" is stdin), each
+// gunzipped if it is gzip. closeFiles closes those opened, also when err is
+// not nil.
+func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, closeFiles func(), err error) {
+	var opened []*os.File
+	closeFiles = func() {
+		for _, fh := range opened {
+			fh.Close()
+		}
+	}
+	for _, f := range files {
+		var r io.Reader = o.io.In
+		name := "<stdin>"
+		if f != "-" {
+			fh, err := os.Open(f)
+			if err != nil {
+				return nil, closeFiles, err
+			}
+			opened = append(opened, fh)
+			r, name = fh, f
+		}
+		if r, err = maybeGunzip(r, name); err != nil {
+			return nil, closeFiles, err
+		}
+		srcs = append(srcs, storage.Source{Name: name, R: r})
+	}
+	return srcs, closeFiles, nil
+}
+
 func runImport(o *importOptions, files []string) error {
 	switch o.format {
 	case "jsonl":
@@ -84,23 +113,10 @@ func runImport(o *importOptions, files []string) error {
 	default:
 		return fmt.Errorf("--format %q: want jsonl or nvidia-smi", o.format)
 	}
-	var srcs []storage.Source
-	for _, f := range files {
-		var r io.Reader = o.io.In
-		name := "<stdin>"
-		if f != "-" {
-			fh, err := os.Open(f)
-			if err != nil {
-				return err
-			}
-			defer fh.Close()
-			r, name = fh, f
-		}
-		r, err := maybeGunzip(r, name)
-		if err != nil {
-			return err
-		}
-		srcs = append(srcs, storage.Source{Name: name, R: r})
+	srcs, closeFiles, err := openImportFiles(o, files)
+	defer closeFiles()
+	if err != nil {
+		return err
 	}
 	if o.merge {
 		return runImportMerge(o, srcs)
