@@ -176,6 +176,13 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 
 	cost.into(&res)
+	res.finishRun(run, stats, counted, store)
+	return res, nil
+}
+
+// finishRun puts the sampler's and the listener's figures into res and
+// into the run's record, then finishes the store with that record.
+func (res *Result) finishRun(run storage.Run, stats SamplerStats, counted *countingSink, store Store) {
 	res.Sampler = stats
 	res.Marks, res.Torch = counted.marks.Load(), counted.torch.Load()
 	run.Recorder.Ticks = stats.Ticks
@@ -185,7 +192,6 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	run.Recorder.Invalid = stats.Invalid
 	res.Run = run
 	res.finish(store.Finish(run.Recorder))
-	return res, nil
 }
 
 // newRun checks o's interval, lists the source's GPUs and returns them,
