@@ -186,28 +186,29 @@ func (l *Listener) accept() {
 			continue
 		}
 		wait = 0
-		if !peerIsOwner(c) {
-			c.Close()
-			continue
-		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			c.Close()
-			return
-		}
-		if len(l.conns) >= l.lim.Conns {
-			l.mu.Unlock()
-			l.refused.Add(1)
-			l.drop(fmt.Errorf("more than %d connections at once", l.lim.Conns))
-			c.Close()
-			continue
-		}
-		l.conns[c] = true
-		l.mu.Unlock()
-		l.wg.Add(1)
-		go l.serve(c)
+		l.take(c)
 	}
+}
+
+// take serves an accepted connection (one made before Close too: its
+// client may have sent everything and exited).
+func (l *Listener) take(c net.Conn) {
+	if !peerIsOwner(c) {
+		c.Close()
+		return
+	}
+	l.mu.Lock()
+	if len(l.conns) >= l.lim.Conns {
+		l.mu.Unlock()
+		l.refused.Add(1)
+		l.drop(fmt.Errorf("more than %d connections at once", l.lim.Conns))
+		c.Close()
+		return
+	}
+	l.conns[c] = true
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go l.serve(c)
 }
 
 // admit reports whether a line of n bytes from a client fits both its own
@@ -372,6 +373,13 @@ func (l *Listener) Close(grace time.Duration) error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	// Connections the accept loop has not taken yet wait in the backlog;
+	// closing the socket would drop them with all their clients sent (a
+	// probe whose process has just exited: on a loaded machine, every mark
+	// of a short job). They are served first.
+	for _, c := range acceptPending(l.ln) {
+		l.take(c)
+	}
 	err := l.ln.Close()
 	done := make(chan struct{})
 	go func() { l.wg.Wait(); close(done) }()

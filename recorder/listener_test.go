@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,5 +262,39 @@ func TestListenerRefusesTimesOutOfBounds(t *testing.T) {
 	}
 	if r := app.Run(); r.EndNS > storage.LatestTime {
 		t.Errorf("run end %d past the bound", r.EndNS)
+	}
+}
+
+// TestListenerCloseServesTheBacklog: a client that connected, sent and
+// exited before the accept loop took its connection (a short job on a
+// loaded machine) still has its lines stored when the listener closes.
+// The accept loop is not started here, so every connection is in the
+// backlog at Close.
+func TestListenerCloseServesTheBacklog(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the backlog is taken at Close on Linux")
+	}
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	l := newListener(ln, sink, Limits{})
+	for i := range 3 {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := storage.NewMark(int64(i+1), storage.MarkEpochStart)
+		m.Epoch = i
+		if _, err := c.Write(wire.AppendMark(nil, m)); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	l.Close(time.Second)
+	if st := l.Stats(); st.Marks != 3 || len(sink.marks) != 3 {
+		t.Fatalf("%d marks stored of 3 sent (%+v)", len(sink.marks), st)
 	}
 }

@@ -27,3 +27,37 @@ func peerIsOwner(c net.Conn) bool {
 	}
 	return int(cred.Uid) == os.Getuid()
 }
+
+// acceptPending takes the connections waiting in ln's backlog, without
+// waiting for more (the socket is non-blocking: accept4 says EAGAIN when
+// none is left).
+func acceptPending(ln net.Listener) []net.Conn {
+	ul, ok := ln.(*net.UnixListener)
+	if !ok {
+		return nil
+	}
+	raw, err := ul.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	raw.Control(func(fd uintptr) {
+		for {
+			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			if err != nil {
+				return
+			}
+			fds = append(fds, nfd)
+		}
+	})
+	var conns []net.Conn
+	for _, fd := range fds {
+		f := os.NewFile(uintptr(fd), "marks connection")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err == nil {
+			conns = append(conns, c)
+		}
+	}
+	return conns
+}
