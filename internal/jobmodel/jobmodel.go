@@ -117,7 +117,11 @@ func roundUp(v, to int64) int64 { return (v + to - 1) / to * to }
 func (j *Job) At(gpu, step int, f float64) Alloc {
 	a := j.Allocated(gpu, step, f)
 	peak := j.Peak(gpu, step)
-	growth := 1.0 + j.Headroom*min(1, float64(max(step, 0))/float64(j.StepsPerEpoch))
+	warm := 1.0 // share of the first epoch done; without epochs, warm from the start
+	if j.StepsPerEpoch > 0 {
+		warm = min(1, float64(max(step, 0))/float64(j.StepsPerEpoch))
+	}
+	growth := 1.0 + j.Headroom*warm
 	splitShare := 0.1
 	if j.Fragmenting && step > 0 {
 		growth += 0.02 * float64(step)
@@ -171,7 +175,7 @@ func (j *Job) OOMStep(gpu, steps int) int {
 	return -1
 }
 
-// Epoch is the epoch of step.
+// Epoch is the epoch of step; StepsPerEpoch must be positive.
 func (j *Job) Epoch(step int) int { return step / j.StepsPerEpoch }
 
 // EpochDelta is the truth of how much GPU gpu's allocated memory at the

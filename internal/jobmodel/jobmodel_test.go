@@ -54,3 +54,12 @@ func TestTruth(t *testing.T) {
 		t.Errorf("reserved after one epoch %d, want 1.15 × %d in 2 MiB pages", r, j.Peak(0, 10))
 	}
 }
+
+// A job without epochs has its cache's full headroom from the start.
+func TestNoEpochs(t *testing.T) {
+	j := H200(1, 0)
+	a := j.At(0, 3, 0.45)
+	if want := roundUp(int64(float64(j.Peak(0, 3))*1.15), j.Page); a.Reserved != want {
+		t.Errorf("reserved %d, want %d", a.Reserved, want)
+	}
+}
