@@ -132,11 +132,12 @@ func (h *lateHist) quantile(q float64) time.Duration {
 // (NVML opened with OpenNVML) does so when the clock is the real one and
 // GoLoop is off; otherwise Run holds its OS thread for precise sleeping.
 //
-// Run is long on purpose: it is the tick loop, read top to bottom as one
-// tick (sleep to the deadline, skip missed ticks, one timestamp, read each
-// GPU, append, then its processes when due), and its counters and reading
-// buffer stay locals so that a tick does not allocate or go through
-// indirections between the deadline and the reads.
+// Run is long on purpose: past the choice of thread it is the Go tick
+// loop, read top to bottom as one tick (sleep to the deadline, skip the
+// ticks missed, take one timestamp, read and append each GPU, then its
+// processes when due). Its counters, histogram and reading buffer are
+// locals of that one loop; split into methods they would move into a
+// struct that every step writes through, which reads no better.
 func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	if ls, ok := s.Source.(loopSource); ok && s.Clock == (RealClock{}) && !s.GoLoop {
 		loop, err := ls.startLoop(s.GPUs, s.Interval, s.Procs, s.ProcsEvery)
