@@ -512,7 +512,7 @@ func TestRecordFakeClock(t *testing.T) {
 // rankLog is one line of bench/ddp_probe.py's log: PyTorch's own readings
 // of a rank at the end of a step.
 type rankLog struct {
-	Rank, Step                 int
+	Rank, Step                int
 	Allocated, Reserved, Peak int64
 }
 
