@@ -415,7 +415,6 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 		b = appendKV(b, "since_ns", h.SinceNS)
 	}
 	var other *SiteSample
-	first := true
 	for i := range rows {
 		s := &rows[i]
 		switch s.File {
@@ -434,6 +433,7 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 		}
 	}
 	b = append(b, `,"sites":[`...)
+	first := true
 	for i := range rows {
 		s := &rows[i]
 		if s.File == SiteUntracked || s.File == SiteOther {
@@ -443,32 +443,7 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		b = append(b, `{"site":`...)
-		b = appendJSONString(b, s.Label())
-		b = append(b, `,"file":`...)
-		b = appendJSONString(b, s.File)
-		b = appendKV(b, "line", int64(s.Line))
-		b = append(b, `,"func":`...)
-		b = appendJSONString(b, s.Func)
-		if s.Stack != "" {
-			b = append(b, `,"stack":[`...)
-			for j, l := range strings.Split(s.Stack, "\n") {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, l)
-			}
-			b = append(b, ']')
-		}
-		b = appendKV(b, "live_bytes", s.LiveBytes)
-		b = appendKV(b, "live_blocks", s.LiveBlocks)
-		if s.Allocs != 0 || s.Frees != 0 || s.AllocBytes != 0 || s.FreedBytes != 0 {
-			b = appendKV(b, "alloc_bytes", s.AllocBytes)
-			b = appendKV(b, "allocs", s.Allocs)
-			b = appendKV(b, "freed_bytes", s.FreedBytes)
-			b = appendKV(b, "frees", s.Frees)
-		}
-		b = append(b, '}')
+		b = appendSite(b, s)
 	}
 	b = append(b, ']')
 	if other != nil {
@@ -479,4 +454,34 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n')
+}
+
+// appendSite appends one entry of a sites line's "sites" array.
+func appendSite(b []byte, s *SiteSample) []byte {
+	b = append(b, `{"site":`...)
+	b = appendJSONString(b, s.Label())
+	b = append(b, `,"file":`...)
+	b = appendJSONString(b, s.File)
+	b = appendKV(b, "line", int64(s.Line))
+	b = append(b, `,"func":`...)
+	b = appendJSONString(b, s.Func)
+	if s.Stack != "" {
+		b = append(b, `,"stack":[`...)
+		for j, l := range strings.Split(s.Stack, "\n") {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, l)
+		}
+		b = append(b, ']')
+	}
+	b = appendKV(b, "live_bytes", s.LiveBytes)
+	b = appendKV(b, "live_blocks", s.LiveBlocks)
+	if s.Allocs != 0 || s.Frees != 0 || s.AllocBytes != 0 || s.FreedBytes != 0 {
+		b = appendKV(b, "alloc_bytes", s.AllocBytes)
+		b = appendKV(b, "allocs", s.Allocs)
+		b = appendKV(b, "freed_bytes", s.FreedBytes)
+		b = appendKV(b, "frees", s.Frees)
+	}
+	return append(b, '}')
 }
