@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -102,6 +103,75 @@ func (m moment) pick(snaps []analysis.SiteSnapshot) (analysis.SiteSnapshot, bool
 	return *best, true
 }
 
+// printSitesSummary writes (or with --json returns as JSON) where memory
+// is held on each GPU with site snapshots, as memrec analyze does.
+func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
+	w := o.io.Out
+	rep, err := analysis.Analyze(db, run, analysis.Options{})
+	if err != nil {
+		return err
+	}
+	var out []*analysis.Where
+	for _, g := range rep.GPUs {
+		if g.Where == nil || (o.gpu >= 0 && g.GPU != o.gpu) {
+			continue
+		}
+		out = append(out, g.Where)
+		if !o.json {
+			fmt.Fprintf(w, "== %s\n", g.Label())
+			if g.Leak.HeldBy != nil {
+				fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
+			}
+			printWhere(w, rep, g.Where, o.top)
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Errorf("run %q has no allocation-site snapshots (record with --sites, or import a PyTorch snapshot)", run.Name)
+	}
+	if o.json {
+		return writeJSON(o, out)
+	}
+	return nil
+}
+
+// sitesMoments returns the moment --at or --epoch picks (one), or the two
+// moments --diff compares.
+func sitesMoments(o *sitesOptions, args []string, run storage.Run, one bool) ([]moment, error) {
+	if one {
+		m := moment{epoch: o.epoch}
+		if o.at != "" {
+			var err error
+			if m, err = parseMoment(o.at, run); err != nil {
+				return nil, fmt.Errorf("--at: %w", err)
+			}
+		}
+		return []moment{m}, nil
+	}
+	var moments []moment
+	for _, a := range args[1:] {
+		m, err := parseMoment(a, run)
+		if err != nil {
+			return nil, fmt.Errorf("--diff: %w", err)
+		}
+		moments = append(moments, m)
+	}
+	return moments, nil
+}
+
+// printSitesDiff writes the top sites of a diff, largest change first.
+func printSitesDiff(w io.Writer, d []analysis.SiteDelta, top int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, x := range d[:min(len(d), top)] {
+		sign := "+"
+		if x.Delta < 0 {
+			sign = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, analysis.FormatBytes(abs(x.Delta)),
+			analysis.FormatBytes(x.ABytes), analysis.FormatBytes(x.BBytes))
+	}
+	tw.Flush()
+}
+
 func runSites(o *sitesOptions, args []string) error {
 	db, err := o.openRead()
 	if err != nil {
@@ -118,49 +188,11 @@ func runSites(o *sitesOptions, args []string) error {
 		return errors.New("--at and --epoch pick one snapshot; --diff compares two: use one or the other")
 	}
 	if !one && !o.diff {
-		rep, err := analysis.Analyze(db, run, analysis.Options{})
-		if err != nil {
-			return err
-		}
-		var out []*analysis.Where
-		for _, g := range rep.GPUs {
-			if g.Where == nil || (o.gpu >= 0 && g.GPU != o.gpu) {
-				continue
-			}
-			out = append(out, g.Where)
-			if !o.json {
-				fmt.Fprintf(w, "== %s\n", g.Label())
-				if g.Leak.HeldBy != nil {
-					fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
-				}
-				printWhere(w, rep, g.Where, o.top)
-			}
-		}
-		if len(out) == 0 {
-			return fmt.Errorf("run %q has no allocation-site snapshots (record with --sites, or import a PyTorch snapshot)", run.Name)
-		}
-		if o.json {
-			return writeJSON(o, out)
-		}
-		return nil
+		return printSitesSummary(o, db, run)
 	}
-	var moments []moment
-	if one {
-		m := moment{epoch: o.epoch}
-		if o.at != "" {
-			if m, err = parseMoment(o.at, run); err != nil {
-				return fmt.Errorf("--at: %w", err)
-			}
-		}
-		moments = append(moments, m)
-	} else {
-		for _, a := range args[1:] {
-			m, err := parseMoment(a, run)
-			if err != nil {
-				return fmt.Errorf("--diff: %w", err)
-			}
-			moments = append(moments, m)
-		}
+	moments, err := sitesMoments(o, args, run, one)
+	if err != nil {
+		return err
 	}
 	var found bool
 	var js []any
@@ -206,16 +238,7 @@ func runSites(o *sitesOptions, args []string) error {
 		}
 		fmt.Fprintf(w, "== GPU %d from %s (%s) to %s (%s): %s live → %s\n", g.Index, since(picked[0].TNS), picked[0].Reason,
 			since(picked[1].TNS), picked[1].Reason, analysis.FormatBytes(picked[0].LiveBytes), analysis.FormatBytes(picked[1].LiveBytes))
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, x := range d[:min(len(d), o.top)] {
-			sign := "+"
-			if x.Delta < 0 {
-				sign = "-"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, analysis.FormatBytes(abs(x.Delta)),
-				analysis.FormatBytes(x.ABytes), analysis.FormatBytes(x.BBytes))
-		}
-		tw.Flush()
+		printSitesDiff(w, d, o.top)
 	}
 	if !found {
 		return fmt.Errorf("run %q has no allocation-site snapshot at the moments asked", run.Name)
