@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,18 +141,8 @@ func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
 			out = append(out, siteSnap{pid, cur})
 		}
 	}
-	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp64(x.t(), y.t()) })
+	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
 	return out, nil
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // where is the sites pass.
@@ -252,7 +243,7 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 		}
 		top = append(top, f)
 	}
-	slices.SortStableFunc(top, func(x, y SiteFigure) int { return cmp64(y.LiveBytes, x.LiveBytes) })
+	slices.SortStableFunc(top, func(x, y SiteFigure) int { return cmp.Compare(y.LiveBytes, x.LiveBytes) })
 	if n >= 0 {
 		top = top[:min(len(top), n)]
 	}
@@ -269,71 +260,13 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 // higher than the first by at least 64 KiB and 1 %, and at least two
 // thirds of the consecutive changes are not decreases.
 func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
-	byPID := map[int][]siteSnap{}
-	var pids []int
-	for _, s := range snaps {
-		switch s.reason() {
-		case storage.SitesOOM, storage.SitesExit, storage.SitesTrack:
-			continue
-		}
-		if _, ok := byPID[s.pid]; !ok {
-			pids = append(pids, s.pid)
-		}
-		byPID[s.pid] = append(byPID[s.pid], s)
-	}
+	pids, byPID := steadyByPID(snaps)
 	var out []GrowingSite
 	var totalGrowth int64
 	for _, pid := range pids {
-		ss := byPID[pid]
-		if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
-			continue
-		}
-		// Each site's live bytes in each snapshot (0 where absent).
-		type series struct {
-			row  storage.SiteSample
-			vals []int64
-		}
-		sites := map[string]*series{}
-		var order []string
-		for i, s := range ss {
-			for _, r := range s.rows {
-				if r.File == storage.SiteOther {
-					continue
-				}
-				k := r.Key()
-				se := sites[k]
-				if se == nil {
-					se = &series{row: r, vals: make([]int64, len(ss))}
-					sites[k] = se
-					order = append(order, k)
-				}
-				se.vals[i] += r.LiveBytes
-			}
-		}
-		first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
-		steps := stepsBetween(a.steps, first.T, last.T)
-		hours := float64(last.T-first.T) / 3.6e12
-		for _, k := range order {
-			se := sites[k]
-			v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
-			growth := v1 - v0
-			if growth > 0 {
-				totalGrowth += growth
-			}
-			if growth < 64<<10 || float64(growth) < 0.01*float64(v0) || !mostlyRising(se.vals) {
-				continue
-			}
-			g := GrowingSite{Site: se.row.Label(), File: se.row.File, Line: se.row.Line, Func: se.row.Func,
-				Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
-				LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours}
-			if steps > 0 {
-				g.BytesPerStep = f64(float64(growth) / float64(steps))
-			}
-			if first.Epoch != storage.None && last.Epoch > first.Epoch {
-				g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
-			}
-			out = append(out, g)
-		}
+		g, total := a.growingOf(pid, byPID[pid])
+		out = append(out, g...)
+		totalGrowth += total
 	}
 	l := a.gr.Leak
 	for i := range out {
@@ -347,8 +280,81 @@ func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
 			g.Share = float64(g.GrowthBytes) / float64(totalGrowth)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y GrowingSite) int { return cmp64(y.GrowthBytes, x.GrowthBytes) })
+	slices.SortStableFunc(out, func(x, y GrowingSite) int { return cmp.Compare(y.GrowthBytes, x.GrowthBytes) })
 	return out
+}
+
+// steadyByPID groups the snapshots that show the steady state by process,
+// the processes in the order they first appear.
+func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
+	byPID = map[int][]siteSnap{}
+	for _, s := range snaps {
+		switch s.reason() {
+		case storage.SitesOOM, storage.SitesExit, storage.SitesTrack:
+			continue
+		}
+		if _, ok := byPID[s.pid]; !ok {
+			pids = append(pids, s.pid)
+		}
+		byPID[s.pid] = append(byPID[s.pid], s)
+	}
+	return pids, byPID
+}
+
+// growingOf returns the growing sites of one process's snapshots ss, and
+// the growth of all its sites that grew (the basis of a share when there
+// is no leak slope).
+func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
+	if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
+		return nil, 0
+	}
+	// Each site's live bytes in each snapshot (0 where absent).
+	type series struct {
+		row  storage.SiteSample
+		vals []int64
+	}
+	sites := map[string]*series{}
+	var order []string
+	for i, s := range ss {
+		for _, r := range s.rows {
+			if r.File == storage.SiteOther {
+				continue
+			}
+			k := r.Key()
+			se := sites[k]
+			if se == nil {
+				se = &series{row: r, vals: make([]int64, len(ss))}
+				sites[k] = se
+				order = append(order, k)
+			}
+			se.vals[i] += r.LiveBytes
+		}
+	}
+	first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
+	steps := stepsBetween(a.steps, first.T, last.T)
+	hours := float64(last.T-first.T) / 3.6e12
+	for _, k := range order {
+		se := sites[k]
+		v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
+		growth := v1 - v0
+		if growth > 0 {
+			totalGrowth += growth
+		}
+		if growth < 64<<10 || float64(growth) < 0.01*float64(v0) || !mostlyRising(se.vals) {
+			continue
+		}
+		g := GrowingSite{Site: se.row.Label(), File: se.row.File, Line: se.row.Line, Func: se.row.Func,
+			Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
+			LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours}
+		if steps > 0 {
+			g.BytesPerStep = f64(float64(growth) / float64(steps))
+		}
+		if first.Epoch != storage.None && last.Epoch > first.Epoch {
+			g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
+		}
+		out = append(out, g)
+	}
+	return out, totalGrowth
 }
 
 // mostlyRising reports whether at least two thirds of the consecutive
@@ -466,20 +472,20 @@ func DiffSites(a, b SiteSnapshot) []SiteDelta {
 		}
 	}
 	slices.SortStableFunc(kept, func(x, y SiteDelta) int {
-		if c := cmp64(abs64(y.Delta), abs64(x.Delta)); c != 0 {
+		if c := cmp.Compare(abs64(y.Delta), abs64(x.Delta)); c != 0 {
 			return c
 		}
-		return cmp64(y.Delta, x.Delta)
+		return cmp.Compare(y.Delta, x.Delta)
 	})
 	return kept
 }
 
-// siteSeries is the live bytes of the largest sites at each snapshot time,
-// summed over the GPU's processes (each holding its last snapshot).
-func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
-	// The sites shown: the growing ones, then by their largest live bytes.
+// chartSites returns the keys of the sites a chart shows (the growing
+// ones, then by their largest live bytes, ChartSites at most), which of
+// them grow, and each site's label.
+func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows map[string]bool, label map[string]string) {
 	peak := map[string]int64{}
-	label := map[string]string{}
+	label = map[string]string{}
 	for _, s := range snaps {
 		for _, r := range s.rows {
 			if r.File == storage.SiteUntracked || r.File == storage.SiteOther {
@@ -495,8 +501,7 @@ func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
 			}
 		}
 	}
-	var keys []string
-	grows := map[string]bool{}
+	grows = map[string]bool{}
 	for _, g := range growing {
 		k := g.File + ":" + fmt.Sprint(g.Line)
 		if !grows[k] && len(keys) < ChartSites {
@@ -511,7 +516,7 @@ func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
 		}
 	}
 	slices.SortFunc(rest, func(x, y string) int {
-		if c := cmp64(peak[y], peak[x]); c != 0 {
+		if c := cmp.Compare(peak[y], peak[x]); c != 0 {
 			return c
 		}
 		return strings.Compare(x, y)
@@ -524,6 +529,13 @@ func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
 			keys = append(keys, k)
 		}
 	}
+	return keys, grows, label
+}
+
+// siteSeries is the live bytes of the largest sites at each snapshot time,
+// summed over the GPU's processes (each holding its last snapshot).
+func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
+	keys, grows, label := chartSites(snaps, growing)
 	index := map[string]int{}
 	out := make([]SiteSeries, len(keys)+2)
 	for i, k := range keys {
