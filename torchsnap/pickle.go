@@ -171,6 +171,13 @@ func (d *decoder) str(n int) error {
 	return nil
 }
 
+// run executes the pickle program until STOP and returns what it built.
+//
+// It is long on purpose: it is the pickle machine's opcode table, one case
+// per opcode (or family of opcodes) in the order of Python's pickletools
+// listing, each a few lines of stack work; read top to bottom it is the
+// list of what a memory snapshot may contain, and anything else is refused
+// in one place.
 func (d *decoder) run() (any, error) {
 	for {
 		op, err := d.r.ReadByte()

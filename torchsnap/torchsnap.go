@@ -20,6 +20,7 @@ package torchsnap
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -153,19 +154,9 @@ func Read(r io.Reader) (*Snapshot, error) {
 			}
 			s.Traces[dev] = append(s.Traces[dev], Event{Action: action, Addr: addr, Size: size, TimeUS: t, Frames: fr})
 		}
-		slices.SortStableFunc(s.Traces[dev], func(a, b Event) int { return cmpInt(a.TimeUS, b.TimeUS) })
+		slices.SortStableFunc(s.Traces[dev], func(a, b Event) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
 	}
 	return s, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // frames decodes a list of frame dicts; it returns the number of frames
@@ -327,10 +318,10 @@ func (ss *sites) rows(head storage.SiteSample, withEvents bool) []storage.SiteSa
 		}
 	}
 	slices.SortStableFunc(rest, func(a, b storage.SiteSample) int {
-		if c := cmpInt(b.LiveBytes, a.LiveBytes); c != 0 {
+		if c := cmp.Compare(b.LiveBytes, a.LiveBytes); c != 0 {
 			return c
 		}
-		return cmpInt(b.AllocBytes, a.AllocBytes)
+		return cmp.Compare(b.AllocBytes, a.AllocBytes)
 	})
 	out = append(out, rest...)
 	for i := range out {
@@ -375,15 +366,36 @@ func (s *Snapshot) Snapshots(device int, head storage.SiteSample, endNS int64, p
 		st.row.LiveBlocks++
 	}
 	trace := s.Traces[device]
+	eventSite, first, last, n := ss.count(trace)
+	var out [][]storage.SiteSample
+	if n == 0 || first == last {
+		head.T, head.Reason, head.SinceNS = endNS, storage.SitesSnapshot, 0
+		if n > 0 {
+			head.T = last * 1000
+		}
+		out = append(out, ss.rows(head, false))
+	} else {
+		out = append(out, ss.back(trace, eventSite, head, first, last, points)...)
+		h := head
+		h.T, h.Reason, h.SinceNS = last*1000+1000, storage.SitesSnapshot, first*1000
+		out = append(out, ss.rows(h, true))
+	}
+	out[0][0].Bad = int64(s.Bad)
+	return out
+}
+
+// count adds the trace's allocs and frees to the sites that made them (a
+// free of a block allocated before the trace began goes to untracked). It
+// returns each event's site (nil for other actions), and the times of the
+// first and last counted events and their number.
+func (ss *sites) count(trace []Event) (eventSite []*site, first, last int64, n int) {
 	// Which site allocated each address, to count its frees there.
 	owner := map[int64]*site{}
 	useRequested := !slices.ContainsFunc(trace, func(e Event) bool { return e.Action == "free_completed" })
 	isFree := func(a string) bool {
 		return a == "free_completed" || (useRequested && a == "free_requested")
 	}
-	eventSite := make([]*site, len(trace))
-	var first, last int64
-	n := 0
+	eventSite = make([]*site, len(trace))
 	for i, e := range trace {
 		switch {
 		case e.Action == "alloc":
@@ -410,58 +422,50 @@ func (s *Snapshot) Snapshots(device int, head storage.SiteSample, endNS int64, p
 		last = e.TimeUS
 		n++
 	}
-	var out [][]storage.SiteSample
-	if n == 0 || first == last {
-		head.T, head.Reason, head.SinceNS = endNS, storage.SitesSnapshot, 0
-		if n > 0 {
-			head.T = last * 1000
-		}
-		out = append(out, ss.rows(head, false))
-	} else {
-		// Walk back from the end, taking a snapshot at each point.
-		for _, st := range append(ss.order, &ss.untracked) {
-			st.live, st.n = st.row.LiveBytes, st.row.LiveBlocks
-		}
-		if points < 1 {
-			points = 1
-		}
-		var times []int64
-		for k := points; k >= 1; k-- { // descending, from just before the end back to the start
-			times = append(times, first+(last-first)*int64(k-1)/int64(points))
-		}
-		var back [][]storage.SiteSample
-		i := len(trace) - 1
-		for _, at := range times {
-			for ; i >= 0 && trace[i].TimeUS > at; i-- {
-				st := eventSite[i]
-				if st == nil {
-					continue
-				}
-				if trace[i].Action == "alloc" {
-					st.live -= trace[i].Size
-					st.n--
-				} else {
-					st.live += trace[i].Size
-					st.n++
-				}
-			}
-			h := head
-			h.T, h.Reason, h.SinceNS = at*1000, storage.SitesTrace, 0
-			snap := newSites()
-			snap.untracked.row.LiveBytes, snap.untracked.row.LiveBlocks = max(ss.untracked.live, 0), max(ss.untracked.n, 0)
-			for _, st := range ss.order {
-				c := &site{row: st.row}
-				c.row.LiveBytes, c.row.LiveBlocks = max(st.live, 0), max(st.n, 0)
-				snap.order = append(snap.order, c)
-			}
-			back = append(back, snap.rows(h, false))
-		}
-		slices.Reverse(back)
-		out = append(out, back...)
-		h := head
-		h.T, h.Reason, h.SinceNS = last*1000+1000, storage.SitesSnapshot, first*1000
-		out = append(out, ss.rows(h, true))
+	return eventSite, first, last, n
+}
+
+// back returns points snapshots (reason "trace") spread evenly over the
+// trace from first to last, in time order: it walks back from the end,
+// undoing each event on its site's live bytes and blocks.
+func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample, first, last int64, points int) [][]storage.SiteSample {
+	for _, st := range append(ss.order, &ss.untracked) {
+		st.live, st.n = st.row.LiveBytes, st.row.LiveBlocks
 	}
-	out[0][0].Bad = int64(s.Bad)
-	return out
+	if points < 1 {
+		points = 1
+	}
+	var times []int64
+	for k := points; k >= 1; k-- { // descending, from just before the end back to the start
+		times = append(times, first+(last-first)*int64(k-1)/int64(points))
+	}
+	var back [][]storage.SiteSample
+	i := len(trace) - 1
+	for _, at := range times {
+		for ; i >= 0 && trace[i].TimeUS > at; i-- {
+			st := eventSite[i]
+			if st == nil {
+				continue
+			}
+			if trace[i].Action == "alloc" {
+				st.live -= trace[i].Size
+				st.n--
+			} else {
+				st.live += trace[i].Size
+				st.n++
+			}
+		}
+		h := head
+		h.T, h.Reason, h.SinceNS = at*1000, storage.SitesTrace, 0
+		snap := newSites()
+		snap.untracked.row.LiveBytes, snap.untracked.row.LiveBlocks = max(ss.untracked.live, 0), max(ss.untracked.n, 0)
+		for _, st := range ss.order {
+			c := &site{row: st.row}
+			c.row.LiveBytes, c.row.LiveBlocks = max(st.live, 0), max(st.n, 0)
+			snap.order = append(snap.order, c)
+		}
+		back = append(back, snap.rows(h, false))
+	}
+	slices.Reverse(back)
+	return back
 }
