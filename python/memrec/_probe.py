@@ -20,6 +20,8 @@ allocator sample (the peak is reset only when a sample is taken, so that
 sample's peak covers every step since the previous one).
 """
 
+from __future__ import annotations
+
 import collections
 import json
 import os
@@ -27,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _sites
 
@@ -39,9 +42,10 @@ STEP_SAMPLE_INTERVAL = 0.005  # steps closer than this share an allocator sample
 # Message kinds on the queue.
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
 
-def stats_line(t_ns, device, pid, rank, stats, peak=None):
+def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dict[str, Any],
+               peak: Optional[int] = None) -> str:
     """Formats one allocator sample from torch's nested memory stats dict."""
-    def cur(key):
+    def cur(key: str) -> int:
         try:
             return int(stats[key]["all"]["current"])
         except (KeyError, TypeError):
@@ -63,7 +67,7 @@ def stats_line(t_ns, device, pid, rank, stats, peak=None):
     )
 
 
-def step_line(t_ns, step, rank):
+def step_line(t_ns: int, step: Optional[int], rank: Optional[int]) -> str:
     """The mark of one step, formatted without a dict."""
     tail = ""
     if step is not None:
@@ -73,7 +77,7 @@ def step_line(t_ns, step, rank):
     return '{"type":"mark","t_ns":%d,"kind":"step"%s}\n' % (t_ns, tail)
 
 
-def mark_line(t_ns, kind, fields):
+def mark_line(t_ns: int, kind: str, fields: Dict[str, Any]) -> str:
     parts = ['{"type":"mark","t_ns":%d,"kind":%s' % (t_ns, json.dumps(kind))]
     for k, v in fields.items():
         if v is None:
@@ -89,7 +93,8 @@ def mark_line(t_ns, kind, fields):
 class Probe:
     """One per process. Its public methods never raise."""
 
-    def __init__(self, path=None, timer=None, send_interval=None):
+    def __init__(self, path: Optional[str] = None, timer: Optional[float] = None,
+                 send_interval: Optional[float] = None) -> None:
         self.path = path if path is not None else os.environ.get("MEMREC_SOCKET", "")
         self.enabled = bool(self.path)
         self.pid = os.getpid()
@@ -122,11 +127,11 @@ class Probe:
 
     # ---- the background thread -------------------------------------------
 
-    def _start_threads(self):
+    def _start_threads(self) -> None:
         self.sender = threading.Thread(target=self._send_loop, name="memrec-sender", daemon=True)
         self.sender.start()
 
-    def _put(self, item):
+    def _put(self, item: Tuple[Any, ...]) -> None:
         q = self.queue
         if len(q) >= MAX_QUEUE:
             self.dropped += 1
@@ -136,11 +141,11 @@ class Probe:
         if len(q) == WAKE_AT:
             self.wake.set()
 
-    def put_line(self, line):
+    def put_line(self, line: str) -> None:
         """Queues a line formatted already (a site summary)."""
         self._put((_LINE, line))
 
-    def _connect(self):
+    def _connect(self) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(5.0)
@@ -150,7 +155,7 @@ class Probe:
             raise
         return s
 
-    def _format(self, item, out):
+    def _format(self, item: Tuple[Any, ...], out: List[str]) -> None:
         """Appends the lines of one queued item to out."""
         kind = item[0]
         if kind == _STEP:
@@ -168,7 +173,7 @@ class Probe:
         else:
             out.append(mark_line(item[1], "probe_dropped", {"code": item[2], "text": "memrec probe dropped %d messages" % item[2]}))
 
-    def _send_loop(self):
+    def _send_loop(self) -> None:
         next_sample = time.monotonic() + self.timer_interval
         while not self.stopped:
             self.wake.wait(self.send_interval)
@@ -178,7 +183,7 @@ class Probe:
                 self._timer_sample()
             self._drain()
 
-    def _drain(self):
+    def _drain(self) -> None:
         """Formats and sends everything queued, in one send."""
         with self.lock:
             q = self.queue
@@ -216,7 +221,7 @@ class Probe:
             finally:
                 self.busy = False
 
-    def _timer_sample(self):
+    def _timer_sample(self) -> None:
         if not self.enabled:
             return
         try:
@@ -231,7 +236,7 @@ class Probe:
         except Exception:
             pass
 
-    def flush(self, timeout=2.0):
+    def flush(self, timeout: float = 2.0) -> None:
         """Waits until the queue is sent (or timeout)."""
         if not self.enabled:
             return
@@ -241,7 +246,7 @@ class Probe:
             time.sleep(0.001)
             self.wake.set()
 
-    def close(self):
+    def close(self) -> None:
         self.flush()
         self.stopped = True
         self.wake.set()
@@ -253,7 +258,7 @@ class Probe:
 
     # ---- torch -----------------------------------------------------------
 
-    def _torch(self):
+    def _torch(self) -> Any:
         """torch if the process imported it and CUDA is up; never imports it."""
         torch = sys.modules.get("torch")
         if torch is None:
@@ -268,7 +273,7 @@ class Probe:
             self.sites.arm(torch)
         return torch
 
-    def rank(self):
+    def rank(self) -> Optional[int]:
         if self._rank is not None:
             return self._rank
         dist = sys.modules.get("torch.distributed")
@@ -283,7 +288,7 @@ class Probe:
             return int(env)
         return None
 
-    def _devices(self, torch, rescan=False):
+    def _devices(self, torch: Any, rescan: bool = False) -> List[int]:
         """The CUDA devices this process uses: those where its allocator holds
         memory. The list is made at the first call and refreshed by the timer
         thread, so a step does not pay for the scan."""
@@ -303,7 +308,7 @@ class Probe:
         self.devices_checked = time.monotonic()
         return devs
 
-    def sample(self, reset_peak=False, t=None):
+    def sample(self, reset_peak: bool = False, t: Optional[int] = None) -> None:
         """Queues one allocator sample per device in use; with reset_peak the
         per-step peak is read and then reset, so the next one is fresh. t
         (ns) dates the sample; by default it is now."""
@@ -319,7 +324,7 @@ class Probe:
                 torch._C._cuda_resetPeakMemoryStats(d)
             self._put((_TORCH, t, self._gpu(torch, d), rank, stats, None))
 
-    def step(self, i):
+    def step(self, i: Optional[int]) -> None:
         """The end of step i: one queue item with the step's mark and, unless
         the previous step sample is closer than step_sample_ns, one
         allocator sample per device (its peak read, then reset). The common
@@ -349,7 +354,7 @@ class Probe:
         if self.sites.mode is not None:
             self.sites.step(sys.modules.get("torch"))
 
-    def _gpu(self, torch, device):
+    def _gpu(self, torch: Any, device: int) -> int:
         """The index memrec's device samples give CUDA device ``device``: its
         NVML index, which differs when CUDA_VISIBLE_DEVICES hides some GPUs."""
         g = self.gpus.get(device)
@@ -357,7 +362,7 @@ class Probe:
             g = self.gpus[device] = nvml_index(torch, device)
         return g
 
-    def mark(self, kind, t=None, **fields):
+    def mark(self, kind: str, t: Optional[int] = None, **fields: Any) -> None:
         """Queues a mark at time t (ns; by default now)."""
         if "rank" not in fields:
             r = self.rank()
@@ -365,7 +370,7 @@ class Probe:
                 fields["rank"] = r
         self._put((_MARK, time.time_ns() if t is None else t, kind, fields))
 
-    def mark_with_sample(self, kind, **fields):
+    def mark_with_sample(self, kind: str, **fields: Any) -> None:
         """Queues a mark and an allocator sample dated the same nanosecond,
         so the mark has the allocator's value at its own moment: memrec
         reads the value at a mark as the last sample at or before it."""
@@ -375,7 +380,7 @@ class Probe:
 
     # ---- OOM -----------------------------------------------------------
 
-    def _attach_observer(self, torch):
+    def _attach_observer(self, torch: Any) -> None:
         if self.observer_attached:
             return
         self.observer_attached = True
@@ -387,7 +392,7 @@ class Probe:
         except Exception:
             pass
 
-    def _on_oom(self, device, requested, device_total, device_free):
+    def _on_oom(self, device: int, requested: int, device_total: int, device_free: int) -> None:
         """torch's out-of-memory observer: called before the error is raised."""
         try:
             if self.sites.mode is not None:
@@ -401,7 +406,7 @@ class Probe:
         except Exception:
             pass
 
-    def report_oom(self, device, text):
+    def report_oom(self, device: int, text: str) -> None:
         """Sends an oom mark with the allocator's summary and a last sample."""
         torch = sys.modules.get("torch")
         summary = ""
@@ -421,7 +426,7 @@ class Probe:
             pass
         self.flush(1.0)
 
-    def exception_oom(self, exc):
+    def exception_oom(self, exc: BaseException) -> None:
         """Reports an OOM exception that the observer did not (older torch)."""
         if time.monotonic() - self.oom_reported < 5.0:
             return
@@ -438,7 +443,7 @@ class Probe:
         self.report_oom(device, str(exc).split("\n")[0])
 
 
-def _env_seconds(name, default):
+def _env_seconds(name: str, default: float) -> float:
     """A duration in milliseconds from the environment, in seconds."""
     try:
         return float(os.environ[name]) / 1000.0
@@ -446,7 +451,7 @@ def _env_seconds(name, default):
         return default
 
 
-def _uuid_key(u):
+def _uuid_key(u: str) -> str:
     """A GPU UUID without its "GPU-" prefix and dashes, in lower case: the
     form NVML ("GPU-8a1b...") and torch ("8a1b...") agree on."""
     u = u.strip().lower()
@@ -455,7 +460,7 @@ def _uuid_key(u):
     return u.replace("-", "")
 
 
-def nvml_index(torch, device, env=None):
+def nvml_index(torch: Any, device: int, env: Optional[Mapping[str, str]] = None) -> int:
     """The NVML index of CUDA device ``device``. memrec record lists its GPUs
     in MEMREC_GPUS ("0=GPU-uuid,1=GPU-uuid"); the device's UUID finds it
     there. Without a UUID, CUDA_VISIBLE_DEVICES ("2,3" or UUID prefixes)
@@ -484,7 +489,7 @@ def nvml_index(torch, device, env=None):
     return device
 
 
-def _size(n):
+def _size(n: float) -> str:
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":

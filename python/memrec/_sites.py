@@ -24,11 +24,17 @@ MAX_MESSAGE bytes: sites that do not fit are added up as "other".
 Nothing here raises into the training code.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 import sysconfig
 import time
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from ._probe import Probe
 
 MAX_MESSAGE = 64 << 10  # the recorder's longest line
 MAX_STACK = 4  # callers kept per site, for display
@@ -44,7 +50,7 @@ class Frames:
     """Tells the user's frames from those of torch, the standard library
     and installed packages."""
 
-    def __init__(self, torch_dir=None):
+    def __init__(self, torch_dir: Optional[str] = None) -> None:
         paths = sysconfig.get_paths()
         self.stdlib = tuple(p for p in {paths.get("stdlib"), paths.get("platstdlib")} if p)
         self.packages = tuple(p for p in {paths.get("purelib"), paths.get("platlib")} if p)
@@ -52,7 +58,7 @@ class Frames:
         self.own = os.path.dirname(os.path.abspath(__file__))
         self.memo = {}
 
-    def kind(self, filename):
+    def kind(self, filename: str) -> int:
         """0: the user's code; 1: an installed package other than torch;
         2: torch, the standard library, the probe, or not Python."""
         k = self.memo.get(filename)
@@ -60,7 +66,7 @@ class Frames:
             k = self.memo[filename] = self._kind(filename)
         return k
 
-    def _kind(self, f):
+    def _kind(self, f: str) -> int:
         if not f or f.startswith("<") or not f.endswith(".py"):
             return 2
         if f.startswith(self.own):
@@ -70,7 +76,7 @@ class Frames:
         return frame_kind(f, self.stdlib, self.packages)
 
 
-def frame_kind(f, stdlib=(), packages=()):
+def frame_kind(f: str, stdlib: Tuple[str, ...] = (), packages: Tuple[str, ...] = ()) -> int:
     """The rule of Frames.kind on a path alone (the same one memrec's
     snapshot reader applies to files from other machines)."""
     if not f or f.startswith("<") or not f.endswith(".py"):
@@ -89,7 +95,7 @@ def frame_kind(f, stdlib=(), packages=()):
     return 0
 
 
-def site_of(frames, kinds):
+def site_of(frames: Sequence[Dict[str, Any]], kinds: Frames) -> int:
     """The index of the site's frame among a block's frames (innermost
     first): the innermost user frame, else the innermost frame outside torch
     and the standard library, else the innermost frame; -1 without frames."""
@@ -105,7 +111,7 @@ def site_of(frames, kinds):
     return fallback
 
 
-def _label(fr):
+def _label(fr: Dict[str, Any]) -> str:
     return "%s:%d" % (os.path.basename(fr.get("filename", "?")), int(fr.get("line", 0) or 0))
 
 
@@ -113,7 +119,7 @@ class _Site:
     __slots__ = ("file", "line", "func", "stack", "live_bytes", "live_blocks", "alloc_bytes", "allocs",
                  "freed_bytes", "frees")
 
-    def __init__(self, frames, i, kinds):
+    def __init__(self, frames: Sequence[Dict[str, Any]], i: int, kinds: Frames) -> None:
         fr = frames[i]
         self.file = str(fr.get("filename", ""))
         self.line = int(fr.get("line", 0) or 0)
@@ -127,7 +133,7 @@ class _Site:
         self.stack = stack
         self.live_bytes = self.live_blocks = self.alloc_bytes = self.allocs = self.freed_bytes = self.frees = 0
 
-    def json(self):
+    def json(self) -> Dict[str, Any]:
         d = {"site": "%s:%d" % (os.path.basename(self.file), self.line), "file": self.file, "line": self.line,
              "func": self.func, "live_bytes": self.live_bytes, "live_blocks": self.live_blocks}
         if self.stack:
@@ -140,13 +146,13 @@ class _Site:
 class Summary:
     """The per-site figures of one device in one snapshot."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.sites = {}  # (file, line) -> _Site
         self.untracked = [0, 0, 0, 0]  # live bytes, live blocks, alloc bytes, freed bytes
         self.bad = 0  # entries of the snapshot that made no sense
         self.traced = False
 
-    def _site(self, frames, kinds):
+    def _site(self, frames: Sequence[Dict[str, Any]], kinds: Frames) -> Optional[_Site]:
         """The block's site, or None for a block without frames."""
         i = site_of(frames, kinds) if frames else -1
         if i < 0:
@@ -158,7 +164,7 @@ class Summary:
             s = self.sites[k] = _Site(frames, i, kinds)
         return s
 
-    def add(self, snapshot, device, kinds, since_us=0):
+    def add(self, snapshot: Dict[str, Any], device: int, kinds: Frames, since_us: int = 0) -> None:
         """Adds the live blocks of device and its trace entries after since_us."""
         for seg in snapshot.get("segments") or ():
             try:
@@ -220,7 +226,7 @@ class Summary:
                     s.freed_bytes += size
                     s.frees += 1
 
-    def message(self, head, limit=MAX_MESSAGE):
+    def message(self, head: Mapping[str, Any], limit: int = MAX_MESSAGE) -> str:
         """One JSON line: head's fields, then the sites by live bytes (then
         bytes allocated) until the line would pass limit; the rest as other."""
         order = sorted(self.sites.values(), key=lambda s: (-s.live_bytes, -s.alloc_bytes, s.file, s.line))
@@ -249,7 +255,7 @@ class Summary:
         return base[:-1] + tail + "}\n"
 
 
-def history(torch, mode, max_entries=MAX_ENTRIES):
+def history(torch: Any, mode: Optional[str], max_entries: int = MAX_ENTRIES) -> bool:
     """Switches the allocator's history: "state", "all" or None (off)."""
     rec = getattr(getattr(torch.cuda, "memory", None), "_record_memory_history", None)
     if rec is None:
@@ -263,11 +269,11 @@ def history(torch, mode, max_entries=MAX_ENTRIES):
     return True
 
 
-def snapshot(torch):
+def snapshot(torch: Any) -> Dict[str, Any]:
     return torch.cuda.memory._snapshot()
 
 
-def _env_int(name, default):
+def _env_int(name: str, default: int) -> int:
     try:
         return int(os.environ[name])
     except (KeyError, ValueError):
@@ -279,7 +285,7 @@ class Sites:
     a trace window of WINDOW_STEPS steps at the WINDOW_AT-th step of every
     epoch, summaries at epoch ends, at an OOM, at exit and on request."""
 
-    def __init__(self, probe):
+    def __init__(self, probe: Probe) -> None:
         self.probe = probe
         self.on = False
         self.mode = None  # what the allocator records now
@@ -293,7 +299,7 @@ class Sites:
         self.last_cost = 0.0  # seconds the last snapshot and summary took
         self.sent = 0
 
-    def enable(self, on=True):
+    def enable(self, on: bool = True) -> None:
         self.on = bool(on)
         self.window_end = -1  # a window open when the history stops is dropped
         torch = sys.modules.get("torch")
@@ -306,7 +312,7 @@ class Sites:
             return
         self.arm(torch)
 
-    def arm(self, torch):
+    def arm(self, torch: Any) -> None:
         """Turns the state history on now if CUDA is up, else when it starts
         (torch runs queued calls at its lazy init), so the first weights
         moved to the GPU already carry their stacks."""
@@ -323,7 +329,7 @@ class Sites:
         except Exception:
             pass
 
-    def _start(self, torch):
+    def _start(self, torch: Any) -> None:
         self.pending = False
         try:
             if self.on and history(torch, "state"):
@@ -332,10 +338,10 @@ class Sites:
         except Exception:
             self.mode = None
 
-    def epoch_start(self):
+    def epoch_start(self) -> None:
         self.steps = 0
 
-    def step(self, torch):
+    def step(self, torch: Any) -> None:
         """Called at every step end: opens and closes the trace window."""
         self.steps += 1
         if self.mode is None or self.window_steps <= 0:
@@ -350,7 +356,7 @@ class Sites:
                 self.window_end = self.steps + self.window_steps
                 self.window_start_us = time.time_ns() // 1000
 
-    def _set(self, torch, mode):
+    def _set(self, torch: Any, mode: Optional[str]) -> bool:
         try:
             history(torch, mode)
             self.mode = mode
@@ -358,7 +364,8 @@ class Sites:
         except Exception:
             return False
 
-    def send(self, torch, reason, devices=None, since_us=0, **fields):
+    def send(self, torch: Any, reason: str, devices: Optional[Iterable[int]] = None, since_us: int = 0,
+             **fields: Any) -> List[str]:
         """Takes a snapshot and queues one summary per device in use.
         Returns the summaries' lines (for tests and memrec.snapshot)."""
         if self.mode is None or torch is None:
