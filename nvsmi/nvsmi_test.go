@@ -2,16 +2,14 @@ package nvsmi
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -208,20 +206,7 @@ func TestImportRoundTrip(t *testing.T) {
 // readGz returns a gzipped testdata file.
 func readGz(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(fixtures.Gunzip(t, filepath.Join("testdata", name)))
 }
 
 // dataLines counts a log's lines that are not empty and not the header.

@@ -2,36 +2,21 @@ package storage
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
+	bolt "go.etcd.io/bbolt"
 )
 
 // gunzip returns the contents of testdata/name.
 func gunzip(t *testing.T, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixtures.Gunzip(t, filepath.Join("testdata", name))
 }
 
 // chunkVersions counts the stored chunks of every run by codec version.

@@ -1,31 +1,18 @@
 package main
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/internal/fixtures"
 )
 
 func smiLog(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "nvsmi", "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(fixtures.Gunzip(t, filepath.Join("..", "..", "nvsmi", "testdata", name)))
 }
 
 // TestImportNvidiaSMI: the real logs import as one run whose analysis says
