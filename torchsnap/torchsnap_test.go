@@ -2,11 +2,10 @@ package torchsnap
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
-	"os"
 	"testing"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -21,16 +20,7 @@ const leakPerStep = 64 * 1000 * 4
 
 func readFixture(t *testing.T, name string) *Snapshot {
 	t.Helper()
-	f, err := os.Open("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Read(zr)
+	s, err := Read(bytes.NewReader(fixtures.Gunzip(t, "testdata/"+name)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"compress/gzip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -518,17 +519,8 @@ type rankLog struct {
 
 func readRankLog(t *testing.T, path string) []rankLog {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []rankLog
-	dec := json.NewDecoder(zr)
+	dec := json.NewDecoder(bytes.NewReader(fixtures.Gunzip(t, path)))
 	for {
 		var m map[string]int64
 		if err := dec.Decode(&m); err == io.EOF {
