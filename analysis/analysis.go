@@ -246,6 +246,17 @@ type OOM struct {
 	LargestGrowth    *int64   `json:"largest_step_growth_bytes"`
 	LargestGrowthAt  *int     `json:"largest_step_growth_step"`
 	AllocRetriesRise *int64   `json:"alloc_retries_rise"`
+	// The figures above are each view's at the OOM: the device sample
+	// (UsedTNS) and the allocator sample (AllocatorTNS) nearest to it, each
+	// at most PairToleranceNS away; a view without such a sample is left
+	// out. UnseenBytes, device used − reserved, combines the two: it also
+	// needs them at most PairToleranceNS apart and is never negative.
+	// LeftOut says what was left out and why.
+	UsedTNS         *int64   `json:"used_t_ns"`
+	AllocatorTNS    *int64   `json:"allocator_t_ns"`
+	UnseenBytes     *int64   `json:"unseen_bytes"`
+	PairToleranceNS int64    `json:"pair_tolerance_ns"`
+	LeftOut         []string `json:"left_out,omitempty"`
 
 	// Outcome tells the OOMs the job survived (a fallback to a smaller
 	// cuDNN workspace, an error the script caught) from the one that ended

@@ -135,6 +135,54 @@ func (a *atTimes) at(i int) *int64 {
 	return i64(a.vals[i])
 }
 
+// nearTimes finds, for sorted times, the sample of a series nearest to
+// each: it keeps the last sample at or before the time and the first after
+// it. The OOM post-mortem takes each view at the OOM from its nearest
+// sample, so that figures made of two views describe the same moment.
+type nearTimes[V any] struct {
+	q             []int64
+	before, after []timed[V]
+	p             int // the first time whose samples are not yet known
+	last          timed[V]
+}
+
+// timed is one sample of a series; ok is false where there is none.
+type timed[V any] struct {
+	t  int64
+	v  V
+	ok bool
+}
+
+func newNearTimes[V any](q []int64) *nearTimes[V] {
+	return &nearTimes[V]{q: q, before: make([]timed[V], len(q)), after: make([]timed[V], len(q))}
+}
+
+// add takes the next sample in time order.
+func (n *nearTimes[V]) add(t int64, v V) {
+	for n.p < len(n.q) && n.q[n.p] < t {
+		n.before[n.p], n.after[n.p] = n.last, timed[V]{t, v, true}
+		n.p++
+	}
+	n.last = timed[V]{t, v, true}
+}
+
+// done closes the series: the times after its last sample have none after.
+func (n *nearTimes[V]) done() {
+	for ; n.p < len(n.q); n.p++ {
+		n.before[n.p] = n.last
+	}
+}
+
+// nearest is the sample nearest to the i-th time (the earlier one on a
+// tie); ok is false for a series without samples.
+func (n *nearTimes[V]) nearest(i int) timed[V] {
+	b, a := n.before[i], n.after[i]
+	if !a.ok || b.ok && n.q[i]-b.t <= a.t-n.q[i] {
+		return b
+	}
+	return a
+}
+
 // spans tracks, for samples in time order, which of several sorted
 // half-open spans [lo, hi) they fall in, keeping each span's minimum and
 // maximum.

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -43,7 +44,12 @@ type gpuAnalysis struct {
 	job         *JobSpan      // where the command's processes hold memory, when known before the passes
 	stepPeaks   *spans        // the probe's per-step peak, by floor span
 	torchAt     []torchAtTime // the allocator sums at each query time
-	lastUsed    int64         // the last device sample
+	// At the OOMs (oomT, their sorted times): the device and allocator
+	// samples nearest to each.
+	oomT     []int64
+	oomUsed  *nearTimes[int64]
+	oomAlloc *nearTimes[torchAtTime]
+	lastUsed int64 // the last device sample
 }
 
 // view is one series' values where the passes need them.
@@ -114,6 +120,12 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	}
 	a.slices = timeSlices(sliced, len(mi.epochs) == 0)
 	a.ooms = oomsFor(mi, g.Index, rank, len(run.GPUs))
+	for _, m := range a.ooms {
+		a.oomT = append(a.oomT, m.T)
+	}
+	slices.Sort(a.oomT)
+	a.oomT = slices.Compact(a.oomT)
+	a.oomUsed, a.oomAlloc = newNearTimes[int64](a.oomT), newNearTimes[torchAtTime](a.oomT)
 	a.queryTimes()
 	a.floorSpans()
 	a.start, a.end = run.StartNS, max(run.EndNS, run.StartNS+1)
@@ -272,6 +284,7 @@ func (a *gpuAnalysis) devicePass() error {
 		}
 		a.used.at.add(s.T, s.Used)
 		a.used.add(s.T, s.Used)
+		a.oomUsed.add(s.T, s.Used)
 		tl.add(s.T, s.Used)
 		a.lastUsed = s.Used
 	}
@@ -284,6 +297,7 @@ func (a *gpuAnalysis) devicePass() error {
 		gr.Timeline.DriverReserved = Series{Name: gr.Timeline.DriverReserved.Name}
 	}
 	a.used.at.done()
+	a.oomUsed.done()
 	if !first {
 		gr.PeakUsedBytes = i64(peak.Used)
 		gr.Peaks = append(gr.Peaks, makePeak("device_used", peak.Used, peak.T, a.mi, a.steps))
@@ -356,6 +370,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 			tq++
 		}
 		sum.add(s)
+		a.oomAlloc.add(s.T, sum.cur)
 		if s.Allocated > s.Reserved || s.Active < s.Allocated {
 			gr.InconsistentSamples++
 		}
@@ -388,6 +403,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		a.torchAt[tq] = sum.cur
 	}
 	a.alloc.at.done()
+	a.oomAlloc.done()
 	tla.flush()
 	tlr.flush()
 	a.allocatorFigures(sum)
@@ -576,22 +592,10 @@ func (a *gpuAnalysis) oomPostMortems() {
 	gr := a.gr
 	gr.OOMs = []OOM{}
 	for _, m := range a.ooms {
-		i := a.index(m.T)
 		msg, summary, _ := strings.Cut(m.Text, "\n\n")
-		o := OOM{TNS: m.T, Message: msg, Summary: summary, Epoch: a.mi.epochAt(m.T), Step: stepAt(a.steps, m.T)}
-		if a.hasDevice {
-			o.UsedBytes = a.used.at.at(i)
-		}
-		if a.hasTorch && a.alloc.at.at(i) != nil {
-			c := a.torchAt[i]
-			o.AllocatedBytes, o.ReservedBytes = i64(c.allocated), i64(c.reserved)
-			if c.reserved > 0 {
-				o.Fragmentation = f64(float64(c.reserved-c.allocated) / float64(c.reserved))
-			}
-			if gr.AllocRetries != nil {
-				o.AllocRetriesRise = i64(c.retries - a.torchAt[0].retries)
-			}
-		}
+		o := OOM{TNS: m.T, Message: msg, Summary: summary, Epoch: a.mi.epochAt(m.T), Step: stepAt(a.steps, m.T),
+			PairToleranceNS: pairTolerance(a.run)}
+		a.oomViews(&o)
 		a.largestGrowthBefore(&o)
 		if req, free := parseOOMSizes(m.Text); req >= 0 {
 			o.RequestedBytes = i64(req)
@@ -602,6 +606,64 @@ func (a *gpuAnalysis) oomPostMortems() {
 		gr.OOMs = append(gr.OOMs, o)
 	}
 	a.oomOutcomes()
+}
+
+// oomViews sets the device and allocator figures at an OOM, each from its
+// view's sample nearest to the OOM, and the memory PyTorch does not see
+// where the two samples describe the same moment. A sample farther than
+// the tolerance from the OOM describes another moment (before the job's
+// last allocations, or after its memory went back): its figures, and what
+// is made of them, are left out with the reason.
+func (a *gpuAnalysis) oomViews(o *OOM) {
+	k, _ := slices.BinarySearch(a.oomT, o.TNS)
+	tol := o.PairToleranceNS
+	var dev timed[int64]
+	var alc timed[torchAtTime]
+	if a.hasDevice {
+		if dev = a.oomUsed.nearest(k); dev.ok && abs64(dev.t-o.TNS) > tol {
+			o.LeftOut = append(o.LeftOut, fmt.Sprintf("device used: the nearest device sample is %s from the OOM, more than the %s tolerance",
+				msText(dev.t-o.TNS), msText(tol)))
+			dev.ok = false
+		}
+		if dev.ok {
+			o.UsedBytes, o.UsedTNS = i64(dev.v), i64(dev.t)
+		}
+	}
+	if a.hasTorch {
+		if alc = a.oomAlloc.nearest(k); alc.ok && abs64(alc.t-o.TNS) > tol {
+			o.LeftOut = append(o.LeftOut, fmt.Sprintf("allocated and reserved, and the advice made of them: the nearest allocator sample is %s from the OOM, more than the %s tolerance",
+				msText(alc.t-o.TNS), msText(tol)))
+			alc.ok = false
+		}
+		if alc.ok {
+			c := alc.v
+			o.AllocatedBytes, o.ReservedBytes, o.AllocatorTNS = i64(c.allocated), i64(c.reserved), i64(alc.t)
+			if c.reserved > 0 && c.reserved >= c.allocated {
+				o.Fragmentation = f64(float64(c.reserved-c.allocated) / float64(c.reserved))
+			}
+			if a.gr.AllocRetries != nil {
+				o.AllocRetriesRise = i64(c.retries - a.torchAt[0].retries)
+			}
+		}
+	}
+	if !dev.ok || !alc.ok {
+		return
+	}
+	switch unseen := dev.v - alc.v.reserved; {
+	case abs64(dev.t-alc.t) > tol:
+		o.LeftOut = append(o.LeftOut, fmt.Sprintf("memory PyTorch does not see: the device and allocator samples are %s apart, more than the %s tolerance",
+			msText(abs64(dev.t-alc.t)), msText(tol)))
+	case unseen < 0:
+		o.LeftOut = append(o.LeftOut, fmt.Sprintf("memory PyTorch does not see: device used is %s below reserved, so the two samples do not describe the same moment",
+			FormatBytes(-unseen)))
+	default:
+		o.UnseenBytes = i64(unseen)
+	}
+}
+
+// msText writes a time difference in milliseconds, without its sign.
+func msText(ns int64) string {
+	return strconv.FormatFloat(float64(abs64(ns))/1e6, 'f', 1, 64) + " ms"
 }
 
 // oomOutcomes tells survived OOMs from the fatal one and, for the fatal

@@ -136,10 +136,13 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 	short := req - free
 	o.ShortBytes = i64(max(short, 0))
 	if o.AllocatedBytes != nil && o.ReservedBytes != nil {
-		cached := *o.ReservedBytes - *o.AllocatedBytes
-		o.CachedFreeBytes = i64(max(cached, 0))
-		help := cached+free >= req
-		o.CacheWouldHelp = &help
+		if cached := *o.ReservedBytes - *o.AllocatedBytes; cached >= 0 {
+			o.CachedFreeBytes = i64(cached)
+			help := cached+free >= req
+			o.CacheWouldHelp = &help
+		} else {
+			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", FormatBytes(-cached)))
+		}
 	}
 	if batch <= 0 || o.AllocatedBytes == nil {
 		return

@@ -205,6 +205,19 @@ func TestOOMsToldApartOnARealRun(t *testing.T) {
 	if !near(f.RequestedBytes, gib(2.89), gib(0.005)) || !near(f.FreeBytes, gib(1.04), gib(0.005)) {
 		t.Fatalf("request %v, free %v; the script saw 2.89 GiB and 1.04 GiB", deref64(f.RequestedBytes), deref64(f.FreeBytes))
 	}
+	// torch's own message: 137.28 GiB allocated at the OOM. The figures
+	// come from the probe's sample in the OOM observer and the device
+	// sample nearest to it, both within 20 ms (two 10 ms intervals); the
+	// device sees 630.8 MiB more than the allocator reserved (the CUDA
+	// context), never less.
+	if !near(f.AllocatedBytes, gib(137.28), gib(0.005)) || f.AllocatorTNS == nil || abs64(*f.AllocatorTNS-f.TNS) > 20e6 ||
+		f.UsedTNS == nil || abs64(*f.UsedTNS-f.TNS) > 20e6 || f.PairToleranceNS != 20e6 {
+		t.Fatalf("allocated %v from the sample at %v, used from %v, tolerance %d; want 137.28 GiB from samples within 20 ms of %d",
+			deref64(f.AllocatedBytes), deref64(f.AllocatorTNS), deref64(f.UsedTNS), f.PairToleranceNS, f.TNS)
+	}
+	if f.UnseenBytes == nil || *f.UnseenBytes != *f.UsedBytes-*f.ReservedBytes || *f.UnseenBytes < 0 || len(f.LeftOut) != 0 {
+		t.Fatalf("not seen by PyTorch %v (used %v, reserved %v), left out %q", deref64(f.UnseenBytes), deref64(f.UsedBytes), deref64(f.ReservedBytes), f.LeftOut)
+	}
 	// reserved − allocated at the OOM was 891.49 MiB: with the 1.04 GiB free,
 	// 1.91 GiB, less than the 2.89 GiB asked: the cache would not have helped.
 	if !near(f.CachedFreeBytes, 934795018, 8<<20) || f.CacheWouldHelp == nil || *f.CacheWouldHelp {

@@ -236,6 +236,7 @@ var funcs = template.FuncMap{
 	"bytesv": analysis.FormatBytes,
 	"dur":    analysis.FormatDuration,
 	"secs":   func(ns int64) float64 { return float64(ns) / 1e9 },
+	"ms":     func(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
 	"pctp": func(f *float64) string {
 		if f == nil {
@@ -361,7 +362,8 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 <h3>OOM post-mortem</h3>
 {{range .OOMs}}<div class="oom"><b>OOM ({{.Outcome}}) at {{since $.R.StartNS .TNS}}</b> (epoch {{opt .Epoch}}, step {{opt .Step}}): {{.Message}}<br>
 {{.OutcomeReason}}.<br>
-Just before: device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes}}, reserved {{bytes .ReservedBytes}}, cached and free {{pctp .Fragmentation}}.
+At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{bytes .UsedBytes}}, allocated {{bytes .AllocatedBytes}}, reserved {{bytes .ReservedBytes}}, cached and free {{pctp .Fragmentation}}{{with .UnseenBytes}}, not seen by PyTorch {{bytesv .}}{{end}}.
+{{range .LeftOut}}<br>Left out: {{.}}.{{end}}
 {{with .ShortBytes}}Short by {{bytesv .}}.{{end}}
 {{with .CacheWouldHelp}}{{if .}}The allocator's cached free memory would have served it: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or call torch.cuda.empty_cache().{{else}}expandable_segments or empty_cache() would not have made room.{{end}}{{end}}
 {{with .FittingBatch}}Batch size that could fit: {{f1 .}} or less, from this run's own figures.{{end}}

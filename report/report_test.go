@@ -347,3 +347,30 @@ func TestProcBucketsHoldLastValue(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// TestOOMPostMortemPage renders the real run that ran out of memory: the
+// figures at the OOM say how close in time their samples had to be, and
+// what was left out is said with its reason.
+func TestOOMPostMortemPage(t *testing.T) {
+	rep := realReport(t, fixtures.H200OOM)
+	g := &rep.GPUs[0]
+	fatal := &g.OOMs[len(g.OOMs)-1]
+	page, err := Page(rep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"At the OOM (samples at most 20 ms from it): device used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB",
+		"not seen by PyTorch 630.8 MiB"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	fatal.UsedBytes, fatal.UnseenBytes = nil, nil
+	fatal.LeftOut = []string{"device used: the nearest device sample is 500.0 ms from the OOM, more than the 20.0 ms tolerance"}
+	if page, err = Page(rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Left out: device used: the nearest device sample is 500.0 ms from the OOM"; !strings.Contains(string(page), want) {
+		t.Errorf("page lacks %q", want)
+	}
+}

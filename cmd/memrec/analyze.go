@@ -211,11 +211,17 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		}
 		fmt.Fprintf(w, "%s at %s (epoch %s, step %s): %s\n", what, sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
 		fmt.Fprintf(w, "  %s\n", o.OutcomeReason)
-		fmt.Fprintf(w, "  just before: used %s, allocated %s, reserved %s", B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
+		fmt.Fprintf(w, "  at the OOM (samples at most %v from it): used %s, allocated %s, reserved %s", time.Duration(o.PairToleranceNS), B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
 		if o.Fragmentation != nil {
 			fmt.Fprintf(w, ", cached and free %.1f%%", 100**o.Fragmentation)
 		}
+		if o.UnseenBytes != nil {
+			fmt.Fprintf(w, ", not seen by PyTorch %s", B(o.UnseenBytes))
+		}
 		fmt.Fprintln(w)
+		for _, why := range o.LeftOut {
+			fmt.Fprintf(w, "  left out: %s\n", why)
+		}
 		if o.ShortBytes != nil {
 			fmt.Fprintf(w, "  asked for %s with %s free on the device: %s short\n", B(o.RequestedBytes), B(o.FreeBytes), B(o.ShortBytes))
 		}

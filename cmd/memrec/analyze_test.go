@@ -102,3 +102,19 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnalyzeOOMFiguresAtTheMoment checks the text of the fatal OOM of the
+// real run that ran out of memory: its figures are said to come from
+// samples at most 20 ms from it, with the memory PyTorch does not see.
+func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	if _, errs, code := run(t, db, "", "import", fixtures.Path(fixtures.H200OOM)); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := run(t, db, "", "analyze", "r18-oom")
+	want := "at the OOM (samples at most 20ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "  left out: ") {
+		t.Fatalf("%d: output lacks %q or leaves something out:\n%s%s", code, want, out, errs)
+	}
+}
