@@ -271,13 +271,15 @@ type OOM struct {
 	// would have served the request (expandable_segments or empty_cache()
 	// would have helped), and the largest batch that could have fitted
 	// (from the run's batch_size tag), with its basis: step_peak (the run's
-	// own per-step peak) or lower_bound (no step completed: an upper bound
-	// on the batch).
+	// own per-step peak) or lower_bound (no step completed: only a lower
+	// bound of the step's need is known), and the figure's kind that
+	// follows: an estimate, or an upper bound on the batch.
 	ShortBytes      *int64   `json:"short_bytes,omitempty"`
 	CachedFreeBytes *int64   `json:"cached_free_bytes,omitempty"`
 	CacheWouldHelp  *bool    `json:"cache_would_help,omitempty"`
 	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
 	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
+	FitKind         FitKind  `json:"fitting_batch_kind,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
 	Holders []SiteFigure `json:"holders,omitempty"`

@@ -118,6 +118,33 @@ func parseSize(num, unit string) int64 {
 	return int64(math.Round(v * float64(uint64(1)<<shift)))
 }
 
+// FitKind says what the fatal OOM's fitting batch is. With the per-step
+// peak of steps the run completed, the need of a step is known and the
+// batch is an estimate; without, the need is known only from below (what
+// was allocated at the OOM plus the request: the step would have gone on
+// to allocate more), so the batch is an upper bound: the batch that fits is
+// at most this, and may be well below it.
+type FitKind uint8
+
+const (
+	FitNone       FitKind = iota // no fitting batch
+	FitEstimate                  // from the run's own per-step peak
+	FitUpperBound                // from a lower bound of the step's need
+)
+
+func (k FitKind) String() string {
+	switch k {
+	case FitEstimate:
+		return "estimate"
+	case FitUpperBound:
+		return "upper_bound"
+	}
+	return ""
+}
+
+// MarshalText writes the kind's name into JSON.
+func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // oomAdvice says, for the fatal OOM, what would have fitted: whether the
 // allocator's cache could have served the request (reserved − allocated
 // plus the free memory covers it: expandable_segments or empty_cache()
@@ -126,8 +153,10 @@ func parseSize(num, unit string) int64 {
 // completed steps at this batch (need = peak + request beyond the free
 // memory is not known then, so the peak + the shortfall), else only its
 // lower bound, allocated + requested; the batch scales the need in
-// proportion, less AllocatorAllowance, and is an upper bound when only the
-// lower bound of the need is known.
+// proportion, less AllocatorAllowance, and is an upper bound (FitKind) when
+// only the lower bound of the need is known. The batch that fits is then
+// smaller, by as much as the step would have gone on to allocate: nothing
+// in a run that completed no step says how much that is.
 func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 	if o.RequestedBytes == nil || o.FreeBytes == nil {
 		return
@@ -148,15 +177,13 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 		return
 	}
 	have := float64(*o.AllocatedBytes + free)
-	need := float64(*o.AllocatedBytes + req)
-	o.FitBasis = "lower_bound"
+	need, basis, kind := float64(*o.AllocatedBytes+req), "lower_bound", FitUpperBound
 	if stepPeak != nil && float64(*stepPeak)+float64(max(short, 0)) > need {
-		need = float64(*stepPeak) + float64(max(short, 0))
-		o.FitBasis = "step_peak"
+		need, basis, kind = float64(*stepPeak)+float64(max(short, 0)), "step_peak", FitEstimate
 	}
 	if need <= 0 {
 		return
 	}
 	v := math.Floor(batch * have / need / (1 + AllocatorAllowance))
-	o.FittingBatch = &v
+	o.FittingBatch, o.FitBasis, o.FitKind = &v, basis, kind
 }

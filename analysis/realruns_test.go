@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -223,10 +224,21 @@ func TestOOMsToldApartOnARealRun(t *testing.T) {
 	if !near(f.CachedFreeBytes, 934795018, 8<<20) || f.CacheWouldHelp == nil || *f.CacheWouldHelp {
 		t.Fatalf("cached free %v, would help %v", deref64(f.CachedFreeBytes), f.CacheWouldHelp)
 	}
-	// No step completed: the batch is only an upper bound, below the batch
-	// that failed and above the largest that ran (6656).
-	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || *f.FittingBatch >= 7728 || *f.FittingBatch < 6656 {
-		t.Fatalf("fitting batch %v (%s)", f.FittingBatch, f.FitBasis)
+	// No step completed: the step needed at least 137.28 + 2.89 GiB and had
+	// 137.28 + 1.04 GiB, so batch 7728 scaled by 138.32/140.17, less the
+	// allocator allowance, 7093, is only an upper bound: below the batch
+	// that failed and above the largest that ran, found by bisection.
+	lim := fixtures.ReadTruth(t).Limits["r18"]
+	want := math.Floor(7728 * (137.28 + 1.04) / (137.28 + 2.89) / (1 + AllocatorAllowance))
+	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || f.FitKind != FitUpperBound {
+		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", deref(f.FittingBatch), f.FitBasis, f.FitKind)
+	}
+	if b := *f.FittingBatch; math.Abs(b-want) > 1 || b >= 7728 || b < float64(lim.Largest) {
+		t.Fatalf("fitting batch at most %v, want %v from torch's figures; an upper bound of the largest that ran, %d, below the 7728 that failed", b, want, lim.Largest)
+	}
+	b, _ := json.Marshal(f)
+	if !strings.Contains(string(b), `"fitting_batch_kind":"upper_bound"`) {
+		t.Fatalf("JSON lacks the figure's kind: %s", b)
 	}
 }
 
@@ -327,7 +339,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
 	oomAdvice(&o, 100, i64(78*GiB))
 	want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance))
-	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" {
+	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -237,6 +238,7 @@ var funcs = template.FuncMap{
 	"dur":    analysis.FormatDuration,
 	"secs":   func(ns int64) float64 { return float64(ns) / 1e9 },
 	"ms":     func(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) },
+	"num":    func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
 	"pctp": func(f *float64) string {
 		if f == nil {
@@ -366,7 +368,7 @@ At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{byte
 {{range .LeftOut}}<br>Left out: {{.}}.{{end}}
 {{with .ShortBytes}}Short by {{bytesv .}}.{{end}}
 {{with .CacheWouldHelp}}{{if .}}The allocator's cached free memory would have served it: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or call torch.cuda.empty_cache().{{else}}expandable_segments or empty_cache() would not have made room.{{end}}{{end}}
-{{with .FittingBatch}}Batch size that could fit: {{f1 .}} or less, from this run's own figures.{{end}}
+{{if .FittingBatch}}{{if eq .FitKind.String "estimate"}}Batch size that would fit: {{num .FittingBatch}}, from this run's per-step peak.{{else}}Batch size at most {{num .FittingBatch}}: an upper bound, not a batch known to fit. No step completed, so the step's need is known only from below (allocated + the request); the batch that fits is smaller, by what the rest of the step would have allocated.{{end}}{{end}}
 {{with .LargestGrowth}}Largest growth between steps before it: {{bytesv .}}.{{end}}
 {{with .Holders}}<p>Largest holders at the OOM:</p>{{template "sitefigs" .}}{{end}}
 {{with .Summary}}<pre>{{.}}</pre>{{end}}</div>

@@ -233,10 +233,11 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			}
 		}
 		if o.FittingBatch != nil {
-			if o.FitBasis == "step_peak" {
-				fmt.Fprintf(w, "  batch_size %s would fit (from this run's per-step peak)\n", strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64))
+			b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
+			if o.FitKind == analysis.FitEstimate {
+				fmt.Fprintf(w, "  batch_size %s would fit (from this run's per-step peak)\n", b)
 			} else {
-				fmt.Fprintf(w, "  batch_size %s at most could fit (no step completed, so only a lower bound of the step's need is known: record a smaller batch and use memrec compare --by batch_size)\n", strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64))
+				fmt.Fprintf(w, "  batch_size at most %s: an upper bound, not a batch known to fit. No step completed, so the step's need is known only from below (allocated + the request); the batch that fits is smaller, by what the rest of the step would have allocated. Record a smaller batch and use memrec compare --by batch_size\n", b)
 			}
 		}
 		if o.LargestGrowth != nil {
