@@ -23,8 +23,9 @@ const (
 
 // gen writes runs with known ground truth as JSON Lines.
 type gen struct {
-	b   strings.Builder
-	rng *rand.Rand
+	b           strings.Builder
+	rng         *rand.Rand
+	sampleEvery int // site snapshots: stacks kept on one step in this many (see siteLine)
 }
 
 func (g *gen) line(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) }
@@ -118,12 +119,20 @@ func (g *gen) train(name string, c trainCfg) {
 // siteLine writes a site snapshot of what train allocates: the weights and
 // optimizer state (3 GiB at model.py:10), a steady 512 MiB buffer at
 // model.py:20, what leaks (train.py:52 in keep) and 1 GiB untracked.
+//
+// With g.sampleEvery N > 1 the probe kept stacks on one step in N: the
+// leak's site holds a Nth of what leaked, the untracked entry the rest.
 func (g *gen) siteLine(t int64, gpu int, reason string, epoch int, kept int64) {
-	g.line(`{"type":"sites","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"reason":%q,"epoch":%d,"untracked":{"live_bytes":%d,"live_blocks":9},"sites":[`+
+	untracked, sampled := int64(GiB), ""
+	if n := int64(g.sampleEvery); n > 1 {
+		tracked := kept / n
+		untracked, kept, sampled = untracked+kept-tracked, tracked, fmt.Sprintf(`"sampled_every":%d,`, n)
+	}
+	g.line(`{"type":"sites","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"reason":%q,"epoch":%d,`+sampled+`"untracked":{"live_bytes":%d,"live_blocks":9},"sites":[`+
 		`{"file":"/w/model.py","line":10,"func":"__init__","live_bytes":%d,"live_blocks":40},`+
 		`{"file":"/w/model.py","line":20,"func":"buffer","live_bytes":%d,"live_blocks":1},`+
 		`{"file":"/w/train.py","line":52,"func":"keep","stack":["train.py:80 step"],"live_bytes":%d,"live_blocks":%d}]}`,
-		t, gpu, 100+gpu, gpu, reason, epoch, int64(GiB), int64(3*GiB)-512*MiB, int64(512*MiB), kept, kept/(4*MiB)+1)
+		t, gpu, 100+gpu, gpu, reason, epoch, untracked, int64(3*GiB)-512*MiB, int64(512*MiB), kept, kept/(4*MiB)+1)
 }
 
 func analyzeJSONL(t *testing.T, data string) map[string]*Report {

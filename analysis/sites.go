@@ -94,15 +94,20 @@ type GrowingSite struct {
 	// per step, or per hour, over the slope's); without a leak verdict,
 	// its part of the growth of every site that grows.
 	Share float64 `json:"share"`
+	// SampledEvery is N when the probe kept stacks on one step in N only:
+	// the growth and its rates are then the tracked growth times N, an
+	// estimate (LastBytes − FirstBytes stays what was tracked).
+	SampledEvery int64 `json:"sampled_every,omitempty"`
 }
 
 // HeldBy names the site that explains most of a leak.
 type HeldBy struct {
-	Site  string  `json:"site"`
-	File  string  `json:"file"`
-	Line  int     `json:"line"`
-	Func  string  `json:"func"`
-	Share float64 `json:"share"`
+	Site         string  `json:"site"`
+	File         string  `json:"file"`
+	Line         int     `json:"line"`
+	Func         string  `json:"func"`
+	Share        float64 `json:"share"`
+	SampledEvery int64   `json:"sampled_every,omitempty"`
 }
 
 // siteSnap is one snapshot: its rows, untracked first.
@@ -179,7 +184,7 @@ func (a *gpuAnalysis) where() error {
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.Verdict == VerdictLeak && len(w.Growing) > 0 {
 		g := w.Growing[0]
-		l.HeldBy = &HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share}
+		l.HeldBy = &HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
 	}
 	for i := range a.gr.OOMs {
 		o := &a.gr.OOMs[i]
@@ -303,7 +308,10 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 
 // growingOf returns the growing sites of one process's snapshots ss, and
 // the growth of all its sites that grew (the basis of a share when there
-// is no leak slope).
+// is no leak slope). Where the probe kept stacks on one step in N only
+// (sampled_every), each change between two snapshots counts N times, and
+// the untracked blocks, which then hold the other steps' blocks too, are
+// not a site that grows.
 func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
 	if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
 		return nil, 0
@@ -315,7 +323,9 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	}
 	sites := map[string]*series{}
 	var order []string
+	var sampled int64
 	for i, s := range ss {
+		sampled = max(sampled, s.rows[0].SampledEvery)
 		for _, r := range s.rows {
 			if r.File == storage.SiteOther {
 				continue
@@ -330,13 +340,22 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 			se.vals[i] += r.LiveBytes
 		}
 	}
+	if sampled < 2 {
+		sampled = 0
+	}
 	first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
 	steps := stepsBetween(a.steps, first.T, last.T)
 	hours := float64(last.T-first.T) / 3.6e12
 	for _, k := range order {
 		se := sites[k]
+		if sampled > 0 && se.row.File == storage.SiteUntracked {
+			continue
+		}
 		v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
-		growth := v1 - v0
+		var growth int64
+		for i := 1; i < len(ss); i++ {
+			growth += (se.vals[i] - se.vals[i-1]) * max(1, ss[i].rows[0].SampledEvery)
+		}
 		if growth > 0 {
 			totalGrowth += growth
 		}
@@ -345,7 +364,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		}
 		g := GrowingSite{Site: se.row.Label(), File: se.row.File, Line: se.row.Line, Func: se.row.Func,
 			Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
-			LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours}
+			LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours, SampledEvery: sampled}
 		if steps > 0 {
 			g.BytesPerStep = f64(float64(growth) / float64(steps))
 		}
@@ -389,7 +408,11 @@ func (h *HeldBy) words() string {
 	if h.Func != "" {
 		where += " in `" + h.Func + "`"
 	}
-	return fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
+	words := fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
+	if h.SampledEvery > 1 {
+		words += fmt.Sprintf(" (estimated: stacks kept on one step in %d)", h.SampledEvery)
+	}
+	return words
 }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time

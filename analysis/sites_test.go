@@ -55,6 +55,39 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 	}
 }
 
+// The same leak where the probe kept stacks on one step in 8 only (a
+// CPU-bound job): the site holds an eighth of what leaked and the untracked
+// entry the rest. The growth is scaled back, the site still explains the
+// whole slope, the sentence says it is an estimate, and the untracked
+// entry is not a growing site.
+func TestWhereScalesSampledSites(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(11, 12)), sampleEvery: 8}
+	c := trainCfg{gpus: 1, epochs: 4, stepsPerEpoch: 64, stepNS: 100e6, leak: []int64{4 * MiB}, noise: 64 << 10, sites: true}
+	g.train("leak", c)
+	job := c.job()
+	gr := analyzeJSONL(t, g.b.String())["leak"].GPUs[0]
+	w := gr.Where
+	if w == nil || len(w.Growing) != 1 {
+		t.Fatalf("where %+v", w)
+	}
+	gs := w.Growing[0]
+	steps := c.epochs * c.stepsPerEpoch
+	if gs.Site != "train.py:52" || gs.SampledEvery != 8 || gs.GrowthBytes != job.Kept(0, steps)-job.Kept(0, c.stepsPerEpoch) ||
+		gs.BytesPerStep == nil || *gs.BytesPerStep != float64(job.LeakPerStep(0)) || gs.LastBytes-gs.FirstBytes != gs.GrowthBytes/8 {
+		t.Errorf("growing site %+v", gs)
+	}
+	if !within(gs.Share, 1, 0.02) {
+		t.Errorf("share of the slope %.3f, want 1", gs.Share)
+	}
+	h := gr.Leak.HeldBy
+	if h == nil || h.SampledEvery != 8 {
+		t.Fatalf("held by %+v", h)
+	}
+	if s := gr.Leak.Sentence(0); !strings.Contains(s, "held by blocks allocated at train.py:52 in `keep` (estimated: stacks kept on one step in 8)") {
+		t.Errorf("sentence %q", s)
+	}
+}
+
 // The OOM's post-mortem lists the holders at the OOM.
 func TestWhereOOMHolders(t *testing.T) {
 	g := &gen{rng: rand.New(rand.NewPCG(13, 14))}

@@ -32,6 +32,9 @@ const (
 type schema struct {
 	name SeriesKind
 	ints []string // int columns, in stored order (names for messages)
+	// minInts is how many int columns a series written before the last
+	// ones were added has; 0: all of them. Absent columns read as 0.
+	minInts int
 	strs []string // string columns
 	// count is the run's counter of this kind.
 	count func(*Counts) *int64
@@ -154,8 +157,9 @@ var markSchema = rowSchema[Mark]{
 // per chunk, so a site costs its byte counts and a few index bytes.
 var siteSchema = rowSchema[SiteSample]{
 	schema: schema{name: SeriesSites, ints: []string{"rank+1", "epoch+1", "since_ns", "line", "live_bytes", "live_blocks",
-		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad"},
-		strs:  []string{"reason", "name", "file", "func", "stack"},
+		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad", "sampled_every"},
+		minInts: 12, // "sampled_every" came later
+		strs:    []string{"reason", "name", "file", "func", "stack"},
 		count: func(c *Counts) *int64 { return &c.Sites }},
 	kind: kindSite,
 	key:  func(s SiteSample) seriesKey { return seriesKey{kind: kindSite, gpu: s.GPU, pid: s.PID} },
@@ -178,7 +182,7 @@ var siteSchema = rowSchema[SiteSample]{
 			v    int64
 		}{{"since_ns", s.SinceNS}, {"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
 			{"alloc_bytes", s.AllocBytes}, {"allocs", s.Allocs}, {"freed_bytes", s.FreedBytes},
-			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}} {
+			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}, {"sampled_every", s.SampledEvery}} {
 			if err := checkBytes(c.name, c.v); err != nil {
 				return err
 			}
@@ -187,15 +191,19 @@ var siteSchema = rowSchema[SiteSample]{
 	},
 	put: func(s SiteSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), optEncode(s.Epoch), s.SinceNS, int64(s.Line), s.LiveBytes,
-				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad),
+				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad, s.SampledEvery),
 			append(strs, string(s.Reason), s.Name, s.File, s.Func, s.Stack)
 	},
 	get: func(d *decoded, i int, k seriesKey) SiteSample {
 		c, st := d.ints, d.strs
-		return SiteSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
+		s := SiteSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
 			SinceNS: c[2][i], Line: int(c[3][i]), LiveBytes: c[4][i], LiveBlocks: c[5][i], AllocBytes: c[6][i],
 			Allocs: c[7][i], FreedBytes: c[8][i], Frees: c[9][i], Sites: c[10][i], Bad: c[11][i],
 			Reason: SitesReason(st[0][i]), Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
+		if len(c) > 12 {
+			s.SampledEvery = c[12][i]
+		}
+		return s
 	},
 }
 
@@ -218,7 +226,11 @@ func (k seriesKind) cols() (ints, strs int) {
 
 // checkCols returns ErrCorrupt unless d has the columns of kind k.
 func (s *schema) checkCols(d *decoded) error {
-	if len(d.ints) != len(s.ints) || len(d.strs) != len(s.strs) {
+	minInts := len(s.ints)
+	if s.minInts > 0 {
+		minInts = s.minInts
+	}
+	if len(d.ints) < minInts || len(d.ints) > len(s.ints) || len(d.strs) != len(s.strs) {
 		return fmt.Errorf("%w: a %s series has %d int and %d string columns, want %d and %d",
 			ErrCorrupt, s.name, len(d.ints), len(d.strs), len(s.ints), len(s.strs))
 	}

@@ -148,3 +148,71 @@ func TestCloseTrims(t *testing.T) {
 		t.Fatalf("after reopening: %d lines in, %d out", len(want), len(got))
 	}
 }
+
+// TestReadSitesWithoutSampledEvery reads site snapshots written before the
+// sites series had its "sampled_every" column (12 int columns):
+// testdata/sites-12cols.db holds the import of testdata/sites-12cols.jsonl.
+// Every row reads back with SampledEvery 0, the export gives back every
+// line, and a snapshot added to the database is written with the column.
+func TestReadSitesWithoutSampledEvery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(path, gunzip(t, "sites-12cols.db.gz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Run("old-sites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []SiteSample
+	it := db.SiteSamples(r, 0, 7, MinTime, MaxTime)
+	for it.Next() {
+		rows = append(rows, it.At())
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	if len(rows) != 6 || rows[5].LiveBytes != 3*256000 || rows[5].Line != 52 {
+		t.Fatalf("read %d rows, last %+v", len(rows), rows[len(rows)-1])
+	}
+	for _, s := range rows {
+		if s.SampledEvery != 0 {
+			t.Fatalf("row %+v: SampledEvery %d, want 0", s, s.SampledEvery)
+		}
+	}
+	var out, fresh bytes.Buffer
+	if err := db.Export(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	now := openTestDB(t)
+	runs, err := importString(now, "sites-12cols.jsonl", string(gunzip(t, "sites-12cols.jsonl.gz")), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := now.Export(&fresh, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalize(t, out.Bytes()), normalize(t, fresh.Bytes()); !slices.Equal(got, want) {
+		t.Fatalf("export differs from that of the same input imported now:\n%s\n%s", out.String(), fresh.String())
+	}
+	sampled := rows[:2]
+	for i := range sampled {
+		sampled[i].T, sampled[i].PID, sampled[i].SampledEvery = 1_005_000_000_000, 8, 4
+	}
+	if _, err := db.AddSites("old-sites", [][]SiteSample{sampled}); err != nil {
+		t.Fatal(err)
+	}
+	it = db.SiteSamples(r, 0, 8, MinTime, MaxTime)
+	for it.Next() {
+		if it.At().SampledEvery != 4 {
+			t.Fatalf("added row %+v, want SampledEvery 4", it.At())
+		}
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+}

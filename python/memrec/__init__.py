@@ -120,7 +120,7 @@ def epoch_end(n: int) -> None:
     if p.enabled:
         try:
             p.mark_with_sample("epoch_end", epoch=n)
-            if p.sites.mode is not None:
+            if p.sites.armed:
                 p.sites.send(sys.modules.get("torch"), "epoch_end", epoch=n)
         except Exception:
             pass
@@ -193,7 +193,7 @@ def snapshot(name: "str | None" = None) -> None:
     if p.enabled and p.sites.on:
         try:
             p._torch()  # turns the history on if CUDA started since
-            if p.sites.mode is not None:
+            if p.sites.armed:
                 p.sites.send(sys.modules.get("torch"), "snapshot", name=name)
         except Exception:
             pass
@@ -299,7 +299,7 @@ def _at_exit(p):
     def last():
         try:
             q = _get()
-            if q.enabled and q.sites.mode is not None:
+            if q.enabled and q.sites.armed:
                 q.sites.send(sys.modules.get("torch"), "exit")
                 q.flush(2.0)
         except Exception:

@@ -225,7 +225,7 @@ class Probe:
         if not self.enabled:
             return
         try:
-            if self.sites.on and self.sites.mode is None:
+            if self.sites.on and not self.sites.armed:
                 t = sys.modules.get("torch")
                 if t is not None:
                     self.sites.arm(t)
@@ -269,7 +269,7 @@ class Probe:
         except Exception:
             return None
         self._attach_observer(torch)
-        if self.sites.on and self.sites.mode is None:
+        if self.sites.on and not self.sites.armed:
             self.sites.arm(torch)
         return torch
 
@@ -332,7 +332,7 @@ class Probe:
         CPU-bound job every microsecond here is one the step pays."""
         t = time.time_ns()
         q = self.queue
-        if t - self.last_step_sample_ns < self.step_sample_ns and self.sites.mode is None:
+        if t - self.last_step_sample_ns < self.step_sample_ns and not self.sites.armed:
             if len(q) < MAX_QUEUE:
                 q.append((_STEP, t, i, self.step_rank, ()))
             else:
@@ -351,7 +351,7 @@ class Probe:
                     samples.append((self._gpu(torch, d), C._cuda_memoryStats(d)))
                     C._cuda_resetPeakMemoryStats(d)
         self._put((_STEP, t, i, self.step_rank, samples))
-        if self.sites.mode is not None:
+        if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
 
     def _gpu(self, torch: Any, device: int) -> int:
@@ -395,7 +395,7 @@ class Probe:
     def _on_oom(self, device: int, requested: int, device_total: int, device_free: int) -> None:
         """torch's out-of-memory observer: called before the error is raised."""
         try:
-            if self.sites.mode is not None:
+            if self.sites.armed:
                 self.sites.send(sys.modules.get("torch"), "oom", devices=[device])
         except Exception:
             pass

@@ -201,6 +201,7 @@ class ProbeSitesTest(unittest.TestCase):
         sys.modules["torch"] = torch
         os.environ["MEMREC_SITES"] = "1"
         os.environ["MEMREC_SITES_WINDOW"] = "2"
+        os.environ["MEMREC_SITES_EVERY"] = "1"  # no measuring: the history on every step
         p = _probe.Probe(path=srv.path, timer=0)
         memrec._instance = p
         memrec.sites(True)
@@ -229,6 +230,83 @@ class ProbeSitesTest(unittest.TestCase):
         self.assertLess(kinds.index("sites", kinds.index("epoch_end")), kinds.index("oom"))  # the OOM's summary comes first
         p.close()
         srv.close()
+
+    def sites_with_clock(self, step_s):
+        """A probe whose sites run on a fake clock: each step takes
+        step_s(mode) seconds, mode being what the history records."""
+        torch = make_fake_torch()
+        h = add_history(torch)
+        sys.modules["torch"] = torch
+        os.environ["MEMREC_SITES_WINDOW"] = "0"
+        p = _probe.Probe(path="", timer=0)
+        now = [100.0]
+        p.sites.clock = lambda: now[0]
+        p.sites.enable(True)
+
+        def run(n):
+            for _ in range(n):
+                now[0] += step_s(h["calls"][-1])
+                p.sites.step(torch)
+        return p, h, run
+
+    def test_cheap_history_stays_on(self):
+        p, h, run = self.sites_with_clock(lambda mode: 0.014 * (1.005 if mode == "state" else 1))
+        run(1 + 2 * _sites.CAL_PAIRS * _sites.CAL_BLOCK)
+        self.assertAlmostEqual(p.sites.cost, 0.005)
+        self.assertEqual(p.sites.every, 1)
+        run(50)
+        self.assertEqual(h["calls"][-1], "state")
+        self.assertEqual(h["calls"].count("state"), _sites.CAL_PAIRS + 2)  # armed, each "with" block, kept on
+
+    def test_costly_history_is_sampled(self):
+        # +11 %, as on a CPU-bound MLP: on one step in ceil(0.11 / 0.015) = 8
+        p, h, run = self.sites_with_clock(lambda mode: 0.001 * (1.11 if mode == "state" else 1))
+        run(1 + 2 * _sites.CAL_PAIRS * _sites.CAL_BLOCK)
+        self.assertAlmostEqual(p.sites.cost, 0.11)
+        self.assertEqual(p.sites.every, 8)
+        before = len(h["calls"])
+        run(80)
+        modes = h["calls"][before:]
+        self.assertEqual(modes.count("state"), 10)  # 80 steps, on for one in 8
+        self.assertEqual(modes.count(None), 10)
+        lines = p.sites.send(sys.modules["torch"], "snapshot")
+        self.assertEqual(json.loads(lines[0])["sampled_every"], 8)
+
+    def test_noisy_outlier_steps_do_not_decide(self):
+        # An epoch's end (a summary, a data loader restart) in one block
+        # makes one step slow; medians keep it out.
+        n = [0]
+
+        def step_s(mode):
+            n[0] += 1
+            return 0.5 if n[0] == 20 else 0.010
+        p, _, run = self.sites_with_clock(step_s)
+        run(1 + 2 * _sites.CAL_PAIRS * _sites.CAL_BLOCK)
+        self.assertEqual(p.sites.every, 1)
+
+    def test_windows_stay_in_their_budget(self):
+        torch = make_fake_torch()
+        h = add_history(torch)
+        sys.modules["torch"] = torch
+        os.environ["MEMREC_SITES_EVERY"] = "1"
+        os.environ["MEMREC_SITES_WINDOW"] = "3"
+        p = _probe.Probe(path="", timer=0)
+        now = [0.0]
+        p.sites.clock = lambda: now[0]
+        p.sites.enable(True)
+        opened = []
+        for epoch in range(120):
+            p.sites.epoch_start()
+            for i in range(20):  # 20 steps of 10 ms; a window's steps take 40 ms
+                now[0] += 0.040 if p.sites.mode == "all" else 0.010
+                before = p.sites.window_end
+                p.sites.step(torch)
+                if before < 0 <= p.sites.window_end:
+                    opened.append(epoch)
+        # a window costs 3 x 30 ms: one in 0.09 / 0.01 = 9 s at most, and
+        # an epoch without one lasts 0.2 s: the first window, then one
+        # every 45 epochs
+        self.assertEqual(opened, [0, 45, 90])
 
     def test_history_waits_for_cuda(self):
         torch = make_fake_torch()

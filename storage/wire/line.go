@@ -144,7 +144,7 @@ func (r *Record) gpu() (gpu int, ok bool) {
 func (f *fields) sites() []SiteSample {
 	head := SiteSample{T: f.int("t_ns", true, 0), GPU: f.gpu(), PID: int(f.int("pid", true, 0)),
 		Rank: f.opt("rank"), Reason: SitesReason(f.str("reason", true)), Epoch: f.opt("epoch"), Name: f.str("name", false),
-		SinceNS: f.int("since_ns", false, 0)}
+		SinceNS: f.int("since_ns", false, 0), SampledEvery: f.count("sampled_every")}
 	if head.SinceNS < 0 {
 		f.fail("%q is negative (%d)", "since_ns", head.SinceNS)
 	}
@@ -413,6 +413,9 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 	}
 	if h.SinceNS != 0 {
 		b = appendKV(b, "since_ns", h.SinceNS)
+	}
+	if h.SampledEvery > 1 {
+		b = appendKV(b, "sampled_every", h.SampledEvery)
 	}
 	var other *SiteSample
 	for i := range rows {
