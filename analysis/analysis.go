@@ -88,11 +88,18 @@ type GPUReport struct {
 	// regular sawtooth) when the run has no step marks; the basis says how.
 	InferredStepTimeS *float64 `json:"inferred_step_time_s,omitempty"`
 	InferredStepBasis string   `json:"inferred_step_basis,omitempty"`
-	Fragmentation     *Frag    `json:"fragmentation"`
-	Unseen            *Unseen  `json:"unseen_by_pytorch"`
-	OOMs              []OOM    `json:"ooms"`
-	AllocRetries      *int64   `json:"alloc_retries"`
-	FirstRetryNS      *int64   `json:"first_alloc_retry_ns,omitempty"`
+	// InferredEpochs are epochs read from device memory alone, for a run
+	// without epoch and step marks: the step sawtooth broken by recurring
+	// pauses. InferredEpochBasis says how they were found; where they were
+	// looked for and none found, EpochsNotInferred says why.
+	InferredEpochs     []EpochDelta `json:"inferred_epochs,omitempty"`
+	InferredEpochBasis string       `json:"inferred_epoch_basis,omitempty"`
+	EpochsNotInferred  string       `json:"epochs_not_inferred,omitempty"`
+	Fragmentation      *Frag        `json:"fragmentation"`
+	Unseen             *Unseen      `json:"unseen_by_pytorch"`
+	OOMs               []OOM        `json:"ooms"`
+	AllocRetries       *int64       `json:"alloc_retries"`
+	FirstRetryNS       *int64       `json:"first_alloc_retry_ns,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
@@ -351,6 +358,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		return nil, err
 	}
 	for _, g := range rep.GPUs {
+		if len(g.InferredEpochs) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d epochs inferred from device memory (inferred_epochs), labelled as such; the time slices are still in intervals",
+				g.Label(), len(g.InferredEpochs)))
+		}
 		if g.InconsistentSamples > 0 {
 			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)
 			if g.InconsistentSamples == 1 {

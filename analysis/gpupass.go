@@ -43,6 +43,8 @@ type gpuAnalysis struct {
 	used, alloc view
 	job         *JobSpan      // where the command's processes hold memory, when known before the passes
 	stepPeaks   *spans        // the probe's per-step peak, by floor span
+	pattern     *stepPattern  // the step sawtooth of the job's middle minute, once looked for
+	inferred    []epochSpan   // epochs read from device memory, without epoch and step marks
 	torchAt     []torchAtTime // the allocator sums at each query time
 	// At the OOMs (oomT, their sorted times): the device and allocator
 	// samples nearest to each.
@@ -54,8 +56,8 @@ type gpuAnalysis struct {
 
 // view is one series' values where the passes need them.
 type view struct {
-	at                     *atTimes
-	floors, epochs, slices *spans
+	at                               *atTimes
+	floors, epochs, slices, inferred *spans
 }
 
 // torchAtTime is the allocator view (summed over the GPU's processes) at a time.
@@ -114,6 +116,7 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.gr.Steps = a.steps // shared: neither changes them
 	a.procJobSpan()
 	a.deviceJobSpan()
+	a.inferEpochs()
 	sliced := run
 	if a.job != nil {
 		sliced.StartNS, sliced.EndNS = a.job.FromNS, a.job.ToNS
@@ -176,6 +179,9 @@ func (a *gpuAnalysis) queryTimes() {
 	}
 	for _, sl := range a.slices {
 		q = append(q, sl.start, sl.end)
+	}
+	for _, e := range a.inferred {
+		q = append(q, e.start, e.end)
 	}
 	for _, m := range a.ooms {
 		q = append(q, m.T)
@@ -248,8 +254,12 @@ func (a *gpuAnalysis) newView() view {
 	for i, sl := range a.slices {
 		sliceLo[i], sliceHi[i] = sl.start, sl.end+1
 	}
+	inferLo, inferHi := make([]int64, len(a.inferred)), make([]int64, len(a.inferred))
+	for i, e := range a.inferred {
+		inferLo[i], inferHi[i] = e.start, e.end+1
+	}
 	return view{at: newAtTimes(a.q), floors: newSpans(a.flo, a.fhi),
-		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi)}
+		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi), inferred: newSpans(inferLo, inferHi)}
 }
 
 // add places one sample of the series in every tracker but the query times.
@@ -257,6 +267,7 @@ func (v view) add(t, x int64) {
 	v.floors.add(t, x)
 	v.epochs.add(t, x)
 	v.slices.add(t, x)
+	v.inferred.add(t, x)
 }
 
 // devicePass reads the device samples: the used and driver-reserved
@@ -440,6 +451,7 @@ func (a *gpuAnalysis) epochDeltas() {
 	if len(a.mi.epochs) == 0 {
 		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices)
 	}
+	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred)
 }
 
 // deltas is the change of used and allocated memory over each span.

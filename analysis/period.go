@@ -15,18 +15,30 @@ import (
 // periodWindow is how much of the job fallPeriod reads: its middle minute.
 const periodWindow = int64(60e9)
 
+// stepPattern is the regular falls fallPeriod found in a span of device
+// memory: their median spacing (the period) and depth.
+type stepPattern struct {
+	from, to int64 // the span read
+	period   int64
+	falls    int
+	depth    int64
+	ok       bool
+}
+
 // fallPeriod finds the period of regular falls in a device series (time
 // order): a fall is a drop by more than half of the series' range and at
 // least 16 MiB, consecutive dropping samples counting as one. It needs at
 // least six falls whose spacings lie within 15 % of their median (median
-// absolute deviation); the period is that median.
-func fallPeriod(t, v []int64) (period int64, falls int, ok bool) {
+// absolute deviation); the period is that median, and the depth the
+// falls' median depth.
+func fallPeriod(t, v []int64) stepPattern {
 	if len(v) < 3 {
-		return 0, 0, false
+		return stepPattern{}
 	}
 	lo, hi := slices.Min(v), slices.Max(v)
 	thr := max(16<<20, (hi-lo)/2)
 	var at []int64
+	var depths []float64
 	for i := 1; i < len(v); i++ {
 		if v[i-1]-v[i] <= 0 {
 			continue
@@ -39,11 +51,12 @@ func fallPeriod(t, v []int64) (period int64, falls int, ok bool) {
 		}
 		if v[i-1]-v[j] > thr {
 			at = append(at, t[i])
+			depths = append(depths, float64(v[i-1]-v[j]))
 		}
 		i = j
 	}
 	if len(at) < 6 {
-		return 0, len(at), false
+		return stepPattern{falls: len(at)}
 	}
 	d := make([]float64, len(at)-1)
 	for i := range d {
@@ -57,23 +70,24 @@ func fallPeriod(t, v []int64) (period int64, falls int, ok bool) {
 	}
 	slices.Sort(dev)
 	if m <= 0 || median(dev) > 0.15*m {
-		return 0, len(at), false
+		return stepPattern{falls: len(at)}
 	}
-	return int64(m), len(at), true
+	slices.Sort(depths)
+	return stepPattern{period: int64(m), falls: len(at), depth: int64(median(depths)), ok: true}
 }
 
-// inferStepTime looks for a step period in the job's device memory when
-// the run has no step marks.
-func (a *gpuAnalysis) inferStepTime() error {
-	if !a.hasDevice || len(a.steps) >= 2 {
-		return nil
-	}
+// stepPattern looks for regular falls in the middle minute of the job's
+// device memory (of the run, when the job is not known), once per span.
+func (a *gpuAnalysis) stepPattern() (stepPattern, error) {
 	from, to := a.run.StartNS, a.run.EndNS
 	if a.job != nil {
 		from, to = a.job.FromNS, a.job.ToNS
 	}
 	if mid := from + (to-from)/2; to-from > periodWindow {
 		from, to = mid-periodWindow/2, mid+periodWindow/2
+	}
+	if p := a.pattern; p != nil && p.from == from && p.to == to {
+		return *p, nil
 	}
 	var ts, vs []int64
 	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
@@ -82,14 +96,26 @@ func (a *gpuAnalysis) inferStepTime() error {
 		ts, vs = append(ts, s.T), append(vs, s.Used)
 	}
 	if err := it.Err(); err != nil {
-		return err
+		return stepPattern{}, err
 	}
-	p, n, ok := fallPeriod(ts, vs)
-	if !ok {
+	p := fallPeriod(ts, vs)
+	p.from, p.to = from, to
+	a.pattern = &p
+	return p, nil
+}
+
+// inferStepTime looks for a step period in the job's device memory when
+// the run has no step marks.
+func (a *gpuAnalysis) inferStepTime() error {
+	if !a.hasDevice || len(a.steps) >= 2 {
 		return nil
 	}
-	a.gr.InferredStepTimeS = f64(float64(p) / 1e9)
+	p, err := a.stepPattern()
+	if err != nil || !p.ok {
+		return err
+	}
+	a.gr.InferredStepTimeS = f64(float64(p.period) / 1e9)
 	a.gr.InferredStepBasis = fmt.Sprintf("device memory falls every %.3f s (%d falls in the %s read): the job gives memory back once a step, or once every few steps",
-		float64(p)/1e9, n, FormatDuration(float64(to-from)/1e9))
+		float64(p.period)/1e9, p.falls, FormatDuration(float64(p.to-p.from)/1e9))
 	return nil
 }

@@ -51,6 +51,11 @@ type Bound struct {
 var (
 	ErrNoSuchMark  = errors.New("the run has no such mark")
 	ErrEmptyWindow = errors.New("the window is empty")
+	// ErrNoEpochMarks is an epoch bound on a run without epoch marks (it
+	// is also ErrNoSuchMark). Epochs inferred from device memory do not
+	// serve as bounds: finding them reads the whole job, where a window
+	// must cost what the window holds, and their bounds are estimates.
+	ErrNoEpochMarks = fmt.Errorf("%w: the run has no epoch marks", ErrNoSuchMark)
 )
 
 // Window resolves from and to against a run and returns the run restricted
@@ -123,6 +128,9 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 		}
 		return t.UnixNano(), nil
 	case BoundEpoch:
+		if len(mi.epochs) == 0 {
+			return 0, fmt.Errorf("epoch %d: %w", b.N, ErrNoEpochMarks)
+		}
 		for _, e := range mi.epochs {
 			if e.n == b.N {
 				if end {

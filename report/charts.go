@@ -207,7 +207,11 @@ func maxOf(s analysis.Series) float64 {
 // addEpochsAndMarks shades epochs and draws event, OOM and exit marks as
 // vertical lines between y0 and y1.
 func addEpochsAndMarks(p *plot.Plot, rep *analysis.Report, g analysis.GPUReport, ax timeAxis, y0, y1 float64) {
-	for i, e := range g.Epochs {
+	epochs := g.Epochs
+	if len(epochs) == 0 {
+		epochs = g.InferredEpochs
+	}
+	for i, e := range epochs {
 		if i%2 == 1 {
 			continue
 		}
@@ -287,7 +291,11 @@ func timelineChart(rep *analysis.Report, g analysis.GPUReport, title string, yMa
 // epochChart: Δ device used and Δ allocated per epoch (or time slice).
 func epochChart(g analysis.GPUReport) *plot.Plot {
 	rows, what := g.Epochs, "epoch"
-	if len(rows) == 0 {
+	switch {
+	case len(rows) > 0:
+	case len(g.InferredEpochs) > 0:
+		rows, what = g.InferredEpochs, "inferred epoch"
+	default:
 		rows, what = g.Intervals, "time slice"
 	}
 	var used, alloc plotter.Values

@@ -344,7 +344,11 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{if .Epochs}}<table class="epochs"><tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>
 {{range .Epochs}}<tr><td>{{.Epoch}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .AllocatedStartBytes}}</td><td>{{bytes .AllocatedEndBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td></tr>
 {{end}}</table>
-{{else if .Intervals}}<p class="note">No epoch marks: deltas over ten equal slices of the run instead.</p>
+{{else if .InferredEpochs}}<p class="note">No epoch marks: epochs inferred from device memory. {{.InferredEpochBasis}}.</p>
+<table class="epochs"><tr><th>inferred epoch</th><th>start</th><th>end</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
+{{range .InferredEpochs}}<tr><td>{{.Epoch}}</td><td>{{since $.R.StartNS .StartNS}}</td><td>{{since $.R.StartNS .EndNS}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
+{{end}}</table>
+{{else if .Intervals}}<p class="note">No epoch marks: deltas over ten equal slices of the run instead.{{with .EpochsNotInferred}} No epochs inferred: {{.}}.{{end}}</p>
 <table class="epochs"><tr><th>slice</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
 {{range .Intervals}}<tr><td>{{.Epoch}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No epochs and no samples to slice.</p>{{end}}

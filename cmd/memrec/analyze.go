@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -134,6 +135,9 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
 			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
 	}
+	if d, n := inferredGrowth(g); n > 0 && g.Leak.Verdict == analysis.VerdictLeak {
+		fmt.Fprintf(w, "      per inferred epoch: Δ used median %s (%d epochs found in device memory, not marked)\n", analysis.FormatBytes(d), n)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
 	for _, p := range g.Peaks {
@@ -141,14 +145,30 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	}
 	tw.Flush()
 	rows, label := g.Epochs, "Epoch"
-	if len(rows) == 0 && len(g.Intervals) > 0 {
+	switch {
+	case len(rows) > 0:
+	case len(g.InferredEpochs) > 0:
+		rows, label = g.InferredEpochs, "Inferred epoch"
+		fmt.Fprintf(w, "Epochs inferred from device memory, not marked: %s\n", g.InferredEpochBasis)
+	case len(g.Intervals) > 0:
 		rows, label = g.Intervals, "Slice"
 	}
 	if len(rows) > 0 {
+		// Marked epochs are placed by their marks; inferred ones show
+		// where they were found.
+		inferred := len(g.Epochs) == 0 && len(g.InferredEpochs) > 0
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\tused start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t\n", label)
+		fmt.Fprintf(tw, "%s\t", label)
+		if inferred {
+			fmt.Fprint(tw, "start\tend\t")
+		}
+		fmt.Fprintln(tw, "used start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t")
 		for _, e := range rows {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Epoch, B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
+			fmt.Fprintf(tw, "%d\t", e.Epoch)
+			if inferred {
+				fmt.Fprintf(tw, "%s\t%s\t", sinceStart(rep, e.StartNS), sinceStart(rep, e.EndNS))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
 				B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
 		}
 		tw.Flush()
@@ -175,6 +195,9 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.InferredStepTimeS != nil {
 		fmt.Fprintf(w, "Step time without step marks: %.3f s, inferred: %s\n", *g.InferredStepTimeS, g.InferredStepBasis)
 	}
+	if g.EpochsNotInferred != "" {
+		fmt.Fprintf(w, "Epochs without epoch marks: none inferred: %s\n", g.EpochsNotInferred)
+	}
 	if u := g.Unseen; u != nil {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
 			time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
@@ -186,6 +209,25 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.Where != nil {
 		printWhere(w, rep, g.Where, 5)
 	}
+}
+
+// inferredGrowth is the median change of device used over a GPU's
+// inferred epochs (when it has no marked ones), and how many had one.
+func inferredGrowth(g analysis.GPUReport) (int64, int) {
+	if len(g.Epochs) > 0 {
+		return 0, 0
+	}
+	var d []int64
+	for _, e := range g.InferredEpochs {
+		if e.DeltaUsedBytes != nil {
+			d = append(d, *e.DeltaUsedBytes)
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2], len(d)
 }
 
 // printOOMs writes the post-mortem of the OOMs that ended the job (or

@@ -14,7 +14,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // TestAnalyzeGolden pins `analyze`'s text and JSON on the real H200 runs,
-// with and without the probe's data. After a deliberate change, run
+// with and without the probe's data, and on a synthetic device-only run
+// whose epochs are inferred. After a deliberate change, run
 // `go test ./cmd/memrec -run TestAnalyzeGolden -update` and read the diff.
 func TestAnalyzeGolden(t *testing.T) {
 	t.Parallel()
@@ -28,10 +29,18 @@ func TestAnalyzeGolden(t *testing.T) {
 		}
 		files = append(files, fixtures.Path(name), dev)
 	}
+	// A run without marks whose epochs show on the device: the inferred
+	// epochs' keys.
+	eval := filepath.Join(dir, "eval-pauses.jsonl")
+	data, _ := fixtures.EvalRun("eval-pauses").Write()
+	if err := os.WriteFile(eval, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, eval)
 	if _, errs, code := run(t, db, "", append([]string{"import"}, files...)...); code != 0 {
 		t.Fatal(errs)
 	}
-	for _, name := range []string{fixtures.LeakRun, fixtures.CleanRun, fixtures.LeakRun + "-device", fixtures.CleanRun + "-device"} {
+	for _, name := range []string{fixtures.LeakRun, fixtures.CleanRun, fixtures.LeakRun + "-device", fixtures.CleanRun + "-device", "eval-pauses"} {
 		for _, c := range []struct {
 			ext  string
 			args []string

@@ -19,7 +19,8 @@ var badOutput = regexp.MustCompile(`%!|\bNaN\b|[+-]Inf\b`)
 
 // outputFixtures writes every kind of run the commands must cope with into
 // dir and returns the files: the real runs, the same runs without probe
-// (device only), a run with GPUs and no samples, and a run with only marks.
+// (device only), a device-only run whose epochs are inferred, a run with
+// GPUs and no samples, and a run with only marks.
 func outputFixtures(t *testing.T, dir string) []string {
 	t.Helper()
 	files := []string{fixtures.Path(fixtures.CleanRun), fixtures.Path(fixtures.LeakRun),
@@ -31,6 +32,8 @@ func outputFixtures(t *testing.T, dir string) []string {
 		}
 		files = append(files, p)
 	}
+	eval, _ := fixtures.EvalRun("eval-pauses").Write()
+	write("eval-pauses.jsonl", eval)
 	write("clean-device.jsonl", fixtures.DeviceOnly(t, fixtures.CleanRun))
 	write("leak-device.jsonl", fixtures.DeviceOnly(t, fixtures.LeakRun))
 	write("empty.jsonl", []byte(`{"type":"run","name":"empty","start_ns":1000000000,"tags":{"batch_size":"8"}}
@@ -61,7 +64,7 @@ func TestNoBrokenNumbersInAnyOutput(t *testing.T) {
 		t.Fatal(errs)
 	}
 	names := []string{fixtures.CleanRun, fixtures.LeakRun, fixtures.CleanRun + "-device", fixtures.LeakRun + "-device", "empty", "marks-only",
-		"r18-oom", "plain-leak-bs64", "gpt-bs8"}
+		"r18-oom", "plain-leak-bs64", "gpt-bs8", "eval-pauses"}
 	check := func(what, out string) {
 		t.Helper()
 		if loc := badOutput.FindStringIndex(out); loc != nil {

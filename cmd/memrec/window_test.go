@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/fixtures"
 )
 
 func TestParseBound(t *testing.T) {
@@ -154,4 +155,27 @@ func jsonDiff(path string, a, b any) []string {
 		return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
 	}
 	return nil
+}
+
+// TestEpochWindowNeedsEpochMarks: a run whose epochs are only inferred
+// (no epoch marks) refuses epoch:N as a bound, naming the flag and saying
+// why.
+func TestEpochWindowNeedsEpochMarks(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	data, _ := fixtures.EvalRun("eval-pauses").Write()
+	in := filepath.Join(dir, "eval.jsonl")
+	if err := os.WriteFile(in, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, db, "", "import", in); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{{"--from", "epoch:1"}, {"--from", "5", "--to", "epoch:2"}} {
+		_, errs, code := run(t, db, "", append([]string{"analyze", "eval-pauses"}, args...)...)
+		flag := fmt.Sprintf("%s %q", args[len(args)-2], args[len(args)-1])
+		if code == 0 || !strings.Contains(errs, flag) || !strings.Contains(errs, "no epoch marks") || !strings.Contains(errs, "inferred from device memory are not accepted") {
+			t.Errorf("%v: exit %d, %q; want an error naming %s", args, code, errs, flag)
+		}
+	}
 }

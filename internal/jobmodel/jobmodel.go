@@ -15,6 +15,13 @@
 // (which the allocator does not see), what the cache reserved and, with
 // more than one GPU, the communication buffers.
 //
+// A job that empties the cache at every step end (EmptyCache) keeps no
+// headroom: reserved follows the step's highest allocation so far and
+// falls back when the step ends, so the device shows each step as a
+// sawtooth. Between epochs such a job may evaluate (Eval): the weights,
+// the optimizer state and the evaluation's activations are held, and no
+// step falls.
+//
 // The model is a pure function of (GPU, step, fraction): timing, jitter
 // and noise belong to its users.
 package jobmodel
@@ -36,11 +43,17 @@ type Job struct {
 	// otherwise).
 	Headroom    float64
 	Fragmenting bool
-	Page        int64
-	Idle        int64 // NVML's used on an idle GPU
-	Context     int64 // CUDA context: NVML sees it, the allocator does not
-	NCCL        int64 // communication buffers, with more than one GPU
-	Total       int64 // each GPU's memory
+	// EmptyCache: torch.cuda.empty_cache() at every step end. Reserved is
+	// the step's highest allocation so far in Pages, with no headroom.
+	EmptyCache bool
+	// EvalActivations are held by the evaluation pass between epochs
+	// (no gradients: less than Activations); see Eval.
+	EvalActivations int64
+	Page            int64
+	Idle            int64 // NVML's used on an idle GPU
+	Context         int64 // CUDA context: NVML sees it, the allocator does not
+	NCCL            int64 // communication buffers, with more than one GPU
+	Total           int64 // each GPU's memory
 }
 
 // H200 is the simulator's job on H200s: 1 GiB of weights, 2 GiB of
@@ -128,8 +141,13 @@ func (j *Job) At(gpu, step int, f float64) Alloc {
 		splitShare = 0.7
 	}
 	reserved := roundUp(int64(float64(peak)*growth), j.Page)
-	if step < 0 {
+	switch {
+	case step < 0:
 		reserved = roundUp(a, j.Page)
+	case j.EmptyCache:
+		// The forward pass allocates up to 0.45 of the step; the backward
+		// pass frees into the cache, which empty_cache returns at the end.
+		reserved = roundUp(j.Allocated(gpu, step, min(f, 0.45)), j.Page)
 	}
 	reserved = max(reserved, roundUp(a, j.Page))
 	return Alloc{
@@ -140,6 +158,30 @@ func (j *Job) At(gpu, step int, f float64) Alloc {
 		Peak:          peak,
 		Segments:      reserved / (20 << 20),
 	}
+}
+
+// Eval is the allocator's state of GPU gpu during the evaluation pass
+// after epoch: what the epoch's last step left, and EvalActivations. With
+// EmptyCache the cache holds just that; otherwise the cache of the last
+// step serves it.
+func (j *Job) Eval(gpu, epoch int) Alloc {
+	last := (epoch+1)*j.StepsPerEpoch - 1
+	a := j.Allocated(gpu, last, 1) + j.EvalActivations
+	reserved := roundUp(a, j.Page)
+	if !j.EmptyCache {
+		reserved = max(reserved, j.At(gpu, last, 1).Reserved)
+	}
+	return Alloc{Allocated: a, Reserved: reserved, Active: a, Peak: j.Peak(gpu, last), Segments: reserved / (20 << 20)}
+}
+
+// EvalUsed is the device's used memory during the evaluation pass after
+// epoch.
+func (j *Job) EvalUsed(gpu, epoch int) int64 {
+	u := j.Idle + j.Context + j.Eval(gpu, epoch).Reserved
+	if j.GPUs > 1 {
+		u += j.NCCL
+	}
+	return u
 }
 
 // Used is the device's used memory (as NVML reports it) with GPU gpu's

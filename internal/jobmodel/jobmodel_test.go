@@ -63,3 +63,37 @@ func TestNoEpochs(t *testing.T) {
 		t.Errorf("reserved %d, want %d", a.Reserved, want)
 	}
 }
+
+// A job that empties its cache at every step end shows the step on the
+// device: up to the forward pass's peak, held through the backward pass,
+// back to the weights and optimizer state when the next step starts. Its
+// evaluation pass between epochs holds the evaluation's activations.
+func TestEmptyCacheSawtooth(t *testing.T) {
+	const MiB, GiB = 1 << 20, 1 << 30
+	j := H200(1, 10)
+	j.EmptyCache, j.EvalActivations, j.Leak = true, GiB, []int64{2 * MiB}
+	base := j.Idle + j.Context // one GPU: no communication buffers
+	pages := func(v int64) int64 { return (v + 2*MiB - 1) / (2 * MiB) * (2 * MiB) }
+	act := func(f float64) float64 { return f / 0.45 } // share of the activations, forward
+	for _, tc := range []struct {
+		step int
+		f    float64
+		want int64
+	}{
+		{3, 0, base + 3*GiB + 3*2*MiB},                                      // weights, optimizer, three steps' leaks
+		{3, 0.45, base + 7*GiB + 3*2*MiB},                                   // the forward pass's peak
+		{3, 0.9, base + 7*GiB + 3*2*MiB},                                    // held until the step ends
+		{4, 0, base + 3*GiB + 4*2*MiB},                                      // emptied: the floor, one leak more
+		{0, 0.95, base + 5*GiB},                                             // step 0 peaks before the optimizer state exists
+		{-1, 0, base + 1*GiB},                                               // before training: the weights
+		{9, 0.2, base + pages(3*GiB+9*2*MiB+int64(act(0.2)*4*GiB)/512*512)}, // 0.2/0.45 of the activations, in 2 MiB pages
+	} {
+		if got := j.Used(0, tc.step, tc.f, true); got != tc.want {
+			t.Errorf("Used(step %d, f %v) = %d, want %d", tc.step, tc.f, got, tc.want)
+		}
+	}
+	// After epoch 0 (steps 0 to 9): ten leaks kept, and 1 GiB of evaluation.
+	if got, want := j.EvalUsed(0, 0), base+4*GiB+10*2*MiB; got != want {
+		t.Errorf("EvalUsed = %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,194 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file infers epochs from device memory alone, for a run without
+// epoch and step marks (a job recorded without the probe). A job that
+// gives memory back at every step shows its steps as a sawtooth (see
+// period.go); between epochs real jobs pause the pattern (an evaluation
+// pass, the data loader starting over, a checkpoint), and the device then
+// shows no step fall for a while. Breaks in the sawtooth are epoch
+// boundaries only when they recur with epochs alike between them: one
+// pause (a checkpoint, a stall) is not an epoch, and no epoch is ever
+// made from a trace without a step pattern.
+
+const (
+	// breakPeriods is how long a stretch without a step fall must last to
+	// break the pattern, in step times: a missed fall or two (a sample
+	// lost, a step a little slow) is not a break.
+	breakPeriods = 4
+	// epochSpread is how far the epochs between breaks may differ from
+	// their median, in duration or in step falls.
+	epochSpread = 0.25
+	// minEpochFalls is the fewest step falls an inferred epoch holds.
+	minEpochFalls = 3
+)
+
+// stepFall is one step fall of device memory: the first sample below the
+// level it fell from, and the lowest sample it reached.
+type stepFall struct{ at, bottom int64 }
+
+// stepFalls reads device memory in [from, to) and returns its falls by
+// more than thr, consecutive dropping samples counting as one; it keeps
+// nothing else, so a day-long run costs one fall per step.
+func (a *gpuAnalysis) stepFalls(from, to, thr int64) ([]stepFall, error) {
+	var out []stepFall
+	var prev, prevT, top, at int64
+	have, falling := false, false
+	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
+	for it.Next() {
+		s := it.At()
+		switch {
+		case have && s.Used < prev:
+			if !falling {
+				falling, top, at = true, prev, s.T
+			}
+		case falling:
+			if top-prev > thr {
+				out = append(out, stepFall{at: at, bottom: prevT})
+			}
+			falling = false
+		}
+		prev, prevT, have = s.Used, s.T, true
+	}
+	if falling && top-prev > thr {
+		out = append(out, stepFall{at: at, bottom: prevT})
+	}
+	return out, it.Err()
+}
+
+// splitAtBreaks cuts the falls where more than breakPeriods step times
+// pass without one, and returns each stretch between breaks as the index
+// range [lo, hi) of its falls.
+func splitAtBreaks(falls []stepFall, period int64) [][2]int {
+	if len(falls) == 0 {
+		return nil
+	}
+	var out [][2]int
+	lo := 0
+	for i := 1; i < len(falls); i++ {
+		if falls[i].at-falls[i-1].at > breakPeriods*period {
+			out = append(out, [2]int{lo, i})
+			lo = i
+		}
+	}
+	return append(out, [2]int{lo, len(falls)})
+}
+
+// alike reports whether the values agree within epochSpread of the median
+// of all but the last, the last allowed to be shorter (the job or the
+// recording ended within it).
+func alike(v []float64) bool {
+	if len(v) < 2 {
+		return false
+	}
+	head := slices.Clone(v[:len(v)-1])
+	slices.Sort(head)
+	m := median(head)
+	if m <= 0 {
+		return false
+	}
+	for _, x := range head {
+		if x < (1-epochSpread)*m || x > (1+epochSpread)*m {
+			return false
+		}
+	}
+	return v[len(v)-1] <= (1+epochSpread)*m
+}
+
+// floorIn is the time of the lowest device sample in [from, to), the
+// latest of equals, and false if there is none.
+func (a *gpuAnalysis) floorIn(from, to int64) (int64, bool, error) {
+	var best, bestT int64
+	found := false
+	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
+	for it.Next() {
+		s := it.At()
+		if !found || s.Used <= best {
+			best, bestT, found = s.Used, s.T, true
+		}
+	}
+	return bestT, found, it.Err()
+}
+
+// inferEpochs looks for epochs in the device memory of a run without epoch
+// and step marks, before the passes, so that the passes read the values at
+// their bounds as they do at marks. It sets a.inferred and the report's
+// basis, or says why none were inferred. A read error is left for the
+// device pass to report.
+func (a *gpuAnalysis) inferEpochs() {
+	if !a.hasDevice || len(a.mi.epochs) > 0 || len(a.steps) >= 2 || a.run.EndNS <= a.run.StartNS {
+		return
+	}
+	gr := a.gr
+	p, err := a.stepPattern()
+	if err != nil {
+		return
+	}
+	if !p.ok {
+		gr.EpochsNotInferred = "no step pattern on the device (device memory does not fall regularly, as with a job that keeps its cache): epochs cannot be inferred"
+		return
+	}
+	from, to := a.run.StartNS, a.run.EndNS+1
+	if a.job != nil {
+		from, to = a.job.FromNS, a.job.ToNS+1
+	}
+	falls, err := a.stepFalls(from, to, max(16<<20, p.depth/2))
+	if err != nil {
+		return
+	}
+	runs := splitAtBreaks(falls, p.period)
+	step := fmt.Sprintf("%.3f s", float64(p.period)/1e9)
+	switch len(runs) {
+	case 0, 1:
+		gr.EpochsNotInferred = fmt.Sprintf("no break in the step pattern (%d step falls, none more than %d step times of %s after the one before): epochs cannot be told apart",
+			len(falls), breakPeriods, step)
+		return
+	case 2:
+		gr.EpochsNotInferred = fmt.Sprintf("one break in the step pattern, at %s: a break that does not recur is not taken for epochs",
+			a.sinceStart(falls[runs[1][0]].at))
+		return
+	}
+	spans, durs, counts := make([]epochSpan, 0, len(runs)), make([]float64, 0, len(runs)), make([]float64, 0, len(runs))
+	for n, r := range runs {
+		first, last := falls[r[0]], falls[r[1]-1]
+		// Each epoch runs from the floor before its first step to the
+		// floor before its last: both values are then device memory
+		// between steps, where the epoch's own end holds the last step's
+		// activations, or already the pause's memory.
+		win := p.period * 5 / 4
+		start, ok1, err1 := a.floorIn(first.at-win, first.at)
+		end, ok2, err2 := a.floorIn(last.at-win, last.at)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		if !ok1 || !ok2 || end <= start || r[1]-r[0] < minEpochFalls {
+			gr.EpochsNotInferred = fmt.Sprintf("no recurring break in the step pattern: a stretch of %d step falls between breaks at %s is too short for an epoch",
+				r[1]-r[0], a.sinceStart(first.at))
+			return
+		}
+		spans = append(spans, epochSpan{n: n, start: start, end: end})
+		durs = append(durs, float64(end-start))
+		counts = append(counts, float64(r[1]-r[0]))
+	}
+	if !alike(durs) && !alike(counts) {
+		gr.EpochsNotInferred = fmt.Sprintf("no recurring break in the step pattern: the %d stretches between its %d breaks last %s to %s, with %d to %d step falls, more than %.0f %% apart",
+			len(runs), len(runs)-1, FormatDuration(slices.Min(durs)/1e9), FormatDuration(slices.Max(durs)/1e9),
+			int(slices.Min(counts)), int(slices.Max(counts)), 100*epochSpread)
+		return
+	}
+	a.inferred = spans
+	sorted := slices.Clone(durs)
+	slices.Sort(sorted)
+	gr.InferredEpochBasis = fmt.Sprintf("%d breaks in the step pattern of device memory (no step fall for more than %d step times of %s) with epochs alike between them (median %s); each runs from the floor before its first step to the floor before its last",
+		len(runs)-1, breakPeriods, step, FormatDuration(median(sorted)/1e9))
+}
+
+// sinceStart writes a time as seconds since the start of the run (or of
+// its window).
+func (a *gpuAnalysis) sinceStart(t int64) string {
+	return fmt.Sprintf("%+.2f s", float64(t-a.run.StartNS)/1e9)
+}
