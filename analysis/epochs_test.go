@@ -28,9 +28,15 @@ func evalRun(name string, epochs int, pauseNS int64, leak int64) fixtures.EvalPa
 // (docs/analysis.md), and epoch 0 may begin one step late: its first
 // step's fall is the optimizer state's arrival as much as the activations'
 // departure, and no deeper than half a step's.
-// A single pause, or pauses at irregular places, give no epochs.
+// The pause may be flat or a smaller sawtooth (evaluation batches, each
+// emptying the cache): what breaks the pattern is the absence of falls as
+// deep as a training step's.
 func TestEpochsInferredFromPauses(t *testing.T) {
 	const stepNS = 255e6 // the longest step: bounds within two of these
+	// Evaluation in batches of 100 ms: a sawtooth of a quarter of the
+	// training step's depth, which is no step fall.
+	evalBatches := evalRun("eval-batches", 4, 3e9, MiB)
+	evalBatches.EvalStepNS = 100e6
 	for _, tc := range []struct {
 		name string
 		cfg  fixtures.EvalPauses
@@ -38,6 +44,7 @@ func TestEpochsInferredFromPauses(t *testing.T) {
 		{"eval-5", evalRun("eval-5", 5, 3e9, 0)},
 		{"eval-leak", evalRun("eval-leak", 4, 2e9, 2*MiB)},
 		{"eval-short-pause", evalRun("eval-short-pause", 3, 1.5e9, 0)},
+		{"eval-batches", evalBatches},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data, truth := tc.cfg.Write()
