@@ -405,20 +405,36 @@ func judgeLeak(floors []FloorPoint, skip int, basis, per string, mi *markIndex, 
 			l.Reason = "the steady-state floor grows by less than 1 MiB over the run"
 		case slope.P >= 0.01:
 			l.Reason = "no significant trend in the steady-state floor"
+		case slope.Slope > 0:
+			l.Reason = "the steady-state floor's rise is not told apart from 0 (its slope's 95 % interval reaches 0)"
 		default:
 			l.Reason = "the steady-state floor does not grow"
 		}
 		if l.JumpsRemoved > 0 {
 			l.Reason += "; one-off jumps were set aside"
 		}
-		// A slope stays only where its interval holds 0: a slope that is
-		// told apart from 0 next to a no_leak verdict reads as a leak.
-		if slope.Lo > 0 || slope.Hi < 0 {
+		// The verdict's own fit decides for both slopes; the slope per
+		// hour is fitted on its own as well (step times can change), so
+		// it must also pass for itself.
+		if !slopeBesideNoLeak(slope) {
 			l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = nil, nil, nil
+		}
+		if !slopeBesideNoLeak(slope) || !slopeBesideNoLeak(byTime) {
 			l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = nil, nil, nil
 		}
 	}
 	return l
+}
+
+// slopeBesideNoLeak says whether a no_leak verdict may show the slope: a
+// slope that is told apart from 0 next to "no leak" reads as a leak. It
+// stays when it is 0, or when its 95 % interval holds 0 and the
+// Mann–Kendall test finds no trend. Both are needed: memory known to 1 MiB
+// (nvidia-smi's logs) is full of ties, and the interval can then end
+// exactly at 0 beside a trend the test tells apart (a real log: 6.62 GiB
+// per hour, interval [0, 8.88 GiB], p = 1e-6).
+func slopeBesideNoLeak(t trend) bool {
+	return t.Slope == 0 || t.Lo <= 0 && t.Hi >= 0 && t.P >= 0.01
 }
 
 // mergeTorch merges the allocator series of several processes by time.
