@@ -100,6 +100,11 @@ type GPUReport struct {
 	OOMs               []OOM        `json:"ooms"`
 	AllocRetries       *int64       `json:"alloc_retries"`
 	FirstRetryNS       *int64       `json:"first_alloc_retry_ns,omitempty"`
+	// NearLimitOverhead is, over the steps that made the allocator free its
+	// cache and retry (the job ran at the GPU's limit) without an OOM, the
+	// most its reserved memory exceeded the step's peak allocated, as a
+	// share of that peak: what rounding and splitting cost at the limit.
+	NearLimitOverhead *float64 `json:"near_limit_overhead,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.

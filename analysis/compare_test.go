@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -117,16 +118,95 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 // PyTorch does not see) and the driver reserves 600 MiB.
 func probeBatchRuns(g *gen, batches []int) {
 	for _, b := range batches {
-		peak := int64(200*MiB) + int64(b)*20*MiB
-		g.line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
-		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
-		for i := 0; i < 40; i++ {
-			t := t0 + int64(i)*100e6
-			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, t-5e6, 2*peak+700*MiB, 600*MiB)
-			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, t, i)
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":4,"alloc_retries":0,"ooms":0}`,
-				t, 100*MiB, 2*peak, 100*MiB, peak)
+		probeBatchRun(g, b, 0)
+	}
+}
+
+// probeBatchRun writes one run of probeBatchRuns. With nearLimit > 0 the
+// run is at the GPU's limit: from step 10 on, its allocator frees its cache
+// and retries each step, and keeps reserved at the peak × (1 + nearLimit).
+func probeBatchRun(g *gen, b int, nearLimit float64) {
+	peak := int64(200*MiB) + int64(b)*20*MiB
+	g.line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
+	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+	for i := 0; i < 40; i++ {
+		t := t0 + int64(i)*100e6
+		reserved, retries := 2*peak, 0
+		if nearLimit > 0 && i >= 10 {
+			reserved, retries = int64(float64(peak)*(1+nearLimit)), 2*(i-9)
 		}
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, t-5e6, reserved+700*MiB, 600*MiB)
+		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, t, i)
+		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":4,"alloc_retries":%d,"ooms":0}`,
+			t, 100*MiB, reserved, 100*MiB, peak, retries)
+	}
+}
+
+// A run at the limit measures the allowance: its allocator retried and
+// kept 3 % beyond the step's peak, and that replaces the default. A run
+// that ran out of memory is no point of the fit and caps the value below
+// its own.
+func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
+	g := &gen{}
+	probeBatchRuns(g, []int{32, 64})
+	probeBatchRun(g, 3000, 0.03)
+	reps := analyzeJSONL(t, g.b.String())
+	if o := reps["p3000"].GPUs[0].NearLimitOverhead; o == nil || math.Abs(*o-0.03) > 1e-6 {
+		t.Fatalf("near-limit overhead %v, want 0.03", deref(o))
+	}
+	if o := reps["p64"].GPUs[0].NearLimitOverhead; o != nil {
+		t.Fatalf("a run far from the limit measured %v", *o)
+	}
+	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	b := c.By
+	if b.AllowanceBasis != "measured" || b.AllowanceRun != "p3000" || math.Abs(b.AllowanceFraction-0.03) > 1e-6 ||
+		!strings.Contains(b.BasisWords, `measured in run "p3000"`) {
+		t.Fatalf("allowance %g (%s, %q): %s", b.AllowanceFraction, b.AllowanceBasis, b.AllowanceRun, b.BasisWords)
+	}
+	largest := func(h, allowance float64) float64 {
+		v := 0
+		for float64(200*MiB+(v+1)*20*MiB)*(1+allowance)+700*MiB <= 80*GiB*(1-h)-600*MiB {
+			v++
+		}
+		return float64(v)
+	}
+	if b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != largest(0, 0.03) {
+		t.Fatalf("no headroom %v, want %v", deref(b.MaxFittingValueNoHeadroom), largest(0, 0.03))
+	}
+
+	// Without the run at the limit the default applies; a run that ran
+	// out of memory at 3600 (below the projection) caps both values.
+	var o strings.Builder
+	fmt.Fprintf(&o, `{"type":"run","name":"oom","start_ns":%d,"tags":{"batch_size":"3600"}}`+"\n", t0)
+	fmt.Fprintf(&o, `{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`+"\n", int64(80*GiB))
+	fmt.Fprintf(&o, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", t0+1e9, int64(79*GiB))
+	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":1,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
+	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
+	oom := analyzeJSONL(t, o.String())["oom"]
+	c, err = Compare([]*Report{reps["p32"], reps["p64"], oom}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0); err != nil {
+		t.Fatal(err)
+	}
+	b = c.By
+	if b.AllowanceBasis != "default" || b.AllowanceFraction != AllocatorAllowance || len(b.Points) != 2 ||
+		len(b.Failed) != 1 || b.Failed[0].Run != "oom" || b.Failed[0].Value != 3600 {
+		t.Fatalf("allowance %g (%s), points %d, failed %+v", b.AllowanceFraction, b.AllowanceBasis, len(b.Points), b.Failed)
+	}
+	if largest(0, AllocatorAllowance) < 3600 {
+		t.Fatalf("the projection %v is below the failure: the test does not test the cap", largest(0, AllocatorAllowance))
+	}
+	if b.MaxFittingValue == nil || *b.MaxFittingValue != 3599 || *b.MaxFittingValueNoHeadroom != 3599 ||
+		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=3600`) {
+		t.Fatalf("max fitting %v / %v: %s", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), b.Statement)
 	}
 }
 

@@ -328,6 +328,10 @@ type allocSum struct {
 	frags               []float64 // for the 95th percentile
 	frag                Frag      // the rest of the summary, kept as samples come
 	waste               peakWaste // 1 − peak allocated / reserved, per process sample
+	// nearLimit is the most reserved exceeded the step's peak allocated, as
+	// a share of it, in a sample whose step made the allocator free its
+	// cache and retry without an OOM: what the job needed beyond its peak.
+	nearLimit *float64
 }
 
 func (s *allocSum) add(x storage.TorchSample) {
@@ -338,6 +342,12 @@ func (s *allocSum) add(x storage.TorchSample) {
 	c.reserved += x.Reserved - prev.Reserved
 	c.inactive += x.InactiveSplit - prev.InactiveSplit
 	c.retries += x.AllocRetries - prev.AllocRetries
+	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
+		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
+		if s.nearLimit == nil || r > *s.nearLimit {
+			s.nearLimit = &r
+		}
+	}
 	if s.firstRetries < 0 {
 		s.firstRetries = c.retries
 	} else if c.retries > s.firstRetries && s.firstRetryNS == nil {
@@ -425,6 +435,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	gr, mi, steps := a.gr, a.mi, a.steps
 	gr.FirstRetryNS = sum.firstRetryNS
+	gr.NearLimitOverhead = sum.nearLimit
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
 	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)

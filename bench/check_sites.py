@@ -73,13 +73,30 @@ if len(ends) >= 2:
     a0, a1 = allocated_at(ls, ends[0]["t_ns"], 0), allocated_at(ls, ends[-1]["t_ns"], 0)
     if a0 is not None and a1 is not None:
         alloc_growth = a1 - a0
-share_raw = growth.get(want, 0) / alloc_growth if alloc_growth else 0
+every = max([l.get("sampled_every", 1) for l in ends] or [1])  # stacks kept on one step in this many
+share_raw = every * growth.get(want, 0) / alloc_growth if alloc_growth else 0
 check("leak", leak.get("verdict") == "leak" and held.get("line") == want[1] and held.get("file") == want[0]
       and held.get("share", 0) >= 0.9 and share_raw >= 0.9,
       "verdict %s, held_by %s:%s `%s` share %.3f of the slope; from the raw snapshots: the helper's site grew %s B "
-      "against %s B of allocated growth (%.3f); %d epoch-end snapshots; helper at line %s"
+      "against %s B of allocated growth (%.3f; stacks on one step in %d); %d epoch-end snapshots; helper at line %s"
       % (leak.get("verdict"), os.path.basename(str(held.get("file"))), held.get("line"), held.get("func"),
-         held.get("share", 0), growth.get(want), alloc_growth, share_raw, len(ends), want[1]))
+         held.get("share", 0), growth.get(want), alloc_growth, share_raw, every, len(ends), want[1]))
+
+# mlpleak: the same on a CPU-bound job, where the probe samples the stacks
+truth = load("mlpleak.json")
+g = gpu_report(load("mlpleak.analyze.json"))
+leak = g.get("leak", {})
+held = leak.get("held_by") or {}
+grow = ((g.get("where") or {}).get("growing") or [{}])[0]
+per_step = grow.get("bytes_per_step") or 0
+want_b = truth.get("leak_bytes_per_step", 0)
+check("mlpleak", leak.get("verdict") == "leak" and held.get("line") == truth.get("leak_line") and held.get("share", 0) >= 0.9
+      and abs(per_step - want_b) <= 0.1 * want_b,
+      "tiny MLP (CPU-bound), %s steps an epoch; the stacks cost %s of a step, so kept on one step in %s; verdict %s, "
+      "held_by line %s `%s` share %.3f (sampled_every %s); the site's growth %.0f B/step against %d planted"
+      % (truth.get("steps_per_epoch"), "%.1f %%" % (100 * truth["cost"]) if truth.get("cost") is not None else "n/a",
+         truth.get("every"), leak.get("verdict"), held.get("line"), held.get("func"), held.get("share", 0),
+         held.get("sampled_every"), per_step, want_b))
 
 # clean: no growing site above 1 MiB per epoch
 ls = lines("clean")
@@ -120,19 +137,20 @@ check("ddp", pairs == [(0, 0), (1, 1)] and all(gr == t0.get("leak_line") for _, 
       "(rank, gpu) of the site snapshots: %s; top growing line per GPU (held_by, growing): %s; helper at line %s"
       % (pairs, named, t0.get("leak_line")))
 
-# speed: --sites at defaults over whole epochs
+# speed: --sites at defaults over whole epochs, GPU-bound and CPU-bound
 s = load("speed.json")
-if "epoch_s_off" in s:
-    off, on = statistics.median(s["epoch_s_off"]), statistics.median(s["epoch_s_on"])
-    paired = statistics.median(b / a - 1 for a, b in zip(s["epoch_s_off"], s["epoch_s_on"]))
-    win, out = statistics.median(s["window_step_s"]), statistics.median(s["outside_step_s"])
-    check("speed", on <= 1.03 * off or paired <= 0.03,
-          "ResNet-18 bs64, %d steps an epoch, %d alternating rounds: %.2f ms/step without sites, %.2f with (%+.2f %%; "
-          "median of the rounds' own ratios %+.2f %%); "
-          "trace window of %d steps at step %d of each epoch: %.2f ms/step inside against %.2f outside (%+.2f ms/step)"
-          % (s["steps_per_epoch"], len(s["epoch_s_off"]), off * 1e3, on * 1e3, 100 * (on / off - 1), 100 * paired,
-             s["window_steps"], s["window_at"],
-             win * 1e3, out * 1e3, (win - out) * 1e3))
+if "mlp" in s and "resnet18" in s:
+    ok, parts = True, []
+    for name in ("resnet18", "mlp"):
+        j = s[name]
+        off, on = statistics.median(j["epoch_s_off"]), statistics.median(j["epoch_s_on"])
+        paired = statistics.median(b / a - 1 for a, b in zip(j["epoch_s_off"], j["epoch_s_on"]))
+        ok = ok and paired <= 0.03
+        parts.append("%s %d steps an epoch: %.3f s without sites, %.3f with (%+.2f %%; median of the pairs' ratios %+.2f %%); "
+                     "stacks cost %s of a step, kept on one step in %s; trace windows took %.3f s"
+                     % (name, j["steps_per_epoch"], off, on, 100 * (on / off - 1), 100 * paired,
+                        "%.1f %%" % (100 * j["cost"]) if j.get("cost") is not None else "n/a", j.get("every"), j.get("windows_cost_s", 0)))
+    check("speed", ok, "6 pairs of whole epochs (off/on, on/off, ...), a synchronize after each step: " + "; ".join(parts))
 else:
     check("speed", False, str(s))
 
@@ -162,18 +180,16 @@ else:
 
 # mlp: the probe's cost per step, CPU-bound and GPU-bound
 m = load("mlp.json")
-if "mlp" in m:
-    nan = float("nan")
-    a, b = dict(added_cpu_us=nan, call_us=nan, pairs=0, block_steps=0, rounds=[]), dict(added_cpu_us=nan, call_us=nan)
-    a.update(m["mlp"])
-    b.update(m["resnet18"])
+if "mlp" in m and "resnet18" in m:
+    a, b = m["mlp"], m["resnet18"]
     check("mlp", a["added_us"] <= 25,
-          "memrec.step() adds %.1f us/step (wall; %.1f us of CPU, all threads; the call itself %.1f us) to a tiny MLP "
-          "(%.3f ms/step, CPU-bound) and %.1f us/step (%.1f us CPU, call %.1f us) to ResNet-18 bs64 (%.2f ms/step, GPU-bound); "
-          "medians of %d pairs of %d-step blocks (off, on, off, on, ...) in 3 rounds; MLP rounds off/on ms: %s; probe %s"
-          % (a["added_us"], a["added_cpu_us"], a["call_us"], a["step_ms"], b["added_us"], b["added_cpu_us"], b["call_us"],
-             b["step_ms"], a["pairs"], a["block_steps"],
-             ", ".join("%.3f/%.3f" % (r["off_ms"], r["on_ms"]) for r in a["rounds"]), m.get("probe")))
+          "memrec.step() adds %.1f us/step (wall; middle half of the pairs %.1f..%.1f; %.1f us of the training thread's CPU, "
+          "%.1f us of all threads'; the call itself %.2f us) to a tiny MLP (%.3f ms/step, CPU-bound) and %.1f us/step "
+          "(%.1f us thread CPU, call %.2f us) to ResNet-18 bs64 (%.2f ms/step, GPU-bound); medians of %d pairs of %d-step "
+          "blocks (MLP) and %d pairs of %d-step blocks (ResNet), order alternating; probe %s"
+          % (a["added_us"], a["added_us_p25_p75"][0], a["added_us_p25_p75"][1], a["added_thread_us"], a["added_cpu_us"],
+             a["call_us"], a["step_ms"], b["added_us"], b["added_thread_us"], b["call_us"], b["step_ms"],
+             a["pairs"], a["block_steps"], b["pairs"], b["block_steps"], m.get("probe")))
 else:
     check("mlp", False, str(m))
 

@@ -1,4 +1,5 @@
-"""One training job for batch-fit data: resnet18 fp32 or gpt2-small-like bf16 AMP.
+"""One training job for batch-fit data: resnet18 or resnet50 in fp32 (SGD), vit_b_16
+with bf16 autocast (AdamW), or gpt2-small-like with bf16 autocast (AdamW).
 --steps N steps at --batch B. Exit 0 if all steps ran, 3 on CUDA OOM.
 Logs own readings (max_memory_allocated per step, allocated, reserved) as JSON lines to --log.
 """
@@ -24,24 +25,33 @@ def note(**kv):
         log.write(json.dumps({"t_ns": time.time_ns(), "model": a.model, "batch": a.batch, **kv}) + "\n"); log.flush()
 dev = torch.device("cuda")
 torch.backends.cudnn.benchmark = False
-if a.model == "resnet18":
+amp = None
+if a.model in ("resnet18", "resnet50", "vit_b_16"):
     import torchvision
-    net = torchvision.models.resnet18(num_classes=1000).to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    net = getattr(torchvision.models, a.model)(num_classes=1000).to(dev)
+    if a.model == "vit_b_16":
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-4); amp = torch.bfloat16
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(a.batch, 3, 224, 224, device=dev); y = torch.randint(0, 1000, (a.batch,), device=dev)
     lossf = nn.CrossEntropyLoss()
-    def step():
-        out = net(x); loss = lossf(out, y); loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    def fwd():
+        return lossf(net(x), y)
 else:
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=512, vocab_size=50257)
     net = GPT2LMHeadModel(cfg).to(dev)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4); amp = torch.bfloat16
     ids = torch.randint(0, 50257, (a.batch, 512), device=dev)
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = net(input_ids=ids, labels=ids).loss
-        loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    def fwd():
+        return net(input_ids=ids, labels=ids).loss
+def step():
+    if amp is not None:
+        with torch.autocast("cuda", dtype=amp):
+            loss = fwd()
+    else:
+        loss = fwd()
+    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
 note(pid=os.getpid())
 s = 0
 try:
@@ -57,7 +67,10 @@ try:
                  free_total=list(torch.cuda.mem_get_info(dev)))
             s += 1
         if a.probe and memrec: memrec.epoch_end(ep)
-except torch.cuda.OutOfMemoryError as e:
+except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
+    # cuBLAS reports its own allocation failures as a RuntimeError
+    if not isinstance(e, torch.cuda.OutOfMemoryError) and "ALLOC_FAILED" not in str(e) and "out of memory" not in str(e):
+        raise
     note(oom=str(e).splitlines()[0], step=s)
     if a.probe and memrec: memrec.flush()
     print("OOM at batch", a.batch, "step", s, file=sys.stderr)

@@ -9,9 +9,11 @@
 #   clean  no growing site above 1 MiB per epoch
 #   oom    a forced OOM lists the largest holders (the holder's line first)
 #   ddp    two ranks: each rank's sites on its own GPU, the helper named on both
-#   speed  --sites at defaults over whole epochs <= 3 % slower, 5 alternating rounds (window and its cost stated)
+#   mlpleak the same on a CPU-bound tiny MLP, where the probe keeps the stacks on one step in N
+#   speed  --sites at defaults over whole epochs <= 3 % slower, GPU-bound ResNet-18 and CPU-bound MLP,
+#          6 pairs of epochs each (the probe's measured cost and N stated)
 #   r50    one snapshot + summary <= 200 ms on the training thread (ResNet-50), messages <= 64 KiB
-#   mlp    memrec.step() adds <= 25 us a step to a CPU-bound tiny MLP (3 alternating rounds, medians),
+#   mlp    memrec.step() adds <= 25 us a step to a CPU-bound tiny MLP (300 pairs of short blocks, medians),
 #          beside the GPU-bound ResNet-18 figure
 set -u
 BIN=${MEMREC:-./memrec}
@@ -31,10 +33,11 @@ rec leak  --gpus 0 --sites -- python3 $J leak  --out $W/leak.json
 rec clean --gpus 0 --sites -- python3 $J clean --out $W/clean.json
 rec oom   --gpus 0 --sites -- python3 $J oom   --out $W/oom.json
 rec ddp   --sites -- torchrun --standalone --nproc_per_node 2 $J ddp --out $W/ddp.json
-rec speed --gpus 0 --sites -- python3 $J speed --out $W/speed.json --steps 60
+rec mlpleak --gpus 0 --sites -- python3 $J mlpleak --out $W/mlpleak.json --steps 400
+rec speed --gpus 0 -- python3 $J speed --out $W/speed.json
 rec r50   --gpus 0 --sites -- python3 $J r50   --out $W/r50.json
 rec mlp   --gpus 0 -- python3 $J mlp --out $W/mlp.json
-for r in leak clean oom ddp r50 speed; do
+for r in leak clean oom ddp r50 speed mlpleak; do
   $BIN analyze --json $r > $W/$r.analyze.json 2> $W/$r.analyze.err
   $BIN analyze $r > $W/$r.analyze.txt 2>&1
   $BIN sites $r > $W/$r.sites.txt 2>&1

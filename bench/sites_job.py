@@ -7,12 +7,18 @@ line, its timings) as JSON to the file named by --out.
   clean  the same without the leak
   oom    the leak's helper keeps 1 GiB blocks until the GPU is full
   ddp    leak on two ranks (torchrun --nproc_per_node 2), each on its GPU
-  speed  ResNet-18 epochs alternating without and with sites, 3 rounds
+  speed  whole epochs without and with sites at their defaults, alternating
+         (off, on, on, off, ...), for ResNet-18 batch 64 (GPU-bound, 200
+         steps an epoch) and a tiny MLP (CPU-bound, 2000 steps an epoch),
+         after one epoch with sites on in which the probe measures what the
+         stacks cost; a synchronize after each step (as a loss.item() would)
+  mlpleak  the tiny MLP with sites on: hold() keeps a new 64 KiB tensor a
+         step, 3 epochs of 400 steps (the probe samples the stacks here)
   r50    ResNet-50, batch 64, sites on: the training thread's time for one
          snapshot and its summary, in state mode and at a window's end
   mlp    the probe's cost per step: a tiny MLP (CPU-bound, launch-bound)
-         and ResNet-18 (GPU-bound), steps with and without memrec.step(),
-         3 alternating rounds
+         and ResNet-18 (GPU-bound), short blocks of steps without and with
+         memrec.step(), alternating, many pairs
 """
 import argparse
 import inspect
@@ -42,6 +48,23 @@ def hold(n):
 
 LEAK_LINE = inspect.getsourcelines(remember)[1] + 1
 HOLD_LINE = inspect.getsourcelines(hold)[1] + 1
+
+
+def tiny_mlp():
+    mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
+    x = torch.randn(32, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+    lossf = nn.CrossEntropyLoss()
+
+    def step(leak=False):
+        loss = lossf(mlp(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if leak:
+            hold(1 << 16)
+    return step
 
 
 def resnet(arch="resnet18", batch=64, dev="cuda"):
@@ -122,26 +145,32 @@ def main():
         res["held_bytes"] = sum(t.numel() for t in kept)
         kept.clear()
     elif a.mode == "speed":
-        step = resnet()
-        for _ in range(10):
-            step()
-        w0 = int(os.environ.get("MEMREC_SITES_AT", 10))
-        ws = int(os.environ.get("MEMREC_SITES_WINDOW", 3))
-        off, on, window, outside = [], [], [], []
-        for r in range(5):
-            memrec.sites(False)
-            t, wall = epochs(step, 1, a.steps, False, 2 * r)
-            off.append(wall)
+        p = memrec._get()
+        for name, step, n in (("resnet18", resnet(), 200), ("mlp", tiny_mlp(), 2000)):
+            for _ in range(20):
+                step()
+            p.sites.every, p.sites.cost = 0, None  # each job measured on its own
+            p.sites.windows_first, p.sites.windows_cost = 0.0, 0.0
             memrec.sites(True)
-            t, wall = epochs(step, 1, a.steps, False, 2 * r + 1)
-            on.append(wall)
-            # memrec.step() after the w0-th step opens the window; the next
-            # ws steps are traced, the last one's memrec.step() sends its summary
-            window.extend(t[w0:w0 + ws])
-            outside.extend(t[w0 + ws + 1:-1])
-        memrec.sites(False)
-        res.update(epoch_s_off=off, epoch_s_on=on, window_step_s=window, outside_step_s=outside,
-                   window_at=w0, window_steps=ws)
+            epochs(step, 1, n, False, 0)  # the probe measures the stacks' cost here
+            memrec.sites(False)
+            off, on = [], []
+            for r in range(6):  # off, on, on, off, off, on: drift cancels
+                for sites in ((False, True) if r % 2 == 0 else (True, False)):
+                    memrec.sites(sites)
+                    _, wall = epochs(step, 1, n, False, 1 + 2 * r + int(sites))
+                    (on if sites else off).append(wall)
+            memrec.sites(False)
+            res[name] = dict(epoch_s_off=off, epoch_s_on=on, steps_per_epoch=n, every=p.sites.every,
+                             cost=p.sites.cost, windows_cost_s=p.sites.windows_cost)
+    elif a.mode == "mlpleak":
+        step = tiny_mlp()
+        for _ in range(50):
+            step()
+        res["leak_bytes_per_step"], res["leak_line"] = 1 << 16, HOLD_LINE
+        epochs(step, 3, a.steps, True)
+        p = memrec._get()
+        res.update(every=p.sites.every, cost=p.sites.cost)
     elif a.mode == "r50":
         step = resnet("resnet50")
         for _ in range(5):
@@ -171,57 +200,45 @@ def main():
     memrec.flush()
 
 
-def probe_cost(rounds=3, pairs=10):
-    """What memrec.step() adds to a step: blocks of steps without and with it,
-    alternating (off, on, off, on, ...), `pairs` pairs a round; per pair the
-    difference of the mean step time (wall) and of the process's CPU time
-    per step (every thread: the probe's own thread included), medians over
-    all pairs, and each round's medians. Also the median time of the
-    memrec.step() call itself on the training thread."""
+def probe_cost():
+    """What memrec.step() adds to a step: short blocks of steps without and
+    with it, in pairs whose order alternates (off-on, on-off, ...) so that
+    drift cancels; per pair the difference of the mean step time (wall),
+    of the process's CPU time (every thread: the probe's sender included)
+    and of the training thread's own CPU time, medians over all pairs; and
+    the median time of the memrec.step() call itself."""
     out = {}
-    mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
-    opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
-    x = torch.randn(32, 64, device="cuda")
-    y = torch.randint(0, 10, (32,), device="cuda")
-    lossf = nn.CrossEntropyLoss()
-
-    def tiny(_leak=False):
-        loss = lossf(mlp(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    for name, step, block in (("mlp", tiny, 100), ("resnet18", resnet(), 10)):
+    for name, step, block, pairs in (("mlp", tiny_mlp(), 20, 300), ("resnet18", resnet(), 5, 100)):
         for _ in range(50 if name == "mlp" else 10):
             step()
         memrec.step(-1)
         torch.cuda.synchronize()
-        wall, cpu, calls, rounds_out = [], [], [], []
+        wall, cpu, thread, calls, offs = [], [], [], [], []
         k = 0
-        for r in range(rounds):
-            rw = []
-            for p in range(pairs):
-                pair = []
-                for probe in (False, True):
-                    torch.cuda.synchronize()
-                    t, c = time.perf_counter(), time.process_time()
-                    for i in range(block):
-                        step()
-                        if probe:
-                            t1 = time.perf_counter()
-                            memrec.step(k)
-                            calls.append(time.perf_counter() - t1)
-                            k += 1
-                    torch.cuda.synchronize()
-                    pair.append(((time.perf_counter() - t) / block, (time.process_time() - c) / block))
-                (w0, c0), (w1, c1) = pair
-                wall.append(w1 - w0)
-                cpu.append(c1 - c0)
-                rw.append((w0, w1))
-            rounds_out.append({"off_ms": statistics.median(a for a, _ in rw) * 1e3, "on_ms": statistics.median(b for _, b in rw) * 1e3})
+        for pr in range(pairs):
+            got = {}
+            for probe in ((False, True) if pr % 2 == 0 else (True, False)):
+                torch.cuda.synchronize()
+                t, c, th = time.perf_counter(), time.process_time(), time.thread_time()
+                for i in range(block):
+                    step()
+                    if probe:
+                        t1 = time.perf_counter()
+                        memrec.step(k)
+                        calls.append(time.perf_counter() - t1)
+                        k += 1
+                torch.cuda.synchronize()
+                got[probe] = ((time.perf_counter() - t) / block, (time.process_time() - c) / block, (time.thread_time() - th) / block)
+            wall.append(got[True][0] - got[False][0])
+            cpu.append(got[True][1] - got[False][1])
+            thread.append(got[True][2] - got[False][2])
+            offs.append(got[False][0])
+        q = statistics.quantiles(wall, n=20)
         out[name] = {"added_us": statistics.median(wall) * 1e6, "added_cpu_us": statistics.median(cpu) * 1e6,
-                     "call_us": statistics.median(calls) * 1e6, "step_ms": statistics.median(r["off_ms"] for r in rounds_out),
-                     "rounds": rounds_out, "pairs": len(wall), "block_steps": block}
+                     "added_thread_us": statistics.median(thread) * 1e6, "call_us": statistics.median(calls) * 1e6,
+                     "step_ms": statistics.median(offs) * 1e3, "pairs": pairs, "block_steps": block,
+                     "added_us_p25_p75": [statistics.quantiles(wall, n=4)[0] * 1e6, statistics.quantiles(wall, n=4)[2] * 1e6],
+                     "added_us_p5_p95": [q[0] * 1e6, q[-1] * 1e6]}
     out["probe"] = memrec.stats()
     return out
 
