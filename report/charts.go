@@ -563,8 +563,9 @@ func bandOf(xy plotter.XYs) float64 {
 
 // siteChart stacks the live bytes of the largest allocation sites over
 // the run's site snapshots (each value held until the next snapshot), with
-// the rest as "other sites" and the blocks without a stack on top.
-func siteChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
+// the rest as "other sites" and the blocks without a stack on top. Its
+// legend is returned to be drawn under the plot (renderLegendBelow).
+func siteChart(rep *analysis.Report, g analysis.GPUReport) (*plot.Plot, []legendEntry) {
 	ax := newTimeAxis(rep)
 	series := g.Where.Series
 	n := len(series[0].TNS)
@@ -590,6 +591,7 @@ func siteChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		xs = append(xs, max(next, series[0].TNS[k]))
 	}
 	base := make([]float64, len(xs))
+	var legend []legendEntry
 	for i, s := range series {
 		var poly plotter.XYs
 		for j, x := range xs {
@@ -616,11 +618,11 @@ func siteChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		if s.Growth {
 			name += " (grows)"
 		}
-		p.Legend.Add(name, pg)
+		legend = append(legend, legendEntry{name, pg})
 		for j := range base {
 			base[j] += float64(s.Bytes[j/2])
 		}
 	}
 	p.Y.Min = 0
-	return p
+	return p, legend
 }

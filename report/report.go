@@ -83,7 +83,10 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 			add(pre+"processes.png", "Memory per process", g.GPU, func() *plot.Plot { return procChart(rep, g) })
 		}
 		if g.Where != nil && len(g.Where.Series) > 0 && len(g.Where.Series[0].TNS) > 0 {
-			add(pre+"sites.png", "Live memory by allocation site", g.GPU, func() *plot.Plot { return siteChart(rep, g) })
+			jobs = append(jobs, job{Chart{File: pre + "sites.png", Title: "Live memory by allocation site", GPU: g.GPU}, func() ([]byte, error) {
+				p, legend := siteChart(rep, g)
+				return renderLegendBelow(p, legend, w, h)
+			}})
 		}
 	}
 	out := make([]Chart, len(jobs))
