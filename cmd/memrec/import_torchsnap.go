@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -18,11 +19,16 @@ import (
 // for the live bytes of each site over time, a few KiB in the store.
 const tracePoints = 60
 
-// isTorchSnapshot reports whether the file (gzip or not) starts like a
-// pickled PyTorch snapshot.
-func isTorchSnapshot(file string) bool {
+// isTorchSnapshot reports whether the file, or standard input for "-"
+// (gzip or not), starts like a pickled PyTorch snapshot.
+func isTorchSnapshot(o *importOptions, file string) bool {
 	if file == "-" {
-		return false
+		r, err := o.stdinReader()
+		if err != nil {
+			return false
+		}
+		head, _ := r.Peek(2)
+		return torchsnap.Is(head)
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -38,6 +44,43 @@ func isTorchSnapshot(file string) bool {
 	return torchsnap.Is(head[:n])
 }
 
+// readTorchSnapshot reads one snapshot from a file, or from standard
+// input for "-"; endNS is when it was taken, as far as its file tells
+// (its modification time; the time now for standard input), for a
+// snapshot without a trace.
+func readTorchSnapshot(o *importOptions, file string) (s *torchsnap.Snapshot, name string, endNS int64, err error) {
+	var r io.Reader
+	if file == "-" {
+		name, endNS = stdinName, time.Now().UnixNano()
+		if r, err = o.stdinReader(); err != nil {
+			return nil, name, 0, err
+		}
+	} else {
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, file, 0, err
+		}
+		defer fh.Close()
+		fi, err := fh.Stat()
+		if err != nil {
+			return nil, file, 0, err
+		}
+		name, endNS = filepath.Base(file), fi.ModTime().UnixNano()
+		if r, err = maybeGunzip(fh, file); err != nil {
+			return nil, file, 0, err
+		}
+	}
+	s, err = torchsnap.Read(r)
+	if err != nil {
+		where := file
+		if file == "-" {
+			where = stdinName
+		}
+		return nil, name, 0, fmt.Errorf("import: %s: %w (nothing was imported)", where, err)
+	}
+	return s, name, endNS, nil
+}
+
 // runImportTorchSnapshots makes a run of PyTorch snapshot files, or adds
 // their site snapshots to --run.
 func runImportTorchSnapshots(o *importOptions, files []string) error {
@@ -45,28 +88,13 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 	gpus := map[int]bool{}
 	var sites int
 	for _, f := range files {
-		fh, err := os.Open(f)
+		s, name, endNS, err := readTorchSnapshot(o, f)
 		if err != nil {
 			return err
-		}
-		fi, err := fh.Stat()
-		if err != nil {
-			fh.Close()
-			return err
-		}
-		r, err := maybeGunzip(fh, f)
-		if err != nil {
-			fh.Close()
-			return err
-		}
-		s, err := torchsnap.Read(r)
-		fh.Close()
-		if err != nil {
-			return fmt.Errorf("import: %s: %w (nothing was imported)", f, err)
 		}
 		for _, d := range s.Devices() {
-			head := storage.SiteSample{GPU: d + o.gpu, Rank: storage.None, Epoch: storage.None, Name: filepath.Base(f)}
-			for k, rows := range s.Snapshots(d, head, fi.ModTime().UnixNano(), tracePoints) {
+			head := storage.SiteSample{GPU: d + o.gpu, Rank: storage.None, Epoch: storage.None, Name: name}
+			for k, rows := range s.Snapshots(d, head, endNS, tracePoints) {
 				if k == 0 && d != s.Devices()[0] {
 					rows[0].Bad = 0 // counted once, with the first device
 				}
@@ -91,12 +119,15 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		}
 	} else {
 		name := o.name
-		if name == "" {
-			base := filepath.Base(files[0])
+		switch {
+		case name != "":
+		case files[0] == "-":
+			name = "snapshot-" + time.Now().Format("20060102-150405")
+		default:
+			name = filepath.Base(files[0])
 			for _, ext := range []string{".gz", ".pickle", ".pkl"} {
-				base = strings.TrimSuffix(base, ext)
+				name = strings.TrimSuffix(name, ext)
 			}
-			name = base
 		}
 		var buf bytes.Buffer
 		line, _ := json.Marshal(map[string]any{"type": "run", "name": name, "recorder": map[string]string{"source": "torch-snapshot"}})
@@ -107,7 +138,11 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		for _, rows := range snaps {
 			buf.Write(wire.AppendSites(nil, rows))
 		}
-		runs, err := db.Import([]storage.Source{{Name: files[0], R: &buf}}, storage.ImportOptions{Replace: o.replace})
+		source := files[0]
+		if source == "-" {
+			source = stdinName
+		}
+		runs, err := db.Import([]storage.Source{{Name: source, R: &buf}}, storage.ImportOptions{Replace: o.replace})
 		if err != nil {
 			return fmt.Errorf("import: %w (nothing was imported)", err)
 		}

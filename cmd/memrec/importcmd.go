@@ -25,28 +25,53 @@ type importOptions struct {
 	run            string // PyTorch snapshots: add their sites to this run
 	gpu            int    // PyTorch snapshots: the GPU of CUDA device 0
 	merge          bool   // the files are the nodes of one job: one merged run
+
+	// stdin is standard input, gunzipped if it is gzip, once read from:
+	// recognising what it holds peeks at its start, the import reads it.
+	stdin    *bufio.Reader
+	stdinErr error
+}
+
+// stdinName names standard input in messages.
+const stdinName = "<stdin>"
+
+// stdinReader returns standard input, gunzipped if it starts as gzip. It
+// can be read once; Peek shows its start without taking it.
+func (o *importOptions) stdinReader() (*bufio.Reader, error) {
+	if o.stdin == nil && o.stdinErr == nil {
+		r, err := maybeGunzip(o.io.In, stdinName)
+		if err != nil {
+			o.stdinErr = err
+		} else {
+			o.stdin = bufio.NewReader(r)
+		}
+	}
+	return o.stdin, o.stdinErr
 }
 
 func newImportCmd(g *globals) *cobra.Command {
 	o := &importOptions{globals: g}
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
-		Short: "Read runs from JSON Lines files (- for stdin; .gz is read as gzip)",
+		Short: "Read runs from JSON Lines files or PyTorch snapshots (- for stdin; gzip is read as such)",
 		Long: `Read runs from JSON Lines files. A file may hold several runs; all files are
 imported in one transaction: on any error nothing is imported and the database
 stays as it was. A run whose name is already taken is refused unless renamed
 with --name or replaced with --replace.
 
 A PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, or a pickled
-torch.cuda.memory._snapshot(); gzip or not) is recognised by its content: its
-live blocks by allocation site, and with a trace the live bytes by site over
-time, become a run of their own, or are added to --run.`,
+torch.cuda.memory._snapshot(); gzip or not; a file or standard input) is
+recognised by its content: its live blocks by allocation site, and with a
+trace the live bytes by site over time, become a run of their own, or are
+added to --run. One read from standard input is named snapshot-DATE-TIME
+unless --name is given.`,
 		Example: `  memrec import run.jsonl
   memrec import --name bs64-retry --replace run.jsonl.gz
   zcat runs.jsonl.gz | memrec import -
   memrec import --format nvidia-smi --name node3 --tz UTC gpu.csv apps.csv
   memrec import snapshot.pickle                 # a PyTorch memory snapshot: a run of its sites
   memrec import --run bs64 --gpu 0 snapshot.pickle
+  memrec import --name bs64-snap - < snapshot.pickle.gz
   memrec import --merge node0.jsonl.gz node1.jsonl.gz  # one run of a 2-node job`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
@@ -73,20 +98,24 @@ func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, c
 		}
 	}
 	for _, f := range files {
-		var r io.Reader = o.io.In
-		name := "<stdin>"
-		if f != "-" {
-			fh, err := os.Open(f)
+		if f == "-" {
+			r, err := o.stdinReader()
 			if err != nil {
 				return nil, closeFiles, err
 			}
-			opened = append(opened, fh)
-			r, name = fh, f
+			srcs = append(srcs, storage.Source{Name: stdinName, R: r})
+			continue
 		}
-		if r, err = maybeGunzip(r, name); err != nil {
+		fh, err := os.Open(f)
+		if err != nil {
 			return nil, closeFiles, err
 		}
-		srcs = append(srcs, storage.Source{Name: name, R: r})
+		opened = append(opened, fh)
+		r, err := maybeGunzip(fh, f)
+		if err != nil {
+			return nil, closeFiles, err
+		}
+		srcs = append(srcs, storage.Source{Name: f, R: r})
 	}
 	return srcs, closeFiles, nil
 }
@@ -96,7 +125,7 @@ func runImport(o *importOptions, files []string) error {
 	case "jsonl":
 		n := 0
 		for _, f := range files {
-			if isTorchSnapshot(f) {
+			if isTorchSnapshot(o, f) {
 				n++
 			}
 		}

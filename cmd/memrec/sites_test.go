@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/internal/fixtures"
 )
 
 // The real H200 snapshots of a job that leaks 256 000 B a step from its
@@ -80,5 +85,48 @@ func TestImportSnapshotAndSites(t *testing.T) {
 		if _, errs, code := run(t, db, "", c.args...); code != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: %d %q, want %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestImportSnapshotFromStdin reads the real H200 snapshots from standard
+// input, gzipped and not: recognised by their content as from a file, with
+// the same result; data that starts like a snapshot and then breaks is an
+// error that names standard input, and the database keeps what it had.
+func TestImportSnapshotFromStdin(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	traceGz, err := os.ReadFile(filepath.Join("..", "..", "torchsnap", "testdata", "trace-leak-tail.pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := fixtures.Gunzip(t, filepath.Join("..", "..", "torchsnap", "testdata", "state-leak.pickle.gz"))
+
+	// The same 61 site snapshots as TestImportSnapshotAndSites reads from the file.
+	out, errs, code := run(t, db, string(traceGz), "import", "--name", "tr", "-")
+	if code != 0 || !strings.Contains(out, "imported tr (id 1) from PyTorch snapshot: 61 site snapshots") {
+		t.Fatalf("gzipped on stdin: %d %q %q", code, out, errs)
+	}
+	out, errs, code = run(t, db, string(state), "import", "-")
+	if code != 0 || !strings.Contains(out, "imported snapshot-") || !strings.Contains(out, "1 site snapshots") {
+		t.Fatalf("plain on stdin, no --name: %d %q %q", code, out, errs)
+	}
+	out, _, _ = run(t, db, "", "sites", "tr")
+	if !strings.Contains(out, "snapjob.py:10  `remember`") {
+		t.Errorf("sites of the run read from stdin:\n%s", out)
+	}
+
+	before, _, _ := run(t, db, "", "runs")
+	var cutGz bytes.Buffer
+	zw := gzip.NewWriter(&cutGz)
+	zw.Write(state[:len(state)/2])
+	zw.Close()
+	for name, in := range map[string][]byte{"cut": state[:len(state)/2], "cut, gzipped": cutGz.Bytes()} {
+		_, errs, code := run(t, db, string(in), "import", "--name", "bad", "-")
+		if code != 1 || !strings.Contains(errs, "<stdin>") || !strings.Contains(errs, "nothing was imported") {
+			t.Errorf("%s: %d %q, want an error naming <stdin>", name, code, errs)
+		}
+	}
+	if after, _, _ := run(t, db, "", "runs"); after != before {
+		t.Errorf("a failed import changed the runs:\n%s\nwas\n%s", after, before)
 	}
 }
