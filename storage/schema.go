@@ -35,7 +35,7 @@ type schema struct {
 	// minInts is how many int columns a series written before the last
 	// ones were added has; 0: all of them. Absent columns read as 0.
 	minInts int
-	strs []string // string columns
+	strs    []string // string columns
 	// count is the run's counter of this kind.
 	count func(*Counts) *int64
 }
@@ -160,7 +160,7 @@ var siteSchema = rowSchema[SiteSample]{
 		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad", "sampled_every"},
 		minInts: 12, // "sampled_every" came later
 		strs:    []string{"reason", "name", "file", "func", "stack"},
-		count: func(c *Counts) *int64 { return &c.Sites }},
+		count:   func(c *Counts) *int64 { return &c.Sites }},
 	kind: kindSite,
 	key:  func(s SiteSample) seriesKey { return seriesKey{kind: kindSite, gpu: s.GPU, pid: s.PID} },
 	time: func(s SiteSample) int64 { return s.T },

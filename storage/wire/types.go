@@ -119,10 +119,10 @@ type SiteSample struct {
 	// SampledEvery is N when the history kept stacks on one step in N
 	// only (blocks of the other steps are untracked); 0 or 1: every step.
 	SampledEvery int64
-	File    string      // the site's file, or SiteUntracked or SiteOther
-	Line    int
-	Func    string
-	Stack   string // callers, innermost first, one "file:line func" a line
+	File         string // the site's file, or SiteUntracked or SiteOther
+	Line         int
+	Func         string
+	Stack        string // callers, innermost first, one "file:line func" a line
 	// LiveBytes and LiveBlocks are the site's blocks alive in the snapshot.
 	LiveBytes, LiveBlocks int64
 	// AllocBytes, Allocs, FreedBytes, Frees count the trace's events of
