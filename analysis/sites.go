@@ -3,7 +3,9 @@ package analysis
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/memrec/memrec/storage"
@@ -97,7 +99,7 @@ type GrowingSite struct {
 	// SampledEvery is N when the probe kept stacks on one step in N only:
 	// the growth and its rates are then the tracked growth times N, an
 	// estimate (LastBytes − FirstBytes stays what was tracked).
-	SampledEvery int64 `json:"sampled_every,omitempty"`
+	SampledEvery float64 `json:"sampled_every,omitempty"`
 }
 
 // HeldBy names the site that explains most of a leak.
@@ -107,7 +109,7 @@ type HeldBy struct {
 	Line         int     `json:"line"`
 	Func         string  `json:"func"`
 	Share        float64 `json:"share"`
-	SampledEvery int64   `json:"sampled_every,omitempty"`
+	SampledEvery float64 `json:"sampled_every,omitempty"`
 }
 
 // siteSnap is one snapshot: its rows, untracked first.
@@ -323,7 +325,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	}
 	sites := map[string]*series{}
 	var order []string
-	var sampled int64
+	var sampled float64
 	for i, s := range ss {
 		sampled = max(sampled, s.rows[0].SampledEvery)
 		for _, r := range s.rows {
@@ -340,7 +342,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 			se.vals[i] += r.LiveBytes
 		}
 	}
-	if sampled < 2 {
+	if sampled <= 1 {
 		sampled = 0
 	}
 	first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
@@ -352,10 +354,11 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 			continue
 		}
 		v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
-		var growth int64
+		var scaled float64
 		for i := 1; i < len(ss); i++ {
-			growth += (se.vals[i] - se.vals[i-1]) * max(1, ss[i].rows[0].SampledEvery)
+			scaled += float64(se.vals[i]-se.vals[i-1]) * max(1, ss[i].rows[0].SampledEvery)
 		}
+		growth := int64(math.Round(scaled))
 		if growth > 0 {
 			totalGrowth += growth
 		}
@@ -410,10 +413,13 @@ func (h *HeldBy) words() string {
 	}
 	words := fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
 	if h.SampledEvery > 1 {
-		words += fmt.Sprintf(" (estimated: stacks kept on one step in %d)", h.SampledEvery)
+		words += fmt.Sprintf(" (estimated: stacks kept on one step in %s)", everyWords(h.SampledEvery))
 	}
 	return words
 }
+
+// everyWords writes a sampling's N as "8" or "2.5".
+func everyWords(n float64) string { return strconv.FormatFloat(math.Round(n*10)/10, 'f', -1, 64) }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
 // order, each with all its sites (largest first).

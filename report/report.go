@@ -383,7 +383,7 @@ At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{byte
 {{with .Where}}<h3>Where the memory is held</h3>
 <p>{{.Snapshots}} allocation-site snapshots.{{if .Bad}} {{.Bad}} snapshot entries made no sense and were dropped.{{end}}</p>
 {{if .Growing}}<h4>Growing sites: live bytes that rise from snapshot to snapshot</h4>
-{{with (index .Growing 0).SampledEvery}}{{if gt . 1}}<p>Estimated: the probe kept stacks on one step in {{.}}, so each site's growth counts {{.}} times.</p>{{end}}{{end}}
+{{with (index .Growing 0).SampledEvery}}{{if gt . 1}}<p>Estimated: the probe kept stacks on one step in {{printf "%.3g" .}}, so each site's growth counts {{printf "%.3g" .}} times.</p>{{end}}{{end}}
 <table class="growing"><tr><th class="l">site</th><th class="l">function</th><th>growth</th><th>per step</th><th>per epoch</th><th>share</th><th class="l">called from</th></tr>
 {{range .Growing}}<tr><td class="l"><code>{{.Site}}</code></td><td class="l">{{.Func}}</td><td>{{bytesv .GrowthBytes}}</td><td>{{fbytes .BytesPerStep}}</td><td>{{fbytes .BytesPerEpoch}}</td><td>{{pct .Share}}</td><td class="l">{{join .Stack}}</td></tr>
 {{end}}</table>{{else}}<p>No site grows.</p>{{end}}

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // This file is the one place that knows which column of a stored series
@@ -157,7 +158,7 @@ var markSchema = rowSchema[Mark]{
 // per chunk, so a site costs its byte counts and a few index bytes.
 var siteSchema = rowSchema[SiteSample]{
 	schema: schema{name: SeriesSites, ints: []string{"rank+1", "epoch+1", "since_ns", "line", "live_bytes", "live_blocks",
-		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad", "sampled_every"},
+		"alloc_bytes", "allocs", "freed_bytes", "frees", "sites", "bad", "sampled_every×1000"},
 		minInts: 12, // "sampled_every" came later
 		strs:    []string{"reason", "name", "file", "func", "stack"},
 		count:   func(c *Counts) *int64 { return &c.Sites }},
@@ -174,6 +175,9 @@ var siteSchema = rowSchema[SiteSample]{
 		if s.Reason == "" {
 			return errors.New("site snapshot has no reason")
 		}
+		if s.SampledEvery != 0 && !(s.SampledEvery >= 1 && s.SampledEvery <= 1e9) {
+			return fmt.Errorf("site %s: sampled_every %g is not from 1 to 1e9", s.Label(), s.SampledEvery)
+		}
 		if s.Rank < None || s.Epoch < None || s.Line < 0 {
 			return fmt.Errorf("site %s: negative rank, epoch or line", s.Label())
 		}
@@ -182,7 +186,7 @@ var siteSchema = rowSchema[SiteSample]{
 			v    int64
 		}{{"since_ns", s.SinceNS}, {"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
 			{"alloc_bytes", s.AllocBytes}, {"allocs", s.Allocs}, {"freed_bytes", s.FreedBytes},
-			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}, {"sampled_every", s.SampledEvery}} {
+			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}} {
 			if err := checkBytes(c.name, c.v); err != nil {
 				return err
 			}
@@ -191,7 +195,7 @@ var siteSchema = rowSchema[SiteSample]{
 	},
 	put: func(s SiteSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), optEncode(s.Epoch), s.SinceNS, int64(s.Line), s.LiveBytes,
-				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad, s.SampledEvery),
+				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad, int64(math.Round(s.SampledEvery*1000))),
 			append(strs, string(s.Reason), s.Name, s.File, s.Func, s.Stack)
 	},
 	get: func(d *decoded, i int, k seriesKey) SiteSample {
@@ -201,7 +205,7 @@ var siteSchema = rowSchema[SiteSample]{
 			Allocs: c[7][i], FreedBytes: c[8][i], Frees: c[9][i], Sites: c[10][i], Bad: c[11][i],
 			Reason: SitesReason(st[0][i]), Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
 		if len(c) > 12 {
-			s.SampledEvery = c[12][i]
+			s.SampledEvery = float64(c[12][i]) / 1000
 		}
 		return s
 	},

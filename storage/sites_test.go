@@ -24,7 +24,7 @@ func siteRun(n int) (string, []SiteSample) {
 		head := SiteSample{T: 1_000_000_000_000 + int64(e)*1_000_000_123, GPU: 0, PID: 4242, Rank: 0, Epoch: e,
 			Reason: SitesEpochEnd}
 		if e%2 == 1 {
-			head.SampledEvery = 8
+			head.SampledEvery = 2.375
 		}
 		snap := []SiteSample{head}
 		snap[0].File, snap[0].LiveBytes, snap[0].LiveBlocks = SiteUntracked, 7<<20, 12

@@ -181,7 +181,7 @@ func TestReadSitesWithoutSampledEvery(t *testing.T) {
 	}
 	for _, s := range rows {
 		if s.SampledEvery != 0 {
-			t.Fatalf("row %+v: SampledEvery %d, want 0", s, s.SampledEvery)
+			t.Fatalf("row %+v: SampledEvery %g, want 0", s, s.SampledEvery)
 		}
 	}
 	var out, fresh bytes.Buffer
@@ -201,15 +201,15 @@ func TestReadSitesWithoutSampledEvery(t *testing.T) {
 	}
 	sampled := rows[:2]
 	for i := range sampled {
-		sampled[i].T, sampled[i].PID, sampled[i].SampledEvery = 1_005_000_000_000, 8, 4
+		sampled[i].T, sampled[i].PID, sampled[i].SampledEvery = 1_005_000_000_000, 8, 2.5
 	}
 	if _, err := db.AddSites("old-sites", [][]SiteSample{sampled}); err != nil {
 		t.Fatal(err)
 	}
 	it = db.SiteSamples(r, 0, 8, MinTime, MaxTime)
 	for it.Next() {
-		if it.At().SampledEvery != 4 {
-			t.Fatalf("added row %+v, want SampledEvery 4", it.At())
+		if it.At().SampledEvery != 2.5 {
+			t.Fatalf("added row %+v, want SampledEvery 2.5", it.At())
 		}
 	}
 	if it.Err() != nil {

@@ -16,7 +16,7 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 	if len(wh.Growing) > 0 {
 		fmt.Fprintln(w, "  Growing: live bytes that rise from snapshot to snapshot")
 		if n := wh.Growing[0].SampledEvery; n > 1 {
-			fmt.Fprintf(w, "  (estimated: the probe kept stacks on one step in %d, so each site's growth counts %d times)\n", n, n)
+			fmt.Fprintf(w, "  (estimated: the probe kept stacks on one step in %.3g, so each site's growth counts %.3g times)\n", n, n)
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, g := range wh.Growing[:min(n, len(wh.Growing))] {

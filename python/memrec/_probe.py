@@ -15,9 +15,14 @@ a woken thread takes the GIL at the next operation and the training thread
 waits for it to finish its formatting and its send; a few such hand-overs a
 step, each a futex wake and a context switch, cost far more than the work.
 Woken ten times a second, the thread formats a batch of steps per hand-over.
-For the same reason steps closer than STEP_SAMPLE_INTERVAL share one
-allocator sample (the peak is reset only when a sample is taken, so that
-sample's peak covers every step since the previous one).
+For the same reason steps close together share one allocator sample (the
+peak is reset only when a sample is taken, so that sample's peak covers
+every step since the previous one): steps closer than STEP_SAMPLE_INTERVAL,
+and closer than the sample's own measured cost / SAMPLE_BUDGET, up to
+MAX_SAMPLE_SPACING. On an H200 host a sample took about 22 µs in a tight
+loop and up to 90 µs right after a training step (cold caches), so a job of
+1 ms steps takes one every 9 steps, while any job whose steps last 10 ms or
+more keeps one sample per step.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ MAX_QUEUE = 10000
 TIMER_INTERVAL = 0.1
 SEND_INTERVAL = 0.1  # how often the background thread formats and sends
 WAKE_AT = 2048  # a queue this long wakes the background thread early
-STEP_SAMPLE_INTERVAL = 0.005  # steps closer than this share an allocator sample
+STEP_SAMPLE_INTERVAL = 0.005  # steps closer than this share an allocator sample ...
+SAMPLE_BUDGET = 0.01  # ... and closer than the sample's own cost / this ...
+MAX_SAMPLE_SPACING = 0.010  # ... up to this: a step of 10 ms or more has its own sample
 
 # Message kinds on the queue.
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
@@ -110,6 +117,10 @@ class Probe:
         self.timer_interval = TIMER_INTERVAL if timer is None else timer
         self.send_interval = SEND_INTERVAL if send_interval is None else send_interval
         self.step_sample_ns = int(_env_seconds("MEMREC_STEP_SAMPLE_MS", STEP_SAMPLE_INTERVAL) * 1e9)
+        self.base_sample_ns = self.step_sample_ns
+        self.sample_cost_ns = 0  # what a step's sample cost, smoothed
+        # MEMREC_STEP_SAMPLE_MS fixes the spacing; else the samples' cost widens it.
+        self.space_by_cost = "MEMREC_STEP_SAMPLE_MS" not in os.environ
         self.last_step_sample_ns = -(1 << 62)
         self.step_rank = None  # the rank at the last step sample
         self.devices = None  # CUDA devices this process uses
@@ -341,6 +352,7 @@ class Probe:
             return
         samples = ()
         if t - self.last_step_sample_ns >= self.step_sample_ns:
+            c0 = time.perf_counter_ns()
             self.step_rank = self.rank()  # refreshed with each sample
             torch = self._torch()
             if torch is not None:
@@ -350,9 +362,20 @@ class Probe:
                 for d in self._devices(torch):
                     samples.append((self._gpu(torch, d), C._cuda_memoryStats(d)))
                     C._cuda_resetPeakMemoryStats(d)
+                if self.space_by_cost:
+                    self._space_samples(time.perf_counter_ns() - c0)
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
+
+    def _space_samples(self, cost_ns: int) -> None:
+        """Keeps the step samples within SAMPLE_BUDGET of the time: the
+        spacing is the smoothed cost / SAMPLE_BUDGET, between the base
+        interval and MAX_SAMPLE_SPACING (never below the base)."""
+        c = self.sample_cost_ns
+        self.sample_cost_ns = cost_ns if c == 0 else (7 * c + cost_ns) // 8
+        want = min(int(self.sample_cost_ns / SAMPLE_BUDGET), int(MAX_SAMPLE_SPACING * 1e9))
+        self.step_sample_ns = max(self.base_sample_ns, want)
 
     def _gpu(self, torch: Any, device: int) -> int:
         """The index memrec's device samples give CUDA device ``device``: its

@@ -13,8 +13,10 @@ cost on an H200 (ResNet-18, batch 64, 14.2-15.1 ms a step without):
   blocks of steps with and without the history, and when the history costs
   more than STATE_BUDGET of a step it keeps it on one step in N only
   (N = cost / STATE_BUDGET, rounded up). Blocks allocated in the other
-  steps have no stack; the summaries say N ("sampled_every") and the
-  analysis scales the growth of a site by it, as a sampling profiler does.
+  steps have no stack; each summary says N ("sampled_every": the steps
+  since the previous summary over those that had the history on, which
+  counts the measuring blocks and trace windows too) and the analysis
+  scales the growth of a site by it, as a sampling profiler does.
 - "all" adds a trace of every alloc and free (about 990 events a step): a
   step takes up to 19 % longer, and a snapshot 15-128 ms. It is on only in
   short windows of a few steps, where the alloc and free counts per site are
@@ -58,6 +60,7 @@ CAL_BLOCK = 8  # steps a calibration block lasts ...
 CAL_PAIRS = 6  # ... and blocks without and with the history, alternating
 MAX_EVERY = 64  # the history is on at least one step in this many
 
+STEADY = ("epoch_end", "window", "snapshot")  # summaries of the steady state
 LIVE = ("active_allocated", "active_pending_free", "active_awaiting_free")
 UNTRACKED = "untracked"
 
@@ -318,6 +321,8 @@ class Sites:
         self.cal = []  # calibration: each block's step durations
         self.steps = 0  # steps since the epoch started
         self.count = 0  # steps since the history was measured
+        self.span_steps = 0  # steps since the last steady summary ...
+        self.span_on = 0  # ... and how many of them had the history on
         self.last_step = 0.0
         self.window_end = -1
         self.window_start_us = 0
@@ -382,6 +387,8 @@ class Sites:
         self.steps += 1
         if not self.armed:
             return
+        self.span_steps += 1
+        self.span_on += self.mode is not None  # what the step that ended ran with
         if self.window_end >= 0:
             if self.steps >= self.window_end:
                 self.window_end = -1
@@ -483,8 +490,8 @@ class Sites:
                 if rank is not None:
                     head["rank"] = rank
                 head["reason"] = reason
-                if self.every > 1:
-                    head["sampled_every"] = self.every
+                if self.span_on < self.span_steps:
+                    head["sampled_every"] = round(self.span_steps / max(1, self.span_on), 3)
                 for k, v in fields.items():
                     if v is not None:
                         head[k] = v
@@ -497,5 +504,7 @@ class Sites:
             self.sent += len(lines)
         except Exception:
             pass
+        if reason in STEADY:  # the analysis reads growth between these
+            self.span_steps = self.span_on = 0
         self.last_cost = time.perf_counter() - t0
         return lines

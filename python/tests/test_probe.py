@@ -206,7 +206,8 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual([l["step"] for l in lines if l.get("kind") == "step"], [0, 1, 2, 3, 4])
         self.assertEqual(sum(1 for l in lines if l["type"] == "torch"), 1)
         self.assertEqual(torch._state["resets"], [0])  # the peak keeps growing until the next sample
-        p.step_sample_ns = 0
+        p.step_sample_ns = p.base_sample_ns = 0
+        p.space_by_cost = False
         memrec.step(5)
         memrec.step(6)
         memrec.flush()
@@ -214,6 +215,26 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(torch._state["resets"], [0, 0, 0])
         p.close()
         srv.close()
+
+    def test_samples_spaced_by_their_cost(self):
+        # A sample that costs 90 us keeps samples 9 ms apart (1 % of the
+        # time); one that costs 500 us no more than 10 ms apart, so that
+        # steps of 10 ms or more keep one sample each; a cheap one, the base.
+        p = _probe.Probe(path="", timer=0)
+        self.assertTrue(p.space_by_cost)
+        p._space_samples(90_000)
+        self.assertEqual(p.step_sample_ns, 9_000_000)
+        for _ in range(40):
+            p._space_samples(500_000)
+        self.assertEqual(p.step_sample_ns, 10_000_000)
+        for _ in range(40):
+            p._space_samples(1_000)
+        self.assertEqual(p.step_sample_ns, p.base_sample_ns)
+        os.environ["MEMREC_STEP_SAMPLE_MS"] = "0"
+        try:
+            self.assertFalse(_probe.Probe(path="", timer=0).space_by_cost)
+        finally:
+            del os.environ["MEMREC_STEP_SAMPLE_MS"]
 
     def test_gpu_index_under_cuda_visible_devices(self):
         # CUDA numbers only the visible GPUs; memrec's device samples use NVML's

@@ -269,7 +269,18 @@ class ProbeSitesTest(unittest.TestCase):
         modes = h["calls"][before:]
         self.assertEqual(modes.count("state"), 10)  # 80 steps, on for one in 8
         self.assertEqual(modes.count(None), 10)
+        # The 80 steps since the history was measured, and the 97 of the
+        # measuring before them (one armed step, then 48 without and 48 with):
+        # 177 steps, 10 + 1 + 48 with the history.
         lines = p.sites.send(sys.modules["torch"], "snapshot")
+        self.assertEqual(json.loads(lines[0])["sampled_every"], round(177 / 59, 3))
+        run(80)
+        lines = p.sites.send(sys.modules["torch"], "epoch_end")
+        self.assertEqual(json.loads(lines[0])["sampled_every"], 8)
+        run(8)
+        lines = p.sites.send(sys.modules["torch"], "oom")  # not a steady summary: the span goes on
+        run(8)
+        lines = p.sites.send(sys.modules["torch"], "window")
         self.assertEqual(json.loads(lines[0])["sampled_every"], 8)
 
     def test_noisy_outlier_steps_do_not_decide(self):

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -144,7 +145,7 @@ func (r *Record) gpu() (gpu int, ok bool) {
 func (f *fields) sites() []SiteSample {
 	head := SiteSample{T: f.int("t_ns", true, 0), GPU: f.gpu(), PID: int(f.int("pid", true, 0)),
 		Rank: f.opt("rank"), Reason: SitesReason(f.str("reason", true)), Epoch: f.opt("epoch"), Name: f.str("name", false),
-		SinceNS: f.int("since_ns", false, 0), SampledEvery: f.count("sampled_every")}
+		SinceNS: f.int("since_ns", false, 0), SampledEvery: f.sampling("sampled_every")}
 	if head.SinceNS < 0 {
 		f.fail("%q is negative (%d)", "since_ns", head.SinceNS)
 	}
@@ -278,6 +279,21 @@ func (f *fields) int(key string, required bool, def int64) int64 {
 		f.fail("%q: not an integer: %s", key, v)
 	}
 	return n
+}
+
+// sampling reads an optional share of steps as "one in N": 0 when absent,
+// else a finite number of at least 1, kept to three decimals.
+func (f *fields) sampling(key string) float64 {
+	v := f.o.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return 0
+	}
+	x, err := v.Float64()
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) || x < 1 || x > 1e9 {
+		f.fail("%q: want a number from 1 to 1e9, got %s", key, v)
+		return 0
+	}
+	return math.Round(x*1000) / 1000
 }
 
 // gpu reads the required "gpu" of a sample; Parse refuses a negative one
@@ -415,7 +431,8 @@ func AppendSites(b []byte, rows []SiteSample) []byte {
 		b = appendKV(b, "since_ns", h.SinceNS)
 	}
 	if h.SampledEvery > 1 {
-		b = appendKV(b, "sampled_every", h.SampledEvery)
+		b = append(b, `,"sampled_every":`...)
+		b = strconv.AppendFloat(b, h.SampledEvery, 'f', -1, 64)
 	}
 	var other *SiteSample
 	for i := range rows {

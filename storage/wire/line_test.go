@@ -74,6 +74,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{`{"type":"torch","t_ns":"1"}`, `torch: "t_ns": want an integer, got string`},
 		{`{"type":"nope"}`, `unknown type "nope"`},
 		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1}`, `sites: missing "reason"`},
+		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sampled_every":0.5}`, `"sampled_every": want a number from 1 to 1e9, got 0.5`},
 		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":[{"line":3}]}`, `sites: sites[0]: missing "file"`},
 		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","sites":[{"file":"a.py","line":3,"live_bytes":-1}]}`, `sites[0]: "live_bytes" is negative (-1)`},
 		{`{"type":"sites","t_ns":1,"gpu":0,"pid":1,"reason":"x","untracked":{"live_blocks":"2"}}`, `untracked: "live_blocks": want an integer, got string`},

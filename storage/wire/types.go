@@ -117,8 +117,9 @@ type SiteSample struct {
 	Name    string      // the snapshot's or the tracked block's name; "" if none
 	SinceNS int64       // start of the window Alloc* and Freed* count; 0 without a trace
 	// SampledEvery is N when the history kept stacks on one step in N
-	// only (blocks of the other steps are untracked); 0 or 1: every step.
-	SampledEvery int64
+	// only (on average, since the previous snapshot; blocks of the other
+	// steps are untracked); 0 or 1: every step. Kept to three decimals.
+	SampledEvery float64
 	File         string // the site's file, or SiteUntracked or SiteOther
 	Line         int
 	Func         string
