@@ -152,10 +152,10 @@ def main():
             p.sites.every, p.sites.cost = 0, None  # each job measured on its own
             p.sites.windows_first, p.sites.windows_cost = 0.0, 0.0
             memrec.sites(True)
-            epochs(step, 1, n, False, 0)  # the probe measures the stacks' cost here
+            epochs(step, 1, max(n, 300), False, 0)  # the probe measures the stacks' cost here (257 steps)
             memrec.sites(False)
             off, on = [], []
-            for r in range(6):  # off, on, on, off, off, on: drift cancels
+            for r in range(8):  # off, on, on, off, off, on, ...: drift cancels
                 for sites in ((False, True) if r % 2 == 0 else (True, False)):
                     memrec.sites(sites)
                     _, wall = epochs(step, 1, n, False, 1 + 2 * r + int(sites))

@@ -90,7 +90,8 @@ def enabled() -> bool:
 def step(i: "int | None" = None) -> None:
     """Marks the end of step i and sends one allocator sample per CUDA device
     in use, with the peak allocated since the previous sample (then reset).
-    Steps less than 5 ms apart (MEMREC_STEP_SAMPLE_MS) share one sample."""
+    Short steps share one sample, spaced by the sample's own cost; a step
+    of 10 ms or more has its own (MEMREC_STEP_SAMPLE_MS fixes the spacing)."""
     p = _get()
     if not p.enabled:
         return

@@ -14,15 +14,17 @@ every step cost 230 µs per step. Every torch operation releases the GIL, so
 a woken thread takes the GIL at the next operation and the training thread
 waits for it to finish its formatting and its send; a few such hand-overs a
 step, each a futex wake and a context switch, cost far more than the work.
-Woken ten times a second, the thread formats a batch of steps per hand-over.
+Woken four times a second, the thread formats a batch of steps per hand-over.
 For the same reason steps close together share one allocator sample (the
 peak is reset only when a sample is taken, so that sample's peak covers
 every step since the previous one): steps closer than STEP_SAMPLE_INTERVAL,
-and closer than the sample's own measured cost / SAMPLE_BUDGET, up to
-MAX_SAMPLE_SPACING. On an H200 host a sample took about 22 µs in a tight
-loop and up to 90 µs right after a training step (cold caches), so a job of
-1 ms steps takes one every 9 steps, while any job whose steps last 10 ms or
-more keeps one sample per step.
+and closer than the sample's own measured cost / SAMPLE_BUDGET. A step that
+lasted LONG_STEP or more always has its own sample. On an H200 host a
+sample took about 22 µs in a tight loop and about 90 µs right after a
+training step (cold caches), so a job of 1 ms steps takes one every 36 steps,
+while any job whose steps last 10 ms or more keeps one sample per step.
+For the same reason the background thread skips its timer sample when a
+step took one since its last wake, and wakes four times a second.
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from . import _sites
 
 MAX_QUEUE = 10000
-TIMER_INTERVAL = 0.1
-SEND_INTERVAL = 0.1  # how often the background thread formats and sends
+TIMER_INTERVAL = 0.25  # an allocator sample this often when no step took one
+SEND_INTERVAL = 0.25  # how often the background thread formats and sends
 WAKE_AT = 2048  # a queue this long wakes the background thread early
 STEP_SAMPLE_INTERVAL = 0.005  # steps closer than this share an allocator sample ...
-SAMPLE_BUDGET = 0.01  # ... and closer than the sample's own cost / this ...
-MAX_SAMPLE_SPACING = 0.010  # ... up to this: a step of 10 ms or more has its own sample
+SAMPLE_BUDGET = 0.0025  # ... and closer than the sample's own cost / this, ...
+LONG_STEP = 0.010  # ... unless the step lasted this long: such a step has its own sample
+
+LONG_STEP_NS = int(LONG_STEP * 1e9)
 
 # Message kinds on the queue.
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
@@ -122,6 +126,7 @@ class Probe:
         # MEMREC_STEP_SAMPLE_MS fixes the spacing; else the samples' cost widens it.
         self.space_by_cost = "MEMREC_STEP_SAMPLE_MS" not in os.environ
         self.last_step_sample_ns = -(1 << 62)
+        self.last_step_ns = -(1 << 62)  # when the previous step ended
         self.step_rank = None  # the rank at the last step sample
         self.devices = None  # CUDA devices this process uses
         self.gpus = {}  # CUDA device -> the GPU's index in memrec's device samples
@@ -243,7 +248,8 @@ class Probe:
             torch = self._torch()
             if torch is not None and time.monotonic() - self.devices_checked > 5.0:
                 self._devices(torch, rescan=True)
-            self.sample()
+            if time.time_ns() - self.last_step_sample_ns >= self.timer_interval * 1e9:
+                self.sample()  # no step took one since the last wake
         except Exception:
             pass
 
@@ -343,7 +349,9 @@ class Probe:
         CPU-bound job every microsecond here is one the step pays."""
         t = time.time_ns()
         q = self.queue
-        if t - self.last_step_sample_ns < self.step_sample_ns and not self.sites.armed:
+        long_step = t - self.last_step_ns >= LONG_STEP_NS
+        self.last_step_ns = t
+        if t - self.last_step_sample_ns < self.step_sample_ns and not long_step and not self.sites.armed:
             if len(q) < MAX_QUEUE:
                 q.append((_STEP, t, i, self.step_rank, ()))
             else:
@@ -351,7 +359,7 @@ class Probe:
                 self.dropped_total += 1
             return
         samples = ()
-        if t - self.last_step_sample_ns >= self.step_sample_ns:
+        if t - self.last_step_sample_ns >= self.step_sample_ns or long_step:
             c0 = time.perf_counter_ns()
             self.step_rank = self.rank()  # refreshed with each sample
             torch = self._torch()
@@ -370,12 +378,11 @@ class Probe:
 
     def _space_samples(self, cost_ns: int) -> None:
         """Keeps the step samples within SAMPLE_BUDGET of the time: the
-        spacing is the smoothed cost / SAMPLE_BUDGET, between the base
-        interval and MAX_SAMPLE_SPACING (never below the base)."""
+        spacing is the smoothed cost / SAMPLE_BUDGET, never below the base
+        interval."""
         c = self.sample_cost_ns
         self.sample_cost_ns = cost_ns if c == 0 else (7 * c + cost_ns) // 8
-        want = min(int(self.sample_cost_ns / SAMPLE_BUDGET), int(MAX_SAMPLE_SPACING * 1e9))
-        self.step_sample_ns = max(self.base_sample_ns, want)
+        self.step_sample_ns = max(self.base_sample_ns, int(self.sample_cost_ns / SAMPLE_BUDGET))
 
     def _gpu(self, torch: Any, device: int) -> int:
         """The index memrec's device samples give CUDA device ``device``: its

@@ -9,8 +9,8 @@ cost on an H200 (ResNet-18, batch 64, 14.2-15.1 ms a step without):
   Python stack per allocation: on a GPU-bound job it hides behind the GPU
   (ResNet-18, batch 64: +0.05 % a step, +0.8 % with a synchronize each
   step), on a CPU-bound one it does not (a tiny MLP at 1.1 ms a step:
-  +11 %). So the probe measures it: over the first steps it alternates
-  blocks of steps with and without the history, and when the history costs
+  +11 %). So the probe measures it: over the first 257 steps it alternates
+  blocks of 16 steps without and with the history, and when the history costs
   more than STATE_BUDGET of a step it keeps it on one step in N only
   (N = cost / STATE_BUDGET, rounded up). Blocks allocated in the other
   steps have no stack; each summary says N ("sampled_every": the steps
@@ -54,10 +54,10 @@ MAX_STACK = 4  # callers kept per site, for display
 MAX_ENTRIES = 200000  # trace entries kept while a window is open
 WINDOW_AT = 10  # a trace window opens at this step of each epoch ...
 WINDOW_STEPS = 3  # ... and lasts this many steps (MEMREC_SITES_WINDOW; 0: never)
-STATE_BUDGET = 0.015  # the share of a step the state history may cost
+STATE_BUDGET = 0.01  # the share of a step the state history may cost
 WINDOW_BUDGET = 0.01  # the share of the time the trace windows may cost
-CAL_BLOCK = 8  # steps a calibration block lasts ...
-CAL_PAIRS = 6  # ... and blocks without and with the history, alternating
+CAL_BLOCK = 16  # steps a calibration block lasts ...
+CAL_PAIRS = 8  # ... and pairs of blocks without and with the history
 MAX_EVERY = 64  # the history is on at least one step in this many
 
 STEADY = ("epoch_end", "window", "snapshot")  # summaries of the steady state

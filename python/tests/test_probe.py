@@ -217,17 +217,13 @@ class ProbeTest(unittest.TestCase):
         srv.close()
 
     def test_samples_spaced_by_their_cost(self):
-        # A sample that costs 90 us keeps samples 9 ms apart (1 % of the
-        # time); one that costs 500 us no more than 10 ms apart, so that
-        # steps of 10 ms or more keep one sample each; a cheap one, the base.
+        # A sample that costs 90 us keeps samples 36 ms apart (0.25 % of
+        # the time); a cheap one, the base interval.
         p = _probe.Probe(path="", timer=0)
         self.assertTrue(p.space_by_cost)
         p._space_samples(90_000)
-        self.assertEqual(p.step_sample_ns, 9_000_000)
-        for _ in range(40):
-            p._space_samples(500_000)
-        self.assertEqual(p.step_sample_ns, 10_000_000)
-        for _ in range(40):
+        self.assertEqual(p.step_sample_ns, 36_000_000)
+        for _ in range(60):
             p._space_samples(1_000)
         self.assertEqual(p.step_sample_ns, p.base_sample_ns)
         os.environ["MEMREC_STEP_SAMPLE_MS"] = "0"
@@ -235,6 +231,23 @@ class ProbeTest(unittest.TestCase):
             self.assertFalse(_probe.Probe(path="", timer=0).space_by_cost)
         finally:
             del os.environ["MEMREC_STEP_SAMPLE_MS"]
+
+    def test_long_step_has_its_own_sample(self):
+        # However wide the spacing, a step of 10 ms or more is sampled.
+        srv = Server()
+        torch = make_fake_torch(devices=1)
+        sys.modules["torch"] = torch
+        p = self.probe(srv)
+        memrec.step(0)
+        p.step_sample_ns = p.base_sample_ns = 3600 * 10**9
+        p.space_by_cost = False
+        memrec.step(1)  # right after step 0: shares its sample
+        self.assertEqual(torch._state["resets"], [0])
+        p.last_step_ns -= 20_000_000  # step 2 lasted 20 ms
+        memrec.step(2)
+        self.assertEqual(torch._state["resets"], [0, 0])
+        p.close()
+        srv.close()
 
     def test_gpu_index_under_cuda_visible_devices(self):
         # CUDA numbers only the visible GPUs; memrec's device samples use NVML's

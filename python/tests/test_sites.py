@@ -259,29 +259,29 @@ class ProbeSitesTest(unittest.TestCase):
         self.assertEqual(h["calls"].count("state"), _sites.CAL_PAIRS + 2)  # armed, each "with" block, kept on
 
     def test_costly_history_is_sampled(self):
-        # +11 %, as on a CPU-bound MLP: on one step in ceil(0.11 / 0.015) = 8
+        # +11 %, as on a CPU-bound MLP: on one step in ceil(0.11 / 0.01) = 11
         p, h, run = self.sites_with_clock(lambda mode: 0.001 * (1.11 if mode == "state" else 1))
         run(1 + 2 * _sites.CAL_PAIRS * _sites.CAL_BLOCK)
         self.assertAlmostEqual(p.sites.cost, 0.11)
-        self.assertEqual(p.sites.every, 8)
+        self.assertEqual(p.sites.every, 11)
         before = len(h["calls"])
-        run(80)
+        run(88)
         modes = h["calls"][before:]
-        self.assertEqual(modes.count("state"), 10)  # 80 steps, on for one in 8
-        self.assertEqual(modes.count(None), 10)
-        # The 80 steps since the history was measured, and the 97 of the
-        # measuring before them (one armed step, then 48 without and 48 with):
-        # 177 steps, 10 + 1 + 48 with the history.
+        self.assertEqual(modes.count("state"), 8)  # 88 steps, on for one in 11
+        self.assertEqual(modes.count(None), 8)
+        # The 88 steps since the history was measured (8 with it), and the
+        # measuring before them: one armed step, then half the blocks with it.
+        cal = 2 * _sites.CAL_PAIRS * _sites.CAL_BLOCK
         lines = p.sites.send(sys.modules["torch"], "snapshot")
-        self.assertEqual(json.loads(lines[0])["sampled_every"], round(177 / 59, 3))
-        run(80)
+        self.assertEqual(json.loads(lines[0])["sampled_every"], round((1 + cal + 88) / (1 + cal / 2 + 8), 3))
+        run(88)
         lines = p.sites.send(sys.modules["torch"], "epoch_end")
-        self.assertEqual(json.loads(lines[0])["sampled_every"], 8)
-        run(8)
+        self.assertEqual(json.loads(lines[0])["sampled_every"], 11)
+        run(11)
         lines = p.sites.send(sys.modules["torch"], "oom")  # not a steady summary: the span goes on
-        run(8)
+        run(11)
         lines = p.sites.send(sys.modules["torch"], "window")
-        self.assertEqual(json.loads(lines[0])["sampled_every"], 8)
+        self.assertEqual(json.loads(lines[0])["sampled_every"], 11)
 
     def test_noisy_outlier_steps_do_not_decide(self):
         # An epoch's end (a summary, a data loader restart) in one block
