@@ -596,7 +596,7 @@ class RecorderTransportTest(unittest.TestCase):
             f.write(FAKE_TORCH + textwrap.dedent('''
                 sys.modules["torch"] = make_fake_torch(allocated=777)
                 import time
-                time.sleep(0.6)   # the probe's timer samples the allocator meanwhile
+                time.sleep(1.2)   # the probe's timer samples the allocator meanwhile (every 250 ms)
             '''))
         env = {"PYTHONPATH": ""}
         r = self.run_memrec(db, "record", "--torch", "--source", "sim", "--sim-gpus", "1", "--name", "auto", "--",
