@@ -175,6 +175,26 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		if h > float64(lim.Largest) {
 			t.Errorf("%s: predicted %v with headroom, but %d is the largest batch that ran", model, h, lim.Largest)
 		}
+		if model != "r18" {
+			continue
+		}
+		// The run that died at batch 7728 is not a point of the fit: the
+		// prediction stays, and the statement names the failure.
+		oom := importFixtures(t, map[string][]byte{fixtures.H200OOM: fixtures.Read(t, fixtures.H200OOM)})
+		for _, r := range oom {
+			list = append(list, r)
+		}
+		c, err = Compare(list, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := FitByTag(c, "batch_size", 0.05); err != nil {
+			t.Fatal(err)
+		}
+		if f := c.By.Failed; len(f) != 1 || f[0].Value != 7728 || len(c.By.Points) != 3 || *c.By.MaxFittingValueNoHeadroom != p ||
+			!strings.Contains(c.By.Statement, "ran out of memory at batch_size=7728") {
+			t.Errorf("with the OOM run: failed %+v, %d points, %v without headroom: %s", f, len(c.By.Points), deref(c.By.MaxFittingValueNoHeadroom), c.By.Statement)
+		}
 	}
 }
 
