@@ -366,6 +366,9 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		if len(g.InferredEpochs) > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d epochs inferred from device memory (inferred_epochs), labelled as such; the time slices are still in intervals",
 				g.Label(), len(g.InferredEpochs)))
+			if i := slices.Index(rep.Notes, noEpochMarks); i >= 0 {
+				rep.Notes[i] = noEpochMarksInferred
+			}
 		}
 		if g.InconsistentSamples > 0 {
 			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)
@@ -395,6 +398,13 @@ func newReport(run storage.Run) *Report {
 	return rep
 }
 
+// The note of a run without epoch marks, and its words where epochs were
+// inferred from device memory.
+const (
+	noEpochMarks         = "no epoch marks: per-epoch deltas are replaced by deltas over ten equal time slices"
+	noEpochMarksInferred = "no epoch marks: the per-epoch deltas are over the epochs inferred from device memory, and over ten equal time slices (intervals)"
+)
+
 // runNotes says what the run lacks (samples, marks, allocator samples) and
 // what its source limits, each as a sentence for the report.
 func runNotes(run storage.Run, marks *markIndex) []string {
@@ -403,7 +413,7 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 		notes = append(notes, "the run holds no samples")
 	}
 	if len(marks.epochs) == 0 {
-		notes = append(notes, "no epoch marks: per-epoch deltas are replaced by deltas over ten equal time slices")
+		notes = append(notes, noEpochMarks)
 	}
 	if marks.stepCount == 0 {
 		notes = append(notes, "no step marks: the leak slope is per hour only, fitted on the floors of time slices")
