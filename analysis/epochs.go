@@ -27,37 +27,17 @@ const (
 	minEpochFalls = 3
 )
 
-// stepFall is one step fall of device memory: the first sample below the
-// level it fell from, and the lowest sample it reached.
-type stepFall struct{ at, bottom int64 }
-
 // stepFalls reads device memory in [from, to) and returns its falls by
-// more than thr, consecutive dropping samples counting as one; it keeps
-// nothing else, so a day-long run costs one fall per step.
+// more than thr (fallFinder); it keeps nothing else, so a day-long run
+// costs one fall per step.
 func (a *gpuAnalysis) stepFalls(from, to, thr int64) ([]stepFall, error) {
-	var out []stepFall
-	var prev, prevT, top, at int64
-	have, falling := false, false
+	f := fallFinder{thr: thr}
 	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
 	for it.Next() {
 		s := it.At()
-		switch {
-		case have && s.Used < prev:
-			if !falling {
-				falling, top, at = true, prev, s.T
-			}
-		case falling:
-			if top-prev > thr {
-				out = append(out, stepFall{at: at, bottom: prevT})
-			}
-			falling = false
-		}
-		prev, prevT, have = s.Used, s.T, true
+		f.add(s.T, s.Used)
 	}
-	if falling && top-prev > thr {
-		out = append(out, stepFall{at: at, bottom: prevT})
-	}
-	return out, it.Err()
+	return f.done(), it.Err()
 }
 
 // splitAtBreaks cuts the falls where more than breakPeriods step times

@@ -36,24 +36,15 @@ func fallPeriod(t, v []int64) stepPattern {
 		return stepPattern{}
 	}
 	lo, hi := slices.Min(v), slices.Max(v)
-	thr := max(16<<20, (hi-lo)/2)
-	var at []int64
-	var depths []float64
-	for i := 1; i < len(v); i++ {
-		if v[i-1]-v[i] <= 0 {
-			continue
-		}
-		// The whole fall: from the last sample before it starts to the
-		// first after it ends.
-		j := i
-		for j+1 < len(v) && v[j+1] < v[j] {
-			j++
-		}
-		if v[i-1]-v[j] > thr {
-			at = append(at, t[i])
-			depths = append(depths, float64(v[i-1]-v[j]))
-		}
-		i = j
+	f := fallFinder{thr: max(16<<20, (hi-lo)/2)}
+	for i := range v {
+		f.add(t[i], v[i])
+	}
+	falls := f.done()
+	at := make([]int64, len(falls))
+	depths := make([]float64, len(falls))
+	for i, x := range falls {
+		at[i], depths[i] = x.at, float64(x.depth)
 	}
 	if len(at) < 6 {
 		return stepPattern{falls: len(at)}
@@ -74,6 +65,49 @@ func fallPeriod(t, v []int64) stepPattern {
 	}
 	slices.Sort(depths)
 	return stepPattern{period: int64(m), falls: len(at), depth: int64(median(depths)), ok: true}
+}
+
+// stepFall is one fall of device memory: the first sample below the level
+// it fell from, and how far it fell.
+type stepFall struct{ at, depth int64 }
+
+// fallFinder finds the falls of a device series, sample by sample in time
+// order: consecutive dropping samples are one fall, from the last sample
+// before it to the lowest, and it counts when it drops by more than thr.
+type fallFinder struct {
+	thr          int64
+	out          []stepFall
+	prev, top    int64
+	at           int64
+	have, inFall bool
+}
+
+func (f *fallFinder) add(t, v int64) {
+	switch {
+	case f.have && v < f.prev:
+		if !f.inFall {
+			f.inFall, f.top, f.at = true, f.prev, t
+		}
+	case f.inFall:
+		f.end()
+	}
+	f.prev, f.have = v, true
+}
+
+// end closes the fall in progress at the last sample taken.
+func (f *fallFinder) end() {
+	if d := f.top - f.prev; d > f.thr {
+		f.out = append(f.out, stepFall{at: f.at, depth: d})
+	}
+	f.inFall = false
+}
+
+// done closes a fall still in progress and returns the falls.
+func (f *fallFinder) done() []stepFall {
+	if f.inFall {
+		f.end()
+	}
+	return f.out
 }
 
 // stepPattern looks for regular falls in the middle minute of the job's
