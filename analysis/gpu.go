@@ -183,6 +183,16 @@ func (n *nearTimes[V]) nearest(i int) timed[V] {
 	return a
 }
 
+// within is the sample nearest to the i-th time if it lies at most tol
+// from it. Where the nearest lies farther, ok is false and gap is how far.
+func (n *nearTimes[V]) within(i int, tol int64) (s timed[V], gap int64) {
+	s = n.nearest(i)
+	if d := abs64(s.t - n.q[i]); s.ok && d > tol {
+		return timed[V]{}, d
+	}
+	return s, 0
+}
+
 // spans tracks, for samples in time order, which of several sorted
 // half-open spans [lo, hi) they fall in, keeping each span's minimum and
 // maximum.

@@ -642,21 +642,20 @@ func (a *gpuAnalysis) oomViews(o *OOM) {
 	tol := o.PairToleranceNS
 	var dev timed[int64]
 	var alc timed[torchAtTime]
+	var gap int64
 	if a.hasDevice {
-		if dev = a.oomUsed.nearest(k); dev.ok && abs64(dev.t-o.TNS) > tol {
+		if dev, gap = a.oomUsed.within(k, tol); gap > 0 {
 			o.LeftOut = append(o.LeftOut, fmt.Sprintf("device used: the nearest device sample is %s from the OOM, more than the %s tolerance",
-				msText(dev.t-o.TNS), msText(tol)))
-			dev.ok = false
+				msText(gap), msText(tol)))
 		}
 		if dev.ok {
 			o.UsedBytes, o.UsedTNS = i64(dev.v), i64(dev.t)
 		}
 	}
 	if a.hasTorch {
-		if alc = a.oomAlloc.nearest(k); alc.ok && abs64(alc.t-o.TNS) > tol {
+		if alc, gap = a.oomAlloc.within(k, tol); gap > 0 {
 			o.LeftOut = append(o.LeftOut, fmt.Sprintf("allocated and reserved, and the advice made of them: the nearest allocator sample is %s from the OOM, more than the %s tolerance",
-				msText(alc.t-o.TNS), msText(tol)))
-			alc.ok = false
+				msText(gap), msText(tol)))
 		}
 		if alc.ok {
 			c := alc.v
