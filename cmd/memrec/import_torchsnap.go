@@ -72,11 +72,7 @@ func readTorchSnapshot(o *importOptions, file string) (s *torchsnap.Snapshot, na
 	}
 	s, err = torchsnap.Read(r)
 	if err != nil {
-		where := file
-		if file == "-" {
-			where = stdinName
-		}
-		return nil, name, 0, fmt.Errorf("import: %s: %w (nothing was imported)", where, err)
+		return nil, name, 0, fmt.Errorf("import: %s: %w (nothing was imported)", inputName(file), err)
 	}
 	return s, name, endNS, nil
 }
@@ -138,11 +134,7 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		for _, rows := range snaps {
 			buf.Write(wire.AppendSites(nil, rows))
 		}
-		source := files[0]
-		if source == "-" {
-			source = stdinName
-		}
-		runs, err := db.Import([]storage.Source{{Name: source, R: &buf}}, storage.ImportOptions{Replace: o.replace})
+		runs, err := db.Import([]storage.Source{{Name: inputName(files[0]), R: &buf}}, storage.ImportOptions{Replace: o.replace})
 		if err != nil {
 			return fmt.Errorf("import: %w (nothing was imported)", err)
 		}

@@ -35,6 +35,14 @@ type importOptions struct {
 // stdinName names standard input in messages.
 const stdinName = "<stdin>"
 
+// inputName is how messages name an input file: "-" is standard input.
+func inputName(file string) string {
+	if file == "-" {
+		return stdinName
+	}
+	return file
+}
+
 // stdinReader returns standard input, gunzipped if it starts as gzip. It
 // can be read once; Peek shows its start without taking it.
 func (o *importOptions) stdinReader() (*bufio.Reader, error) {

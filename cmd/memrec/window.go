@@ -39,12 +39,12 @@ func (w windowOptions) apply(db *storage.DB, r storage.Run) (storage.Run, error)
 	}
 	out, err := analysis.Window(db, r, from, to)
 	if errors.Is(err, analysis.ErrNoEpochMarks) {
-		flag := "--from"
+		flag, value := "--from", w.from
 		if from.Kind != analysis.BoundEpoch {
-			flag = "--to"
+			flag, value = "--to", w.to
 		}
 		return r, fmt.Errorf("run %s: %s %q: %w; epochs inferred from device memory are not accepted as bounds: pass the times memrec analyze shows for them (%s 12.5)",
-			r.Name, flag, map[string]string{"--from": w.from, "--to": w.to}[flag], err, flag)
+			r.Name, flag, value, err, flag)
 	}
 	if err != nil {
 		return r, fmt.Errorf("run %s: --from %q --to %q: %w", r.Name, w.from, w.to, err)
