@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 for mins in 10 60; do
   go run ./bench/gentrace -duration ${mins}m -name "gen$mins" 2>/dev/null | "$tmp/memrec" --db "$tmp/m.db" import - > /dev/null
   for cmd in analyze ${EXTRA:-}; do

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 go run ./bench/gentrace -duration 60m -name gen60 -db "$tmp/m.db" > /dev/null
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 for window in "--from 30m --to 31m" ""; do
   : > "$tmp/t"
   for i in $(seq "$rounds"); do

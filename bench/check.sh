@@ -19,7 +19,7 @@ go build -o "$tmp/memrec" ./cmd/memrec
 go run ./bench/gentrace -mix realistic -duration "${hours}h" -gpus 8 -db "$tmp/m.db" > /dev/null
 size=$(stat -c %s "$tmp/m.db")
 echo "database: $size bytes (${hours} h of 8 GPUs at 100 Hz)"
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 : > "$tmp/t"
 for i in $(seq "$rounds"); do
   /usr/bin/time -f '%e %M' -o "$tmp/time" "$tmp/memrec" --db "$tmp/m.db" runs --check > "$tmp/out"

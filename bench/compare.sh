@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 go build -o "$tmp/gentrace" ./bench/gentrace
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 names=()
 for i in $(seq 1 10); do
   "$tmp/gentrace" -name "r$i" -seed "$i" 2>/dev/null | "$tmp/memrec" --db "$tmp/m.db" import - > /dev/null

@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=1 CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 go build -o "$tmp/flood" ./bench/flood
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 for kind in flood quiet; do : > "$tmp/$kind.rss"; : > "$tmp/$kind.ontime"; done
 for i in $(seq "$rounds"); do
   for kind in flood quiet; do

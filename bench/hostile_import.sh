@@ -17,7 +17,7 @@ go build -o "$tmp/memrec" ./cmd/memrec
 { printf '{"type":"run","name":"long"}\n{"type":"mark","t_ns":1,"kind":"event","text":"'; head -c 100000000 /dev/zero | tr '\0' x; printf '"}\n'; } > "$tmp/long.jsonl"
 { printf '{"type":"run","name":"blank"}\n'; head -c 18000000000 /dev/zero | tr '\0' '\n'; } | gzip -9 > "$tmp/blank.jsonl.gz"
 echo "inputs: $(stat -c %s "$tmp/long.jsonl") bytes of one line; $(stat -c %s "$tmp/blank.jsonl.gz") bytes of gzipped newlines"
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 for f in long.jsonl blank.jsonl.gz; do
   : > "$tmp/t"; : > "$tmp/rss"
   for i in $(seq "$rounds"); do

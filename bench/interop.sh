@@ -15,7 +15,7 @@ export CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 go run ./bench/gentrace -duration 10m -name gen -db "$tmp/m.db" 2>/dev/null
 m() { "$tmp/memrec" --db "$tmp/m.db" "$@"; }
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 timed() { # timed FILE CMD...: append the command's wall and CPU seconds to FILE
   local f=$1; shift
   /usr/bin/time -f "%e %U %S" -o "$tmp/one" "$@" > /dev/null 2>&1

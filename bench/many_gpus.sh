@@ -23,7 +23,7 @@ with open(sys.argv[1], "w") as f:
             f.write(json.dumps({"type": "sample", "t_ns": 10**18 + i * 10**8, "gpu": g, "used_bytes": 2**30 + i * 2**20 * (g % 3)}) + "\n")
 PY
 "$tmp/memrec" --db "$tmp/m.db" import "$tmp/g.jsonl"
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 for cmd in analyze report; do
   : > "$tmp/t"; : > "$tmp/rss"
   for i in $(seq "$rounds"); do

@@ -23,7 +23,7 @@ export CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 go build -o "$tmp/gentrace" ./bench/gentrace
 
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 # timed CMD...: runs CMD rounds times, prints "median-seconds peak-MiB".
 timed() {
   local n=$rounds

@@ -20,7 +20,7 @@ lines=$(wc -l < "$tmp/trace.jsonl")
 gzip -6 -c "$tmp/trace.jsonl" > "$tmp/trace.jsonl.gz"
 gz=$(stat -c %s "$tmp/trace.jsonl.gz")
 
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+. bench/lib.sh
 now() { date +%s.%N; }
 
 : > "$tmp/go.t"; : > "$tmp/py.t"
