@@ -72,7 +72,7 @@ func TestParseDocumentedShapes(t *testing.T) {
 		if len(l.GPUs) != 2 || l.GPUs[0] != (storage.GPU{Index: 0, UUID: "GPU-aaaa", TotalBytes: 143771 << 20}) || l.GPUs[1].UUID != "GPU-bbbb" {
 			t.Errorf("%s: GPUs %+v", tc.name, l.GPUs)
 		}
-		if !equalSlices(l.Device, wantDev) || !equalSlices(l.Procs, wantProc) {
+		if !slices.Equal(l.Device, wantDev) || !slices.Equal(l.Procs, wantProc) {
 			t.Errorf("%s:\n device %+v\n want   %+v\n procs %+v\n want  %+v", tc.name, l.Device, wantDev, l.Procs, wantProc)
 		}
 		if l.Unavailable != 2 {
@@ -83,18 +83,6 @@ func TestParseDocumentedShapes(t *testing.T) {
 			t.Errorf("%s: interval %d", tc.name, iv)
 		}
 	}
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTimeZone: the logs carry no zone; the same line read in two zones

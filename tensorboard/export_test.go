@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
@@ -127,7 +128,7 @@ func TestExportSynthetic(t *testing.T) {
 	for _, s := range ef.ByTag["device_used_MiB/gpu3"] {
 		steps = append(steps, s.Step)
 	}
-	if want := []int64{0, 7, 9, 12}; !equal(steps, want) {
+	if want := []int64{0, 7, 9, 12}; !slices.Equal(steps, want) {
 		t.Errorf("steps without step marks: %v, want the sample indices %v", steps, want)
 	}
 }
@@ -138,18 +139,6 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // realExport exports a real H200 run with at most points points a series;
