@@ -28,12 +28,19 @@ var update = flag.Bool("update", false, "rewrite the golden images in testdata/"
 // realReport analyses a real H200 run (the planted leak).
 func realReport(t *testing.T, name string) *analysis.Report {
 	t.Helper()
+	return analyzeOne(t, name, fixtures.Read(t, name))
+}
+
+// analyzeOne imports JSON Lines holding one run into a fresh database and
+// analyses it.
+func analyzeOne(t *testing.T, name string, data []byte) *analysis.Report {
+	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(fixtures.Read(t, name))}}, storage.ImportOptions{})
+	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(data)}}, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/storage"
 )
 
 // sitesRun is a job that keeps 1 MiB a step at train.py:52, with site
@@ -52,20 +50,7 @@ func sitesRunAt(t *testing.T, file1, func1, file2, func2 string) *analysis.Repor
 	}
 	snap(tt+50e6, "oom", 2, 30<<20)
 	fmt.Fprintf(&b, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":7,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", tt+50e6+10)
-	db, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "s", R: strings.NewReader(b.String())}}, storage.ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analysis.Analyze(db, runs[0], analysis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return analyzeOne(t, "s", []byte(b.String()))
 }
 
 func TestSitesChartAndTables(t *testing.T) {
