@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// The expected values below come from bench/trend_reference.py, an
+// The expected values below come from analysis/testdata/trend_reference.py, an
 // independent implementation in plain Python of the same statistics as
 // SciPy and pymannkendall define them (Theil–Sen with Sen's interval as
 // scipy.stats.theilslopes, intercept as its method="joint"; Mann–Kendall
 // with Kendall's tie correction and a continuity correction). Made with
-// `python3 bench/trend_reference.py` and copied here.
+// `python3 analysis/testdata/trend_reference.py` and copied here.
 var trendCases = []struct {
 	name          string
 	x, y          []float64
