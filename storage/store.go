@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -447,4 +448,26 @@ func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) erro
 		}
 	}
 	return nil
+}
+
+// boltMagic is the number at byte 16 of a bbolt file: its first page's
+// header is 16 bytes (page id, flags, count, overflow), then the meta
+// record starts with this magic and the format version, 2, both in the
+// writer's byte order (little endian on every machine memrec runs on).
+const boltMagic = 0xED0CDAED
+
+// IsDatabaseFile reports whether path starts like a bbolt database,
+// memrec's or another program's. It reads 24 bytes and takes no lock, so
+// it also answers for a file a recorder is writing.
+func IsDatabaseFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [24]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	return binary.LittleEndian.Uint32(b[16:]) == boltMagic && binary.LittleEndian.Uint32(b[20:]) == 2
 }

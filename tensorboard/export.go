@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/safefile"
 )
 
 // DefaultPoints is the number of points per series when none is given.
@@ -20,12 +21,14 @@ func Buckets(points int) int {
 }
 
 // FileName is the name TensorBoard looks for:
-// events.out.tfevents.<unix seconds>.<host>.<pid>.memrec.
+// events.out.tfevents.<unix seconds>.<host>.<pid>.memrec. The host comes
+// from the data, so it is made one safe path component (safefile.Name): a
+// host "/../../x" gives "_.._.._x", inside the folder.
 func FileName(unixSeconds int64, host string, pid int) string {
 	if host == "" {
 		host = "localhost"
 	}
-	return fmt.Sprintf("events.out.tfevents.%d.%s.%d.memrec", unixSeconds, host, pid)
+	return fmt.Sprintf("events.out.tfevents.%d.%s.%d.memrec", unixSeconds, safefile.Name(host), pid)
 }
 
 // Tags of the scalars, one set per GPU N: "<figure>/gpuN", so TensorBoard

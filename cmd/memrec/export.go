@@ -1,47 +1,125 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/internal/safefile"
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/tensorboard"
 )
+
+// An exportFormat is one value of export's --format: its name, what it
+// writes, and one of two ways to write it. A stream format writes one
+// file (or stdout); a folder format writes files into the folder -o DIR
+// through a safefile each. Adding a format is one entry here, its writer,
+// and a line in docs/interop.md.
+type exportFormat struct {
+	name  string
+	about string
+	// stream writes the run to w.
+	stream func(o *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error
+	// folder writes the run's files into o.output, which exists.
+	folder func(ctx context.Context, o *exportOptions, db *storage.DB, r storage.Run) error
+	// check, if set, refuses bad flags before anything is opened or made.
+	check func(o *exportOptions) error
+}
+
+var exportFormats = []exportFormat{
+	{name: "jsonl", about: "JSON Lines, every record (memrec import reads it back)",
+		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.Export(w, r) }},
+	{name: "csv", about: "one row per tick, a column per GPU and figure",
+		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.ExportCSV(w, r) }},
+	{name: "tensorboard", about: "one TensorBoard event file in the folder -o DIR",
+		folder: exportTensorBoard, check: func(o *exportOptions) error {
+			if o.points < 4 {
+				return fmt.Errorf("--points %d: want at least 4", o.points)
+			}
+			return nil
+		}},
+}
+
+func exportFormatNames() []string {
+	names := make([]string, len(exportFormats))
+	for i, f := range exportFormats {
+		names[i] = f.name
+	}
+	return names
+}
+
+func findExportFormat(name string) (exportFormat, error) {
+	for _, f := range exportFormats {
+		if f.name == name {
+			return f, nil
+		}
+	}
+	names := exportFormatNames()
+	return exportFormat{}, fmt.Errorf("--format %q: want %s or %s", name, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
 
 type exportOptions struct {
 	*globals
 	window windowOptions
 	output string
-	format string // jsonl, csv or tensorboard
-	points int    // tensorboard: points per series
+	format string
+	points int // tensorboard: points per series
 }
 
 func newExportCmd(g *globals) *cobra.Command {
 	o := &exportOptions{globals: g}
+	var formats strings.Builder
+	for _, f := range exportFormats {
+		fmt.Fprintf(&formats, "\n  %-12s %s", f.name, f.about)
+	}
 	cmd := &cobra.Command{
 		Use:   "export RUN",
 		Short: "Write a run as JSON Lines, CSV or a TensorBoard event file",
-		Long: `Write a run as JSON Lines (the default; memrec import reads it back), as CSV
-(one row per tick, a column per GPU and figure) or, with --format tensorboard,
-as one TensorBoard event file in the folder -o DIR.`,
+		Long: `Write a run in one of these formats (--format):
+` + formats.String() + `
+
+A file given with -o appears whole or not at all: an error or the first
+SIGINT or SIGTERM leaves nothing behind (exit 130 or 143). -o never
+replaces a memrec database.`,
 		Example: `  memrec export bs64-amp > bs64-amp.jsonl
   memrec export 3 -o run3.jsonl
   memrec export bs64-amp --format csv -o bs64-amp.csv
   memrec export bs64-amp --format tensorboard -o runs/bs64-amp
   memrec export bs64 --from epoch:2 > bs64-from-epoch2.jsonl`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runExport(o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runExport(cmd.Context(), o, args[0]) },
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (tensorboard: this folder)")
-	cmd.Flags().StringVar(&o.format, "format", "jsonl", "jsonl, csv or tensorboard")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (folder formats: this folder)")
+	cmd.Flags().StringVar(&o.format, "format", "jsonl", strings.Join(exportFormatNames(), ", "))
 	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
 	addWindowFlags(cmd, &o.window)
 	return cmd
 }
 
-func runExport(o *exportOptions, ref string) error {
+func runExport(ctx context.Context, o *exportOptions, ref string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	f, err := findExportFormat(o.format)
+	if err != nil {
+		return err
+	}
+	if f.folder != nil && o.output == "" {
+		return fmt.Errorf("--format %s writes a folder: give it with -o DIR", f.name)
+	}
+	if f.check != nil {
+		if err := f.check(o); err != nil {
+			return err
+		}
+	}
+	if err := refuseDatabase(o.output, o.dbPath); err != nil {
+		return err
+	}
 	db, err := o.openRead()
 	if err != nil {
 		return err
@@ -54,31 +132,88 @@ func runExport(o *exportOptions, ref string) error {
 	if r, err = o.window.apply(db, r); err != nil {
 		return err
 	}
-	write := db.Export
-	switch o.format {
-	case "jsonl":
-	case "csv":
-		write = db.ExportCSV
-	case "tensorboard":
-		return exportTensorBoard(o, db, r)
-	default:
-		return fmt.Errorf("--format %q: want jsonl, csv or tensorboard", o.format)
+	if f.folder != nil {
+		if fi, err := os.Stat(o.output); err == nil && !fi.IsDir() {
+			return fmt.Errorf("-o %s: not a folder (--format %s writes files into a folder)", o.output, f.name)
+		}
+		if err := os.MkdirAll(o.output, 0o777); err != nil {
+			return err
+		}
+		return interrupted(ctx, f.folder(ctx, o, db, r))
 	}
 	if o.output == "" {
-		return write(o.io.Out, r)
+		return interrupted(ctx, f.stream(o, db, ctxWriter{ctx, o.io.Out}, r))
 	}
-	// Write beside the target and rename, so a failed export leaves no half file.
-	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".memrec-export-*")
+	return interrupted(ctx, writeFile(ctx, o.output, func(w io.Writer) error {
+		if err := f.stream(o, db, w, r); err != nil {
+			return fmt.Errorf("export %s: %w", r.Name, err)
+		}
+		return nil
+	}))
+}
+
+// writeFile writes path through write, whole or not at all; the first
+// signal (ctx's end) makes every further write fail, and the temporary
+// goes.
+func writeFile(ctx context.Context, path string, write func(io.Writer) error) error {
+	f, err := safefile.Create(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp, r); err != nil {
-		tmp.Close()
-		return fmt.Errorf("export %s: %w", r.Name, err)
-	}
-	if err := tmp.Close(); err != nil {
+	defer f.Abort()
+	if err := write(ctxWriter{ctx, f}); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), o.output)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// ctxWriter fails every write once ctx is done, so a long export stops at
+// its next buffer flush (about every MiB) after a signal.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// refuseDatabase refuses an -o that would replace the database in use,
+// the same file by another name or link, or any other memrec (bbolt)
+// database: an export is never worth a database.
+func refuseDatabase(output, dbPath string) error {
+	if output == "" {
+		return nil
+	}
+	out, err := os.Stat(output)
+	if err != nil {
+		return nil // nothing there to lose
+	}
+	if db, err := os.Stat(dbPath); err == nil && os.SameFile(out, db) {
+		return fmt.Errorf("-o %s is the database in use (--db %s): export writes beside it, never onto it", output, dbPath)
+	}
+	if out.Mode().IsRegular() && storage.IsDatabaseFile(output) {
+		return fmt.Errorf("-o %s is a memrec database: export never replaces one (choose another name)", output)
+	}
+	return nil
+}
+
+// interrupted turns an error caused by the first SIGINT or SIGTERM into
+// the shell's exit status for it (130, 143), after what was written has
+// been removed; other errors pass as they are.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	var s signalCause
+	if errors.As(context.Cause(ctx), &s) {
+		return exitError{code: 128 + s.number()}
+	}
+	return err
 }
