@@ -165,69 +165,6 @@ type EpochDelta struct {
 	Open                bool   `json:"open,omitempty"` // no epoch_end mark: ends at the run's end
 }
 
-// Verdict is the leak judgement of one GPU.
-type Verdict string
-
-// Leak verdicts.
-const (
-	VerdictLeak         Verdict = "leak"
-	VerdictNoLeak       Verdict = "no_leak"
-	VerdictInsufficient Verdict = "insufficient_data"
-)
-
-// String is the verdict as the JSON report spells it.
-func (v Verdict) String() string { return string(v) }
-
-// Leak is the growth of the steady-state memory.
-type Leak struct {
-	Verdict            Verdict  `json:"verdict"`
-	Basis              string   `json:"basis"` // allocated, device_used
-	Per                string   `json:"per"`   // step, time
-	SlopeBytesPerStep  *float64 `json:"slope_bytes_per_step"`
-	SlopeBytesPerHour  *float64 `json:"slope_bytes_per_hour"`
-	CILowBytesPerHour  *float64 `json:"ci95_low_bytes_per_hour"`
-	CIHighBytesPerHour *float64 `json:"ci95_high_bytes_per_hour"`
-	CILowBytesPerStep  *float64 `json:"ci95_low_bytes_per_step"`
-	CIHighBytesPerStep *float64 `json:"ci95_high_bytes_per_step"`
-	PValue             *float64 `json:"p_value"`
-	TimeToFullS        *float64 `json:"time_to_full_s"`
-	Points             int      `json:"points"`
-	SkippedWarmup      int      `json:"skipped_warmup_points"`
-	JumpsRemoved       int      `json:"jumps_removed"`
-	Reason             string   `json:"reason"`
-	// HeldBy names the site that explains most of the growth, when the
-	// run has site snapshots.
-	HeldBy *HeldBy `json:"held_by,omitempty"`
-	// FitIntercept is the fitted line's value at x = 0 (steps or seconds
-	// since the run's start), for drawing it.
-	FitIntercept float64 `json:"-"`
-}
-
-// Frag summarises fragmentation of the caching allocator.
-//
-// Mean, P95, Max and Final are of (reserved − allocated) / reserved: the
-// share of the allocator's memory that is cached and free, what
-// empty_cache() would return. Most of it is the cache doing its job (a
-// step's activations are freed at its end and kept for the next), so it is
-// not waste. What the job never uses, even at its busiest, is PeakWaste:
-// 1 − the step's peak allocated / reserved, at each allocator sample that
-// reports a peak. Stuck is the share in inactive split blocks.
-type Frag struct {
-	Mean      float64 `json:"mean"`
-	P95       float64 `json:"p95"`
-	Max       float64 `json:"max"`
-	Final     float64 `json:"final"`
-	StuckMean float64 `json:"stuck_mean"`
-	StuckMax  float64 `json:"stuck_max"`
-	Samples   int     `json:"samples"`
-
-	CachedFreeMean    float64  `json:"cached_free_mean"` // = Mean, under its name
-	PeakWasteMean     *float64 `json:"waste_at_peak_mean"`
-	PeakWasteMin      *float64 `json:"waste_at_peak_min"`
-	PeakWasteMax      *float64 `json:"waste_at_peak_max"`
-	InactiveSplitMean float64  `json:"inactive_split_mean"` // = StuckMean, under its name
-}
-
 // Unseen is device memory PyTorch's allocator does not account for.
 //
 // Each figure pairs a device sample with the allocator sums of the same

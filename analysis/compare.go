@@ -163,7 +163,7 @@ func Summarize(rep *Report) RunSummary {
 			s.FragmentationMean = f64(g.Fragmentation.Mean)
 		}
 		// Leak: the most serious verdict, and the steepest slope.
-		if rank(g.Leak.Verdict) > rank(s.LeakVerdict) {
+		if g.Leak.Verdict.Severity() > s.LeakVerdict.Severity() {
 			s.LeakVerdict = g.Leak.Verdict
 		}
 		if g.Leak.SlopeBytesPerHour != nil && (s.SlopeBytesPerHour == nil || *g.Leak.SlopeBytesPerHour > *s.SlopeBytesPerHour) {
@@ -202,16 +202,6 @@ func Summarize(rep *Report) RunSummary {
 		}
 	}
 	return s
-}
-
-func rank(v Verdict) int {
-	switch v {
-	case VerdictLeak:
-		return 2
-	case VerdictNoLeak:
-		return 1
-	}
-	return 0
 }
 
 func ratio[T int64 | float64](a, b *T) *float64 {

@@ -1,5 +1,6 @@
 // Package analysis turns a stored run into numbers: per-epoch deltas, leak
-// slopes with a verdict (Theil–Sen slope, Mann–Kendall test, trend.go),
+// slopes with a verdict (the rule in leak.go; Theil–Sen slope and
+// Mann–Kendall test in trend.go),
 // fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems,
 // per-process figures and where the memory is held by allocation site
 // (sites.go), and compares runs.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/internal/merge"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -759,4 +760,17 @@ func (a *gpuAnalysis) processes() error {
 		gr.Timeline.Procs = append(gr.Timeline.Procs, ser)
 	}
 	return nil
+}
+
+// mergeTorch merges the allocator series of several processes by time.
+func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByTime[storage.TorchSample] {
+	its := make([]merge.Iterator[storage.TorchSample], len(pids))
+	for i, pid := range pids {
+		its[i] = db.TorchSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
+	}
+	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
+}
+
+func makePeak(what string, v, t int64, mi *markIndex, steps []StepMark) Peak {
+	return Peak{What: what, Bytes: v, TNS: t, Epoch: mi.epochAt(t), Step: stepAt(steps, t), NearMark: mi.nearestMark(t)}
 }

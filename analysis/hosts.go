@@ -75,7 +75,7 @@ func (rep *Report) summarize(run storage.Run) {
 			if g.PeakAllocatedBytes != nil && (hs.PeakAllocatedBytes == nil || *g.PeakAllocatedBytes > *hs.PeakAllocatedBytes) {
 				hs.PeakAllocatedBytes = i64(*g.PeakAllocatedBytes)
 			}
-			if g.Leak.Verdict == VerdictLeak {
+			if g.Leak.IsLeak() {
 				hs.Leaks++
 			}
 			hs.OOMs += len(g.OOMs)
@@ -150,7 +150,7 @@ func worst(gpus []GPUReport) *Worst {
 	}
 	for i := range gpus {
 		g := &gpus[i]
-		if g.Leak.Verdict == VerdictLeak && (w == nil || rate(g) > rate(w)) {
+		if g.Leak.IsLeak() && (w == nil || rate(g) > rate(w)) {
 			w = g
 		}
 	}

@@ -187,3 +187,17 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 	v := math.Floor(batch * have / need / (1 + AllocatorAllowance))
 	o.FittingBatch, o.FitBasis, o.FitKind = &v, basis, kind
 }
+
+func oomsFor(mi *markIndex, gpu, rank, ngpus int) []storage.Mark {
+	var out []storage.Mark
+	for _, m := range mi.ooms {
+		switch {
+		case m.GPU == gpu:
+		case m.GPU == storage.None && (m.Rank == rank || ngpus == 1 || m.Rank == storage.None):
+		default:
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}

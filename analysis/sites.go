@@ -184,7 +184,7 @@ func (a *gpuAnalysis) where() error {
 	}
 	w.Series = siteSeries(snaps, w.Growing)
 	a.gr.Where = w
-	if l := &a.gr.Leak; l.Verdict == VerdictLeak && len(w.Growing) > 0 {
+	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
 		g := w.Growing[0]
 		l.HeldBy = &HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
 	}
@@ -279,9 +279,9 @@ func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
 	for i := range out {
 		g := &out[i]
 		switch {
-		case l.Verdict == VerdictLeak && l.Per == "step" && l.SlopeBytesPerStep != nil && *l.SlopeBytesPerStep > 0 && g.BytesPerStep != nil:
+		case l.IsLeak() && l.Per == "step" && l.SlopeBytesPerStep != nil && *l.SlopeBytesPerStep > 0 && g.BytesPerStep != nil:
 			g.Share = *g.BytesPerStep / *l.SlopeBytesPerStep
-		case l.Verdict == VerdictLeak && l.SlopeBytesPerHour != nil && *l.SlopeBytesPerHour > 0:
+		case l.IsLeak() && l.SlopeBytesPerHour != nil && *l.SlopeBytesPerHour > 0:
 			g.Share = g.BytesPerHour / *l.SlopeBytesPerHour
 		case totalGrowth > 0:
 			g.Share = float64(g.GrowthBytes) / float64(totalGrowth)

@@ -25,7 +25,7 @@ func many(rep *analysis.Report) bool { return len(rep.Hosts) > 0 || len(rep.GPUs
 // notable says whether a GPU of a many-GPU report gets its own charts: it
 // leaks, ran out of memory, had allocations retried, or is the worst.
 func notable(rep *analysis.Report, g analysis.GPUReport) bool {
-	return g.Leak.Verdict == analysis.VerdictLeak || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 ||
+	return g.Leak.IsLeak() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 ||
 		rep.Worst != nil && rep.Worst.GPU == g.GPU
 }
 

@@ -135,7 +135,7 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
 			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
 	}
-	if d, n := inferredGrowth(g); n > 0 && g.Leak.Verdict == analysis.VerdictLeak {
+	if d, n := inferredGrowth(g); n > 0 && g.Leak.IsLeak() {
 		fmt.Fprintf(w, "      per inferred epoch: Δ used median %s (%d epochs found in device memory, not marked)\n", analysis.FormatBytes(d), n)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -319,7 +319,7 @@ func compact(rep *analysis.Report) bool { return len(rep.Hosts) > 0 || len(rep.G
 func notable(gpus []analysis.GPUReport) []analysis.GPUReport {
 	var out []analysis.GPUReport
 	for _, g := range gpus {
-		if g.Leak.Verdict == analysis.VerdictLeak || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 {
+		if g.Leak.IsLeak() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 {
 			out = append(out, g)
 		}
 	}
@@ -359,9 +359,9 @@ func printGPUTable(w io.Writer, rep *analysis.Report) {
 	fmt.Fprintln(tw, "GPU\tpeak used\tpeak alloc\tstep peak\tleak\tfrag mean")
 	for _, g := range rep.GPUs {
 		leak := strings.ReplaceAll(g.Leak.Verdict.String(), "_", " ")
-		if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerStep != nil {
+		if g.Leak.IsLeak() && g.Leak.SlopeBytesPerStep != nil {
 			leak = fmt.Sprintf("LEAK %s/step", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
-		} else if g.Leak.Verdict == analysis.VerdictLeak && g.Leak.SlopeBytesPerHour != nil {
+		} else if g.Leak.IsLeak() && g.Leak.SlopeBytesPerHour != nil {
 			leak = fmt.Sprintf("LEAK %s/hour", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)))
 		}
 		frag := "n/a"

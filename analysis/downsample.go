@@ -1,0 +1,117 @@
+package analysis
+
+import (
+	"math"
+	"sort"
+)
+
+// This file holds the downsampling for charts: M4 (per bucket of time the
+// first, lowest, highest and last point, so no peak disappears), and the
+// decimation of the step peaks for drawing.
+
+// Timeline is a GPU's memory downsampled for drawing: per bucket of time
+// the first, lowest, highest and last point (M4), so no peak disappears.
+type Timeline struct {
+	StartNS, EndNS int64
+	Used           Series
+	DriverReserved Series // NVML's reserved memory; empty where the driver does not report it
+	Allocated      Series
+	Reserved       Series
+	Procs          []Series // one per process (NVML), named "pid N"
+}
+
+// Series is a list of points in time order.
+type Series struct {
+	Name string
+	T    []int64
+	V    []int64
+	// I is each point's position among all the samples of the series
+	// before downsampling (0 for the first sample).
+	I []int64
+}
+
+// m4 downsamples a stream into buckets of equal time.
+type m4 struct {
+	start, width        int64
+	cur                 int64    // current bucket, -1 before the first point
+	n                   int64    // points added so far
+	first, lo, hi, last [3]int64 // (t, v, index)
+	out                 *Series
+}
+
+func newM4(start, end int64, buckets int, out *Series) *m4 {
+	w := max((end-start)/int64(buckets), 1)
+	return &m4{start: start, width: w, cur: -1, out: out}
+}
+
+func (m *m4) add(t, v int64) {
+	b := (t - m.start) / m.width
+	p := [3]int64{t, v, m.n}
+	m.n++
+	if b != m.cur {
+		m.flush()
+		m.cur = b
+		m.first, m.lo, m.hi, m.last = p, p, p, p
+		return
+	}
+	if v < m.lo[1] {
+		m.lo = p
+	}
+	if v > m.hi[1] {
+		m.hi = p
+	}
+	m.last = p
+}
+
+func (m *m4) flush() {
+	if m.cur < 0 {
+		return
+	}
+	pts := [][3]int64{m.first, m.lo, m.hi, m.last}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
+	var lastT int64 = math.MinInt64
+	for _, p := range pts {
+		if p[0] == lastT {
+			continue
+		}
+		lastT = p[0]
+		m.out.T = append(m.out.T, p[0])
+		m.out.V = append(m.out.V, p[1])
+		m.out.I = append(m.out.I, p[2])
+	}
+}
+
+// Downsample keeps, of each of buckets equal spans of t, the first, lowest,
+// highest and last point (M4, as the timelines are made): at most 4·buckets
+// points, every peak kept. t must be sorted; I of the result indexes t.
+func Downsample(name string, t, v []int64, buckets int) Series {
+	out := Series{Name: name}
+	if len(t) == 0 {
+		return out
+	}
+	m := newM4(t[0], t[len(t)-1]+1, max(buckets, 1), &out)
+	for i := range t {
+		m.add(t[i], v[i])
+	}
+	m.flush()
+	return out
+}
+
+// decimatePeaks keeps at most about limit points, the highest of each run.
+func decimatePeaks(pts []FloorPoint, limit int) []FloorPoint {
+	if len(pts) <= limit {
+		return pts
+	}
+	k := (len(pts) + limit - 1) / limit
+	out := make([]FloorPoint, 0, limit)
+	for i := 0; i < len(pts); i += k {
+		best := pts[i]
+		for _, p := range pts[i:min(i+k, len(pts))] {
+			if p.Bytes > best.Bytes {
+				best = p
+			}
+		}
+		out = append(out, best)
+	}
+	return out
+}

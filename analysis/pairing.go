@@ -1,0 +1,172 @@
+package analysis
+
+import (
+	"math"
+	"sort"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file holds the trackers that place samples in time as a pass
+// streams them: the value at each query time (atTimes), the sample
+// nearest to each (nearTimes), the extremes within spans (spans), and the
+// ten time slices of a run without epochs.
+
+// atTimes records a series' value at sorted query times: the last sample
+// at or before each (the value at a mark, docs/analysis.md).
+type atTimes struct {
+	q     []int64
+	vals  []int64
+	ts    []int64 // the time of the sample each value comes from
+	ok    []bool
+	p     int
+	last  int64
+	lastT int64
+	has   bool
+}
+
+func newAtTimes(q []int64) *atTimes {
+	return &atTimes{q: q, vals: make([]int64, len(q)), ts: make([]int64, len(q)), ok: make([]bool, len(q))}
+}
+
+func (a *atTimes) add(t, v int64) {
+	for a.p < len(a.q) && a.q[a.p] < t {
+		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
+		a.p++
+	}
+	a.last, a.lastT, a.has = v, t, true
+}
+
+func (a *atTimes) done() {
+	for ; a.p < len(a.q); a.p++ {
+		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
+	}
+}
+
+func (a *atTimes) at(i int) *int64 {
+	if i < 0 || i >= len(a.q) || !a.ok[i] {
+		return nil
+	}
+	return i64(a.vals[i])
+}
+
+// nearTimes finds, for sorted times, the sample of a series nearest to
+// each: it keeps the last sample at or before the time and the first after
+// it. The OOM post-mortem takes each view at the OOM from its nearest
+// sample, so that figures made of two views describe the same moment.
+type nearTimes[V any] struct {
+	q             []int64
+	before, after []timed[V]
+	p             int // the first time whose samples are not yet known
+	last          timed[V]
+}
+
+// timed is one sample of a series; ok is false where there is none.
+type timed[V any] struct {
+	t  int64
+	v  V
+	ok bool
+}
+
+func newNearTimes[V any](q []int64) *nearTimes[V] {
+	return &nearTimes[V]{q: q, before: make([]timed[V], len(q)), after: make([]timed[V], len(q))}
+}
+
+// add takes the next sample in time order.
+func (n *nearTimes[V]) add(t int64, v V) {
+	for n.p < len(n.q) && n.q[n.p] < t {
+		n.before[n.p], n.after[n.p] = n.last, timed[V]{t, v, true}
+		n.p++
+	}
+	n.last = timed[V]{t, v, true}
+}
+
+// done closes the series: the times after its last sample have none after.
+func (n *nearTimes[V]) done() {
+	for ; n.p < len(n.q); n.p++ {
+		n.before[n.p] = n.last
+	}
+}
+
+// nearest is the sample nearest to the i-th time (the earlier one on a
+// tie); ok is false for a series without samples.
+func (n *nearTimes[V]) nearest(i int) timed[V] {
+	b, a := n.before[i], n.after[i]
+	if !a.ok || b.ok && n.q[i]-b.t <= a.t-n.q[i] {
+		return b
+	}
+	return a
+}
+
+// within is the sample nearest to the i-th time if it lies at most tol
+// from it. Where the nearest lies farther, ok is false and gap is how far.
+func (n *nearTimes[V]) within(i int, tol int64) (s timed[V], gap int64) {
+	s = n.nearest(i)
+	if d := abs64(s.t - n.q[i]); s.ok && d > tol {
+		return timed[V]{}, d
+	}
+	return s, 0
+}
+
+// spans tracks, for samples in time order, which of several sorted
+// half-open spans [lo, hi) they fall in, keeping each span's minimum and
+// maximum.
+type spans struct {
+	lo, hi   []int64
+	min, max []int64
+	n        []int
+}
+
+func newSpans(lo, hi []int64) *spans {
+	k := len(lo)
+	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k)}
+	for i := range s.min {
+		s.min[i], s.max[i] = math.MaxInt64, math.MinInt64
+	}
+	return s
+}
+
+// add places one sample; spans may overlap (epochs do not, but be safe) so
+// it checks every span that started at or before t, from a cursor.
+func (s *spans) add(t, v int64) {
+	// spans are sorted by lo; find the last with lo <= t
+	i := sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
+	for ; i >= 0; i-- {
+		if t < s.hi[i] {
+			s.n[i]++
+			s.min[i] = min(s.min[i], v)
+			s.max[i] = max(s.max[i], v)
+		}
+		if i > 0 && s.hi[i-1] <= s.lo[i] { // non-overlapping: earlier spans end before
+			break
+		}
+	}
+}
+
+func countNonEmpty(s *spans) int {
+	n := 0
+	for _, c := range s.n {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// timeSlices cuts a run into ten equal spans, for runs without epochs.
+func timeSlices(run storage.Run, want bool) []epochSpan {
+	if !want || run.EndNS <= run.StartNS {
+		return nil
+	}
+	var out []epochSpan
+	w := int64((uint64(run.EndNS) - uint64(run.StartNS)) / 10) // no overflow for any two times
+	for i := 0; i < 10; i++ {
+		s := run.StartNS + int64(i)*w
+		e := s + w
+		if i == 9 {
+			e = run.EndNS
+		}
+		out = append(out, epochSpan{n: i, start: s, end: e})
+	}
+	return out
+}
