@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // rewriteChunks replaces every stored chunk v of every run by f(v).
@@ -54,13 +55,13 @@ func importFixture(t *testing.T, db *DB) (Run, []byte) {
 func TestChunkChecksumFindsDamage(t *testing.T) {
 	db := openTestDBNoCheck(t)
 	r, _ := importFixture(t, db)
-	if v := chunkVersions(t, db); len(v) != 1 || v[chunkVersion] == 0 {
-		t.Fatalf("chunks by version %v, want all %d", v, chunkVersion)
+	if v := chunkVersions(t, db); len(v) != 1 || v[chunk.Version] == 0 {
+		t.Fatalf("chunks by version %v, want all %d", v, chunk.Version)
 	}
 	damaged := 0
 	rewriteChunks(t, db, func(_, v []byte) []byte {
 		if damaged == 0 && len(v) > 64 {
-			v[len(v)-crcSize-1] ^= 1 // the last byte of the last series' last column: a value
+			v[len(v)-chunk.CRCSize-1] ^= 1 // the last byte of the last series' last column: a value
 			damaged++
 		}
 		return v
@@ -111,7 +112,7 @@ func TestReadVersion2Chunks(t *testing.T) {
 	db := openTestDB(t)
 	r, in := importFixture(t, db)
 	rewriteChunks(t, db, func(_, v []byte) []byte {
-		v = v[:len(v)-crcSize]
+		v = v[:len(v)-chunk.CRCSize]
 		v[0] = 2
 		return v
 	})

@@ -12,13 +12,16 @@
 // defined in the subpackage wire, with their JSON line form, and named here
 // by aliases. schema.go maps each kind to its stored columns, once.
 //
-// The files by job: store.go opens the file and lists runs; writer.go and
-// series.go buffer samples into chunks; codec.go is the chunk bytes; iter.go
-// reads series back; import.go and export.go move runs in and out as JSON
-// Lines.
+// The files by job: store.go opens the file, lists and checks runs;
+// types.go is the run metadata; writer.go and series.go buffer samples into
+// chunks; schema.go maps kinds to columns; iter.go reads series back;
+// import.go and export.go move runs in and out as JSON Lines, csv.go as
+// CSV; merge.go joins the runs of a multi-node job; limits.go bounds what
+// is accepted (docs/limits.md). The chunk bytes are the subpackage
+// internal/chunk (its doc.go is the grammar).
 //
-// Data is stored in compressed chunks, never one key per sample; codec.go
-// explains the bytes. A chunk holds the rows of one group of series: marks
+// Data is stored in compressed chunks, never one key per sample;
+// internal/chunk explains the bytes. A chunk holds the rows of one group of series: marks
 // are one group, the device and process series (sampled on the same NVML
 // tick) another, each allocator and site series its own. Chunk keys are
 // group | first time | sequence, big endian, so a time-range read is a

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // Range bounds of a time range scan, Unix ns. All reads every sample.
@@ -34,9 +36,9 @@ type Iter[T any] struct {
 	from, to int64 // µs, to exclusive
 	lastKey  []byte
 	started  bool
-	d        *decoded
+	d        *chunk.Decoded
 	i        int
-	conv     func(d *decoded, i int) T
+	conv     func(d *chunk.Decoded, i int) T
 	schema   *schema // the columns a decoded chunk must have
 	hi       int     // end of the samples of it.d in range
 	last     bool    // it.d reaches past the range's end: no chunk after it
@@ -68,21 +70,21 @@ func (it *Iter[T]) Err() error { return it.err }
 
 // decodedPool recycles the decode buffers of finished iterators: a fresh
 // iterator would otherwise allocate and clear them for every series read.
-var decodedPool = sync.Pool{New: func() any { return new(decoded) }}
+var decodedPool = sync.Pool{New: func() any { return new(chunk.Decoded) }}
 
 // load decodes the next chunk of the series into it.d and sets the span
 // [i+1, hi) of its samples that fall in the range.
 func (it *Iter[T]) load() {
 	if it.d == nil {
-		it.d = decodedPool.Get().(*decoded)
+		it.d = decodedPool.Get().(*chunk.Decoded)
 	}
-	it.d.t, it.i, it.hi = it.d.t[:0], -1, 0
+	it.d.T, it.i, it.hi = it.d.T[:0], -1, 0
 	if !it.found {
 		it.done = true
 		return
 	}
 	defer func() {
-		t := it.d.t
+		t := it.d.T
 		lo := sort.Search(len(t), func(i int) bool { return t[i] >= it.from })
 		it.hi = sort.Search(len(t), func(i int) bool { return t[i] >= it.to })
 		it.last = it.hi < len(t)
@@ -126,14 +128,14 @@ func (it *Iter[T]) load() {
 				return nil
 			}
 			it.lastKey = append(it.lastKey[:0], k...)
-			found, err := decodeSeries(v, it.id, it.d)
+			found, err := chunk.DecodeSeries(v, it.id, it.d)
 			if err == nil && found {
 				err = it.schema.checkCols(it.d)
 			}
 			if err != nil {
 				return fmt.Errorf("run %d chunk %x: %w", it.run, k, err)
 			}
-			if found && len(it.d.t) > 0 && it.d.t[len(it.d.t)-1] >= it.from {
+			if found && len(it.d.T) > 0 && it.d.T[len(it.d.T)-1] >= it.from {
 				return nil
 			}
 		}
@@ -142,7 +144,7 @@ func (it *Iter[T]) load() {
 	})
 	if err != nil {
 		it.err, it.done = err, true
-		it.d.t = it.d.t[:0]
+		it.d.T = it.d.T[:0]
 	}
 }
 
@@ -167,7 +169,7 @@ func newIter[T any](db *DB, r Run, sc *rowSchema[T], k seriesKey, from, to int64
 	}
 	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
 	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), i: -1, schema: &sc.schema,
-		conv: func(d *decoded, i int) T { return sc.get(d, i, k) }}
+		conv: func(d *chunk.Decoded, i int) T { return sc.get(d, i, k) }}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		series, err := seriesTable(tx, r.ID)
 		for _, s := range series {

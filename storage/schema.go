@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // This file is the one place that knows which column of a stored series
@@ -51,7 +53,7 @@ type rowSchema[T any] struct {
 	// put appends v's columns to ints and strs, in schema order.
 	put func(v T, ints []int64, strs []string) ([]int64, []string)
 	// get builds the value of row i of a decoded series with key k.
-	get func(d *decoded, i int, k seriesKey) T
+	get func(d *chunk.Decoded, i int, k seriesKey) T
 }
 
 var deviceSchema = rowSchema[DeviceSample]{
@@ -66,8 +68,8 @@ var deviceSchema = rowSchema[DeviceSample]{
 	put: func(s DeviceSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, s.Used, s.Reserved), strs
 	},
-	get: func(d *decoded, i int, k seriesKey) DeviceSample {
-		return DeviceSample{T: d.t[i] * 1000, GPU: k.gpu, Used: d.ints[0][i], Reserved: d.ints[1][i]}
+	get: func(d *chunk.Decoded, i int, k seriesKey) DeviceSample {
+		return DeviceSample{T: d.T[i] * 1000, GPU: k.gpu, Used: d.Ints[0][i], Reserved: d.Ints[1][i]}
 	},
 }
 
@@ -81,8 +83,8 @@ var procSchema = rowSchema[ProcSample]{
 	put: func(s ProcSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, s.Used), strs
 	},
-	get: func(d *decoded, i int, k seriesKey) ProcSample {
-		return ProcSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Used: d.ints[0][i]}
+	get: func(d *chunk.Decoded, i int, k seriesKey) ProcSample {
+		return ProcSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Used: d.Ints[0][i]}
 	},
 }
 
@@ -113,9 +115,9 @@ var torchSchema = rowSchema[TorchSample]{
 		return append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
 			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs), strs
 	},
-	get: func(d *decoded, i int, k seriesKey) TorchSample {
-		c := d.ints
-		return TorchSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]),
+	get: func(d *chunk.Decoded, i int, k seriesKey) TorchSample {
+		c := d.Ints
+		return TorchSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]),
 			Allocated: c[1][i], Reserved: c[2][i], Active: c[3][i] + c[1][i], InactiveSplit: c[4][i],
 			PeakAllocated: c[5][i], Segments: c[6][i], AllocRetries: c[7][i], OOMs: c[8][i]}
 	},
@@ -145,9 +147,9 @@ var markSchema = rowSchema[Mark]{
 		return append(ints, optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
 			optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code)), append(strs, string(m.Kind), m.Text)
 	},
-	get: func(d *decoded, i int, _ seriesKey) Mark {
-		c := d.ints
-		return Mark{T: d.t[i] * 1000, Kind: MarkKind(d.strs[0][i]), Text: d.strs[1][i],
+	get: func(d *chunk.Decoded, i int, _ seriesKey) Mark {
+		c := d.Ints
+		return Mark{T: d.T[i] * 1000, Kind: MarkKind(d.Strs[0][i]), Text: d.Strs[1][i],
 			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
 			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
 	},
@@ -198,9 +200,9 @@ var siteSchema = rowSchema[SiteSample]{
 				s.LiveBlocks, s.AllocBytes, s.Allocs, s.FreedBytes, s.Frees, s.Sites, s.Bad, int64(math.Round(s.SampledEvery*1000))),
 			append(strs, string(s.Reason), s.Name, s.File, s.Func, s.Stack)
 	},
-	get: func(d *decoded, i int, k seriesKey) SiteSample {
-		c, st := d.ints, d.strs
-		s := SiteSample{T: d.t[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
+	get: func(d *chunk.Decoded, i int, k seriesKey) SiteSample {
+		c, st := d.Ints, d.Strs
+		s := SiteSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Epoch: optDecode(c[1][i]),
 			SinceNS: c[2][i], Line: int(c[3][i]), LiveBytes: c[4][i], LiveBlocks: c[5][i], AllocBytes: c[6][i],
 			Allocs: c[7][i], FreedBytes: c[8][i], Frees: c[9][i], Sites: c[10][i], Bad: c[11][i],
 			Reason: SitesReason(st[0][i]), Name: st[1][i], File: st[2][i], Func: st[3][i], Stack: st[4][i]}
@@ -229,14 +231,14 @@ func (k seriesKind) cols() (ints, strs int) {
 }
 
 // checkCols returns ErrCorrupt unless d has the columns of kind k.
-func (s *schema) checkCols(d *decoded) error {
+func (s *schema) checkCols(d *chunk.Decoded) error {
 	minInts := len(s.ints)
 	if s.minInts > 0 {
 		minInts = s.minInts
 	}
-	if len(d.ints) < minInts || len(d.ints) > len(s.ints) || len(d.strs) != len(s.strs) {
+	if len(d.Ints) < minInts || len(d.Ints) > len(s.ints) || len(d.Strs) != len(s.strs) {
 		return fmt.Errorf("%w: a %s series has %d int and %d string columns, want %d and %d",
-			ErrCorrupt, s.name, len(d.ints), len(d.strs), len(s.ints), len(s.strs))
+			ErrCorrupt, s.name, len(d.Ints), len(d.Strs), len(s.ints), len(s.strs))
 	}
 	return nil
 }

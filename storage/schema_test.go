@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // TestWrongColumnCountIsCorrupt rewrites an allocator chunk with 2 columns
@@ -45,16 +47,16 @@ func TestWrongColumnCountIsCorrupt(t *testing.T) {
 		}
 		c := chunks.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var d decoded
-			found, err := decodeSeries(v, torchID, &d)
+			var d chunk.Decoded
+			found, err := chunk.DecodeSeries(v, torchID, &d)
 			if err != nil || !found {
 				continue
 			}
-			rows := make([]int, len(d.t))
+			rows := make([]int, len(d.T))
 			for i := range rows {
 				rows[i] = i
 			}
-			bad := encodeChunk(nil, d.t, []block{{id: torchID, rows: rows, ints: d.ints[:2]}})
+			bad := chunk.Encode(nil, d.T, []chunk.Block{{ID: torchID, Rows: rows, Ints: d.Ints[:2]}})
 			if err := chunks.Put(append([]byte(nil), k...), bad); err != nil {
 				return err
 			}
@@ -107,12 +109,12 @@ func roundTrip[T any](t *testing.T, sc *rowSchema[T], v T) T {
 	if len(ints) != len(sc.ints) || len(strs) != len(sc.strs) {
 		t.Fatalf("%s: put gave %d+%d columns, schema lists %d+%d", sc.name, len(ints), len(strs), len(sc.ints), len(sc.strs))
 	}
-	d := &decoded{t: []int64{sc.time(v) / 1000}}
+	d := &chunk.Decoded{T: []int64{sc.time(v) / 1000}}
 	for _, x := range ints {
-		d.ints = append(d.ints, []int64{x})
+		d.Ints = append(d.Ints, []int64{x})
 	}
 	for _, x := range strs {
-		d.strs = append(d.strs, []string{x})
+		d.Strs = append(d.Strs, []string{x})
 	}
 	return sc.get(d, 0, sc.key(v))
 }
@@ -125,15 +127,15 @@ func FuzzChunkToRows(f *testing.F) {
 	rows := []int{0, 1, 2}
 	rowT := []int64{10, 20, 35}
 	col := func(v ...int64) []int64 { return v }
-	f.Add(encodeChunk(nil, rowT, []block{{id: 0, rows: rows, ints: [][]int64{col(1, 2, 3), col(0, 0, 0)}}}))
-	f.Add(encodeChunk(nil, rowT, []block{{id: 1, rows: rows, ints: [][]int64{col(5, 5, 6)}}}))
-	f.Add(encodeChunk(nil, rowT, []block{{id: 2, rows: rows, ints: [][]int64{col(1, 1, 1), col(2, 3, 4)}}}))
-	f.Add(encodeChunk(nil, rowT, []block{{id: 3, rows: rows[:2], ints: make([][]int64, 6),
-		strs: [][]string{{"step", "oom"}, {"", "x"}}}}))
-	f.Fuzz(func(t *testing.T, chunk []byte) {
+	f.Add(chunk.Encode(nil, rowT, []chunk.Block{{ID: 0, Rows: rows, Ints: [][]int64{col(1, 2, 3), col(0, 0, 0)}}}))
+	f.Add(chunk.Encode(nil, rowT, []chunk.Block{{ID: 1, Rows: rows, Ints: [][]int64{col(5, 5, 6)}}}))
+	f.Add(chunk.Encode(nil, rowT, []chunk.Block{{ID: 2, Rows: rows, Ints: [][]int64{col(1, 1, 1), col(2, 3, 4)}}}))
+	f.Add(chunk.Encode(nil, rowT, []chunk.Block{{ID: 3, Rows: rows[:2], Ints: make([][]int64, 6),
+		Strs: [][]string{{"step", "oom"}, {"", "x"}}}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
 		for id, k := range []seriesKey{{kind: kindDevice}, {kind: kindProc, pid: 7}, {kind: kindTorch, pid: 7}, {kind: kindMark}} {
-			var d decoded
-			found, err := decodeSeries(chunk, uint32(id), &d)
+			var d chunk.Decoded
+			found, err := chunk.DecodeSeries(data, uint32(id), &d)
 			if err != nil || !found {
 				continue
 			}
@@ -152,14 +154,14 @@ func FuzzChunkToRows(f *testing.F) {
 }
 
 // rowsOf converts every row of d as an iterator would, after the check.
-func rowsOf[T any](t *testing.T, sc *rowSchema[T], d *decoded, k seriesKey) {
+func rowsOf[T any](t *testing.T, sc *rowSchema[T], d *chunk.Decoded, k seriesKey) {
 	if err := sc.checkCols(d); err != nil {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("column check: %v, want ErrCorrupt", err)
 		}
 		return
 	}
-	for i := range d.t {
+	for i := range d.T {
 		sc.get(d, i, k)
 	}
 }

@@ -3,6 +3,8 @@ package storage
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // Groups: the chunks of a run are keyed by group. Marks are group 0, device
@@ -141,7 +143,7 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
 		count[e.id]++
 	}
 	rowT := make([]int64, 0, len(es))
-	blocks := make([]block, 0, len(count))
+	blocks := make([]chunk.Block, 0, len(count))
 	index := make(map[uint32]int, len(count))
 	lastRow := make([]int, 0, len(count))
 	for _, e := range es {
@@ -149,12 +151,12 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
 		if !ok {
 			ni, ns := kinds(e.id).cols()
 			n := count[e.id]
-			bl := block{id: e.id, rows: make([]int, 0, n), ints: make([][]int64, ni), strs: make([][]string, ns)}
-			for i := range bl.ints {
-				bl.ints[i] = make([]int64, 0, n)
+			bl := chunk.Block{ID: e.id, Rows: make([]int, 0, n), Ints: make([][]int64, ni), Strs: make([][]string, ns)}
+			for i := range bl.Ints {
+				bl.Ints[i] = make([]int64, 0, n)
 			}
-			for i := range bl.strs {
-				bl.strs[i] = make([]string, 0, n)
+			for i := range bl.Strs {
+				bl.Strs[i] = make([]string, 0, n)
 			}
 			b = len(blocks)
 			index[e.id] = b
@@ -167,14 +169,14 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
 		row := len(rowT) - 1
 		lastRow[b] = row
 		bl := &blocks[b]
-		bl.rows = append(bl.rows, row)
-		for i := range bl.ints {
-			bl.ints[i] = append(bl.ints[i], g.ints[int(e.off)+i])
+		bl.Rows = append(bl.Rows, row)
+		for i := range bl.Ints {
+			bl.Ints[i] = append(bl.Ints[i], g.ints[int(e.off)+i])
 		}
-		for i := range bl.strs {
-			bl.strs[i] = append(bl.strs[i], g.strs[int(e.soff)+i])
+		for i := range bl.Strs {
+			bl.Strs[i] = append(bl.Strs[i], g.strs[int(e.soff)+i])
 		}
 	}
-	slices.SortFunc(blocks, func(a, b block) int { return int(a.id) - int(b.id) })
-	return encodeChunk(make([]byte, 0, len(es)+64), rowT, blocks) // about a byte a sample
+	slices.SortFunc(blocks, func(a, b chunk.Block) int { return int(a.ID) - int(b.ID) })
+	return chunk.Encode(make([]byte, 0, len(es)+64), rowT, blocks) // about a byte a sample
 }

@@ -15,6 +15,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // FormatVersion is the version of the file layout this package writes.
@@ -34,6 +36,10 @@ var (
 	// the input); ErrRenameMany a rename of an input that holds several.
 	ErrNoName     = errors.New("run has no name")
 	ErrRenameMany = errors.New("a second run in the input, but a rename applies to exactly one run")
+	// ErrCorrupt is returned, wrapped with the run and chunk, for a chunk
+	// that cannot be decoded or whose series lack their kind's columns. It
+	// is the chunk codec's own sentinel, under this package's name.
+	ErrCorrupt = chunk.ErrCorrupt
 )
 
 var (
@@ -406,7 +412,7 @@ func (db *DB) Check() error {
 			if b == nil {
 				return nil
 			}
-			var d decoded
+			var d chunk.Decoded
 			chunks := b.Bucket(keyChunks)
 			if chunks == nil {
 				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
@@ -422,16 +428,16 @@ func (db *DB) Check() error {
 }
 
 // checkChunk decodes every series of one chunk.
-func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) error {
+func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) error {
 	group, _, _, ok := parseChunkKey(key)
 	if !ok {
 		return fmt.Errorf("%w: bad key", ErrCorrupt)
 	}
-	body, err := chunkBody(chunk) // the checksum once, not once a series
+	body, err := chunk.Body(value) // the checksum once, not once a series
 	if err != nil {
 		return err
 	}
-	ids, _, err := chunkSeriesBody(body)
+	ids, _, err := chunk.SeriesIDsBody(body)
 	if err != nil {
 		return err
 	}
@@ -440,7 +446,7 @@ func checkChunk(key, chunk []byte, known map[uint32]seriesInfo, d *decoded) erro
 		if !ok || s.Group != group || schemas[s.Kind] == nil {
 			return fmt.Errorf("%w: holds unknown series %d", ErrCorrupt, id)
 		}
-		if _, err := decodeSeriesBody(body, id, d); err != nil {
+		if _, err := chunk.DecodeSeriesBody(body, id, d); err != nil {
 			return err
 		}
 		if err := schemas[s.Kind].checkCols(d); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage/internal/chunk"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -72,7 +73,7 @@ func TestReadVersion1Chunks(t *testing.T) {
 	if _, err := db.Import([]Source{{Name: "again", R: bytes.NewReader(in)}}, ImportOptions{Name: "v2"}); err != nil {
 		t.Fatal(err)
 	}
-	if v := chunkVersions(t, db); v[1] == 0 || v[chunkVersion] == 0 {
+	if v := chunkVersions(t, db); v[1] == 0 || v[chunk.Version] == 0 {
 		t.Fatalf("chunks by version: %v, want both", v)
 	}
 	if err := db.Check(); err != nil {

@@ -1,4 +1,4 @@
-package storage
+package chunk
 
 import (
 	"encoding/binary"
@@ -10,107 +10,23 @@ import (
 	"slices"
 )
 
-// This file is the chunk codec: the bytes every sample is stored as.
-//
-// A chunk holds the rows of one group of series over a span of time. All
-// series of a group that were sampled at the same instant share one row, so
-// the timestamp is stored once per tick, not once per sample: an NVML tick
-// over 8 GPUs and their processes is one timestamp for 16 samples.
-//
-// Every integer is an encoding/binary varint ("uvarint" unsigned, "varint"
-// zig-zag signed). Timestamps are kept in microseconds (the time quantum:
-// a stored time is the sample's Unix nanoseconds rounded down to 1 µs).
-//
-//	chunk    := version:byte nrows:uvarint span:uvarint timecol nseries:uvarint series*
-//	timecol  := t0:varint  intcol(nrows-1 deltas t[i]-t[i-1])       (omitted if nrows == 0)
-//	series   := size:uvarint id:uvarint presence nints:uvarint [forms] intcol* nstrs:uvarint strcol*
-//	presence := nruns:uvarint run:uvarint*
-//
-// version is 3 for the chunks this code writes: version 2's grammar
-// followed by crc:4 bytes, the CRC-32C (Castagnoli) of every byte before it,
-// little endian, so that damage to any value is found (ErrCorrupt) rather
-// than read as data. Version 2 (no checksum) and version 1 (before column
-// forms: no forms list, every int column a plain intcol, no offsets form
-// of an intcol) were written by earlier memrec and are read as they are.
-//
-// span is t[last]-t0, so a reader learns the chunk's time range from its first
-// bytes. size is the byte length of the rest of the series block, so a reader
-// that wants one series skips the others without decoding them.
-//
-// presence lists run lengths of rows, alternating present/absent and starting
-// with present (a first run of 0 means the series starts absent). A series
-// sampled at every tick costs two bytes: nruns=1, run=nrows. Its columns hold
-// one value per present row, in row order.
-//
-// An intcol of n values (n known from context) stores deltas, scaled by their
-// greatest common divisor, and collapses runs of equal values:
-//
-//	intcol   := first:varint gcd:uvarint [mode:byte (tokens | packed | offsets)]
-//	tokens   := token*                                   (mode 0)
-//	packed   := base:varint bits                         (mode w+1, w in 0..64)
-//	offsets  := base:varint bits                         (mode w+66, w in 0..64)
-//
-// gcd is the GCD of |v[i]-v[i-1]| over the column, 0 when all values are
-// equal (then nothing follows). Otherwise the n-1 scaled deltas q = delta/gcd
-// follow in whichever of three forms is smallest:
-//   - tokens: z:uvarint = zigzag(q); when z is 0 it is followed by r:uvarint,
-//     the number of further zero deltas in the same run;
-//   - packed (frame of reference): every q - base, base the smallest q, in w
-//     bits, little-endian bit order, ceil((n-1)·w/8) bytes. Timestamps with
-//     tens of microseconds of jitter take one byte each this way, on a fixed
-//     schedule none at all (w = 0), and they decode without branches;
-//   - offsets: the same bits, but of o = (v[i]-v[0])/gcd, i ≥ 1, the scaled
-//     offsets from the first value, less their smallest. Values that jump
-//     around a range (allocator samples taken at random points of a step)
-//     have offsets of half the span of their deltas: one bit less a value.
-//     Used only where no offset overflows an int64.
-//
-// So a byte count that does not change for a whole chunk costs 2 bytes, one
-// that changes by a multiple of the allocator's 2 MiB segment costs one byte
-// per change, and a timestamp column on a fixed schedule (deltas all equal)
-// costs a few bytes per chunk: the time column's deltas are themselves
-// delta-coded, which makes this the delta-of-delta scheme of Gorilla,
-// byte-aligned for decoding speed.
-//
-// A column may be coded against an earlier column of the same series, its
-// reference, where that is smaller (version 2). The forms list says which:
-//
-//	forms    := nforms:uvarint (col:uvarint ref:uvarint kind:byte)*   (col ascending, ref < col)
-//	kind 1, minus: the column's intcol holds v[i] - ref[i]
-//	kind 2, same:  the column is mask:ceil(n/8) bytes then intcol(m values):
-//	               bit i (low bit of byte i/8 first) is set where v[i] == ref[i],
-//	               and the intcol holds the m values whose bit is clear, in order
-//
-// The writer tries both against every earlier column, for each column whose
-// plain form costs more than a bit a value, and keeps the smallest. In
-// allocator samples peak_allocated equals allocated whenever the peak was
-// reached at the sample (the forward pass still climbing): same costs a bit
-// there and the rest are the step's peak, nearly constant, where the plain
-// column pays three bytes a value. active equals allocated in every run seen;
-// the schema already stores it as active-allocated, a column of zeros.
-//
-//	strcol   := ndict:uvarint (len:uvarint bytes)* intcol(indices into the dictionary)
-//
-// Arithmetic on deltas wraps (two's complement), so every int64 column,
-// including extreme values, round-trips exactly.
+const Version = 3
 
-const chunkVersion = 3
-
-// crcSize is the length of a version 3 chunk's trailing checksum.
-const crcSize = 4
+// CRCSize is the length of a version 3 chunk's trailing checksum.
+const CRCSize = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// chunkBody checks a chunk's checksum (version 3 and later) and returns
+// Body checks a chunk's checksum (version 3 and later) and returns
 // its bytes without it; earlier versions are returned as they are.
-func chunkBody(b []byte) ([]byte, error) {
+func Body(b []byte) ([]byte, error) {
 	if len(b) == 0 || b[0] < 3 {
 		return b, nil
 	}
-	if len(b) < 1+crcSize {
+	if len(b) < 1+CRCSize {
 		return nil, fmt.Errorf("%w: %d bytes, too short for its checksum", ErrCorrupt, len(b))
 	}
-	body := b[:len(b)-crcSize]
+	body := b[:len(b)-CRCSize]
 	if want, got := binary.LittleEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); want != got {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrCorrupt, want, got)
 	}
@@ -130,7 +46,7 @@ const maxChunkRows = 1 << 20
 const maxCols = 64
 
 // ErrCorrupt is returned, wrapped with the run and chunk, for a chunk that
-// cannot be decoded or whose series lack their kind's columns.
+// cannot be Decoded or whose series lack their kind's columns.
 var ErrCorrupt = errors.New("corrupt chunk")
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
@@ -413,39 +329,18 @@ func (r *reader) intCol(dst []int64, n int) []int64 {
 	return dst
 }
 
-// unpack decodes the packed form of an intcol into dst[base+1:base+n].
+// unpack decodes the packed form of an intcol into dst[base+1:base+n]:
+// running sums of the scaled deltas.
 func (r *reader) unpack(dst []int64, base int, v int64, g uint64, w, n int) []int64 {
 	q0 := r.varint()
 	data := r.bytes(uint64(((n-1)*w + 7) / 8))
 	if r.err != nil {
 		return dst[:base+1]
 	}
-	out := dst[base : base+n]
-	if w == 0 {
-		step := int64(uint64(q0) * g)
-		for i := 1; i < n; i++ {
-			v += step
-			out[i] = v
-		}
-		return dst
-	}
-	mask := ^uint64(0) >> (64 - w)
-	for i := 1; i < n; i++ {
-		bit := (i - 1) * w
-		at, shift := bit>>3, uint(bit&7)
-		var x uint64
-		if at+8 <= len(data) {
-			x = binary.LittleEndian.Uint64(data[at:]) >> shift
-			if shift+uint(w) > 64 {
-				x |= uint64(data[at+8]) << (64 - shift)
-			}
-		} else { // the last bytes: gather what is left
-			for k := len(data) - 1; k >= at; k-- {
-				x = x<<8 | uint64(data[k])
-			}
-			x >>= shift
-		}
-		v += int64(uint64(q0+int64(x&mask)) * g)
+	out := dst[base+1 : base+n]
+	unbits(out, data, w)
+	for i, q := range out {
+		v += int64(uint64(q0+q) * g)
 		out[i] = v
 	}
 	return dst
@@ -459,15 +354,38 @@ func (r *reader) unpackOffsets(dst []int64, base int, v0 int64, g uint64, w, n i
 	if r.err != nil {
 		return dst[:base+1]
 	}
-	out := dst[base : base+n]
-	mask := ^uint64(0) >> (64 - w)
-	if w == 0 {
-		mask = 0
-	}
-	for i := 1; i < n; i++ {
-		out[i] = v0 + int64(uint64(q0+int64(bitsAt(data, (i-1)*w, w)&mask))*g)
+	out := dst[base+1 : base+n]
+	unbits(out, data, w)
+	for i, q := range out {
+		out[i] = v0 + int64(uint64(q0+q)*g)
 	}
 	return dst
+}
+
+// unbits sets out[i] to the i-th w-bit field of data (little-endian bit
+// order, w in 0..64), the bits of both the packed and the offsets form.
+// Fields that lie within an 8-byte load from their first byte (all but
+// the last few, for w ≤ 57) are one load and a shift each, in a loop the
+// compiler keeps free of calls; the rest go through bitsAt.
+func unbits(out []int64, data []byte, w int) {
+	if w == 0 {
+		clear(out)
+		return
+	}
+	mask := ^uint64(0) >> (64 - w)
+	i := 0
+	if w <= 57 {
+		for ; i < len(out); i++ {
+			at := i * w >> 3
+			if at+8 > len(data) {
+				break
+			}
+			out[i] = int64(binary.LittleEndian.Uint64(data[at:]) >> uint(i*w&7) & mask)
+		}
+	}
+	for ; i < len(out); i++ {
+		out[i] = int64(bitsAt(data, i*w, w) & mask)
+	}
 }
 
 // bitsAt returns the (at most 64) bits of data from bit position bit on,
@@ -530,20 +448,20 @@ func appendStrCol(dst []byte, vals []string) []byte {
 	return appendIntCol(dst, idx)
 }
 
-// block is the encoder's view of one series in a chunk: the rows it is
+// Block is the encoder's view of one series in a chunk: the rows it is
 // present in and its columns, one value per present row.
-type block struct {
-	id   uint32
-	rows []int // ascending row indices
-	ints [][]int64
-	strs [][]string
+type Block struct {
+	ID   uint32
+	Rows []int // ascending row indices
+	Ints [][]int64
+	Strs [][]string
 }
 
-// encodeChunk encodes rows with times rowT (µs, ascending) and the series
+// Encode encodes rows with times rowT (µs, ascending) and the series
 // blocks. scratch is reused for series blocks to avoid allocations.
-func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
+func Encode(dst []byte, rowT []int64, blocks []Block) []byte {
 	start := len(dst)
-	dst = append(dst, chunkVersion)
+	dst = append(dst, Version)
 	dst = binary.AppendUvarint(dst, uint64(len(rowT)))
 	if len(rowT) == 0 {
 		dst = binary.AppendUvarint(dst, 0)
@@ -561,12 +479,12 @@ func encodeChunk(dst []byte, rowT []int64, blocks []block) []byte {
 	var body []byte
 	for _, b := range blocks {
 		body = body[:0]
-		body = binary.AppendUvarint(body, uint64(b.id))
-		body = appendPresence(body, b.rows, len(rowT))
-		body = binary.AppendUvarint(body, uint64(len(b.ints)))
-		body = appendIntCols(body, b.ints)
-		body = binary.AppendUvarint(body, uint64(len(b.strs)))
-		for _, c := range b.strs {
+		body = binary.AppendUvarint(body, uint64(b.ID))
+		body = appendPresence(body, b.Rows, len(rowT))
+		body = binary.AppendUvarint(body, uint64(len(b.Ints)))
+		body = appendIntCols(body, b.Ints)
+		body = binary.AppendUvarint(body, uint64(len(b.Strs)))
+		for _, c := range b.Strs {
 			body = appendStrCol(body, c)
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(body)))
@@ -673,35 +591,35 @@ func appendPresence(dst []byte, rows []int, nrows int) []byte {
 	return dst
 }
 
-// chunkHeader is what a reader learns from a chunk's first bytes.
-type chunkHeader struct {
-	version byte
-	nrows   int
-	t0, t1  int64 // first and last row time, µs
+// Header is what a reader learns from a chunk's first bytes.
+type Header struct {
+	Version byte
+	NRows   int
+	T0, T1  int64 // first and last row time, µs
 }
 
-func readHeader(r *reader) chunkHeader {
-	if len(r.b) == 0 || r.b[0] < 1 || r.b[0] > chunkVersion {
+func readHeader(r *reader) Header {
+	if len(r.b) == 0 || r.b[0] < 1 || r.b[0] > Version {
 		r.fail()
-		return chunkHeader{}
+		return Header{}
 	}
-	h := chunkHeader{version: r.b[0]}
+	h := Header{Version: r.b[0]}
 	r.b = r.b[1:]
-	h.nrows = r.count(maxChunkRows)
+	h.NRows = r.count(maxChunkRows)
 	span := r.uvarint()
-	if h.nrows == 0 {
+	if h.NRows == 0 {
 		return h
 	}
-	h.t0 = r.varint()
-	h.t1 = h.t0 + int64(span)
+	h.T0 = r.varint()
+	h.T1 = h.T0 + int64(span)
 	return h
 }
 
-// decoded is one series decoded from one chunk: times (µs) and columns.
-type decoded struct {
-	t     []int64
-	ints  [][]int64
-	strs  [][]string
+// Decoded is one series Decoded from one chunk: times (µs) and columns.
+type Decoded struct {
+	T     []int64 // times, µs
+	Ints  [][]int64
+	Strs  [][]string
 	forms []colForm // scratch
 	tmp   []int64   // scratch
 }
@@ -758,28 +676,28 @@ func (r *reader) same(dst, ref []int64, tmp *[]int64) []int64 {
 	return dst
 }
 
-// decodeSeries decodes series id from chunk b, reusing d's slices. It
+// DecodeSeries decodes series id from chunk b, reusing d's slices. It
 // reports false (and no error) when the chunk does not hold the series.
-func decodeSeries(b []byte, id uint32, d *decoded) (bool, error) {
-	b, err := chunkBody(b)
+func DecodeSeries(b []byte, id uint32, d *Decoded) (bool, error) {
+	b, err := Body(b)
 	if err != nil {
 		return false, err
 	}
-	return decodeSeriesBody(b, id, d)
+	return DecodeSeriesBody(b, id, d)
 }
 
-// decodeSeriesBody is decodeSeries of a chunk whose checksum was checked
-// and cut off (chunkBody).
-func decodeSeriesBody(b []byte, id uint32, d *decoded) (bool, error) {
+// DecodeSeriesBody is DecodeSeries of a chunk whose checksum was checked
+// and cut off (Body).
+func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 	r := reader{b: b}
 	h := readHeader(&r)
 	if r.err != nil {
 		return false, r.err
 	}
-	rowT := d.t[:0]
-	if h.nrows > 0 {
-		rowT = append(rowT, h.t0)
-		rowT = r.intCol(rowT, h.nrows-1)
+	rowT := d.T[:0]
+	if h.NRows > 0 {
+		rowT = append(rowT, h.T0)
+		rowT = r.intCol(rowT, h.NRows-1)
 		if r.err == nil {
 			for i := 1; i < len(rowT); i++ { // deltas to times
 				rowT[i] += rowT[i-1]
@@ -797,19 +715,19 @@ func decodeSeriesBody(b []byte, id uint32, d *decoded) (bool, error) {
 		if uint32(br.uvarint()) != id {
 			continue
 		}
-		ok := decodeBlock(&br, h.version, rowT, d)
+		ok := decodeBlock(&br, h.Version, rowT, d)
 		if br.err != nil {
 			return false, br.err
 		}
 		return ok, nil
 	}
-	d.t = rowT[:0]
+	d.T = rowT[:0]
 	return false, r.err
 }
 
 // decodeBlock decodes a series block's presence and columns into d, turning
 // the chunk's row times into the series' own times.
-func decodeBlock(r *reader, version byte, rowT []int64, d *decoded) bool {
+func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 	nruns := r.count(uint64(len(r.b)))
 	row, n := 0, 0 // rows walked, present rows kept (compacted in place)
 	for i := 0; i < nruns && r.err == nil; i++ {
@@ -828,37 +746,37 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *decoded) bool {
 		r.fail()
 		return false
 	}
-	d.t = rowT[:n]
+	d.T = rowT[:n]
 	nints := r.count(maxCols)
-	d.ints = resize(d.ints, nints)
+	d.Ints = resize(d.Ints, nints)
 	var forms []colForm
 	if version >= 2 {
 		forms = r.forms(nints, d.forms[:0])
 		d.forms = forms
 	}
-	for i := range d.ints {
+	for i := range d.Ints {
 		if len(forms) > 0 && forms[0].col == i {
 			f := forms[0]
 			forms = forms[1:]
-			ref := d.ints[f.ref]
+			ref := d.Ints[f.ref]
 			if f.kind == formSame {
-				d.ints[i] = r.same(d.ints[i][:0], ref, &d.tmp)
+				d.Ints[i] = r.same(d.Ints[i][:0], ref, &d.tmp)
 				continue
 			}
-			d.ints[i] = r.intCol(d.ints[i][:0], n)
+			d.Ints[i] = r.intCol(d.Ints[i][:0], n)
 			if r.err == nil {
 				for k, v := range ref {
-					d.ints[i][k] += v
+					d.Ints[i][k] += v
 				}
 			}
 			continue
 		}
-		d.ints[i] = r.intCol(d.ints[i][:0], n)
+		d.Ints[i] = r.intCol(d.Ints[i][:0], n)
 	}
 	nstrs := r.count(maxCols)
-	d.strs = resize(d.strs, nstrs)
-	for i := range d.strs {
-		d.strs[i] = r.strCol(d.strs[i][:0], n)
+	d.Strs = resize(d.Strs, nstrs)
+	for i := range d.Strs {
+		d.Strs[i] = r.strCol(d.Strs[i][:0], n)
 	}
 	return r.err == nil
 }
@@ -870,22 +788,22 @@ func resize[T any](s [][]T, n int) [][]T {
 	return append(s[:cap(s)], make([][]T, n-cap(s))...)
 }
 
-// chunkSeries lists the ids of the series a chunk holds (for consistency checks).
-func chunkSeries(b []byte) ([]uint32, chunkHeader, error) {
-	b, err := chunkBody(b)
+// SeriesIDs lists the ids of the series a chunk holds (for consistency checks).
+func SeriesIDs(b []byte) ([]uint32, Header, error) {
+	b, err := Body(b)
 	if err != nil {
-		return nil, chunkHeader{}, err
+		return nil, Header{}, err
 	}
-	return chunkSeriesBody(b)
+	return SeriesIDsBody(b)
 }
 
-// chunkSeriesBody is chunkSeries of a chunk whose checksum was checked and
-// cut off (chunkBody).
-func chunkSeriesBody(b []byte) ([]uint32, chunkHeader, error) {
+// SeriesIDsBody is SeriesIDs of a chunk whose checksum was checked and
+// cut off (Body).
+func SeriesIDsBody(b []byte) ([]uint32, Header, error) {
 	r := reader{b: b}
 	h := readHeader(&r)
-	if h.nrows > 0 {
-		r.intCol(nil, h.nrows-1)
+	if h.NRows > 0 {
+		r.intCol(nil, h.NRows-1)
 	}
 	var ids []uint32
 	nseries := r.count(uint64(len(r.b)))
