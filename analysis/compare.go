@@ -89,6 +89,21 @@ type ByTag struct {
 	DriverReservedBytes       int64        `json:"driver_reserved_bytes"`
 	MaxFittingValueNoHeadroom *float64     `json:"max_fitting_value_no_headroom"`
 	BasisWords                string       `json:"basis_words"`
+
+	// Need is the curve the values come from (NeedCurve: the runs'
+	// curvature and its interval). MaxFittingValue and
+	// MaxFittingValueNoHeadroom are at its pessimistic end;
+	// MaxFittingValueMiddle is without headroom in its middle and
+	// MaxFittingValueOptimistic at its optimistic end without the
+	// allowance. Extrapolation is MaxFittingValueNoHeadroom over the largest
+	// value measured; IntervalWords says all that in a sentence.
+	Need                      *NeedCurve `json:"need_curve,omitempty"`
+	MaxFittingValueMiddle     *float64   `json:"max_fitting_value_middle,omitempty"`
+	MaxFittingValueOptimistic *float64   `json:"max_fitting_value_optimistic,omitempty"`
+	Extrapolation             float64    `json:"extrapolation,omitempty"`
+	IntervalWords             string     `json:"interval_words,omitempty"`
+
+	integer bool // every value tried is an integer
 }
 
 // AllocatorAllowance is the share added to the projected per-step peak for
@@ -309,7 +324,7 @@ func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) 
 
 // FitByTag projects memory against a numeric tag and finds the largest
 // value that fits in the GPU with the given headroom (0.05 = 5 % of its
-// total). See ByTag for the basis.
+// total). See ByTag for the basis and NeedCurve for the interval.
 func FitByTag(c *Comparison, tag string, headroom float64) error {
 	by := &ByTag{Tag: tag, Headroom: headroom}
 	allProbe, err := by.collect(c)
@@ -329,16 +344,94 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		xs[i], used[i] = p.Value, float64(p.PeakUsedBytes)
 	}
 	by.Fit = leastSquares(xs, used)
-	integer := true
+	by.integer = true
 	for _, p := range by.Points {
-		integer = integer && p.Value == math.Trunc(p.Value)
+		by.integer = by.integer && p.Value == math.Trunc(p.Value)
 	}
-	need, allowance := by.chooseBasis(xs, allProbe)
-	solve := func(h float64) *float64 { return by.belowFailed(by.solve(need, allowance, h, integer), integer) }
-	by.MaxFittingValue, by.MaxFittingValueNoHeadroom = solve(headroom), solve(0)
-	by.Statement = by.statement(need)
+	ys := by.chooseBasis(xs, used, allProbe)
+	if curve, err := NewNeedCurve(xs, ys); err == nil && by.TotalBytes > 0 {
+		by.Need = &curve
+		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
+		by.interval()
+	}
+	by.Statement = by.statement()
 	c.By = by
 	return nil
+}
+
+// Available is the memory the job may need at most with headroom h: the
+// smallest GPU's total less the headroom, the driver's reservation and
+// the memory PyTorch does not see.
+func (by *ByTag) Available(h float64) float64 {
+	return float64(by.TotalBytes)*(1-h) - float64(by.DriverReservedBytes) - float64(by.UnseenBytes)
+}
+
+// LargestFitting returns the largest value whose need, at the pessimistic
+// end of the interval and with the allocator allowance, is at most avail
+// bytes (Available gives the GPU's): rounded down when every value tried
+// is an integer, and below the smallest value that ran out of memory. Nil
+// when nothing can be projected (a need that does not grow, an unknown
+// GPU). It is what the runs say fits, for callers asking "what would fit
+// with this much memory".
+func (by *ByTag) LargestFitting(avail float64) *float64 {
+	if by.Need == nil {
+		return nil
+	}
+	v, ok := by.Need.Solve(avail/(1+by.AllowanceFraction), Pessimistic)
+	if !ok {
+		return nil
+	}
+	return by.belowFailed(by.round(v))
+}
+
+// round rounds v down to an integer when the values tried are integers.
+func (by *ByTag) round(v float64) *float64 {
+	if by.integer {
+		v = math.Floor(v + 1e-9)
+	}
+	if !finite(v) {
+		return nil
+	}
+	return &v
+}
+
+// interval sets the optimistic and middle values without headroom, how
+// far the projection reaches beyond the values measured, and says so.
+func (by *ByTag) interval() {
+	c, p := by.Need, by.MaxFittingValueNoHeadroom
+	if p == nil {
+		return
+	}
+	if v, ok := c.Solve(by.Available(0)/(1+by.AllowanceFraction), Middle); ok {
+		by.MaxFittingValueMiddle = by.belowFailed(by.round(v))
+	}
+	if v, ok := c.Solve(by.Available(0), Optimistic); ok {
+		by.MaxFittingValueOptimistic = by.belowFailed(by.round(v))
+	}
+	from := c.Largest()
+	by.Extrapolation = *p / from
+	num := func(v *float64) string {
+		if v == nil {
+			return "?"
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	reach := fmt.Sprintf("projected from %s to %s, %.1f×", num(&from), num(p), by.Extrapolation)
+	if by.Extrapolation <= 1 {
+		reach = fmt.Sprintf("within the values measured (up to %s)", num(&from))
+	}
+	allowance := "no allowance"
+	if by.AllowanceFraction > 0 {
+		allowance = fmt.Sprintf("+ %.1f %%", 100*by.AllowanceFraction)
+	}
+	curvature := "the steepest reading of the runs"
+	if len(c.Values) == 2 {
+		curvature = "two values show no curvature"
+	} else if c.Quadratic != nil {
+		curvature = "the marginal cost rose, carried on"
+	}
+	by.IntervalWords = fmt.Sprintf("without headroom %s up to %s (%s, %s), %s in the middle, up to %s at the optimistic end (the flattest reading, no allowance); %s",
+		by.Tag, num(p), curvature, allowance, num(by.MaxFittingValueMiddle), num(by.MaxFittingValueOptimistic), reach)
 }
 
 // collect sets by's points, one per run with device samples sorted by the
@@ -402,15 +495,14 @@ func fatalOOM(r *Report) bool {
 	return false
 }
 
-// chooseBasis returns need(v) = slope·v + intercept, the bytes the job
-// needs at value v, and the allowance added on top of it: the per-step
-// allocator peak when every run has one, else peak device memory.
-func (by *ByTag) chooseBasis(xs []float64, allProbe bool) (need Fit, allowance float64) {
-	need = by.Fit
+// chooseBasis sets the basis and the allowance, and returns each point's
+// need: the per-step allocator peak when every run has one, else peak
+// device memory (used).
+func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	by.Basis = "device_used"
 	by.BasisWords = "peak device memory (no allocator samples: it includes the allocator's cache, so the value errs low)"
 	if !allProbe {
-		return need, 0
+		return used
 	}
 	peaks := make([]float64, len(by.Points))
 	for i, p := range by.Points {
@@ -420,8 +512,9 @@ func (by *ByTag) chooseBasis(xs []float64, allProbe bool) (need Fit, allowance f
 		}
 	}
 	f := leastSquares(xs, peaks)
-	by.NeedFit, by.Basis, need = &f, "step_peak_allocated", f
-	allowance, by.AllowanceBasis = AllocatorAllowance, "default"
+	by.NeedFit, by.Basis = &f, "step_peak_allocated"
+	allowance := AllocatorAllowance
+	by.AllowanceBasis = "default"
 	for _, p := range by.Points {
 		if o := p.NearLimitOverhead; o != nil && (by.AllowanceRun == "" || *o > allowance) {
 			allowance, by.AllowanceBasis, by.AllowanceRun = *o, "measured", p.Run
@@ -437,42 +530,24 @@ func (by *ByTag) chooseBasis(xs []float64, allProbe bool) (need Fit, allowance f
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
 	}
-	return need, allowance
-}
-
-// solve returns the largest value whose need, with the allowance, fits in
-// the bytes available with headroom h (rounded down when every value tried
-// is an integer), or nil when no limit can be projected.
-func (by *ByTag) solve(need Fit, allowance, h float64, integer bool) *float64 {
-	if by.TotalBytes <= 0 || need.SlopeBytesPerUnit <= 0 {
-		return nil
-	}
-	avail := float64(by.TotalBytes)*(1-h) - float64(by.DriverReservedBytes) - float64(by.UnseenBytes)
-	v := (avail/(1+allowance) - need.InterceptBytes) / need.SlopeBytesPerUnit
-	if integer {
-		v = math.Floor(v + 1e-9)
-	}
-	if !finite(v) {
-		return nil
-	}
-	return &v
+	return peaks
 }
 
 // belowFailed caps v below the smallest value that ran out of memory:
 // at the next integer down when the values are integers, else at it.
-func (by *ByTag) belowFailed(v *float64, integer bool) *float64 {
+func (by *ByTag) belowFailed(v *float64) *float64 {
 	if v == nil || len(by.Failed) == 0 || *v < by.Failed[0].Value {
 		return v
 	}
 	c := by.Failed[0].Value
-	if integer {
+	if by.integer {
 		c = math.Ceil(c) - 1
 	}
 	return &c
 }
 
 // statement says in one sentence what the fit found.
-func (by *ByTag) statement(need Fit) string {
+func (by *ByTag) statement() string {
 	switch {
 	case by.MaxFittingValue != nil:
 		v := *by.MaxFittingValue
@@ -490,7 +565,7 @@ func (by *ByTag) statement(need Fit) string {
 			st += fmt.Sprintf("; run %q ran out of memory at %s=%s", f.Run, by.Tag, strconv.FormatFloat(f.Value, 'f', -1, 64))
 		}
 		return st
-	case need.SlopeBytesPerUnit <= 0:
+	case by.TotalBytes > 0:
 		return fmt.Sprintf("peak memory does not grow with %s in these runs: no limit can be projected", by.Tag)
 	default:
 		return "the GPU's total memory is unknown: no limit can be projected"

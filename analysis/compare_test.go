@@ -126,7 +126,11 @@ func probeBatchRuns(g *gen, batches []int) {
 // run is at the GPU's limit: from step 10 on, its allocator frees its cache
 // and retries each step, and keeps reserved at the peak × (1 + nearLimit).
 func probeBatchRun(g *gen, b int, nearLimit float64) {
-	peak := int64(200*MiB) + int64(b)*20*MiB
+	probeRun(g, b, int64(200*MiB)+int64(b)*20*MiB, nearLimit)
+}
+
+// probeRun writes one run of probeBatchRun whose per-step peak is peak.
+func probeRun(g *gen, b int, peak int64, nearLimit float64) {
 	g.line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
 	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 	for i := 0; i < 40; i++ {

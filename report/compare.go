@@ -272,7 +272,7 @@ var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(comp
 {{with .C.By}}<section id="by">
 <h2>Peak memory by {{.Tag}}</h2>
 <p class="statement">{{.Statement}}</p>
-<p>Made from {{.BasisWords}}.{{with .MaxFittingValueNoHeadroom}} Without headroom: up to {{num0 .}}.{{end}}</p>
+<p>Made from {{.BasisWords}}.{{with .IntervalWords}} {{.}}.{{else}}{{with .MaxFittingValueNoHeadroom}} Without headroom: up to {{num0 .}}.{{end}}{{end}}</p>
 {{with .NeedFit}}<p>Per-step peak allocated: {{bytesf .SlopeBytesPerUnit}} per unit of {{$.C.By.Tag}} + {{bytesf .InterceptBytes}} (R² = {{printf "%.4f" .R2}}).</p>{{end}}
 <p>Peak device memory, least-squares fit: {{bytesf .Fit.SlopeBytesPerUnit}} per unit of {{.Tag}} + {{bytesf .Fit.InterceptBytes}} (R² = {{printf "%.4f" .Fit.R2}}).</p>
 <table><tr><th class="l">run</th><th>{{.Tag}}</th><th>peak used</th></tr>

@@ -244,8 +244,8 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		}
 		fmt.Fprintln(w, b.Statement)
 		fmt.Fprintf(w, "  made from %s\n", b.BasisWords)
-		if v := b.MaxFittingValueNoHeadroom; v != nil && b.Headroom > 0 {
-			fmt.Fprintf(w, "  without headroom: %s up to %s\n", b.Tag, strconv.FormatFloat(*v, 'f', -1, 64))
+		if b.IntervalWords != "" {
+			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
 	}
 }

@@ -1,0 +1,131 @@
+package analysis
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// curveRuns compares probe runs at the batches given, each step's peak
+// allocated peak(b), on probeBatchRuns' 80 GiB GPU (700 MiB unseen, 600
+// MiB reserved by the driver), and fits them against batch_size.
+func curveRuns(t *testing.T, batches []int, peak func(b int) int64) *ByTag {
+	t.Helper()
+	g := &gen{}
+	for _, b := range batches {
+		probeRun(g, b, peak(b), 0)
+	}
+	reps := analyzeJSONL(t, g.b.String())
+	var list []*Report
+	for _, b := range batches {
+		list = append(list, reps["p"+strconv.Itoa(b)])
+	}
+	c, err := Compare(list, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0); err != nil {
+		t.Fatal(err)
+	}
+	return c.By
+}
+
+// countUp is the largest batch v with need(v) × (1 + allowance) + 700 MiB
+// ≤ 80 GiB − 600 MiB, found by counting up from 1: an independent
+// reading of the formula the fit solves.
+func countUp(need func(v float64) float64, allowance float64) float64 {
+	v := 0
+	for need(float64(v+1))*(1+allowance)+700*MiB <= 80*GiB-600*MiB {
+		v++
+	}
+	return float64(v)
+}
+
+// A job whose cost per sample falls between small batches (a fixed
+// workspace amortised): the least-squares line, which averages the two
+// marginal costs and pulls its intercept down, is not the pessimistic
+// end; the line through the largest run with the steepest marginal cost
+// is. The prediction without headroom is that line's, the middle the
+// line with the last marginal cost, the optimistic end the flattest
+// without allowance, and the statement says how far it reaches.
+func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
+	peaks := map[int]int64{4: 1200 * MiB, 8: 1600 * MiB, 16: 2300 * MiB} // 100 MiB a sample, then 87.5
+	b := curveRuns(t, []int{4, 8, 16}, func(v int) int64 { return peaks[v] })
+	steep := func(v float64) float64 { return 2300*MiB + 100*MiB*(v-16) }
+	last := func(v float64) float64 { return 2300*MiB + 87.5*MiB*(v-16) }
+	want := countUp(steep, AllocatorAllowance)
+	if b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != want {
+		t.Fatalf("no headroom %v, want %v (the steepest marginal cost, 100 MiB a sample)", deref(b.MaxFittingValueNoHeadroom), want)
+	}
+	// The least-squares line would have promised more.
+	lsq := func(v float64) float64 { return b.NeedFit.InterceptBytes + b.NeedFit.SlopeBytesPerUnit*v }
+	if countUp(lsq, AllocatorAllowance) <= want {
+		t.Fatalf("least squares says %v, not above %v: the test does not test the curvature", countUp(lsq, AllocatorAllowance), want)
+	}
+	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, AllocatorAllowance) {
+		t.Errorf("middle %v, want %v", deref(m), countUp(last, AllocatorAllowance))
+	}
+	if o := b.MaxFittingValueOptimistic; o == nil || *o != countUp(last, 0) {
+		t.Errorf("optimistic %v, want %v", deref(o), countUp(last, 0))
+	}
+	if b.Need == nil || b.Need.Quadratic != nil || math.Abs(b.Extrapolation-want/16) > 1e-9 {
+		t.Fatalf("curve %+v, extrapolation %v", b.Need, b.Extrapolation)
+	}
+	reach := "projected from 16 to " + strconv.Itoa(int(want)) + ", "
+	if !strings.Contains(b.IntervalWords, reach) || !strings.Contains(b.IntervalWords, "+ 7.5 %") {
+		t.Errorf("interval words %q lack %q", b.IntervalWords, reach)
+	}
+	// LargestFitting with the GPU's memory is the prediction; with 10 GiB
+	// less (what a caller asks when memory would be lost to something
+	// else) it is what fits in that.
+	if v := b.LargestFitting(b.Available(0)); v == nil || *v != want {
+		t.Errorf("LargestFitting %v, want %v", deref(v), want)
+	}
+	less := countUp(func(v float64) float64 { return steep(v) + 10*GiB/(1+AllocatorAllowance) }, AllocatorAllowance)
+	if v := b.LargestFitting(b.Available(0) - 10*GiB); v == nil || math.Abs(*v-less) > 1 {
+		t.Errorf("LargestFitting with 10 GiB less %v, want %v", deref(v), less)
+	}
+}
+
+// A need whose marginal cost rises (attention growing with the square of
+// a sequence): the parabola through the three runs is carried on, and it
+// is below every straight line's answer.
+func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
+	// need(v) = 1 GiB + 10 MiB·v + 0.05 MiB·v²
+	need := func(v float64) float64 { return GiB + 10*MiB*v + 0.05*MiB*v*v }
+	b := curveRuns(t, []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
+	if b.Need == nil || b.Need.Quadratic == nil {
+		t.Fatalf("curve %+v: no parabola", b.Need)
+	}
+	want := countUp(need, AllocatorAllowance)
+	if v := b.MaxFittingValueNoHeadroom; v == nil || math.Abs(*v-want) > 1 {
+		t.Fatalf("no headroom %v, want %v", deref(v), want)
+	}
+	steepest := countUp(func(v float64) float64 { return need(64) + (need(64)-need(32))/32*(v-64) }, AllocatorAllowance)
+	if want >= steepest {
+		t.Fatalf("the parabola's %v is not below the steepest line's %v: the test does not test it", want, steepest)
+	}
+	if !strings.Contains(b.IntervalWords, "the marginal cost rose, carried on") {
+		t.Errorf("interval words %q", b.IntervalWords)
+	}
+}
+
+// Two values show no curvature: the three readings are one line.
+func TestNeedCurveTwoValues(t *testing.T) {
+	c, err := NewNeedCurve([]float64{8, 16, 16}, []float64{1 * GiB, 2 * GiB, 1.5 * GiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Values) != 2 || c.Bytes[1] != 2*GiB {
+		t.Fatalf("points %v %v: the highest need at a value is kept", c.Values, c.Bytes)
+	}
+	for _, e := range []End{Optimistic, Middle, Pessimistic} {
+		if v, ok := c.Solve(10*GiB, e); !ok || math.Abs(v-80) > 1e-9 {
+			t.Errorf("end %d: %v %v, want 80", e, v, ok)
+		}
+	}
+	if _, err := NewNeedCurve([]float64{8, 16}, []float64{2 * GiB, 1 * GiB}); err != ErrFlatNeed {
+		t.Errorf("falling need: %v", err)
+	}
+}
