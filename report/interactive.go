@@ -6,21 +6,16 @@ import (
 	"html/template"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/uplot"
 	"github.com/memrec/memrec/storage"
 )
 
-// The interactive timeline: uPlot (report/uplot, MIT) draws each GPU's
+// The interactive timeline: uPlot (internal/uplot, MIT) draws each GPU's
 // memory from arrays embedded in the page, so the page stays one file that
 // works offline. Drag to zoom, double-click to zoom out, hover for values,
 // click a legend entry to hide its series; the GPUs' charts zoom together.
 
 var (
-	//go:embed uplot/uPlot.iife.min.js
-	uplotJS string
-	//go:embed uplot/uPlot.min.css
-	uplotCSS string
-	//go:embed uplot/LICENSE
-	uplotLicense string
 	//go:embed timeline.js
 	timelineJS string
 )
@@ -119,8 +114,8 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool) (interac
 	if err != nil {
 		return interactiveView{}, err
 	}
-	return interactiveView{HasData: has, Data: template.JS(b), UPlot: template.JS(uplotJS), Script: template.JS(timelineJS),
-		CSS: template.CSS(uplotCSS), License: uplotLicense}, nil
+	return interactiveView{HasData: has, Data: template.JS(b), UPlot: template.JS(uplot.JS), Script: template.JS(timelineJS),
+		CSS: template.CSS(uplot.CSS), License: uplot.License}, nil
 }
 
 // interactiveTmpl is the timeline's section and its scripts. The page puts

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/viewer"
+)
+
+type viewOptions struct {
+	*globals
+	addr string
+	runs []string
+	// ready, when set, is told the address once the server listens (tests).
+	ready func(addr string)
+}
+
+func newViewCmd(g *globals) *cobra.Command {
+	o := &viewOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "view [RUN...]",
+		Short: "Browse runs in a local web page, zoomable down to every sample",
+		Long: `Serve a read-only web page over the database: each GPU's memory as a chart
+that the server redraws for every window you zoom to, at the chart's width, down
+to every sample; hover for each line's value at the cursor and the marks near it.
+Several runs are overlaid. With no RUN, the newest run is shown.
+
+The server listens on 127.0.0.1 on a free port unless --addr says otherwise, and
+prints the address. It holds the database's lock only while it reads, so a
+recording can start on the same file; while one writes to it, the page shows
+what was read before (or says the file is busy) and the recording's own page
+(record --view-addr) shows it live.`,
+		Example: `  memrec view bs64
+  memrec view bs64 bs128 --addr 127.0.0.1:8080`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.runs = args
+			return runView(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.addr, "addr", "127.0.0.1:0", "address to listen on (port 0: a free one)")
+	return cmd
+}
+
+func runView(ctx context.Context, o *viewOptions) error {
+	src := viewer.NewDBSource(o.dbPath)
+	defer src.Close()
+	src.Built = func(run storage.Run, samples int64, took time.Duration) {
+		fmt.Fprintf(o.io.Err, "memrec: %s: %d samples summarised in %v\n", run.Name, samples, took.Round(time.Millisecond))
+	}
+	all, err := src.Runs()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, ref := range o.runs {
+		run, err := findRun(all, ref)
+		if err != nil {
+			return err
+		}
+		names = append(names, run.Name)
+	}
+	if len(names) == 0 && len(all) > 0 {
+		names = []string{all[len(all)-1].Name}
+	}
+	// The shown runs are summarised before the address is printed, so the
+	// page's first paint does not wait for the scan.
+	for _, name := range names {
+		run, _ := findRun(all, name)
+		if _, _, err := src.Index(run); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: viewer.Handler(src, viewer.Options{Runs: names}), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	fmt.Fprintf(o.io.Out, "memrec view: http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	if o.ready != nil {
+		o.ready(ln.Addr().String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// findRun is the run named ref, or of id ref.
+func findRun(all []storage.Run, ref string) (storage.Run, error) {
+	for _, r := range all {
+		if r.Name == ref || fmt.Sprint(r.ID) == ref {
+			return r, nil
+		}
+	}
+	return storage.Run{}, fmt.Errorf("run %q: %w", ref, storage.ErrNoRun)
+}

@@ -1,0 +1,199 @@
+package series
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// randomSeries is n samples 10 ms apart with ±1 ms jitter, a random walk
+// with rare large steps (an allocation, a free).
+func randomSeries(seed uint64, n int) (t, v []int64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var tt, vv int64 = 1_000_000_000, 1 << 30
+	for range n {
+		tt += 10_000_000 + rng.Int64N(2_000_000) - 1_000_000
+		vv += rng.Int64N(2<<20) - 1<<20
+		if rng.IntN(500) == 0 {
+			vv += rng.Int64N(1<<30) - 1<<29
+		}
+		t, v = append(t, tt), append(v, vv)
+	}
+	return t, v
+}
+
+func build(t, v []int64) *Pyramid {
+	var p Pyramid
+	for i := range t {
+		p.Add(t[i], v[i])
+	}
+	return &p
+}
+
+// TestBucketsCoverEverySample: at every level the buckets of the whole
+// range hold every sample once, in time order, and their min and max are
+// the samples' own.
+func TestBucketsCoverEverySample(t *testing.T) {
+	for _, n := range []int{0, 1, Base - 1, Base, Base + 1, Base * Fan * Fan, 100_003} {
+		ts, vs := randomSeries(uint64(n), n)
+		p := build(ts, vs)
+		for k := range 8 {
+			var got, lastT int64 = 0, math.MinInt64
+			lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+			p.Buckets(k, math.MinInt64, math.MaxInt64, func(b Bucket) {
+				if b.T0 <= lastT {
+					t.Fatalf("n=%d level %d: bucket at %d after one ending at %d", n, k, b.T0, lastT)
+				}
+				got, lastT = got+b.N, b.T1
+				lo, hi = min(lo, b.Min), max(hi, b.Max)
+			})
+			if got != int64(n) {
+				t.Errorf("n=%d level %d: buckets hold %d samples", n, k, got)
+			}
+			if n > 0 && (lo != slices.Min(vs) || hi != slices.Max(vs)) {
+				t.Errorf("n=%d level %d: range %d..%d, samples %d..%d", n, k, lo, hi, slices.Min(vs), slices.Max(vs))
+			}
+		}
+		if p.Len() != int64(n) {
+			t.Errorf("Len %d, added %d", p.Len(), n)
+		}
+	}
+}
+
+// bruteM4 is M4 computed straight from the samples, independently of the
+// Reducer: for each column the first, last, min and max sample.
+func bruteM4(ts, vs []int64, from, to int64, points int) (lo, hi []int64, has []bool) {
+	lo, hi, has = make([]int64, points), make([]int64, points), make([]bool, points)
+	for i, tt := range ts {
+		if tt < from || tt >= to {
+			continue
+		}
+		c := int((tt - from) * int64(points) / (to - from))
+		if !has[c] {
+			lo[c], hi[c], has[c] = vs[i], vs[i], true
+		}
+		lo[c], hi[c] = min(lo[c], vs[i]), max(hi[c], vs[i])
+	}
+	return lo, hi, has
+}
+
+// TestQueryMatchesSamples: a window read sample by sample has, in every
+// pixel column, exactly the samples' lowest and highest value; one drawn
+// from buckets has every sample's extreme within its column or the next
+// (a bucket spans at most two columns, Level keeps it under one).
+func TestQueryMatchesSamples(t *testing.T) {
+	ts, vs := randomSeries(7, 300_000)
+	p := build(ts, vs)
+	raw := func(from, to int64, add func(t, v int64)) error {
+		for i := range ts {
+			if ts[i] >= from && ts[i] < to {
+				add(ts[i], vs[i])
+			}
+		}
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	span := ts[len(ts)-1] - ts[0]
+	for trial := range 60 {
+		points := 100 + rng.IntN(2000)
+		w := max(span>>rng.IntN(14), 1_000_000)
+		from := ts[0] + rng.Int64N(max(span-w, 1))
+		to := from + w
+		res, err := Query(p, from, to, points, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi, has := bruteM4(ts, vs, from, to, points)
+		col := func(tt int64) int { return min(max(int((tt-from)*int64(points)/(to-from)), 0), points-1) }
+		gotLo, gotHi := map[int]int64{}, map[int]int64{}
+		for i, tt := range res.T {
+			c := col(tt)
+			if l, ok := gotLo[c]; !ok || res.V[i] < l {
+				gotLo[c] = res.V[i]
+			}
+			if h, ok := gotHi[c]; !ok || res.V[i] > h {
+				gotHi[c] = res.V[i]
+			}
+		}
+		for c := range points {
+			if !has[c] {
+				continue
+			}
+			if res.Every == 1 {
+				if gotLo[c] != lo[c] || gotHi[c] != hi[c] {
+					t.Fatalf("trial %d (every sample): column %d drawn %d..%d, samples %d..%d", trial, c, gotLo[c], gotHi[c], lo[c], hi[c])
+				}
+				continue
+			}
+			// From buckets: every sample's value lies within the envelope
+			// drawn in its column and its neighbours (a bucket is drawn
+			// in the column of its first sample and spans under one).
+			envLo, envHi := int64(math.MaxInt64), int64(math.MinInt64)
+			for d := -1; d <= 1; d++ {
+				if x, ok := gotLo[c+d]; ok {
+					envLo = min(envLo, x)
+				}
+				if x, ok := gotHi[c+d]; ok {
+					envHi = max(envHi, x)
+				}
+			}
+			if lo[c] < envLo || hi[c] > envHi {
+				t.Fatalf("trial %d (every %d): column %d's samples %d..%d outside the drawn %d..%d", trial, res.Every, c, lo[c], hi[c], envLo, envHi)
+			}
+		}
+		wantEvery := int64(1)
+		if n := res.Samples; n/int64(points) >= Base {
+			wantEvery = BucketSize(Level(n, points))
+		}
+		if res.Every != wantEvery {
+			t.Errorf("trial %d: %d samples over %d points drawn from units of %d, want %d", trial, res.Samples, points, res.Every, wantEvery)
+		}
+		if len(res.T) > 4*points {
+			t.Errorf("trial %d: %d points for %d columns", trial, len(res.T), points)
+		}
+	}
+}
+
+// TestLastAt: the last sample at or before a time, against a search of
+// the samples.
+func TestLastAt(t *testing.T) {
+	ts, vs := randomSeries(11, 5000)
+	p := build(ts, vs)
+	for _, q := range []int64{ts[0] - 1, ts[0], ts[1] - 1, ts[Base-1], ts[Base], ts[2500] + 3, ts[len(ts)-1], ts[len(ts)-1] + 1e9} {
+		i, found := slices.BinarySearch(ts, q)
+		if !found {
+			i--
+		}
+		b, exact, ok := p.LastAt(q)
+		if i < 0 {
+			if ok {
+				t.Errorf("LastAt(%d) found %v before the first sample", q, b)
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("LastAt(%d): nothing, want sample %d", q, i)
+		}
+		if exact && (b.T1 != ts[i] || b.Last != vs[i]) {
+			t.Errorf("LastAt(%d) = (%d, %d), want (%d, %d)", q, b.T1, b.Last, ts[i], vs[i])
+		}
+		if !exact && (ts[i] < b.T0 || ts[i] > b.T1) {
+			t.Errorf("LastAt(%d): bucket %d..%d does not hold sample %d at %d", q, b.T0, b.T1, i, ts[i])
+		}
+	}
+}
+
+// BenchmarkQueryWholeDay: a whole 24-hour 100 Hz series (8.64 M samples)
+// reduced to 2 000 points from its pyramid.
+func BenchmarkQueryWholeDay(b *testing.B) {
+	ts, vs := randomSeries(1, 8_640_000)
+	p := build(ts, vs)
+	b.ReportMetric(float64(p.Bytes())/float64(len(ts)), "B/sample")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Query(p, ts[0], ts[len(ts)-1]+1, 2000, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,569 @@
+package viewer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/storage"
+)
+
+// Limits of one request: a window's points per line, the lines of one
+// window request, the marks of one answer.
+const (
+	MaxPoints     = 10_000
+	MaxLines      = 64
+	MaxMarks      = 5_000
+	defaultPoints = 2_000
+	defaultMarks  = 2_000
+)
+
+// Options configure the server.
+type Options struct {
+	// Runs are the names of the runs the page opens with (overlaid);
+	// empty: the newest run.
+	Runs []string
+	// Live says the source is a recording in progress: the page asks for
+	// new data every second.
+	Live bool
+}
+
+// Handler serves the page at / and its API under /api/: runs, window, at
+// and marks, all read-only GETs. Anything else is 404 (405 for another
+// method). A bad parameter is a 400 and an unknown run or line a 404,
+// each with a JSON {"error": "..."} that says what was wrong; a panic in a
+// handler is a 500 that says so, and the server goes on.
+func Handler(src Source, opts Options) http.Handler {
+	s := &server{src: src, opts: opts}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", s.page)
+	mux.HandleFunc("/api/runs", s.runs)
+	mux.HandleFunc("/api/window", s.window)
+	mux.HandleFunc("/api/at", s.at)
+	mux.HandleFunc("/api/marks", s.marks)
+	return guard(mux)
+}
+
+type server struct {
+	src  Source
+	opts Options
+}
+
+// guard allows GET and HEAD only and turns a panic into a 500.
+func guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			fail(w, http.StatusMethodNotAllowed, "the viewer is read-only: GET only")
+			return
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				fail(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+			}
+		}()
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// httpError is an answer other than 200.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+}
+
+func fail(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// reply writes v as JSON, or the error: its own code for an httpError, 404
+// for an unknown run or line, 503 while the file is locked with nothing
+// read before, 500 otherwise.
+func reply(w http.ResponseWriter, v any, err error) {
+	var he *httpError
+	switch {
+	case err == nil:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	case errors.As(err, &he):
+		fail(w, he.code, he.msg)
+	case errors.Is(err, storage.ErrNoRun), errors.Is(err, series.ErrNoLine):
+		fail(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, storage.ErrLocked):
+		w.Header().Set("Retry-After", "5")
+		fail(w, http.StatusServiceUnavailable, err.Error()+": a recorder is writing this file; its own page (record --view-addr) shows the run live")
+	default:
+		fail(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// runJSON is a run as the page needs it. Times are µs since the run's
+// start; the start itself is in ms since the Unix epoch (a float64 holds
+// it exactly, which ns would not).
+type runJSON struct {
+	Name      string         `json:"name"`
+	StartMS   int64          `json:"start_ms"`
+	EndUS     int64          `json:"end_us"`
+	Complete  bool           `json:"complete"`
+	Live      bool           `json:"live"`
+	Host      string         `json:"host,omitempty"`
+	Tags      any            `json:"tags,omitempty"`
+	GPUs      []gpuJSON      `json:"gpus"`
+	Lines     []lineJSON     `json:"lines"`
+	Steps     [][2]int64     `json:"steps"` // [t_us, step]
+	StepEvery int            `json:"step_every"`
+	Samples   int64          `json:"samples"`
+	Epochs    [][3]int64     `json:"epochs"` // [start_us, end_us, epoch]
+	Stale     string         `json:"stale,omitempty"`
+	Counts    storage.Counts `json:"counts"`
+}
+
+type gpuJSON struct {
+	GPU   int    `json:"gpu"`
+	Label string `json:"label"`
+	Name  string `json:"name,omitempty"`
+	Total int64  `json:"total_bytes,omitempty"`
+}
+
+type lineJSON struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+	GPU   int    `json:"gpu"`
+	PID   int    `json:"pid,omitempty"`
+	Field string `json:"field"`
+}
+
+// runsJSON answers /api/runs: every run's name, and the shown runs in full.
+type runsJSON struct {
+	All   []string  `json:"all"`
+	Shown []runJSON `json:"shown"`
+}
+
+func (s *server) runs(w http.ResponseWriter, r *http.Request) {
+	all, err := s.src.Runs()
+	stale := ""
+	if errors.Is(err, ErrLockedStale) {
+		stale, err = err.Error(), nil
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	names := r.URL.Query()["run"]
+	if len(names) == 0 {
+		names = s.opts.Runs
+	}
+	if len(names) == 0 && len(all) > 0 {
+		names = []string{all[len(all)-1].Name}
+	}
+	if len(names) > 8 {
+		reply(w, nil, badRequest("%d runs: the page overlays at most 8", len(names)))
+		return
+	}
+	out := runsJSON{All: []string{}, Shown: []runJSON{}}
+	for _, run := range all {
+		out.All = append(out.All, run.Name)
+	}
+	for _, name := range names {
+		run, err := find(all, name)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		rj, err := s.describe(run)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		if rj.Stale == "" {
+			rj.Stale = stale
+		}
+		out.Shown = append(out.Shown, rj)
+	}
+	reply(w, out, nil)
+}
+
+func find(all []storage.Run, name string) (storage.Run, error) {
+	if name == "" {
+		return storage.Run{}, badRequest("run: empty name")
+	}
+	for _, r := range all {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return storage.Run{}, fmt.Errorf("run %q: %w", name, storage.ErrNoRun)
+}
+
+// index returns the run's index; stale is what the page should say when
+// the file is locked.
+func (s *server) index(run storage.Run) (x *series.Index, rd Reader, stale string, err error) {
+	x, rd, err = s.src.Index(run)
+	if errors.Is(err, ErrLockedStale) {
+		return x, nil, err.Error(), nil
+	}
+	return x, rd, "", err
+}
+
+func (s *server) describe(run storage.Run) (runJSON, error) {
+	x, _, stale, err := s.index(run)
+	if err != nil {
+		return runJSON{}, err
+	}
+	us := func(t int64) int64 { return (t - run.StartNS) / 1000 }
+	rj := runJSON{Name: run.Name, StartMS: run.StartNS / 1e6, EndUS: us(runEnd(run, x)), Complete: run.Complete, Live: s.opts.Live,
+		Host: run.Host, GPUs: []gpuJSON{}, Lines: []lineJSON{}, Steps: [][2]int64{}, Epochs: [][3]int64{},
+		Samples: x.Samples(), Stale: stale, Counts: run.Counts}
+	if len(run.Tags) > 0 {
+		rj.Tags = run.Tags
+	}
+	for _, g := range run.GPUs {
+		rj.GPUs = append(rj.GPUs, gpuJSON{GPU: g.Index, Label: g.Label(), Name: g.Name, Total: g.TotalBytes})
+	}
+	for _, k := range x.Keys() {
+		label := k.Field.Label()
+		if k.PID != 0 && perGPUProcesses(x, k.GPU) > 1 {
+			label += " (pid " + strconv.Itoa(k.PID) + ")"
+		}
+		rj.Lines = append(rj.Lines, lineJSON{Key: k.String(), Label: label, GPU: k.GPU, PID: k.PID, Field: k.Field.String()})
+	}
+	steps, every := x.Steps()
+	for _, st := range steps {
+		rj.Steps = append(rj.Steps, [2]int64{us(st.T), int64(st.Step)})
+	}
+	rj.StepEvery = every
+	for _, e := range x.Epochs() {
+		end := e.End
+		if end == 0 {
+			end = runEnd(run, x)
+		}
+		rj.Epochs = append(rj.Epochs, [3]int64{us(e.Start), us(end), int64(e.Epoch)})
+	}
+	return rj, nil
+}
+
+// runEnd is the later of the run's end and its newest sample (a live
+// run's end moves).
+func runEnd(run storage.Run, x *series.Index) int64 {
+	end := run.EndNS
+	if _, last, ok := x.Span(); ok {
+		end = max(end, last)
+	}
+	return max(end, run.StartNS)
+}
+
+func perGPUProcesses(x *series.Index, gpu int) int {
+	pids := map[int]bool{}
+	for _, k := range x.Keys() {
+		if k.GPU == gpu && k.PID != 0 {
+			pids[k.PID] = true
+		}
+	}
+	return len(pids)
+}
+
+// request is a parsed query: the run and its index.
+type request struct {
+	run   storage.Run
+	x     *series.Index
+	rd    Reader
+	stale string
+	q     map[string][]string
+}
+
+func (s *server) request(r *http.Request) (*request, error) {
+	q := r.URL.Query()
+	names := q["run"]
+	if len(names) != 1 {
+		return nil, badRequest("run: give exactly one run name (got %d)", len(names))
+	}
+	all, err := s.src.Runs()
+	if errors.Is(err, ErrLockedStale) {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	run, err := find(all, names[0])
+	if err != nil {
+		return nil, err
+	}
+	x, rd, stale, err := s.index(run)
+	if err != nil {
+		return nil, err
+	}
+	return &request{run: run, x: x, rd: rd, stale: stale, q: q}, nil
+}
+
+// seconds reads a parameter in seconds since the run's start as ns since
+// the Unix epoch.
+func (rq *request) seconds(name string, def *float64) (int64, error) {
+	v := rq.q[name]
+	if len(v) == 0 && def != nil {
+		return rq.run.StartNS + int64(*def*1e9), nil
+	}
+	if len(v) != 1 {
+		return 0, badRequest("%s: give it once, in seconds since the run's start", name)
+	}
+	f, err := strconv.ParseFloat(v[0], 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, badRequest("%s=%q: want a finite number of seconds since the run's start", name, v[0])
+	}
+	if math.Abs(f) > 10*365*86400 {
+		return 0, badRequest("%s=%q: more than ten years from the run's start", name, v[0])
+	}
+	return rq.run.StartNS + int64(math.Round(f*1e9)), nil
+}
+
+func (rq *request) count(name string, def, limit int) (int, error) {
+	v := rq.q[name]
+	if len(v) == 0 {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if len(v) != 1 || err != nil || n < 1 || n > limit {
+		return 0, badRequest("%s=%q: want a whole number from 1 to %d", name, v[0], limit)
+	}
+	return n, nil
+}
+
+// window checks from and to against the run: a window must overlap it.
+func (rq *request) window() (from, to int64, err error) {
+	if from, err = rq.seconds("from", nil); err != nil {
+		return
+	}
+	if to, err = rq.seconds("to", nil); err != nil {
+		return
+	}
+	if to <= from {
+		return 0, 0, badRequest("window from %s to %s: to must be after from", rq.q["from"][0], rq.q["to"][0])
+	}
+	end := runEnd(rq.run, rq.x)
+	if to <= rq.run.StartNS || from > end {
+		return 0, 0, badRequest("window %s..%s s is outside the run, which spans 0..%.3f s", rq.q["from"][0], rq.q["to"][0], float64(end-rq.run.StartNS)/1e9)
+	}
+	return from, to, nil
+}
+
+func (rq *request) keys() ([]series.Key, error) {
+	lines := rq.q["line"]
+	if len(lines) == 0 || len(lines) > MaxLines {
+		return nil, badRequest("line: give 1 to %d lines (got %d)", MaxLines, len(lines))
+	}
+	var keys []series.Key
+	for _, l := range lines {
+		k, err := series.ParseKey(l)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		if _, ok := rq.x.Last(k); !ok {
+			return nil, fmt.Errorf("run %q has no line %s: %w", rq.run.Name, l, series.ErrNoLine)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func (rq *request) raw(k series.Key) series.RawReader {
+	if rq.rd == nil {
+		return nil
+	}
+	return rq.rd(rq.run, k)
+}
+
+type windowJSON struct {
+	Run    string           `json:"run"`
+	FromUS int64            `json:"from_us"`
+	ToUS   int64            `json:"to_us"`
+	Lines  []windowLineJSON `json:"lines"`
+	Stale  string           `json:"stale,omitempty"`
+	TookMS float64          `json:"took_ms"`
+}
+
+type windowLineJSON struct {
+	Key     string  `json:"key"`
+	T       []int64 `json:"t_us"`
+	V       []int64 `json:"v"`
+	Every   int64   `json:"every"`   // samples per finest unit drawn: 1 = every sample
+	Samples int64   `json:"samples"` // samples in the window
+}
+
+func (s *server) window(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rq, err := s.request(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	from, to, err := rq.window()
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	points, err := rq.count("points", defaultPoints, MaxPoints)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	keys, err := rq.keys()
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	us := func(t int64) int64 { return (t - rq.run.StartNS) / 1000 }
+	out := windowJSON{Run: rq.run.Name, FromUS: us(from), ToUS: us(to), Lines: make([]windowLineJSON, len(keys)), Stale: rq.stale}
+	for i, k := range keys {
+		res, err := rq.x.Window(k, from, to, points, rq.raw(k))
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		lj := windowLineJSON{Key: k.String(), T: make([]int64, len(res.T)), V: res.V, Every: res.Every, Samples: res.Samples}
+		if lj.V == nil {
+			lj.V = []int64{}
+		}
+		for j, t := range res.T {
+			lj.T[j] = us(t)
+		}
+		out.Lines[i] = lj
+	}
+	out.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	reply(w, out, nil)
+}
+
+type atJSON struct {
+	TUS   int64        `json:"t_us"`
+	Lines []atLineJSON `json:"lines"`
+	Marks []markJSON   `json:"marks"`
+	Stale string       `json:"stale,omitempty"`
+}
+
+type atLineJSON struct {
+	Key string `json:"key"`
+	Has bool   `json:"has"`           // a sample at or before t exists
+	T   int64  `json:"t_us"`          // its time
+	V   int64  `json:"v"`             // its value
+	Age int64  `json:"age_us"`        // t - its time
+	Off bool   `json:"off,omitempty"` // the line ended before t (its newest sample is older than a second before t)
+}
+
+type markJSON struct {
+	T     int64  `json:"t_us"`
+	Kind  string `json:"kind"`
+	Text  string `json:"text,omitempty"`
+	Epoch *int   `json:"epoch,omitempty"`
+	Step  *int   `json:"step,omitempty"`
+	GPU   *int   `json:"gpu,omitempty"`
+	Code  *int   `json:"code,omitempty"`
+}
+
+func markOf(m storage.Mark, start int64) markJSON {
+	opt := func(v int) *int {
+		if v == storage.None {
+			return nil
+		}
+		return &v
+	}
+	text := m.Text
+	if len(text) > 500 {
+		text = text[:500] + "…"
+	}
+	return markJSON{T: (m.T - start) / 1000, Kind: m.Kind.String(), Text: text, Epoch: opt(m.Epoch), Step: opt(m.Step), GPU: opt(m.GPU), Code: opt(m.Code)}
+}
+
+func (s *server) at(w http.ResponseWriter, r *http.Request) {
+	rq, err := s.request(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	t, err := rq.seconds("t", nil)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	zero := 0.0
+	near, err := rq.seconds("near", &zero)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	if near -= rq.run.StartNS; near < 0 {
+		reply(w, nil, badRequest("near: want seconds ≥ 0"))
+		return
+	}
+	var keys []series.Key
+	if len(rq.q["line"]) > 0 {
+		if keys, err = rq.keys(); err != nil {
+			reply(w, nil, err)
+			return
+		}
+	} else {
+		keys = rq.x.Keys()
+	}
+	us := func(t int64) int64 { return (t - rq.run.StartNS) / 1000 }
+	out := atJSON{TUS: us(t), Lines: []atLineJSON{}, Marks: []markJSON{}, Stale: rq.stale}
+	for _, k := range keys {
+		st, v, ok, err := rq.x.At(k, t, rq.raw(k))
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		l := atLineJSON{Key: k.String(), Has: ok}
+		if ok {
+			l.T, l.V, l.Age = us(st), v, (t-st)/1000
+			last, _ := rq.x.Last(k)
+			l.Off = last < t-int64(time.Second) && st == last
+		}
+		out.Lines = append(out.Lines, l)
+	}
+	marks, _ := rq.x.Marks(t-near, t+near+1, 50)
+	for _, m := range marks {
+		out.Marks = append(out.Marks, markOf(m, rq.run.StartNS))
+	}
+	reply(w, out, nil)
+}
+
+type marksJSON struct {
+	Marks []markJSON `json:"marks"`
+	More  int        `json:"more"` // marks in the window past the limit
+}
+
+func (s *server) marks(w http.ResponseWriter, r *http.Request) {
+	rq, err := s.request(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	from, to, err := rq.window()
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	limit, err := rq.count("limit", defaultMarks, MaxMarks)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	marks, more := rq.x.Marks(from, to, limit)
+	out := marksJSON{Marks: make([]markJSON, 0, len(marks)), More: more}
+	for _, m := range marks {
+		out.Marks = append(out.Marks, markOf(m, rq.run.StartNS))
+	}
+	reply(w, out, nil)
+}

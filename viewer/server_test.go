@@ -1,0 +1,343 @@
+package viewer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage"
+)
+
+// The test run: 2 GPUs at 100 Hz for 3 minutes with allocator samples,
+// steps and epochs (tracegen), plus two events and an OOM at known times.
+const (
+	testSeconds = 180
+	eventAt     = 61.5 // s after the start
+	oomAt       = 170.25
+)
+
+// testDB writes the test run into a new database file and returns its
+// path and the run as stored.
+func testDB(t testing.TB) (string, storage.Run) {
+	t.Helper()
+	c := tracegen.Default()
+	c.GPUs, c.Duration, c.EpochSteps = 2, testSeconds*time.Second, 120
+	var buf bytes.Buffer
+	if _, err := tracegen.Write(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	start := c.Start.UnixNano()
+	fmt.Fprintf(&buf, `{"type":"mark","t_ns":%d,"kind":"event","text":"eval begins"}`+"\n", start+int64(eventAt*1e9))
+	fmt.Fprintf(&buf, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":1,"text":"tried to allocate 2.00 GiB"}`+"\n", start+int64(oomAt*1e9))
+	path := filepath.Join(t.TempDir(), "view.db")
+	db, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := db.Import([]storage.Source{{Name: "gen", R: &buf}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, runs[0]
+}
+
+func getJSON(t testing.TB, url string, into any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if into != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, into); err != nil {
+			t.Fatalf("%s: %v\n%s", url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestBadRequests: every endpoint with a bad parameter answers 4xx with a
+// message that names what was wrong, never 5xx.
+func TestBadRequests(t *testing.T) {
+	path, _ := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	w := "/api/window?run=gen&line=gpu0.used&points=100"
+	cases := []struct {
+		url  string
+		code int
+		says string
+	}{
+		{w + "&from=0&to=10", 200, ""},
+		{"/api/window?run=nope&line=gpu0.used&from=0&to=1", 404, "no such run"},
+		{"/api/window?line=gpu0.used&from=0&to=1", 400, "run"},
+		{"/api/window?run=gen&run=gen&line=gpu0.used&from=0&to=1", 400, "exactly one"},
+		{"/api/window?run=gen&line=gpu9.used&from=0&to=1", 404, "no such line"},
+		{"/api/window?run=gen&line=gpu0.bogus&from=0&to=1", 400, "want gpuN.used"},
+		{"/api/window?run=gen&line=gpu0.allocated&from=0&to=1", 400, "want gpuN.used"},
+		{"/api/window?run=gen&from=0&to=1", 400, "line"},
+		{w + "&from=NaN&to=10", 400, "finite"},
+		{w + "&from=0&to=Inf", 400, "finite"},
+		{w + "&from=0&to=1e300", 400, "ten years"},
+		{w + "&from=abc&to=10", 400, "from"},
+		{w + "&to=10", 400, "from"},
+		{w + "&from=10&to=5", 400, "after from"},
+		{w + "&from=5000&to=6000", 400, "outside the run"},
+		{w + "&from=-100&to=-50", 400, "outside the run"},
+		{"/api/window?run=gen&line=gpu0.used&from=0&to=10&points=100000000", 400, "points"},
+		{"/api/window?run=gen&line=gpu0.used&from=0&to=10&points=0", 400, "points"},
+		{"/api/window?run=gen&line=gpu0.used&from=0&to=10&points=-3", 400, "points"},
+		{"/api/window?run=gen&line=gpu0.used&from=0&to=10&points=2.5", 400, "points"},
+		{"/api/window?run=gen&line=" + strings.Repeat("gpu0.used&line=", 80) + "gpu0.used&from=0&to=10", 400, "lines"},
+		{"/api/at?run=gen&t=NaN", 400, "finite"},
+		{"/api/at?run=gen", 400, "t"},
+		{"/api/at?run=gen&t=5&near=-1", 400, "near"},
+		{"/api/at?run=nope&t=5", 404, "no such run"},
+		{"/api/marks?run=gen&from=0&to=10&limit=999999", 400, "limit"},
+		{"/api/marks?run=gen&from=0", 400, "to"},
+		{"/api/runs?run=nope", 404, "no such run"},
+		{"/api/runs?run=", 400, "empty"},
+		{"/api/nothing", 404, ""},
+		{"/index.html", 404, ""},
+		{"/../../etc/passwd", 404, ""},
+		{"/api/window/", 404, ""},
+		{"/uplot.js", 404, ""},
+	}
+	for _, c := range cases {
+		resp, err := http.Get(srv.URL + c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.code {
+			t.Errorf("%s: %d, want %d: %s", c.url, resp.StatusCode, c.code, b)
+			continue
+		}
+		if c.says != "" && !strings.Contains(string(b), c.says) {
+			t.Errorf("%s: %d %s, want a message with %q", c.url, resp.StatusCode, b, c.says)
+		}
+		if c.code >= 400 && c.code < 500 && c.says != "" && !strings.Contains(string(b), `"error"`) {
+			t.Errorf("%s: no error message: %s", c.url, b)
+		}
+	}
+	// Only GET: nothing writes.
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		req, _ := http.NewRequest(m, srv.URL+"/api/runs", strings.NewReader("{}"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 405 {
+			t.Errorf("%s /api/runs: %d, want 405", m, resp.StatusCode)
+		}
+	}
+}
+
+// TestConcurrentRequests: 200 requests at once, windows of every width
+// and hovers, all answered, each window's points within its range.
+func TestConcurrentRequests(t *testing.T) {
+	path, _ := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := float64(testSeconds) / float64(int(1)<<(i%12))
+			from := float64(i%7) * (testSeconds - w) / 7
+			url := fmt.Sprintf("%s/api/window?run=gen&line=gpu%d.used&from=%g&to=%g&points=%d", srv.URL, i%2, from, from+w, 200+i)
+			if i%5 == 0 {
+				url = fmt.Sprintf("%s/api/at?run=gen&t=%g&near=1", srv.URL, from)
+			}
+			resp, err := http.Get(url)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var out struct {
+				Lines []struct {
+					T json.RawMessage `json:"t_us"`
+					V json.RawMessage `json:"v"`
+				} `json:"lines"`
+			}
+			if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&out) != nil {
+				errs <- fmt.Sprintf("%s: %d", url, resp.StatusCode)
+				return
+			}
+			for _, l := range out.Lines {
+				var ts, vs []int64
+				if json.Unmarshal(l.T, &ts) != nil || json.Unmarshal(l.V, &vs) != nil {
+					continue // a hover's single values
+				}
+				if len(ts) > 4*(200+i) || len(ts) != len(vs) {
+					errs <- fmt.Sprintf("%s: %d points", url, len(ts))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestWindowEveryLevel: zooming from the whole run to one second, each
+// window's points come from samples once fewer than series.Base fall in a
+// pixel, and then they are exactly the samples in the window; coarser
+// windows are at most four points a pixel.
+func TestWindowEveryLevel(t *testing.T) {
+	path, run := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts, vs []int64
+	it := db.DeviceSamples(run, 0, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		ts, vs = append(ts, it.At().T), append(vs, it.At().Used)
+	}
+	db.Close()
+	const points = 40
+	for w := float64(testSeconds); w >= 0.3; w /= 4 {
+		from := 40.0
+		if w > testSeconds-from {
+			from = 0
+		}
+		var out windowJSON
+		url := fmt.Sprintf("%s/api/window?run=gen&line=gpu0.used&from=%g&to=%g&points=%d", srv.URL, from, from+w, points)
+		if code := getJSON(t, url, &out); code != 200 {
+			t.Fatalf("%s: %d", url, code)
+		}
+		l := out.Lines[0]
+		lo, hi := run.StartNS+int64(from*1e9), run.StartNS+int64((from+w)*1e9)
+		var inWindow []int64
+		for i, tt := range ts {
+			if tt >= lo && tt < hi {
+				inWindow = append(inWindow, vs[i])
+			}
+		}
+		n := len(inWindow)
+		if n/points < 128 {
+			if l.Every != 1 || len(l.V) > n || len(l.V) < min(n, 2*points)/2 {
+				t.Errorf("%g s window: %d samples, %d points from units of %d; want every sample's M4", w, n, len(l.V), l.Every)
+			}
+			if n <= points && !equalInts(l.V, inWindow) {
+				t.Errorf("%g s window: %d samples in it, drawn points differ: %d points", w, n, len(l.V))
+			}
+		} else if l.Every < 128 || len(l.V) > 4*points {
+			t.Errorf("%g s window: %d samples, %d points from units of %d", w, n, len(l.V), l.Every)
+		}
+		t.Logf("%7.2f s: %6d samples, %4d points, every %d", w, n, len(l.V), l.Every)
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAtAndMarks: hover answers each line's last stored sample at or
+// before the time, with its age; the event and the OOM come back with
+// their text near their times.
+func TestAtAndMarks(t *testing.T) {
+	path, run := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var torch []storage.TorchSample
+	it := db.TorchSamples(run, 1, 4101, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		torch = append(torch, it.At())
+	}
+	db.Close()
+	if len(torch) < 100 {
+		t.Fatalf("%d allocator samples of gpu1/4101", len(torch))
+	}
+	for _, q := range []float64{0.05, 10.123, eventAt, 99.999, oomAt, testSeconds - 0.001} {
+		tq := run.StartNS + int64(q*1e9)
+		var want storage.TorchSample
+		found := false
+		for _, s := range torch {
+			if s.T <= tq {
+				want, found = s, true
+			}
+		}
+		var out atJSON
+		url := fmt.Sprintf("%s/api/at?run=gen&t=%g&near=0.5&line=gpu1.allocated.4101", srv.URL, q)
+		if code := getJSON(t, url, &out); code != 200 {
+			t.Fatalf("%s: %d", url, code)
+		}
+		l := out.Lines[0]
+		wantUS := (want.T - run.StartNS) / 1000
+		if !found {
+			if l.Has {
+				t.Errorf("at %g s, before the first allocator sample: %+v", q, l)
+			}
+		} else if !l.Has || l.V != want.Allocated || l.T != wantUS || l.Age != out.TUS-wantUS {
+			t.Errorf("at %g s: %+v, want the sample at %d µs of %d B", q, l, wantUS, want.Allocated)
+		}
+		var labels []string
+		for _, m := range out.Marks {
+			labels = append(labels, m.Kind+":"+m.Text)
+		}
+		switch q {
+		case eventAt:
+			if len(labels) != 1 || labels[0] != "event:eval begins" {
+				t.Errorf("at the event: marks %v", labels)
+			}
+		case oomAt:
+			if len(labels) != 1 || labels[0] != "oom:tried to allocate 2.00 GiB" {
+				t.Errorf("at the OOM: marks %v", labels)
+			}
+		}
+	}
+	var marks marksJSON
+	getJSON(t, srv.URL+"/api/marks?run=gen&from=0&to=180", &marks)
+	if len(marks.Marks) != 2 || marks.Marks[1].Kind != "oom" || *marks.Marks[1].GPU != 1 {
+		t.Errorf("marks of the whole run: %+v", marks.Marks)
+	}
+	var runs runsJSON
+	getJSON(t, srv.URL+"/api/runs", &runs)
+	if len(runs.Shown) != 1 || len(runs.Shown[0].Epochs) == 0 || len(runs.Shown[0].Steps) < 100 {
+		t.Fatalf("runs: %+v", runs.Shown)
+	}
+}

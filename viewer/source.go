@@ -1,0 +1,294 @@
+package viewer
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/storage"
+)
+
+// Source is where the viewer's data comes from: a database file
+// (DBSource) or a recording as it happens (the recorder's live index),
+// wired together in cmd. Implementations must be safe for concurrent use:
+// the server answers requests in parallel.
+type Source interface {
+	// Runs lists the runs the source can show, oldest first.
+	Runs() ([]storage.Run, error)
+	// Index returns the run's index (its lines, marks and steps), built
+	// on first use, and the reader of its samples where the index keeps
+	// none (nil: the index answers from its own buckets and ring).
+	Index(run storage.Run) (*series.Index, Reader, error)
+}
+
+// Reader reads one line's samples of a run in a time range.
+type Reader func(run storage.Run, k series.Key) series.RawReader
+
+// ErrLockedStale says the database is locked by a recorder and what is
+// shown was read before it took the file.
+var ErrLockedStale = errors.New("the database is being written by a recording; showing what was read before")
+
+// DBSource reads a database file. It holds the file's shared lock only
+// while it reads: a handle is opened for a request (requests in flight
+// share it) and closed linger after the last one ends, so a recorder that
+// starts on the same file waits at most that long for it (its store holds
+// samples in memory meanwhile and writes them once it has the file, see
+// recorder.HeldStore). While a recorder holds the file, Open fails after
+// LockTimeout with storage.ErrLocked; the source then answers from the
+// indexes it built before, at their buckets' resolution, and says so.
+type DBSource struct {
+	path        string
+	lockTimeout time.Duration
+	linger      time.Duration
+
+	mu    sync.Mutex // guards db, users, timer
+	db    *storage.DB
+	users int
+	timer *time.Timer
+
+	imu     sync.Mutex // guards indexes
+	indexes map[uint64]*dbIndex
+	// runs is the run list read last, kept for when the file is locked.
+	runs []storage.Run
+	// Built, when set, is told of each index built: the run, its samples
+	// and how long the scan took (the command prints it).
+	Built func(run storage.Run, samples int64, took time.Duration)
+}
+
+type dbIndex struct {
+	once   sync.Once
+	done   bool // once has run (under imu)
+	x      *series.Index
+	counts storage.Counts
+	end    int64
+	err    error
+	prev   *series.Index // the index this one replaces, for while the file is locked
+}
+
+// NewDBSource returns a source over the database file at path; nothing is
+// opened until the first request.
+func NewDBSource(path string) *DBSource {
+	return &DBSource{path: path, lockTimeout: 250 * time.Millisecond, linger: 200 * time.Millisecond, indexes: map[uint64]*dbIndex{}}
+}
+
+// with runs f with the database open (shared lock), opening it if no
+// other request has it open.
+func (s *DBSource) with(f func(db *storage.DB) error) error {
+	s.mu.Lock()
+	if s.db == nil {
+		db, err := storage.Open(s.path, storage.Options{ReadOnly: true, LockTimeout: s.lockTimeout})
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.db = db
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.users++
+	db := s.db
+	s.mu.Unlock()
+	defer s.release()
+	return f(db)
+}
+
+func (s *DBSource) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users--
+	if s.users > 0 || s.db == nil {
+		return
+	}
+	s.timer = time.AfterFunc(s.linger, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.users == 0 && s.db != nil {
+			s.db.Close()
+			s.db = nil
+		}
+	})
+}
+
+// Close closes the file if it is open. No request may be in flight.
+func (s *DBSource) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// Runs lists the file's runs; while a recorder holds the file, the list
+// read before with ErrLockedStale (or storage.ErrLocked if none was).
+func (s *DBSource) Runs() ([]storage.Run, error) {
+	var runs []storage.Run
+	err := s.with(func(db *storage.DB) error {
+		var err error
+		runs, err = db.Runs()
+		return err
+	})
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	if errors.Is(err, storage.ErrLocked) && s.runs != nil {
+		return s.runs, fmt.Errorf("%w: %w", ErrLockedStale, err)
+	}
+	if err == nil {
+		s.runs = runs
+	}
+	return runs, err
+}
+
+// Index returns the run's index, scanning the run once; a run that has
+// grown since (an incomplete run a recorder went on writing) is scanned
+// again. While the file is locked the index built before is returned,
+// with no reader.
+func (s *DBSource) Index(run storage.Run) (*series.Index, Reader, error) {
+	s.imu.Lock()
+	di := s.indexes[run.ID]
+	if di != nil && di.done && (di.err != nil || di.counts != run.Counts || di.end != run.EndNS) {
+		prev := di.x
+		if prev == nil {
+			prev = di.prev
+		}
+		di = &dbIndex{prev: prev}
+	}
+	if di == nil {
+		di = &dbIndex{}
+	}
+	if di.x == nil && !di.done {
+		di.counts, di.end = run.Counts, run.EndNS
+	}
+	s.indexes[run.ID] = di
+	s.imu.Unlock()
+	di.once.Do(func() {
+		start := time.Now()
+		var x *series.Index
+		err := s.with(func(db *storage.DB) error {
+			var err error
+			x, err = buildIndex(db, run)
+			return err
+		})
+		s.imu.Lock()
+		di.x, di.err, di.done = x, err, true
+		s.imu.Unlock()
+		if err == nil && s.Built != nil {
+			s.Built(run, x.Samples(), time.Since(start))
+		}
+	})
+	switch {
+	case di.err == nil:
+		return di.x, s.reader, nil
+	case errors.Is(di.err, storage.ErrLocked) && di.prev != nil:
+		return di.prev, nil, fmt.Errorf("%w: %w", ErrLockedStale, di.err)
+	}
+	return nil, nil, di.err
+}
+
+// reader reads a line's samples from the file; storage.ErrLocked while a
+// recorder holds it, which the window then answers from buckets.
+func (s *DBSource) reader(run storage.Run, k series.Key) series.RawReader {
+	return func(from, to int64, add func(t, v int64)) error {
+		err := s.with(func(db *storage.DB) error { return readLine(db, run, k, from, to, add) })
+		if errors.Is(err, storage.ErrLocked) {
+			return series.ErrNoSamples
+		}
+		return err
+	}
+}
+
+func readLine(db *storage.DB, run storage.Run, k series.Key, from, to int64, add func(t, v int64)) error {
+	switch k.Field {
+	case series.Used, series.DriverReserved:
+		it := db.DeviceSamples(run, k.GPU, from, to)
+		for it.Next() {
+			d := it.At()
+			if k.Field == series.Used {
+				add(d.T, d.Used)
+			} else {
+				add(d.T, d.Reserved)
+			}
+		}
+		return it.Err()
+	default:
+		it := db.TorchSamples(run, k.GPU, k.PID, from, to)
+		for it.Next() {
+			s := it.At()
+			if k.Field == series.Allocated {
+				add(s.T, s.Allocated)
+			} else {
+				add(s.T, s.Reserved)
+			}
+		}
+		return it.Err()
+	}
+}
+
+// buildIndex reads every device and allocator series and the marks of a
+// run once, one series per goroutine.
+func buildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
+	x := series.NewIndex(0)
+	refs, err := db.Series(run)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(refs)+1)
+	sem := make(chan struct{}, 4)
+	for i, ref := range refs {
+		if ref.Kind != storage.SeriesDevice && ref.Kind != storage.SeriesTorch {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = scanSeries(db, run, ref, x)
+		}()
+	}
+	it := db.Marks(run, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		x.AddMark(it.At())
+	}
+	errs[len(refs)] = it.Err()
+	wg.Wait()
+	return x, errors.Join(errs...)
+}
+
+// scanSeries adds one stored series to the index in batches, so the
+// index's lock is taken once per batch, not per sample.
+func scanSeries(db *storage.DB, run storage.Run, ref storage.SeriesRef, x *series.Index) error {
+	const batch = 8192
+	if ref.Kind == storage.SeriesDevice {
+		buf := make([]storage.DeviceSample, 0, batch)
+		it := db.DeviceSamples(run, ref.GPU, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			if buf = append(buf, it.At()); len(buf) == batch {
+				x.AddDevices(buf)
+				buf = buf[:0]
+			}
+		}
+		x.AddDevices(buf)
+		return it.Err()
+	}
+	buf := make([]storage.TorchSample, 0, batch)
+	it := db.TorchSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		if buf = append(buf, it.At()); len(buf) == batch {
+			x.AddTorches(buf)
+			buf = buf[:0]
+		}
+	}
+	x.AddTorches(buf)
+	return it.Err()
+}

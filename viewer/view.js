@@ -1,0 +1,459 @@
+// memrec view: one uPlot chart per GPU, each window asked of the server
+// (/api/window) at the chart's width in pixels, so any zoom shows M4 data
+// down to every sample. window.memrecView exposes the state for tests;
+// <body> gets data-charts-ready="N" once every chart has its first data.
+(function () {
+  "use strict";
+  var KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+  var colours = { used: "#1f77b4", driver: "#7f7f7f", allocated: "#2ca02c", reserved: "#ff7f0e" };
+  var dashes = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
+  var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
+  window.memrecView = state;
+  var errs = document.getElementById("errors");
+
+  function say(msg) { errs.textContent = msg; errs.hidden = !msg; }
+
+  function get(path, params, signal) {
+    var q = new URLSearchParams();
+    Object.keys(params).forEach(function (k) {
+      [].concat(params[k]).forEach(function (v) { q.append(k, v); });
+    });
+    return fetch(path + "?" + q.toString(), { signal: signal }).then(function (r) {
+      return r.json().then(function (j) {
+        if (!r.ok) throw new Error(j.error || r.statusText);
+        return j;
+      });
+    });
+  }
+
+  // ---- units -------------------------------------------------------------
+  function fmtBytes(v, unit) {
+    if (v == null) return "–";
+    unit = unit || (Math.abs(v) >= GiB ? GiB : Math.abs(v) >= MiB ? MiB : KiB);
+    var name = unit === GiB ? "GiB" : unit === MiB ? "MiB" : "KiB";
+    var x = v / unit, d = Math.abs(x) >= 100 ? 1 : Math.abs(x) >= 10 ? 2 : 3;
+    return x.toFixed(d).replace(/\.?0+$/, "") + " " + name;
+  }
+  var byteIncrs = [];
+  [KiB, MiB, GiB].forEach(function (u) { [1, 2, 5, 10, 20, 50, 100, 200, 500].forEach(function (m) { byteIncrs.push(m * u); }); });
+  [1024, 2048, 4096].forEach(function (m) { byteIncrs.push(m * GiB); });
+  function byteTicks(u, splits, ax, space, incr) {
+    var unit = incr >= GiB ? GiB : incr >= MiB ? MiB : KiB;
+    var d = incr / unit < 1 ? 1 : 0;
+    return splits.map(function (v) { return (v / unit).toFixed(d) + (unit === GiB ? " GiB" : unit === MiB ? " MiB" : " KiB"); });
+  }
+  function fmtSecs(s, span) {
+    if (span < 120) return (Math.abs(s) < 10 && span < 10 ? s.toFixed(span < 1 ? 3 : 2) : s.toFixed(span < 20 ? 1 : 0)) + " s";
+    var neg = s < 0; s = Math.abs(Math.round(s));
+    var h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, ss = s % 60;
+    var out = (h ? h + ":" + String(m).padStart(2, "0") : String(m)) + ":" + String(ss).padStart(2, "0");
+    return (neg ? "-" : "") + out;
+  }
+  var secIncrs = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+  var intIncrs = [];
+  for (var e = 0; e < 10; e++) [1, 2, 5].forEach(function (m) { intIncrs.push(m * Math.pow(10, e)); });
+
+  // ---- x axis modes: seconds since each run's start, clock, step, epoch ---
+  function interp(tab, a, b, x) { // piecewise linear over tab[i][a] -> tab[i][b]
+    var n = tab.length;
+    if (n === 0) return NaN;
+    if (n === 1) return tab[0][b] + (x - tab[0][a]) * 0 ;
+    var lo = 0, hi = n - 1;
+    if (x <= tab[0][a]) { lo = 0; hi = 1; } else if (x >= tab[n - 1][a]) { lo = n - 2; hi = n - 1; } else {
+      while (hi - lo > 1) { var m = (lo + hi) >> 1; if (tab[m][a] <= x) lo = m; else hi = m; }
+    }
+    var d = tab[hi][a] - tab[lo][a];
+    return d === 0 ? tab[lo][b] : tab[lo][b] + (x - tab[lo][a]) * (tab[hi][b] - tab[lo][b]) / d;
+  }
+  function epochTable(run) { // [t_us, epoch + fraction]
+    if (!run._etab) {
+      var t = [];
+      run.epochs.forEach(function (e) { t.push([e[0], e[2]]); t.push([e[1], e[2] + 0.999999]); });
+      run._etab = t;
+    }
+    return run._etab;
+  }
+  function toX(run, tus) {
+    switch (state.mode) {
+      case "clock": return run.start_ms / 1000 + tus / 1e6;
+      case "step": return interp(run.steps, 0, 1, tus);
+      case "epoch": return interp(epochTable(run), 0, 1, tus);
+    }
+    return tus / 1e6;
+  }
+  function toT(run, x) { // µs since the run's start
+    switch (state.mode) {
+      case "clock": return (x - run.start_ms / 1000) * 1e6;
+      case "step": return interp(run.steps, 1, 0, x);
+      case "epoch": return interp(epochTable(run), 1, 0, x);
+    }
+    return x * 1e6;
+  }
+  function fullRange() {
+    var lo = Infinity, hi = -Infinity;
+    state.runs.forEach(function (r) {
+      lo = Math.min(lo, toX(r, 0)); hi = Math.max(hi, toX(r, r.end_us));
+    });
+    if (!(hi > lo)) hi = lo + 1;
+    var pad = (hi - lo) * 0.01; // an OOM at the very end is not on the edge
+    return [lo, hi + pad];
+  }
+  function xAxis() {
+    var ax = { label: { seconds: "seconds since start", clock: "clock time", step: "step", epoch: "epoch" }[state.mode], labelSize: 20, size: 40 };
+    if (state.mode === "seconds") {
+      ax.incrs = secIncrs;
+      ax.values = function (u, splits) { var span = u.scales.x.max - u.scales.x.min; return splits.map(function (s) { return fmtSecs(s, span); }); };
+    } else if (state.mode !== "clock") {
+      ax.incrs = intIncrs;
+      ax.values = function (u, splits) { return splits.map(function (s) { return Math.round(s).toLocaleString("en"); }); };
+    }
+    return ax;
+  }
+
+  // ---- drawing hooks -------------------------------------------------------
+  function epochsHook(gpu) {
+    return function (u) {
+      var c = u.ctx, b = u.bbox, r0 = state.runs[0];
+      if (!r0 || !r0.epochs.length) return;
+      var xs = u.scales.x, vis = [];
+      r0.epochs.forEach(function (e) {
+        var a = toX(r0, e[0]), z = toX(r0, e[1]);
+        if (z >= xs.min && a <= xs.max) vis.push([a, z, e[2]]);
+      });
+      c.save();
+      var dpr = devicePixelRatio || 1;
+      c.font = (11 * dpr) + "px sans-serif"; c.fillStyle = "rgba(80,80,140,0.9)"; c.textBaseline = "top";
+      var labelled = vis.length <= Math.max(4, b.width / dpr / 40);
+      vis.forEach(function (e, i) {
+        var x0 = Math.max(u.valToPos(e[0], "x", true), b.left), x1 = Math.min(u.valToPos(e[1], "x", true), b.left + b.width);
+        if (e[2] % 2 === 0 && x1 > x0) { c.fillStyle = "rgba(120,120,200,0.10)"; c.fillRect(x0, b.top, x1 - x0, b.height); }
+        if (labelled && x1 - x0 > 14 * dpr) { c.fillStyle = "rgba(60,60,120,0.9)"; c.fillText("e" + e[2], x0 + 3 * dpr, b.top + 2 * dpr); }
+      });
+      if (!labelled && vis.length) {
+        c.fillStyle = "rgba(60,60,120,0.9)";
+        c.fillText(vis.length + " epochs in view (every other shaded): zoom in to label them", b.left + 4 * dpr, b.top + 2 * dpr);
+      }
+      c.restore();
+    };
+  }
+  function marksHook(ch) {
+    return function (u) {
+      var c = u.ctx, b = u.bbox, dpr = devicePixelRatio || 1, labels = [];
+      c.save();
+      c.font = (11 * dpr) + "px sans-serif"; c.textBaseline = "top";
+      (ch.marks || []).forEach(function (m) {
+        var x = u.valToPos(toX(m.run, m.t_us), "x", true);
+        if (!(x >= b.left && x <= b.left + b.width)) return;
+        var oom = m.kind === "oom";
+        c.strokeStyle = oom ? "#d62728" : "rgba(148,103,189,0.85)";
+        c.lineWidth = (oom ? 2 : 1) * dpr;
+        c.setLineDash(oom ? [] : [6 * dpr, 4 * dpr]);
+        c.beginPath(); c.moveTo(x, b.top); c.lineTo(x, b.top + b.height); c.stroke();
+        labels.push([x, oom, markLabel(m)]);
+      });
+      c.setLineDash([]);
+      // Labels along the top, right of their line (left of it near the
+      // right edge), each on the first row where it does not overlap.
+      var rows = [];
+      labels.forEach(function (l) {
+        var txt = l[2].length > 40 ? l[2].slice(0, 39) + "…" : l[2];
+        var w = c.measureText(txt).width + 6 * dpr, x = l[0] + 3 * dpr;
+        if (x + w > b.left + b.width) x = l[0] - 3 * dpr - w;
+        var row = 0;
+        while (row < rows.length && rows[row] > x) row++;
+        if (row > 5) return;
+        rows[row] = x + w;
+        var y = b.top + (16 + row * 14) * dpr;
+        c.fillStyle = "rgba(255,255,255,0.85)"; c.fillRect(x - 2 * dpr, y - 1 * dpr, w, 13 * dpr);
+        c.fillStyle = l[1] ? "#d62728" : "#5b3f8c"; c.fillText(txt, x, y);
+      });
+      if (ch.total) {
+        var y = u.valToPos(ch.total, "y", true);
+        if (y >= b.top && y <= b.top + b.height) {
+          c.strokeStyle = "#444"; c.lineWidth = dpr; c.setLineDash([4 * dpr, 4 * dpr]);
+          c.beginPath(); c.moveTo(b.left, y); c.lineTo(b.left + b.width, y); c.stroke();
+          c.setLineDash([]); c.fillStyle = "#444"; c.textBaseline = "bottom";
+          c.fillText("total " + fmtBytes(ch.total), b.left + 4 * dpr, y - 2 * dpr);
+        }
+      }
+      c.restore();
+    };
+  }
+  function markLabel(m) {
+    var k = m.kind === "oom" ? "OOM" : m.kind === "event" ? "" : m.kind;
+    var t = m.text || "";
+    if (m.kind === "exit" && m.code != null) t = "exit " + m.code + (t ? ": " + t : "");
+    return (k && m.kind !== "exit" ? k + (t ? ": " : "") : "") + t || m.kind;
+  }
+
+  // ---- charts ----------------------------------------------------------------
+  function gpusOf() {
+    var seen = {}, out = [];
+    state.runs.forEach(function (r) {
+      r.gpus.forEach(function (g) { if (!seen[g.gpu]) { seen[g.gpu] = g; out.push(g); } });
+      r.lines.forEach(function (l) { if (!seen[l.gpu]) { seen[l.gpu] = { gpu: l.gpu, label: "gpu" + l.gpu }; out.push(seen[l.gpu]); } });
+    });
+    return out.sort(function (a, b) { return a.gpu - b.gpu; });
+  }
+
+  function yRange(ch) {
+    return function (u, dmin, dmax) {
+      var xs = u.scales.x, lo = Infinity, hi = -Infinity, d = u.data;
+      for (var s = 1; s < d.length; s++) {
+        if (!u.series[s].show) continue;
+        var ys = d[s];
+        for (var i = 0; i < ys.length; i++) {
+          var v = ys[i];
+          if (v == null || d[0][i] < xs.min || d[0][i] > xs.max) continue;
+          if (v < lo) lo = v; if (v > hi) hi = v;
+        }
+      }
+      if (!(hi >= lo)) { lo = 0; hi = ch.total || GiB; }
+      if (state.zero) lo = 0;
+      var pad = (hi - lo) * 0.06 || Math.max(hi * 0.01, MiB);
+      return [state.zero ? 0 : Math.max(0, lo - pad), hi + pad];
+    };
+  }
+
+  function build() {
+    var box = document.getElementById("charts");
+    state.charts.forEach(function (c) { c.u.destroy(); });
+    box.innerHTML = "";
+    state.charts = [];
+    var gpus = gpusOf(), shown = gpus.filter(function (g) { return state.one == null || g.gpu === state.one; });
+    box.className = shown.length > 1 ? "grid" : "";
+    shown.forEach(function (g) {
+      var el = document.createElement("div"); el.className = "chart"; el.id = "chart-gpu" + g.gpu;
+      var h = document.createElement("h3"); h.textContent = g.label + (g.name ? " · " + g.name : "") + (g.total_bytes ? " · " + fmtBytes(g.total_bytes) : "");
+      el.appendChild(h);
+      var plot = document.createElement("div"); el.appendChild(plot);
+      var res = document.createElement("div"); res.className = "res"; el.appendChild(res);
+      var hover = document.createElement("div"); hover.className = "hover"; hover.textContent = "Hover a chart for every line's value at the cursor."; el.appendChild(hover);
+      box.appendChild(el);
+      var ch = { gpu: g.gpu, el: el, res: res, hover: hover, total: g.total_bytes || 0, lines: [], marks: [] };
+      var series = [{ label: state.mode }];
+      state.runs.forEach(function (r, ri) {
+        r.lines.forEach(function (l) {
+          if (l.gpu !== g.gpu) return;
+          ch.lines.push({ run: r, line: l });
+          series.push({
+            label: (state.runs.length > 1 ? r.name + ": " : "") + l.label, stroke: colours[l.field] || "#9467bd",
+            dash: dashes[ri % dashes.length], width: 1.4, spanGaps: true, points: { show: false }
+          });
+        });
+      });
+      var width = Math.max(320, (shown.length > 1 ? box.clientWidth / 2 - 24 : box.clientWidth - 8) || 900);
+      var opts = {
+        width: width, height: shown.length > 1 ? 260 : 420, series: series,
+        scales: { x: { time: state.mode === "clock", range: function (u, a, b) { return [state.x[0], state.x[1]]; } }, y: { range: yRange(ch) } },
+        axes: [xAxis(), { size: 78, incrs: byteIncrs, values: byteTicks }],
+        legend: { live: false },
+        cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "memrec-view" } },
+        hooks: {
+          drawClear: [epochsHook(g.gpu)], draw: [marksHook(ch)],
+          setSelect: [function (u) {
+            if (u.select.width < 3) return;
+            var a = u.posToVal(u.select.left, "x"), b = u.posToVal(u.select.left + u.select.width, "x");
+            u.setSelect({ width: 0, height: 0 }, false);
+            zoom(a, b);
+          }],
+          setCursor: [function (u) { hoverAt(ch, u); }]
+        }
+      };
+      ch.u = new uPlot(opts, [[]].concat(series.slice(1).map(function () { return []; })), plot);
+      ch.u.over.addEventListener("dblclick", function () { zoom.apply(null, fullRange()); });
+      state.charts.push(ch);
+    });
+  }
+
+  // zoom shows [a, b] of the x axis and asks for its data.
+  function zoom(a, b) {
+    if (!(b > a)) return;
+    state.x = [a, b];
+    var full = fullRange();
+    state.follow = b >= full[1] - (full[1] - full[0]) * 0.02;
+    state.charts.forEach(function (ch) { ch.u.setScale("x", { min: a, max: b }); });
+    fetchWindow();
+  }
+
+  var pending = null, timer = null;
+  function fetchWindow() {
+    clearTimeout(timer);
+    timer = setTimeout(doFetch, 30);
+  }
+  function doFetch() {
+    if (pending) pending.abort();
+    pending = new AbortController();
+    var signal = pending.signal, seq = ++state.seq, started = performance.now();
+    var jobs = [];
+    state.charts.forEach(function (ch) {
+      var px = Math.max(50, Math.round(ch.u.bbox.width / (devicePixelRatio || 1)));
+      var results = [], marks = [];
+      state.runs.forEach(function (r) {
+        var lines = ch.lines.filter(function (l) { return l.run === r; });
+        var t0 = Math.max(0, toT(r, state.x[0])), t1 = Math.min(r.end_us + 1, toT(r, state.x[1]));
+        if (!lines.length || !(t1 > t0)) return;
+        var p = { run: r.name, from: (t0 / 1e6).toFixed(6), to: (t1 / 1e6).toFixed(6) };
+        jobs.push(get("api/window", Object.assign({ line: lines.map(function (l) { return l.line.key; }), points: px }, p), signal).then(function (w) {
+          w.lines.forEach(function (wl, i) { results.push({ run: r, key: wl.key, w: wl, stale: w.stale }); });
+        }));
+        jobs.push(get("api/marks", Object.assign({ limit: 300 }, p), signal).then(function (m) {
+          m.marks.forEach(function (mk) { if (mk.kind !== "oom" || mk.gpu == null || mk.gpu === ch.gpu) { mk.run = r; marks.push(mk); } });
+          if (m.more) ch.moreMarks = m.more;
+        }));
+      });
+      ch.pendingResults = results; ch.pendingMarks = marks; ch.moreMarks = 0;
+    });
+    Promise.all(jobs).then(function () {
+      if (seq !== state.seq) return;
+      state.charts.forEach(function (ch) { draw(ch, ch.pendingResults, ch.pendingMarks); });
+      state.lastFetchMs = performance.now() - started;
+      if (!document.body.hasAttribute("data-charts-ready")) {
+        document.body.setAttribute("data-charts-ready", String(state.charts.length));
+        state.firstPaintMs = performance.now();
+      }
+      document.body.setAttribute("data-seq", String(seq));
+      say("");
+    }).catch(function (e) { if (e.name !== "AbortError") say(String(e.message || e)); });
+  }
+
+  function draw(ch, results, marks) {
+    var tables = [], every = 1, samples = 0, stale = "";
+    ch.lines.forEach(function (l) {
+      var r = results.filter(function (x) { return x.run === l.run && x.key === l.line.key; })[0];
+      if (!r) { tables.push([[], []]); return; }
+      var xs = new Array(r.w.t_us.length);
+      for (var i = 0; i < xs.length; i++) xs[i] = toX(l.run, r.w.t_us[i]);
+      tables.push([xs, r.w.v]);
+      every = Math.max(every, r.w.every); samples = Math.max(samples, r.w.samples);
+      if (r.stale) stale = r.stale;
+      state.drawn[l.run.name + "/" + l.line.key] = r.w.t_us.length;
+      state.every[l.run.name + "/" + l.line.key] = r.w.every;
+    });
+    ch.marks = marks;
+    var data = tables.length ? uPlot.join(tables) : [[]];
+    ch.u.setData(data, false);
+    ch.u.setScale("x", { min: state.x[0], max: state.x[1] });
+    var run = state.runs[0], hz = run && run.end_us > 0 ? (run.counts.samples / Math.max(1, run.gpus.length)) / (run.end_us / 1e6) : 0;
+    var txt = every === 1 ? "Every sample drawn (" + samples.toLocaleString("en") + " in view)." :
+      "Each point: the lowest and highest of " + every.toLocaleString("en") + " samples" + (hz > 0 ? " (≈ " + fmtSecs(every / hz, every / hz) + ")" : "") +
+      "; " + samples.toLocaleString("en") + " samples in view — zoom in for finer data, down to every sample.";
+    if (ch.moreMarks) txt += " " + ch.moreMarks + " more marks in view than shown.";
+    ch.res.textContent = txt + (stale ? " " + stale : "");
+    ch.res.setAttribute("data-every", String(every));
+  }
+
+  // ---- hover: every line's last sample before the cursor, and marks near it
+  var hoverTimer = null;
+  function hoverAt(ch, u) {
+    var left = u.cursor.left;
+    if (left == null || left < 0) return;
+    clearTimeout(hoverTimer);
+    hoverTimer = setTimeout(function () {
+      var x = u.posToVal(left, "x"), x8 = u.posToVal(left + 8, "x");
+      state.charts.forEach(function (c) { lookup(c, x, Math.abs(x8 - x)); });
+    }, 25);
+  }
+  function lookup(ch, x, near) {
+    var jobs = state.runs.map(function (r) {
+      var lines = ch.lines.filter(function (l) { return l.run === r; });
+      if (!lines.length) return Promise.resolve(null);
+      var t = toT(r, x), nearT = Math.abs(toT(r, x + near) - t);
+      return get("api/at", { run: r.name, t: (t / 1e6).toFixed(6), near: (nearT / 1e6).toFixed(6), line: lines.map(function (l) { return l.line.key; }) }).then(function (a) { a.run = r; return a; });
+    });
+    Promise.all(jobs).then(function (as) {
+      var rows = [], marks = [];
+      as.forEach(function (a) {
+        if (!a) return;
+        a.lines.forEach(function (l) {
+          var line = ch.lines.filter(function (x) { return x.run === a.run && x.line.key === l.key; })[0];
+          var name = (state.runs.length > 1 ? a.run.name + ": " : "") + (line ? line.line.label : l.key);
+          var age = l.has ? fmtSecs(l.age_us / 1e6, Math.max(l.age_us / 1e6, 0.001)) : "";
+          rows.push([line ? colours[line.line.field] : "#999", name, l.has ? fmtBytes(l.v) : "no sample yet", l.has ? (l.age_us === 0 ? "at the cursor" : age + " before" + (l.off ? " (its last sample)" : "")) : ""]);
+        });
+        a.marks.forEach(function (m) { m.run = a.run; marks.push(m); });
+      });
+      var at = state.runs.length ? fmtX(x) : "";
+      var html = "<b>" + esc(at) + "</b><table>";
+      rows.forEach(function (r) { html += "<tr><td><span class=sw style='background:" + r[0] + "'></span>" + esc(r[1]) + "</td><td class=v>" + esc(r[2]) + "</td><td class=age>" + esc(r[3]) + "</td></tr>"; });
+      html += "</table>";
+      if (marks.length) html += "<div class=marks>" + marks.map(function (m) { return "<div class='mark " + esc(m.kind) + "'>" + esc(fmtSecs(m.t_us / 1e6, 1000)) + " " + esc(markLabel(m)) + "</div>"; }).join("") + "</div>";
+      ch.hover.innerHTML = html;
+      ch.hoverRows = rows; ch.hoverMarks = marks;
+    }).catch(function (e) { say(String(e.message || e)); });
+  }
+  function fmtX(x) {
+    switch (state.mode) {
+      case "clock": return new Date(x * 1000).toLocaleString();
+      case "step": return "step " + Math.round(x).toLocaleString("en");
+      case "epoch": return "epoch " + x.toFixed(2);
+    }
+    return fmtSecs(x, 1000) + " since start";
+  }
+  function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
+
+  // ---- controls, live updates -------------------------------------------------
+  function controls(all) {
+    var mode = document.getElementById("mode"), zero = document.getElementById("zero"), one = document.getElementById("one");
+    var hasSteps = state.runs.some(function (r) { return r.steps.length > 1; }), hasEpochs = state.runs.some(function (r) { return r.epochs.length > 0; });
+    mode.querySelector("[value=step]").disabled = !hasSteps;
+    mode.querySelector("[value=epoch]").disabled = !hasEpochs;
+    mode.onchange = function () {
+      var r = state.runs[0], t = [toT(r, state.x[0]), toT(r, state.x[1])];
+      state.mode = mode.value; build();
+      state.x = [toX(r, t[0]), toX(r, t[1])];
+      if (!(state.x[1] > state.x[0])) state.x = fullRange();
+      zoom(state.x[0], state.x[1]);
+    };
+    zero.onchange = function () { state.zero = zero.checked; state.charts.forEach(function (c) { c.u.redraw(true, true); c.u.setScale("x", { min: state.x[0], max: state.x[1] }); }); };
+    one.innerHTML = "<option value=''>all GPUs (grid)</option>" + gpusOf().map(function (g) { return "<option value='" + g.gpu + "'>" + esc(g.label) + " only</option>"; }).join("");
+    one.onchange = function () { state.one = one.value === "" ? null : Number(one.value); build(); zoom(state.x[0], state.x[1]); };
+    document.getElementById("whole").onclick = function () { zoom.apply(null, fullRange()); };
+    var runs = document.getElementById("runs");
+    var shown = state.runs.map(function (r) { return r.name; });
+    runs.innerHTML = all.map(function (n) {
+      return "<label><input type=checkbox value='" + esc(n) + "'" + (shown.indexOf(n) >= 0 ? " checked" : "") + "> " + esc(n) + "</label>";
+    }).join(" ");
+    runs.onchange = function () {
+      var q = new URLSearchParams();
+      runs.querySelectorAll("input:checked").forEach(function (i) { q.append("run", i.value); });
+      location.search = q.toString();
+    };
+    var title = state.runs.map(function (r) { return r.name + (r.live ? " (live)" : r.complete ? "" : " (incomplete)"); }).join(" vs ");
+    document.getElementById("title").textContent = title;
+    document.title = "memrec view: " + title;
+  }
+
+  function describe() {
+    var p = new URLSearchParams(location.search).getAll("run");
+    return get("api/runs", p.length ? { run: p } : {});
+  }
+
+  function live() {
+    describe().then(function (j) {
+      var was = fullRange();
+      j.shown.forEach(function (r, i) { if (state.runs[i] && state.runs[i].name === r.name) { r._etab = null; state.runs[i] = r; } });
+      var now = fullRange();
+      if (state.follow) state.x = [state.x[0] + (state.x[1] >= was[1] - 1e-9 ? 0 : 0), now[1]];
+      fetchWindow();
+    }).catch(function (e) { say(String(e.message || e)); });
+  }
+
+  describe().then(function (j) {
+    if (!j.shown.length) { say("No runs in this database yet."); document.body.setAttribute("data-charts-ready", "0"); return; }
+    state.runs = j.shown;
+    state.live = j.shown.some(function (r) { return r.live; });
+    state.x = fullRange();
+    build();
+    controls(j.all);
+    fetchWindow();
+    if (state.live) setInterval(live, 1000);
+    window.addEventListener("resize", function () {
+      state.charts.forEach(function (c) {
+        var box = document.getElementById("charts"), grid = state.charts.length > 1;
+        c.u.setSize({ width: Math.max(320, grid ? box.clientWidth / 2 - 24 : box.clientWidth - 8), height: grid ? 260 : 420 });
+      });
+      fetchWindow();
+    });
+  }).catch(function (e) { say(String(e.message || e)); document.body.setAttribute("data-charts-ready", "0"); });
+})();
