@@ -37,6 +37,7 @@ type recordOptions struct {
 	sampler     string
 	cpuProfile  string
 	torch       bool
+	jax         bool
 	metricsAddr string
 	job         string
 	host        string
@@ -92,6 +93,7 @@ machine without a GPU.`,
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
+	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
 	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
@@ -279,22 +281,27 @@ func openSource(o *recordOptions, now time.Time) (recorder.Source, error) {
 	return nil, fmt.Errorf("--source %q: want nvml or sim", o.source)
 }
 
-// probeEnv sets the command's environment for --torch (the probe installed
-// in a temporary folder that cleanup removes) and --sites.
+// probeEnv sets the command's environment for --torch and --jax (the
+// probe installed in a temporary folder that cleanup removes) and --sites.
 func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err error) {
 	cleanup = func() {}
-	if o.torch {
+	if o.torch || o.jax {
+		flag := "--torch"
+		if o.jax {
+			flag = "--jax"
+			opts.Env = append(opts.Env, "MEMREC_JAX=1")
+		}
 		if len(o.command) == 0 {
-			return cleanup, errors.New("--torch needs a command to load the probe into")
+			return cleanup, fmt.Errorf("%s needs a command to load the probe into", flag)
 		}
 		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
 		if err != nil {
-			return cleanup, fmt.Errorf("--torch: %w", err)
+			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
 		cleanup = func() { os.RemoveAll(dir) }
 		entries, err := python.Install(dir)
 		if err != nil {
-			return cleanup, fmt.Errorf("--torch: %w", err)
+			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
 		opts.Env = append(opts.Env, "PYTHONPATH="+python.PythonPath(entries, os.Getenv("PYTHONPATH")))
 	}

@@ -135,6 +135,9 @@ class Probe:
         self.oom_reported = 0.0  # time of the last OOM report
         self.observer_attached = False
         self.stopped = False
+        # JAX (memrec.jax): read JAX's allocators instead of torch's.
+        self.jax_wanted = os.environ.get("MEMREC_JAX", "") not in ("", "0")
+        self.jax_allocator = None
         self.sites = _sites.Sites(self)
         if os.environ.get("MEMREC_SITES", "") not in ("", "0"):
             self.sites.on = True
@@ -275,8 +278,24 @@ class Probe:
 
     # ---- torch -----------------------------------------------------------
 
+    def _jax(self) -> Any:
+        """The JAX allocator reader (memrec.jax) once the script imported
+        jax, when the JAX probe is on; else None."""
+        if not self.jax_wanted:
+            return None
+        a = self.jax_allocator
+        if a is None:
+            from . import jax as _jax  # here, not at import: memrec.jax imports memrec
+            a = _jax.allocator(self)
+        return a
+
     def _torch(self) -> Any:
-        """torch if the process imported it and CUDA is up; never imports it."""
+        """The allocator to read: torch if the process imported it and CUDA
+        is up, or JAX's (memrec.jax, read through the same calls) when the
+        JAX probe is on and JAX has started; never imports either."""
+        a = self._jax()
+        if a is not None and a.is_initialized():
+            return a
         torch = sys.modules.get("torch")
         if torch is None:
             return None
@@ -349,6 +368,10 @@ class Probe:
         CPU-bound job every microsecond here is one the step pays."""
         t = time.time_ns()
         q = self.queue
+        if self.jax_wanted:
+            a = self._jax()
+            if a is not None:
+                a.stepped = True  # a step ran: JAX's backend is up
         long_step = t - self.last_step_ns >= LONG_STEP_NS
         self.last_step_ns = t
         if t - self.last_step_sample_ns < self.step_sample_ns and not long_step and not self.sites.armed:
@@ -389,7 +412,8 @@ class Probe:
         NVML index, which differs when CUDA_VISIBLE_DEVICES hides some GPUs."""
         g = self.gpus.get(device)
         if g is None:
-            g = self.gpus[device] = nvml_index(torch, device)
+            ordinal = getattr(torch, "cuda_ordinal", None)  # JAX: its device's CUDA ordinal
+            g = self.gpus[device] = nvml_index(torch, ordinal(device) if ordinal else device)
         return g
 
     def mark(self, kind: str, t: Optional[int] = None, **fields: Any) -> None:
@@ -436,9 +460,9 @@ class Probe:
         except Exception:
             pass
 
-    def report_oom(self, device: int, text: str) -> None:
+    def report_oom(self, device: int, text: str, allocator: Any = None) -> None:
         """Sends an oom mark with the allocator's summary and a last sample."""
-        torch = sys.modules.get("torch")
+        torch = allocator if allocator is not None else sys.modules.get("torch")
         summary = ""
         try:
             summary = torch.cuda.memory_summary(device)
@@ -459,6 +483,11 @@ class Probe:
     def exception_oom(self, exc: BaseException) -> None:
         """Reports an OOM exception that the observer did not (older torch)."""
         if time.monotonic() - self.oom_reported < 5.0:
+            return
+        a = self._jax()
+        if a is not None and a.is_oom(exc):
+            a.ooms += 1
+            self.report_oom(0, str(exc).split("\n")[0], allocator=a)
             return
         torch = sys.modules.get("torch")
         oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
