@@ -6,13 +6,18 @@ import (
 	"math"
 
 	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // This file is the one place that knows which column of a stored series
 // holds which field. A kind's schema lists its columns and turns one value
 // into a row of them and back; the writer, the iterators and the checks all
 // go through it, so adding a field to a kind is an edit here (and to the
-// type, and to docs/format.md).
+// type, and to docs/format.md). The sample kinds and the marks take their
+// column names, order and checks from their wire tables
+// (storage/wire/fields.go); put and get below are written by hand, since
+// they are the hottest code memrec has, and the schema tests hold them to
+// the tables: a field in a table that put or get forgets fails them.
 //
 // Rows are columns of int64 and of strings. Optional integers (a Mark's
 // fields, a TorchSample's rank) are stored +1 so that absent (None) is 0.
@@ -57,14 +62,12 @@ type rowSchema[T any] struct {
 }
 
 var deviceSchema = rowSchema[DeviceSample]{
-	schema: schema{name: SeriesDevice, ints: []string{"used", "reserved"},
+	schema: schema{name: SeriesDevice, ints: columnNames(wire.DeviceFields, nil),
 		count: func(c *Counts) *int64 { return &c.Samples }},
-	kind: kindDevice,
-	key:  func(s DeviceSample) seriesKey { return seriesKey{kind: kindDevice, gpu: s.GPU} },
-	time: func(s DeviceSample) int64 { return s.T },
-	check: func(s DeviceSample) error {
-		return errors.Join(checkBytes("used_bytes", s.Used), checkBytes("reserved_bytes", s.Reserved))
-	},
+	kind:  kindDevice,
+	key:   func(s DeviceSample) seriesKey { return seriesKey{kind: kindDevice, gpu: s.GPU} },
+	time:  func(s DeviceSample) int64 { return s.T },
+	check: func(s DeviceSample) error { return checkFields(wire.DeviceFields, s) },
 	put: func(s DeviceSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, s.Used, s.Reserved), strs
 	},
@@ -74,12 +77,12 @@ var deviceSchema = rowSchema[DeviceSample]{
 }
 
 var procSchema = rowSchema[ProcSample]{
-	schema: schema{name: SeriesProc, ints: []string{"used"},
+	schema: schema{name: SeriesProc, ints: columnNames(wire.ProcFields, nil),
 		count: func(c *Counts) *int64 { return &c.ProcSamples }},
 	kind:  kindProc,
 	key:   func(s ProcSample) seriesKey { return seriesKey{kind: kindProc, gpu: s.GPU, pid: s.PID} },
 	time:  func(s ProcSample) int64 { return s.T },
-	check: func(s ProcSample) error { return errors.Join(checkPID(s.PID), checkBytes("used_bytes", s.Used)) },
+	check: func(s ProcSample) error { return errors.Join(checkPID(s.PID), checkFields(wire.ProcFields, s)) },
 	put: func(s ProcSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, s.Used), strs
 	},
@@ -89,8 +92,7 @@ var procSchema = rowSchema[ProcSample]{
 }
 
 var torchSchema = rowSchema[TorchSample]{
-	schema: schema{name: SeriesTorch, ints: []string{"rank+1", "allocated", "reserved", "active-allocated",
-		"inactive_split", "peak_allocated", "segments", "alloc_retries", "ooms"},
+	schema: schema{name: SeriesTorch, ints: columnNames(wire.TorchFields, map[string]string{"active_bytes": "allocated_bytes"}),
 		count: func(c *Counts) *int64 { return &c.TorchSamples }},
 	kind: kindTorch,
 	key:  func(s TorchSample) seriesKey { return seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID} },
@@ -99,17 +101,7 @@ var torchSchema = rowSchema[TorchSample]{
 		if err := checkPID(s.PID); err != nil {
 			return err
 		}
-		for _, c := range []struct {
-			name string
-			v    int64
-		}{{"allocated_bytes", s.Allocated}, {"reserved_bytes", s.Reserved}, {"active_bytes", s.Active},
-			{"inactive_split_bytes", s.InactiveSplit}, {"peak_allocated_bytes", s.PeakAllocated},
-			{"segments", s.Segments}, {"alloc_retries", s.AllocRetries}, {"ooms", s.OOMs}} {
-			if err := checkBytes(c.name, c.v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkFields(wire.TorchFields, s)
 	},
 	put: func(s TorchSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
@@ -124,7 +116,7 @@ var torchSchema = rowSchema[TorchSample]{
 }
 
 var markSchema = rowSchema[Mark]{
-	schema: schema{name: seriesMarks, ints: []string{"epoch+1", "step+1", "rank+1", "gpu+1", "pid+1", "code+1"},
+	schema: schema{name: seriesMarks, ints: columnNames(wire.MarkFields, nil),
 		strs: []string{"kind", "text"}, count: func(c *Counts) *int64 { return &c.Marks }},
 	kind: kindMark,
 	key:  func(Mark) seriesKey { return seriesKey{kind: kindMark} },
@@ -133,13 +125,8 @@ var markSchema = rowSchema[Mark]{
 		if m.Kind == "" {
 			return errors.New("mark has no kind")
 		}
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"epoch", m.Epoch}, {"step", m.Step}, {"rank", m.Rank}, {"gpu", m.GPU}, {"pid", m.PID}, {"code", m.Code}} {
-			if f.v < None {
-				return fmt.Errorf("mark %s is negative (%d)", f.name, f.v)
-			}
+		if err := checkFields(wire.MarkFields, m); err != nil {
+			return fmt.Errorf("mark %w", err)
 		}
 		return nil
 	},
@@ -211,6 +198,50 @@ var siteSchema = rowSchema[SiteSample]{
 		}
 		return s
 	},
+}
+
+// columnNames names the stored int columns of a wire table, for messages:
+// every field but the keys, in the table's order, which is the order put
+// and get use (the schema tests hold them to it). Optional fields are
+// stored +1 so that absent (None) is 0 ("rank+1"); minus names fields
+// stored as the difference to another ("active_bytes-allocated_bytes").
+func columnNames[T any](fs []wire.Field[T], minus map[string]string) []string {
+	var names []string
+	for _, f := range fs {
+		if f.Key {
+			continue
+		}
+		name := f.Name
+		if b, ok := minus[f.Name]; ok {
+			name += "-" + b
+		}
+		if f.Optional {
+			name += "+1"
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// checkFields refuses a negative value of v's fields in fs, or an optional
+// one below None (absent).
+func checkFields[T any](fs []wire.Field[T], v T) error {
+	for _, f := range fs {
+		n := f.Get(v)
+		if f.Key {
+			continue
+		}
+		if f.Optional {
+			if n < wire.None {
+				return fmt.Errorf("%s is negative (%d)", f.Name, n)
+			}
+			continue
+		}
+		if err := checkBytes(f.Name, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // schemas indexes the untyped schemas by kind.

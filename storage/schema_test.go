@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // TestWrongColumnCountIsCorrupt rewrites an allocator chunk with 2 columns
@@ -100,6 +101,38 @@ func TestSchemaRoundTrip(t *testing.T) {
 	}
 	if got := roundTrip(t, &markSchema, mark); got != mark {
 		t.Errorf("mark: %+v, want %+v", got, mark)
+	}
+}
+
+// TestSchemaFollowsWireTables sets every field of each kind's wire table
+// to its own value through the table, then puts and gets the row: a field
+// that the hand-written put or get forgets, or reads from another column,
+// comes back wrong. A new figure in a table without its column here fails.
+func TestSchemaFollowsWireTables(t *testing.T) {
+	t.Parallel()
+	checkTable(t, &deviceSchema, wire.DeviceFields, DeviceSample{T: 7000, GPU: 2})
+	checkTable(t, &procSchema, wire.ProcFields, ProcSample{T: 7000, GPU: 2})
+	checkTable(t, &torchSchema, wire.TorchFields, TorchSample{T: 7000, GPU: 2})
+	checkTable(t, &markSchema, wire.MarkFields, Mark{T: 7000, Kind: "event", Text: "t"})
+}
+
+func checkTable[T any](t *testing.T, sc *rowSchema[T], fs []wire.Field[T], v T) {
+	t.Helper()
+	keys := 0
+	for i, f := range fs {
+		f.Set(&v, int64(101+i)) // distinct, positive, so optional fields are present
+		if f.Key {
+			keys++
+		}
+	}
+	if want := len(fs) - keys; len(sc.ints) != want {
+		t.Errorf("%s: %d int columns, the wire table has %d fields that are not keys", sc.name, len(sc.ints), want)
+	}
+	got := roundTrip(t, sc, v)
+	for i, f := range fs {
+		if g := f.Get(got); g != int64(101+i) {
+			t.Errorf("%s: %s came back %d, want %d", sc.name, f.Name, g, 101+i)
+		}
 	}
 }
 

@@ -21,10 +21,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/memrec/memrec/internal/jobmodel"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Config describes a run to generate. Zero fields take the defaults of
@@ -436,47 +436,32 @@ func (j *jsonSink) GPU(g GPUInfo) {
 	j.line(fmt.Appendf(j.buf[:0], `{"type":"gpu","gpu":%d,"uuid":%q,"name":"NVIDIA H200","total_bytes":%d}`, g.Index, g.UUID, g.TotalBytes))
 }
 
-// The data lines are built with strconv: a 24-hour run is 150 M of them.
+// The data lines are the wire package's, as memrec export writes them: a
+// 24-hour run is 150 M of them, and the appenders allocate nothing.
 
 func (j *jsonSink) Device(t int64, gpu int, used, reserved int64) {
-	b := append(j.buf[:0], `{"type":"sample","t_ns":`...)
-	b = strconv.AppendInt(b, t, 10)
-	b = append(b, `,"gpu":`...)
-	b = strconv.AppendInt(b, int64(gpu), 10)
-	b = append(b, `,"used_bytes":`...)
-	b = strconv.AppendInt(b, used, 10)
-	b = append(b, `,"reserved_bytes":`...)
-	b = strconv.AppendInt(b, reserved, 10)
-	j.buf = append(b, '}')
-	j.line(j.buf)
+	j.buf = wire.AppendDevice(j.buf[:0], wire.DeviceSample{T: t, GPU: gpu, Used: used, Reserved: reserved})
+	j.w.Write(j.buf)
 }
 
 func (j *jsonSink) Proc(t int64, gpu, pid int, used int64) {
-	b := append(j.buf[:0], `{"type":"proc","t_ns":`...)
-	b = strconv.AppendInt(b, t, 10)
-	b = append(b, `,"gpu":`...)
-	b = strconv.AppendInt(b, int64(gpu), 10)
-	b = append(b, `,"pid":`...)
-	b = strconv.AppendInt(b, int64(pid), 10)
-	b = append(b, `,"used_bytes":`...)
-	b = strconv.AppendInt(b, used, 10)
-	j.buf = append(b, '}')
-	j.line(j.buf)
+	j.buf = wire.AppendProc(j.buf[:0], wire.ProcSample{T: t, GPU: gpu, PID: pid, Used: used})
+	j.w.Write(j.buf)
 }
 
 func (j *jsonSink) Torch(s Torch) {
-	j.line(fmt.Appendf(j.buf[:0], `{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0}`,
-		s.T, s.GPU, s.PID, s.Rank, s.Allocated, s.Reserved, s.Active, s.InactiveSplit, s.Peak, s.Segments))
+	j.buf = wire.AppendTorch(j.buf[:0], wire.TorchSample{T: s.T, GPU: s.GPU, PID: s.PID, Rank: s.Rank,
+		Allocated: s.Allocated, Reserved: s.Reserved, Active: s.Active, InactiveSplit: s.InactiveSplit,
+		PeakAllocated: s.Peak, Segments: s.Segments})
+	j.w.Write(j.buf)
 }
 
 func (j *jsonSink) Mark(m Mark) {
-	b := fmt.Appendf(j.buf[:0], `{"type":"mark","t_ns":%d,"kind":%q`, m.T, m.Kind)
-	if m.Epoch >= 0 {
-		b = fmt.Appendf(b, `,"epoch":%d`, m.Epoch)
-	}
+	w := wire.NewMark(m.T, wire.MarkKind(m.Kind))
+	w.Epoch, w.Step = max(m.Epoch, wire.None), max(m.Step, wire.None)
 	if m.Step >= 0 {
-		b = fmt.Appendf(b, `,"step":%d,"rank":%d`, m.Step, m.Rank)
+		w.Rank = max(m.Rank, wire.None)
 	}
-	j.buf = append(b, '}')
-	j.line(j.buf)
+	j.buf = wire.AppendMark(j.buf[:0], w)
+	j.w.Write(j.buf)
 }

@@ -62,7 +62,10 @@ type Record struct {
 
 // Parser parses single lines. The zero value is ready; it is not safe for
 // concurrent use (it reuses its parse buffers).
-type Parser struct{ p fastjson.Parser }
+type Parser struct {
+	p   fastjson.Parser
+	rec Record // the record being read: the tables set fields through pointers, which must not escape per line
+}
 
 // Parse parses one line (without its newline). Errors say what is wrong
 // with it; validity that depends on the run (declared GPUs, order) is
@@ -81,7 +84,8 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 	if f.err != nil {
 		return Record{}, f.err
 	}
-	var r Record
+	ps.rec = Record{}
+	r := &ps.rec
 	switch typ {
 	case "run":
 		r.Type, r.Raw = TypeRun, append([]byte(nil), l...)
@@ -89,25 +93,21 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 		r.Type, r.Raw = TypeGPU, append([]byte(nil), l...)
 	case "sample":
 		r.Type = TypeSample
-		r.Device = DeviceSample{T: f.int("t_ns", true, 0), GPU: f.gpu(),
-			Used: f.int("used_bytes", true, 0), Reserved: f.int("reserved_bytes", false, 0)}
+		r.Device = DeviceSample{T: f.int("t_ns", true, 0), GPU: f.gpu()}
+		readFields(&f, &r.Device, DeviceFields)
 	case "proc":
 		r.Type = TypeProc
-		r.Proc = ProcSample{T: f.int("t_ns", true, 0), GPU: f.gpu(),
-			PID: int(f.int("pid", true, 0)), Used: f.int("used_bytes", true, 0)}
+		r.Proc = ProcSample{T: f.int("t_ns", true, 0), GPU: f.gpu()}
+		readFields(&f, &r.Proc, ProcFields)
 	case "torch":
 		r.Type = TypeTorch
-		r.Torch = TorchSample{T: f.int("t_ns", true, 0), GPU: f.gpu(),
-			PID: int(f.int("pid", true, 0)), Rank: f.opt("rank"),
-			Allocated: f.int("allocated_bytes", true, 0), Reserved: f.int("reserved_bytes", true, 0),
-			InactiveSplit: f.int("inactive_split_bytes", false, 0), PeakAllocated: f.int("peak_allocated_bytes", false, 0),
-			Segments: f.int("segments", false, 0), AllocRetries: f.int("alloc_retries", false, 0), OOMs: f.int("ooms", false, 0)}
-		r.Torch.Active = f.int("active_bytes", false, r.Torch.Allocated)
+		r.Torch = TorchSample{T: f.int("t_ns", true, 0), GPU: f.gpu()}
+		readFields(&f, &r.Torch, TorchFields)
 	case "mark":
 		r.Type = TypeMark
-		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: MarkKind(f.str("kind", true)), Epoch: f.opt("epoch"),
-			Step: f.opt("step"), Rank: f.opt("rank"), GPU: f.opt("gpu"), PID: f.opt("pid"),
-			Code: f.opt("code"), Text: f.str("text", false)}
+		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: MarkKind(f.str("kind", true))}
+		readFields(&f, &r.Mark, MarkFields)
+		r.Mark.Text = f.str("text", false)
 	case "sites":
 		r.Type = TypeSites
 		r.Sites = f.sites()
@@ -120,7 +120,7 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 	if g, ok := r.gpu(); ok && g < 0 {
 		return Record{}, fmt.Errorf("%s: \"gpu\" is negative (%d)", typ, g)
 	}
-	return r, nil
+	return *r, nil
 }
 
 // gpu is the GPU of a sample line; ok is false for other lines.
@@ -346,35 +346,19 @@ func appendHead(b []byte, typ Type, t int64, gpu int) []byte {
 
 // AppendDevice appends s as one line, newline included.
 func AppendDevice(b []byte, s DeviceSample) []byte {
-	b = appendHead(b, TypeSample, s.T, s.GPU)
-	b = appendKV(b, "used_bytes", s.Used)
-	b = appendKV(b, "reserved_bytes", s.Reserved)
+	b = appendFields(appendHead(b, TypeSample, s.T, s.GPU), &s, DeviceFields)
 	return append(b, '}', '\n')
 }
 
 // AppendProc appends s as one line, newline included.
 func AppendProc(b []byte, s ProcSample) []byte {
-	b = appendHead(b, TypeProc, s.T, s.GPU)
-	b = appendKV(b, "pid", int64(s.PID))
-	b = appendKV(b, "used_bytes", s.Used)
+	b = appendFields(appendHead(b, TypeProc, s.T, s.GPU), &s, ProcFields)
 	return append(b, '}', '\n')
 }
 
 // AppendTorch appends s as one line, newline included.
 func AppendTorch(b []byte, s TorchSample) []byte {
-	b = appendHead(b, TypeTorch, s.T, s.GPU)
-	b = appendKV(b, "pid", int64(s.PID))
-	if s.Rank != None {
-		b = appendKV(b, "rank", int64(s.Rank))
-	}
-	b = appendKV(b, "allocated_bytes", s.Allocated)
-	b = appendKV(b, "reserved_bytes", s.Reserved)
-	b = appendKV(b, "active_bytes", s.Active)
-	b = appendKV(b, "inactive_split_bytes", s.InactiveSplit)
-	b = appendKV(b, "peak_allocated_bytes", s.PeakAllocated)
-	b = appendKV(b, "segments", s.Segments)
-	b = appendKV(b, "alloc_retries", s.AllocRetries)
-	b = appendKV(b, "ooms", s.OOMs)
+	b = appendFields(appendHead(b, TypeTorch, s.T, s.GPU), &s, TorchFields)
 	return append(b, '}', '\n')
 }
 
@@ -384,14 +368,7 @@ func AppendMark(b []byte, m Mark) []byte {
 	b = appendHead(b, TypeMark, m.T, -1)
 	b = append(b, `,"kind":`...)
 	b = appendJSONString(b, string(m.Kind))
-	for _, f := range []struct {
-		k string
-		v int
-	}{{"epoch", m.Epoch}, {"step", m.Step}, {"rank", m.Rank}, {"gpu", m.GPU}, {"pid", m.PID}, {"code", m.Code}} {
-		if f.v != None {
-			b = appendKV(b, f.k, int64(f.v))
-		}
-	}
+	b = appendFields(b, &m, MarkFields)
 	if m.Text != "" {
 		b = append(b, `,"text":`...)
 		b = appendJSONString(b, m.Text)
