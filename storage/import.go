@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,6 +24,10 @@ import (
 type Source struct {
 	Name string
 	R    io.Reader
+	// Converted says memrec made the input from another format (a PyTorch
+	// snapshot, nvidia-smi logs): its line numbers mean nothing to the
+	// user, so errors name the source alone.
+	Converted bool
 }
 
 // ImportOptions configure DB.Import.
@@ -61,7 +66,7 @@ func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		imp := &importer{tx: tx, opts: opts, names: map[string]bool{}}
 		for _, src := range srcs {
-			imp.src, imp.truncated = src.Name, false
+			imp.src, imp.converted, imp.truncated = src.Name, src.Converted, false
 			if err := imp.read(src.R); err != nil {
 				return err
 			}
@@ -71,7 +76,7 @@ func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
 		}
 		runs = imp.done
 		if len(runs) == 0 {
-			return errors.New("import: no run in the input (a file starts with a \"run\" line)")
+			return errors.New("no run in the input (a file starts with a \"run\" line)")
 		}
 		return nil
 	})
@@ -85,18 +90,29 @@ type rec struct {
 }
 
 type importer struct {
-	tx    *bolt.Tx
-	opts  ImportOptions
-	src   string
-	w     *runWriter
-	names map[string]bool
-	done  []Run
+	tx   *bolt.Tx
+	opts ImportOptions
+	src  string
+	// converted: the source is not the user's text (Source.Converted).
+	converted bool
+	w         *runWriter
+	names     map[string]bool
+	done      []Run
 	// truncated: the current source ended early (AllowTruncated).
 	truncated bool
 }
 
 func (imp *importer) errf(line int, format string, args ...any) error {
-	return fmt.Errorf("%s:%d: "+format, append([]any{imp.src, line}, args...)...)
+	return fmt.Errorf("%s: "+format, append([]any{imp.pos(line)}, args...)...)
+}
+
+// pos is where line is, in messages: "file:line", or the source alone
+// when it was converted.
+func (imp *importer) pos(line int) string {
+	if imp.converted {
+		return imp.src
+	}
+	return imp.src + ":" + strconv.Itoa(line)
 }
 
 // finish writes the current run's remaining chunks into the transaction.
@@ -273,7 +289,7 @@ func (imp *importer) read(r io.Reader) error {
 				if v, ok := recPool.Get().(*[]rec); ok {
 					buf = *v
 				}
-				b.recs, b.err = parseBatch(&p, buf, b.data, b.line, imp.src)
+				b.recs, b.err = parseBatch(&p, buf, b.data, b.line, imp.pos)
 				close(b.out)
 			}
 		}()
@@ -300,6 +316,9 @@ func (imp *importer) read(r io.Reader) error {
 		return err
 	}
 	if err := <-readErr; err != nil {
+		if errors.Is(err, ErrLineLong) && imp.converted {
+			return fmt.Errorf("%s: %w", imp.src, ErrLineLong)
+		}
 		if errors.Is(err, ErrLineLong) {
 			return fmt.Errorf("%s:%w", imp.src, err) // err starts with the line number
 		}
@@ -399,7 +418,7 @@ var recPool sync.Pool
 // cost nothing: the records are allocated ahead by the count of lines that
 // are not blank. (Growing the slice instead, cleared and copied at every
 // doubling, took over 40 % of an import's CPU.)
-func parseBatch(p *wire.Parser, buf []rec, data []byte, line int, src string) ([]rec, error) {
+func parseBatch(p *wire.Parser, buf []rec, data []byte, line int, pos func(line int) string) ([]rec, error) {
 	recs := buf[:0]
 	if n := countLines(data); cap(recs) < n {
 		recs = make([]rec, 0, n)
@@ -420,12 +439,12 @@ func parseBatch(p *wire.Parser, buf []rec, data []byte, line int, src string) ([
 			l, data = data[:i], data[i+1:]
 		}
 		if len(l) > MaxLineBytes {
-			return recs, fmt.Errorf("%s:%d: %w", src, line, ErrLineLong)
+			return recs, fmt.Errorf("%s: %w", pos(line), ErrLineLong)
 		}
 		if len(bytes.TrimSpace(l)) > 0 {
 			r, err := p.Parse(l)
 			if err != nil {
-				return recs, fmt.Errorf("%s:%d: %w", src, line, err)
+				return recs, fmt.Errorf("%s: %w", pos(line), err)
 			}
 			recs = append(recs, rec{r, line})
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"strconv"
 )
 
 // This file decodes the part of Python's pickle format that a snapshot
@@ -34,11 +35,14 @@ type dict map[string]any
 // tuple is a Python tuple.
 type tuple []any
 
-var errMark = errors.New("pickle: no mark on the stack")
+var (
+	errMark      = errors.New("no mark on the stack")
+	errUnderflow = errors.New("stack underflow")
+)
 
-// decodePickle decodes one pickle from r.
-func decodePickle(r *bufio.Reader) (any, error) {
-	d := &decoder{r: r, memo: map[uint32]any{}}
+// decodePickle decodes one pickle from r within lim.
+func decodePickle(r *bufio.Reader, lim Limits) (any, error) {
+	d := &decoder{r: r, memo: map[uint32]any{}, lim: lim}
 	return d.run()
 }
 
@@ -48,11 +52,36 @@ type decoder struct {
 	marks []int
 	memo  map[uint32]any
 	buf   []byte
+
+	// What the program has built so far, against lim: every value pushed,
+	// mark set, memo entry and container slot filled is one element (at
+	// most a few tens of bytes each), every string's bytes count in
+	// strBytes. Together they bound the decoder's memory by the input's
+	// work, not by its size: an opcode of one byte (EMPTY_LIST, a memo
+	// reference appended) is one element.
+	lim      Limits
+	elements int64
+	strBytes int64
+}
+
+// grow counts n more elements, refusing past the limit.
+func (d *decoder) grow(n int) error {
+	d.elements += int64(n)
+	if d.elements > d.lim.Elements {
+		return &LimitError{What: "values", Limit: d.lim.Elements}
+	}
+	return nil
+}
+
+// push puts v on the stack, counting it.
+func (d *decoder) push(v any) error {
+	d.stack = append(d.stack, v)
+	return d.grow(1)
 }
 
 func (d *decoder) pop() (any, error) {
 	if len(d.stack) == 0 {
-		return nil, errors.New("pickle: stack underflow")
+		return nil, errUnderflow
 	}
 	v := d.stack[len(d.stack)-1]
 	d.stack = d.stack[:len(d.stack)-1]
@@ -61,7 +90,7 @@ func (d *decoder) pop() (any, error) {
 
 func (d *decoder) top() (any, error) {
 	if len(d.stack) == 0 {
-		return nil, errors.New("pickle: stack underflow")
+		return nil, errUnderflow
 	}
 	return d.stack[len(d.stack)-1], nil
 }
@@ -82,8 +111,8 @@ func (d *decoder) popMark() ([]any, error) {
 }
 
 func (d *decoder) read(n int) ([]byte, error) {
-	if n < 0 || n > 1<<30 {
-		return nil, fmt.Errorf("pickle: length %d out of range", n)
+	if n < 0 {
+		return nil, fmt.Errorf("length %d out of range", n)
 	}
 	if n > 1<<16 { // grow with the data, not with what a corrupt length claims
 		b, err := io.ReadAll(io.LimitReader(d.r, int64(n)))
@@ -118,16 +147,15 @@ func (d *decoder) memoize(key uint32) error {
 		return err
 	}
 	d.memo[key] = v
-	return nil
+	return d.grow(1)
 }
 
 func (d *decoder) get(key uint32) error {
 	v, ok := d.memo[key]
 	if !ok {
-		return fmt.Errorf("pickle: memo key %d not found", key)
+		return fmt.Errorf("memo key %d not found", key)
 	}
-	d.stack = append(d.stack, v)
-	return nil
+	return d.push(v)
 }
 
 func (d *decoder) setItems(kv []any) error {
@@ -136,17 +164,16 @@ func (d *decoder) setItems(kv []any) error {
 		return err
 	}
 	m, ok := v.(dict)
-	if !ok || len(kv)%2 != 0 {
-		return fmt.Errorf("pickle: SETITEMS on %T", v)
+	if !ok {
+		return fmt.Errorf("SETITEMS on a %s, not a dict", pyType(v))
+	}
+	if len(kv)%2 != 0 {
+		return fmt.Errorf("SETITEMS with %d items, not key and value pairs", len(kv))
 	}
 	for i := 0; i < len(kv); i += 2 {
-		k, ok := kv[i].(string)
-		if !ok {
-			k = fmt.Sprint(kv[i])
-		}
-		m[k] = kv[i+1]
+		m[keyString(kv[i])] = kv[i+1]
 	}
-	return nil
+	return d.grow(len(kv) / 2)
 }
 
 func (d *decoder) appends(items []any) error {
@@ -156,19 +183,67 @@ func (d *decoder) appends(items []any) error {
 	}
 	l, ok := v.(*list)
 	if !ok {
-		return fmt.Errorf("pickle: APPENDS on %T", v)
+		return fmt.Errorf("APPENDS on a %s, not a list", pyType(v))
 	}
 	l.items = append(l.items, items...)
-	return nil
+	return d.grow(len(items))
 }
 
-func (d *decoder) str(n int) error {
-	b, err := d.read(n)
+// str reads a string or bytes of n bytes, within the limits of one
+// string and of all strings, before reading any of it.
+func (d *decoder) str(n uint64) error {
+	if n > uint64(d.lim.String) {
+		return &LimitError{What: "bytes in one string", Limit: int64(d.lim.String), Got: int64(min(n, 1<<62))}
+	}
+	if d.strBytes += int64(n); d.strBytes > d.lim.StringBytes {
+		return &LimitError{What: "bytes of strings", Limit: d.lim.StringBytes}
+	}
+	b, err := d.read(int(n))
 	if err != nil {
 		return err
 	}
-	d.stack = append(d.stack, string(b))
-	return nil
+	return d.push(string(b))
+}
+
+// keyString is a dict key as memrec keeps it: a snapshot's keys are
+// strings; an int is kept as its digits, anything else by its type alone,
+// so that formatting a key never costs more than the key's own bytes (a
+// tuple of shared tuples can stand for 2^40 leaves in 88 bytes).
+func keyString(k any) string {
+	switch v := k.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case bool:
+		return strconv.FormatBool(v)
+	case nil:
+		return "None"
+	}
+	return "<" + pyType(k) + ">"
+}
+
+// pyType names a decoded value's Python type, for messages.
+func pyType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		return "bool"
+	case int64, *big.Int:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case dict:
+		return "dict"
+	case *list:
+		return "list"
+	case tuple:
+		return "tuple"
+	}
+	return "value"
 }
 
 // run executes the pickle program until STOP and returns what it built.
@@ -182,19 +257,21 @@ func (d *decoder) run() (any, error) {
 	for {
 		op, err := d.r.ReadByte()
 		if err != nil {
-			return nil, fmt.Errorf("pickle: %w", err)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
 		switch op {
 		case 0x80: // PROTO
-			if _, err := d.r.ReadByte(); err != nil {
-				return nil, err
-			}
+			_, err = d.r.ReadByte()
 		case 0x95: // FRAME: a length, the frame's bytes follow
 			_, err = d.uint(8)
 		case '.': // STOP
 			return d.pop()
 		case '(': // MARK
 			d.marks = append(d.marks, len(d.stack))
+			err = d.grow(1)
 		case '0': // POP
 			_, err = d.pop()
 		case '1': // POP_MARK
@@ -202,16 +279,16 @@ func (d *decoder) run() (any, error) {
 		case '2': // DUP
 			var v any
 			if v, err = d.top(); err == nil {
-				d.stack = append(d.stack, v)
+				err = d.push(v)
 			}
 		case 'N': // NONE
-			d.stack = append(d.stack, nil)
+			err = d.push(nil)
 		case 0x88, 0x89: // NEWTRUE, NEWFALSE
-			d.stack = append(d.stack, op == 0x88)
+			err = d.push(op == 0x88)
 		case 'J': // BININT
 			var v uint64
 			if v, err = d.uint(4); err == nil {
-				d.stack = append(d.stack, int64(int32(uint32(v))))
+				err = d.push(int64(int32(uint32(v))))
 			}
 		case 'K', 'M': // BININT1, BININT2
 			n := 1
@@ -220,7 +297,7 @@ func (d *decoder) run() (any, error) {
 			}
 			var v uint64
 			if v, err = d.uint(n); err == nil {
-				d.stack = append(d.stack, int64(v))
+				err = d.push(int64(v))
 			}
 		case 0x8a, 0x8b: // LONG1, LONG4: little-endian two's complement
 			n := 1
@@ -229,28 +306,32 @@ func (d *decoder) run() (any, error) {
 			}
 			var size uint64
 			if size, err = d.uint(n); err == nil {
+				if size > maxLongBytes {
+					err = fmt.Errorf("an integer of %d bytes (at most %d are read)", size, maxLongBytes)
+					break
+				}
 				var b []byte
 				if b, err = d.read(int(size)); err == nil {
-					d.stack = append(d.stack, long(b))
+					err = d.push(long(b))
 				}
 			}
 		case 'G': // BINFLOAT, big-endian
 			var b []byte
 			if b, err = d.read(8); err == nil {
-				d.stack = append(d.stack, math.Float64frombits(binary.BigEndian.Uint64(b)))
+				err = d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
 			}
 		case 0x8c, 'X', 0x8d, 'U', 'T', 'C', 'B', 0x8e: // strings and bytes of 1-, 4- and 8-byte lengths
 			n := map[byte]int{0x8c: 1, 'X': 4, 0x8d: 8, 'U': 1, 'T': 4, 'C': 1, 'B': 4, 0x8e: 8}[op]
 			var size uint64
 			if size, err = d.uint(n); err == nil {
-				err = d.str(int(size))
+				err = d.str(size)
 			}
 		case '}': // EMPTY_DICT
-			d.stack = append(d.stack, dict{})
+			err = d.push(dict{})
 		case ']': // EMPTY_LIST
-			d.stack = append(d.stack, &list{})
+			err = d.push(&list{})
 		case ')': // EMPTY_TUPLE
-			d.stack = append(d.stack, tuple{})
+			err = d.push(tuple{})
 		case 's': // SETITEM
 			var k, v any
 			if v, err = d.pop(); err == nil {
@@ -276,15 +357,16 @@ func (d *decoder) run() (any, error) {
 		case 't': // TUPLE
 			var items []any
 			if items, err = d.popMark(); err == nil {
-				d.stack = append(d.stack, tuple(items))
+				err = d.push(tuple(items))
 			}
 		case 0x85, 0x86, 0x87: // TUPLE1, TUPLE2, TUPLE3
 			n := int(op-0x85) + 1
 			if len(d.stack) < n {
-				return nil, errors.New("pickle: stack underflow")
+				return nil, errUnderflow
 			}
 			t := append(tuple(nil), d.stack[len(d.stack)-n:]...)
-			d.stack = append(d.stack[:len(d.stack)-n], t)
+			d.stack = d.stack[:len(d.stack)-n]
+			err = d.push(t)
 		case 0x94: // MEMOIZE
 			err = d.memoize(uint32(len(d.memo)))
 		case 'q', 'r': // BINPUT, LONG_BINPUT
@@ -306,16 +388,21 @@ func (d *decoder) run() (any, error) {
 				err = d.get(uint32(k))
 			}
 		default:
-			return nil, fmt.Errorf("pickle: opcode %q (0x%02x) is not part of a memory snapshot", op, op)
+			return nil, fmt.Errorf("opcode %q (0x%02x) is not part of a memory snapshot", op, op)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("pickle: %w", err)
+			return nil, err
 		}
 	}
 }
+
+// maxLongBytes bounds a LONG1/LONG4 integer: a snapshot's integers are
+// addresses, sizes and times, 8 bytes at most; a *big.Int of up to 64
+// bytes is kept (and then not used) rather than refused.
+const maxLongBytes = 64
 
 // long decodes a little-endian two's-complement integer: an int64 when it
 // fits, else a *big.Int.

@@ -79,6 +79,8 @@ type Snapshot struct {
 	Blocks map[int][]Block // by device
 	Traces map[int][]Event // by device, in time order
 	Bad    int             // entries dropped
+
+	sites int // Limits.Sites; 0: DefaultLimits'
 }
 
 // Is reports whether data starts like a pickle that memrec can read
@@ -87,31 +89,40 @@ func Is(head []byte) bool {
 	return len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5
 }
 
-// Read decodes one pickled snapshot.
-func Read(r io.Reader) (*Snapshot, error) {
+// Read decodes one pickled snapshot within DefaultLimits.
+func Read(r io.Reader) (*Snapshot, error) { return ReadLimits(r, DefaultLimits) }
+
+// ReadLimits decodes one pickled snapshot within lim. An input past a
+// limit is refused with a *LimitError (errors.Is ErrTooLarge); one that is
+// not a snapshot with ErrNotSnapshot.
+func ReadLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	head, _ := br.Peek(2)
 	if !Is(head) {
 		return nil, ErrNotSnapshot
 	}
-	v, err := decodePickle(br)
+	v, err := decodePickle(br, lim)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotSnapshot, err)
+		return nil, fmt.Errorf("%w: pickle: %v", ErrNotSnapshot, err)
 	}
 	top, ok := v.(dict)
 	if !ok {
-		return nil, fmt.Errorf("%w: the pickle holds %T, not a dict", ErrNotSnapshot, v)
+		return nil, fmt.Errorf("%w: the pickle holds a %s, not a dict", ErrNotSnapshot, pyType(v))
 	}
 	segs, ok := items(top["segments"])
 	if !ok {
 		return nil, fmt.Errorf("%w: no \"segments\" list", ErrNotSnapshot)
 	}
-	s := &Snapshot{Blocks: map[int][]Block{}, Traces: map[int][]Event{}}
+	rd := &reader{lim: lim, frames: map[any][]Frame{}}
+	s := &Snapshot{Blocks: map[int][]Block{}, Traces: map[int][]Event{}, sites: lim.Sites}
 	for _, sv := range segs {
 		seg, ok := sv.(dict)
 		dev, okd := toInt(seg["device"])
 		blocks, okb := items(seg["blocks"])
-		if !ok || !okd || !okb || dev < 0 {
+		if !ok || !okd || !okb || dev < 0 || dev > maxDevice {
 			s.Bad++
 			continue
 		}
@@ -123,20 +134,26 @@ func Read(r io.Reader) (*Snapshot, error) {
 				s.Bad++
 				continue
 			}
+			if rd.blocks++; rd.blocks > lim.Blocks {
+				return nil, &LimitError{What: "blocks", Limit: int64(lim.Blocks)}
+			}
 			addr, _ := toInt(b["address"])
-			fr, bad := frames(b["frames"])
+			fr, bad := rd.stack(b["frames"])
 			s.Bad += bad
 			s.Blocks[int(dev)] = append(s.Blocks[int(dev)], Block{Addr: addr, Size: size, State: state, Frames: fr})
 		}
 	}
 	traces, _ := items(top["device_traces"])
+	if len(traces) > maxDevice+1 {
+		return nil, &LimitError{What: "device traces", Limit: maxDevice + 1, Got: int64(len(traces))}
+	}
 	for dev, tv := range traces {
 		entries, ok := items(tv)
 		if !ok {
 			s.Bad++
 			continue
 		}
-		for _, ev := range entries {
+		for i, ev := range entries {
 			e, ok := ev.(dict)
 			action, oka := e["action"].(string)
 			t, okt := toInt(e["time_us"])
@@ -144,12 +161,18 @@ func Read(r io.Reader) (*Snapshot, error) {
 				s.Bad++
 				continue
 			}
+			if t < 0 || t >= maxTimeUS {
+				return nil, fmt.Errorf("%w: device %d, trace entry %d: time_us %d is outside 1970..2200", ErrNotSnapshot, dev, i, t)
+			}
+			if rd.entries++; rd.entries > lim.Entries {
+				return nil, &LimitError{What: "trace entries", Limit: int64(lim.Entries)}
+			}
 			size, _ := toInt(e["size"])
 			addr, _ := toInt(e["addr"])
 			var fr []Frame
 			if action == "alloc" { // a free's stack is where it was freed: not needed
 				var bad int
-				fr, bad = frames(e["frames"])
+				fr, bad = rd.stack(e["frames"])
 				s.Bad += bad
 			}
 			s.Traces[dev] = append(s.Traces[dev], Event{Action: action, Addr: addr, Size: size, TimeUS: t, Frames: fr})
@@ -159,12 +182,54 @@ func Read(r io.Reader) (*Snapshot, error) {
 	return s, nil
 }
 
-// frames decodes a list of frame dicts; it returns the number of frames
-// that made no sense, dropped.
-func frames(v any) ([]Frame, int) {
+// maxDevice is the highest CUDA device index read (storage keeps GPU
+// indices up to 65 535).
+const maxDevice = 1 << 16
+
+// reader holds what Read has expanded so far.
+type reader struct {
+	lim             Limits
+	blocks, entries int
+	// frames keeps each frame list converted, by its identity: torch
+	// shares one list between every block and entry with the same stack,
+	// and a memo bomb shares one among millions.
+	frames map[any][]Frame
+}
+
+// stack decodes a list of frame dicts, once per list; it returns the
+// number of frames that made no sense, dropped. Past lim.Frames the outer
+// frames are left out.
+func (rd *reader) stack(v any) ([]Frame, int) {
+	var key any
+	switch l := v.(type) {
+	case *list:
+		key = l
+	case tuple:
+		if len(l) > 0 {
+			key = &l[0]
+		}
+	}
+	if key != nil {
+		if f, ok := rd.frames[key]; ok {
+			return f, 0 // its bad frames were counted once
+		}
+	}
+	f, bad := frames(v, rd.lim.Frames)
+	if key != nil {
+		rd.frames[key] = f
+	}
+	return f, bad
+}
+
+// frames decodes a list of up to max frame dicts; it returns the number of
+// frames that made no sense, dropped.
+func frames(v any, max int) ([]Frame, int) {
 	list, ok := items(v)
 	if !ok || len(list) == 0 {
 		return nil, 0
+	}
+	if len(list) > max {
+		list = list[:max]
 	}
 	out := make([]Frame, 0, len(list))
 	bad := 0
@@ -307,9 +372,21 @@ func (ss *sites) of(frames []Frame) *site {
 	return s
 }
 
+// maxSitesLine bounds a site snapshot's encoded line: half of what an
+// import reads as one line (4 MiB), so a snapshot of many sites imports.
+const maxSitesLine = 2 << 20
+
+// siteLineBytes is at most how many bytes a row takes in a sites line:
+// its strings escaped at worst (6 bytes a byte, \u00XX) and its numbers.
+func siteLineBytes(r storage.SiteSample) int {
+	return 6*(len(r.File)+len(r.Func)+len(r.Stack)) + 200
+}
+
 // rows returns the snapshot's rows with head's fields: the untracked entry,
-// then the sites with live bytes or events, by live bytes.
-func (ss *sites) rows(head storage.SiteSample, withEvents bool) []storage.SiteSample {
+// then the sites with live bytes or events, by live bytes. Past max sites,
+// or past maxSitesLine bytes, the rest are added up as one SiteOther row
+// (their live bytes and blocks; their event counts are not kept).
+func (ss *sites) rows(head storage.SiteSample, withEvents bool, max int) []storage.SiteSample {
 	out := []storage.SiteSample{ss.untracked.row}
 	var rest []storage.SiteSample
 	for _, s := range ss.order {
@@ -323,7 +400,27 @@ func (ss *sites) rows(head storage.SiteSample, withEvents bool) []storage.SiteSa
 		}
 		return cmp.Compare(b.AllocBytes, a.AllocBytes)
 	})
-	out = append(out, rest...)
+	if max < 1 {
+		max = DefaultLimits.Sites
+	}
+	keep, size := 0, 0
+	for keep < len(rest) && keep < max {
+		if size += siteLineBytes(rest[keep]); size > maxSitesLine {
+			break
+		}
+		keep++
+	}
+	var other []storage.SiteSample
+	if keep < len(rest) {
+		o := storage.SiteSample{File: storage.SiteOther, Sites: int64(len(rest) - keep)}
+		for _, r := range rest[keep:] {
+			o.LiveBytes += r.LiveBytes
+			o.LiveBlocks += r.LiveBlocks
+		}
+		other = []storage.SiteSample{o}
+	}
+	out = append(out, rest[:keep]...)
+	out = append(out, other...)
 	for i := range out {
 		r := &out[i]
 		r.T, r.GPU, r.PID, r.Rank, r.Reason, r.Epoch, r.Name, r.SinceNS = head.T, head.GPU, head.PID, head.Rank, head.Reason, head.Epoch, head.Name, head.SinceNS
@@ -373,12 +470,12 @@ func (s *Snapshot) Snapshots(device int, head storage.SiteSample, endNS int64, p
 		if n > 0 {
 			head.T = last * 1000
 		}
-		out = append(out, ss.rows(head, false))
+		out = append(out, ss.rows(head, false, s.sites))
 	} else {
-		out = append(out, ss.back(trace, eventSite, head, first, last, points)...)
+		out = append(out, ss.back(trace, eventSite, head, first, last, points, s.sites)...)
 		h := head
 		h.T, h.Reason, h.SinceNS = last*1000+1000, storage.SitesSnapshot, first*1000
-		out = append(out, ss.rows(h, true))
+		out = append(out, ss.rows(h, true, s.sites))
 	}
 	out[0][0].Bad = int64(s.Bad)
 	return out
@@ -428,7 +525,7 @@ func (ss *sites) count(trace []Event) (eventSite []*site, first, last int64, n i
 // back returns points snapshots (reason "trace") spread evenly over the
 // trace from first to last, in time order: it walks back from the end,
 // undoing each event on its site's live bytes and blocks.
-func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample, first, last int64, points int) [][]storage.SiteSample {
+func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample, first, last int64, points, maxSites int) [][]storage.SiteSample {
 	for _, st := range append(ss.order, &ss.untracked) {
 		st.live, st.n = st.row.LiveBytes, st.row.LiveBlocks
 	}
@@ -464,7 +561,7 @@ func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample,
 			c.row.LiveBytes, c.row.LiveBlocks = max(st.live, 0), max(st.n, 0)
 			snap.order = append(snap.order, c)
 		}
-		back = append(back, snap.rows(h, false))
+		back = append(back, snap.rows(h, false, maxSites))
 	}
 	slices.Reverse(back)
 	return back

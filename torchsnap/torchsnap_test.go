@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/pickletest"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -174,17 +175,29 @@ func TestBadInput(t *testing.T) {
 }
 
 // FuzzRead feeds the reader arbitrary bytes after a pickle header: it must
-// return a snapshot or an error, never panic or hang.
+// return a snapshot or an error, never panic or hang, and allocate no more
+// than its limits allow whatever the bytes (memo references, marks, empty
+// lists, long strings): under fuzzLimits, 32 MiB.
 func FuzzRead(f *testing.F) {
 	f.Add([]byte("\x80\x04}\x94\x8c\x08segments\x94]\x94s."))
 	f.Add([]byte("\x80\x04]\x94(K\x01K\x02e."))
 	f.Add([]byte("\x80\x02}q\x00X\x08\x00\x00\x00segmentsq\x01]q\x02h\x02as."))
+	f.Add([]byte("\x80\x04]\x94(h\x00h\x00h\x00h\x00h\x00e."))
+	f.Add(pickletest.Dumps(pickletest.Snapshot(
+		[]any{pickletest.Block(4096, 512, "active_allocated", pickletest.Frame("/w/train.py", 3, "step"))},
+		[]any{pickletest.Entry("alloc", 4096, 512, 1_700_000_000_000_000, pickletest.Frame("/w/train.py", 3, "step"))})))
+	fuzzLimits := Limits{Elements: 20_000, String: 64 << 10, StringBytes: 1 << 20, Blocks: 1000, Entries: 1000, Frames: 100, Sites: 100}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Read(bytes.NewReader(data))
-		if err == nil {
-			for _, d := range s.Devices() {
-				s.Snapshots(d, head, 0, 3)
+		n := allocated(func() {
+			s, err := ReadLimits(bytes.NewReader(data), fuzzLimits)
+			if err == nil {
+				for _, d := range s.Devices() {
+					s.Snapshots(d, head, 0, 3)
+				}
 			}
+		})
+		if n > 32<<20+8*uint64(len(data)) {
+			t.Fatalf("%d bytes of input allocated %d MiB", len(data), n>>20)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,70 +78,155 @@ func readTorchSnapshot(o *importOptions, file string) (s *torchsnap.Snapshot, na
 	return s, name, endNS, nil
 }
 
-// runImportTorchSnapshots makes a run of PyTorch snapshot files, or adds
-// their site snapshots to --run.
+// snapshotSlack is how far outside its run's span a snapshot added with
+// --run may lie: one dumped as the job ends is written after memrec's last
+// sample by the time pickling takes (seconds), and one taken before the
+// recorder started is not of the run. Five minutes covers the first with
+// room; a snapshot hours away is another job's, and stretching the run
+// to it would change every figure of the run.
+const snapshotSlack = 5 * time.Minute
+
+// fileSnapshots is what one snapshot file gives: its site snapshots, its
+// GPUs and its span.
+type fileSnapshots struct {
+	file       string
+	snaps      [][]storage.SiteSample
+	gpus       []int
+	sites      int
+	start, end int64 // the first and last snapshot's times
+	fromMtime  bool  // a snapshot's time is its file's modification time
+}
+
+// snapshotsOf reads one snapshot file into site snapshots.
+func snapshotsOf(o *importOptions, file string) (*fileSnapshots, error) {
+	s, name, endNS, err := readTorchSnapshot(o, file)
+	if err != nil {
+		return nil, err
+	}
+	fs := &fileSnapshots{file: file, start: math.MaxInt64, end: math.MinInt64}
+	for i, d := range s.Devices() {
+		head := storage.SiteSample{GPU: d + o.gpu, Rank: storage.None, Epoch: storage.None, Name: name}
+		if len(s.Traces[d]) == 0 {
+			fs.fromMtime = true
+		}
+		for k, rows := range s.Snapshots(d, head, endNS, tracePoints) {
+			if k == 0 && i > 0 {
+				rows[0].Bad = 0 // counted once, with the first device
+			}
+			fs.snaps = append(fs.snaps, rows)
+			fs.sites += len(rows) - 1
+			fs.start, fs.end = min(fs.start, rows[0].T), max(fs.end, rows[0].T)
+		}
+		fs.gpus = append(fs.gpus, d+o.gpu)
+	}
+	if len(fs.snaps) == 0 {
+		return nil, fmt.Errorf("import: %s: the snapshot has no blocks and no trace (nothing was imported)", inputName(file))
+	}
+	return fs, nil
+}
+
+// runImportTorchSnapshots makes a run of each PyTorch snapshot file, or
+// adds their site snapshots to --run; all or nothing.
 func runImportTorchSnapshots(o *importOptions, files []string) error {
-	var snaps [][]storage.SiteSample
-	gpus := map[int]bool{}
-	var sites int
+	if o.run == "" && o.name != "" && len(files) > 1 {
+		return fmt.Errorf("import: --name names one run, and each of the %d snapshot files makes a run of its own; import them one by one, or add them to one run with --run (nothing was imported)", len(files))
+	}
+	var all []*fileSnapshots
 	for _, f := range files {
-		s, name, endNS, err := readTorchSnapshot(o, f)
+		fs, err := snapshotsOf(o, f)
 		if err != nil {
 			return err
 		}
-		for _, d := range s.Devices() {
-			head := storage.SiteSample{GPU: d + o.gpu, Rank: storage.None, Epoch: storage.None, Name: name}
-			for k, rows := range s.Snapshots(d, head, endNS, tracePoints) {
-				if k == 0 && d != s.Devices()[0] {
-					rows[0].Bad = 0 // counted once, with the first device
-				}
-				snaps = append(snaps, rows)
-				sites += len(rows) - 1
-			}
-			gpus[d+o.gpu] = true
-		}
-	}
-	if len(snaps) == 0 {
-		return fmt.Errorf("import: %s: the snapshot has no blocks and no trace (nothing was imported)", strings.Join(files, ", "))
+		all = append(all, fs)
 	}
 	db, err := o.openWrite()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	var run storage.Run
 	if o.run != "" {
-		if run, err = db.AddSites(o.run, snaps); err != nil {
-			return fmt.Errorf("import: %w (nothing was imported; --gpu maps the snapshot's CUDA device 0 to the run's GPU)", err)
-		}
-	} else {
+		return addSnapshotsToRun(o, db, all)
+	}
+	var srcs []storage.Source
+	for _, fs := range all {
 		name := o.name
 		switch {
 		case name != "":
-		case files[0] == "-":
+		case fs.file == "-":
 			name = "snapshot-" + time.Now().Format("20060102-150405")
 		default:
-			name = filepath.Base(files[0])
+			name = filepath.Base(fs.file)
 			for _, ext := range []string{".gz", ".pickle", ".pkl"} {
 				name = strings.TrimSuffix(name, ext)
 			}
 		}
+		// The run spans its snapshots: its start is the earliest, whichever
+		// device it is of, so that none lies before the run.
 		var buf bytes.Buffer
-		line, _ := json.Marshal(map[string]any{"type": "run", "name": name, "recorder": map[string]string{"source": "torch-snapshot"}})
+		line, _ := json.Marshal(map[string]any{"type": "run", "name": name, "start_ns": fs.start, "end_ns": fs.end, "complete": true,
+			"recorder": map[string]string{"source": "torch-snapshot"}})
 		buf.Write(append(line, '\n'))
-		for g := range gpus {
+		for _, g := range fs.gpus {
 			fmt.Fprintf(&buf, "{\"type\":\"gpu\",\"gpu\":%d}\n", g)
 		}
-		for _, rows := range snaps {
+		for _, rows := range fs.snaps {
 			buf.Write(wire.AppendSites(nil, rows))
 		}
-		runs, err := db.Import([]storage.Source{{Name: inputName(files[0]), R: &buf}}, storage.ImportOptions{Replace: o.replace})
-		if err != nil {
-			return fmt.Errorf("import: %w (nothing was imported)", err)
-		}
-		run = runs[0]
+		srcs = append(srcs, storage.Source{Name: inputName(fs.file), R: &buf, Converted: true})
 	}
-	fmt.Fprintf(o.io.Out, "imported %s (id %d) from PyTorch snapshot: %d site snapshots, %d site rows, %d GPUs\n",
+	runs, err := db.Import(srcs, storage.ImportOptions{Replace: o.replace})
+	if err != nil {
+		return fmt.Errorf("import: %w (nothing was imported)", err)
+	}
+	for i, run := range runs {
+		fs := all[i]
+		fmt.Fprintf(o.io.Out, "imported %s (id %d) from PyTorch snapshot: %d site snapshots, %d site rows, %d GPUs\n",
+			run.Name, run.ID, len(fs.snaps), fs.sites, len(fs.gpus))
+	}
+	return nil
+}
+
+// addSnapshotsToRun adds the files' site snapshots to --run, refusing a
+// snapshot outside the run's span by more than snapshotSlack.
+func addSnapshotsToRun(o *importOptions, db *storage.DB, all []*fileSnapshots) error {
+	run, err := db.Run(o.run)
+	if err != nil {
+		return fmt.Errorf("import --run: %w (nothing was imported)", err)
+	}
+	slack := int64(snapshotSlack)
+	end := max(run.EndNS, run.StartNS)
+	if !run.Complete {
+		end = max(end, time.Now().UnixNano()) // still recording, or its recorder died
+	}
+	var snaps [][]storage.SiteSample
+	gpus, sites := map[int]bool{}, 0
+	for _, fs := range all {
+		for _, t := range []int64{fs.start, fs.end} {
+			if t >= run.StartNS-slack && t <= end+slack {
+				continue
+			}
+			when := "before the run's start"
+			off := time.Duration(run.StartNS - t)
+			if t > end {
+				when, off = "after the run's end", time.Duration(t-end)
+			}
+			hint := ""
+			if fs.fromMtime {
+				hint = "; a snapshot without a trace is taken at its file's modification time (touch -d sets it)"
+			}
+			return fmt.Errorf("import --run %s: %s was taken %s %s, more than %s away: not a snapshot of this run (nothing was imported%s)",
+				run.Name, inputName(fs.file), off.Round(time.Second), when, snapshotSlack, hint)
+		}
+		snaps = append(snaps, fs.snaps...)
+		sites += fs.sites
+		for _, g := range fs.gpus {
+			gpus[g] = true
+		}
+	}
+	if run, err = db.AddSites(o.run, snaps); err != nil {
+		return fmt.Errorf("import: %w (nothing was imported; --gpu maps the snapshot's CUDA device 0 to the run's GPU)", err)
+	}
+	fmt.Fprintf(o.io.Out, "imported into %s (id %d) from PyTorch snapshots: %d site snapshots, %d site rows, %d GPUs\n",
 		run.Name, run.ID, len(snaps), sites, len(gpus))
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/pickletest"
 )
 
 // The real H200 snapshots of a job that leaks 256 000 B a step from its
@@ -33,10 +34,23 @@ func TestImportSnapshotAndSites(t *testing.T) {
 	if _, errs, code = run(t, db, "", "import", realRun); code != 0 {
 		t.Fatalf("import: %q", errs)
 	}
-	if out, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 0 || !strings.Contains(out, "1 site snapshots") {
+	// The state snapshot was taken 5 h after that run ended: not of the run.
+	if _, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 1 ||
+		!strings.Contains(errs, "state-leak.pickle.gz was taken 4h57m2s after the run's end, more than 5m0s away: not a snapshot of this run (nothing was imported)") {
+		t.Errorf("import --run of a later snapshot: %d %q", code, errs)
+	}
+	// One taken a minute into the run is added: 30 blocks of 256 000 B.
+	var blocks []any
+	for i := range 30 {
+		blocks = append(blocks, pickletest.Block(int64(i)<<20, 256000, "active_allocated", pickletest.Frame("/w/snapjob.py", 10, "remember")))
+	}
+	const runStartUS = 1795974055008846737 / 1000
+	inside := filepath.Join(t.TempDir(), "inside.pickle")
+	os.WriteFile(inside, pickletest.Dumps(pickletest.Snapshot(blocks, []any{pickletest.Entry("alloc", 29<<20, 256000, runStartUS+60e6)})), 0o644)
+	if out, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", inside); code != 0 || !strings.Contains(out, "1 site snapshots") {
 		t.Fatalf("import --run: %d %q %q", code, out, errs)
 	}
-	if _, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 1 || !strings.Contains(errs, "already has site snapshots") {
+	if _, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", inside); code != 1 || !strings.Contains(errs, "already has site snapshots") {
 		t.Errorf("second import --run: %d %q", code, errs)
 	}
 
@@ -50,7 +64,7 @@ func TestImportSnapshotAndSites(t *testing.T) {
 	if grow < 0 || leak < grow || steady < leak {
 		t.Errorf("sites: the growing site should come first, under its heading:\n%s", out)
 	}
-	out, _, code = run(t, db, "", "sites", "real-resnet18-bs128", "--at", "6h") // the snapshot was taken 5 h after that run
+	out, _, code = run(t, db, "", "sites", "real-resnet18-bs128", "--at", "61s")
 	if code != 0 || !strings.Contains(out, "snapjob.py:10  `remember`  7.3 MiB  30 blocks") {
 		t.Errorf("sites --at: %d\n%s", code, out)
 	}
