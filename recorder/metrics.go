@@ -41,6 +41,9 @@ type Live struct {
 
 	mu    sync.Mutex // writers only, to add a key to procs or torch
 	procs atomic.Pointer[map[procKey]*atomic.Pointer[storage.ProcSample]]
+	// page, if set, is served at / and /api/ beside /metrics (set before
+	// Serve).
+	page  http.Handler
 	torch atomic.Pointer[map[int]*atomic.Pointer[storage.TorchSample]]
 }
 
@@ -258,12 +261,18 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves the live view at /metrics in the Prometheus exposition
-// format (text, or protobuf where the scraper asks for it).
+// format (text, or protobuf where the scraper asks for it), and the live
+// page at / and /api/ when the recording has one (Watch.Page).
 func (l *Live) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(l)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if l.page != nil {
+		mux.Handle("/{$}", l.page)
+		mux.Handle("/api/", l.page)
+		return mux
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

@@ -54,6 +54,8 @@ type Options struct {
 	// Metrics, if set, is where the live metrics are served (see Live)
 	// while recording; Record closes it.
 	Metrics net.Listener
+	// Watch, if set, is fed everything recorded, for the live page.
+	Watch *Watch
 	// Status, if set, is called with the recording's status every second
 	// while it samples, from a goroutine of its own; never after Record
 	// returns.
@@ -245,6 +247,13 @@ func startListening(o Options, run *storage.Run, store Store) (sink Sink, counte
 		live = NewLive(*run, o.ProcsEvery)
 		sink = live.Wrap(sink)
 	}
+	if o.Watch != nil {
+		if run.Host == "" {
+			run.Host, _ = os.Hostname()
+		}
+		o.Watch.start(*run)
+		sink = o.Watch.wrap(sink)
+	}
 	counted = &countingSink{Sink: sink}
 	sink = counted
 	ln, err := Listen(o.SocketDir, sink, o.Limits)
@@ -255,6 +264,9 @@ func startListening(o Options, run *storage.Run, store Store) (sink Sink, counte
 	if live != nil && o.Metrics != nil {
 		if ln != nil {
 			live.SetDropped(func() int64 { return ln.Stats().Dropped })
+		}
+		if o.Watch != nil {
+			live.page = o.Watch.Page
 		}
 		stopServing = live.Serve(o.Metrics)
 	}

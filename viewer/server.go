@@ -152,6 +152,7 @@ type lineJSON struct {
 type runsJSON struct {
 	All   []string  `json:"all"`
 	Shown []runJSON `json:"shown"`
+	Live  bool      `json:"live"` // the source is a recording: ask again every second
 }
 
 func (s *server) runs(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +176,7 @@ func (s *server) runs(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, badRequest("%d runs: the page overlays at most 8", len(names)))
 		return
 	}
-	out := runsJSON{All: []string{}, Shown: []runJSON{}}
+	out := runsJSON{All: []string{}, Shown: []runJSON{}, Live: s.opts.Live}
 	for _, run := range all {
 		out.All = append(out.All, run.Name)
 	}

@@ -19,6 +19,7 @@ import (
 
 // The test run: 2 GPUs at 100 Hz for 3 minutes with allocator samples,
 // steps and epochs (tracegen), plus two events and an OOM at known times.
+// The times are in the first 3 minutes, so that every test run has them.
 const (
 	testSeconds = 180
 	eventAt     = 61.5 // s after the start
@@ -27,10 +28,13 @@ const (
 
 // testDB writes the test run into a new database file and returns its
 // path and the run as stored.
-func testDB(t testing.TB) (string, storage.Run) {
+func testDB(t testing.TB) (string, storage.Run) { return testDBOf(t, testSeconds) }
+
+// testDBOf is testDB of a run that lasts seconds.
+func testDBOf(t testing.TB, seconds int) (string, storage.Run) {
 	t.Helper()
 	c := tracegen.Default()
-	c.GPUs, c.Duration, c.EpochSteps = 2, testSeconds*time.Second, 120
+	c.GPUs, c.Duration, c.EpochSteps = 2, time.Duration(seconds)*time.Second, 120
 	var buf bytes.Buffer
 	if _, err := tracegen.Write(&buf, c); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@
   var dashes = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
   var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
   window.memrecView = state;
+  state.zoom = function (a, b) { zoom(a, b); };
   var errs = document.getElementById("errors");
 
   function say(msg) { errs.textContent = msg; errs.hidden = !msg; }
@@ -155,6 +156,7 @@
       // Labels along the top, right of their line (left of it near the
       // right edge), each on the first row where it does not overlap.
       var rows = [];
+      ch.drawnLabels = [];
       labels.forEach(function (l) {
         var txt = l[2].length > 40 ? l[2].slice(0, 39) + "…" : l[2];
         var w = c.measureText(txt).width + 6 * dpr, x = l[0] + 3 * dpr;
@@ -166,6 +168,7 @@
         var y = b.top + (16 + row * 14) * dpr;
         c.fillStyle = "rgba(255,255,255,0.85)"; c.fillRect(x - 2 * dpr, y - 1 * dpr, w, 13 * dpr);
         c.fillStyle = l[1] ? "#d62728" : "#5b3f8c"; c.fillText(txt, x, y);
+        ch.drawnLabels.push(txt);
       });
       if (ch.total) {
         var y = u.valToPos(ch.total, "y", true);
@@ -379,7 +382,8 @@
       html += "</table>";
       if (marks.length) html += "<div class=marks>" + marks.map(function (m) { return "<div class='mark " + esc(m.kind) + "'>" + esc(fmtSecs(m.t_us / 1e6, 1000)) + " " + esc(markLabel(m)) + "</div>"; }).join("") + "</div>";
       ch.hover.innerHTML = html;
-      ch.hoverRows = rows; ch.hoverMarks = marks;
+      ch.hoverRows = rows; ch.hoverMarks = marks; ch.hoverRaw = as; ch.hoverX = x;
+      document.body.setAttribute("data-hover-seq", String((Number(document.body.getAttribute("data-hover-seq")) || 0) + 1));
     }).catch(function (e) { say(String(e.message || e)); });
   }
   function fmtX(x) {
@@ -431,29 +435,40 @@
 
   function live() {
     describe().then(function (j) {
-      var was = fullRange();
-      j.shown.forEach(function (r, i) { if (state.runs[i] && state.runs[i].name === r.name) { r._etab = null; state.runs[i] = r; } });
+      if (!state.runs.length) { if (j.shown.length) start(j); return; }
+      var was = fullRange(), w = state.x[1] - state.x[0], whole = state.x[0] <= was[0] + 1e-9;
+      // In place: the charts' lines hold the run objects.
+      j.shown.forEach(function (r, i) { if (state.runs[i] && state.runs[i].name === r.name) { Object.assign(state.runs[i], r); state.runs[i]._etab = null; } });
       var now = fullRange();
-      if (state.follow) state.x = [state.x[0] + (state.x[1] >= was[1] - 1e-9 ? 0 : 0), now[1]];
+      if (state.follow) state.x = whole ? now : [now[1] - w, now[1]];
       fetchWindow();
     }).catch(function (e) { say(String(e.message || e)); });
   }
 
-  describe().then(function (j) {
-    if (!j.shown.length) { say("No runs in this database yet."); document.body.setAttribute("data-charts-ready", "0"); return; }
+  function start(j) {
     state.runs = j.shown;
-    state.live = j.shown.some(function (r) { return r.live; });
     state.x = fullRange();
     build();
     controls(j.all);
     fetchWindow();
-    if (state.live) setInterval(live, 1000);
-    window.addEventListener("resize", function () {
-      state.charts.forEach(function (c) {
-        var box = document.getElementById("charts"), grid = state.charts.length > 1;
-        c.u.setSize({ width: Math.max(320, grid ? box.clientWidth / 2 - 24 : box.clientWidth - 8), height: grid ? 260 : 420 });
-      });
-      fetchWindow();
-    });
+  }
+
+  describe().then(function (j) {
+    state.live = j.live;
+    if (j.live) setInterval(live, 1000);
+    if (!j.shown.length) {
+      say(j.live ? "The recording has not started yet…" : "No runs in this database yet.");
+      if (!j.live) document.body.setAttribute("data-charts-ready", "0");
+      return;
+    }
+    start(j);
   }).catch(function (e) { say(String(e.message || e)); document.body.setAttribute("data-charts-ready", "0"); });
+
+  window.addEventListener("resize", function () {
+    var box = document.getElementById("charts"), grid = state.charts.length > 1;
+    state.charts.forEach(function (c) {
+      c.u.setSize({ width: Math.max(320, grid ? box.clientWidth / 2 - 24 : box.clientWidth - 8), height: grid ? 260 : 420 });
+    });
+    if (state.charts.length) fetchWindow();
+  });
 })();

@@ -39,6 +39,7 @@ type recordOptions struct {
 	torch       bool
 	jax         bool
 	metricsAddr string
+	viewAddr    string
 	job         string
 	host        string
 	sites       bool
@@ -92,6 +93,7 @@ machine without a GPU.`,
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
+	f.StringVar(&o.viewAddr, "view-addr", "", "serve the live page (memrec view's, of this recording, from memory) at http://ADDR/ while recording, e.g. 127.0.0.1:0 for a free port; --metrics-addr serves it too, at /")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
 	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
@@ -188,7 +190,13 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	}
 	if opts.Metrics != nil {
 		defer opts.Metrics.Close() // Record closes it; this covers its early errors
+		fmt.Fprintf(o.io.Err, "memrec: live page at http://%s/\n", opts.Metrics.Addr())
 	}
+	stopView, err := liveView(o, &opts)
+	if err != nil {
+		return err
+	}
+	defer stopView()
 	status := newStatusWriter(o.io.Err)
 	if status != nil && o.simClock != "fake" {
 		opts.Status = status.show

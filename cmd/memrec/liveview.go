@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/net/netutil"
+
+	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/viewer"
+)
+
+// watchSource is the viewer's source over a recording as it happens: the
+// one run, its index in the recorder's memory, no database.
+type watchSource struct{ w *recorder.Watch }
+
+func (s watchSource) Runs() ([]storage.Run, error) {
+	run, ok := s.w.Run()
+	if !ok {
+		return nil, nil
+	}
+	return []storage.Run{run}, nil
+}
+
+func (s watchSource) Index(storage.Run) (*series.Index, viewer.Reader, error) {
+	return s.w.Index(), nil, nil
+}
+
+// maxViewConns bounds the connections the live page's server holds: a
+// browser opens six, a few tabs and a script fit; more wait for one.
+const maxViewConns = 32
+
+// liveView sets up the live page when --view-addr or --metrics-addr asks
+// for it: the watch that feeds it, and for --view-addr its own server.
+// stop ends that server.
+func liveView(o *recordOptions, opts *recorder.Options) (stop func(), err error) {
+	stop = func() {}
+	if o.viewAddr == "" && o.metricsAddr == "" {
+		return stop, nil
+	}
+	w := recorder.NewWatch()
+	w.Page = viewer.Handler(watchSource{w}, viewer.Options{Live: true})
+	opts.Watch = w
+	if o.viewAddr == "" {
+		return stop, nil
+	}
+	ln, err := net.Listen("tcp", o.viewAddr)
+	if err != nil {
+		return stop, fmt.Errorf("--view-addr %q: %w", o.viewAddr, err)
+	}
+	fmt.Fprintf(o.io.Err, "memrec: live page at http://%s/\n", ln.Addr())
+	srv := &http.Server{Handler: w.Page, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, WriteTimeout: 30 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(netutil.LimitListener(ln, maxViewConns))
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}, nil
+}

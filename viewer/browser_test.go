@@ -1,0 +1,251 @@
+package viewer
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium on the CI machine: .ci/run installs it")
+	}
+	t.Skip("no Chromium here (apt-get install chromium)")
+	return ""
+}
+
+// viewProbe is added to the page by the browser test. It waits for the
+// first data, drags across the first chart's middle third as a user
+// would, zooms to one second around the event, hovers at the event's
+// time, zooms back to the whole run, and writes what it saw at each step
+// (the x range, the points drawn and the bucket size of every line, the
+// hover's answers, the mark labels drawn) and every error into <body
+// data-probe>.
+const viewProbe = `<script>
+(function () {
+  var errors = [];
+  window.addEventListener("error", function (e) { errors.push(String(e.message)); });
+  var ce = console.error;
+  console.error = function () { errors.push(Array.prototype.join.call(arguments, " ")); ce.apply(console, arguments); };
+  var out = { steps: [] }, b = document.body;
+  function finish(why) { out.errors = errors; out.why = why || ""; b.setAttribute("data-probe", JSON.stringify(out)); }
+  function until(cond, then) {
+    var t0 = Date.now();
+    (function poll() { if (cond()) then(); else if (Date.now() - t0 > 30000) finish("timed out"); else setTimeout(poll, 20); })();
+  }
+  function seq() { return Number(b.getAttribute("data-seq")) || 0; }
+  function snap(name) { var v = window.memrecView; out.steps.push({ name: name, x: v.x.slice(), drawn: Object.assign({}, v.drawn), every: Object.assign({}, v.every) }); }
+  window.addEventListener("load", function () {
+    until(function () { return b.hasAttribute("data-charts-ready") && seq() > 0; }, function () {
+      var v = window.memrecView, u = v.charts[0].u, whole = v.x.slice();
+      out.firstPaintMs = v.firstPaintMs;
+      snap("whole");
+      var r = u.over.getBoundingClientRect(), y = r.top + r.height / 2, x0 = r.left + r.width * 0.3, x1 = r.left + r.width * 0.6, last = x0;
+      function mouse(type, x, target) {
+        target.dispatchEvent(new MouseEvent(type, { clientX: x, clientY: y, movementX: x - last, bubbles: true, cancelable: true, button: 0, buttons: type === "mouseup" ? 0 : 1, view: window }));
+        last = x;
+      }
+      var s0 = seq();
+      mouse("mouseenter", x0, u.over); mouse("mousedown", x0, u.over); mouse("mousemove", (x0 + x1) / 2, u.over); mouse("mousemove", x1, u.over); mouse("mouseup", x1, document);
+      until(function () { return seq() > s0; }, function () {
+        snap("drag");
+        var s1 = seq();
+        v.zoom(61, 62);
+        until(function () { return seq() > s1; }, function () {
+          snap("1s");
+          var ch = v.charts[0], rr = u.over.getBoundingClientRect();
+          ch.hoverRaw = null;
+          u.over.dispatchEvent(new MouseEvent("mousemove", { clientX: rr.left + u.valToPos(61.5, "x"), clientY: rr.top + rr.height / 2, bubbles: true, view: window }));
+          until(function () { return ch.hoverRaw != null; }, function () {
+            out.hover = { x: ch.hoverX, lines: ch.hoverRaw[0].lines, marks: ch.hoverRaw[0].marks, rows: ch.hoverRows };
+            out.labels = ch.drawnLabels;
+            var s2 = seq();
+            v.zoom(whole[0], whole[1]);
+            until(function () { return seq() > s2; }, function () { snap("back"); finish(); });
+          });
+        });
+      });
+    });
+  });
+})();
+</script>
+`
+
+type probeStep struct {
+	Name  string           `json:"name"`
+	X     [2]float64       `json:"x"`
+	Drawn map[string]int   `json:"drawn"`
+	Every map[string]int64 `json:"every"`
+}
+
+type probeOut struct {
+	Steps        []probeStep `json:"steps"`
+	Errors       []string    `json:"errors"`
+	Why          string      `json:"why"`
+	FirstPaintMs float64     `json:"firstPaintMs"`
+	Hover        struct {
+		X     float64      `json:"x"`
+		Lines []atLineJSON `json:"lines"`
+		Marks []markJSON   `json:"marks"`
+	} `json:"hover"`
+	Labels []string `json:"labels"`
+}
+
+// TestViewInBrowser loads the viewer's page in headless Chromium (network
+// off but for the test server) over a 15-minute run of 2 GPUs at 100 Hz:
+// the whole run is drawn from buckets, at most four points per pixel; a
+// drag zooms to the dragged third; a one-second window draws exactly the
+// stored samples in it; hover shows each line's last stored sample before
+// the cursor; the event's label is drawn; zooming back draws the whole
+// run as before; no error anywhere.
+func TestViewInBrowser(t *testing.T) {
+	t.Parallel()
+	browser := findBrowser(t)
+	path, run := testDBOf(t, 900)
+	src := NewDBSource(path)
+	defer src.Close()
+	api := Handler(src, Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(strings.Replace(page, "</body>", viewProbe+"</body>", 1)))
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+		"--enable-logging=stderr", "--v=0", "--window-size=1280,1600", "--virtual-time-budget=60000", "--dump-dom", srv.URL + "/"}
+	cmd := exec.Command(browser, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	m := regexp.MustCompile(`data-probe="([^"]*)"`).FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the probe wrote nothing; Chromium said:\n%s", stderr.String())
+	}
+	var out probeOut
+	raw := strings.NewReplacer("&quot;", `"`, "&amp;", "&", "&lt;", "<", "&gt;", ">", "&#39;", "'").Replace(string(m[1]))
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		t.Fatalf("probe: %v\n%s", err, raw)
+	}
+	if out.Why != "" || len(out.Errors) > 0 {
+		t.Errorf("probe: %q, errors in the page: %v", out.Why, out.Errors)
+	}
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "CONSOLE") && (strings.Contains(l, "rror") || strings.Contains(l, "Uncaught")) {
+			t.Errorf("console: %s", l)
+		}
+	}
+	if len(out.Steps) != 4 {
+		t.Fatalf("probe got through %d steps of 4: %+v", len(out.Steps), out.Steps)
+	}
+	// The stored samples, to count each window's and to check the hover.
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used []storage.DeviceSample
+	it := db.DeviceSamples(run, 0, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		used = append(used, it.At())
+	}
+	var alloc []storage.TorchSample
+	ti := db.TorchSamples(run, 0, 4100, storage.MinTime, storage.MaxTime)
+	for ti.Next() {
+		alloc = append(alloc, ti.At())
+	}
+	db.Close()
+	inWindow := func(x [2]float64) int {
+		n := 0
+		for _, s := range used {
+			if s.T >= run.StartNS+int64(math.Round(x[0]*1e9)) && s.T < run.StartNS+int64(math.Round(x[1]*1e9)) {
+				n++
+			}
+		}
+		return n
+	}
+	const line = "gen/gpu0.used"
+	whole, drag, second, back := out.Steps[0], out.Steps[1], out.Steps[2], out.Steps[3]
+	t.Logf("first paint %.0f ms after navigation", out.FirstPaintMs)
+	for _, s := range out.Steps {
+		t.Logf("%-5s x %.3f..%.3f s: %d samples, %d points drawn, each of %d", s.Name, s.X[0], s.X[1], inWindow(s.X), s.Drawn[line], s.Every[line])
+	}
+	// The whole run: 90 000 samples over about 600 pixels, so buckets,
+	// and at most four points a pixel.
+	if whole.Every[line] < 128 || whole.Drawn[line] > 4*1280 || whole.Drawn[line] < 600 {
+		t.Errorf("whole run: %d points from units of %d samples", whole.Drawn[line], whole.Every[line])
+	}
+	w := whole.X[1] - whole.X[0]
+	if d := w / 100; math.Abs(drag.X[0]-(whole.X[0]+0.3*w)) > d || math.Abs(drag.X[1]-(whole.X[0]+0.6*w)) > d {
+		t.Errorf("x range %v after the drag, want about the middle third of %v", drag.X, whole.X)
+	}
+	if n := inWindow(second.X); second.Every[line] != 1 || second.Drawn[line] != n || n < 90 {
+		t.Errorf("1 s window %v: %d points from units of %d, %d samples stored", second.X, second.Drawn[line], second.Every[line], n)
+	}
+	if back.Drawn[line] != whole.Drawn[line] || back.Every[line] != whole.Every[line] {
+		t.Errorf("back to the whole run: %d points of %d, first %d of %d", back.Drawn[line], back.Every[line], whole.Drawn[line], whole.Every[line])
+	}
+	// Hover: each line's value is its last stored sample at or before the
+	// cursor's time.
+	tq := run.StartNS + int64(math.Round(out.Hover.X*1e9))
+	if math.Abs(out.Hover.X-61.5) > 0.01 {
+		t.Errorf("hovered at %.3f s, want 61.5", out.Hover.X)
+	}
+	checked := 0
+	for _, l := range out.Hover.Lines {
+		var wantT, wantV int64 = -1, 0
+		switch l.Key {
+		case "gpu0.used":
+			for _, s := range used {
+				if s.T <= tq {
+					wantT, wantV = s.T, s.Used
+				}
+			}
+		case "gpu0.allocated.4100":
+			for _, s := range alloc {
+				if s.T <= tq {
+					wantT, wantV = s.T, s.Allocated
+				}
+			}
+		default:
+			continue
+		}
+		checked++
+		// The page sends t to the µs: the sample found may be the one
+		// before when the cursor falls within a µs of a sample.
+		if !l.Has || l.V != wantV || math.Abs(float64(l.T-(wantT-run.StartNS)/1000)) > 1 {
+			t.Errorf("hover %s: %+v, want %d B at %d µs", l.Key, l, wantV, (wantT-run.StartNS)/1000)
+		}
+	}
+	if checked != 2 {
+		t.Errorf("hover answered %d of the 2 lines checked: %+v", checked, out.Hover.Lines)
+	}
+	if len(out.Hover.Marks) != 1 || out.Hover.Marks[0].Text != "eval begins" {
+		t.Errorf("hover's marks: %+v, want the event", out.Hover.Marks)
+	}
+	if !strings.Contains(strings.Join(out.Labels, "|"), "eval begins") {
+		t.Errorf("labels drawn at the event: %q", out.Labels)
+	}
+}
