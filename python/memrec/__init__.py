@@ -276,11 +276,7 @@ def _track_end(p, torch, tr, since):
             tr.events.append((site, "alloc" if action == "alloc" else "free", int(e.get("size", 0) or 0)))
         s = _sites.Summary()
         s.add(snap, d, kinds, since)
-        head = {"type": "sites", "t_ns": time.time_ns(), "gpu": p._gpu(torch, d), "pid": p.pid, "reason": "track",
-                "name": str(tr.name), "since_ns": since * 1000}
-        r = p.rank()
-        if r is not None:
-            head["rank"] = r
+        head = _sites.header(p, torch, d, "track", time.time_ns(), since, name=str(tr.name))
         line = s.message(head)
         tr.summaries.append(json.loads(line))
         if p.enabled:

@@ -128,7 +128,7 @@ class Probe:
         self.last_step_sample_ns = -(1 << 62)
         self.last_step_ns = -(1 << 62)  # when the previous step ended
         self.step_rank = None  # the rank at the last step sample
-        self.devices = None  # CUDA devices this process uses
+        self._devs = None  # CUDA devices this process uses
         self.gpus = {}  # CUDA device -> the GPU's index in memrec's device samples
         self.devices_checked = 0
         self._rank = None
@@ -250,7 +250,7 @@ class Probe:
                     self.sites.arm(t)
             torch = self._torch()
             if torch is not None and time.monotonic() - self.devices_checked > 5.0:
-                self._devices(torch, rescan=True)
+                self.devices(torch, rescan=True)
             if time.time_ns() - self.last_step_sample_ns >= self.timer_interval * 1e9:
                 self.sample()  # no step took one since the last wake
         except Exception:
@@ -324,12 +324,12 @@ class Probe:
             return int(env)
         return None
 
-    def _devices(self, torch: Any, rescan: bool = False) -> List[int]:
+    def devices(self, torch: Any, rescan: bool = False) -> List[int]:
         """The CUDA devices this process uses: those where its allocator holds
         memory. The list is made at the first call and refreshed by the timer
         thread, so a step does not pay for the scan."""
-        if self.devices is not None and not rescan:
-            return self.devices
+        if self._devs is not None and not rescan:
+            return self._devs
         devs = []
         try:
             for d in range(int(torch.cuda.device_count())):
@@ -340,7 +340,7 @@ class Probe:
             pass
         # Cache only a list that found memory: right after CUDA starts nothing
         # is allocated yet, and an empty answer would hide the device.
-        self.devices = devs or None
+        self._devs = devs or None
         self.devices_checked = time.monotonic()
         return devs
 
@@ -354,11 +354,11 @@ class Probe:
         if t is None:
             t = time.time_ns()
         rank = self.rank()
-        for d in self._devices(torch):
+        for d in self.devices(torch):
             stats = torch._C._cuda_memoryStats(d)
             if reset_peak:
                 torch._C._cuda_resetPeakMemoryStats(d)
-            self._put((_TORCH, t, self._gpu(torch, d), rank, stats, None))
+            self._put((_TORCH, t, self.gpu(torch, d), rank, stats, None))
 
     def step(self, i: Optional[int]) -> None:
         """The end of step i: one queue item with the step's mark and, unless
@@ -390,8 +390,8 @@ class Probe:
                 self.last_step_sample_ns = t
                 C = torch._C
                 samples = []
-                for d in self._devices(torch):
-                    samples.append((self._gpu(torch, d), C._cuda_memoryStats(d)))
+                for d in self.devices(torch):
+                    samples.append((self.gpu(torch, d), C._cuda_memoryStats(d)))
                     C._cuda_resetPeakMemoryStats(d)
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
@@ -407,7 +407,7 @@ class Probe:
         self.sample_cost_ns = cost_ns if c == 0 else (7 * c + cost_ns) // 8
         self.step_sample_ns = max(self.base_sample_ns, int(self.sample_cost_ns / SAMPLE_BUDGET))
 
-    def _gpu(self, torch: Any, device: int) -> int:
+    def gpu(self, torch: Any, device: int) -> int:
         """The index memrec's device samples give CUDA device ``device``: its
         NVML index, which differs when CUDA_VISIBLE_DEVICES hides some GPUs."""
         g = self.gpus.get(device)
@@ -471,7 +471,7 @@ class Probe:
         if summary:
             text = text + "\n\n" + summary
         self.oom_reported = time.monotonic()
-        gpu = self._gpu(torch, device)
+        gpu = self.gpu(torch, device)
         self.mark("oom", gpu=gpu, pid=self.pid, text=text[: 60 << 10])
         try:
             t = time.time_ns()

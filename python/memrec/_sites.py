@@ -44,10 +44,12 @@ import os
 import sys
 import sysconfig
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-if TYPE_CHECKING:
-    from ._probe import Probe
+try:
+    from typing import Protocol
+except ImportError:  # Python 3.7
+    Protocol = object  # type: ignore
 
 MAX_MESSAGE = 64 << 10  # the recorder's longest line
 MAX_STACK = 4  # callers kept per site, for display
@@ -299,6 +301,39 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+class Emitter(Protocol):
+    """What the sites part needs of the probe, and all it may use: who the
+    summaries are from and where they go."""
+
+    pid: int
+    enabled: bool  # put_line sends somewhere
+
+    def devices(self, torch: Any) -> List[int]: ...  # the CUDA devices in use
+
+    def gpu(self, torch: Any, device: int) -> int: ...  # a device's NVML index
+
+    def rank(self) -> Optional[int]: ...
+
+    def put_line(self, line: str) -> None: ...
+
+
+def header(out: Emitter, torch: Any, device: int, reason: str, t_ns: int, since_us: int = 0,
+           **fields: Any) -> Dict[str, Any]:
+    """The head of one "sites" line (docs/format.md), keys in the wire's
+    order; fields that are None are left out."""
+    head = {"type": "sites", "t_ns": t_ns, "gpu": out.gpu(torch, device), "pid": out.pid}
+    rank = out.rank()
+    if rank is not None:
+        head["rank"] = rank
+    head["reason"] = reason
+    for k, v in fields.items():
+        if v is not None:
+            head[k] = v
+    if since_us:
+        head["since_ns"] = since_us * 1000
+    return head
+
+
 class Sites:
     """The probe's part for allocation sites: history on from CUDA's start
     (on every step, or on one step in `every` where it costs more than
@@ -306,8 +341,8 @@ class Sites:
     step of an epoch while the windows stay within WINDOW_BUDGET, summaries
     at epoch ends, at an OOM, at exit and on request."""
 
-    def __init__(self, probe: Probe, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.probe = probe
+    def __init__(self, out: Emitter, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.out = out
         self.clock = clock
         self.on = False
         self.armed = False  # the history works: summaries can be taken
@@ -479,28 +514,17 @@ class Sites:
         try:
             snap = snapshot(torch)
             t = time.time_ns()
-            p = self.probe
-            if devices is None:
-                devices = p._devices(torch) or [0]
-            rank = p.rank()
-            for d in devices:
+            out = self.out
+            sampled = None
+            if self.span_on < self.span_steps:
+                sampled = round(self.span_steps / max(1, self.span_on), 3)
+            for d in (out.devices(torch) or [0]) if devices is None else devices:
                 s = Summary()
                 s.add(snap, d, self.kinds, since_us)
-                head = {"type": "sites", "t_ns": t, "gpu": p._gpu(torch, d), "pid": p.pid}
-                if rank is not None:
-                    head["rank"] = rank
-                head["reason"] = reason
-                if self.span_on < self.span_steps:
-                    head["sampled_every"] = round(self.span_steps / max(1, self.span_on), 3)
-                for k, v in fields.items():
-                    if v is not None:
-                        head[k] = v
-                if since_us:
-                    head["since_ns"] = since_us * 1000
-                line = s.message(head)
+                line = s.message(header(out, torch, d, reason, t, since_us, sampled_every=sampled, **fields))
                 lines.append(line)
-                if p.enabled:
-                    p.put_line(line)
+                if out.enabled:
+                    out.put_line(line)
             self.sent += len(lines)
         except Exception:
             pass
