@@ -49,8 +49,14 @@ type Options struct {
 	// SocketDir is where the private socket directory is made ("" = $TMPDIR).
 	SocketDir string
 	Limits    Limits // of the socket; zero: DefaultLimits
-	// Signals, if set, replaces the process's SIGINT/SIGTERM (tests).
+	// Signals, if set, replaces the process's SIGINT/SIGTERM: each signal
+	// sent on it is passed on to the command's process group (tests, and
+	// memrec fit, which ends a trial by sending one).
 	Signals <-chan os.Signal
+	// Started, if set, is called with the command's process id, which is
+	// also the id of its process group, once it has started; from the
+	// goroutine that called Record.
+	Started func(pid int)
 	// Metrics, if set, is where the live metrics are served (see Live)
 	// while recording; Record closes it.
 	Metrics net.Listener
@@ -315,7 +321,7 @@ func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-c
 		socket = ln.Path
 	}
 	env := append(slices.Clip(o.Env), "MEMREC_GPUS="+gpuTable(all))
-	code, err := runChild(o.Command, env, socket, run, sigs, o.Log)
+	code, err := runChild(o.Command, env, socket, run, sigs, o.Log, o.Started)
 	exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
 	exit.Code = code
 	if err != nil {
@@ -420,7 +426,7 @@ func gpuTable(gpus []storage.GPU) string {
 
 // runChild runs the command with MEMREC_SOCKET and MEMREC_RUN set, passes
 // SIGINT and SIGTERM on to it, and returns its exit status.
-func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log io.Writer) (int, error) {
+func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log io.Writer, started func(int)) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(append(os.Environ(), env...), "MEMREC_RUN="+run)
@@ -432,6 +438,9 @@ func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return 127, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

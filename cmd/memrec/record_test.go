@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MEMREC_AS_MAIN") == "1" {
 		os.Exit(execute(context.Background(), os.Args[1:], defaultIO()))
 	}
+	if os.Getenv("MEMREC_FAKE_JOB") == "1" {
+		os.Exit(fakeJob(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

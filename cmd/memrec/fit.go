@@ -1,0 +1,845 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/storage"
+)
+
+// fitOptions are memrec fit's flags. Each trial is recorded as record
+// would record it (rec: --interval, --gpus, --torch, --source).
+type fitOptions struct {
+	rec      recordOptions
+	by       string
+	steps    int
+	min      float64
+	max      float64
+	multiple float64
+	runs     []string
+	headroom string
+	json     bool
+	id       string
+	// grace is how long a trial has to exit after SIGTERM before its
+	// process group is killed.
+	grace   time.Duration
+	command []string
+}
+
+func newFitCmd(g *globals) *cobra.Command {
+	o := &fitOptions{rec: recordOptions{globals: g, openNVML: func() (*recorder.NVML, error) { return recorder.OpenNVML(recorder.DefaultNVMLPath) }}}
+	cmd := &cobra.Command{
+		Use:   "fit [flags] -- COMMAND ... {} ...",
+		Short: "Find the largest value (batch size, sequence length) that runs, by trial",
+		Long: `Run the command with {} replaced by a candidate value, each trial recorded as a
+run of its own (tagged with the value and fit=ID), and find the largest value
+that runs --steps training steps. Steps are counted from the probe's step marks
+(of every rank: under torchrun or any launcher the limit is the fullest rank's);
+once each rank has done them, memrec ends the trial's whole process group and
+waits for it to exit before the next. A trial that reports an out-of-memory
+error (its OOM marks) failed; one that exits otherwise before its steps is an
+error that ends the search.
+
+The search starts from the prediction of earlier runs given with --runs (as
+compare --by makes it), or of two small trials it runs itself (--min and four
+times it), tries the pessimistic and optimistic ends of the prediction, widens
+the bracket by the interval's width until a value runs and one fails, and
+bisects to --multiple (or 2 %). With a full recording of the job among --runs,
+the recommended value also leaves room for what that run needed later than its
+first steps (its step peak over the run against its first steps, and its
+leak's slope over its length).`,
+		Example: `  memrec fit -- python train.py --batch-size {}
+  memrec fit --multiple 8 --runs bs16 bs32 -- torchrun --nproc-per-node 8 train.py --bs {}
+  memrec fit --by seq_len --min 512 --multiple 128 -- python train.py --seq-len {}`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				o.command = args[dash:]
+				args = args[:dash]
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected argument %q: put the command after --", args[0])
+			}
+			return runFit(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.by, "by", "batch_size", "the tag the value is stored under (batch_size, seq_len, ...)")
+	f.IntVar(&o.steps, "steps", 5, "training steps a trial must run (counted from the probe's step marks)")
+	f.Float64Var(&o.min, "min", 1, "smallest value to try")
+	f.Float64Var(&o.max, "max", 0, "largest value to try (0: no limit)")
+	f.Float64Var(&o.multiple, "multiple", 0, "try only multiples of this, and stop when the largest that ran and the smallest that failed are this far apart (default: integers, to 2 %)")
+	f.StringSliceVar(&o.runs, "runs", nil, "earlier runs of the job, tagged with --by, to predict from (a full recording among them adds what the whole run needs)")
+	f.StringVar(&o.headroom, "headroom", "5%", "memory to keep free in the recommended value, as a percentage of the GPU")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON (the trials go to standard error)")
+	f.StringVar(&o.id, "id", "", "the fit's id, in each trial's name and its fit tag (default: fit-DATE-TIME)")
+	f.DurationVar(&o.grace, "grace", 3*time.Second, "how long a trial has to exit after memrec asks it to, before its process group is killed")
+	f.DurationVar(&o.rec.interval, "interval", 10*time.Millisecond, "sampling interval")
+	f.StringVar(&o.rec.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
+	f.BoolVar(&o.rec.procs, "procs", false, "also record per-process memory")
+	f.BoolVar(&o.rec.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (its OOM marks; step marks still need memrec.step or a framework callback)")
+	f.StringVar(&o.rec.source, "source", "nvml", "where memory is read: nvml or sim")
+	f.MarkHidden("source")
+	f.IntVar(&o.rec.simGPUs, "sim-gpus", 1, "with --source sim: number of simulated GPUs")
+	f.MarkHidden("sim-gpus")
+	return cmd
+}
+
+// fitOutcome is how a trial ended.
+type fitOutcome string
+
+// The outcomes of a trial.
+const (
+	fitStopped     fitOutcome = "stopped"     // ran its steps; memrec ended it
+	fitCompleted   fitOutcome = "completed"   // exited 0 by itself
+	fitOOM         fitOutcome = "oom"         // reported an out-of-memory error before its steps
+	fitFailed      fitOutcome = "failed"      // exited otherwise before its steps
+	fitInterrupted fitOutcome = "interrupted" // Ctrl-C
+)
+
+// ran reports whether the value fits.
+func (o fitOutcome) ran() bool { return o == fitStopped || o == fitCompleted }
+
+// fitTrial is one trial, as printed and in --json.
+type fitTrial struct {
+	N             int        `json:"trial"`
+	Run           string     `json:"run"`
+	Value         float64    `json:"value"`
+	Outcome       fitOutcome `json:"outcome"`
+	Steps         int        `json:"steps"` // of the rank with the fewest
+	Ranks         int        `json:"ranks"`
+	OOMMarks      int        `json:"oom_marks"`
+	ExitCode      int        `json:"exit_code"`
+	StepPeakBytes *int64     `json:"step_peak_bytes"` // of the fullest GPU
+	Seconds       float64    `json:"seconds"`
+}
+
+// fitResult is memrec fit's answer.
+type fitResult struct {
+	ID             string     `json:"id"`
+	By             string     `json:"by"`
+	Steps          int        `json:"steps"`
+	Trials         []fitTrial `json:"trials"`
+	TrialsUsed     int        `json:"trials_used"`
+	Seconds        float64    `json:"seconds"`
+	LargestRan     *float64   `json:"largest_ran"`
+	SmallestFailed *float64   `json:"smallest_failed"`
+	// Recommended is the largest value whose need, with the whole-run
+	// margin, fits under the largest that ran's step peak less the
+	// headroom.
+	Recommended *float64           `json:"recommended"`
+	Headroom    float64            `json:"headroom"`
+	Prediction  *fitPrediction     `json:"prediction,omitempty"`
+	WholeRun    *analysis.WholeRun `json:"whole_run,omitempty"`
+	Precision   float64            `json:"precision"`
+	Note        string             `json:"note,omitempty"`
+	Predictions []fitPrediction    `json:"-"`
+}
+
+// fitPrediction is what the runs known before a trial predicted.
+type fitPrediction struct {
+	From       string   `json:"from"` // "runs" or "trials"
+	Value      *float64 `json:"value"`
+	Optimistic *float64 `json:"optimistic"`
+	Words      string   `json:"words"`
+}
+
+func runFit(ctx context.Context, o *fitOptions) error {
+	if err := checkFitFlags(o); err != nil {
+		return err
+	}
+	headroom, err := parseHeadroom(o.headroom)
+	if err != nil {
+		return err
+	}
+	gpus, err := parseGPUs(o.rec.gpus)
+	if err != nil {
+		return err
+	}
+	db, err := o.rec.openWrite()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	f := &fitter{o: o, db: db, gpus: gpus, start: time.Now(), res: fitResult{ID: o.id, By: o.by, Steps: o.steps, Headroom: headroom}}
+	if f.res.ID == "" {
+		f.res.ID = "fit-" + f.start.Format("20060102-150405")
+	}
+	f.log = o.rec.io.Out
+	if o.json {
+		f.log = o.rec.io.Err
+	}
+	searchErr := f.search(ctx)
+	f.finish()
+	if o.json {
+		enc := json.NewEncoder(o.rec.io.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(f.res); err != nil {
+			return err
+		}
+	} else {
+		f.printResult()
+	}
+	if searchErr != nil {
+		if errors.Is(searchErr, context.Canceled) {
+			fmt.Fprintf(o.rec.io.Err, "memrec: fit interrupted; the %d trials so far are kept as runs (memrec runs)\n", len(f.res.Trials))
+			return exitError{code: 130}
+		}
+		return fmt.Errorf("%w; the %d trials so far are kept as runs (memrec runs)", searchErr, len(f.res.Trials))
+	}
+	return nil
+}
+
+// checkFitFlags refuses what cannot be searched.
+func checkFitFlags(o *fitOptions) error {
+	if len(o.command) == 0 {
+		return errors.New("fit needs a command, after --, with {} where the value goes: memrec fit -- python train.py --batch-size {}")
+	}
+	has := false
+	for _, a := range o.command {
+		has = has || strings.Contains(a, "{}")
+	}
+	if !has {
+		return fmt.Errorf("the command %q has no {}: put {} where the value goes, e.g. memrec fit -- python train.py --batch-size {}", strings.Join(o.command, " "))
+	}
+	switch {
+	case o.steps < 1:
+		return fmt.Errorf("--steps %d: want at least 1", o.steps)
+	case o.min <= 0 || !finiteF(o.min):
+		return fmt.Errorf("--min %g: want a value above 0", o.min)
+	case o.max != 0 && o.max < o.min:
+		return fmt.Errorf("--max %g is below --min %g", o.max, o.min)
+	case o.multiple < 0 || !finiteF(o.multiple):
+		return fmt.Errorf("--multiple %g: want a value above 0", o.multiple)
+	case o.by == "":
+		return errors.New("--by: want a tag name, like batch_size")
+	}
+	return nil
+}
+
+func finiteF(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fitter runs the search: its trials, their runs and what they showed.
+type fitter struct {
+	o     *fitOptions
+	db    *storage.DB
+	gpus  []int
+	start time.Time
+	log   io.Writer
+	res   fitResult
+	// given are the reports of the runs named by --runs; trials those of
+	// the trials so far (nil for a trial whose run could not be analysed).
+	given  []*analysis.Report
+	trials []*analysis.Report
+	// lo and hi bracket the limit: the largest value known to run and the
+	// smallest known to fail (NaN when none is known yet).
+	lo, hi float64
+	// loPeak is the step peak of the largest value that ran.
+	loPeak int64
+	// plan are the values to try next: the prediction's ends.
+	plan []float64
+}
+
+// search runs trials until the limit is bracketed to the precision.
+func (f *fitter) search(ctx context.Context) error {
+	f.lo, f.hi = math.NaN(), math.NaN()
+	if err := f.readRuns(); err != nil {
+		return err
+	}
+	// Two values that ran are needed for a prediction: --min and four
+	// times it, where the given runs do not have them.
+	for _, v := range []float64{f.o.min, 4 * f.o.min} {
+		if f.ranValues() >= 2 || !math.IsNaN(f.hi) {
+			break
+		}
+		v = f.clamp(v)
+		if f.tried(v) {
+			continue
+		}
+		t, err := f.trial(ctx, v)
+		if err != nil {
+			return err
+		}
+		if !t.Outcome.ran() && v == f.clamp(f.o.min) {
+			return fmt.Errorf("%s=%s does not fit (--min): it ran out of memory at %d steps; try a smaller --min", f.o.by, num(v), t.Steps)
+		}
+	}
+	var step float64 // the bracket's growth, from the prediction's interval
+	for {
+		v, ok := f.next(&step)
+		if !ok {
+			return nil
+		}
+		if _, err := f.trial(ctx, v); err != nil {
+			return err
+		}
+	}
+}
+
+// ranValues counts the distinct values known to run.
+func (f *fitter) ranValues() int {
+	seen := map[float64]bool{}
+	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+		if r == nil {
+			continue
+		}
+		if v, ok := f.valueOf(r); ok && !fatal(r) {
+			seen[v] = true
+		}
+	}
+	return len(seen)
+}
+
+// precision is how close the bracket must close: --multiple, else 2 % of
+// the largest value that ran (at least 1).
+func (f *fitter) precision() float64 {
+	if f.o.multiple > 0 {
+		return f.o.multiple
+	}
+	return max(1, math.Floor(0.02*f.lo))
+}
+
+// clamp snaps v down to the values tried (multiples of --multiple, else
+// integers) within --min and --max.
+func (f *fitter) clamp(v float64) float64 {
+	m := f.o.multiple
+	if m == 0 {
+		m = 1
+	}
+	v = math.Floor(v/m+1e-9) * m
+	v = max(v, math.Ceil(f.o.min/m-1e-9)*m)
+	if f.o.max > 0 {
+		v = min(v, math.Floor(f.o.max/m+1e-9)*m)
+	}
+	return v
+}
+
+// unit is the smallest step between two values tried.
+func (f *fitter) unit() float64 {
+	if f.o.multiple > 0 {
+		return f.o.multiple
+	}
+	return 1
+}
+
+func (f *fitter) tried(v float64) bool {
+	for _, t := range f.res.Trials {
+		if t.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// next picks the next value to try: the prediction's pessimistic end,
+// then its optimistic end; then, while the limit is not bracketed by a
+// value that ran and one that failed close enough, a step of the
+// interval's width beyond the last value (up from the largest that ran,
+// or down from the smallest that failed while the largest that ran is
+// more than two steps below it), doubling each time; then bisection, until
+// the bracket is the precision wide.
+func (f *fitter) next(step *float64) (float64, bool) {
+	u := f.unit()
+	haveLo, haveHi := !math.IsNaN(f.lo), !math.IsNaN(f.hi)
+	if haveLo && haveHi && f.hi-f.lo <= f.precision() {
+		return 0, false
+	}
+	if haveLo && !haveHi && f.o.max > 0 && f.lo >= f.clamp(f.o.max) {
+		f.res.Note = fmt.Sprintf("%s=%s (--max) ran: the limit is at or above it", f.o.by, num(f.lo))
+		return 0, false
+	}
+	inside := func(v float64) bool { return !f.tried(v) && (!haveLo || v > f.lo) && (!haveHi || v < f.hi) }
+	if *step == 0 {
+		// The prediction, once: its ends are the first values tried, its
+		// width the bracket's first step.
+		if p := f.predict(); p != nil {
+			for _, c := range []*float64{p.Value, p.Optimistic} {
+				if c != nil {
+					f.plan = append(f.plan, f.clamp(*c))
+				}
+			}
+			if p.Value != nil && p.Optimistic != nil {
+				*step = math.Abs(*p.Optimistic - *p.Value)
+			}
+		}
+		if *step < u || math.IsNaN(*step) {
+			*step = u
+			if haveLo {
+				*step = max(u, 0.05*f.lo)
+			}
+		}
+	}
+	for len(f.plan) > 0 {
+		v := f.plan[0]
+		f.plan = f.plan[1:]
+		if inside(v) {
+			return v, true
+		}
+	}
+	var v float64
+	switch {
+	case haveHi && (!haveLo || f.hi-f.lo > 2**step):
+		v = f.clamp(f.hi - *step)
+		*step *= 2
+	case haveLo && !haveHi:
+		v = f.clamp(f.lo + *step)
+		*step *= 2
+	default:
+		v = f.clamp((f.lo + f.hi) / 2)
+	}
+	if haveLo && v <= f.lo {
+		v = f.lo + u
+	}
+	if !inside(v) {
+		return 0, false
+	}
+	return v, true
+}
+
+// predict is compare --by's prediction over the given runs and the trials
+// so far, without headroom (nil when none can be made).
+func (f *fitter) predict() *fitPrediction {
+	var reps []*analysis.Report
+	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+		if r != nil {
+			reps = append(reps, r)
+		}
+	}
+	if len(reps) < 2 {
+		return nil
+	}
+	c, err := analysis.Compare(reps, "", "")
+	if err != nil || analysis.FitByTag(c, f.o.by, 0) != nil || c.By.MaxFittingValueNoHeadroom == nil {
+		return nil
+	}
+	from := "runs"
+	if len(f.trials) > 0 {
+		from = "trials"
+		if len(f.given) > 0 {
+			from = "runs and trials"
+		}
+	}
+	p := fitPrediction{From: from, Value: c.By.MaxFittingValueNoHeadroom, Optimistic: c.By.MaxFittingValueOptimistic, Words: c.By.IntervalWords}
+	if f.res.Prediction == nil {
+		f.res.Prediction = &p
+		fmt.Fprintf(f.log, "prediction from the %s: %s\n", from, p.Words)
+	}
+	return &p
+}
+
+// readRuns analyses the runs --runs names; those that carry the tag
+// bracket the limit as trials would.
+func (f *fitter) readRuns() error {
+	if len(f.o.runs) == 0 {
+		return nil
+	}
+	var runs []storage.Run
+	for _, ref := range f.o.runs {
+		r, err := f.db.Run(ref)
+		if err != nil {
+			return fmt.Errorf("--runs: %w", err)
+		}
+		if _, ok := r.Tags[f.o.by]; !ok {
+			return fmt.Errorf("--runs: run %q has no tag %s (tag it with memrec tag %s %s=VALUE)", r.Name, f.o.by, r.Name, f.o.by)
+		}
+		runs = append(runs, r)
+	}
+	reps, err := analyzeAll(f.db, runs)
+	if err != nil {
+		return fmt.Errorf("--runs: %w", err)
+	}
+	for _, r := range reps {
+		v, ok := f.valueOf(r)
+		if !ok {
+			return fmt.Errorf("--runs: run %q has %s=%q: not a number", r.Run, f.o.by, r.Tags[f.o.by])
+		}
+		f.given = append(f.given, r)
+		if fatal(r) {
+			f.failedAt(v)
+		} else {
+			f.ranAt(v, stepPeak(r))
+		}
+	}
+	for _, r := range reps {
+		if w, ok := analysis.WholeRunMargin(r, f.o.steps); ok && (f.res.WholeRun == nil || w.Fraction > f.res.WholeRun.Fraction) {
+			f.res.WholeRun = &w
+		}
+	}
+	return nil
+}
+
+func (f *fitter) valueOf(r *analysis.Report) (float64, bool) {
+	v, err := strconv.ParseFloat(r.Tags[f.o.by], 64)
+	return v, err == nil && finiteF(v)
+}
+
+func (f *fitter) ranAt(v float64, peak *int64) {
+	if math.IsNaN(f.lo) || v > f.lo {
+		f.lo = v
+		f.loPeak = 0
+		if peak != nil {
+			f.loPeak = *peak
+		}
+	}
+}
+
+func (f *fitter) failedAt(v float64) {
+	if math.IsNaN(f.hi) || v < f.hi {
+		f.hi = v
+	}
+}
+
+// fatal reports whether an out-of-memory error ended the run.
+func fatal(r *analysis.Report) bool {
+	for _, g := range r.GPUs {
+		for _, o := range g.OOMs {
+			if o.Outcome == analysis.OOMFatal {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stepPeak is the highest per-step peak allocated over the run's GPUs
+// (the fullest rank's), or nil without allocator samples.
+func stepPeak(r *analysis.Report) *int64 {
+	var p *int64
+	for _, g := range r.GPUs {
+		if g.PeakStepBytes != nil && (p == nil || *g.PeakStepBytes > *p) {
+			v := *g.PeakStepBytes
+			p = &v
+		}
+	}
+	return p
+}
+
+// trial runs the command at value v, records it, and reads its outcome.
+// It returns an error for a trial that failed for another reason than
+// memory, and for Ctrl-C.
+func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
+	t := fitTrial{N: len(f.res.Trials) + 1, Value: v, Run: fmt.Sprintf("%s-%s", f.res.ID, num(v))}
+	if _, err := f.db.Run(t.Run); err == nil {
+		return t, fmt.Errorf("run %q: %w (choose another --id)", t.Run, storage.ErrExists)
+	}
+	o := f.o.rec
+	o.name = t.Run
+	o.command = make([]string, len(f.o.command))
+	for i, a := range f.o.command {
+		o.command[i] = strings.ReplaceAll(a, "{}", num(v))
+	}
+	tags := map[string]string{f.o.by: num(v), "fit": f.res.ID}
+	now := time.Now()
+	src, err := openSource(&o, now)
+	if err != nil {
+		return t, err
+	}
+	defer src.Close()
+	opts := recorderOptions(&o, src, now, f.gpus, tags)
+	cleanup, err := probeEnv(&o, &opts)
+	defer cleanup()
+	if err != nil {
+		return t, err
+	}
+	w := &trialWatch{steps: f.o.steps, perRank: map[int]int{}, sigs: make(chan os.Signal, 8), grace: f.o.grace}
+	opts.Signals = w.sigs
+	opts.Started = func(pid int) { w.mu.Lock(); w.pgid = pid; w.mu.Unlock() }
+	opts.Open = func(run storage.Run) (recorder.Store, error) {
+		s, err := recorder.DBStore(f.db, run, o.io.Err)
+		if err != nil {
+			return nil, err
+		}
+		w.Store = s
+		return w, nil
+	}
+	opts.Log = quietLog{o.io.Err}
+	stopWatch := context.AfterFunc(ctx, func() { w.end(syscall.SIGINT) })
+	start := time.Now()
+	res, err := recorder.Record(ctx, opts)
+	stopWatch()
+	if err != nil {
+		return t, err
+	}
+	w.waitGroup()
+	t.Seconds = time.Since(start).Seconds()
+	t.ExitCode = res.ExitCode
+	t.Steps, t.Ranks, t.OOMMarks = w.counts()
+	var rep *analysis.Report
+	if run, err := f.db.Run(t.Run); err == nil {
+		if rep, err = analysis.Analyze(f.db, run, analysis.Options{}); err == nil {
+			t.StepPeakBytes = stepPeak(rep)
+		}
+	}
+	stopped, interrupted := w.ended()
+	switch {
+	case interrupted:
+		t.Outcome = fitInterrupted
+	case stopped:
+		t.Outcome = fitStopped
+	case res.ExitCode == 0:
+		t.Outcome = fitCompleted
+	case t.OOMMarks > 0 || (rep != nil && fatal(rep)):
+		t.Outcome = fitOOM
+	default:
+		t.Outcome = fitFailed
+	}
+	f.res.Trials = append(f.res.Trials, t)
+	f.trials = append(f.trials, rep)
+	f.printTrial(t)
+	switch t.Outcome {
+	case fitInterrupted:
+		return t, context.Canceled
+	case fitFailed:
+		return t, fmt.Errorf("trial %d (%s=%s) failed without running out of memory: exit status %d after %d steps, no OOM mark; see its run %q (memrec analyze %s)",
+			t.N, f.o.by, num(v), t.ExitCode, t.Steps, t.Run, t.Run)
+	case fitOOM:
+		f.failedAt(v)
+	default:
+		if t.Steps < f.o.steps && t.Steps > 0 {
+			fmt.Fprintf(f.log, "  note: it exited 0 after %d of %d steps; counted as running\n", t.Steps, f.o.steps)
+		}
+		f.ranAt(v, t.StepPeakBytes)
+	}
+	return t, nil
+}
+
+// quietLog drops the recorder's line about passing on the signal memrec
+// itself sent to end a trial.
+type quietLog struct{ w io.Writer }
+
+func (q quietLog) Write(p []byte) (int, error) {
+	if strings.HasPrefix(string(p), "memrec: passing ") {
+		return len(p), nil
+	}
+	return q.w.Write(p)
+}
+
+// trialWatch stands between a trial's recording and its store: it counts
+// the step marks of each rank and the OOM marks as they come, and ends
+// the trial once every rank seen has done its steps.
+type trialWatch struct {
+	recorder.Store
+	steps int
+	grace time.Duration
+	sigs  chan os.Signal
+
+	mu          sync.Mutex
+	perRank     map[int]int
+	ooms        int
+	pgid        int
+	stopped     bool
+	interrupted bool
+	kill        *time.Timer
+}
+
+func (w *trialWatch) AppendMark(m storage.Mark) error {
+	w.mu.Lock()
+	switch m.Kind {
+	case storage.MarkStep:
+		k := m.Rank
+		if k == storage.None {
+			k = -1 - m.PID // without a rank, each process is its own
+		}
+		w.perRank[k]++
+		done := true
+		for _, n := range w.perRank {
+			done = done && n >= w.steps
+		}
+		if done && !w.stopped && !w.interrupted {
+			w.stopped = true
+			w.mu.Unlock()
+			w.end(syscall.SIGTERM)
+			return w.Store.AppendMark(m)
+		}
+	case storage.MarkOOM:
+		w.ooms++
+	}
+	w.mu.Unlock()
+	return w.Store.AppendMark(m)
+}
+
+// end asks the trial's process group to exit (SIGTERM when it has done its
+// steps, SIGINT on Ctrl-C) and kills it after the grace period.
+func (w *trialWatch) end(sig syscall.Signal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if sig == syscall.SIGINT {
+		w.interrupted = true
+	}
+	if w.kill != nil {
+		return
+	}
+	select {
+	case w.sigs <- sig:
+	default:
+	}
+	w.kill = time.AfterFunc(w.grace, func() {
+		select {
+		case w.sigs <- syscall.SIGKILL:
+		default:
+		}
+	})
+}
+
+func (w *trialWatch) counts() (steps, ranks, ooms int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	steps = -1
+	for _, n := range w.perRank {
+		if steps < 0 || n < steps {
+			steps = n
+		}
+	}
+	return max(steps, 0), len(w.perRank), w.ooms
+}
+
+func (w *trialWatch) ended() (stopped, interrupted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.kill != nil {
+		w.kill.Stop()
+	}
+	return w.stopped, w.interrupted
+}
+
+// waitGroup waits until no process of the trial's group is left (the
+// launcher's workers may outlive it), killing the group after the grace
+// period: the next trial must find the GPU as this one found it.
+func (w *trialWatch) waitGroup() {
+	w.mu.Lock()
+	pgid := w.pgid
+	w.mu.Unlock()
+	if pgid <= 0 {
+		return
+	}
+	deadline := time.Now().Add(w.grace)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			deadline = time.Now().Add(w.grace)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// num writes a value as the command line gets it.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func (f *fitter) printTrial(t fitTrial) {
+	peak := "-"
+	if t.StepPeakBytes != nil {
+		peak = analysis.FormatBytes(*t.StepPeakBytes)
+	}
+	what := map[fitOutcome]string{
+		fitStopped:     fmt.Sprintf("ran %d steps, stopped", t.Steps),
+		fitCompleted:   fmt.Sprintf("ran, exited 0 after %d steps", t.Steps),
+		fitOOM:         fmt.Sprintf("out of memory after %d steps", t.Steps),
+		fitFailed:      fmt.Sprintf("FAILED: exit %d after %d steps, no OOM", t.ExitCode, t.Steps),
+		fitInterrupted: "interrupted",
+	}[t.Outcome]
+	ranks := ""
+	if t.Ranks > 1 {
+		ranks = fmt.Sprintf(" (%d ranks)", t.Ranks)
+	}
+	fmt.Fprintf(f.log, "trial %d  %s=%-8s step peak %-10s %s%s  %.1f s\n", t.N, f.o.by, num(t.Value), peak, what, ranks, t.Seconds)
+}
+
+// finish fills in the result: the bracket and the recommended value.
+func (f *fitter) finish() {
+	r := &f.res
+	r.TrialsUsed = len(r.Trials)
+	r.Seconds = time.Since(f.start).Seconds()
+	if !math.IsNaN(f.lo) {
+		r.LargestRan = ptr(f.lo)
+		r.Precision = f.precision()
+	}
+	if !math.IsNaN(f.hi) {
+		r.SmallestFailed = ptr(f.hi)
+	}
+	r.Recommended = f.recommend()
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// recommend is the largest value whose need, with the whole-run margin,
+// fits in what the largest value that ran used at its step peak, less the
+// headroom: the need projected through the values that ran (their step
+// peaks, the pessimistic reading), never above the largest that ran.
+func (f *fitter) recommend() *float64 {
+	if math.IsNaN(f.lo) {
+		return nil
+	}
+	margin := 0.0
+	if w := f.res.WholeRun; w != nil {
+		margin = w.Fraction
+	}
+	var total int64
+	var xs, ys []float64
+	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+		if r == nil || fatal(r) {
+			continue
+		}
+		for _, g := range r.GPUs {
+			if total == 0 || (g.TotalBytes > 0 && g.TotalBytes < total) {
+				total = g.TotalBytes
+			}
+		}
+		v, ok := f.valueOf(r)
+		if p := stepPeak(r); ok && p != nil {
+			xs, ys = append(xs, v), append(ys, float64(*p))
+		}
+	}
+	if f.loPeak == 0 || total == 0 {
+		return ptr(f.lo)
+	}
+	avail := (float64(f.loPeak) - f.res.Headroom*float64(total)) / (1 + margin)
+	var v float64
+	if c, err := analysis.NewNeedCurve(xs, ys); err == nil {
+		v, _ = c.Solve(avail, analysis.Pessimistic)
+	} else {
+		v = f.lo * avail / float64(f.loPeak) // one value: the need taken as proportional to it
+	}
+	v = math.Min(f.clamp(v), f.lo)
+	if v < f.o.min || avail <= 0 {
+		return nil
+	}
+	return ptr(v)
+}
+
+func (f *fitter) printResult() {
+	r := f.res
+	w := f.log
+	fmt.Fprintln(w)
+	s := func(v *float64) string {
+		if v == nil {
+			return "none"
+		}
+		return num(*v)
+	}
+	fmt.Fprintf(w, "largest that ran   %s=%s\n", r.By, s(r.LargestRan))
+	fmt.Fprintf(w, "smallest that failed %s=%s\n", r.By, s(r.SmallestFailed))
+	if r.Note != "" {
+		fmt.Fprintf(w, "  %s\n", r.Note)
+	}
+	if wr := r.WholeRun; wr != nil {
+		fmt.Fprintf(w, "whole run          %s\n", wr.Words)
+	}
+	fmt.Fprintf(w, "recommended        %s=%s (with %g %% headroom", r.By, s(r.Recommended), 100*r.Headroom)
+	if r.WholeRun != nil {
+		fmt.Fprintf(w, " and the whole run's %.1f %%", 100*r.WholeRun.Fraction)
+	}
+	fmt.Fprintf(w, ")\ntrials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
+}
