@@ -368,3 +368,41 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// TestStepPeakInsideTheStep: a step's peak is the highest peak reported
+// by a sample inside the step, up to its own mark (whose sample, dated
+// the mark's nanosecond, reports it); a sample after the last mark belongs
+// to no step, and a step without a sample of its own has no peak. The
+// steps here peak at 1 GiB, read by the sample at each mark, with timer
+// samples inside the steps reporting 900 MiB so far; the last step (9)
+// shares its predecessor's sample, and after it the job holds 100 MiB.
+func TestStepPeakInsideTheStep(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"peaks","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(80*GiB))
+	torch := func(t int64, peak int64) {
+		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`, t, 50*MiB, 2*GiB, peak)
+	}
+	for i := int64(0); i < 10; i++ {
+		mark := t0 + (i+1)*1e9
+		if i < 9 {
+			torch(mark-5e8, 900*MiB) // inside step i, before its end
+		}
+		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, mark, i)
+		if i < 9 {
+			torch(mark, GiB)
+		}
+	}
+	torch(t0+105e8, 100*MiB) // after the loop
+	torch(t0+110e8, 100*MiB)
+	rep := analyzeJSONL(t, g.b.String())["peaks"]
+	peaks := rep.GPUs[0].StepPeaks
+	if len(peaks) != 9 {
+		t.Fatalf("%d step peaks, want 9 (steps 0-8): %+v", len(peaks), peaks)
+	}
+	for i, p := range peaks {
+		if p.X != float64(i) || p.Bytes != GiB {
+			t.Errorf("step %v: peak %d, want step %d at %d", p.X, p.Bytes, i, int64(GiB))
+		}
+	}
+}

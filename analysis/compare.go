@@ -33,7 +33,8 @@ type RunSummary struct {
 	PeakAllocatedByGPU []int64           `json:"peak_allocated_by_gpu_bytes,omitempty"`
 	SteadyBytes        *int64            `json:"steady_state_bytes"`
 	EpochDeltaBytes    *int64            `json:"epoch_delta_used_bytes"` // mean over epochs after the first
-	LeakVerdict        Verdict           `json:"leak_verdict"`
+	LeakVerdict        Verdict           `json:"leak_verdict"`           // LeakKind as earlier versions spelled it (Verdict.Legacy)
+	LeakKind           Verdict           `json:"leak_kind"`              // the most severe of the GPUs' (Verdict.Severity)
 	SlopeBytesPerStep  *float64          `json:"slope_bytes_per_step"`
 	SlopeBytesPerHour  *float64          `json:"slope_bytes_per_hour"`
 	FragmentationMean  *float64          `json:"fragmentation_mean"`
@@ -150,7 +151,7 @@ type Fit struct {
 
 // Summarize reduces a report to the figures compared.
 func Summarize(rep *Report) RunSummary {
-	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
+	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, LeakKind: VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
 	if w := rep.Worst; w != nil {
 		s.WorstLabel, s.WorstReason = w.Label, w.Reason
 	}
@@ -178,8 +179,8 @@ func Summarize(rep *Report) RunSummary {
 			s.FragmentationMean = f64(g.Fragmentation.Mean)
 		}
 		// Leak: the most serious verdict, and the steepest slope.
-		if g.Leak.Verdict.Severity() > s.LeakVerdict.Severity() {
-			s.LeakVerdict = g.Leak.Verdict
+		if k := g.Leak.Judgement(); k.Severity() > s.LeakKind.Severity() {
+			s.LeakKind, s.LeakVerdict = k, k.Legacy()
 		}
 		if g.Leak.SlopeBytesPerHour != nil && (s.SlopeBytesPerHour == nil || *g.Leak.SlopeBytesPerHour > *s.SlopeBytesPerHour) {
 			s.SlopeBytesPerHour = f64(*g.Leak.SlopeBytesPerHour)

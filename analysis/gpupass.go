@@ -42,11 +42,16 @@ type gpuAnalysis struct {
 	flo, fhi []int64
 
 	used, alloc view
-	job         *JobSpan      // where the command's processes hold memory, when known before the passes
-	stepPeaks   *spans        // the probe's per-step peak, by floor span
-	pattern     *stepPattern  // the step sawtooth of the job's middle minute, once looked for
-	inferred    []epochSpan   // epochs read from device memory, without epoch and step marks
-	torchAt     []torchAtTime // the allocator sums at each query time
+	resFloors   *spans // reserved memory (summed over processes), by floor span
+	// plo, phi are the spans of each step's peak, [plo, phi): the samples
+	// inside the step, from after the previous step's mark to its own
+	// (whose sample reports the step's peak); none after the last mark.
+	plo, phi  []int64
+	job       *JobSpan      // where the command's processes hold memory, when known before the passes
+	stepPeaks *spans        // the probe's per-step peak, by floor span
+	pattern   *stepPattern  // the step sawtooth of the job's middle minute, once looked for
+	inferred  []epochSpan   // epochs read from device memory, without epoch and step marks
+	torchAt   []torchAtTime // the allocator sums at each query time
 	// At the OOMs (oomT, their sorted times): the device and allocator
 	// samples nearest to each.
 	oomT     []int64
@@ -136,7 +141,8 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.gr.Timeline = Timeline{StartNS: a.start, EndNS: a.end, Used: Series{Name: "device used"}, DriverReserved: Series{Name: "driver reserved"},
 		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
 	a.used, a.alloc = a.newView(), a.newView()
-	a.stepPeaks = newSpans(a.flo, a.fhi)
+	a.resFloors = newSpans(a.flo, a.fhi)
+	a.stepPeaks = newSpans(a.plo, a.phi)
 	return a
 }
 
@@ -205,6 +211,7 @@ func (a *gpuAnalysis) floorSpans() {
 		a.per = "step"
 		// Sized once: a day-long run has hundreds of thousands of steps.
 		a.fx, a.flo, a.fhi = make([]float64, 0, len(steps)), make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
+		a.plo, a.phi = make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
 		for i := 0; i < len(steps); i++ {
 			end := a.mi.endNS + 1
 			if i+1 < len(steps) {
@@ -213,9 +220,15 @@ func (a *gpuAnalysis) floorSpans() {
 			if end <= steps[i].TNS {
 				continue
 			}
+			lo := steps[i].TNS // the first step: its own sample only
+			if n := len(a.flo); n > 0 {
+				lo = a.flo[n-1] + 1
+			}
 			a.fx = append(a.fx, float64(steps[i].Step))
 			a.flo = append(a.flo, steps[i].TNS)
 			a.fhi = append(a.fhi, end)
+			a.plo = append(a.plo, lo)
+			a.phi = append(a.phi, steps[i].TNS+1)
 		}
 		return
 	}
@@ -399,6 +412,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
 		a.alloc.at.add(s.T, sumA)
 		a.alloc.add(s.T, sumA)
+		a.resFloors.add(s.T, sumR)
 		a.stepPeaks.add(s.T, s.PeakAllocated)
 		tla.add(s.T, sumA)
 		tlr.add(s.T, sumR)
@@ -502,40 +516,58 @@ func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDel
 }
 
 // leak builds the floor series (of allocated where the probe reported
-// enough, else of device used) and the step peaks, and judges the leak.
+// enough, else of device used; and of reserved and device used beside
+// allocated) and the step peaks, and judges the leak.
 func (a *gpuAnalysis) leak() {
 	gr := a.gr
 	basis, floors := "device_used", a.used.floors
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= max(3, countNonEmpty(a.used.floors)/2) {
 		basis, floors = "allocated", a.alloc.floors
 	}
-	gr.Floors = make([]FloorPoint, 0, countNonEmpty(floors))
+	gr.Floors = a.floorPoints(floors)
 	if a.per == "step" {
 		gr.StepPeaks = make([]FloorPoint, 0, countNonEmpty(a.stepPeaks))
-	}
-	for i := range a.fx {
-		if floors.n[i] > 0 {
-			gr.Floors = append(gr.Floors, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: floors.min[i]})
-		}
-		if a.stepPeaks.n[i] > 0 && a.per == "step" {
-			gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.stepPeaks.max[i]})
+		for i := range a.fx {
+			if a.stepPeaks.n[i] > 0 {
+				gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
+			}
 		}
 	}
 	// Step peaks are only drawn: a long run keeps the highest of each of
 	// about 4·width runs of steps.
 	gr.StepPeaks = decimatePeaks(gr.StepPeaks, 4*a.opts.Width)
-	skip := -1
 	if basis == "device_used" && a.per == "time" {
-		skip = a.deviceJob()
+		a.deviceJob()
 	}
-	gr.Leak = judgeLeak(gr.Floors, skip, basis, a.per, a.mi, a.run, a.g, a.lastUsed, a.hasDevice)
+	series := []floorSeries{{basis, gr.Floors}}
+	if basis == "allocated" {
+		series = append(series, floorSeries{"reserved", a.floorPoints(a.resFloors)})
+		if a.hasDevice {
+			series = append(series, floorSeries{"device_used", a.floorPoints(a.used.floors)})
+		}
+	}
+	w := warmup{}
+	if len(a.mi.epochs) >= 2 {
+		w = warmup{byEpoch: true, endNS: a.mi.epochs[0].end}
+	}
+	gr.Leak = judgeLeak(series, w, a.per, a.run, a.g, a.lastUsed)
 }
 
-// deviceJob keeps, of device floors over time, those of the job (inside
+// floorPoints are the floors of the spans that hold a sample.
+func (a *gpuAnalysis) floorPoints(s *spans) []FloorPoint {
+	out := make([]FloorPoint, 0, countNonEmpty(s))
+	for i := range a.fx {
+		if s.n[i] > 0 {
+			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
+		}
+	}
+	return out
+}
+
+// deviceJob keeps, of device floors over time, those of the job: inside
 // the span its processes hold memory, or between the first sustained rise
-// and the final fall) and returns the floors of its warm-up to skip (the
-// first epoch when there are two or more, else found by warmupEnd).
-func (a *gpuAnalysis) deviceJob() int {
+// and the final fall. The growth rule finds their warm-up.
+func (a *gpuAnalysis) deviceJob() {
 	gr := a.gr
 	width := int64(1)
 	if len(a.flo) > 0 {
@@ -553,18 +585,10 @@ func (a *gpuAnalysis) deviceJob() int {
 		a.job = &JobSpan{FromNS: job[0].TNS, ToNS: job[len(job)-1].TNS + width, Basis: "device_rise_fall"}
 	}
 	if a.job == nil {
-		return -1
+		return
 	}
 	gr.JobSpan = a.job
 	gr.Floors = slices.Clone(job)
-	if len(a.mi.epochs) >= 2 {
-		return -1
-	}
-	x, y := make([]float64, len(job)), make([]float64, len(job))
-	for i, f := range job {
-		x[i], y[i] = f.X, float64(f.Bytes)
-	}
-	return warmupEnd(x, y)
 }
 
 // unseen is the memory PyTorch does not see: device used minus the

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math"
-	"slices"
 
 	"github.com/memrec/memrec/storage"
 )
@@ -84,42 +83,6 @@ func riseAndFall(floors []FloorPoint) (lo, hi int, ok bool) {
 		}
 	}
 	return lo, hi, true
-}
-
-// warmupEnd finds where the warm-up of a job's floors ends: the floors of
-// the second half are fitted with a Theil–Sen line (the steady state,
-// whatever its slope), and the warm-up is every floor up to the last one
-// of the first half that lies more than a band below that line. The band
-// is four times the median distance of the second half's floors from the
-// line, at least 4 MiB (two of the 2 MiB pages devices allocate in), and
-// at least 1 % of the second half's median level: the line's slope is
-// not exact, and its error grows as the line is carried back in time,
-// while a warm-up lies far below (the weights, the cache: most of the
-// level).
-// A warm-up rises to the steady state from below; it returns the number
-// of floors to skip.
-func warmupEnd(x, y []float64) int {
-	n := len(x)
-	if n < 8 {
-		return 0
-	}
-	h := n / 2
-	t := fitTrend(x[h:], y[h:])
-	dev := make([]float64, 0, n-h)
-	for i := h; i < n; i++ {
-		dev = append(dev, math.Abs(y[i]-(t.Intercept+t.Slope*x[i])))
-	}
-	slices.Sort(dev)
-	level := slices.Clone(y[h:])
-	slices.Sort(level)
-	band := max(4*median(dev), 4<<20, 0.01*median(level))
-	skip := 0
-	for i := 0; i < h; i++ {
-		if y[i] < t.Intercept+t.Slope*x[i]-band {
-			skip = i + 1
-		}
-	}
-	return skip
 }
 
 // deviceJobSpan finds the job of a run that has neither process nor

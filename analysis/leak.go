@@ -9,10 +9,11 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
-// This file holds the leak rule: the verdict type, the thresholds it is
-// judged by, the judgement of a GPU's floors and its words. The statistics
-// it uses (Theil–Sen, Mann–Kendall, the removal of one-off jumps) are in
-// trend.go; docs/analysis.md defines each threshold.
+// This file holds the leak rule's verdict: the verdict type, the
+// thresholds the growth rule judges by, the judgement of a GPU from the
+// growth of its allocated, reserved and device memory, and its words. The
+// growth rule itself (warm-up, jumps, Theil–Sen, Mann–Kendall) is in
+// trend.go; docs/analysis.md defines each threshold and verdict.
 
 // The leak rule's thresholds.
 const (
@@ -25,18 +26,36 @@ const (
 	// minSteadyPoints is the fewest floors after the warm-up that can be
 	// judged.
 	minSteadyPoints = 8
-	// warmupShare is the share of the floors taken as warm-up when the run
-	// has fewer than two epochs and the caller found none.
-	warmupShare = 5
+	// A series without epochs has settled after its last early point more
+	// than a band below the line of its second half (settle, trend.go):
+	// the band is the largest of settleMADs times that half's median
+	// distance from its line, settleShare of its median level, and
+	// settleMin.
+	settleMADs  = 4
+	settleShare = 0.01
+	settleMin   = 4 << 20
 )
 
 // Verdict is the leak judgement of one GPU.
 type Verdict string
 
-// Leak verdicts.
+// Verdicts. Leak.Kind holds any of them; Leak.Verdict, the key earlier
+// versions wrote, only leak, no_leak and insufficient_data (Legacy).
 const (
-	VerdictLeak         Verdict = "leak"
-	VerdictNoLeak       Verdict = "no_leak"
+	// VerdictLeak: allocated memory grows, tensors are kept.
+	VerdictLeak Verdict = "leak"
+	// VerdictCacheGrowth: reserved memory grows while allocated does not:
+	// the caching allocator's cache grows (fragmentation, many sizes).
+	VerdictCacheGrowth Verdict = "cache_growth"
+	// VerdictUnseenGrowth: device memory grows while reserved does not:
+	// memory PyTorch does not see (NCCL, CUDA graphs, another library).
+	VerdictUnseenGrowth Verdict = "unseen_growth"
+	// VerdictStartup: memory still ramps up when the run ends; nothing
+	// settled to judge.
+	VerdictStartup Verdict = "startup"
+	// VerdictNoLeak: nothing grows.
+	VerdictNoLeak Verdict = "no_leak"
+	// VerdictInsufficient: too few points to judge.
 	VerdictInsufficient Verdict = "insufficient_data"
 )
 
@@ -44,12 +63,19 @@ const (
 func (v Verdict) String() string { return string(v) }
 
 // Severity orders the verdicts: a run's verdict over several GPUs is the
-// most severe of theirs.
+// most severe of theirs. Growth of any kind comes before no growth, and
+// no growth before not knowing.
 func (v Verdict) Severity() int {
 	switch v {
 	case VerdictLeak:
-		return 2
+		return 5
+	case VerdictCacheGrowth:
+		return 4
+	case VerdictUnseenGrowth:
+		return 3
 	case VerdictNoLeak:
+		return 2
+	case VerdictStartup:
 		return 1
 	}
 	return 0
@@ -58,10 +84,30 @@ func (v Verdict) Severity() int {
 // IsLeak reports whether the verdict is a leak.
 func (v Verdict) IsLeak() bool { return v == VerdictLeak }
 
-// Leak is the growth of the steady-state memory.
+// Grows reports whether memory grows: a leak, the cache, or memory
+// PyTorch does not see.
+func (v Verdict) Grows() bool { return v.Severity() >= VerdictUnseenGrowth.Severity() }
+
+// Legacy is the verdict as the "verdict" key spelled it before the other
+// kinds existed: leak, no_leak (nothing is kept by tensors: the cache or
+// unseen memory may grow) or insufficient_data (a start-up ramp too).
+func (v Verdict) Legacy() Verdict {
+	switch v {
+	case VerdictLeak:
+		return VerdictLeak
+	case VerdictCacheGrowth, VerdictUnseenGrowth, VerdictNoLeak:
+		return VerdictNoLeak
+	}
+	return VerdictInsufficient
+}
+
+// Leak is the growth of the steady-state memory. Its slope figures are
+// those of Basis, the series the verdict rests on.
 type Leak struct {
+	// Verdict is Kind as earlier versions spelled it (Verdict.Legacy).
 	Verdict            Verdict  `json:"verdict"`
-	Basis              string   `json:"basis"` // allocated, device_used
+	Kind               Verdict  `json:"kind"`
+	Basis              string   `json:"basis"` // allocated, reserved, device_used
 	Per                string   `json:"per"`   // step, time
 	SlopeBytesPerStep  *float64 `json:"slope_bytes_per_step"`
 	SlopeBytesPerHour  *float64 `json:"slope_bytes_per_hour"`
@@ -75,6 +121,9 @@ type Leak struct {
 	SkippedWarmup      int      `json:"skipped_warmup_points"`
 	JumpsRemoved       int      `json:"jumps_removed"`
 	Reason             string   `json:"reason"`
+	// Growth is the growth rule on each series judged (allocated,
+	// reserved, device used), in that order.
+	Growth []Growth `json:"growth,omitempty"`
 	// HeldBy names the site that explains most of the growth, when the
 	// run has site snapshots.
 	HeldBy *HeldBy `json:"held_by,omitempty"`
@@ -84,92 +133,212 @@ type Leak struct {
 }
 
 // IsLeak reports whether the verdict is a leak.
-func (l Leak) IsLeak() bool { return l.Verdict.IsLeak() }
+func (l Leak) IsLeak() bool { return l.Judgement().IsLeak() }
 
-// judgeLeak fits the floors after the warm-up and gives the verdict.
-//
-// skip is the number of warm-up floors when the caller found it; with -1
-// the warm-up is the first epoch when there are later ones, else the first
-// fifth of the floors.
-func judgeLeak(floors []FloorPoint, skip int, basis, per string, mi *markIndex, run storage.Run, g storage.GPU, lastUsed int64, hasDevice bool) Leak {
-	l := Leak{Basis: basis, Per: per, Verdict: VerdictInsufficient}
-	switch {
-	case skip >= 0:
-	case len(mi.epochs) >= 2:
-		end0 := mi.epochs[0].end
-		skip = sort.Search(len(floors), func(i int) bool { return floors[i].TNS > end0 })
-	default:
-		skip = len(floors) / warmupShare
+// Judgement is the verdict of every kind: Kind, or Verdict where a report
+// has no Kind (one decoded from an earlier version's JSON).
+func (l Leak) Judgement() Verdict {
+	if l.Kind != "" {
+		return l.Kind
 	}
-	steady := floors[min(skip, len(floors)):]
-	l.SkippedWarmup = min(skip, len(floors))
-	l.Points = len(steady)
-	if len(steady) < minSteadyPoints {
-		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", minSteadyPoints)
+	return l.Verdict
+}
+
+// Growth is the growth rule's finding on one series of bytes.
+type Growth struct {
+	Quantity string `json:"quantity"` // allocated, reserved, device_used, used, live_bytes, host_total
+	// Trend is grows, flat, startup (a ramp that has not settled) or
+	// too_few_points.
+	Trend              string   `json:"trend"`
+	SlopeBytesPerStep  *float64 `json:"slope_bytes_per_step,omitempty"`
+	SlopeBytesPerHour  *float64 `json:"slope_bytes_per_hour,omitempty"`
+	CILowBytesPerStep  *float64 `json:"ci95_low_bytes_per_step,omitempty"`
+	CIHighBytesPerStep *float64 `json:"ci95_high_bytes_per_step,omitempty"`
+	CILowBytesPerHour  *float64 `json:"ci95_low_bytes_per_hour,omitempty"`
+	CIHighBytesPerHour *float64 `json:"ci95_high_bytes_per_hour,omitempty"`
+	PValue             *float64 `json:"p_value,omitempty"`
+	// GrowthBytes is the slope times the span fitted.
+	GrowthBytes   *float64 `json:"growth_bytes,omitempty"`
+	Points        int      `json:"points"`
+	SkippedWarmup int      `json:"skipped_warmup_points"`
+	JumpsRemoved  int      `json:"jumps_removed"`
+
+	kind    growthKind
+	fit     trend // the verdict's fit: per step where steps are known
+	perHour trend // the same points against time (seconds)
+	perStep bool
+}
+
+// Grows reports whether the series grows.
+func (g Growth) Grows() bool { return g.kind == growthRises }
+
+// floorSeries is one quantity's floors, for judgeLeak.
+type floorSeries struct {
+	quantity string
+	floors   []FloorPoint
+}
+
+// warmup says where a run's warm-up ends: with two epochs or more, at the
+// end of the first (endNS); else each series settles on its own.
+type warmup struct {
+	byEpoch bool
+	endNS   int64
+}
+
+// skipOf is the number of floors of the warm-up, or -1 for settle.
+func (w warmup) skipOf(floors []FloorPoint) int {
+	if !w.byEpoch {
+		return -1
+	}
+	return sort.Search(len(floors), func(i int) bool { return floors[i].TNS > w.endNS })
+}
+
+// growthOfFloors applies the growth rule to floors, against steps when
+// perStep (X is the step) and against seconds since start for the slope
+// per hour.
+func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool, startNS int64) Growth {
+	x := make([]float64, len(floors))
+	xt := make([]float64, len(floors))
+	y := make([]float64, len(floors))
+	for i, f := range floors {
+		x[i], y[i] = f.X, float64(f.Bytes)
+		xt[i] = float64(f.TNS-startNS) / 1e9
+	}
+	if !perStep {
+		x = xt
+	}
+	gf := growthOf(x, y, w.skipOf(floors))
+	g := Growth{Quantity: quantity, Trend: gf.kind.String(), kind: gf.kind, fit: gf.fit, perStep: perStep,
+		Points: gf.fit.N, SkippedWarmup: gf.skip, JumpsRemoved: gf.jumps}
+	if gf.kind == growthTooFew || gf.kind == growthStartup {
+		g.Points = max(0, gf.n-gf.skip)
+		return g
+	}
+	// The same points against time: reduced by the same blocks (their
+	// minima, at their first point), the same jumps set aside.
+	rx, _ := reduce(xt, y, maxTrendPoints)
+	g.perHour = fitPoints(rx[gf.skip:], gf.y[gf.skip:])
+	g.GrowthBytes = f64(gf.growth)
+	g.PValue = f64(gf.fit.P)
+	g.SlopeBytesPerHour = f64(g.perHour.Slope * 3600)
+	g.CILowBytesPerHour, g.CIHighBytesPerHour = f64(g.perHour.Lo*3600), f64(g.perHour.Hi*3600)
+	if perStep {
+		g.SlopeBytesPerStep = f64(gf.fit.Slope)
+		g.CILowBytesPerStep, g.CIHighBytesPerStep = f64(gf.fit.Lo), f64(gf.fit.Hi)
+	}
+	return g
+}
+
+// judgeLeak applies the growth rule to each series of a GPU and gives the
+// verdict. series are the floors of allocated, reserved and device used
+// where known (allocated and reserved need a probe), on the same spans;
+// the first is the series a leak is judged on (allocated, or device used
+// without a probe).
+func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
+	l := Leak{Per: per, Kind: VerdictInsufficient}
+	if len(series) == 0 {
+		l.Basis, l.Verdict = "device_used", VerdictInsufficient
+		l.Reason = "no samples"
 		return l
 	}
-	x := make([]float64, len(steady))
-	xt := make([]float64, len(steady))
-	y := make([]float64, len(steady))
-	for i, f := range steady {
-		x[i], y[i] = f.X, float64(f.Bytes)
-		xt[i] = float64(f.TNS-run.StartNS) / 1e9
+	byName := map[string]*Growth{}
+	for _, s := range series {
+		l.Growth = append(l.Growth, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
 	}
-	byTime := fitTrend(xt, y)
-	l.JumpsRemoved = byTime.JumpsTaken
-	l.PValue = f64(byTime.P)
-	l.SlopeBytesPerHour = f64(byTime.Slope * 3600)
-	l.CILowBytesPerHour, l.CIHighBytesPerHour = f64(byTime.Lo*3600), f64(byTime.Hi*3600)
-	l.FitIntercept = byTime.Intercept
-	slope := byTime
-	span := xt[len(xt)-1] - xt[0]
-	if per == "step" {
-		byStep := fitTrend(x, y)
-		l.SlopeBytesPerStep = f64(byStep.Slope)
-		l.CILowBytesPerStep, l.CIHighBytesPerStep = f64(byStep.Lo), f64(byStep.Hi)
-		l.FitIntercept = byStep.Intercept
-		l.PValue = f64(byStep.P)
-		l.JumpsRemoved = byStep.JumpsTaken
-		slope = byStep
-		span = x[len(x)-1] - x[0]
+	for i := range l.Growth {
+		byName[l.Growth[i].Quantity] = &l.Growth[i]
 	}
-	growth := slope.Slope * span
+	first := &l.Growth[0]
+	basis := first
 	switch {
-	case slope.P < leakP && slope.Slope > 0 && slope.Lo > 0 && growth >= minLeakGrowth:
-		l.Verdict = VerdictLeak
-		l.Reason = fmt.Sprintf("sustained growth of the steady-state floor (Mann–Kendall p < %g, Theil–Sen slope > 0 with its 95 %% interval above 0)", leakP)
-		rate := byTime.Slope // bytes per second
+	case first.kind == growthRises:
+		l.Kind = VerdictLeak
+		if first.Quantity == "allocated" {
+			l.Reason = fmt.Sprintf("sustained growth of allocated memory at step ends: tensors are kept (Mann–Kendall p < %g, Theil–Sen slope > 0 with its 95 %% interval above 0)", leakP)
+		} else {
+			l.Reason = fmt.Sprintf("sustained growth of the steady-state floor (Mann–Kendall p < %g, Theil–Sen slope > 0 with its 95 %% interval above 0)", leakP)
+		}
+	case first.kind == growthStartup:
+		l.Kind = VerdictStartup
+		l.Reason = "memory still ramps up when the run ends: it never settles, so there is no steady state to judge"
+		if first.Points < minSteadyPoints {
+			l.Reason = fmt.Sprintf("memory still ramps up when the run ends: fewer than %d points after the warm-up", minSteadyPoints)
+		}
+	case first.kind == growthTooFew:
+		l.Kind = VerdictInsufficient
+		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", minSteadyPoints)
+	case byName["reserved"] != nil && byName["reserved"].Grows():
+		l.Kind, basis = VerdictCacheGrowth, byName["reserved"]
+		l.Reason = "the allocator's reserved memory grows while allocated memory does not: its cache grows, as with many block sizes (variable shapes) that fragment it; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing keep it flat"
+	case first.Quantity != "device_used" && byName["device_used"] != nil && byName["device_used"].Grows():
+		l.Kind, basis = VerdictUnseenGrowth, byName["device_used"]
+		l.Reason = "device memory grows while PyTorch's reserved memory does not: memory PyTorch does not see (NCCL, CUDA graphs, another library or process)"
+	default:
+		l.Kind = VerdictNoLeak
+		l.Reason = noGrowthReason(first)
+	}
+	l.Verdict = l.Kind.Legacy()
+	l.Basis = basis.Quantity
+	l.Points, l.SkippedWarmup, l.JumpsRemoved = basis.Points, basis.SkippedWarmup, basis.JumpsRemoved
+	if basis.kind == growthTooFew || basis.kind == growthStartup {
+		return l // no slope, no time to full
+	}
+	l.PValue = basis.PValue
+	l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = basis.SlopeBytesPerHour, basis.CILowBytesPerHour, basis.CIHighBytesPerHour
+	l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = basis.SlopeBytesPerStep, basis.CILowBytesPerStep, basis.CIHighBytesPerStep
+	l.FitIntercept = basis.fit.Intercept
+	if l.Kind.Grows() {
+		rate := basis.perHour.Slope // bytes per second
 		if rate > 0 && g.TotalBytes > 0 {
 			// The last device sample is 0 once the job has exited.
-			now := max(lastUsed, steady[len(steady)-1].Bytes)
+			var last int64
+			if fs := series[slicesIndex(series, basis.Quantity)].floors; len(fs) > 0 {
+				last = fs[len(fs)-1].Bytes
+			}
+			now := max(lastUsed, last)
 			l.TimeToFullS = fptr(float64(g.TotalBytes-now) / rate)
 		}
-	default:
-		l.Verdict = VerdictNoLeak
-		switch {
-		case growth < minLeakGrowth && slope.Slope > 0:
-			l.Reason = "the steady-state floor grows by less than 1 MiB over the run"
-		case slope.P >= leakP:
-			l.Reason = "no significant trend in the steady-state floor"
-		case slope.Slope > 0:
-			l.Reason = "the steady-state floor's rise is not told apart from 0 (its slope's 95 % interval reaches 0)"
-		default:
-			l.Reason = "the steady-state floor does not grow"
-		}
-		if l.JumpsRemoved > 0 {
-			l.Reason += "; one-off jumps were set aside"
-		}
-		// The verdict's own fit decides for both slopes; the slope per
-		// hour is fitted on its own as well (step times can change), so
-		// it must also pass for itself.
-		if !slopeBesideNoLeak(slope) {
-			l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = nil, nil, nil
-		}
-		if !slopeBesideNoLeak(slope) || !slopeBesideNoLeak(byTime) {
-			l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = nil, nil, nil
-		}
+		return l
+	}
+	// The verdict's own fit decides for both slopes; the slope per hour
+	// is fitted on its own as well (step times can change), so it must
+	// also pass for itself.
+	if !slopeBesideNoLeak(basis.fit) {
+		l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = nil, nil, nil
+	}
+	if !slopeBesideNoLeak(basis.fit) || !slopeBesideNoLeak(basis.perHour) {
+		l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = nil, nil, nil
 	}
 	return l
+}
+
+func slicesIndex(series []floorSeries, quantity string) int {
+	for i, s := range series {
+		if s.quantity == quantity {
+			return i
+		}
+	}
+	return 0
+}
+
+// noGrowthReason says why a series that was judged does not grow.
+func noGrowthReason(g *Growth) string {
+	t := g.fit
+	var r string
+	switch {
+	case g.GrowthBytes != nil && *g.GrowthBytes < minLeakGrowth && t.Slope > 0:
+		r = "the steady-state floor grows by less than 1 MiB over the run"
+	case t.P >= leakP:
+		r = "no significant trend in the steady-state floor"
+	case t.Slope > 0:
+		r = "the steady-state floor's rise is not told apart from 0 (its slope's 95 % interval reaches 0)"
+	default:
+		r = "the steady-state floor does not grow"
+	}
+	if g.JumpsRemoved > 0 {
+		r += "; one-off jumps were set aside"
+	}
+	return r
 }
 
 // slopeBesideNoLeak says whether a no_leak verdict may show the slope: a
@@ -189,17 +358,9 @@ func (l Leak) Sentence(gpu int) string { return l.SentenceFor(fmt.Sprintf("GPU %
 // SentenceFor says the leak verdict in plain words, naming the GPU as gpu
 // (GPUReport.Label).
 func (l Leak) SentenceFor(gpu string) string {
-	switch l.Verdict {
+	switch l.Judgement() {
 	case VerdictLeak:
-		var parts []string
-		if l.SlopeBytesPerStep != nil {
-			parts = append(parts, fmt.Sprintf("%s grows %s per step", gpu, FormatBytes(int64(math.Round(*l.SlopeBytesPerStep)))))
-			if l.SlopeBytesPerHour != nil {
-				parts[0] += fmt.Sprintf(" (%s per hour)", FormatBytes(int64(*l.SlopeBytesPerHour)))
-			}
-		} else if l.SlopeBytesPerHour != nil {
-			parts = append(parts, fmt.Sprintf("%s grows %s per hour", gpu, FormatBytes(int64(*l.SlopeBytesPerHour))))
-		}
+		parts := []string{gpu + " grows " + l.rateWords()}
 		if l.HeldBy != nil {
 			parts = append(parts, l.HeldBy.words())
 		}
@@ -207,10 +368,40 @@ func (l Leak) SentenceFor(gpu string) string {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ") + " (" + basisWords(l.Basis) + ")"
+	case VerdictCacheGrowth:
+		parts := []string{fmt.Sprintf("%s: the allocator's cache grows %s while allocated memory does not (reserved memory)", gpu, l.rateWords()),
+			"many block sizes fragment it: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing"}
+		if l.TimeToFullS != nil {
+			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
+		}
+		return strings.Join(parts, "; ")
+	case VerdictUnseenGrowth:
+		parts := []string{fmt.Sprintf("%s: memory PyTorch does not see grows %s (device used grows, reserved does not)", gpu, l.rateWords()),
+			"NCCL, CUDA graphs, another library or process"}
+		if l.TimeToFullS != nil {
+			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
+		}
+		return strings.Join(parts, "; ")
+	case VerdictStartup:
+		return fmt.Sprintf("%s: start-up only, no leak can be judged: %s", gpu, l.Reason)
 	case VerdictNoLeak:
 		return fmt.Sprintf("%s: no leak: %s", gpu, l.Reason)
 	}
 	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
+}
+
+// rateWords is the verdict's slope: "250.0 KiB per step (1.20 GiB per
+// hour)", or per hour alone.
+func (l Leak) rateWords() string {
+	switch {
+	case l.SlopeBytesPerStep != nil && l.SlopeBytesPerHour != nil:
+		return fmt.Sprintf("%s per step (%s per hour)", FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))), FormatBytes(int64(*l.SlopeBytesPerHour)))
+	case l.SlopeBytesPerStep != nil:
+		return FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))) + " per step"
+	case l.SlopeBytesPerHour != nil:
+		return FormatBytes(int64(*l.SlopeBytesPerHour)) + " per hour"
+	}
+	return ""
 }
 
 func basisWords(b string) string {

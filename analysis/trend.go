@@ -79,12 +79,22 @@ func removeJumps(y []float64) ([]float64, int) {
 	return y, taken
 }
 
-// fitTrend fits y against x (x ascending). It needs at least 3 points.
+// fitTrend fits y against x (x ascending) after reducing it to
+// maxTrendPoints and setting its one-off jumps aside. It needs at least 3
+// points.
 func fitTrend(x, y []float64) trend {
 	x, y = reduce(x, y, maxTrendPoints)
 	y, jumps := removeJumps(y)
+	t := fitPoints(x, y)
+	t.JumpsTaken = jumps
+	return t
+}
+
+// fitPoints fits y against x as they are: Theil–Sen with Sen's interval,
+// and the Mann–Kendall test.
+func fitPoints(x, y []float64) trend {
 	n := len(x)
-	t := trend{N: n, JumpsTaken: jumps}
+	t := trend{N: n}
 	if n < 3 {
 		return t
 	}
@@ -196,4 +206,156 @@ func quantile(s []float64, q float64) float64 {
 	}
 	f := pos - float64(i)
 	return s[i]*(1-f) + s[i+1]*f
+}
+
+// The growth rule: one judgement for any series of bytes (allocated,
+// reserved, device used, a process's used memory, a site's live bytes, a
+// host's total), against steps or seconds. Its thresholds are named in
+// leak.go; docs/analysis.md states it.
+//
+//  1. The series is reduced to maxTrendPoints (block minima) and its
+//     one-off jumps followed by a plateau are set aside (removeJumps).
+//  2. Warm-up: the points the caller names (the run's first epoch), else
+//     those before the series settles (settle).
+//  3. Theil–Sen slope with Sen's interval and the Mann–Kendall test with
+//     ties, on what is left.
+//  4. The series grows when p < leakP, the slope and its interval's low end
+//     are above 0, and the growth over the fitted span is at least
+//     minLeakGrowth. It is a start-up ramp, not judged, when the warm-up
+//     leaves fewer than minSteadyPoints, or when it has not settled by the
+//     middle of the series (settle's warm-up reaches the last point of its
+//     first half) and what follows still rises: a ramp with no settled
+//     part. What follows a late warm-up and does not rise is judged flat.
+
+// growthKind is what the growth rule finds in a series.
+type growthKind int
+
+const (
+	growthTooFew  growthKind = iota // fewer than minSteadyPoints points in all
+	growthStartup                   // a ramp with no settled part
+	growthFlat                      // no growth told apart from noise
+	growthRises                     // sustained growth
+)
+
+// String names the finding as the JSON report spells it.
+func (k growthKind) String() string {
+	switch k {
+	case growthStartup:
+		return "startup"
+	case growthFlat:
+		return "flat"
+	case growthRises:
+		return "grows"
+	}
+	return "too_few_points"
+}
+
+// growthFit is the growth rule's finding on one series.
+type growthFit struct {
+	kind  growthKind
+	fit   trend // of the points after the warm-up
+	jumps int   // one-off jumps set aside
+	skip  int   // warm-up points dropped (of the reduced series)
+	n     int   // points of the reduced series
+	// y is the reduced series with its jumps set aside; the fit is of
+	// y[skip:].
+	y      []float64
+	span   float64 // x of the last point − x of the first after the warm-up
+	growth float64 // fit.Slope · span
+}
+
+// growthOf applies the growth rule to y against x (ascending). skip is the
+// number of warm-up points when the caller knows them (the run's first
+// epoch, counted before reduction), or -1 to find them by settle.
+func growthOf(x, y []float64, skip int) growthFit {
+	n0 := len(x)
+	x, y = reduce(x, y, maxTrendPoints)
+	g := growthFit{n: len(x)}
+	if len(x) < minSteadyPoints {
+		return g
+	}
+	g.y, g.jumps = removeJumps(y)
+	late := false // settled only in the second half
+	switch {
+	case skip < 0:
+		g.skip = settle(x, g.y)
+		late = g.skip >= len(x)/2
+	case len(x) < n0: // reduced: skip the blocks that start in the warm-up
+		k := (n0 + maxTrendPoints - 1) / maxTrendPoints
+		g.skip = min(len(x), (skip+k-1)/k)
+	default:
+		g.skip = min(skip, len(x))
+	}
+	sx, sy := x[g.skip:], g.y[g.skip:]
+	if len(sx) < minSteadyPoints {
+		g.kind = growthStartup
+		return g
+	}
+	g.fit = fitPoints(sx, sy)
+	g.fit.JumpsTaken = g.jumps
+	g.span = sx[len(sx)-1] - sx[0]
+	g.growth = g.fit.Slope * g.span
+	g.kind = growthFlat
+	if g.fit.P < leakP && g.fit.Slope > 0 && g.fit.Lo > 0 && g.growth >= minLeakGrowth {
+		g.kind = growthRises
+		if late {
+			g.kind = growthStartup // no settled part: the rise is the ramp
+		}
+	}
+	return g
+}
+
+// settle is the number of warm-up points of a series that has no epochs to
+// say: the points of its first half that lie more than a band below the
+// Theil–Sen line of its second half, up to the last of them. The band is
+// the larger of settleMADs times the second half's median distance from
+// that line (its noise), settleShare of its median level, and settleMin
+// (memory comes in 2 MiB pages). A warm-up rises to the steady state from
+// below; growth that goes on (a leak) lies on the line and is kept.
+func settle(x, y []float64) int {
+	n := len(x)
+	if n < minSteadyPoints {
+		return 0
+	}
+	h := n / 2
+	slope, icpt := theilSen(x[h:], y[h:])
+	dev := make([]float64, 0, n-h)
+	for i := h; i < n; i++ {
+		dev = append(dev, math.Abs(y[i]-(icpt+slope*x[i])))
+	}
+	slices.Sort(dev)
+	level := slices.Clone(y[h:])
+	slices.Sort(level)
+	band := max(settleMADs*median(dev), settleMin, settleShare*median(level))
+	skip := 0
+	for i := 0; i < h; i++ {
+		if y[i] < icpt+slope*x[i]-band {
+			skip = i + 1
+		}
+	}
+	return skip
+}
+
+// theilSen is the Theil–Sen line of y against x alone: the median of the
+// pairwise slopes and the median of y − slope·x.
+func theilSen(x, y []float64) (slope, intercept float64) {
+	var slopes []float64
+	for i := range x {
+		for j := i + 1; j < len(x); j++ {
+			if dx := x[j] - x[i]; dx > 0 {
+				slopes = append(slopes, (y[j]-y[i])/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0, median(slices.Sorted(slices.Values(y)))
+	}
+	slices.Sort(slopes)
+	slope = median(slopes)
+	icpt := make([]float64, len(x))
+	for i := range x {
+		icpt[i] = y[i] - slope*x[i]
+	}
+	slices.Sort(icpt)
+	return slope, median(icpt)
 }

@@ -346,7 +346,14 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		top = math.Max(top, float64(f.Bytes))
 	}
 	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("%s: steady-state floor (%s) — %s", g.Label(), l.Basis, l.Verdict), xlabel, uname)
+	// The floors drawn are those of the first series judged; the verdict
+	// may rest on another (reserved for cache growth), whose fit is not
+	// drawn on them.
+	drawn := l.Basis
+	if len(l.Growth) > 0 {
+		drawn = l.Growth[0].Quantity
+	}
+	p := newPlot(fmt.Sprintf("%s: steady-state floor (%s) — %s", g.Label(), drawn, l.Judgement()), xlabel, uname)
 	if len(g.Floors) == 0 {
 		return p
 	}
@@ -364,7 +371,7 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	} else if l.SlopeBytesPerHour != nil {
 		slope = *l.SlopeBytesPerHour / 3600
 	}
-	if l.Verdict != analysis.VerdictInsufficient && l.SlopeBytesPerHour != nil {
+	if drawn == l.Basis && l.SlopeBytesPerHour != nil && l.SkippedWarmup < len(g.Floors) {
 		first := g.Floors[l.SkippedWarmup].X
 		if l.Per == "time" {
 			first = g.Floors[l.SkippedWarmup].X

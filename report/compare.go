@@ -265,7 +265,7 @@ var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(comp
 {{range .C.Runs}}<tr{{if eq .Run $.C.Baseline}} class="base"{{end}}><td class="l">{{.Run}}</td><td class="l">{{tags .Tags}}</td><td>{{.GPUs}}</td>
 <td>{{bytes .PeakUsedBytes}}</td><td>{{ratio .PeakUsedRatio}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{ratio .PeakAllocatedRatio}}</td>
 <td>{{bytes .SteadyBytes}}</td><td>{{ratio .SteadyRatio}}</td><td>{{bytes .EpochDeltaBytes}}</td>
-<td class="l{{if .LeakVerdict.IsLeak}} leak{{end}}">{{.LeakVerdict}}</td><td>{{slope .SlopeBytesPerStep}}</td>
+<td class="l{{if .LeakKind.Grows}} leak{{end}}">{{.LeakKind}}</td><td>{{slope .SlopeBytesPerStep}}</td>
 <td>{{pctp .FragmentationMean}}</td><td>{{ratio .FragmentationRatio}}</td><td>{{ms .StepTimeS}}</td><td>{{ratio .StepTimeRatio}}</td></tr>
 {{end}}</table>
 </section>

@@ -22,10 +22,11 @@ const manyGPUs = 8
 // many says whether rep is drawn the many-GPU way.
 func many(rep *analysis.Report) bool { return len(rep.Hosts) > 0 || len(rep.GPUs) > manyGPUs }
 
-// notable says whether a GPU of a many-GPU report gets its own charts: it
-// leaks, ran out of memory, had allocations retried, or is the worst.
+// notable says whether a GPU of a many-GPU report gets its own charts:
+// its memory grows (a leak, the cache, unseen memory), it ran out of
+// memory, had allocations retried, or is the worst.
 func notable(rep *analysis.Report, g analysis.GPUReport) bool {
-	return g.Leak.IsLeak() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 ||
+	return g.Leak.Judgement().Grows() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 ||
 		rep.Worst != nil && rep.Worst.GPU == g.GPU
 }
 

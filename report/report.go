@@ -281,7 +281,8 @@ h1 { margin-bottom: .2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 
 table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
 th { background: #f4f4f8; } td.l, th.l { text-align: left; }
 .verdict { font-size: 1.1em; padding: .5em .8em; border-radius: 6px; margin: .4em 0; }
-.leak { background: #fde8e8; border: 1px solid #e99; } .no_leak { background: #e8f6e8; border: 1px solid #9c9; } .insufficient_data { background: #f4f4f4; border: 1px solid #ccc; }
+.leak { background: #fde8e8; border: 1px solid #e99; } .no_leak { background: #e8f6e8; border: 1px solid #9c9; } .insufficient_data, .startup { background: #f4f4f4; border: 1px solid #ccc; }
+.cache_growth, .unseen_growth { background: #fff3e0; border: 1px solid #e9b26b; }
 .note { color: #8a5a00; } .oom { background: #fff0f0; border-left: 4px solid #d62728; padding: .5em 1em; margin: 1em 0; }
 pre { background: #f7f7f7; padding: .6em; overflow-x: auto; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; } .meta td { text-align: left; }
@@ -320,7 +321,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 </section>
 <section id="verdicts">
 <h2>Verdicts</h2>
-{{range .GPUs}}<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
+{{range .GPUs}}<div class="verdict {{.Leak.Judgement}}">{{.Sentence}}</div>
 {{end}}{{with .Quiet}}<p>{{.}}</p>{{end}}
 {{with .R.Worst}}<p><b>Worst GPU: {{.Label}}</b>: {{.Reason}}</p>{{end}}
 {{with .R.Imbalance}}<p>Imbalance: peak {{.Basis}} across ranks, max/min {{printf "%.2f" .Ratio}} (max {{bytesv .MaxBytes}} on {{.MaxGPU}}, min {{bytesv .MinBytes}} on {{.MinGPU}})</p>{{end}}
@@ -334,7 +335,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{range .R.Hosts}}<tr><td class="l">{{.Host}}</td><td>{{.GPUs}}</td><td>{{if .Aligned}}{{printf "%+.3f s" (secs .OffsetNS)}}{{else}}not aligned{{end}}</td><td>{{bytes .PeakUsedBytes}}</td><td class="l">{{.PeakUsedGPU}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{.Leaks}}</td><td>{{.OOMs}}</td></tr>
 {{end}}</table>
 <table><tr><th class="l">GPU</th><th>peak used</th><th>peak allocated</th><th>step peak</th><th class="l">leak</th></tr>
-{{range .R.GPUs}}<tr><td class="l">{{.Label}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{bytes .PeakStepBytes}}</td><td class="l">{{.Leak.Verdict}}</td></tr>
+{{range .R.GPUs}}<tr><td class="l">{{.Label}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{bytes .PeakStepBytes}}</td><td class="l">{{.Leak.Judgement}}</td></tr>
 {{end}}</table></section>{{end}}
 {{range .GPUs}}{{$g := .}}
 <section id="gpu{{.GPU}}" class="gpu">
@@ -356,7 +357,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{range .Intervals}}<tr><td>{{.Epoch}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No epochs and no samples to slice.</p>{{end}}
 <h3>Leak</h3>
-<div class="verdict {{.Leak.Verdict}}">{{.Sentence}}</div>
+<div class="verdict {{.Leak.Judgement}}">{{.Sentence}}</div>
 <p>Fitted on {{.Leak.Points}} floors of {{.Leak.Basis}} per {{.Leak.Per}} after {{.Leak.SkippedWarmup}} warm-up points{{if .Leak.JumpsRemoved}}, {{.Leak.JumpsRemoved}} one-off jump(s) set aside{{end}}. {{.Leak.Reason}}.
 {{with .Leak.PValue}}Mann–Kendall p = {{g3 .}}.{{end}}</p>
 <h3>Allocator memory (fragmentation)</h3>

@@ -8,8 +8,16 @@ method='joint'), the Mann-Kendall test with the tie correction of Kendall
 the jump removal as analysis/trend.go's comment defines it. Standard
 library only: run `python3 analysis/testdata/trend_reference.py` and copy its output
 into the test.
+
+With --growth it writes analysis/testdata/growth_reference.json instead:
+the growth rule (docs/analysis.md) applied to the shapes memory takes —
+steady growth, a jump then a plateau, a warm-up ramp then flat, a ramp
+only, a sawtooth with growth, growth starting mid-run, noise with no
+trend — each case's points and what the rule finds, which
+analysis/growth_test.go compares with the Go code.
 """
 import json
+import sys
 import math
 from collections import Counter
 
@@ -77,6 +85,91 @@ JUMPS = {
     "two": [0, 0, 1, 50, 50, 51, 51, 151, 151, 152],
     "steps": [float(i) for i in range(10)],
 }
+
+# The growth rule's thresholds, as docs/analysis.md states them.
+P_MAX = 0.01
+MIN_GROWTH = 1 << 20
+MIN_POINTS = 8
+SETTLE_MADS, SETTLE_SHARE, SETTLE_MIN = 4, 0.01, 4 << 20
+
+
+def median(v):
+    v = sorted(v)
+    k = len(v) // 2
+    return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
+
+
+def settle(x, y):
+    """Warm-up points: those of the first half more than a band below the
+    Theil-Sen line of the second half, up to the last of them."""
+    n = len(x)
+    if n < MIN_POINTS:
+        return 0
+    h = n // 2
+    slopes = sorted((y[j] - y[i]) / (x[j] - x[i]) for i in range(h, n) for j in range(i + 1, n) if x[j] > x[i])
+    slope = median(slopes)
+    icpt = median([y[i] - slope * x[i] for i in range(h, n)])
+    dev = [abs(y[i] - (icpt + slope * x[i])) for i in range(h, n)]
+    band = max(SETTLE_MADS * median(dev), SETTLE_MIN, SETTLE_SHARE * median(y[h:]))
+    skip = 0
+    for i in range(h):
+        if y[i] < icpt + slope * x[i] - band:
+            skip = i + 1
+    return skip
+
+
+def growth_rule(x, y, skip=None):
+    """The rule of docs/analysis.md on a series of under 600 points: jumps
+    set aside, warm-up dropped (given, or by settle), then the fit."""
+    n = len(x)
+    if n < MIN_POINTS:
+        return dict(kind="too_few_points", skip=0)
+    y, jumps = remove_jumps(y)
+    late = False
+    if skip is None:
+        skip = settle(x, y)
+        late = skip >= n // 2  # not settled by the middle
+    sx, sy = x[skip:], y[skip:]
+    if len(sx) < MIN_POINTS:
+        return dict(kind="startup", skip=skip, jumps=jumps)
+    slope, lo, hi, _ = theil_sen(sx, sy)
+    _, _, p = mann_kendall(sy)
+    grows = p < P_MAX and slope > 0 and lo > 0 and slope * (sx[-1] - sx[0]) >= MIN_GROWTH
+    kind = ("startup" if late else "grows") if grows else "flat"
+    return dict(kind=kind, skip=skip, jumps=jumps, points=len(sx), slope=slope, lo=lo, hi=hi, p=p)
+
+
+M = float(1 << 20)
+
+
+def noise(i):
+    return ((i * 37) % 11 - 5) / 5.0  # in [-1, 1], no trend
+
+
+GROWTH = {
+    "steady": [1024 * M + 0.5 * M * i + M * noise(i) for i in range(120)],
+    "jump_then_plateau": [1024 * M + 2 * M * noise(i) + (300 * M if i >= 70 else 0) for i in range(120)],
+    "warmup_then_flat": [200 * M + 824 * M * i / 20 if i < 20 else 1024 * M + 2 * M * noise(i) for i in range(120)],
+    "warmup_then_leak": [200 * M + 824 * M * i / 20 if i < 20 else 1024 * M + 0.5 * M * (i - 20) + M * noise(i) for i in range(120)],
+    "ramp_only": [64 * M + 1024 * M * (1 - math.exp(-i / 40)) for i in range(60)],
+    "sawtooth_with_growth": [1024 * M + M * i + 8 * M * (i % 7) for i in range(120)],
+    "growth_from_mid_run": [1024 * M + M * noise(i) + M * max(0, i - 60) for i in range(120)],
+    "noise": [1024 * M + 4 * M * noise(i) for i in range(120)],
+    "too_few": [1024 * M + M * i for i in range(6)],
+    # a site's live bytes: a leak from nothing, and a one-off holder of the first step
+    "site_leak": [512000.0 * i for i in range(60)],
+    "site_one_off": [0.0] + [32 * M] * 59,
+}
+
+if "--growth" in sys.argv:
+    cases = {}
+    for name, y in GROWTH.items():
+        x = [float(i) for i in range(len(y))]
+        cases[name] = dict(x=x, y=y, want=growth_rule(x, y))
+    with open(__file__.replace("trend_reference.py", "growth_reference.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+        f.write("\n")
+    sys.exit(0)
 
 out = {"fits": {}, "jumps": {}}
 for name, (x, y) in CASES.items():

@@ -319,7 +319,7 @@ func compact(rep *analysis.Report) bool { return len(rep.Hosts) > 0 || len(rep.G
 func notable(gpus []analysis.GPUReport) []analysis.GPUReport {
 	var out []analysis.GPUReport
 	for _, g := range gpus {
-		if g.Leak.IsLeak() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 {
+		if g.Leak.Judgement().Grows() || len(g.OOMs) > 0 || g.AllocRetries != nil && *g.AllocRetries > 0 {
 			out = append(out, g)
 		}
 	}
@@ -358,7 +358,7 @@ func printGPUTable(w io.Writer, rep *analysis.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tpeak used\tpeak alloc\tstep peak\tleak\tfrag mean")
 	for _, g := range rep.GPUs {
-		leak := strings.ReplaceAll(g.Leak.Verdict.String(), "_", " ")
+		leak := strings.ReplaceAll(g.Leak.Judgement().String(), "_", " ")
 		if g.Leak.IsLeak() && g.Leak.SlopeBytesPerStep != nil {
 			leak = fmt.Sprintf("LEAK %s/step", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
 		} else if g.Leak.IsLeak() && g.Leak.SlopeBytesPerHour != nil {

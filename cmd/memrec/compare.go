@@ -231,7 +231,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Run, formatTags(s.Tags), s.GPUs,
 			B(s.PeakUsedBytes), R(s.PeakUsedRatio), B(s.PeakAllocatedBytes), R(s.PeakAllocatedRatio),
-			B(s.SteadyBytes), R(s.SteadyRatio), B(s.EpochDeltaBytes), s.LeakVerdict, slope, frag, st)
+			B(s.SteadyBytes), R(s.SteadyRatio), B(s.EpochDeltaBytes), s.LeakKind, slope, frag, st)
 	}
 	tw.Flush()
 	printAcrossGPUs(w, c.Runs)

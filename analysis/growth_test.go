@@ -1,0 +1,125 @@
+package analysis
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// growthCase is one shape of analysis/testdata/growth_reference.json: its
+// points and what the independent Python implementation of the growth
+// rule finds (`python3 analysis/testdata/trend_reference.py --growth`).
+type growthCase struct {
+	X, Y []float64
+	Want struct {
+		Kind             string
+		Skip, Jumps      int
+		Points           int
+		Slope, Lo, Hi, P *float64
+	}
+}
+
+func readGrowthCases(t *testing.T) map[string]growthCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/growth_reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases map[string]growthCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 10 {
+		t.Fatalf("%d growth cases", len(cases))
+	}
+	return cases
+}
+
+func TestGrowthRuleAgainstReference(t *testing.T) {
+	t.Parallel()
+	for name, c := range readGrowthCases(t) {
+		g := growthOf(c.X, c.Y, -1)
+		if g.kind.String() != c.Want.Kind || g.skip != c.Want.Skip || g.jumps != c.Want.Jumps {
+			t.Errorf("%s: %s, %d warm-up points, %d jumps; reference %s, %d, %d", name, g.kind, g.skip, g.jumps, c.Want.Kind, c.Want.Skip, c.Want.Jumps)
+			continue
+		}
+		if c.Want.Slope == nil {
+			continue
+		}
+		if g.fit.N != c.Want.Points {
+			t.Errorf("%s: %d points fitted, reference %d", name, g.fit.N, c.Want.Points)
+		}
+		for _, f := range []struct {
+			what      string
+			got, want float64
+		}{{"slope", g.fit.Slope, *c.Want.Slope}, {"lo", g.fit.Lo, *c.Want.Lo}, {"hi", g.fit.Hi, *c.Want.Hi}, {"p", g.fit.P, *c.Want.P}} {
+			if !near(f.got, f.want) {
+				t.Errorf("%s: %s = %v, reference %v", name, f.what, f.got, f.want)
+			}
+		}
+	}
+}
+
+// TestGrowthRuleWhateverTheQuantity plants each shape in allocated,
+// reserved and device used in turn (the others flat) and in device used
+// alone (a run without probe): the rule finds the same for each, and the
+// verdict names what grows.
+func TestGrowthRuleWhateverTheQuantity(t *testing.T) {
+	t.Parallel()
+	grows := map[string]Verdict{"allocated": VerdictLeak, "reserved": VerdictCacheGrowth, "device_used": VerdictUnseenGrowth}
+	gpu := storage.GPU{TotalBytes: 140 << 30}
+	run := storage.Run{StartNS: 1e18}
+	for name, c := range readGrowthCases(t) {
+		floors := func(shape bool) []FloorPoint {
+			var out []FloorPoint
+			for i, x := range c.X {
+				v := c.Y[i]
+				if !shape {
+					v = 4 << 30
+				}
+				out = append(out, FloorPoint{X: x, TNS: run.StartNS + int64(x*1e8), Bytes: int64(v)})
+			}
+			return out
+		}
+		for _, q := range []string{"allocated", "reserved", "device_used"} {
+			var series []floorSeries
+			for _, s := range []string{"allocated", "reserved", "device_used"} {
+				series = append(series, floorSeries{s, floors(s == q)})
+			}
+			l := judgeLeak(series, warmup{}, "step", run, gpu, 0)
+			var got *Growth
+			for i := range l.Growth {
+				if l.Growth[i].Quantity == q {
+					got = &l.Growth[i]
+				}
+			}
+			if got == nil || got.Trend != c.Want.Kind {
+				t.Errorf("%s in %s: %+v, want %s", name, q, got, c.Want.Kind)
+				continue
+			}
+			want := VerdictNoLeak
+			switch {
+			case c.Want.Kind == "grows":
+				want = grows[q]
+			case q != "allocated":
+			case c.Want.Kind == "startup":
+				want = VerdictStartup
+			case c.Want.Kind == "too_few_points":
+				want = VerdictInsufficient
+			}
+			if q != "allocated" && c.Want.Kind == "too_few_points" {
+				want = VerdictInsufficient // the flat allocated series is as short
+			}
+			if l.Kind != want || l.Verdict != want.Legacy() || (want.Grows() != (l.SlopeBytesPerStep != nil && l.TimeToFullS != nil)) {
+				t.Errorf("%s in %s: %s (%s), slope %v, time to full %v; want %s", name, q, l.Kind, l.Reason, l.SlopeBytesPerStep, l.TimeToFullS, want)
+			}
+		}
+		l := judgeLeak([]floorSeries{{"device_used", floors(true)}}, warmup{}, "step", run, gpu, 0)
+		want := map[string]Verdict{"grows": VerdictLeak, "flat": VerdictNoLeak, "startup": VerdictStartup, "too_few_points": VerdictInsufficient}[c.Want.Kind]
+		if l.Kind != want {
+			t.Errorf("%s in device used without a probe: %s, want %s", name, l.Kind, want)
+		}
+	}
+}
