@@ -8,12 +8,17 @@ growth rule. Each mode writes what it knows to be true as JSON (--out).
             below the loop: log_step() -> keep_for_plot() -> store(), which
             keeps a clone of the logits, 125 x 1024 float32 = 512 000 B a
             step. The snapshot is dumped after the last step (--pickle).
-  reserved  a transformer layer on sequences of random length (32..2048),
-            plus a queue of prefetched batches of random sizes that live
-            1..4 steps: many block sizes with interleaved lifetimes, the
-            pattern under which the caching allocator's reserved memory
-            climbs while allocated stays flat. Run it once with
-            PYTORCH_CUDA_ALLOC_CONF unset and once with
+  reserved  a transformer layer on sequences of random length whose
+            maximum grows over the run (a length curriculum: the longest
+            allowed rises from 256 to 4096 tokens, each batch drawn between
+            half of it and it), plus a queue of prefetched batches of
+            random sizes that live 1..4 steps: block sizes never seen
+            before keep arriving, with interleaved lifetimes. Without
+            expandable segments the cache must add segments for them
+            (reserved climbs faster than the step's peak); with them the
+            segment grows to the peak. (--curriculum 0: lengths 32..2048
+            throughout, which on an H200 settles within 300 steps.) Run it
+            once with PYTORCH_CUDA_ALLOC_CONF unset and once with
             expandable_segments:True. memrec.step() marks each step.
 """
 import argparse
@@ -87,13 +92,15 @@ def reserved(a, res):
     opt = torch.optim.AdamW(layer.parameters(), lr=1e-4)
     queue = []  # (steps left, tensor): prefetched batches of random sizes
     step = 0
-    t_end = time.time() + a.seconds
+    t0 = time.time()
+    t_end = t0 + a.seconds
     samples = []
     while time.time() < t_end:
+        longest = 256 + int((4096 - 256) * (time.time() - t0) / a.seconds) if a.curriculum else 2048
         for _ in range(2):
-            n = rnd.randint(1, 64) * (1 << 18) + rnd.randint(0, 1 << 16)  # 256 KiB .. 16 MiB, many sizes
+            n = rnd.randint(1, 64) * (longest << 8) + rnd.randint(0, 1 << 16)  # up to 64 KiB a token, many sizes
             queue.append([rnd.randint(1, 4), torch.empty(n, dtype=torch.uint8, device=dev)])
-        seq = rnd.randint(32, 2048)
+        seq = rnd.randint(longest // 2, longest) if a.curriculum else rnd.randint(32, 2048)
         x = torch.randn(8, seq, d, device=dev)
         loss = layer(x).float().pow(2).mean()
         opt.zero_grad(set_to_none=True)
@@ -106,7 +113,7 @@ def reserved(a, res):
         step += 1
         if step % 20 == 0:
             torch.cuda.synchronize()
-            samples.append((step, torch.cuda.memory_allocated(), torch.cuda.memory_reserved()))
+            samples.append((step, torch.cuda.memory_allocated(), torch.cuda.memory_reserved(), torch.cuda.max_memory_allocated()))
     torch.cuda.synchronize()
     res.update(steps=step, alloc_conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
                every20=samples)
@@ -119,6 +126,7 @@ def main():
     ap.add_argument("--pickle")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--seconds", type=float, default=40)
+    ap.add_argument("--curriculum", type=int, default=1)
     a = ap.parse_args()
     res = {"mode": a.mode, "torch": torch.__version__}
     if a.mode == "snapshot":
