@@ -16,8 +16,9 @@
 // types.go is the run metadata; writer.go and series.go buffer samples into
 // chunks; schema.go maps kinds to columns; iter.go reads series back;
 // import.go and export.go move runs in and out as JSON Lines, csv.go as
-// CSV; merge.go joins the runs of a multi-node job; limits.go bounds what
-// is accepted (docs/limits.md). The chunk bytes are the subpackage
+// CSV; merge.go joins the runs of a multi-node job; compact.go rewrites a
+// file without its free pages; limits.go bounds what is accepted
+// (docs/limits.md). The chunk bytes are the subpackage
 // internal/chunk (its doc.go is the grammar).
 //
 // Data is stored in compressed chunks, never one key per sample;
@@ -30,7 +31,9 @@
 // Writing: an Appender buffers samples and commits on a timer (default 1 s)
 // and on Close. Each commit writes the chunks sealed since the last one and
 // rewrites the group's open chunk, so a writer that dies loses at most one
-// interval; its run stays listed as incomplete. Import writes a whole input
+// interval; its run stays listed as incomplete. The pages each commit
+// replaces stay in the file as free pages; Compact rewrites the file
+// without them (memrec record does at its end). Import writes a whole input
 // in one transaction: all or nothing.
 //
 // Reading: Iter decodes one chunk at a time, opening a short read

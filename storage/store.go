@@ -102,7 +102,7 @@ func Open(path string, opts Options) (*DB, error) {
 	case fi.Size() == 0 && !create:
 		return nil, fmt.Errorf("%s is empty (0 bytes): %w", path, ErrNotMemrec)
 	}
-	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	b, err := openBolt(path, timeout, opts.ReadOnly)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
 	}
@@ -127,6 +127,32 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// openBolt opens path with bbolt, waiting up to timeout for its lock. If
+// the file at path was replaced while this process waited for the lock (a
+// compaction renames a new file over the old, see compact.go), the lock
+// it got is the old file's, which nothing else will read: it opens the
+// path again, so that what it writes lands in the file others read.
+func openBolt(path string, timeout time.Duration, readOnly bool) (*bolt.DB, error) {
+	for {
+		var f *os.File
+		open := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			var err error
+			f, err = os.OpenFile(name, flag, perm)
+			return f, err
+		}
+		b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, ReadOnly: readOnly, OpenFile: open})
+		if err != nil {
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || os.SameFile(held, now) {
+			return b, nil
+		}
+		b.Close()
+	}
 }
 
 // init checks that the file is memrec's, of this version; a writer with

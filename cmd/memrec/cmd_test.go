@@ -78,6 +78,19 @@ func TestStoreCommands(t *testing.T) {
 	if _, errs, code = run(t, db, "", "export", "copy"); code != 1 || !strings.Contains(errs, "no such run") {
 		t.Fatal(errs)
 	}
+	// rm leaves the copy's pages free; compact gives them back and keeps
+	// the other run as it was.
+	before, _ := os.Stat(db)
+	if out, errs, code = run(t, db, "", "compact"); code != 0 || !strings.Contains(out, " -> ") {
+		t.Fatalf("compact: %d %q %q", code, out, errs)
+	}
+	if after, _ := os.Stat(db); after.Size() >= before.Size() {
+		t.Fatalf("compact: %d bytes before, %d after", before.Size(), after.Size())
+	}
+	out, _, _ = run(t, db, "", "export", "real-resnet18-bs128")
+	if out != string(data) {
+		t.Fatal("export after compact differs")
+	}
 	if _, errs, code = run(t, db, "", "import", filepath.Join(dir, "missing.jsonl")); code != 1 || !strings.Contains(errs, "missing.jsonl") {
 		t.Fatal(errs)
 	}

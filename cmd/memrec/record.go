@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,6 +177,7 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return err
 	}
 	closeDB, dbErr, err := openRecordStore(o, name, &opts)
+	closeDB = sync.OnceFunc(closeDB)
 	defer closeDB()
 	if err != nil {
 		return err
@@ -213,7 +215,11 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	case err != nil:
 		return err
 	}
+	closeDB()
 	printRecordSummary(o, res, dbErr)
+	if res.DBOpened {
+		compactAfterRecord(o)
+	}
 	if dbErr != nil && !res.DBOpened && len(o.command) == 0 {
 		return fmt.Errorf("nothing was recorded: %w", dbErr)
 	}
@@ -221,6 +227,21 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return exitError{code: res.ExitCode}
 	}
 	return nil
+}
+
+// compactAfterRecord rewrites the database without its free pages when
+// they are a tenth of the file or more: a recording commits every second,
+// and the pages each commit replaces make a live file up to several times
+// the size of the same run imported (storage/compact.go). Failing to is
+// not an error of the recording: the file is as it was.
+func compactAfterRecord(o *recordOptions) {
+	res, err := storage.Compact(o.dbPath, storage.CompactOptions{MinFree: 0.1})
+	switch {
+	case err != nil:
+		fmt.Fprintf(o.io.Err, "  compaction  not done (%v); memrec compact does it later\n", err)
+	case res.Rewritten:
+		fmt.Fprintf(o.io.Err, "  compaction  %s -> %s (free pages left by the commits)\n", mib(res.Before), mib(res.After))
+	}
 }
 
 // recorderOptions returns the recorder's options from the flags: the run

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memrec/memrec/storage"
+)
+
+type compactOptions struct {
+	*globals
+	wait time.Duration
+}
+
+func newCompactCmd(g *globals) *cobra.Command {
+	o := &compactOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Rewrite the database file without its free pages",
+		Long: `Rewrite the database into a new file beside it without the pages that
+recording and rm leave free, check it, and rename it over the old one. A
+process killed meanwhile leaves the old file as it was. memrec record does
+this itself at its end when free pages are a tenth of the file or more.`,
+		Example: `  memrec compact
+  memrec --db runs.db compact --wait 30s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runCompact(o) },
+	}
+	cmd.Flags().DurationVar(&o.wait, "wait", time.Second, "how long to wait for other memrec processes to release the file")
+	return cmd
+}
+
+func runCompact(o *compactOptions) error {
+	res, err := storage.Compact(o.dbPath, storage.CompactOptions{LockTimeout: o.wait})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.Out, "%s: %s -> %s (%s of free pages)\n", o.dbPath, mib(res.Before), mib(res.After), mib(res.Free))
+	return nil
+}
+
+// mib formats a byte count for a person.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
