@@ -112,7 +112,11 @@ type GPUReport struct {
 	Processes           []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
-	Where      *Where       `json:"where,omitempty"`
+	Where *Where `json:"where,omitempty"`
+	// Budget is the GPU's memory at its highest step peak, split into
+	// parts, and what would help (budget.go, advice.go); nil without
+	// allocator samples.
+	Budget     *Budget      `json:"budget,omitempty"`
 	Timeline   Timeline     `json:"-"`
 	Floors     []FloorPoint `json:"-"`
 	FragSeries []FragPoint  `json:"-"`
@@ -232,6 +236,9 @@ type OOM struct {
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
 	Holders []SiteFigure `json:"holders,omitempty"`
+	// Budget splits what the fatal OOM's step had and asked for, where the
+	// run has memrec.watch (budget.go).
+	Budget *OOMBudget `json:"budget,omitempty"`
 }
 
 // Process is one process seen on the GPU.

@@ -58,6 +58,11 @@ type gpuAnalysis struct {
 	oomUsed  *nearTimes[int64]
 	oomAlloc *nearTimes[torchAtTime]
 	lastUsed int64 // the last device sample
+	// peakS is the last allocator sample with the highest step peak, and
+	// peakSum the GPU's allocator sums (all processes) right after it:
+	// where the budget is taken.
+	peakS   storage.TorchSample
+	peakSum torchAtTime
 }
 
 // view is one series' values where the passes need them.
@@ -87,6 +92,9 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.unseen()
 	a.oomPostMortems()
+	if err := a.budgetPass(); err != nil {
+		return nil, err
+	}
 	if err := a.where(); err != nil {
 		return nil, err
 	}
@@ -339,9 +347,14 @@ type allocSum struct {
 	firstRetries        int64                       // the retries at the first sample; -1 before it
 	firstRetryNS        *int64                      // when the retries first rose
 	peakA, peakR, peakS storage.TorchSample
-	frags               []float64 // for the 95th percentile
-	frag                Frag      // the rest of the summary, kept as samples come
-	waste               peakWaste // 1 − peak allocated / reserved, per process sample
+	// budgetPeak is the last sample with the highest step peak (the first
+	// one may be of the first step, before the optimizer made its state),
+	// and budgetSum the sums right after it.
+	budgetPeak storage.TorchSample
+	budgetSum  torchAtTime
+	frags      []float64 // for the 95th percentile
+	frag       Frag      // the rest of the summary, kept as samples come
+	waste      peakWaste // 1 − peak allocated / reserved, per process sample
 	// nearLimit is the most reserved exceeded the step's peak allocated, as
 	// a share of it, in a sample whose step made the allocator free its
 	// cache and retry without an OOM: what the job needed beyond its peak.
@@ -375,6 +388,9 @@ func (s *allocSum) add(x storage.TorchSample) {
 	}
 	if x.PeakAllocated > s.peakS.PeakAllocated {
 		s.peakS = x
+	}
+	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
+		s.budgetPeak, s.budgetSum = x, s.cur
 	}
 }
 
@@ -454,6 +470,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
 	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
+	a.peakS, a.peakSum = sum.budgetPeak, sum.budgetSum
 	gr.Peaks = append(gr.Peaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
 		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps),
 		makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))

@@ -30,6 +30,7 @@ type heldSink struct {
 	torch []storage.TorchSample
 	marks []storage.Mark
 	sites [][]storage.SiteSample
+	budg  []storage.BudgetSample
 	size  int64
 	max   int64
 	lost  storage.Counts
@@ -44,6 +45,7 @@ const (
 	heldTorch
 	heldMark
 	heldSites
+	heldBudget
 )
 
 var (
@@ -52,6 +54,7 @@ var (
 	torchSize = int64(unsafe.Sizeof(storage.TorchSample{})) + 1
 	markSize  = int64(unsafe.Sizeof(storage.Mark{})) + 1
 	siteSize  = int64(unsafe.Sizeof(storage.SiteSample{}))
+	budgSize  = int64(unsafe.Sizeof(storage.BudgetSample{})) + 1
 )
 
 // sitesSize is what one held site snapshot takes.
@@ -109,6 +112,21 @@ func (h *heldSink) AppendProc(s storage.ProcSample) error {
 		return nil
 	}
 	h.order, h.proc, h.size = append(h.order, heldProc), append(h.proc, s), h.size+procSize
+	h.bound()
+	return nil
+}
+
+func (h *heldSink) AppendBudget(s storage.BudgetSample) error {
+	to, hold := h.begin()
+	if to != nil {
+		return to.AppendBudget(s)
+	}
+	defer h.mu.Unlock()
+	if !hold {
+		h.lost.Budgets++
+		return nil
+	}
+	h.order, h.budg, h.size = append(h.order, heldBudget), append(h.budg, s), h.size+budgSize
 	h.bound()
 	return nil
 }
@@ -195,7 +213,7 @@ func (h *heldSink) bound() {
 func (h *heldSink) attach(to Sink) (written int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var d, p, t, m, st int
+	var d, p, t, m, st, b int
 	for _, k := range h.order {
 		var err error
 		switch k {
@@ -214,6 +232,9 @@ func (h *heldSink) attach(to Sink) (written int64) {
 		case heldSites:
 			err = to.AppendSites(h.sites[st])
 			st++
+		case heldBudget:
+			err = to.AppendBudget(h.budg[b])
+			b++
 		}
 		if err == nil {
 			written++
@@ -230,6 +251,8 @@ func (h *heldSink) attach(to Sink) (written int64) {
 			h.lost.Marks++
 		case heldSites:
 			h.lost.Sites += int64(len(h.sites[st-1]))
+		case heldBudget:
+			h.lost.Budgets++
 		}
 	}
 	h.release()
@@ -245,6 +268,7 @@ func (h *heldSink) giveUp() {
 	h.lost.ProcSamples += int64(len(h.proc))
 	h.lost.TorchSamples += int64(len(h.torch))
 	h.lost.Marks += int64(len(h.marks))
+	h.lost.Budgets += int64(len(h.budg))
 	for _, rows := range h.sites {
 		h.lost.Sites += int64(len(rows))
 	}
@@ -253,7 +277,7 @@ func (h *heldSink) giveUp() {
 }
 
 func (h *heldSink) release() {
-	h.order, h.dev, h.proc, h.torch, h.marks, h.sites, h.size = nil, nil, nil, nil, nil, nil, 0
+	h.order, h.dev, h.proc, h.torch, h.marks, h.sites, h.budg, h.size = nil, nil, nil, nil, nil, nil, nil, 0
 }
 
 // Lost is what was dropped unwritten.

@@ -340,6 +340,11 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 			return
 		}
 		l.torch.Add(1)
+		if rec.Budget != nil {
+			if err := l.sink.AppendBudget(*rec.Budget); err != nil {
+				l.drop(err)
+			}
+		}
 	case wire.TypeSites:
 		if err := l.sink.AppendSites(rec.Sites); err != nil {
 			l.drop(err)

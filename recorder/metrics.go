@@ -127,6 +127,8 @@ func (s *liveSink) AppendTorch(t storage.TorchSample) error {
 
 func (s *liveSink) AppendSites(rows []storage.SiteSample) error { return s.next.AppendSites(rows) }
 
+func (s *liveSink) AppendBudget(b storage.BudgetSample) error { return s.next.AppendBudget(b) }
+
 func (s *liveSink) AppendMark(m storage.Mark) error {
 	switch {
 	case m.Kind == storage.MarkEpochStart && m.Epoch >= 0:

@@ -34,7 +34,15 @@ type memSink struct {
 	torch  []storage.TorchSample
 	marks  []storage.Mark
 	sites  [][]storage.SiteSample
+	budget []storage.BudgetSample
 	refuse bool
+}
+
+func (s *memSink) AppendBudget(b storage.BudgetSample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.budget = append(s.budget, b)
+	return nil
 }
 
 func (s *memSink) AppendDevice(d storage.DeviceSample) error {

@@ -243,9 +243,21 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 	rk.stepsDone++
 }
 
+// sendTorch sends an allocator sample and, from the moment the model is
+// loaded, the budget memrec.watch would send with it (jobmodel.Split).
 func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
-	st := s.alloc(r, at.Add(-time.Nanosecond))
+	before := at.Add(-time.Nanosecond)
+	st := s.alloc(r, before)
 	sink.AppendTorch(storage.TorchSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: s.cfg.RankBase + r,
 		Allocated: st.Allocated, Reserved: st.Reserved, Active: st.Active, InactiveSplit: st.InactiveSplit,
 		PeakAllocated: st.Peak, Segments: st.Segments, OOMs: ooms})
+	if before.Sub(s.start) < simModelAt {
+		return
+	}
+	step, f := s.step(r, before)
+	b := s.job.Split(step, f)
+	sink.AppendBudget(storage.BudgetSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: s.cfg.RankBase + r,
+		Params: b.Params, Grads: b.Grads, OptimizerState: b.State, Buffers: b.Buffers, ParamCount: b.ParamCount,
+		Trainable: b.ParamCount, Autocast: storage.AutocastOff, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq",
+		DType: "bfloat16"})
 }

@@ -55,4 +55,7 @@ type Sink interface {
 	AppendMark(storage.Mark) error
 	// AppendSites stores one site snapshot (all its rows, or none).
 	AppendSites([]storage.SiteSample) error
+	// AppendBudget stores the budget a torch line carried (memrec.watch),
+	// after that line's allocator sample.
+	AppendBudget(storage.BudgetSample) error
 }

@@ -131,11 +131,13 @@ func (discardStore) AppendProc(storage.ProcSample) error     { return nil }
 func (discardStore) AppendTorch(storage.TorchSample) error   { return nil }
 func (discardStore) AppendMark(storage.Mark) error           { return nil }
 func (discardStore) AppendSites([]storage.SiteSample) error  { return nil }
+func (discardStore) AppendBudget(storage.BudgetSample) error { return nil }
 func (discardStore) Finish(storage.Recorder) StoreResult     { return StoreResult{} }
 
 func addCounts(a, b storage.Counts) storage.Counts {
 	return storage.Counts{Samples: a.Samples + b.Samples, ProcSamples: a.ProcSamples + b.ProcSamples,
-		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks, Sites: a.Sites + b.Sites}
+		TorchSamples: a.TorchSamples + b.TorchSamples, Marks: a.Marks + b.Marks, Sites: a.Sites + b.Sites,
+		Budgets: a.Budgets + b.Budgets}
 }
 
 func subCounts(a, b storage.Counts) storage.Counts {

@@ -88,3 +88,5 @@ func (s *watchSink) AppendMark(m storage.Mark) error {
 }
 
 func (s *watchSink) AppendSites(rows []storage.SiteSample) error { return s.next.AppendSites(rows) }
+
+func (s *watchSink) AppendBudget(b storage.BudgetSample) error { return s.next.AppendBudget(b) }

@@ -34,8 +34,8 @@ type exportGPU struct {
 }
 
 // Export writes a run as JSON Lines: the run and gpu lines, then every
-// sample, process sample, allocator sample, mark and site snapshot merged
-// in time order.
+// sample, process sample, allocator sample (with the budget of the same
+// sample, if any), mark and site snapshot merged in time order.
 // It streams: memory does not grow with the run's length.
 func (db *DB) Export(out io.Writer, r Run) error {
 	w := bufio.NewWriterSize(out, 1<<20)
@@ -60,6 +60,12 @@ func (db *DB) Export(out io.Writer, r Run) error {
 		return err
 	}
 	its := make([]merge.Iterator[line], 0, len(series)+1)
+	budgets := map[[2]int]bool{}
+	for _, s := range series {
+		if s.Kind == SeriesBudget {
+			budgets[[2]int{s.GPU, s.PID}] = true
+		}
+	}
 	for _, s := range series {
 		switch s.Kind {
 		case SeriesDevice:
@@ -67,7 +73,7 @@ func (db *DB) Export(out io.Writer, r Run) error {
 		case SeriesProc:
 			its = append(its, lines(db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), &procSchema, wire.AppendProc))
 		case SeriesTorch:
-			its = append(its, lines(db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), &torchSchema, wire.AppendTorch))
+			its = append(its, newTorchLines(db, r, s.GPU, s.PID, budgets[[2]int{s.GPU, s.PID}]))
 		case SeriesSites:
 			its = append(its, &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime)})
 		}

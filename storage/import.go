@@ -236,6 +236,9 @@ func (imp *importer) apply(r rec) error {
 		imp.firstTime(r.Proc.T)
 	case wire.TypeTorch:
 		err = appendRow(w, &torchSchema, r.Torch)
+		if err == nil && r.Budget != nil {
+			err = appendRow(w, &budgetSchema, *r.Budget)
+		}
 		imp.firstTime(r.Torch.T)
 	case wire.TypeMark:
 		err = appendRow(w, &markSchema, r.Mark)

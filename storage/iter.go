@@ -246,7 +246,7 @@ func (db *DB) Series(r Run) ([]SeriesRef, error) {
 		}
 		return err
 	})
-	order := map[SeriesKind]int{SeriesDevice: 0, SeriesProc: 1, SeriesTorch: 2, SeriesSites: 3}
+	order := map[SeriesKind]int{SeriesDevice: 0, SeriesProc: 1, SeriesTorch: 2, SeriesSites: 3, SeriesBudget: 4}
 	slices.SortFunc(out, func(a, b SeriesRef) int {
 		if a.Kind != b.Kind {
 			return order[a.Kind] - order[b.Kind]

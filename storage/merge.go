@@ -305,6 +305,12 @@ func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int
 				v.T -= shift
 				v.GPU = remap(v.GPU)
 			}})
+		case budgetSchema.name:
+			its = append(its, &rowIter[BudgetSample]{it: db.BudgetSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &budgetSchema, fix: func(v *BudgetSample) {
+				v.T -= shift
+				v.GPU = remap(v.GPU)
+				v.Optimizer, v.OptimizerKeys, v.DType = strings.Clone(v.Optimizer), strings.Clone(v.OptimizerKeys), strings.Clone(v.DType)
+			}})
 		case siteSchema.name:
 			its = append(its, &rowIter[SiteSample]{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &siteSchema, fix: func(v *SiteSample) {
 				v.T -= shift

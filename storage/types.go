@@ -138,7 +138,8 @@ type Counts struct {
 	ProcSamples  int64 `json:"proc_samples"`
 	TorchSamples int64 `json:"torch_samples"`
 	Marks        int64 `json:"marks"`
-	Sites        int64 `json:"sites,omitempty"` // rows of site snapshots: one per site
+	Sites        int64 `json:"sites,omitempty"`   // rows of site snapshots: one per site
+	Budgets      int64 `json:"budgets,omitempty"` // budget samples (memrec.watch)
 }
 
 // add counts n entries of series kind k.
@@ -151,10 +152,13 @@ func (c *Counts) plus(o Counts, sign int64) {
 	c.TorchSamples += sign * o.TorchSamples
 	c.Marks += sign * o.Marks
 	c.Sites += sign * o.Sites
+	c.Budgets += sign * o.Budgets
 }
 
 // Total is the number of samples, marks and site rows.
-func (c Counts) Total() int64 { return c.Samples + c.ProcSamples + c.TorchSamples + c.Marks + c.Sites }
+func (c Counts) Total() int64 {
+	return c.Samples + c.ProcSamples + c.TorchSamples + c.Marks + c.Sites + c.Budgets
+}
 
 // Recorder holds what the recorder measured about itself. All zero for an
 // imported run that did not carry them.

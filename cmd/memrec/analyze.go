@@ -205,6 +205,9 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 	}
+	if g.Budget != nil {
+		printBudget(w, rep, g.Budget)
+	}
 	printOOMs(w, rep, g)
 	if g.Where != nil {
 		printWhere(w, rep, g.Where, 5)
@@ -281,6 +284,9 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			} else {
 				fmt.Fprintf(w, "  batch_size at most %s: an upper bound, not a batch known to fit. No step completed, so the step's need is known only from below (allocated + the request); the batch that fits is smaller, by what the rest of the step would have allocated. Record a smaller batch and use memrec compare --by batch_size\n", b)
 			}
+		}
+		if o.Budget != nil {
+			fmt.Fprintf(w, "  %s\n", o.Budget.Words)
 		}
 		if o.LargestGrowth != nil {
 			fmt.Fprintf(w, "  largest growth in the steps before: %s", analysis.FormatBytes(*o.LargestGrowth))

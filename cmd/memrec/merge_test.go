@@ -136,6 +136,7 @@ func TestMergeFourNodes(t *testing.T) {
 		sum.TorchSamples += r.Counts.TorchSamples
 		sum.Marks += r.Counts.Marks
 		sum.Sites += r.Counts.Sites
+		sum.Budgets += r.Counts.Budgets
 		db.Close()
 	}
 	out := filepath.Join(dir, "job.db")

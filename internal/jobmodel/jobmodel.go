@@ -226,3 +226,25 @@ func (j *Job) EpochDelta(gpu, epoch int) int64 {
 	end := func(e int) int64 { return j.Allocated(gpu, (e+1)*j.StepsPerEpoch-1, 1) }
 	return end(epoch) - end(epoch-1)
 }
+
+// Split is what the job's own tensors hold, as memrec.watch counts them:
+// the truth of the budget. The model's weights are parameters and
+// gradients in equal halves, in bfloat16 (2 bytes an element); the
+// optimizer state is AdamW's two moments kept in float32 (8 bytes a
+// parameter: H200's 2 GiB for its 256 Mi parameters); there are no
+// buffers.
+type Split struct {
+	Params, Grads, State, Buffers int64
+	ParamCount                    int64 // elements
+}
+
+// Split is the budget of GPU gpu at fraction f of step (step -1: loaded,
+// before training; gradients exist from then on, as Weights says).
+func (j *Job) Split(step int, f float64) Split {
+	s := Split{Params: j.Weights / 2, Grads: j.Weights - j.Weights/2}
+	s.ParamCount = s.Params / 2
+	if step > 0 || step == 0 && f > j.OptimizerAt {
+		s.State = j.Optimizer
+	}
+	return s
+}

@@ -25,10 +25,10 @@ import sys
 import threading
 import time
 
-from . import _probe, _sites
+from . import _budget, _probe, _sites
 
 __all__ = ["epoch", "epoch_start", "epoch_end", "step", "mark", "sample", "flush", "enabled", "stats",
-           "sites", "snapshot", "track", "report_oom", "__version__"]
+           "sites", "snapshot", "track", "report_oom", "watch", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -101,12 +101,41 @@ def step(i: "int | None" = None) -> None:
         pass
 
 
+def watch(model: object, optimizer: object = None) -> None:
+    """From now on every allocator sample also says what the model's own
+    tensors hold on each GPU: parameters, gradients, optimizer state (every
+    tensor in ``optimizer.state``) and buffers, each storage counted once, on
+    that GPU only (a sharded parameter counts its local shard). memrec then
+    splits the peak into these and activations, and says what would help.
+    Call it once the model is on its GPU; call it again to watch another
+    model. The Lightning and Hugging Face callbacks call it for you.
+
+        model = Net().cuda()
+        opt = torch.optim.AdamW(model.parameters())
+        memrec.watch(model, opt)
+    """
+    p = _get()
+    if not p.enabled:
+        return
+    try:
+        old = p.watch
+        if old is not None and old.model() is model and old.optimizer() is optimizer:
+            return
+        p.watch = _budget.Watch(model, optimizer)
+    except Exception:
+        pass
+
+
 def epoch_start(n: int) -> None:
     """Marks the start of epoch n, with one allocator sample per CUDA device
     in use at the same moment."""
     p = _get()
     if p.enabled:
         try:
+            w = p.watch
+            if w is not None:  # modules may have changed between epochs
+                w.refresh(force=True)
+                w.arm_autocast()
             p.mark_with_sample("epoch_start", epoch=n)
             p.sites.epoch_start()
         except Exception:

@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import _sites
+from . import _budget, _sites
 
 MAX_QUEUE = 10000
 TIMER_INTERVAL = 0.25  # an allocator sample this often when no step took one
@@ -54,8 +54,9 @@ LONG_STEP_NS = int(LONG_STEP * 1e9)
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
 
 def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dict[str, Any],
-               peak: Optional[int] = None) -> str:
-    """Formats one allocator sample from torch's nested memory stats dict."""
+               peak: Optional[int] = None, extra: str = "") -> str:
+    """Formats one allocator sample from torch's nested memory stats dict;
+    extra is more fields (the budget's), each starting with a comma."""
     def cur(key: str) -> int:
         try:
             return int(stats[key]["all"]["current"])
@@ -71,10 +72,10 @@ def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dic
     return (
         '{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,'
         '"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,'
-        '"alloc_retries":%d,"ooms":%d}\n'
+        '"alloc_retries":%d,"ooms":%d%s}\n'
         % (t_ns, device, pid, rank_part, cur("allocated_bytes"), cur("reserved_bytes"), cur("active_bytes"),
            cur("inactive_split_bytes"), peak, cur("segment"), int(stats.get("num_alloc_retries", 0) or 0),
-           int(stats.get("num_ooms", 0) or 0))
+           int(stats.get("num_ooms", 0) or 0), extra)
     )
 
 
@@ -139,6 +140,7 @@ class Probe:
         self.jax_wanted = os.environ.get("MEMREC_JAX", "") not in ("", "0")
         self.jax_allocator = None
         self.sites = _sites.Sites(self)
+        self.watch: Optional[_budget.Watch] = None  # memrec.watch's model and optimizer
         if os.environ.get("MEMREC_SITES", "") not in ("", "0"):
             self.sites.on = True
         if self.enabled:
@@ -180,11 +182,12 @@ class Probe:
         if kind == _STEP:
             _, t, step, rank, samples = item
             out.append(step_line(t, step, rank))
-            for gpu, stats in samples:
-                out.append(stats_line(t, gpu, self.pid, rank, stats))
+            for gpu, stats, fig in samples:
+                out.append(stats_line(t, gpu, self.pid, rank, stats, extra=self._budget_fields(fig)))
         elif kind == _TORCH:
-            _, t, dev, rank, stats, peak = item
-            out.append(stats_line(t, dev, self.pid, rank, stats, peak))
+            _, t, dev, rank, stats, peak = item[:6]
+            fig = item[6] if len(item) > 6 else None
+            out.append(stats_line(t, dev, self.pid, rank, stats, peak, extra=self._budget_fields(fig)))
         elif kind == _MARK:
             out.append(mark_line(item[1], item[2], item[3]))
         elif kind == _LINE:
@@ -354,11 +357,12 @@ class Probe:
         if t is None:
             t = time.time_ns()
         rank = self.rank()
+        figs = self._budget()
         for d in self.devices(torch):
             stats = torch._C._cuda_memoryStats(d)
             if reset_peak:
                 torch._C._cuda_resetPeakMemoryStats(d)
-            self._put((_TORCH, t, self.gpu(torch, d), rank, stats, None))
+            self._put((_TORCH, t, self.gpu(torch, d), rank, stats, None, figs.get(d)))
 
     def step(self, i: Optional[int]) -> None:
         """The end of step i: one queue item with the step's mark and, unless
@@ -390,14 +394,31 @@ class Probe:
                 self.last_step_sample_ns = t
                 C = torch._C
                 samples = []
+                figs = self._budget()
                 for d in self.devices(torch):
-                    samples.append((self.gpu(torch, d), C._cuda_memoryStats(d)))
+                    samples.append((self.gpu(torch, d), C._cuda_memoryStats(d), figs.get(d)))
                     C._cuda_resetPeakMemoryStats(d)
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
+
+    def _budget(self) -> Dict[int, Any]:
+        """The watched model's sums per CUDA device (empty without watch)."""
+        w = self.watch
+        if w is None:
+            return {}
+        try:
+            return w.figures()
+        except Exception:
+            return {}
+
+    def _budget_fields(self, fig: Any) -> str:
+        w = self.watch
+        if fig is None or w is None:
+            return ""
+        return w.fields(fig)
 
     def _space_samples(self, cost_ns: int) -> None:
         """Keeps the step samples within SAMPLE_BUDGET of the time: the
@@ -475,7 +496,7 @@ class Probe:
         self.mark("oom", gpu=gpu, pid=self.pid, text=text[: 60 << 10])
         try:
             t = time.time_ns()
-            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None))
+            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None, self._budget().get(device)))
         except Exception:
             pass
         self.flush(1.0)

@@ -25,6 +25,10 @@ def lightning_callback():
             from pytorch_lightning.callbacks import Callback
 
     class MemrecCallback(Callback):
+        def on_train_start(self, trainer, pl_module):
+            opts = list(getattr(trainer, "optimizers", None) or [])
+            memrec.watch(pl_module, opts[0] if len(opts) == 1 else _Optimizers(opts) if opts else None)
+
         def on_train_epoch_start(self, trainer, pl_module):
             memrec.epoch_start(trainer.current_epoch)
 
@@ -45,6 +49,10 @@ def transformers_callback():
     from transformers import TrainerCallback
 
     class MemrecCallback(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+            if model is not None:
+                memrec.watch(model, optimizer)
+
         def on_epoch_begin(self, args, state, control, **kwargs):
             memrec.epoch_start(int(state.epoch or 0))
 
@@ -55,3 +63,23 @@ def transformers_callback():
             memrec.step(state.global_step)
 
     return MemrecCallback()
+
+
+class _Optimizers:
+    """Several optimizers seen as one by memrec.watch: their parameter groups
+    and state together."""
+
+    def __init__(self, opts):
+        self.opts = opts
+        self.name = "+".join(type(o).__name__ for o in opts)
+
+    @property
+    def param_groups(self):
+        return [g for o in self.opts for g in o.param_groups]
+
+    @property
+    def state(self):
+        s = {}
+        for o in self.opts:
+            s.update(o.state)
+        return s

@@ -57,6 +57,8 @@ type Record struct {
 	Torch  TorchSample
 	Mark   Mark
 	Sites  []SiteSample // one snapshot: its SiteUntracked entry first
+	// Budget is the watched model's budget a torch line carries; nil if none.
+	Budget *BudgetSample
 	Raw    []byte
 }
 
@@ -103,6 +105,9 @@ func (ps *Parser) Parse(l []byte) (Record, error) {
 		r.Type = TypeTorch
 		r.Torch = TorchSample{T: f.int("t_ns", true, 0), GPU: f.gpu()}
 		readFields(&f, &r.Torch, TorchFields)
+		if b, ok := f.budget(r.Torch); ok {
+			r.Budget = &b
+		}
 	case "mark":
 		r.Type = TypeMark
 		r.Mark = Mark{T: f.int("t_ns", true, 0), Kind: MarkKind(f.str("kind", true))}

@@ -1,0 +1,440 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file is "What would help": the remedies for a peak that does not
+// fit, each with what it frees at the peak, from the budget (budget.go) and
+// how memory works. Where the saving is arithmetic it is one figure; where
+// it depends on the model's structure (autocast, checkpointing) it is a
+// range, and the range's ends are named constants below with their reason.
+//
+//   - Gradient accumulation over k micro-batches of batch/k: the same
+//     effective batch, and activations are per sample, so they fall to 1/k.
+//     Gradients are then held across the micro-batches (they are, at the
+//     peak, already: see budget.go).
+//   - bf16 autocast, where the parameters are float32 and autocast was off:
+//     the outputs of matmuls and convolutions, most of the saved
+//     activations, become 2 bytes instead of 4; the ops autocast keeps in
+//     float32 (softmax, layer and group norm, losses) do not. So between
+//     AutocastLow and AutocastHigh of the activations, less the bf16 copies
+//     of the weights autocast keeps for the forward and backward (up to
+//     half the trainable parameters' float32 bytes).
+//   - Activation checkpointing of every block: a block keeps its input and
+//     recomputes the rest in backward, so what stays is one tensor per block
+//     plus one block's intermediates while it is recomputed, plus what lies
+//     outside the blocks (embeddings, the loss and its logits). For L
+//     blocks of k saved tensors that frees 1 − (L + k)/(L·k) of the blocks'
+//     activations: 61 % for 4 blocks of 7, 79 % for 12 of 8. The range is
+//     CheckpointLow to CheckpointHigh of the activations.
+//   - A lighter optimizer: Adam and AdamW keep two moments per parameter in
+//     the parameter's dtype (8 bytes a float32 parameter); SGD with
+//     momentum one (4 bytes); 8-bit Adam two of one byte (2 bytes, plus
+//     scales of well under 1 %).
+//   - Sharding over the run's N ranks: ZeRO-1 splits the optimizer state,
+//     ZeRO-2 also the gradients, ZeRO-3 (FSDP's full shard) also the
+//     parameters; each rank then holds 1/N of what it splits.
+//   - expandable_segments:True: the allocator grows segments in place
+//     instead of keeping blocks it cannot reuse, so at the peak it holds
+//     little beyond the tensors: it frees at least the inactive split
+//     blocks and at most all of the cache at the peak.
+//   - torch.cuda.empty_cache(): returns the cache to the driver between
+//     steps, where other processes can use it; the next step takes it back,
+//     so the peak stays.
+
+// The ranges of the remedies whose saving depends on the model.
+const (
+	// AutocastLow and AutocastHigh: the share of the activations bf16
+	// autocast frees, from all of them staying float32 outputs of norms and
+	// softmaxes but half (a transformer's) to none (a CNN of convolutions
+	// and batch norms, which autocast runs in bf16).
+	AutocastLow, AutocastHigh = 0.25, 0.5
+	// CheckpointLow and CheckpointHigh: the share of the activations that
+	// checkpointing every block frees (see above: from a few blocks with
+	// large logits outside them, to many blocks).
+	CheckpointLow, CheckpointHigh = 0.4, 0.85
+)
+
+// RemedyKind names one remedy.
+type RemedyKind uint8
+
+const (
+	RemedyAccumulation RemedyKind = iota + 1
+	RemedyAutocast
+	RemedyCheckpointing
+	RemedySGDMomentum
+	RemedyAdam8bit
+	RemedyZeRO1
+	RemedyZeRO2
+	RemedyZeRO3
+	RemedyExpandableSegments
+	RemedyEmptyCache
+)
+
+var remedyNames = [...]string{RemedyAccumulation: "gradient_accumulation", RemedyAutocast: "bf16_autocast",
+	RemedyCheckpointing: "activation_checkpointing", RemedySGDMomentum: "sgd_momentum", RemedyAdam8bit: "adam_8bit",
+	RemedyZeRO1: "zero1", RemedyZeRO2: "zero2", RemedyZeRO3: "zero3", RemedyExpandableSegments: "expandable_segments",
+	RemedyEmptyCache: "empty_cache"}
+
+// String is the remedy's name in JSON.
+func (k RemedyKind) String() string {
+	if int(k) < len(remedyNames) && remedyNames[k] != "" {
+		return remedyNames[k]
+	}
+	return "remedy(" + strconv.Itoa(int(k)) + ")"
+}
+
+// MarshalText writes the remedy's name into JSON.
+func (k RemedyKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a remedy's name.
+func (k *RemedyKind) UnmarshalText(b []byte) error {
+	for i, n := range remedyNames {
+		if n != "" && n == string(b) {
+			*k = RemedyKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown remedy %q", b)
+}
+
+// Remedy is one thing that would lower the peak (or, for empty_cache, that
+// people expect to and does not), with what it frees there.
+type Remedy struct {
+	Kind  RemedyKind `json:"remedy"`
+	Title string     `json:"title"`
+	// N is the accumulation steps or the ranks sharded over; 0 otherwise.
+	N int `json:"n,omitempty"`
+	// SavedBytes is what it frees at the peak: the middle of
+	// [SavedLowBytes, SavedHighBytes], which are equal where the saving is
+	// arithmetic. A negative low end means it may cost more than it saves.
+	SavedBytes     int64 `json:"saved_bytes"`
+	SavedLowBytes  int64 `json:"saved_low_bytes"`
+	SavedHighBytes int64 `json:"saved_high_bytes"`
+	// PeakAllocatedAfterBytes is the step's peak allocated after it;
+	// PeakAfterBytes the device used (or reserved) at the peak after it.
+	PeakAllocatedAfterBytes int64 `json:"peak_allocated_after_bytes"`
+	PeakAfterBytes          int64 `json:"peak_after_bytes"`
+	LowersPeak              bool  `json:"lowers_peak"`
+	// FitsBatch is the largest batch that would then fit (the effective
+	// batch, for accumulation); nil where memrec cannot say (FitsWhy).
+	FitsBatch   *float64 `json:"batch_that_fits,omitempty"`
+	FitsWhy     string   `json:"batch_basis,omitempty"`
+	Basis       string   `json:"basis"`
+	Assumptions []string `json:"assumptions,omitempty"`
+}
+
+// adviceContext is what advise needs beyond the budget.
+type adviceContext struct {
+	batch          float64 // the run's batch_size tag; 0: unknown
+	total          int64   // the GPU's memory
+	driverReserved int64
+	// sampleAllocated is allocated at the end of the peak's step (what
+	// empty_cache() would leave reserved).
+	sampleAllocated int64
+}
+
+// dtypeBytes is the size of one element of a torch dtype's name; 0 if
+// unknown.
+func dtypeBytes(name string) int64 {
+	switch name {
+	case "float32", "float", "int32":
+		return 4
+	case "bfloat16", "float16", "half":
+		return 2
+	case "float64", "double":
+		return 8
+	case "float8_e4m3fn", "float8_e5m2", "int8", "uint8":
+		return 1
+	}
+	return 0
+}
+
+// advise fills b.Help, b.Skipped and b.Missing.
+func advise(b *Budget, ctx adviceContext) {
+	act, hasAct := b.Part(PartActivations)
+	params, _ := b.Part(PartParams)
+	grads, _ := b.Part(PartGrads)
+	state, _ := b.Part(PartOptimizer)
+	split, _ := b.Part(PartInactiveSplit)
+	cached, _ := b.Part(PartCachedFree)
+	fx := b.fixed()
+	b.Batch = max(ctx.batch, 0)
+	f := fitter{b: b, ctx: ctx}
+	if f.ok() {
+		if v := f.batch(fx, act, 1); v != nil {
+			b.FitsBatch = v
+		}
+	}
+	switch {
+	case ctx.batch <= 0:
+		b.Missing = append(b.Missing, "the batch that would fit: tag the run with its batch size (memrec record --tag batch_size=N); several runs at different sizes give a measured answer (memrec compare --by batch_size)")
+	case ctx.total <= 0:
+		b.Missing = append(b.Missing, "the batch that would fit: the GPU's total memory is unknown")
+	}
+	if !b.Watched {
+		b.Missing = append(b.Missing, "what accumulation, autocast, checkpointing, a lighter optimizer or sharding would free: they act on activations, gradients, optimizer state and parameters, which only memrec.watch tells apart")
+	}
+
+	// Accumulation.
+	if hasAct && act > 0 {
+		for _, k := range []int{2, 4} {
+			saved := act - act/int64(k)
+			r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
+				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch",
+					k, k, k, FormatBytes(act/int64(k)), FormatBytes(act)),
+				Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
+					"the peak is in the forward or backward pass, not in optimizer.step()"}}
+			f.set(&r, saved, saved)
+			if f.ok() && b.Batch > 0 {
+				if v := f.batch(fx, act, 1); v != nil {
+					e := *v * float64(k)
+					r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, from this run's activations per sample", k, strconv.FormatFloat(*v, 'f', -1, 64))
+				}
+			}
+			b.Help = append(b.Help, r)
+		}
+	}
+
+	// Autocast.
+	switch {
+	case !b.Watched:
+	case b.DType != "float32":
+		if b.DType != "" {
+			b.Skipped = append(b.Skipped, fmt.Sprintf("bf16 autocast: the parameters are %s already", b.DType))
+		}
+	case b.Autocast == storage.AutocastOn:
+		b.Skipped = append(b.Skipped, "bf16 autocast: it was on already")
+	case b.Autocast == storage.AutocastUnknown:
+		b.Missing = append(b.Missing, "whether autocast was on: the probe saw no forward pass after memrec.watch")
+	case act > 0:
+		cast := b.Trainable * 2 // bf16 copies of the float32 weights
+		lo, hi := int64(AutocastLow*float64(act))-cast, int64(AutocastHigh*float64(act))
+		r := Remedy{Kind: RemedyAutocast, Title: "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))",
+			Basis: fmt.Sprintf("the run is float32 without autocast: matmul and convolution outputs saved for backward become 2 bytes instead of 4, the ops autocast keeps in float32 do not; %.0f %% to %.0f %% of the activations (%s), less up to %s of bf16 weight copies",
+				100*AutocastLow, 100*AutocastHigh, FormatBytes(act), FormatBytes(cast)),
+			Assumptions: []string{"the model's compute is matmuls and convolutions (autocast's bf16 list); a model of mostly elementwise or float32-listed ops frees less"}}
+		f.set(&r, lo, hi)
+		f.scaled(&r, fx+cast/2, act, 1-(AutocastLow+AutocastHigh)/2)
+		b.Help = append(b.Help, r)
+	}
+
+	// Checkpointing.
+	if hasAct && act > 0 {
+		r := Remedy{Kind: RemedyCheckpointing, Title: "activation checkpointing of every block (torch.utils.checkpoint)",
+			Basis: fmt.Sprintf("a checkpointed block keeps its input and recomputes the rest in backward: %.0f %% to %.0f %% of the activations (%s), from a few blocks to many",
+				100*CheckpointLow, 100*CheckpointHigh, FormatBytes(act)),
+			Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays",
+				"backward recomputes each block's forward: about a third more compute"}}
+		f.set(&r, int64(CheckpointLow*float64(act)), int64(CheckpointHigh*float64(act)))
+		f.scaled(&r, fx, act, 1-(CheckpointLow+CheckpointHigh)/2)
+		b.Help = append(b.Help, r)
+	}
+
+	// A lighter optimizer.
+	if b.Watched && state > 0 && b.Trainable > 0 {
+		per := float64(state) / float64(b.Trainable)
+		elem := dtypeBytes(b.DType)
+		if elem == 0 {
+			elem = 4
+		}
+		now := fmt.Sprintf("%s keeps %.1f bytes a trainable parameter (%s for %s)", b.optimizerName(), per, FormatBytes(state), FormatCount(b.Trainable))
+		if after := elem * b.Trainable; float64(state) > float64(after)*1.25 {
+			r := Remedy{Kind: RemedySGDMomentum, Title: "SGD with momentum instead of " + b.optimizerName(),
+				Basis:       fmt.Sprintf("%s; SGD with momentum keeps one buffer of the parameter's dtype, %d bytes a parameter (%s)", now, elem, FormatBytes(after)),
+				Assumptions: []string{"a different optimizer trains differently: memrec says what it frees, not whether the model learns as well", "the optimizer step's temporaries are not counted"}}
+			f.set(&r, state-after, state-after)
+			f.scaled(&r, fx-(state-after), act, 1)
+			b.Help = append(b.Help, r)
+		}
+		if after := 2 * b.Trainable; float64(state) > float64(after)*1.25 {
+			r := Remedy{Kind: RemedyAdam8bit, Title: "8-bit Adam (bitsandbytes AdamW8bit)",
+				Basis:       fmt.Sprintf("%s; 8-bit Adam keeps both moments in one byte each, 2 bytes a parameter (%s), and block scales of under 1 %%", now, FormatBytes(after)),
+				Assumptions: []string{"parameters in small tensors (under 4096 elements) keep 32-bit state in bitsandbytes, a few % of most models", "the optimizer step's temporaries are not counted"}}
+			f.set(&r, state-after, state-after)
+			f.scaled(&r, fx-(state-after), act, 1)
+			b.Help = append(b.Help, r)
+		}
+	}
+
+	// Sharding.
+	switch {
+	case !b.Watched:
+	case b.Ranks > 1:
+		n := int64(b.Ranks)
+		for _, z := range []struct {
+			kind  RemedyKind
+			title string
+			bytes int64
+			what  string
+		}{{RemedyZeRO1, "ZeRO-1 (shard the optimizer state)", state, "the optimizer state"},
+			{RemedyZeRO2, "ZeRO-2 (shard the optimizer state and gradients)", state + grads, "the optimizer state and gradients"},
+			{RemedyZeRO3, "ZeRO-3 / FSDP full shard (shard state, gradients and parameters)", state + grads + params, "the optimizer state, gradients and parameters"}} {
+			if z.bytes <= 0 {
+				continue
+			}
+			saved := z.bytes - z.bytes/n
+			r := Remedy{Kind: z.kind, N: b.Ranks, Title: fmt.Sprintf("%s over the run's %d ranks", z.title, b.Ranks),
+				Basis: fmt.Sprintf("each of %d ranks holds 1/%d of %s (%s)", b.Ranks, b.Ranks, z.what, FormatBytes(z.bytes)),
+				Assumptions: []string{"each rank holds a full copy now (DDP); a run already sharded reports its local shards, and frees less",
+					"communication buckets, and with ZeRO-3 the parameters of the layer being gathered, are not counted"}}
+			f.set(&r, saved, saved)
+			f.scaled(&r, fx-saved, act, 1)
+			b.Help = append(b.Help, r)
+		}
+	default:
+		if state+grads > 0 {
+			b.Skipped = append(b.Skipped, fmt.Sprintf("sharding (ZeRO, FSDP): the run has one rank; over N ranks ZeRO-1 would free (N−1)/N of the optimizer state (%s), ZeRO-2 also of the gradients (%s), ZeRO-3 also of the parameters (%s)",
+				FormatBytes(state), FormatBytes(grads), FormatBytes(params)))
+		}
+	}
+
+	// The allocator's cache.
+	if split+cached > 0 {
+		r := Remedy{Kind: RemedyExpandableSegments, Title: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+			Basis: fmt.Sprintf("at the peak the allocator held %s beyond the tensors: %s in inactive split blocks and %s cached free; with expandable segments it grows segments instead of keeping blocks it cannot reuse",
+				FormatBytes(split+cached), FormatBytes(split), FormatBytes(cached)),
+			Assumptions: []string{"it frees at least the inactive split blocks and at most all of the cache at the peak; allocated memory does not change"}}
+		r.SavedLowBytes, r.SavedHighBytes = split, split+cached
+		r.SavedBytes = (r.SavedLowBytes + r.SavedHighBytes) / 2
+		r.PeakAllocatedAfterBytes = b.PeakAllocatedBytes
+		r.PeakAfterBytes = b.TotalBytes - r.SavedBytes
+		r.LowersPeak = r.SavedBytes > 0
+		r.FitsWhy = "the batch that fits is the same: what it frees is cache, and the fit counts the step's allocated peak with an allowance for the cache"
+		b.Help = append(b.Help, r)
+	}
+	if ret := b.ReservedBytes - ctx.sampleAllocated; ret > 0 {
+		b.Help = append(b.Help, Remedy{Kind: RemedyEmptyCache, Title: "torch.cuda.empty_cache()",
+			Basis:                   fmt.Sprintf("between steps it returns %s of cache to the driver, for other processes; the next step allocates it again, so the peak stays", FormatBytes(ret)),
+			PeakAllocatedAfterBytes: b.PeakAllocatedBytes, PeakAfterBytes: b.TotalBytes,
+			Assumptions: []string{"it costs time: the next step's allocations go to the driver again (cudaMalloc), and it does not undo fragmentation inside segments in use"}})
+	}
+	slices.SortStableFunc(b.Help, func(x, y Remedy) int {
+		if x.SavedBytes != y.SavedBytes {
+			if x.SavedBytes > y.SavedBytes {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Kind) - int(y.Kind)
+	})
+}
+
+func (b *Budget) optimizerName() string {
+	if b.Optimizer == "" {
+		return "the optimizer"
+	}
+	return b.Optimizer
+}
+
+// FormatCount writes an element count for people: 124.4M parameters.
+func FormatCount(n int64) string {
+	v := float64(n)
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG parameters", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM parameters", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk parameters", v/1e3)
+	}
+	return fmt.Sprintf("%d parameters", n)
+}
+
+// fitter turns a saving into the peak after and the batch that would fit.
+//
+// The batch that fits follows the rule of compare --by (ByTag): a step
+// needs its peak allocated plus AllocatorAllowance of it for the cache,
+// plus the memory PyTorch does not see, within the GPU's memory less the
+// driver's reservation. The peak is the model's own tensors F plus the
+// activations, which are per sample: A/batch each. So the largest batch is
+// ((total − driver − unseen)/(1 + allowance) − F) / (A/batch).
+type fitter struct {
+	b   *Budget
+	ctx adviceContext
+}
+
+func (f fitter) ok() bool {
+	return f.ctx.batch > 0 && f.ctx.total > 0 && f.b.Watched
+}
+
+// batch is the largest batch for fixed bytes fx and activations act at the
+// run's batch, with act scaled by factor; nil where it makes no sense.
+func (f fitter) batch(fx, act int64, factor float64) *float64 {
+	if !f.ok() || act <= 0 || factor <= 0 {
+		return nil
+	}
+	unseen, _ := f.b.Part(PartUnseen)
+	others, _ := f.b.Part(PartOtherProcesses)
+	room := float64(f.ctx.total-f.ctx.driverReserved-unseen-others)/(1+AllocatorAllowance) - float64(fx)
+	perSample := float64(act) * factor / f.ctx.batch
+	v := math.Floor(room / perSample)
+	if v < 0 {
+		v = 0
+	}
+	return &v
+}
+
+// set writes a saving range and the peaks after it.
+func (f fitter) set(r *Remedy, lo, hi int64) {
+	r.SavedLowBytes, r.SavedHighBytes = lo, hi
+	r.SavedBytes = lo + (hi-lo)/2
+	r.PeakAllocatedAfterBytes = f.b.PeakAllocatedBytes - r.SavedBytes
+	r.PeakAfterBytes = f.b.TotalBytes - r.SavedBytes
+	r.LowersPeak = r.SavedBytes > 0
+}
+
+// HelpAssumes is what every saving of allocated memory assumes of the rest.
+const HelpAssumes = "the cache and the memory PyTorch does not see stay as they are, so device used falls by what allocated does"
+
+// scaled sets the batch that would fit with fixed bytes fx and the
+// activations scaled by factor.
+func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
+	if !f.ok() {
+		return
+	}
+	if v := f.batch(fx, act, factor); v != nil {
+		r.FitsBatch, r.FitsWhy = v, "from this run's activations per sample (batch_size tag), the middle of the range"
+		if r.SavedLowBytes == r.SavedHighBytes {
+			r.FitsWhy = "from this run's activations per sample (batch_size tag)"
+		}
+	}
+}
+
+// HelpWords writes the remedies as short lines for a summary.
+func (b *Budget) HelpWords(n int) []string {
+	var out []string
+	for i, r := range b.Help {
+		if i >= n {
+			break
+		}
+		s := r.Title + ": frees " + r.SavedWords()
+		if r.FitsBatch != nil {
+			s += ", batch " + strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64) + " would fit"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// SavedWords writes the saving: one figure, or a range.
+func (r Remedy) SavedWords() string {
+	if !r.LowersPeak {
+		return "nothing at the peak"
+	}
+	if r.SavedLowBytes == r.SavedHighBytes {
+		return FormatBytes(r.SavedBytes)
+	}
+	lo := FormatBytes(r.SavedLowBytes)
+	if r.SavedLowBytes < 0 {
+		lo = "−" + strings.TrimPrefix(lo, "-") + " (may cost more)"
+	}
+	return lo + " to " + FormatBytes(r.SavedHighBytes)
+}

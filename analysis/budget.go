@@ -1,0 +1,418 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// This file is "Budget at the peak": what one GPU's memory was made of at
+// the allocator sample that reports the run's highest per-step peak.
+//
+// How memory works at that moment, from the outside in. NVML's device used
+// is everything on the GPU: the memory PyTorch does not see (the CUDA
+// context, NCCL's buffers, cuBLAS and cuDNN workspaces outside the caching
+// allocator, other programs) and what each PyTorch process's caching
+// allocator reserved from the driver. Reserved is allocated (tensors alive)
+// plus blocks the cache holds free: inactive split blocks (the free part of
+// a segment still partly in use, which the allocator cannot give back) and
+// the rest of the cache. Allocated at the peak is the step's peak; the
+// watched model's own tensors (memrec.watch: parameters, gradients,
+// optimizer state, buffers) are part of it, and what is left, the peak
+// minus those, is activations and temporaries.
+//
+// Where this is not exact, it says so. The probe reads the budget and the
+// allocator's counters at the end of the step, not at the peak inside it:
+// the parameters, the optimizer state and the buffers do not change within
+// a step; the gradients do (zero_grad(set_to_none=True) frees them and
+// backward allocates them again), so the split counts them as held at the
+// peak, and says so. Reserved and the inactive split are also the end of
+// the step's; the caching allocator keeps what it reserved, so reserved at
+// the end is reserved at the peak unless it freed its cache to retry an
+// allocation (then AllocRetries rises, and a note says so).
+
+// BudgetPart is one slice of the budget.
+type BudgetPart uint8
+
+// The parts, in the order they stack (the allocator's inside out).
+const (
+	PartParams BudgetPart = iota
+	PartGrads
+	PartOptimizer
+	PartBuffers
+	PartActivations
+	PartAllocated // allocated, not split: the run has no memrec.watch
+	PartInactiveSplit
+	PartCachedFree
+	PartOtherProcesses
+	PartUnseen
+)
+
+var partNames = [...]string{PartParams: "parameters", PartGrads: "gradients", PartOptimizer: "optimizer_state",
+	PartBuffers: "buffers", PartActivations: "activations", PartAllocated: "allocated", PartInactiveSplit: "inactive_split",
+	PartCachedFree: "cached_free", PartOtherProcesses: "other_processes", PartUnseen: "not_seen_by_pytorch"}
+
+var partWords = [...]string{PartParams: "parameters", PartGrads: "gradients", PartOptimizer: "optimizer state",
+	PartBuffers: "buffers", PartActivations: "activations and temporaries", PartAllocated: "allocated (not split: no memrec.watch)",
+	PartInactiveSplit: "inactive split blocks", PartCachedFree: "cached free", PartOtherProcesses: "other PyTorch processes",
+	PartUnseen: "not seen by PyTorch"}
+
+// String is the part's name in JSON.
+func (p BudgetPart) String() string {
+	if int(p) < len(partNames) {
+		return partNames[p]
+	}
+	return "part(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Words is the part's name for people.
+func (p BudgetPart) Words() string {
+	if int(p) < len(partWords) {
+		return partWords[p]
+	}
+	return p.String()
+}
+
+// MarshalText writes the part's name into JSON.
+func (p BudgetPart) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads a part's name.
+func (p *BudgetPart) UnmarshalText(b []byte) error {
+	for i, n := range partNames {
+		if n == string(b) {
+			*p = BudgetPart(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown budget part %q", b)
+}
+
+// BudgetSlice is one part's bytes and its share of the whole (device used
+// at that moment, or reserved where there is no device sample).
+type BudgetSlice struct {
+	Part  BudgetPart `json:"part"`
+	Bytes int64      `json:"bytes"`
+	Share float64    `json:"share"`
+	// Detail names what the part holds where memrec knows: the
+	// optimizer's state tensors ("AdamW exp_avg, exp_avg_sq").
+	Detail string `json:"detail,omitempty"`
+}
+
+// Budget is one GPU's memory at its highest step peak, split into parts
+// that add up to device used at that moment, and what would lower it.
+type Budget struct {
+	TNS   int64 `json:"t_ns"`
+	Epoch *int  `json:"epoch"`
+	Step  *int  `json:"step"`
+	PID   int   `json:"pid"`
+	Rank  *int  `json:"rank,omitempty"`
+	// PeakAllocatedBytes is the step's peak allocated; ReservedBytes and
+	// the inactive split are the same sample's (the end of that step).
+	PeakAllocatedBytes int64  `json:"peak_allocated_bytes"`
+	ReservedBytes      int64  `json:"reserved_bytes"`
+	UsedBytes          *int64 `json:"used_bytes"` // device used, nil without a device sample near
+	// TotalBytes is what the parts add up to: UsedBytes, or without it the
+	// GPU's reserved memory (all PyTorch processes).
+	TotalBytes int64         `json:"total_bytes"`
+	Parts      []BudgetSlice `json:"parts"`
+	// LeftOverBytes is TotalBytes less the parts: 0 unless a part could not
+	// be measured consistently (then Notes says which).
+	LeftOverBytes int64 `json:"left_over_bytes"`
+	// What the probe reported about the model (memrec.watch); zero without.
+	Watched    bool             `json:"watched"`
+	ParamCount int64            `json:"params,omitempty"`
+	Trainable  int64            `json:"trainable_params,omitempty"`
+	DType      string           `json:"dtype,omitempty"`
+	Optimizer  string           `json:"optimizer,omitempty"`
+	StateKeys  string           `json:"optimizer_state,omitempty"`
+	Autocast   storage.Autocast `json:"autocast"`
+	Ranks      int              `json:"ranks"`
+	// Batch is the run's batch_size tag (0 if absent); FitsBatch the
+	// largest batch that would fit this GPU as it runs (see fitBatch).
+	Batch     float64  `json:"batch_size,omitempty"`
+	FitsBatch *float64 `json:"batch_that_fits,omitempty"`
+	Basis     string   `json:"basis"`
+	Notes     []string `json:"notes,omitempty"`
+	// Help is what would help, ranked by the bytes it frees at the peak;
+	// Skipped the remedies considered and why none applies; Missing what
+	// memrec would need to say more.
+	Help    []Remedy `json:"what_would_help"`
+	Skipped []string `json:"not_applicable,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Part returns the bytes of one part, and false if the budget has none.
+func (b *Budget) Part(p BudgetPart) (int64, bool) {
+	for _, s := range b.Parts {
+		if s.Part == p {
+			return s.Bytes, true
+		}
+	}
+	return 0, false
+}
+
+// fixed is the bytes of the watched model's own tensors.
+func (b *Budget) fixed() int64 {
+	var n int64
+	for _, p := range []BudgetPart{PartParams, PartGrads, PartOptimizer, PartBuffers} {
+		v, _ := b.Part(p)
+		n += v
+	}
+	return n
+}
+
+// budgetInput is what makeBudget needs: the peak's allocator sample, the
+// sums of the GPU's other PyTorch processes at that moment, the budget the
+// probe sent with it and device used.
+type budgetInput struct {
+	peak           storage.TorchSample
+	othersReserved int64
+	budget         *storage.BudgetSample // nil: no memrec.watch
+	used           *int64
+	epoch, step    *int
+	ranks          int
+}
+
+// makeBudget splits the peak into parts that add up to device used.
+func makeBudget(in budgetInput) *Budget {
+	p := in.peak
+	b := &Budget{TNS: p.T, Epoch: in.epoch, Step: in.step, PID: p.PID, PeakAllocatedBytes: p.PeakAllocated,
+		ReservedBytes: p.Reserved, UsedBytes: in.used, Ranks: in.ranks, Help: []Remedy{}}
+	if p.Rank >= 0 {
+		b.Rank = intp(p.Rank)
+	}
+	var parts []BudgetSlice
+	add := func(part BudgetPart, v int64, detail string) {
+		parts = append(parts, BudgetSlice{Part: part, Bytes: v, Detail: detail})
+	}
+	alloc := p.PeakAllocated
+	if bs := in.budget; bs != nil {
+		b.Watched = true
+		b.ParamCount, b.Trainable, b.DType, b.Optimizer, b.StateKeys, b.Autocast = bs.ParamCount, bs.Trainable, bs.DType, bs.Optimizer, bs.OptimizerKeys, bs.Autocast
+		detail := ""
+		if bs.Optimizer != "" {
+			detail = bs.Optimizer
+			if bs.OptimizerKeys != "" {
+				detail += " " + commaSpace(bs.OptimizerKeys)
+			}
+		}
+		add(PartParams, bs.Params, "")
+		add(PartGrads, bs.Grads, "")
+		add(PartOptimizer, bs.OptimizerState, detail)
+		add(PartBuffers, bs.Buffers, "")
+		act := alloc - bs.Fixed()
+		if act < 0 {
+			b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: the gradients counted at the end of the step were not all held at the peak; activations are counted as 0",
+				FormatBytes(bs.Fixed()), FormatBytes(alloc), FormatBytes(-act)))
+			act = 0
+		}
+		add(PartActivations, act, "")
+		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients, optimizer state and buffers (each storage once, this GPU only) read at the end of the same step, is activations and temporaries; gradients are counted as held at the peak"
+	} else {
+		add(PartAllocated, alloc, "")
+		b.Basis = "the step's peak allocated, not split: the run has no memrec.watch"
+		b.Missing = append(b.Missing, "the split of allocated memory into parameters, gradients, optimizer state and activations: call memrec.watch(model, optimizer) in the training script (the Lightning and Hugging Face callbacks do)")
+	}
+	cached := p.Reserved - alloc
+	if cached < 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("reserved at the end of the step (%s) is below the step's peak allocated (%s): the allocator gave memory back after its peak (it frees its cache and retries near the limit); the cache is counted as 0",
+			FormatBytes(p.Reserved), FormatBytes(alloc)))
+		cached = 0
+	}
+	split := min(p.InactiveSplit, cached)
+	add(PartInactiveSplit, split, "")
+	add(PartCachedFree, cached-split, "")
+	if in.othersReserved > 0 {
+		add(PartOtherProcesses, in.othersReserved, "")
+	}
+	torchTotal := alloc + cached + in.othersReserved
+	b.TotalBytes = torchTotal
+	if in.used != nil {
+		b.TotalBytes = *in.used
+		unseen := *in.used - torchTotal
+		if unseen < 0 {
+			b.Notes = append(b.Notes, fmt.Sprintf("device used (%s) is below what PyTorch reserved (%s): the device sample and the allocator's are of different moments; not seen by PyTorch is counted as 0",
+				FormatBytes(*in.used), FormatBytes(torchTotal)))
+			unseen = 0
+		}
+		add(PartUnseen, unseen, "")
+	} else {
+		b.Missing = append(b.Missing, "device used at the peak (no NVML sample near it): the memory PyTorch does not see is left out, and the parts add up to reserved")
+	}
+	var sum int64
+	for i := range parts {
+		sum += parts[i].Bytes
+		if b.TotalBytes > 0 {
+			parts[i].Share = float64(parts[i].Bytes) / float64(b.TotalBytes)
+		}
+	}
+	b.Parts, b.LeftOverBytes = parts, b.TotalBytes-sum
+	return b
+}
+
+// commaSpace writes "a,b" as "a, b".
+func commaSpace(s string) string {
+	out := make([]byte, 0, len(s)+4)
+	for i := 0; i < len(s); i++ {
+		out = append(out, s[i])
+		if s[i] == ',' {
+			out = append(out, ' ')
+		}
+	}
+	return string(out)
+}
+
+// budgetPass reads what the budget needs beyond the allocator pass: the
+// budget sample of the peak's process at or before the peak, and device
+// used near it; then the advice, and the budget at each fatal OOM.
+func (a *gpuAnalysis) budgetPass() error {
+	if !a.hasTorch || a.peakS.PeakAllocated <= 0 {
+		return nil
+	}
+	p := a.peakS
+	bs, err := a.budgetBefore(p.PID, p.T)
+	if err != nil {
+		return err
+	}
+	var used *int64
+	if a.hasDevice {
+		if u, ok, err := a.deviceNear(p.T, pairTolerance(a.run)); err != nil {
+			return err
+		} else if ok {
+			used = i64(u)
+		}
+	}
+	in := budgetInput{peak: p, othersReserved: max(0, a.peakSum.reserved-p.Reserved), budget: bs, used: used,
+		epoch: a.mi.epochAt(p.T), step: stepAt(a.steps, p.T), ranks: a.ranks()}
+	b := makeBudget(in)
+	if a.gr.AllocRetries != nil && *a.gr.AllocRetries > 0 {
+		b.Notes = append(b.Notes, "the allocator retried allocations (it freed its cache to make room): reserved at the end of a step may be below what it was at the peak")
+	}
+	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
+	advise(b, adviceContext{batch: batch, total: a.g.TotalBytes, driverReserved: orZero(a.gr.DriverReservedBytes),
+		sampleAllocated: p.Allocated})
+	a.gr.Budget = b
+	for i := range a.gr.OOMs {
+		o := &a.gr.OOMs[i]
+		if o.Outcome != OOMFatal || o.AllocatedBytes == nil {
+			continue
+		}
+		ob, err := a.budgetBefore(p.PID, o.TNS+1)
+		if err != nil {
+			return err
+		}
+		o.Budget = oomBudget(o, ob, batch)
+	}
+	return nil
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// ranks is how many ranks the run has: its GPUs, when the probe reports
+// ranks (a distributed job), else 1.
+func (a *gpuAnalysis) ranks() int {
+	if a.peakS.Rank >= 0 && len(a.run.GPUs) > 1 {
+		return len(a.run.GPUs)
+	}
+	return 1
+}
+
+// budgetBefore is the process's last budget sample at or before t; nil if
+// it has none.
+func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, error) {
+	it := a.db.BudgetSamples(a.run, a.g.Index, pid, storage.MinTime, t+1)
+	var last *storage.BudgetSample
+	for it.Next() {
+		s := it.At()
+		last = &s
+	}
+	return last, it.Err()
+}
+
+// deviceNear is the device sample nearest to t within tol.
+func (a *gpuAnalysis) deviceNear(t, tol int64) (used int64, ok bool, err error) {
+	it := a.db.DeviceSamples(a.run, a.g.Index, t-tol, t+tol+1)
+	best := tol + 1
+	for it.Next() {
+		s := it.At()
+		if d := abs64(s.T - t); d < best {
+			best, used, ok = d, s.Used, true
+		}
+	}
+	return used, ok, it.Err()
+}
+
+// OOMBudget splits what the step that ran out of memory had and asked for:
+// allocated at the OOM plus the request, less the watched model's own
+// tensors at the OOM, is activations and temporaries. That need is a lower
+// bound (the step would have gone on to allocate more), so the
+// accumulation that would have fitted is a lower bound too.
+type OOMBudget struct {
+	NeedBytes int64         `json:"need_bytes"` // allocated + requested
+	HaveBytes int64         `json:"have_bytes"` // allocated + free on the device
+	Parts     []BudgetSlice `json:"parts"`      // shares of NeedBytes
+	// Accumulation is the fewest micro-batches that would have fitted the
+	// need (at least this many: the need is a lower bound); 0 when even
+	// the model's own tensors do not fit.
+	Accumulation int    `json:"accumulation_at_least,omitempty"`
+	Words        string `json:"words"`
+}
+
+// oomBudget is the budget of a fatal OOM, or nil without memrec.watch or
+// the OOM's request.
+func oomBudget(o *OOM, bs *storage.BudgetSample, batch float64) *OOMBudget {
+	if bs == nil || o.AllocatedBytes == nil || o.RequestedBytes == nil || o.FreeBytes == nil {
+		return nil
+	}
+	need := *o.AllocatedBytes + *o.RequestedBytes
+	have := *o.AllocatedBytes + *o.FreeBytes
+	fx := bs.Fixed()
+	act := max(0, need-fx)
+	ob := &OOMBudget{NeedBytes: need, HaveBytes: have}
+	for _, p := range []struct {
+		part BudgetPart
+		v    int64
+	}{{PartActivations, act}, {PartOptimizer, bs.OptimizerState}, {PartParams, bs.Params}, {PartGrads, bs.Grads}, {PartBuffers, bs.Buffers}} {
+		ob.Parts = append(ob.Parts, BudgetSlice{Part: p.part, Bytes: p.v, Share: float64(p.v) / float64(max(need, 1))})
+	}
+	slices.SortStableFunc(ob.Parts, func(x, y BudgetSlice) int { return cmp.Compare(y.Bytes, x.Bytes) })
+	var words []string
+	for _, p := range ob.Parts {
+		if p.Bytes > 0 {
+			words = append(words, fmt.Sprintf("%s %.0f %%", p.Part.Words(), 100*p.Share))
+		}
+	}
+	s := fmt.Sprintf("at the OOM the step had and asked for at least %s: %s", FormatBytes(need), strings.Join(words, ", "))
+	if room := have - fx; room > 0 && act > 0 {
+		ob.Accumulation = int(max(2, (act+room-1)/room))
+	}
+	var fits []string
+	if o.FittingBatch != nil && batch > 0 {
+		b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
+		if o.FitKind == FitUpperBound {
+			fits = append(fits, "a batch of at most "+b)
+		} else {
+			fits = append(fits, "a batch of "+b)
+		}
+	}
+	if ob.Accumulation > 0 {
+		fits = append(fits, fmt.Sprintf("accumulation over at least %d micro-batches", ob.Accumulation))
+	}
+	switch {
+	case len(fits) > 0:
+		s += "; " + strings.Join(fits, ", or ") + ", would have fitted"
+	case have <= fx:
+		s += fmt.Sprintf("; the model's own tensors (%s) alone fill what the step had: a lighter optimizer or sharding, not a smaller batch, is what would help", FormatBytes(fx))
+	}
+	ob.Words = s
+	return ob
+}

@@ -1,0 +1,219 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/internal/jobmodel"
+	"github.com/memrec/memrec/storage"
+)
+
+// watchedRun writes jobmodel's H200 job on gpus GPUs of 80 GiB for steps
+// steps as a watched run: at every step's end a device sample and an
+// allocator sample whose torch line carries the budget of jobmodel.Split
+// (the truth), with the dtype, optimizer and autocast given. A rank per GPU.
+// As the probe does, the step's mark and its allocator sample share a time.
+func watchedRun(j jobmodel.Job, steps int, dtype, autocast string, watch bool) string {
+	var g gen
+	g.line(`{"type":"run","name":"w","host":"t","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"64"}}`, t0)
+	for i := 0; i < j.GPUs; i++ {
+		g.line(`{"type":"gpu","gpu":%d,"name":"Test GPU","total_bytes":%d}`, i, j.Total)
+	}
+	t := t0 + 1e9
+	for s := 0; s < steps; s++ {
+		t += 100e6
+		for gpu := 0; gpu < j.GPUs; gpu++ {
+			a, b := j.At(gpu, s, 1), j.Split(s, 1)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":%d}`, t, s, gpu)
+			g.line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":1000}`, t+1000, gpu, j.Used(gpu, s, 1, true))
+			budget := ""
+			if watch {
+				budget = fmt.Sprintf(`,"params_bytes":%d,"grads_bytes":%d,"optimizer_bytes":%d,"buffers_bytes":%d,"params":%d,"trainable":%d,"autocast":%s,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":%q`,
+					b.Params, b.Grads, b.State, b.Buffers, b.ParamCount, b.ParamCount, autocast, dtype)
+			}
+			g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d%s}`,
+				t, gpu, 100+gpu, gpu, a.Allocated, a.Reserved, a.Active, a.InactiveSplit, a.Peak, a.Segments, budget)
+		}
+	}
+	return g.b.String()
+}
+
+func testJob(gpus int) jobmodel.Job {
+	j := jobmodel.H200(gpus, 20)
+	j.Total = 80 * GiB
+	return j
+}
+
+// TestBudgetAtThePeakIsTheTruth checks every part of the budget against
+// the job model it was generated from, and that they add up to device used.
+func TestBudgetAtThePeakIsTheTruth(t *testing.T) {
+	j := testJob(2)
+	rep := analyzeJSONL(t, watchedRun(j, 30, "bfloat16", "false", true))["w"]
+	const last = 29 // every step peaks alike: the budget is the last one's
+	for gpu, g := range rep.GPUs {
+		b := g.Budget
+		if b == nil {
+			t.Fatalf("GPU %d: no budget", gpu)
+		}
+		a, s := j.At(gpu, last, 1), j.Split(last, 1)
+		used := j.Used(gpu, last, 1, true)
+		want := map[BudgetPart]int64{
+			PartParams: s.Params, PartGrads: s.Grads, PartOptimizer: j.Optimizer, PartBuffers: 0,
+			PartActivations:   j.Activations,
+			PartInactiveSplit: a.InactiveSplit,
+			PartCachedFree:    a.Reserved - j.Peak(gpu, last) - a.InactiveSplit,
+			PartUnseen:        j.Idle + j.Context + j.NCCL,
+		}
+		var sum int64
+		for _, p := range b.Parts {
+			w, ok := want[p.Part]
+			if !ok || p.Bytes != w {
+				t.Errorf("GPU %d %s: %d, want %d (known %v)", gpu, p.Part, p.Bytes, w, ok)
+			}
+			sum += p.Bytes
+			delete(want, p.Part)
+		}
+		if len(want) > 0 {
+			t.Errorf("GPU %d: parts missing: %v", gpu, want)
+		}
+		if sum != used || b.TotalBytes != used || b.LeftOverBytes != 0 {
+			t.Errorf("GPU %d: parts add up to %d, total %d, left over %d; device used %d", gpu, sum, b.TotalBytes, b.LeftOverBytes, used)
+		}
+		if b.Step == nil || *b.Step != last || !b.Watched || b.Ranks != 2 {
+			t.Errorf("GPU %d: step %v watched %v ranks %d", gpu, b.Step, b.Watched, b.Ranks)
+		}
+	}
+}
+
+// TestAdviceArithmetic checks each remedy's saving against its rule,
+// computed here from the job model, and the ranking.
+func TestAdviceArithmetic(t *testing.T) {
+	j := testJob(2)
+	rep := analyzeJSONL(t, watchedRun(j, 30, "float32", "false", true))["w"]
+	b := rep.GPUs[0].Budget
+	s := j.Split(29, 1)
+	act, n := j.Activations, s.ParamCount
+	unseen := j.Idle + j.Context + j.NCCL
+	fixed := s.Params + s.Grads + j.Optimizer
+	// The batch that fits: ((total − driver − unseen)/(1+allowance) − F) / (A·factor/64).
+	fit := func(fx int64, factor float64) float64 {
+		return math.Floor((float64(j.Total-1000-unseen)/(1+AllocatorAllowance) - float64(fx)) / (float64(act) * factor / 64))
+	}
+	type want struct {
+		lo, hi int64
+		batch  float64 // 0: not checked
+	}
+	wants := map[string]want{
+		"gradient_accumulation/2":  {act / 2, act / 2, 2 * fit(fixed, 1)},
+		"gradient_accumulation/4":  {act * 3 / 4, act * 3 / 4, 4 * fit(fixed, 1)},
+		"bf16_autocast":            {int64(0.25*float64(act)) - 2*n, act / 2, fit(fixed+n, 1-0.375)},
+		"activation_checkpointing": {int64(0.4 * float64(act)), int64(0.85 * float64(act)), fit(fixed, 1-0.625)},
+		"sgd_momentum":             {j.Optimizer - 4*n, j.Optimizer - 4*n, fit(fixed-(j.Optimizer-4*n), 1)},
+		"adam_8bit":                {j.Optimizer - 2*n, j.Optimizer - 2*n, fit(fixed-(j.Optimizer-2*n), 1)},
+		"zero1/2":                  {j.Optimizer / 2, j.Optimizer / 2, fit(fixed-j.Optimizer/2, 1)},
+		"zero2/2":                  {(j.Optimizer + s.Grads) / 2, (j.Optimizer + s.Grads) / 2, 0},
+		"zero3/2":                  {fixed / 2, fixed / 2, 0},
+		"expandable_segments":      {0, 0, 0}, // below
+		"empty_cache":              {0, 0, 0},
+	}
+	a := j.At(0, 29, 1)
+	split, cached := a.InactiveSplit, a.Reserved-j.Peak(0, 29)-a.InactiveSplit
+	prev := int64(math.MaxInt64)
+	for _, r := range b.Help {
+		key := r.Kind.String()
+		if r.N > 0 {
+			key += fmt.Sprintf("/%d", r.N)
+		}
+		w, ok := wants[key]
+		if !ok {
+			t.Errorf("unexpected remedy %s", key)
+			continue
+		}
+		delete(wants, key)
+		switch r.Kind {
+		case RemedyExpandableSegments:
+			w.lo, w.hi = split, split+cached
+		case RemedyEmptyCache:
+			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, FormatBytes(a.Reserved-a.Allocated)) {
+				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, FormatBytes(a.Reserved-a.Allocated))
+			}
+		}
+		if r.SavedLowBytes != w.lo || r.SavedHighBytes != w.hi {
+			t.Errorf("%s saves [%d, %d], want [%d, %d]", key, r.SavedLowBytes, r.SavedHighBytes, w.lo, w.hi)
+		}
+		if r.PeakAllocatedAfterBytes != b.PeakAllocatedBytes-r.SavedBytes && r.Kind != RemedyExpandableSegments {
+			t.Errorf("%s: peak after %d, want %d", key, r.PeakAllocatedAfterBytes, b.PeakAllocatedBytes-r.SavedBytes)
+		}
+		if w.batch > 0 && (r.FitsBatch == nil || *r.FitsBatch != w.batch) {
+			t.Errorf("%s: batch that fits %v, want %v", key, r.FitsBatch, w.batch)
+		}
+		if r.SavedBytes > prev {
+			t.Errorf("%s frees %d after one that frees %d: not ranked", key, r.SavedBytes, prev)
+		}
+		prev = r.SavedBytes
+	}
+	if len(wants) > 0 {
+		t.Errorf("remedies missing: %v", wants)
+	}
+	if b.FitsBatch == nil || *b.FitsBatch != fit(fixed, 1) {
+		t.Errorf("batch that fits as it runs: %v, want %v", b.FitsBatch, fit(fixed, 1))
+	}
+}
+
+// TestAdviceSaysWhatIsMissing: without memrec.watch the budget does not
+// guess a split, and says what it would need; with watch but no forward
+// seen, autocast is missing, not assumed off.
+func TestAdviceSaysWhatIsMissing(t *testing.T) {
+	j := testJob(1)
+	b := analyzeJSONL(t, watchedRun(j, 10, "float32", "false", false))["w"].GPUs[0].Budget
+	if b.Watched {
+		t.Fatal("watched without budget fields")
+	}
+	if v, ok := b.Part(PartAllocated); !ok || v != j.Peak(0, 9) {
+		t.Errorf("allocated part %d, want the peak %d", v, j.Peak(0, 9))
+	}
+	for _, r := range b.Help {
+		if r.Kind != RemedyExpandableSegments && r.Kind != RemedyEmptyCache {
+			t.Errorf("without watch memrec guessed %s", r.Kind)
+		}
+	}
+	if !strings.Contains(strings.Join(b.Missing, " "), "memrec.watch") {
+		t.Errorf("missing does not ask for memrec.watch: %q", b.Missing)
+	}
+
+	var g strings.Builder
+	g.WriteString(strings.ReplaceAll(watchedRun(j, 10, "float32", "null", true), `,"autocast":null`, ""))
+	b = analyzeJSONL(t, g.String())["w"].GPUs[0].Budget
+	if !strings.Contains(strings.Join(b.Missing, " "), "whether autocast was on") {
+		t.Errorf("unknown autocast not reported missing: %q", b.Missing)
+	}
+	for _, r := range b.Help {
+		if r.Kind == RemedyAutocast {
+			t.Error("autocast advised although its state is unknown")
+		}
+	}
+	if !strings.Contains(strings.Join(b.Skipped, " "), "one rank") {
+		t.Errorf("one rank: sharding not said inapplicable: %q", b.Skipped)
+	}
+}
+
+// TestOOMBudget: a fatal OOM's step split, and the fewest micro-batches of
+// accumulation that fit what the step had, from the arithmetic.
+func TestOOMBudget(t *testing.T) {
+	o := &OOM{AllocatedBytes: i64(60 * GiB), RequestedBytes: i64(8 * GiB), FreeBytes: i64(2 * GiB), FittingBatch: f64(48), FitKind: FitUpperBound}
+	ob := oomBudget(o, &storage.BudgetSample{Params: 4 * GiB, Grads: 4 * GiB, OptimizerState: 8 * GiB}, 64)
+	// need 68 GiB, fixed 16: activations 52 GiB; have 62, room 46: k = ceil(52/46) = 2.
+	if ob.NeedBytes != 68*GiB || ob.Accumulation != 2 {
+		t.Fatalf("need %d accumulation %d, want 68 GiB and 2", ob.NeedBytes, ob.Accumulation)
+	}
+	if ob.Parts[0].Part != PartActivations || ob.Parts[0].Bytes != 52*GiB {
+		t.Errorf("first part %+v, want activations 52 GiB", ob.Parts[0])
+	}
+	for _, w := range []string{"activations and temporaries 76 %", "optimizer state 12 %", "a batch of at most 48", "accumulation over at least 2"} {
+		if !strings.Contains(ob.Words, w) {
+			t.Errorf("words %q lack %q", ob.Words, w)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/memrec/memrec/analysis"
+)
+
+// printBudget writes "Budget at the peak" and "What would help" of one GPU.
+func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
+	where := []string{sinceStart(rep, b.TNS)}
+	if b.Step != nil {
+		where = append([]string{fmt.Sprintf("step %d", *b.Step)}, where...)
+	}
+	if b.Epoch != nil {
+		where = append(where, fmt.Sprintf("epoch %d", *b.Epoch))
+	}
+	total := "device used"
+	if b.UsedBytes == nil {
+		total = "reserved"
+	}
+	fmt.Fprintf(w, "Budget at the peak (%s; %s %s):\n", strings.Join(where, ", "), total, analysis.FormatBytes(b.TotalBytes))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, p := range b.Parts {
+		fmt.Fprintf(tw, "  %s\t%s\t%5.1f %%\t%s\n", p.Part.Words(), analysis.FormatBytes(p.Bytes), 100*p.Share, p.Detail)
+	}
+	fmt.Fprintf(tw, "  = %s\t%s\t\t\n", total, analysis.FormatBytes(b.TotalBytes))
+	tw.Flush()
+	if b.LeftOverBytes != 0 {
+		fmt.Fprintf(w, "  left over: %s (see the notes)\n", analysis.FormatBytes(b.LeftOverBytes))
+	}
+	if b.Watched {
+		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", analysis.FormatCount(b.ParamCount),
+			strings.TrimSuffix(analysis.FormatCount(b.Trainable), " parameters"), orDash(b.DType), orDash(b.Optimizer), b.Autocast)
+	}
+	fmt.Fprintf(w, "  basis: %s\n", b.Basis)
+	for _, n := range b.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if b.FitsBatch != nil {
+		fmt.Fprintf(w, "  as it runs, a batch of %s would fit (batch_size %s now)\n", strconv.FormatFloat(*b.FitsBatch, 'f', -1, 64), strconv.FormatFloat(b.Batch, 'f', -1, 64))
+	}
+	if len(b.Help) > 0 {
+		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", analysis.HelpAssumes)
+	}
+	said := map[string]bool{} // an assumption is written once
+	for i, r := range b.Help {
+		line := fmt.Sprintf("  %d. %s: frees %s", i+1, r.Title, r.SavedWords())
+		if r.LowersPeak {
+			line += fmt.Sprintf(", peak %s (allocated %s)", analysis.FormatBytes(r.PeakAfterBytes), analysis.FormatBytes(r.PeakAllocatedAfterBytes))
+		}
+		switch {
+		case r.FitsBatch == nil:
+		case r.Kind == analysis.RemedyAccumulation:
+			line += fmt.Sprintf("; an effective batch of %s would fit (%s)", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64), r.FitsWhy)
+		default:
+			line += fmt.Sprintf("; batch %s would fit", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64))
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "     %s\n", r.Basis)
+		for _, a := range r.Assumptions {
+			if !said[a] {
+				said[a] = true
+				fmt.Fprintf(w, "     assumes %s\n", a)
+			}
+		}
+	}
+	for _, s := range b.Skipped {
+		fmt.Fprintf(w, "  not applicable: %s\n", s)
+	}
+	for _, m := range b.Missing {
+		fmt.Fprintf(w, "  missing: %s\n", m)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"errors"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// This file is the budget series: what a watched model's own tensors hold
+// in one process on one GPU (memrec.watch), one row per allocator sample
+// that carried it. On the wire the budget rides in the torch line of the
+// same sample; stored, it is a series of its own (kindBudget, its own chunk
+// group), so the torch series keep their columns and memrec before the
+// budget reads a run as before: it lists only the kinds it knows.
+
+// BudgetSample is one reading of the budget (wire.BudgetSample).
+type BudgetSample = wire.BudgetSample
+
+// Autocast says whether the forward ran under autocast (wire.Autocast).
+type Autocast = wire.Autocast
+
+const (
+	AutocastUnknown = wire.AutocastUnknown
+	AutocastOff     = wire.AutocastOff
+	AutocastOn      = wire.AutocastOn
+)
+
+// kindBudget is the budget series' number in the series table.
+const kindBudget seriesKind = 6
+
+// SeriesBudget is the kind of a budget series.
+const SeriesBudget SeriesKind = "budget"
+
+var budgetSchema = rowSchema[BudgetSample]{
+	schema: schema{name: SeriesBudget, ints: append(append([]string{"rank+1"}, columnNames(wire.BudgetFields, nil)...), "autocast"),
+		strs:  budgetStrs(),
+		count: func(c *Counts) *int64 { return &c.Budgets }},
+	kind: kindBudget,
+	key:  func(s BudgetSample) seriesKey { return seriesKey{kind: kindBudget, gpu: s.GPU, pid: s.PID} },
+	time: func(s BudgetSample) int64 { return s.T },
+	check: func(s BudgetSample) error {
+		if err := checkPID(s.PID); err != nil {
+			return err
+		}
+		if s.Autocast > AutocastOn {
+			return errors.New("autocast is not unknown, off or on")
+		}
+		return checkFields(wire.BudgetFields, s)
+	},
+	put: func(s BudgetSample, ints []int64, strs []string) ([]int64, []string) {
+		return append(ints, optEncode(s.Rank), s.Params, s.Grads, s.OptimizerState, s.Buffers, s.ParamCount,
+				s.Trainable, int64(s.Autocast)),
+			append(strs, s.Optimizer, s.OptimizerKeys, s.DType)
+	},
+	get: func(d *chunk.Decoded, i int, k seriesKey) BudgetSample {
+		c, st := d.Ints, d.Strs
+		return BudgetSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Params: c[1][i],
+			Grads: c[2][i], OptimizerState: c[3][i], Buffers: c[4][i], ParamCount: c[5][i], Trainable: c[6][i],
+			Autocast: Autocast(c[7][i]), Optimizer: st[0][i], OptimizerKeys: st[1][i], DType: st[2][i]}
+	},
+}
+
+func init() { schemas[kindBudget] = &budgetSchema.schema }
+
+func budgetStrs() []string {
+	var names []string
+	for _, sf := range wire.BudgetStrings {
+		names = append(names, sf.Name)
+	}
+	return names
+}
+
+// BudgetSamples iterates one process's budget samples on one GPU in [from, to).
+func (db *DB) BudgetSamples(r Run, gpu, pid int, from, to int64) *Iter[BudgetSample] {
+	return newIter(db, r, &budgetSchema, seriesKey{kind: kindBudget, gpu: gpu, pid: pid}, from, to)
+}
+
+// AppendBudget buffers one budget sample. Safe for concurrent use, as the
+// other Append methods.
+func (a *Appender) AppendBudget(s BudgetSample) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return appendRow(a.w, &budgetSchema, s)
+}
+
+// torchLines formats one process's allocator samples on one GPU as torch
+// lines, each with the budget of the same sample where there is one: the
+// two series are read side by side, a budget row belonging to the torch row
+// of its time (the probe sends them in one line).
+type torchLines struct {
+	torch  *Iter[TorchSample]
+	budget *Iter[BudgetSample]
+	next   *BudgetSample // read ahead
+	done   bool          // the budget series is at its end
+	cur    line
+}
+
+func newTorchLines(db *DB, r Run, gpu, pid int, withBudget bool) *torchLines {
+	l := &torchLines{torch: db.TorchSamples(r, gpu, pid, MinTime, MaxTime), done: !withBudget}
+	if withBudget {
+		l.budget = db.BudgetSamples(r, gpu, pid, MinTime, MaxTime)
+	}
+	return l
+}
+
+func (l *torchLines) Next() bool {
+	if !l.torch.Next() {
+		return false
+	}
+	s := l.torch.At()
+	for !l.done && (l.next == nil || l.next.T < s.T) {
+		if !l.budget.Next() {
+			l.done, l.next = true, nil
+			break
+		}
+		b := l.budget.At()
+		l.next = &b
+	}
+	if l.next != nil && l.next.T == s.T {
+		l.cur = line{s.T, wire.AppendTorchBudget(l.cur.b[:0], s, *l.next)}
+		l.next = nil
+	} else {
+		l.cur = line{s.T, wire.AppendTorch(l.cur.b[:0], s)}
+	}
+	return true
+}
+
+func (l *torchLines) At() line { return l.cur }
+
+func (l *torchLines) Err() error {
+	if err := l.torch.Err(); err != nil {
+		return err
+	}
+	if l.budget != nil {
+		return l.budget.Err()
+	}
+	return nil
+}
