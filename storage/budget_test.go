@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // budgetRun is a run whose allocator samples carry the watched model's
@@ -61,7 +63,7 @@ func TestBudgetBadFields(t *testing.T) {
 	db := openTestDB(t)
 	head := "{\"type\":\"run\",\"name\":\"x\",\"start_ns\":1000000000}\n{\"type\":\"gpu\",\"gpu\":0}\n"
 	for _, c := range []struct{ line, want string }{
-		{`"params_bytes":-1`, `"params_bytes" is negative`},
+		{`"params_bytes":-1`, `params_bytes is negative`},
 		{`"params_bytes":1,"autocast":1`, `"autocast": want true or false`},
 		{`"params_bytes":1,"optimizer":3`, `"optimizer": want a string`},
 	} {
@@ -73,5 +75,25 @@ func TestBudgetBadFields(t *testing.T) {
 	}
 	if runs, _ := db.Runs(); len(runs) != 0 {
 		t.Fatalf("a refused import kept %d runs", len(runs))
+	}
+}
+
+// TestBudgetSchemaFollowsWireTable sets every field of the budget's wire
+// tables to its own value, then puts and gets the row: a field put or get
+// forgets comes back wrong. The rank (the torch line's) and autocast are
+// the two columns beside the table.
+func TestBudgetSchemaFollowsWireTable(t *testing.T) {
+	v := BudgetSample{T: 7000, GPU: 2, PID: 9, Rank: 3, Autocast: AutocastOn}
+	for i, f := range wire.BudgetFields {
+		f.Set(&v, int64(101+i))
+	}
+	for i, f := range wire.BudgetStrings {
+		f.Set(&v, strings.Repeat("s", i+1))
+	}
+	if want := len(wire.BudgetFields) + 2; len(budgetSchema.ints) != want {
+		t.Errorf("%d int columns, want the table's %d and rank and autocast", len(budgetSchema.ints), want)
+	}
+	if got := roundTrip(t, &budgetSchema, v); got != v {
+		t.Errorf("budget came back %+v, want %+v", got, v)
 	}
 }
