@@ -30,6 +30,10 @@ import (
 // tick over at once, the native loop once a second (drainEvery).
 type Live struct {
 	run, host  string
+	job        string
+	startNS    int64
+	opts       LiveOptions
+	names      sync.Map         // pid → process name, read once per process
 	gpus       map[int]*liveGPU // fixed at NewLive
 	order      []int
 	procsEvery time.Duration
@@ -39,6 +43,7 @@ type Live struct {
 	step       atomic.Int64
 	samples    atomic.Int64 // device samples seen
 
+	desc  *descs
 	mu    sync.Mutex // writers only, to add a key to procs or torch
 	procs atomic.Pointer[map[procKey]*atomic.Pointer[storage.ProcSample]]
 	// page, if set, is served at / and /api/ beside /metrics (set before
@@ -55,7 +60,7 @@ type Progress struct {
 
 type liveGPU struct {
 	info   storage.GPU
-	labels []string // gpu, UUID, modelName, Hostname, run
+	labels []string // gpu, UUID, pci_bus_id, device, modelName, hostname, run
 	cur    atomic.Pointer[storage.DeviceSample]
 	// listT is the time of the newest process list of this GPU.
 	listT atomic.Int64
@@ -63,15 +68,31 @@ type liveGPU struct {
 
 type procKey struct{ gpu, pid int }
 
-// NewLive returns the live view of a recording of run (its name, host and
-// GPUs). procsEvery is the sampler's ProcsEvery: a process not listed for
-// longer than that (and a second) is gone and no longer shown.
-func NewLive(run storage.Run, procsEvery time.Duration) *Live {
-	l := &Live{run: run.Name, host: run.Host, gpus: map[int]*liveGPU{}, procsEvery: procsEvery}
+// LiveOptions say what the live metrics carry beyond the run's own
+// figures. The zero value: no version, no process names, current labels.
+type LiveOptions struct {
+	// Version is memrec's version, on memrec_run_info.
+	Version string
+	// ProcName names a process by its pid for the process_name label (""
+	// where unknown); nil leaves the label empty. It is called at most
+	// once per process that has a name, from a scrape.
+	ProcName func(pid int) string
+	// LegacyHostname spells the host label "Hostname", as dcgm-exporter did
+	// before it renamed it to "hostname", for dashboards written then.
+	LegacyHostname bool
+}
+
+// NewLive returns the live view of a recording of run (its name, host,
+// job, start and GPUs). procsEvery is the sampler's ProcsEvery: a process
+// not listed for longer than that (and a second) is gone and no longer
+// shown.
+func NewLive(run storage.Run, procsEvery time.Duration, opts LiveOptions) *Live {
+	l := &Live{run: run.Name, host: run.Host, job: run.Job, startNS: run.StartNS, opts: opts, gpus: map[int]*liveGPU{}, procsEvery: procsEvery}
 	for _, g := range run.GPUs {
-		l.gpus[g.Index] = &liveGPU{info: g, labels: []string{strconv.Itoa(g.Index), g.UUID, g.Name, run.Host, run.Name}}
+		l.gpus[g.Index] = &liveGPU{info: g, labels: []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, g.Device, g.Name, run.Host, run.Name}}
 		l.order = append(l.order, g.Index)
 	}
+	l.desc = newDescs(opts.LegacyHostname)
 	l.epoch.Store(storage.None)
 	l.step.Store(storage.None)
 	l.procs.Store(&map[procKey]*atomic.Pointer[storage.ProcSample]{})
@@ -173,34 +194,77 @@ func storeLatest[K comparable, V any](mu *sync.Mutex, table *atomic.Pointer[map[
 }
 
 // The exported metrics. Names follow Prometheus' conventions (base units,
-// _total for counters); the GPU labels are spelled as dcgm-exporter spells
-// them, so dashboards can join the two on gpu, UUID or Hostname.
-var (
-	gpuLabels   = []string{"gpu", "UUID", "modelName", "Hostname", "run"}
-	procLabels  = append(gpuLabels[:len(gpuLabels):len(gpuLabels)], "pid")
-	rankLabels  = append(gpuLabels[:len(gpuLabels):len(gpuLabels)], "pid", "rank")
-	runLabels   = []string{"Hostname", "run"}
-	descUsed    = prometheus.NewDesc("memrec_gpu_memory_used_bytes", "GPU memory in use as NVML reports it: every process and the driver's allocations, not the driver-reserved part.", gpuLabels, nil)
-	descResv    = prometheus.NewDesc("memrec_gpu_memory_reserved_bytes", "GPU memory the driver reserves for itself (NVML memory info v2); 0 where not reported.", gpuLabels, nil)
-	descFree    = prometheus.NewDesc("memrec_gpu_memory_free_bytes", "GPU memory free: total less used less driver-reserved.", gpuLabels, nil)
-	descTotal   = prometheus.NewDesc("memrec_gpu_memory_total_bytes", "GPU memory in all.", gpuLabels, nil)
-	descProc    = prometheus.NewDesc("memrec_process_memory_used_bytes", "GPU memory one process uses on one GPU, from its latest process list.", procLabels, nil)
-	descAlloc   = prometheus.NewDesc("memrec_torch_allocated_bytes", "Memory the rank's PyTorch caching allocator has handed out to tensors.", rankLabels, nil)
-	descTResv   = prometheus.NewDesc("memrec_torch_reserved_bytes", "Memory the rank's PyTorch caching allocator holds from the driver.", rankLabels, nil)
-	descPeak    = prometheus.NewDesc("memrec_torch_step_peak_allocated_bytes", "Peak of allocated memory since the rank's previous report (its last step).", rankLabels, nil)
-	descSplit   = prometheus.NewDesc("memrec_torch_inactive_split_bytes", "Reserved memory in split blocks no tensor uses (fragmentation).", rankLabels, nil)
-	descRetries = prometheus.NewDesc("memrec_torch_alloc_retries_total", "Allocations the rank's allocator retried after freeing its cache.", rankLabels, nil)
-	descOOMs    = prometheus.NewDesc("memrec_torch_ooms_total", "Out-of-memory errors the rank's allocator raised.", rankLabels, nil)
-	descTicks   = prometheus.NewDesc("memrec_recorder_ticks_total", "Sampling ticks the recorder took.", runLabels, nil)
-	descMissed  = prometheus.NewDesc("memrec_recorder_missed_ticks_total", "Sampling ticks the recorder skipped because their time had passed.", runLabels, nil)
-	descDropped = prometheus.NewDesc("memrec_recorder_dropped_messages_total", "Probe messages dropped (malformed, too long, unknown, or dropped by a probe's full queue).", runLabels, nil)
-	descEpoch   = prometheus.NewDesc("memrec_epoch", "The run's current epoch (from epoch_start marks); -1 before the first.", runLabels, nil)
-	descStep    = prometheus.NewDesc("memrec_step", "The furthest step any rank has finished (from step marks); -1 before the first.", runLabels, nil)
+// _total for counters); the GPU labels are spelled as current dcgm-exporter
+// spells them (gpu, UUID, pci_bus_id, device, modelName, hostname), so
+// dashboards can join the two on any of them (docs/metrics.md).
+type descs struct {
+	used, resv, free, total, proc                      *prometheus.Desc
+	alloc, tresv, peak, split, retries, ooms           *prometheus.Desc
+	ticks, missed, dropped, epoch, step, info, started *prometheus.Desc
+}
+
+// HostnameLabel is the host label's name; LegacyHostnameLabel the one
+// dcgm-exporter used before (LiveOptions.LegacyHostname).
+const (
+	HostnameLabel       = "hostname"
+	LegacyHostnameLabel = "Hostname"
 )
+
+func newDescs(legacy bool) *descs {
+	host := HostnameLabel
+	if legacy {
+		host = LegacyHostnameLabel
+	}
+	gpu := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", host, "run"}
+	proc := append(gpu[:len(gpu):len(gpu)], "pid", "process_name")
+	rank := append(proc[:len(proc):len(proc)], "rank")
+	run := []string{host, "run"}
+	d := prometheus.NewDesc
+	return &descs{
+		used:    d("memrec_gpu_memory_used_bytes", "GPU memory in use as NVML reports it: every process and the driver's allocations, not the driver-reserved part.", gpu, nil),
+		resv:    d("memrec_gpu_memory_reserved_bytes", "GPU memory the driver reserves for itself (NVML memory info v2); 0 where not reported.", gpu, nil),
+		free:    d("memrec_gpu_memory_free_bytes", "GPU memory free: total less used less driver-reserved.", gpu, nil),
+		total:   d("memrec_gpu_memory_total_bytes", "GPU memory in all.", gpu, nil),
+		proc:    d("memrec_process_memory_used_bytes", "GPU memory one process uses on one GPU, from its latest process list.", proc, nil),
+		alloc:   d("memrec_torch_allocated_bytes", "Memory the rank's caching allocator (PyTorch, or JAX's) has handed out to tensors.", rank, nil),
+		tresv:   d("memrec_torch_reserved_bytes", "Memory the rank's caching allocator holds from the driver (JAX: its pool).", rank, nil),
+		peak:    d("memrec_torch_step_peak_allocated_bytes", "Peak of allocated memory since the rank's previous report (its last step).", rank, nil),
+		split:   d("memrec_torch_inactive_split_bytes", "Reserved memory in split blocks no tensor uses (fragmentation).", rank, nil),
+		retries: d("memrec_torch_alloc_retries_total", "Allocations the rank's allocator retried after freeing its cache.", rank, nil),
+		ooms:    d("memrec_torch_ooms_total", "Out-of-memory errors the rank's allocator raised.", rank, nil),
+		ticks:   d("memrec_recorder_ticks_total", "Sampling ticks the recorder took.", run, nil),
+		missed:  d("memrec_recorder_missed_ticks_total", "Sampling ticks the recorder skipped because their time had passed.", run, nil),
+		dropped: d("memrec_recorder_dropped_messages_total", "Probe messages dropped (malformed, too long, unknown, or dropped by a probe's full queue).", run, nil),
+		epoch:   d("memrec_epoch", "The run's current epoch (from epoch_start marks); -1 before the first.", run, nil),
+		step:    d("memrec_step", "The furthest step any rank has finished (from step marks); -1 before the first.", run, nil),
+		info:    d("memrec_run_info", "The recording: always 1, with the run, its job and memrec's version as labels (for joins and Grafana annotations).", []string{host, "run", "job", "version"}, nil),
+		started: d("memrec_run_start_time_seconds", "When the run started, Unix seconds.", run, nil),
+	}
+}
+
+func (d *descs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{d.used, d.resv, d.free, d.total, d.proc, d.alloc, d.tresv, d.peak, d.split, d.retries, d.ooms,
+		d.ticks, d.missed, d.dropped, d.epoch, d.step, d.info, d.started}
+}
+
+// procName is the name of process pid, read once (LiveOptions.ProcName).
+func (l *Live) procName(pid int) string {
+	if l.opts.ProcName == nil {
+		return ""
+	}
+	if v, ok := l.names.Load(pid); ok {
+		return v.(string)
+	}
+	name := l.opts.ProcName(pid)
+	if name != "" { // a process not yet (or no longer) seen is asked again
+		l.names.Store(pid, name)
+	}
+	return name
+}
 
 // Describe implements prometheus.Collector.
 func (l *Live) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUsed, descResv, descFree, descTotal, descProc, descAlloc, descTResv, descPeak, descSplit, descRetries, descOOMs, descTicks, descMissed, descDropped, descEpoch, descStep} {
+	for _, d := range l.desc.all() {
 		ch <- d
 	}
 }
@@ -214,6 +278,7 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
+	D := l.desc
 	var newest int64
 	for _, i := range l.order {
 		g := l.gpus[i]
@@ -222,11 +287,11 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		newest = max(newest, d.T)
-		gauge(descUsed, d.Used, g.labels...)
-		gauge(descResv, d.Reserved, g.labels...)
+		gauge(D.used, d.Used, g.labels...)
+		gauge(D.resv, d.Reserved, g.labels...)
 		if g.info.TotalBytes > 0 {
-			gauge(descTotal, g.info.TotalBytes, g.labels...)
-			gauge(descFree, max(0, g.info.TotalBytes-d.Used-d.Reserved), g.labels...)
+			gauge(D.total, g.info.TotalBytes, g.labels...)
+			gauge(D.free, max(0, g.info.TotalBytes-d.Used-d.Reserved), g.labels...)
 		}
 	}
 	for k, p := range *l.procs.Load() {
@@ -236,30 +301,33 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 		if g == nil || s.T < g.listT.Load() || s.T < newest-int64(l.procsEvery)-int64(time.Second) {
 			continue
 		}
-		gauge(descProc, s.Used, append(g.labels[:len(g.labels):len(g.labels)], strconv.Itoa(k.pid))...)
+		gauge(D.proc, s.Used, append(g.labels[:len(g.labels):len(g.labels)], strconv.Itoa(k.pid), l.procName(k.pid))...)
 	}
 	for rank, p := range *l.torch.Load() {
 		s := p.Load()
-		labels := []string{strconv.Itoa(s.GPU), "", "", l.host, l.run, strconv.Itoa(s.PID), strconv.Itoa(rank)}
+		// gpu, UUID, pci_bus_id, device, modelName, host, run, pid, process_name, rank
+		labels := []string{strconv.Itoa(s.GPU), "", "", "", "", l.host, l.run, strconv.Itoa(s.PID), l.procName(s.PID), strconv.Itoa(rank)}
 		if g := l.gpus[s.GPU]; g != nil {
-			labels[1], labels[2] = g.info.UUID, g.info.Name
+			copy(labels[1:5], g.labels[1:5])
 		}
-		gauge(descAlloc, s.Allocated, labels...)
-		gauge(descTResv, s.Reserved, labels...)
-		gauge(descPeak, s.PeakAllocated, labels...)
-		gauge(descSplit, s.InactiveSplit, labels...)
-		counter(descRetries, s.AllocRetries, labels...)
-		counter(descOOMs, s.OOMs, labels...)
+		gauge(D.alloc, s.Allocated, labels...)
+		gauge(D.tresv, s.Reserved, labels...)
+		gauge(D.peak, s.PeakAllocated, labels...)
+		gauge(D.split, s.InactiveSplit, labels...)
+		counter(D.retries, s.AllocRetries, labels...)
+		counter(D.ooms, s.OOMs, labels...)
 	}
 	var dropped int64
 	if f := l.dropped.Load(); f != nil {
 		dropped = (*f)()
 	}
-	counter(descTicks, l.progress.Ticks.Load(), l.host, l.run)
-	counter(descMissed, l.progress.Missed.Load(), l.host, l.run)
-	counter(descDropped, dropped, l.host, l.run)
-	gauge(descEpoch, l.epoch.Load(), l.host, l.run)
-	gauge(descStep, l.step.Load(), l.host, l.run)
+	counter(D.ticks, l.progress.Ticks.Load(), l.host, l.run)
+	counter(D.missed, l.progress.Missed.Load(), l.host, l.run)
+	counter(D.dropped, dropped, l.host, l.run)
+	gauge(D.epoch, l.epoch.Load(), l.host, l.run)
+	gauge(D.step, l.step.Load(), l.host, l.run)
+	gauge(D.info, 1, l.host, l.run, l.job, l.opts.Version)
+	ch <- prometheus.MustNewConstMetric(D.started, prometheus.GaugeValue, float64(l.startNS)/1e9, l.host, l.run)
 }
 
 // Handler serves the live view at /metrics in the Prometheus exposition

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,13 +52,14 @@ func value(m *dto.Metric) float64 {
 
 func liveRun() storage.Run {
 	return storage.Run{Name: "r1", Host: "node7", GPUs: []storage.GPU{
-		{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", TotalBytes: 1000},
-		{Index: 3, UUID: "GPU-b", Name: "NVIDIA H200", TotalBytes: 2000},
-	}}
+		{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200", TotalBytes: 1000, PCIBusID: "00000000:0F:00.0", Device: "nvidia0"},
+		{Index: 3, UUID: "GPU-b", Name: "NVIDIA H200", TotalBytes: 2000, PCIBusID: "00000000:8A:00.0", Device: "nvidia3"},
+	}, Job: "slurm-77", StartNS: 1_700_000_000_500_000_000}
 }
 
 func TestLiveMetricsShowLatestValues(t *testing.T) {
-	l := NewLive(liveRun(), time.Second)
+	names := map[int]string{42: "python3", 43: "torchrun"}
+	l := NewLive(liveRun(), time.Second, LiveOptions{Version: "v1.2.3", ProcName: func(pid int) string { return names[pid] }})
 	sink := l.Wrap(Discard)
 	sec := int64(time.Second)
 	sink.AppendDevice(storage.DeviceSample{T: 1 * sec, GPU: 0, Used: 100, Reserved: 10})
@@ -82,12 +84,12 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 
 	got := gather(t, l)
 	// Label sets as gather writes them: names in byte order.
-	g0 := "Hostname=node7,UUID=GPU-a,gpu=0,modelName=NVIDIA H200,run=r1"
-	g3 := "Hostname=node7,UUID=GPU-b,gpu=3,modelName=NVIDIA H200,run=r1"
-	p42 := "Hostname=node7,UUID=GPU-a,gpu=0,modelName=NVIDIA H200,pid=42,run=r1"
-	p43 := "Hostname=node7,UUID=GPU-b,gpu=3,modelName=NVIDIA H200,pid=43,run=r1"
-	r5 := "Hostname=node7,UUID=GPU-b,gpu=3,modelName=NVIDIA H200,pid=43,rank=5,run=r1"
-	run := "Hostname=node7,run=r1"
+	g0 := "UUID=GPU-a,device=nvidia0,gpu=0,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:0F:00.0,run=r1"
+	g3 := "UUID=GPU-b,device=nvidia3,gpu=3,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:8A:00.0,run=r1"
+	p42 := "UUID=GPU-a,device=nvidia0,gpu=0,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:0F:00.0,pid=42,process_name=python3,run=r1"
+	p43 := "UUID=GPU-b,device=nvidia3,gpu=3,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:8A:00.0,pid=43,process_name=torchrun,run=r1"
+	r5 := "UUID=GPU-b,device=nvidia3,gpu=3,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:8A:00.0,pid=43,process_name=torchrun,rank=5,run=r1"
+	run := "hostname=node7,run=r1"
 	want := map[string]map[string]float64{
 		"memrec_gpu_memory_used_bytes":           {g0: 300, g3: 700},
 		"memrec_gpu_memory_reserved_bytes":       {g0: 20, g3: 50},
@@ -99,6 +101,8 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 		"memrec_recorder_dropped_messages_total": {run: 4},
 		"memrec_step":                            {run: 7},
 		"memrec_epoch":                           {run: 2},
+		"memrec_run_info":                        {"hostname=node7,job=slurm-77,run=r1,version=v1.2.3": 1},
+		"memrec_run_start_time_seconds":          {run: 1_700_000_000.5},
 	}
 	for name, v := range map[string]float64{"allocated_bytes": 11, "reserved_bytes": 22, "step_peak_allocated_bytes": 33,
 		"inactive_split_bytes": 4, "alloc_retries_total": 2, "ooms_total": 1} {
@@ -117,17 +121,17 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 }
 
 func TestLiveMetricsBeforeAnySample(t *testing.T) {
-	got := gather(t, NewLive(liveRun(), time.Second))
+	got := gather(t, NewLive(liveRun(), time.Second, LiveOptions{}))
 	if len(got["memrec_gpu_memory_used_bytes"]) != 0 {
 		t.Errorf("GPUs shown before their first sample: %v", got["memrec_gpu_memory_used_bytes"])
 	}
-	if v := got["memrec_step"]["Hostname=node7,run=r1"]; v != -1 {
+	if v := got["memrec_step"]["hostname=node7,run=r1"]; v != -1 {
 		t.Errorf("step before the first mark = %v, want -1", v)
 	}
 }
 
 func TestLiveProcessGoneWhenNotListed(t *testing.T) {
-	l := NewLive(liveRun(), time.Second)
+	l := NewLive(liveRun(), time.Second, LiveOptions{})
 	sink := l.Wrap(Discard)
 	sec := int64(time.Second)
 	sink.AppendProc(storage.ProcSample{T: sec, GPU: 0, PID: 41, Used: 80})
@@ -142,7 +146,7 @@ func TestLiveProcessGoneWhenNotListed(t *testing.T) {
 // answer (its reader stops reading) and appends meanwhile: every append
 // must return.
 func TestLiveScrapeNeverBlocksWriters(t *testing.T) {
-	l := NewLive(liveRun(), time.Second)
+	l := NewLive(liveRun(), time.Second, LiveOptions{})
 	sink := l.Wrap(Discard)
 	sink.AppendDevice(storage.DeviceSample{T: 1, GPU: 0, Used: 1})
 	ch := make(chan prometheus.Metric) // nobody reads: Collect blocks at its first metric
@@ -177,7 +181,7 @@ func TestLiveServe(t *testing.T) {
 	}
 	gpus, _ := sim.GPUs()
 	run := storage.Run{Name: "served", Host: "h", GPUs: gpus}
-	l := NewLive(run, time.Second)
+	l := NewLive(run, time.Second, LiveOptions{})
 	clock := NewFakeClock(start)
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := 0
@@ -202,13 +206,13 @@ func TestLiveServe(t *testing.T) {
 	for _, g := range gpus {
 		var r Reading
 		sim.Read(g.Index, last, &r)
-		line := `memrec_gpu_memory_used_bytes{Hostname="h",UUID="` + g.UUID + `",gpu="` + strconv.Itoa(g.Index) + `",modelName="` + g.Name + `",run="served"} ` +
+		line := `memrec_gpu_memory_used_bytes{UUID="` + g.UUID + `",device="` + g.Device + `",gpu="` + strconv.Itoa(g.Index) + `",hostname="h",modelName="` + g.Name + `",pci_bus_id="` + g.PCIBusID + `",run="served"} ` +
 			strconv.FormatFloat(float64(r.Used), 'g', -1, 64)
 		if !strings.Contains(string(body), line+"\n") {
 			t.Errorf("scrape lacks %q:\n%s", line, body)
 		}
 	}
-	if !strings.Contains(string(body), `memrec_recorder_ticks_total{Hostname="h",run="served"} `+strconv.FormatInt(st.Ticks, 10)+"\n") {
+	if !strings.Contains(string(body), `memrec_recorder_ticks_total{hostname="h",run="served"} `+strconv.FormatInt(st.Ticks, 10)+"\n") {
 		t.Errorf("ticks: want %d in\n%s", st.Ticks, body)
 	}
 }
@@ -236,7 +240,7 @@ func BenchmarkLiveScrape(b *testing.B) {
 	for i := range 8 {
 		gpus = append(gpus, storage.GPU{Index: i, UUID: "GPU-" + strconv.Itoa(i), Name: "NVIDIA H200", TotalBytes: 150 << 30})
 	}
-	l := NewLive(storage.Run{Name: "bench", Host: "node1", GPUs: gpus}, time.Second)
+	l := NewLive(storage.Run{Name: "bench", Host: "node1", GPUs: gpus}, time.Second, LiveOptions{})
 	sink := l.Wrap(Discard)
 	for i := range 8 {
 		sink.AppendDevice(storage.DeviceSample{T: 1, GPU: i, Used: 80 << 30})
@@ -253,4 +257,35 @@ func BenchmarkLiveScrape(b *testing.B) {
 		n = w.Body.Len()
 	}
 	b.ReportMetric(float64(n), "B/scrape")
+}
+
+// TestLiveLegacyHostname: LegacyHostname spells the host label as older
+// dcgm-exporter releases did, on every metric that has one.
+func TestLiveLegacyHostname(t *testing.T) {
+	got := gather(t, NewLive(liveRun(), time.Second, LiveOptions{LegacyHostname: true}))
+	for name, series := range got {
+		for labels := range series {
+			if !strings.Contains(labels, "Hostname=node7") || strings.Contains(labels, "hostname=") {
+				t.Errorf("%s{%s}: want Hostname, not hostname", name, labels)
+			}
+		}
+	}
+	if len(got["memrec_run_info"]) != 1 {
+		t.Errorf("memrec_run_info: %v", got["memrec_run_info"])
+	}
+}
+
+// TestNVMLProcName: a process is named as /proc/PID/comm names it.
+func TestNVMLProcName(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var n NVML
+	if got, want := n.ProcName(os.Getpid()), strings.TrimSpace(string(b)); got != want || got == "" {
+		t.Errorf("ProcName(self) = %q, want %q", got, want)
+	}
+	if got := n.ProcName(-1); got != "" {
+		t.Errorf("ProcName(-1) = %q", got)
+	}
 }

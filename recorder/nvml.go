@@ -3,6 +3,9 @@ package recorder
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -74,6 +77,12 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 		}
 		if m, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
 			g.TotalBytes = int64(m.Total)
+		}
+		if p, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
+			g.PCIBusID = cString(p.BusId[:])
+		}
+		if m, ret := d.GetMinorNumber(); ret == nvml.SUCCESS {
+			g.Device = "nvidia" + strconv.Itoa(m)
 		}
 		n.devices = append(n.devices, d)
 		n.gpus = append(n.gpus, g)
@@ -230,4 +239,32 @@ func (n *NVML) Close() error {
 		return fmt.Errorf("NVML shutdown: %w", ret)
 	}
 	return nil
+}
+
+// cString is a NUL-terminated C char array as a string.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// ProcName implements ProcNamer: the command name of process pid
+// (/proc/PID/comm, as ps and nvidia-smi show it), "" where it cannot be
+// read. NVML lists processes by their pid in the host's namespace: inside a
+// container with a PID namespace of its own the recorder must run beside
+// the job (memrec record -- CMD) for the names to be the job's.
+func (n *NVML) ProcName(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }

@@ -62,6 +62,9 @@ type Options struct {
 	Metrics net.Listener
 	// Watch, if set, is fed everything recorded, for the live page.
 	Watch *Watch
+	// Live says what the live metrics carry (version, host label); a nil
+	// ProcName is the source's, where it names processes (ProcNamer).
+	Live LiveOptions
 	// Status, if set, is called with the recording's status every second
 	// while it samples, from a goroutine of its own; never after Record
 	// returns.
@@ -250,7 +253,11 @@ func startListening(o Options, run *storage.Run, store Store) (sink Sink, counte
 		if run.Host == "" {
 			run.Host, _ = os.Hostname()
 		}
-		live = NewLive(*run, o.ProcsEvery)
+		lo := o.Live
+		if n, ok := o.Source.(ProcNamer); ok && lo.ProcName == nil {
+			lo.ProcName = n.ProcName
+		}
+		live = NewLive(*run, o.ProcsEvery, lo)
 		sink = live.Wrap(sink)
 	}
 	if o.Watch != nil {

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -113,7 +114,8 @@ func (s *Sim) GPUs() ([]storage.GPU, error) {
 	gpus := make([]storage.GPU, s.cfg.GPUs)
 	for i := range gpus {
 		gpus[i] = storage.GPU{Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-0000-0000-%012d", s.cfg.RankBase+i),
-			Name: "Simulated NVIDIA H200", TotalBytes: s.cfg.TotalBytes}
+			Name: "Simulated NVIDIA H200", TotalBytes: s.cfg.TotalBytes,
+			PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), Device: "nvidia" + strconv.Itoa(i)}
 	}
 	return gpus, nil
 }
@@ -260,4 +262,13 @@ func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
 		Params: b.Params, Grads: b.Grads, OptimizerState: b.State, Buffers: b.Buffers, ParamCount: b.ParamCount,
 		Trainable: b.ParamCount, Autocast: storage.AutocastOff, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq",
 		DType: "bfloat16"})
+}
+
+// ProcName implements ProcNamer: the simulated rank r's process is
+// "sim-rank-r".
+func (s *Sim) ProcName(pid int) string {
+	if pid < simPID0 || pid >= simPID0+s.cfg.GPUs {
+		return ""
+	}
+	return "sim-rank-" + strconv.Itoa(pid-simPID0)
 }

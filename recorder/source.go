@@ -39,6 +39,13 @@ type Proc struct {
 	Used int64
 }
 
+// ProcNamer is a Source that can name the processes it lists (the live
+// metrics' process_name label). ProcName returns "" for a process it does
+// not know.
+type ProcNamer interface {
+	ProcName(pid int) string
+}
+
 // EventSource is a Source that also produces what a probe inside the
 // training job would send: marks and allocator samples. The simulator is
 // one. Emit sends everything that happened up to t.

@@ -98,6 +98,11 @@ type GPU struct {
 	UUID       string `json:"uuid,omitempty"`
 	Name       string `json:"name,omitempty"`
 	TotalBytes int64  `json:"total_bytes,omitempty"`
+	// PCIBusID is NVML's PCI bus id ("00000000:0F:00.0") and Device the
+	// GPU's device file ("nvidia3", from its minor number): dcgm-exporter's
+	// pci_bus_id and device labels. "" where unknown (older files, imports).
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+	Device   string `json:"device,omitempty"`
 	// Host and HostGPU are, in a merged run, the node the GPU is on and
 	// its NVML index there (Index numbers the GPUs of all nodes). Host is
 	// "" in a run of one machine.

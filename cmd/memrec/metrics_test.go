@@ -191,8 +191,9 @@ scrape_configs:
 		if !ok {
 			t.Fatalf("series for a GPU the run lacks: %v", s.Metric)
 		}
-		if s.Metric["UUID"] != g.UUID || s.Metric["modelName"] != g.Name || s.Metric["Hostname"] != r.Host || s.Metric["job"] != "memrec" {
-			t.Errorf("labels %v, want UUID %q modelName %q Hostname %q", s.Metric, g.UUID, g.Name, r.Host)
+		if s.Metric["UUID"] != g.UUID || s.Metric["modelName"] != g.Name || s.Metric["hostname"] != r.Host || s.Metric["job"] != "memrec" ||
+			s.Metric["pci_bus_id"] != g.PCIBusID || s.Metric["device"] != g.Device || g.PCIBusID == "" || g.Device == "" {
+			t.Errorf("labels %v, want UUID %q modelName %q hostname %q pci_bus_id %q device %q", s.Metric, g.UUID, g.Name, r.Host, g.PCIBusID, g.Device)
 		}
 		samples := stored[gpu]
 		for _, v := range s.Values {
@@ -217,5 +218,33 @@ scrape_configs:
 			}
 		}
 		t.Logf("GPU %s: %d scraped values, each a stored sample", gpu, len(s.Values))
+	}
+
+	// The info metric joins onto every GPU series by hostname and run (as
+	// a dashboard adds the version to a panel), and the start gauge is the
+	// stored run's start.
+	// (last_over_time: the recording has ended, its series are stale.)
+	res, err = promQuery(web, `last_over_time(memrec_gpu_memory_used_bytes{run="scraped"}[5m]) * on(hostname, run) group_left(version) last_over_time(memrec_run_info[5m])`, end.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Data.Result) != len(r.GPUs) {
+		t.Errorf("join on memrec_run_info: %d series, want %d", len(res.Data.Result), len(r.GPUs))
+	}
+	for _, s := range res.Data.Result {
+		if s.Metric["version"] != version {
+			t.Errorf("joined series lacks version %q: %v", version, s.Metric)
+		}
+	}
+	res, err = promQuery(web, `memrec_run_start_time_seconds{run="scraped"}[5m]`, end.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Data.Result) != 1 || len(res.Data.Result[0].Values) == 0 {
+		t.Fatalf("memrec_run_start_time_seconds: %+v", res.Data.Result)
+	}
+	v, _ := strconv.ParseFloat(res.Data.Result[0].Values[0][1].(string), 64)
+	if math.Abs(v-float64(r.StartNS)/1e9) > 1e-3 {
+		t.Errorf("memrec_run_start_time_seconds %v, the run started at %v", v, float64(r.StartNS)/1e9)
 	}
 }

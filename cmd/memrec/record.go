@@ -44,6 +44,8 @@ type recordOptions struct {
 	job         string
 	host        string
 	sites       bool
+	// metricsLegacyHostname spells the host label "Hostname" (dcgm-exporter before its rename).
+	metricsLegacyHostname bool
 	// openNVML opens NVML; tests open go-nvml's mocks.
 	openNVML func() (*recorder.NVML, error)
 }
@@ -95,6 +97,7 @@ machine without a GPU.`,
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording, e.g. :9400 (off by default)")
 	f.StringVar(&o.viewAddr, "view-addr", "", "serve the live page (memrec view's, of this recording, from memory) at http://ADDR/ while recording, e.g. 127.0.0.1:0 for a free port; --metrics-addr serves it too, at /")
+	f.BoolVar(&o.metricsLegacyHostname, "metrics-legacy-hostname", false, "label the metrics' host \"Hostname\", as dcgm-exporter did before it renamed the label \"hostname\" (for older dashboards)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
 	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
@@ -268,6 +271,7 @@ func recorderOptions(o *recordOptions, src recorder.Source, now time.Time, gpus 
 		Duration:   o.duration,
 		Command:    o.command,
 		Log:        o.io.Err,
+		Live:       recorder.LiveOptions{Version: version, LegacyHostname: o.metricsLegacyHostname},
 	}
 }
 

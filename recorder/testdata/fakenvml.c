@@ -37,6 +37,18 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev) {
 }
 int nvmlDeviceGetUUID(void *dev, char *s, unsigned int n) { snprintf(s, n, "GPU-fake-%d", index_of(dev)); return SUCCESS; }
 int nvmlDeviceGetName(void *dev, char *s, unsigned int n) { snprintf(s, n, "Fake GPU"); return SUCCESS; }
+typedef struct {
+	char busIdLegacy[16];
+	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} pciinfo;
+int nvmlDeviceGetPciInfo_v3(void *dev, pciinfo *p) {
+	memset(p, 0, sizeof *p);
+	p->bus = 0x10 + index_of(dev);
+	snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", p->bus);
+	return SUCCESS;
+}
+int nvmlDeviceGetMinorNumber(void *dev, unsigned int *m) { *m = index_of(dev); return SUCCESS; }
 int nvmlDeviceGetMemoryInfo(void *dev, mem1 *m) {
 	int i = index_of(dev);
 	m->total = total, m->used = used_now(i), m->free = total - m->used;
