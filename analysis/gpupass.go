@@ -562,12 +562,36 @@ func (a *gpuAnalysis) leak() {
 		if a.hasDevice {
 			series = append(series, floorSeries{"device_used", a.floorPoints(a.used.floors)})
 		}
+		if c := a.cacheFloors(); len(c) > 0 {
+			series = append(series, floorSeries{"reserved_beyond_peak", c})
+		}
 	}
 	w := warmup{}
 	if len(a.mi.epochs) >= 2 {
 		w = warmup{byEpoch: true, endNS: a.mi.epochs[0].end}
 	}
 	gr.Leak = judgeLeak(series, w, a.per, a.run, a.g, a.lastUsed)
+}
+
+// cacheFloors are, at each step, reserved memory beyond the largest step
+// peak so far: the cache the job never needed at once. The allocator must
+// hold the peak; what it holds beyond it grows only with fragmentation. Nil
+// without step peaks.
+func (a *gpuAnalysis) cacheFloors() []FloorPoint {
+	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
+		return nil
+	}
+	var out []FloorPoint
+	var most int64 = -1
+	for i := range a.fx {
+		if a.stepPeaks.n[i] > 0 {
+			most = max(most, a.stepPeaks.max[i])
+		}
+		if most >= 0 && a.resFloors.n[i] > 0 {
+			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.resFloors.min[i] - most})
+		}
+	}
+	return out
 }
 
 // floorPoints are the floors of the spans that hold a sample.

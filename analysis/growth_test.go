@@ -123,3 +123,38 @@ func TestGrowthRuleWhateverTheQuantity(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedGrowingWithThePeak: reserved memory that grows because the
+// step's peak does (longer inputs: the job needs more) is not cache growth;
+// reserved that grows beyond the largest peak so far is.
+func TestReservedGrowingWithThePeak(t *testing.T) {
+	t.Parallel()
+	run := storage.Run{StartNS: 1e18}
+	mk := func(f func(i int) int64) []FloorPoint {
+		var out []FloorPoint
+		for i := range 200 {
+			out = append(out, FloorPoint{X: float64(i), TNS: run.StartNS + int64(i)*1e8, Bytes: f(i)})
+		}
+		return out
+	}
+	flat := mk(func(int) int64 { return 1 << 30 })
+	growing := mk(func(i int) int64 { return 2<<30 + int64(i)<<21 })
+	for _, c := range []struct {
+		name   string
+		beyond []FloorPoint
+		want   Verdict
+	}{
+		{"with the peak", mk(func(i int) int64 { return 64 << 20 }), VerdictNoLeak},
+		{"beyond the peak", mk(func(i int) int64 { return 64<<20 + int64(i)<<21 }), VerdictCacheGrowth},
+		{"no step peaks", nil, VerdictCacheGrowth},
+	} {
+		series := []floorSeries{{"allocated", flat}, {"reserved", growing}, {"device_used", growing}}
+		if c.beyond != nil {
+			series = append(series, floorSeries{"reserved_beyond_peak", c.beyond})
+		}
+		l := judgeLeak(series, warmup{}, "step", run, storage.GPU{TotalBytes: 140 << 30}, 0)
+		if l.Kind != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, l.Kind, l.Reason, c.want)
+		}
+	}
+}

@@ -146,7 +146,10 @@ func (l Leak) Judgement() Verdict {
 
 // Growth is the growth rule's finding on one series of bytes.
 type Growth struct {
-	Quantity string `json:"quantity"` // allocated, reserved, device_used, used, live_bytes, host_total
+	// Quantity is allocated, reserved, device_used, reserved_beyond_peak
+	// (reserved minus the largest step peak so far), used (a process's),
+	// live_bytes (a site's) or host_total.
+	Quantity string `json:"quantity"`
 	// Trend is grows, flat, startup (a ramp that has not settled) or
 	// too_few_points.
 	Trend              string   `json:"trend"`
@@ -230,10 +233,10 @@ func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool
 }
 
 // judgeLeak applies the growth rule to each series of a GPU and gives the
-// verdict. series are the floors of allocated, reserved and device used
-// where known (allocated and reserved need a probe), on the same spans;
-// the first is the series a leak is judged on (allocated, or device used
-// without a probe).
+// verdict. series are the floors of allocated, reserved, device used and
+// reserved_beyond_peak where known (all but device used need a probe, the
+// last step peaks), on the same spans; the first is the series a leak is
+// judged on (allocated, or device used without a probe).
 func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
 	l := Leak{Per: per, Kind: VerdictInsufficient}
 	if len(series) == 0 {
@@ -267,6 +270,9 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 	case first.kind == growthTooFew:
 		l.Kind = VerdictInsufficient
 		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", minSteadyPoints)
+	case byName["reserved"] != nil && byName["reserved"].Grows() && byName["reserved_beyond_peak"] != nil && !byName["reserved_beyond_peak"].Grows():
+		l.Kind = VerdictNoLeak
+		l.Reason = "allocated memory does not grow; reserved memory grows with the step's peak (the job needs more at its busiest: longer inputs), not beyond it"
 	case byName["reserved"] != nil && byName["reserved"].Grows():
 		l.Kind, basis = VerdictCacheGrowth, byName["reserved"]
 		l.Reason = "the allocator's reserved memory grows while allocated memory does not: its cache grows, as with many block sizes (variable shapes) that fragment it; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing keep it flat"
