@@ -36,19 +36,23 @@ type Limits struct {
 }
 
 // DefaultLimits are scaled to real snapshots. The largest real one here
-// (the H200 ResNet-18 trace in testdata, 3 213 trace entries, 248 blocks,
-// stacks of up to 19 frames) decodes into 21 elements and 93 bytes of
-// pickle a trace entry. A 200 000-entry trace (the most memrec's probe
-// keeps, twice the max_entries of PyTorch's own example) ×10 is 2 M
-// entries, about 42 M elements: Elements is 50 M. Strings in a snapshot
-// are file and function names (under 300 bytes here): one string may be
-// 1 MiB, all of them 256 MiB. Python's recursion limit is 1 000 frames.
+// (the H200 ResNet-18 trace in testdata: 3 213 trace entries, 248 blocks,
+// stacks of up to 19 frames) is 123 615 values, 38 a trace entry, and
+// 21 KiB of strings (file and function names, memoised). Ten times it is
+// 32 000 entries, less than the trace of PyTorch's own example
+// (max_entries=100 000): the limits hold that, 100 000 entries at 38
+// values and as many blocks, 5 M values in all. A value costs the decoder
+// about 50 bytes, so the worst a file within them can make it hold is
+// about 250 MB, under memrec's 300 MiB heap (GOMEMLIMIT): past that the
+// garbage collector would run without end (50 M values took 207 s and
+// 2.4 GB on the development machine). One string may be 1 MiB, all of them
+// 64 MiB. Python's recursion limit is 1 000 frames.
 var DefaultLimits = Limits{
-	Elements:    50_000_000,
+	Elements:    5_000_000,
 	String:      1 << 20,
-	StringBytes: 256 << 20,
-	Blocks:      1_000_000,
-	Entries:     2_000_000,
+	StringBytes: 64 << 20,
+	Blocks:      100_000,
+	Entries:     100_000,
 	Frames:      1_000,
 	Sites:       4_096,
 }
