@@ -3,7 +3,8 @@
 //	nvidia-smi --query-gpu=timestamp,index,uuid,memory.used,memory.total --format=csv
 //	nvidia-smi --query-compute-apps=timestamp,gpu_uuid,pid,used_memory --format=csv
 //
-// (with or without the header and the units, "noheader" and "nounits"), and
+// (with or without the header and the units, "noheader" and "nounits"; with
+// a header, in any column order, and with name and memory.reserved too), and
 // turns them into one memrec run: device samples from the first query,
 // process samples from the second. Memory in these logs is whole MiB, so the
 // run knows it to 1 MiB only.
@@ -19,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +44,10 @@ type Log struct {
 	// Unavailable counts values nvidia-smi could not read ("[N/A]",
 	// "[Not Supported]", ...): their samples are dropped.
 	Unavailable int64
+	// Folded counts lines in a repeated hour (the end of daylight saving
+	// time) read as its second pass, since the log had already passed
+	// their first reading.
+	Folded int64
 }
 
 // ErrNoData is returned when the logs hold no sample at all.
@@ -66,39 +72,52 @@ const (
 
 // columns are the positions of the fields a query needs (-1: absent).
 type columns struct {
-	q                                   query
-	n                                   int // fields per line
-	time, index, uuid, used, total, pid int
+	q                                                   query
+	n                                                   int // fields per line
+	time, index, uuid, name, used, reserved, total, pid int
 }
 
 // Without a header the columns are the documented queries', in order.
 var (
-	plainGPU  = columns{q: queryGPU, n: 5, time: 0, index: 1, uuid: 2, used: 3, total: 4, pid: -1}
-	plainApps = columns{q: queryApps, n: 4, time: 0, index: -1, uuid: 1, pid: 2, used: 3, total: -1}
+	plainGPU  = columns{q: queryGPU, n: 5, time: 0, index: 1, uuid: 2, name: -1, used: 3, reserved: -1, total: 4, pid: -1}
+	plainApps = columns{q: queryApps, n: 4, time: 0, index: -1, uuid: 1, name: -1, pid: 2, used: 3, reserved: -1, total: -1}
 )
 
+// column names each field of a header that memrec reads; the others are
+// ignored.
+var column = map[string]func(c *columns) *int{
+	"timestamp":       func(c *columns) *int { return &c.time },
+	"index":           func(c *columns) *int { return &c.index },
+	"uuid":            func(c *columns) *int { return &c.uuid },
+	"gpu_uuid":        func(c *columns) *int { return &c.uuid },
+	"name":            func(c *columns) *int { return &c.name },
+	"memory.used":     func(c *columns) *int { return &c.used },
+	"used_gpu_memory": func(c *columns) *int { return &c.used },
+	"used_memory":     func(c *columns) *int { return &c.used },
+	"memory.reserved": func(c *columns) *int { return &c.reserved },
+	"memory.total":    func(c *columns) *int { return &c.total },
+	"pid":             func(c *columns) *int { return &c.pid },
+}
+
+// memoryColumn: a column whose unit must be MiB.
+func memoryColumn(name string) bool {
+	return strings.HasPrefix(name, "memory.") || strings.HasSuffix(name, "_memory")
+}
+
 // headerColumns reads a header line: field names, each perhaps followed by
-// its unit in brackets ("memory.used [MiB]"); other fields are ignored.
+// its unit in brackets ("memory.used [MiB]"), in any order.
 func headerColumns(fields []string) (columns, error) {
-	c := columns{n: len(fields), time: -1, index: -1, uuid: -1, used: -1, total: -1, pid: -1}
+	c := columns{n: len(fields), time: -1, index: -1, uuid: -1, name: -1, used: -1, reserved: -1, total: -1, pid: -1}
 	for i, f := range fields {
 		name, unit, _ := strings.Cut(f, " [")
-		if unit != "" && unit != "MiB]" && !strings.HasPrefix(name, "timestamp") {
+		if unit != "" && unit != "MiB]" && memoryColumn(name) {
 			return c, fmt.Errorf("column %q: memory must be in MiB", f)
 		}
-		switch name {
-		case "timestamp":
-			c.time = i
-		case "index":
-			c.index = i
-		case "uuid", "gpu_uuid":
-			c.uuid = i
-		case "memory.used", "used_gpu_memory", "used_memory":
-			c.used = i
-		case "memory.total":
-			c.total = i
-		case "pid":
-			c.pid = i
+		if at, ok := column[name]; ok {
+			if *at(&c) >= 0 {
+				return c, fmt.Errorf("column %q appears twice", name)
+			}
+			*at(&c) = i
 		}
 	}
 	switch {
@@ -114,9 +133,16 @@ func headerColumns(fields []string) (columns, error) {
 	return c, nil
 }
 
-// isHeader tells a header from a data line: data starts with a date.
+// isHeader tells a header from a data line: a header names a column
+// memrec reads, in any position; data never does.
 func isHeader(fields []string) bool {
-	return len(fields) > 0 && strings.HasPrefix(fields[0], "timestamp")
+	for _, f := range fields {
+		name, _, _ := strings.Cut(f, " [")
+		if _, ok := column[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // parser collects the logs.
@@ -127,12 +153,16 @@ type parser struct {
 	byUUID     map[string]int
 	uuidLine   map[int]string // where a GPU's uuid was first seen
 	appsByUUID []appRow       // compute-apps rows; GPUs resolved at the end
+	uuids      []string       // the compute-apps rows' uuids, by appRow.uuid
+	uuidIndex  map[string]int32
+	last       int64 // the source's previous time, to read a repeated (DST) hour
 }
 
+// appRow is a compute-apps row, 24 bytes: its uuid by index into uuids.
 type appRow struct {
 	t    int64
-	uuid string
-	pid  int
+	uuid int32
+	pid  int32
 	used int64
 }
 
@@ -142,7 +172,7 @@ func Parse(srcs []Source, loc *time.Location) (*Log, error) {
 	if loc == nil {
 		loc = time.Local
 	}
-	p := &parser{loc: loc, byIndex: map[int]*storage.GPU{}, byUUID: map[string]int{}, uuidLine: map[int]string{}}
+	p := &parser{loc: loc, byIndex: map[int]*storage.GPU{}, byUUID: map[string]int{}, uuidLine: map[int]string{}, uuidIndex: map[string]int32{}}
 	for _, s := range srcs {
 		if err := p.read(s); err != nil {
 			return nil, err
@@ -157,6 +187,7 @@ func (p *parser) read(src Source) error {
 	var cols columns
 	var header string
 	line := 0
+	p.last = math.MinInt64
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
@@ -215,44 +246,107 @@ func (p *parser) read(src Source) error {
 // unavailable is a value nvidia-smi could not read: "[N/A]", "[Not Supported]".
 func unavailable(s string) bool { return strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") }
 
+// maxIndex is the highest GPU index a run holds.
+const maxIndex = storage.MaxGPUIndex
+
+// maxMiB bounds a memory value: 2^40 MiB (an exabyte) is no GPU's.
+const maxMiB = 1 << 40
+
 // mebibytes parses "1234 MiB" or "1234" into bytes.
 func mebibytes(name, s string) (int64, error) {
 	num := strings.TrimSpace(strings.TrimSuffix(s, "MiB"))
 	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v < 0 || v > 1<<40 {
+	if err != nil || v < 0 || v > maxMiB {
 		return 0, fmt.Errorf("%s %q: want a number of MiB", name, s)
 	}
 	return v * mib, nil
 }
 
-func (p *parser) row(c columns, f []string, src string, line int) error {
-	ts, err := time.ParseInLocation(TimeLayout, f[c.time], p.loc)
+// The times a run may hold (storage's bound), checked on the calendar
+// before a time becomes nanoseconds: year 2600 would wrap past int64.
+var (
+	earliest = time.Unix(0, storage.EarliestTime)
+	latest   = time.Unix(0, storage.LatestTime)
+)
+
+// timestamp parses a row's time in p.loc. In a repeated hour (a clock set
+// back for the end of daylight saving time) a wall time has two readings:
+// the earlier one unless the log has already passed it, since a log's
+// lines are in time order; folded counts the lines read as the later.
+func (p *parser) timestamp(s string) (int64, error) {
+	ts, err := time.ParseInLocation(TimeLayout, s, p.loc)
 	if err != nil {
-		return fmt.Errorf("timestamp %q: want YYYY/MM/DD HH:MM:SS.mmm", f[c.time])
+		return 0, fmt.Errorf("timestamp %q: want YYYY/MM/DD HH:MM:SS.mmm", s)
 	}
-	t := ts.UnixNano()
+	if ts.Before(earliest) || !ts.Before(latest) {
+		return 0, fmt.Errorf("timestamp %q is outside 1970..2200", s)
+	}
+	first, second := readings(ts)
+	t := first.UnixNano()
+	if t < p.last && second != first {
+		t = second.UnixNano()
+		p.log.Folded++
+	}
+	p.last = t
+	return t, nil
+}
+
+// readings returns the earlier and later instants that show ts's wall
+// time in its location: the same twice, but in a repeated hour.
+func readings(ts time.Time) (first, second time.Time) {
+	first, second = ts, ts
+	_, off := ts.Zone()
+	for _, d := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} { // the clock shifts in use
+		if _, o := ts.Add(d).Zone(); off-o == int(d/time.Second) {
+			second = ts.Add(d) // ts is the first reading
+		}
+		if _, o := ts.Add(-d).Zone(); o-off == int(d/time.Second) {
+			first = ts.Add(-d) // ts is the second
+		}
+	}
+	return first, second
+}
+
+func (p *parser) row(c columns, f []string, src string, line int) error {
+	t, err := p.timestamp(f[c.time])
+	if err != nil {
+		return err
+	}
 	if c.q == queryApps {
 		pid, err := strconv.Atoi(f[c.pid])
-		if err != nil || pid < 0 {
+		if err != nil || pid < 0 || pid > math.MaxInt32 {
 			return fmt.Errorf("pid %q: want a process id", f[c.pid])
 		}
-		if f[c.uuid] == "" || unavailable(f[c.uuid]) {
+		if f[c.uuid] == "" {
 			return fmt.Errorf("no GPU uuid")
 		}
-		if unavailable(f[c.used]) {
-			p.log.Unavailable++
+		if unavailable(f[c.uuid]) || unavailable(f[c.used]) {
+			p.log.Unavailable++ // a process on a GPU nvidia-smi could not name: not attributable
 			return nil
 		}
 		used, err := mebibytes("used memory", f[c.used])
 		if err != nil {
 			return err
 		}
-		p.appsByUUID = append(p.appsByUUID, appRow{t: t, uuid: f[c.uuid], pid: pid, used: used})
+		u, ok := p.uuidIndex[f[c.uuid]]
+		if !ok {
+			u = int32(len(p.uuids))
+			p.uuids = append(p.uuids, f[c.uuid])
+			p.uuidIndex[f[c.uuid]] = u
+		}
+		p.appsByUUID = append(p.appsByUUID, appRow{t: t, uuid: u, pid: int32(pid), used: used})
+		return nil
+	}
+	if c.index < 0 && unavailable(f[c.uuid]) {
+		p.log.Unavailable++ // neither index nor uuid: not attributable to a GPU
 		return nil
 	}
 	g, err := p.gpu(c, f, src, line)
 	if err != nil {
 		return err
+	}
+	if c.name >= 0 && g.Name == "" && !unavailable(f[c.name]) {
+		g.Name = f[c.name]
 	}
 	if c.total >= 0 && g.TotalBytes == 0 {
 		if unavailable(f[c.total]) {
@@ -269,7 +363,13 @@ func (p *parser) row(c columns, f []string, src string, line int) error {
 	if err != nil {
 		return err
 	}
-	p.log.Device = append(p.log.Device, storage.DeviceSample{T: t, GPU: g.Index, Used: used})
+	var reserved int64 // 0: unknown, as the store keeps it
+	if c.reserved >= 0 && !unavailable(f[c.reserved]) {
+		if reserved, err = mebibytes("memory.reserved", f[c.reserved]); err != nil {
+			return err
+		}
+	}
+	p.log.Device = append(p.log.Device, storage.DeviceSample{T: t, GPU: g.Index, Used: used, Reserved: reserved})
 	return nil
 }
 
@@ -283,7 +383,7 @@ func (p *parser) gpu(c columns, f []string, src string, line int) (*storage.GPU,
 	index := -1
 	if c.index >= 0 {
 		n, err := strconv.Atoi(f[c.index])
-		if err != nil || n < 0 || n > 1<<16 {
+		if err != nil || n < 0 || n > maxIndex {
 			return nil, fmt.Errorf("index %q: want a GPU index", f[c.index])
 		}
 		index = n
@@ -299,6 +399,9 @@ func (p *parser) gpu(c columns, f []string, src string, line int) (*storage.GPU,
 	}
 	g := p.byIndex[index]
 	if g == nil {
+		if len(p.byIndex) >= storage.MaxGPUs {
+			return nil, fmt.Errorf("more than %d GPUs, the most a run holds", storage.MaxGPUs)
+		}
 		g = &storage.GPU{Index: index, UUID: uuid}
 		p.byIndex[index] = g
 		p.uuidLine[index] = fmt.Sprintf("%s:%d", src, line)
@@ -310,6 +413,12 @@ func (p *parser) gpu(c columns, f []string, src string, line int) (*storage.GPU,
 		}
 		return g, nil
 	}
+	if uuid != "" && g.UUID == "" { // nvidia-smi could not read it until now
+		if other, ok := p.byUUID[uuid]; ok {
+			return nil, fmt.Errorf("GPU %s is index %d here but index %d at %s", uuid, index, other, p.uuidLine[other])
+		}
+		g.UUID, p.byUUID[uuid], p.uuidLine[index] = uuid, index, fmt.Sprintf("%s:%d", src, line)
+	}
 	if uuid != "" && g.UUID != uuid {
 		return nil, fmt.Errorf("GPU %d is %s here but %s at %s", index, uuid, g.UUID, p.uuidLine[index])
 	}
@@ -319,18 +428,24 @@ func (p *parser) gpu(c columns, f []string, src string, line int) (*storage.GPU,
 func (p *parser) finish() (*Log, error) {
 	// Processes: a GPU the --query-gpu log did not name gets the next free
 	// index, in order of first appearance.
+	p.log.Procs = make([]storage.ProcSample, 0, len(p.appsByUUID))
 	for _, a := range p.appsByUUID {
-		i, ok := p.byUUID[a.uuid]
+		uuid := p.uuids[a.uuid]
+		i, ok := p.byUUID[uuid]
 		if !ok {
+			if len(p.byIndex) >= storage.MaxGPUs {
+				return nil, fmt.Errorf("more than %d GPUs, the most a run holds (the compute-apps logs name GPU %s that the GPU logs do not)", storage.MaxGPUs, uuid)
+			}
 			i = 0
 			for p.byIndex[i] != nil {
 				i++
 			}
-			p.byIndex[i] = &storage.GPU{Index: i, UUID: a.uuid}
-			p.byUUID[a.uuid] = i
+			p.byIndex[i] = &storage.GPU{Index: i, UUID: uuid}
+			p.byUUID[uuid] = i
 		}
-		p.log.Procs = append(p.log.Procs, storage.ProcSample{T: a.t, GPU: i, PID: a.pid, Used: a.used})
+		p.log.Procs = append(p.log.Procs, storage.ProcSample{T: a.t, GPU: i, PID: int(a.pid), Used: a.used})
 	}
+	p.appsByUUID = nil
 	if len(p.log.Device)+len(p.log.Procs) == 0 {
 		return nil, ErrNoData
 	}
@@ -380,19 +495,23 @@ func (l *Log) Interval() int64 {
 }
 
 // WriteJSONL writes the log as one run of memrec's JSON Lines, named name,
-// for storage.DB.Import. The run's recorder says its source is nvidia-smi
-// and counts the unavailable values as invalid readings.
-func (l *Log) WriteJSONL(w io.Writer, name string) error {
+// of host (may be ""), for storage.DB.Import. The run's recorder says its
+// source is nvidia-smi and counts the unavailable values as invalid
+// readings.
+func (l *Log) WriteJSONL(w io.Writer, name, host string) error {
 	start, end := l.Span()
 	head := map[string]any{"type": "run", "name": name, "start_ns": start, "end_ns": end, "complete": true,
 		"interval_ns": l.Interval(), "recorder": storage.Recorder{Source: storage.SourceNvidiaSMI, Invalid: l.Unavailable}}
+	if host != "" {
+		head["host"] = host
+	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(head); err != nil {
 		return err
 	}
 	for _, g := range l.GPUs {
-		if err := enc.Encode(map[string]any{"type": "gpu", "gpu": g.Index, "uuid": g.UUID, "total_bytes": g.TotalBytes}); err != nil {
+		if err := enc.Encode(map[string]any{"type": "gpu", "gpu": g.Index, "uuid": g.UUID, "name": g.Name, "total_bytes": g.TotalBytes}); err != nil {
 			return err
 		}
 	}

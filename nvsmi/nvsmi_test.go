@@ -3,6 +3,7 @@ package nvsmi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 func parseStrings(t *testing.T, loc *time.Location, files ...string) (*Log, error) {
@@ -43,6 +45,12 @@ const (
 	appsBare = `2026/11/29 22:35:19.500, GPU-bbbb, 4242, 1500
 2026/11/29 22:35:20.500, GPU-bbbb, 4242, [N/A]
 `
+)
+
+// A header and a data line of --query-gpu, for tests of single lines.
+const (
+	hdr = "timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n"
+	row = "2026/11/29 22:35:19.123, 0, GPU-a, 1 MiB, 2 MiB\n"
 )
 
 func TestParseDocumentedShapes(t *testing.T) {
@@ -115,8 +123,6 @@ func TestAppsOnly(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	hdr := "timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n"
-	row := "2026/11/29 22:35:19.123, 0, GPU-a, 1 MiB, 2 MiB\n"
 	for _, tc := range []struct {
 		name  string
 		files []string
@@ -163,7 +169,7 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := l.WriteJSONL(&buf, "smi"); err != nil {
+	if err := l.WriteJSONL(&buf, "smi", ""); err != nil {
 		t.Fatal(err)
 	}
 	db, err := storage.Open(t.TempDir()+"/m.db", storage.Options{})
@@ -283,4 +289,136 @@ func TestRealLogWithUnavailable(t *testing.T) {
 	if _, err := parseStrings(t, time.UTC, strings.Join(bad, "\n")); err == nil || !strings.HasPrefix(err.Error(), "a.csv:101: memory.used") {
 		t.Errorf("a broken line 101: %v", err)
 	}
+}
+
+// A header is recognised whatever its columns' order, and name and
+// memory.reserved are read: the GPU's name, the driver's reservation.
+func TestHeaderInAnyOrder(t *testing.T) {
+	l, err := parseStrings(t, time.UTC, `index, name, memory.total [MiB], memory.reserved [MiB], memory.used [MiB], uuid, timestamp
+0, NVIDIA H200, 143771 MiB, 616 MiB, 1000 MiB, GPU-aaaa, 2026/11/29 22:35:19.123
+0, NVIDIA H200, 143771 MiB, [N/A], 1001 MiB, GPU-aaaa, 2026/11/29 22:35:19.373
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storage.GPU{Index: 0, UUID: "GPU-aaaa", Name: "NVIDIA H200", TotalBytes: 143771 << 20}
+	if len(l.GPUs) != 1 || l.GPUs[0] != want {
+		t.Errorf("GPUs %+v, want %+v", l.GPUs, want)
+	}
+	// 616 MiB reserved; unknown ([N/A]) stays unknown (0), the sample kept.
+	if len(l.Device) != 2 || l.Device[0].Reserved != 616<<20 || l.Device[0].Used != 1000<<20 || l.Device[1].Reserved != 0 || l.Device[1].Used != 1001<<20 {
+		t.Errorf("samples %+v", l.Device)
+	}
+}
+
+// Years past 2262 do not fit int64 nanoseconds: they are refused by the
+// 1970..2200 bound on the calendar, never wrapped into another year.
+func TestTimestampOutsideBounds(t *testing.T) {
+	for _, ts := range []string{"2600/01/01 00:00:00.000", "9999/12/31 23:59:59.999", "1969/12/31 23:59:59.000", "2200/01/01 00:00:00.000"} {
+		_, err := parseStrings(t, time.UTC, hdr+ts+", 0, GPU-a, 1 MiB, 2 MiB\n")
+		want := `a.csv:2: timestamp "` + ts + `" is outside 1970..2200`
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", ts, err, want)
+		}
+	}
+	if _, err := parseStrings(t, time.UTC, hdr+"2199/12/31 23:59:59.999, 0, GPU-a, 1 MiB, 2 MiB\n"); err != nil {
+		t.Errorf("the last moment before 2200: %v", err)
+	}
+}
+
+// At the end of daylight saving time the clock shows 02:00..03:00 twice:
+// the second pass is read as the later hour, so a log's times keep going
+// forward and no sample lands on another's time.
+func TestDSTFoldKeepsBothHours(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no time zone data:", err)
+	}
+	// 2026-10-25: 03:00 CEST became 02:00 CET.
+	walls := []string{"01:59:00", "02:00:00", "02:30:00", "02:59:00", "02:00:00", "02:30:00", "02:59:00", "03:00:00"}
+	var log strings.Builder
+	log.WriteString(hdr)
+	for _, w := range walls {
+		log.WriteString("2026/10/25 " + w + ".000, 0, GPU-a, 1 MiB, 2 MiB\n")
+	}
+	l, err := parseStrings(t, berlin, log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 00:59 UTC, then every half hour but the 29-minute steps to :59.
+	utc := func(hm string) int64 {
+		tm, _ := time.Parse("2006-01-02 15:04", "2026-10-25 "+hm)
+		return tm.UnixNano()
+	}
+	want := []int64{utc("23:59") - 24*int64(time.Hour), utc("00:00"), utc("00:30"), utc("00:59"), utc("01:00"), utc("01:30"), utc("01:59"), utc("02:00")}
+	var got []int64
+	for _, s := range l.Device {
+		got = append(got, s.T)
+	}
+	if !slices.Equal(got, want) || l.Folded != 3 {
+		t.Errorf("times %v\nwant  %v\n(folded %d, want 3)", got, want, l.Folded)
+	}
+}
+
+// A --query-gpu log without index whose uuid nvidia-smi could not read
+// ([N/A]) cannot tell its GPUs apart: those rows are dropped and counted,
+// never one new GPU a row.
+func TestUnavailableUUIDsAreNotGPUs(t *testing.T) {
+	var log strings.Builder
+	log.WriteString("timestamp, uuid, memory.used [MiB]\n")
+	for i := range 30 {
+		fmt.Fprintf(&log, "2026/11/29 22:35:%02d.000, [N/A], %d MiB\n", i, i)
+	}
+	log.WriteString("2026/11/29 22:36:00.000, GPU-aaaa, 5 MiB\n")
+	l, err := parseStrings(t, time.UTC, log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.GPUs) != 1 || l.GPUs[0].UUID != "GPU-aaaa" || len(l.Device) != 1 || l.Unavailable != 30 {
+		t.Errorf("%d GPUs (%+v), %d samples, %d unavailable", len(l.GPUs), l.GPUs, len(l.Device), l.Unavailable)
+	}
+	// With an index, a uuid read later than the GPU's first line is its.
+	l, err = parseStrings(t, time.UTC, hdr+"2026/11/29 22:35:19.123, 0, [N/A], 1 MiB, 2 MiB\n2026/11/29 22:35:20.123, 0, GPU-a, 1 MiB, 2 MiB\n")
+	if err != nil || len(l.GPUs) != 1 || l.GPUs[0].UUID != "GPU-a" {
+		t.Errorf("uuid learnt late: %v, GPUs %+v", err, l.GPUs)
+	}
+	// A process on a GPU of unknown uuid is dropped and counted.
+	l, err = parseStrings(t, time.UTC, row, "2026/11/29 22:35:19.500, [N/A], 4242, 1500\n")
+	if err != nil || len(l.Procs) != 0 || l.Unavailable != 1 {
+		t.Errorf("process on [N/A]: %v, %d processes, %d unavailable", err, len(l.Procs), l.Unavailable)
+	}
+}
+
+// FuzzParse feeds the parser arbitrary logs: it must return a log or an
+// error, never panic; and what it accepts, the import accepts too (every
+// line it writes parses, every time in 1970..2200).
+func FuzzParse(f *testing.F) {
+	f.Add(gpuWithUnits, appsWithUnits)
+	f.Add(gpuBare, appsBare)
+	f.Add("index, memory.used [MiB], timestamp, uuid\n0, 5 MiB, 2026/10/25 02:30:00.000, GPU-a\n", "")
+	f.Add(hdr+"2600/01/01 00:00:00.000, 0, GPU-a, 1 MiB, 2 MiB\n", "")
+	f.Fuzz(func(t *testing.T, gpu, apps string) {
+		berlin, _ := time.LoadLocation("Europe/Berlin")
+		l, err := parseStrings(t, berlin, gpu, apps)
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := l.WriteJSONL(&buf, "fuzz", "h"); err != nil {
+			t.Fatal(err)
+		}
+		var p wire.Parser
+		for i, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			r, err := p.Parse(line)
+			if err != nil {
+				t.Fatalf("line %d %s: %v", i+1, line, err)
+			}
+			if r.Type == wire.TypeSample && (r.Device.T < storage.EarliestTime || r.Device.T >= storage.LatestTime) {
+				t.Fatalf("line %d: time %d outside 1970..2200", i+1, r.Device.T)
+			}
+		}
+		if len(l.GPUs) > storage.MaxGPUs {
+			t.Fatalf("%d GPUs", len(l.GPUs))
+		}
+	})
 }

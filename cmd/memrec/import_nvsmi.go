@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,14 +15,24 @@ import (
 func runImportNvidiaSMI(o *importOptions, files []string) error {
 	loc, err := time.LoadLocation(o.tz)
 	if err != nil {
-		return fmt.Errorf("--tz %q: %w", o.tz, err)
+		return fmt.Errorf("--tz %q: not a time zone memrec knows (an IANA name such as UTC or Europe/Berlin)", o.tz)
+	}
+	stem := ""
+	if files[0] != "-" {
+		stem = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(files[0]), ".gz"), filepath.Ext(strings.TrimSuffix(files[0], ".gz")))
 	}
 	name := o.name
 	if name == "" {
-		if files[0] == "-" {
+		if stem == "" {
 			return fmt.Errorf("import: name the run with --name when the log comes from stdin (nothing was imported)")
 		}
-		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(files[0]), ".gz"), filepath.Ext(strings.TrimSuffix(files[0], ".gz")))
+		name = stem
+	}
+	// nvidia-smi does not log the machine's name: --host, else the log's
+	// file name, which is how logs of several machines are told apart.
+	host := o.host
+	if host == "" {
+		host = stem
 	}
 	opened, closeFiles, err := openImportFiles(o, files)
 	defer closeFiles()
@@ -30,28 +40,34 @@ func runImportNvidiaSMI(o *importOptions, files []string) error {
 		return err
 	}
 	srcs := make([]nvsmi.Source, len(opened))
+	names := make([]string, len(opened))
 	for i, f := range opened {
 		srcs[i] = nvsmi.Source{Name: f.Name, R: f.R}
+		names[i] = f.Name
 	}
 	log, err := nvsmi.Parse(srcs, loc)
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
-	}
-	var buf bytes.Buffer
-	if err := log.WriteJSONL(&buf, name); err != nil {
-		return err
 	}
 	db, err := o.openWrite()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "nvidia-smi logs", R: &buf}}, storage.ImportOptions{Replace: o.replace})
+	// The log streams into the import: its JSON Lines (about 80 bytes a
+	// sample) are never held whole.
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(log.WriteJSONL(pw, name, host)) }()
+	runs, err := db.Import([]storage.Source{{Name: strings.Join(names, ", "), R: pr, Converted: true}}, storage.ImportOptions{Replace: o.replace})
+	pr.CloseWithError(io.ErrClosedPipe) // the writer stops if the import did
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
 	}
 	r := runs[0]
-	fmt.Fprintf(o.io.Out, "imported %s (id %d) from nvidia-smi logs: %d GPUs, %d samples, %d process samples; %d unavailable values ([N/A]) dropped; memory to 1 MiB\n",
-		r.Name, r.ID, len(r.GPUs), r.Counts.Samples, r.Counts.ProcSamples, log.Unavailable)
+	fmt.Fprintf(o.io.Out, "imported %s (id %d, host %s) from nvidia-smi logs: %d GPUs, %d samples, %d process samples; %d unavailable values ([N/A]) dropped; memory to 1 MiB\n",
+		r.Name, r.ID, r.Host, len(r.GPUs), r.Counts.Samples, r.Counts.ProcSamples, log.Unavailable)
+	if log.Folded > 0 {
+		fmt.Fprintf(o.io.Out, "%d timestamps fell in a repeated hour (the clock set back in %s) and were read as its second pass, since the log had passed the first\n", log.Folded, loc)
+	}
 	return nil
 }

@@ -36,7 +36,7 @@ func TestImportNvidiaSMI(t *testing.T) {
 		}
 		return n
 	}
-	want := fmt.Sprintf("imported node3 (id 1) from nvidia-smi logs: 2 GPUs, %d samples, %d process samples; 0 unavailable",
+	want := fmt.Sprintf("imported node3 (id 1, host node3) from nvidia-smi logs: 2 GPUs, %d samples, %d process samples; 0 unavailable",
 		lines(smiLog(t, "gpu-header-units.csv.gz")), lines(smiLog(t, "apps-noheader-nounits.csv.gz")))
 	out, errs, code := run(t, db, "", "import", "--format", "nvidia-smi", "--tz", "UTC", gpu, apps)
 	if code != 0 || !strings.Contains(out, want) {
@@ -145,3 +145,69 @@ func TestImportedNvidiaSMINoLeakSlope(t *testing.T) {
 		}
 	}
 }
+
+// The run of an nvidia-smi log has its host (the file's name, or --host),
+// its GPUs' names and the driver's reservation; a log past a run's limits
+// is an error naming the files, not memrec's converted text.
+func TestImportNvidiaSMIHostNameReserved(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	log := "uuid, memory.used [MiB], name, memory.reserved [MiB], index, timestamp, memory.total [MiB]\n" +
+		"GPU-aaaa, 1000 MiB, NVIDIA H200, 616 MiB, 0, 2026/11/29 22:35:19.123, 143771 MiB\n" +
+		"GPU-aaaa, 1001 MiB, NVIDIA H200, 616 MiB, 0, 2026/11/29 22:35:19.373, 143771 MiB\n"
+	gpu := filepath.Join(dir, "node7.csv")
+	os.WriteFile(gpu, []byte(log), 0o644)
+	for _, tc := range []struct {
+		args []string
+		name string
+		host string
+	}{
+		{[]string{gpu}, "node7", "node7"},
+		{[]string{"--host", "gpu-box-2", "--name", "other", gpu}, "other", "gpu-box-2"},
+	} {
+		out, errs, code := run(t, db, "", append([]string{"import", "--format", "nvidia-smi", "--tz", "UTC"}, tc.args...)...)
+		if code != 0 || !strings.Contains(out, "host "+tc.host+")") {
+			t.Fatalf("import %v: %d %q %q", tc.args, code, out, errs)
+		}
+		out, _, _ = run(t, db, "", "runs", "--json")
+		var runs []struct {
+			Name string `json:"name"`
+			Host string `json:"host"`
+			GPUs []struct {
+				Name string `json:"name"`
+			} `json:"gpus"`
+		}
+		json.Unmarshal([]byte(out), &runs)
+		found := false
+		for _, r := range runs {
+			if r.Name == tc.name {
+				found = true
+				if r.Host != tc.host || len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA H200" {
+					t.Errorf("run %s: %+v", tc.name, r)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no run %s in %s", tc.name, out)
+		}
+	}
+	out, _, _ := run(t, db, "", "export", "node7")
+	if !strings.Contains(out, `"reserved_bytes":645922816`) { // 616 MiB
+		t.Errorf("export: the reservation is missing:\n%s", out)
+	}
+
+	// 1 025 GPUs: refused at the line that declares the 1 025th.
+	var many strings.Builder
+	many.WriteString(hdr1)
+	for i := range 1025 {
+		fmt.Fprintf(&many, "2026/11/29 22:35:19.123, %d, GPU-%d, 1 MiB, 2 MiB\n", i, i)
+	}
+	big := filepath.Join(dir, "big.csv")
+	os.WriteFile(big, []byte(many.String()), 0o644)
+	_, errs, code := run(t, db, "", "import", "--format", "nvidia-smi", "--tz", "UTC", big)
+	if code != 1 || !strings.Contains(errs, "big.csv:1026: more than 1024 GPUs") || strings.Contains(errs, "nvidia-smi logs") {
+		t.Errorf("1025 GPUs: %d %q", code, errs)
+	}
+}
+
+const hdr1 = "timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n"

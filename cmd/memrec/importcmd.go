@@ -22,6 +22,7 @@ type importOptions struct {
 	allowTruncated bool
 	format         string // jsonl or nvidia-smi
 	tz             string // nvidia-smi: the logs' time zone
+	host           string // nvidia-smi: the machine that logged
 	run            string // PyTorch snapshots: add their sites to this run
 	gpu            int    // PyTorch snapshots: the GPU of CUDA device 0
 	merge          bool   // the files are the nodes of one job: one merged run
@@ -91,6 +92,7 @@ unless --name is given.`,
 	cmd.Flags().StringVar(&o.run, "run", "", "PyTorch snapshots: add their allocation sites to this run instead of making a new one")
 	cmd.Flags().IntVar(&o.gpu, "gpu", 0, "PyTorch snapshots: the GPU index (NVML's) of the snapshot's CUDA device 0")
 	cmd.Flags().BoolVar(&o.merge, "merge", false, "the files are the exports of one multi-node job's nodes (one run each): import them as one merged run, as memrec merge does")
+	cmd.Flags().StringVar(&o.host, "host", "", "nvidia-smi: the machine that wrote the logs (default: the first log's file name)")
 	cmd.Flags().StringVar(&o.tz, "tz", "Local", "nvidia-smi: time zone of the logs' timestamps (an IANA name such as UTC or Europe/Berlin)")
 	return cmd
 }
