@@ -46,6 +46,10 @@ func (w windowOptions) apply(db *storage.DB, r storage.Run) (storage.Run, error)
 		return r, fmt.Errorf("run %s: %s %q: %w; epochs inferred from device memory are not accepted as bounds: pass the times memrec analyze shows for them (%s 12.5)",
 			r.Name, flag, value, err, flag)
 	}
+	if errors.Is(err, analysis.ErrEmptyWindow) {
+		return r, fmt.Errorf("run %s: --from %q --to %q: %w; the run spans %s to %s", r.Name, w.from, w.to, err,
+			time.Unix(0, r.StartNS).UTC().Format(time.RFC3339), time.Unix(0, max(r.EndNS, r.StartNS)).UTC().Format(time.RFC3339))
+	}
 	if err != nil {
 		return r, fmt.Errorf("run %s: --from %q --to %q: %w", r.Name, w.from, w.to, err)
 	}
@@ -82,12 +86,20 @@ func parseBound(flag, s string) (analysis.Bound, error) {
 			return analysis.Bound{Kind: analysis.BoundClock, Clock: since}, nil
 		}
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	// A date is checked on the calendar before it becomes nanoseconds:
+	// past 2262 those wrap, and 9999-12-31 would read as 1816.
+	at := func(t time.Time) (analysis.Bound, error) {
+		if t.Before(time.Unix(0, storage.EarliestTime)) || !t.Before(time.Unix(0, storage.LatestTime)) {
+			return bad("outside 1970..2200, the times a run may hold")
+		}
 		return analysis.Bound{Kind: analysis.BoundTime, TimeNS: t.UnixNano()}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return at(t)
 	}
 	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"} {
 		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return analysis.Bound{Kind: analysis.BoundTime, TimeNS: t.UnixNano()}, nil
+			return at(t)
 		}
 	}
 	if d, err := time.ParseDuration(s); err == nil {
