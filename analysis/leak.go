@@ -23,6 +23,12 @@ const (
 	// minLeakGrowth is the least growth over the fitted span that counts
 	// as a leak: below it a trend is too small to matter on any GPU.
 	minLeakGrowth = 1 << 20
+	// minSiteGrowth is the least growth of an allocation site's live
+	// bytes that counts: a site holds a part of a GPU's memory, so a
+	// smaller one than minLeakGrowth; it alone decides (with a positive
+	// Theil–Sen slope) where a site has fewer than minSteadyPoints
+	// snapshots, too few for the test (epoch-end summaries).
+	minSiteGrowth = 64 << 10
 	// minSteadyPoints is the fewest floors after the warm-up that can be
 	// judged.
 	minSteadyPoints = 8

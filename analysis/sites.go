@@ -75,8 +75,11 @@ type SiteFigure struct {
 	Share      float64  `json:"share"` // of the snapshot's live bytes
 }
 
-// GrowingSite is a site whose live bytes grow from the first snapshot to
-// the last.
+// GrowingSite is a site whose live bytes grow over the snapshots, by the
+// growth rule (see growing): its slopes are the rule's Theil–Sen slopes;
+// GrowthBytes is its change from the first snapshot to the last (scaled
+// where the stacks were sampled), FirstBytes and LastBytes what the two
+// hold.
 type GrowingSite struct {
 	Site          string   `json:"site"`
 	File          string   `json:"file"`
@@ -263,9 +266,9 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 
 // growing finds, per process, the sites whose live bytes grow over the
 // snapshots that show the steady state (epoch ends, requested snapshots,
-// trace windows; not OOMs, exits or tracked blocks): the last value is
-// higher than the first by at least 64 KiB and 1 %, and at least two
-// thirds of the consecutive changes are not decreases.
+// trace windows; not OOMs, exits or tracked blocks), by the growth rule
+// (siteGrowth), the steepest first: a site's Share is its part of the
+// leak's slope.
 func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
 	pids, byPID := steadyByPID(snaps)
 	var out []GrowingSite
@@ -287,7 +290,7 @@ func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
 			g.Share = float64(g.GrowthBytes) / float64(totalGrowth)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y GrowingSite) int { return cmp.Compare(y.GrowthBytes, x.GrowthBytes) })
+	slices.SortStableFunc(out, func(x, y GrowingSite) int { return cmp.Compare(y.BytesPerHour, x.BytesPerHour) })
 	return out
 }
 
@@ -306,6 +309,34 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 		byPID[s.pid] = append(byPID[s.pid], s)
 	}
 	return pids, byPID
+}
+
+// siteGrowth is the growth rule on one site's live bytes y at the
+// snapshots' x (steps since the first, or seconds) and t (seconds), with
+// skip warm-up snapshots (-1: the series settles). With at least
+// minSteadyPoints snapshots the rule decides; with fewer its test cannot
+// tell growth from noise, and the site grows where its Theil–Sen slope,
+// its one-off jumps set aside, gives at least minSiteGrowth over the
+// snapshots after the warm-up. It returns the slope against x and against
+// t.
+func siteGrowth(x, t, y []float64, skip int) (perX, perS float64, grows bool) {
+	if len(x) >= minSteadyPoints {
+		g := growthOfPart(x, y, skip, minSiteGrowth)
+		if g.kind != growthRises {
+			return 0, 0, false
+		}
+		rt, _ := reduce(t, y, maxTrendPoints)
+		return g.fit.Slope, fitPoints(rt[g.skip:], g.y[g.skip:]).Slope, true
+	}
+	skip = max(0, min(skip, len(x)-2))
+	x, t, y = x[skip:], t[skip:], y[skip:]
+	if len(x) < 2 {
+		return 0, 0, false
+	}
+	y, _ = removeJumps(y)
+	perX, _ = theilSen(x, y)
+	perS, _ = theilSen(t, y)
+	return perX, perS, perX > 0 && perX*(x[len(x)-1]-x[0]) >= minSiteGrowth
 }
 
 // growingOf returns the growing sites of one process's snapshots ss, and
@@ -346,30 +377,48 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		sampled = 0
 	}
 	first, last := ss[0].rows[0], ss[len(ss)-1].rows[0]
-	steps := stepsBetween(a.steps, first.T, last.T)
-	hours := float64(last.T-first.T) / 3.6e12
+	// x: steps since the first snapshot where the run has steps, else
+	// seconds; the warm-up: the snapshots before the first epoch's end.
+	xs, ts := make([]float64, len(ss)), make([]float64, len(ss))
+	perStep := stepsBetween(a.steps, first.T, last.T) > 0
+	skip := -1
+	if len(a.mi.epochs) >= 2 {
+		skip = 0
+	}
+	for i, s := range ss {
+		ts[i] = float64(s.t()-first.T) / 1e9
+		xs[i] = ts[i]
+		if perStep {
+			xs[i] = float64(stepsBetween(a.steps, first.T, s.t()))
+		}
+		if skip >= 0 && s.t() < a.mi.epochs[0].end {
+			skip = i + 1
+		}
+	}
 	for _, k := range order {
 		se := sites[k]
 		if sampled > 0 && se.row.File == storage.SiteUntracked {
 			continue
 		}
-		v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
-		var scaled float64
+		// The live bytes with each change scaled by the snapshot's
+		// sampling (1 where the stacks were kept on every step).
+		y := make([]float64, len(ss))
+		y[0] = float64(se.vals[0])
 		for i := 1; i < len(ss); i++ {
-			scaled += float64(se.vals[i]-se.vals[i-1]) * max(1, ss[i].rows[0].SampledEvery)
+			y[i] = y[i-1] + float64(se.vals[i]-se.vals[i-1])*max(1, ss[i].rows[0].SampledEvery)
 		}
-		growth := int64(math.Round(scaled))
-		if growth > 0 {
-			totalGrowth += growth
-		}
-		if growth < 64<<10 || float64(growth) < 0.01*float64(v0) || !mostlyRising(se.vals) {
+		perX, perS, ok := siteGrowth(xs, ts, y, skip)
+		if !ok {
 			continue
 		}
+		growth := int64(math.Round(y[len(y)-1] - y[0]))
+		totalGrowth += growth
+		v0, v1 := se.vals[0], se.vals[len(se.vals)-1]
 		g := GrowingSite{Site: se.row.Label(), File: se.row.File, Line: se.row.Line, Func: se.row.Func,
 			Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
-			LastBytes: v1, GrowthBytes: growth, BytesPerHour: float64(growth) / hours, SampledEvery: sampled}
-		if steps > 0 {
-			g.BytesPerStep = f64(float64(growth) / float64(steps))
+			LastBytes: v1, GrowthBytes: growth, BytesPerHour: perS * 3600, SampledEvery: sampled}
+		if perStep {
+			g.BytesPerStep = f64(perX)
 		}
 		if first.Epoch != storage.None && last.Epoch > first.Epoch {
 			g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
@@ -377,21 +426,6 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		out = append(out, g)
 	}
 	return out, totalGrowth
-}
-
-// mostlyRising reports whether at least two thirds of the consecutive
-// changes of vals are not decreases.
-func mostlyRising(vals []int64) bool {
-	if len(vals) < 2 {
-		return false
-	}
-	up := 0
-	for i := 1; i < len(vals); i++ {
-		if vals[i] >= vals[i-1] {
-			up++
-		}
-	}
-	return 3*up >= 2*(len(vals)-1)
 }
 
 // stepsBetween counts the step marks in (from, to].

@@ -266,8 +266,13 @@ type growthFit struct {
 
 // growthOf applies the growth rule to y against x (ascending). skip is the
 // number of warm-up points when the caller knows them (the run's first
-// epoch, counted before reduction), or -1 to find them by settle.
-func growthOf(x, y []float64, skip int) growthFit {
+// epoch, counted before reduction), or -1 to find them by settle. The
+// least growth is minLeakGrowth (growthOfPart: a smaller one).
+func growthOf(x, y []float64, skip int) growthFit { return growthOfPart(x, y, skip, minLeakGrowth) }
+
+// growthOfPart is growthOf with the least growth that counts: a site's
+// live bytes are a part of a GPU's memory, judged with minSiteGrowth.
+func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 	n0 := len(x)
 	x, y = reduce(x, y, maxTrendPoints)
 	g := growthFit{n: len(x)}
@@ -296,7 +301,7 @@ func growthOf(x, y []float64, skip int) growthFit {
 	g.span = sx[len(sx)-1] - sx[0]
 	g.growth = g.fit.Slope * g.span
 	g.kind = growthFlat
-	if g.fit.P < leakP && g.fit.Slope > 0 && g.fit.Lo > 0 && g.growth >= minLeakGrowth {
+	if g.fit.P < leakP && g.fit.Slope > 0 && g.fit.Lo > 0 && g.growth >= least {
 		g.kind = growthRises
 		if late {
 			g.kind = growthStartup // no settled part: the rise is the ramp

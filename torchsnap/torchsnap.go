@@ -7,7 +7,8 @@
 // on) and, when the history recorded events, a trace per device of allocs
 // and frees with their times in Unix microseconds. The live bytes by site
 // at the end come from the blocks; the live bytes by site earlier come from
-// walking the trace backwards from that end: an alloc undone removes its
+// walking the trace backwards from that end (at moments spread over the
+// trace's events, not its time): an alloc undone removes its
 // bytes from its site, a free undone gives them back. So blocks allocated
 // before the trace began are counted too, from the moment the walk starts.
 //
@@ -532,9 +533,19 @@ func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample,
 	if points < 1 {
 		points = 1
 	}
+	// The points are spread over the trace's events, not over its time: a
+	// training job allocates about as much every step, so the points fall
+	// about evenly in steps, and a long first step (CUDA and library
+	// start-up) takes no more of them than its events. Descending, from
+	// just before the end back to the start; an instant holding several
+	// points is one.
 	var times []int64
-	for k := points; k >= 1; k-- { // descending, from just before the end back to the start
-		times = append(times, first+(last-first)*int64(k-1)/int64(points))
+	for k := points; k >= 1; k-- {
+		at := trace[(len(trace)-1)*(k-1)/points].TimeUS
+		if n := len(times); n > 0 && times[n-1] == at {
+			continue
+		}
+		times = append(times, at)
 	}
 	var back [][]storage.SiteSample
 	i := len(trace) - 1
