@@ -3,9 +3,11 @@ package report
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/uplot"
 	"github.com/memrec/memrec/storage"
 )
@@ -29,6 +31,11 @@ const PageBuckets = 800
 // (the first from zero).
 type timelineData struct {
 	GPUs []gpuTimeline `json:"gpus"`
+	// Bytes is the size of the levels embedded, Budget the bound they
+	// were kept within (0 without levels).
+	Bytes   int `json:"bytes,omitempty"`
+	Budget  int `json:"budget,omitempty"`
+	Buckets int `json:"page_buckets"` // PageBuckets
 }
 
 type gpuTimeline struct {
@@ -44,7 +51,25 @@ type seriesTimeline struct {
 	Name string  `json:"name"`
 	DT   []int64 `json:"dt_us"`
 	DV   []int64 `json:"dv_kib"`
+	// Levels, when the report had the run's lines, are the same series
+	// at finer resolutions: Levels[j] has PageBuckets·4^(j+1) buckets
+	// over the run.
+	Levels []levelTimeline `json:"levels,omitempty"`
+	Every  int64           `json:"every,omitempty"` // samples per unit of the points above (1: samples)
+	All    bool            `json:"all,omitempty"`   // the points above are every sample
 }
+
+// levelTimeline is one level of the page's pyramid.
+type levelTimeline struct {
+	Every int64   `json:"every"`         // samples per unit drawn: 1 = samples, M4 per bucket
+	All   bool    `json:"all,omitempty"` // every sample of the series
+	DT    []int64 `json:"dt_us"`
+	DV    []int64 `json:"dv_kib"`
+}
+
+// DefaultPageBytes is the timeline data a page embeds at most when it
+// holds a pyramid of levels.
+const DefaultPageBytes = 5 << 20
 
 type markTimeline struct {
 	T    int64  `json:"t_us"`
@@ -94,6 +119,158 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 	return d
 }
 
+// deltas turns points into the page's form: µs since start and KiB, each
+// a difference from the previous point.
+func deltas(start int64, t, v []int64) (dt, dv []int64) {
+	dt, dv = make([]int64, len(t)), make([]int64, len(t))
+	var lastT, lastV int64
+	for i := range t {
+		tt, vv := (t[i]-start)/1000, v[i]>>10
+		dt[i], dv[i] = tt-lastT, vv-lastV
+		lastT, lastV = tt, vv
+	}
+	return dt, dv
+}
+
+// size is about what a series' points take in the page's JSON.
+func jsonSize(dt, dv []int64) int {
+	n := 0
+	for i := range dt {
+		n += digits(dt[i]) + digits(dv[i]) + 2
+	}
+	return n
+}
+
+func digits(v int64) int {
+	n := 1
+	if v < 0 {
+		n, v = 2, -v
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+// pyramidOf builds the page's data from the run's lines: per line a
+// base level of PageBuckets buckets (what the page draws at first), then
+// levels each four times finer, added for every line together while the
+// whole stays within the budget, and none past the one that holds every
+// sample.
+func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options) timelineData {
+	budget := opts.PageBytes
+	if budget <= 0 {
+		budget = DefaultPageBytes
+	}
+	from, to := rep.StartNS, rep.EndNS+1
+	base := timelineOf(rep, shown) // epochs and marks as before
+	type ref struct {
+		g, s int
+		k    series.Key
+	}
+	var d timelineData
+	var refs []ref
+	keys := opts.Lines.Keys()
+	for _, g := range base.GPUs {
+		gt := g
+		gt.Series = []seriesTimeline{}
+		pids := map[int]bool{}
+		for _, k := range keys {
+			if k.GPU == g.GPU && k.PID != 0 {
+				pids[k.PID] = true
+			}
+		}
+		for _, k := range keys {
+			if k.GPU != g.GPU {
+				continue
+			}
+			name := k.Field.Label()
+			if len(pids) > 1 && k.PID != 0 {
+				name += fmt.Sprintf(" (pid %d)", k.PID)
+			}
+			refs = append(refs, ref{len(d.GPUs), len(gt.Series), k})
+			gt.Series = append(gt.Series, seriesTimeline{Name: name})
+		}
+		d.GPUs = append(d.GPUs, gt)
+	}
+	raw := func(k series.Key) series.RawReader {
+		if opts.Raw == nil {
+			return nil
+		}
+		return opts.Raw(k)
+	}
+	// Level by level, line by line in the order they are drawn (a GPU's
+	// device memory first), while the budget lasts: the levels past the
+	// base are dropped for the lines that no longer fit, and no finer
+	// level is made once one line did not fit.
+	used := 0
+	for level, buckets := 0, PageBuckets; level <= maxLevels; level, buckets = level+1, buckets*4 {
+		added, full := false, false
+		for _, r := range refs {
+			s := &d.GPUs[r.g].Series[r.s]
+			if level > 0 && (s.finest() || len(s.Levels) < level-1) {
+				continue // holds every sample already, or stopped before
+			}
+			res, err := opts.Lines.Window(r.k, from, to, buckets, raw(r.k))
+			if err != nil {
+				continue
+			}
+			dt, dv := deltas(rep.StartNS, res.T, res.V)
+			n := jsonSize(dt, dv)
+			if level > 0 && used+n > budget {
+				full = true
+				break
+			}
+			used, added = used+n, true
+			// Every sample is held once the points are the samples, or a
+			// finer level of them adds no point (equal neighbours are
+			// drawn once).
+			all := res.Every == 1 && (int64(len(res.T)) == res.Samples || (level > 0 && len(dt) == s.lastLen()))
+			if level == 0 {
+				s.DT, s.DV, s.Every, s.All = dt, dv, res.Every, all
+				if s.DT == nil {
+					s.DT, s.DV = []int64{}, []int64{}
+				}
+				continue
+			}
+			s.Levels = append(s.Levels, levelTimeline{Every: res.Every, All: all, DT: dt, DV: dv})
+		}
+		if !added || full {
+			break
+		}
+	}
+	d.Bytes, d.Budget = used, budget
+	return d
+}
+
+// lastEvery is the samples per unit of the series' finest level.
+func (s *seriesTimeline) lastEvery() int64 {
+	if n := len(s.Levels); n > 0 {
+		return s.Levels[n-1].Every
+	}
+	return s.Every
+}
+
+// lastLen is the number of points of the series' finest level.
+func (s *seriesTimeline) lastLen() int {
+	if n := len(s.Levels); n > 0 {
+		return len(s.Levels[n-1].DT)
+	}
+	return len(s.DT)
+}
+
+// maxLevels bounds the levels past the base: PageBuckets·4^12 buckets are
+// 13 G, finer than any run's samples.
+const maxLevels = 12
+
+// finest says whether the series' finest level holds every sample.
+func (s *seriesTimeline) finest() bool {
+	if n := len(s.Levels); n > 0 {
+		return s.Levels[n-1].All
+	}
+	return s.All
+}
+
 // interactiveView is what the page's template needs for the timeline.
 type interactiveView struct {
 	HasData bool        // some GPU has a series to draw
@@ -104,8 +281,12 @@ type interactiveView struct {
 	License string
 }
 
-func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool) (interactiveView, error) {
+func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Options) (interactiveView, error) {
 	d := timelineOf(rep, shown)
+	if opts.Lines != nil {
+		d = pyramidOf(rep, shown, opts)
+	}
+	d.Buckets = PageBuckets
 	has := false
 	for _, g := range d.GPUs {
 		has = has || len(g.Series) > 0
@@ -123,11 +304,11 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool) (interac
 // the browser has parsed megabytes of embedded images.
 const interactiveTmpl = `{{define "timeline"}}{{with .Interactive}}<section id="timeline">
 <h2>Timeline</h2>
-<p class="hint">Drag across a chart to zoom in, double-click to zoom out; the GPUs zoom together. Hover for values; click a legend entry to hide or show its series. Shaded: every other epoch; dashed lines: events, red: OOM. The same charts are in this folder as PNG files (gpuN-timeline.png).</p>
+<p class="hint">Drag across a chart to zoom in, double-click to zoom out; the GPUs zoom together. The y axis fits what is in view (<label><input type="checkbox" id="memrec-zero"> y from 0</label>). Hover for values; click a legend entry to hide or show its series. Shaded: every other epoch; dashed lines: events, red: OOM. Under each chart: the resolution it shows. The same charts are in this folder as PNG files (gpuN-timeline.png).</p>
 {{range $.GPUs}}<div class="tl" id="timeline-gpu{{.GPU}}"><h3>{{.Label}}</h3></div>
 {{end}}</section>{{end}}{{end}}
 {{define "timeline-scripts"}}{{with .Interactive}}<style>{{.CSS}}
-.tl { margin: .5em 0 1.5em; } .hint { color: #555; font-size: .9em; }
+.tl { margin: .5em 0 1.5em; } .hint { color: #555; font-size: .9em; } .tl .res { color: #555; font-size: .85em; }
 </style>
 <script type="application/json" id="memrec-timeline-data">{{.Data}}</script>
 <script>/*! uPlot, embedded unchanged. {{.License}} */

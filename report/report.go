@@ -21,12 +21,23 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/series"
 )
 
 // Options size the charts and choose the output.
 type Options struct {
 	Width, Height int  // chart size in pixels; 0: 1200×500
 	PNGOnly       bool // no index.html
+	// Lines, when set, are the run's lines at every zoom (the viewer's
+	// index): the page's timeline then embeds a pyramid of levels, each
+	// four times finer than the one before, within PageBytes; without it
+	// the page holds the analysis' timeline only.
+	Lines *series.Index
+	// Raw reads a line's samples, for the levels finer than the index's
+	// buckets; nil: the finest level is the index's buckets.
+	Raw func(series.Key) series.RawReader
+	// PageBytes bounds the timeline data the page embeds (0: 5 MB).
+	PageBytes int
 }
 
 // Chart is one PNG of the report.
@@ -141,7 +152,7 @@ func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
 	}
 	var page []byte
 	if !opts.PNGOnly {
-		if page, err = Page(rep, charts); err != nil {
+		if page, err = pageOf(rep, charts, &opts); err != nil {
 			return "", err
 		}
 	}
@@ -165,6 +176,10 @@ func chartViews(charts []Chart) []chartView {
 // Page renders the self-contained HTML page: charts embedded as data URIs,
 // no script or style from anywhere else.
 func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
+	return pageOf(rep, charts, &Options{})
+}
+
+func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error) {
 	type gpuView struct {
 		analysis.GPUReport
 		Label    string
@@ -185,7 +200,7 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
 	sec := sections(rep)
 	shown := func(gpu int) bool { return !many(rep) || sec[gpu] }
-	if iv, err := newInteractiveView(rep, shown); err != nil {
+	if iv, err := newInteractiveView(rep, shown, opts); err != nil {
 		return nil, err
 	} else if iv.HasData {
 		view.Interactive = &iv

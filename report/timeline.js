@@ -7,12 +7,13 @@
   "use strict";
   var data = JSON.parse(document.getElementById("memrec-timeline-data").textContent);
   var colours = { "device used": "#1f77b4", "driver reserved": "#7f7f7f", "allocated": "#2ca02c", "reserved": "#ff7f0e" };
-  var charts = [];
+  var charts = [], PAGE_BUCKETS = data.page_buckets || 800;
   window.memrecCharts = charts;
   var syncing = false;
 
   function decode(s) {
     var n = s.dt_us.length, x = new Array(n), y = new Array(n), t = 0, v = 0;
+    if (n === 0) return [[], []];
     for (var i = 0; i < n; i++) {
       t += s.dt_us[i]; v += s.dv_kib[i];
       x[i] = t / 1e6; y[i] = v * 1024;
@@ -43,12 +44,28 @@
       var c = u.ctx, b = u.bbox;
       c.save();
       c.setLineDash([6, 4]);
+      c.font = (11 * (devicePixelRatio || 1)) + "px sans-serif";
+      var rows = [];
       (g.marks || []).forEach(function (m) {
         var x = u.valToPos(m.t_us / 1e6, "x", true);
         if (x < b.left || x > b.left + b.width) return;
         c.strokeStyle = m.kind === "oom" ? "#d62728" : "rgba(148,103,189,0.8)";
         c.lineWidth = m.kind === "oom" ? 2 : 1;
         c.beginPath(); c.moveTo(x, b.top); c.lineTo(x, b.top + b.height); c.stroke();
+        if (m.kind === "step" || m.kind === "epoch_start" || m.kind === "epoch_end") return;
+        var txt = (m.kind === "oom" ? "OOM" + (m.text ? ": " : "") : m.kind === "event" ? "" : m.kind + (m.text ? ": " : "")) + (m.text || "");
+        if (txt.length > 40) txt = txt.slice(0, 39) + "…";
+        var dpr = devicePixelRatio || 1, w = c.measureText(txt).width + 6 * dpr, tx = x + 3 * dpr;
+        if (tx + w > b.left + b.width) tx = x - 3 * dpr - w;
+        var row = 0;
+        while (row < rows.length && rows[row] > tx) row++;
+        if (row > 4) return;
+        rows[row] = tx + w;
+        var ty = b.top + (4 + row * 14) * dpr;
+        c.save(); c.setLineDash([]);
+        c.fillStyle = "rgba(255,255,255,0.85)"; c.fillRect(tx - 2 * dpr, ty - dpr, w, 13 * dpr);
+        c.fillStyle = m.kind === "oom" ? "#d62728" : "#5b3f8c"; c.textBaseline = "top"; c.fillText(txt, tx, ty);
+        c.restore();
       });
       if (g.total_bytes) {
         var y = u.valToPos(g.total_bytes / unit[0], "y", true);
@@ -71,21 +88,46 @@
     syncing = false;
   }
 
+  // The units of each series' level j: the base (what the page draws at
+  // first) and, when the report embeds a pyramid, levels 4^j times finer.
+  function levelOf(s, j) {
+    if (j === 0 || !s.levels || !s.levels.length) return { t: decode(s), every: s.every || 0, all: !!s.all };
+    var l = s.levels[Math.min(j, s.levels.length) - 1];
+    return { t: decode(l), every: l.every, all: !!l.all };
+  }
+  function fmtSecs(x) {
+    if (x < 0.01) return (x * 1000).toFixed(1) + " ms";
+    if (x < 1) return Math.round(x * 1000) + " ms";
+    if (x < 120) return (x < 10 ? x.toFixed(2) : x.toFixed(1)) + " s";
+    return (x / 60).toFixed(1) + " min";
+  }
+
+  var zero = document.getElementById("memrec-zero");
   data.gpus.forEach(function (g) {
     var el = document.getElementById("timeline-gpu" + g.gpu);
     if (!el || g.series.length === 0) return;
-    var tables = [], top = 0;
-    g.series.forEach(function (s) {
-      var t = decode(s);
-      for (var i = 0; i < t[1].length; i++) if (t[1][i] > top) top = t[1][i];
-      tables.push(t);
-    });
+    var depth = 0, top = 0;
+    g.series.forEach(function (s) { depth = Math.max(depth, (s.levels || []).length); });
+    var levels = [];
+    for (var j = 0; j <= depth; j++) {
+      var tables = [], every = 0, all = true;
+      g.series.forEach(function (s) {
+        var l = levelOf(s, j);
+        for (var i = 0; i < l.t[1].length; i++) if (l.t[1][i] > top) top = l.t[1][i];
+        tables.push(l.t);
+        every = Math.max(every, l.every); all = all && l.all;
+      });
+      levels.push({ tables: tables, every: every, all: all });
+    }
     var showTotal = g.total_bytes > 0 && top > 0.5 * g.total_bytes;
     var unit = Math.max(top, showTotal ? g.total_bytes : 0) >= 2 * Math.pow(2, 30) ? [Math.pow(2, 30), "GiB", 3] : [Math.pow(2, 20), "MiB", 1];
-    var aligned = uPlot.join(tables);
-    for (var k = 1; k < aligned.length; k++) {
-      aligned[k] = aligned[k].map(function (v) { return v == null ? null : v / unit[0]; });
-    }
+    levels.forEach(function (l) {
+      var aligned = uPlot.join(l.tables);
+      for (var k = 1; k < aligned.length; k++) {
+        aligned[k] = aligned[k].map(function (v) { return v == null ? null : v / unit[0]; });
+      }
+      l.data = aligned;
+    });
     var series = [{ label: "time", value: function (u, v) { return fmtTime(v); } }];
     g.series.forEach(function (s) {
       series.push({
@@ -95,16 +137,52 @@
     });
     var yMax = Math.max(top, showTotal ? g.total_bytes : 0) / unit[0] * 1.05 || 1;
     var drawn = showTotal ? g : Object.assign({}, g, { total_bytes: 0 });
+    var span = levels[0].data[0].length ? levels[0].data[0][levels[0].data[0].length - 1] - levels[0].data[0][0] : 1;
+    var res = document.createElement("div"); res.className = "res";
+    var cur = 0;
+    // yFit fits the y axis to what is in view (0-based with the toggle).
+    function yFit(u) {
+      if (zero && zero.checked) return [0, yMax];
+      var xs = u.scales.x, d = u.data, lo = Infinity, hi = -Infinity;
+      for (var s = 1; s < d.length; s++) {
+        if (!u.series[s].show) continue;
+        for (var i = 0; i < d[s].length; i++) {
+          var v = d[s][i];
+          if (v == null || d[0][i] < xs.min || d[0][i] > xs.max) continue;
+          if (v < lo) lo = v; if (v > hi) hi = v;
+        }
+      }
+      if (!(hi >= lo)) return [0, yMax];
+      var pad = (hi - lo) * 0.06 || Math.max(hi * 0.01, 1 / 1024);
+      return [Math.max(0, lo - pad), hi + pad];
+    }
+    // pick draws the coarsest level with a unit per pixel in view, and
+    // says what the points are.
+    function pick(u) {
+      var w = u.bbox.width / (devicePixelRatio || 1), view = (u.scales.x.max - u.scales.x.min) || span, j = 0;
+      while (j < depth && PAGE_BUCKETS * Math.pow(4, j) * view / span < w) j++;
+      if (j !== cur) { cur = j; u.setData(levels[j].data, false); }
+      var col = fmtSecs(span / (PAGE_BUCKETS * Math.pow(4, j))), txt;
+      if (levels[j].all) txt = "Every sample drawn.";
+      else txt = "Each point: the first, last, lowest and highest value in " + col + (j < depth ? "; zoom in for finer." :
+        ", the finest this page holds (its " + (data.bytes ? (data.bytes / 1048576).toFixed(1) + " MiB of timeline data within " + (data.budget / 1048576).toFixed(0) + " MiB" : PAGE_BUCKETS + " buckets per series") + "); memrec view shows every sample.");
+      res.textContent = txt;
+      res.setAttribute("data-level", String(j));
+    }
     var opts = {
       width: Math.max(400, el.clientWidth || 1200), height: 340,
       series: series,
-      scales: { x: { time: false }, y: { range: function () { return [0, yMax]; } } },
+      scales: { x: { time: false }, y: { range: function (u) { return yFit(u); } } },
       axes: [{ label: "seconds since start" }, { label: unit[1], size: 60 }],
       cursor: { drag: { x: true, y: false }, sync: { key: "memrec" } },
-      hooks: { drawClear: [epochs(g)], draw: [marks(drawn, unit)], setScale: [syncX] }
+      hooks: { drawClear: [epochs(g)], draw: [marks(drawn, unit)], setScale: [syncX, function (u, key) { if (key === "x") pick(u); }] }
     };
-    charts.push(new uPlot(opts, aligned, el));
+    var u = new uPlot(opts, levels[0].data, el);
+    el.appendChild(res);
+    pick(u);
+    charts.push(u);
   });
+  if (zero) zero.addEventListener("change", function () { charts.forEach(function (u) { u.setScale("x", { min: u.scales.x.min, max: u.scales.x.max }); }); });
 
   window.addEventListener("resize", function () {
     charts.forEach(function (u) { u.setSize({ width: Math.max(400, u.root.parentNode.clientWidth), height: 340 }); });

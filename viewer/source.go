@@ -51,7 +51,9 @@ type DBSource struct {
 	imu     sync.Mutex // guards indexes
 	indexes map[uint64]*dbIndex
 	// runs is the run list read last, kept for when the file is locked.
-	runs []storage.Run
+	runs   []storage.Run
+	cmu    sync.Mutex  // guards recent
+	recent []*pairRead // the newest reads, oldest first
 	// Built, when set, is told of each index built: the run, its samples
 	// and how long the scan took (the command prints it).
 	Built func(run storage.Run, samples int64, took time.Duration)
@@ -195,46 +197,125 @@ func (s *DBSource) Index(run storage.Run) (*series.Index, Reader, error) {
 }
 
 // reader reads a line's samples from the file; storage.ErrLocked while a
-// recorder holds it, which the window then answers from buckets.
+// recorder holds it, which the window then answers from buckets. Both
+// fields of a stored series (used and driver-reserved, allocated and
+// reserved) come from one read, kept for the next request (the page asks
+// for a GPU's lines together).
 func (s *DBSource) reader(run storage.Run, k series.Key) series.RawReader {
 	return func(from, to int64, add func(t, v int64)) error {
-		err := s.with(func(db *storage.DB) error { return readLine(db, run, k, from, to, add) })
+		r, err := s.readPair(run, k, from, to)
 		if errors.Is(err, storage.ErrLocked) {
 			return series.ErrNoSamples
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		vs := r.a
+		if k.Field == series.DriverReserved || k.Field == series.Reserved {
+			vs = r.b
+		}
+		for i, t := range r.t {
+			add(t, vs[i])
+		}
+		return nil
 	}
 }
 
-func readLine(db *storage.DB, run storage.Run, k series.Key, from, to int64, add func(t, v int64)) error {
-	switch k.Field {
-	case series.Used, series.DriverReserved:
-		it := db.DeviceSamples(run, k.GPU, from, to)
-		for it.Next() {
-			d := it.At()
-			if k.Field == series.Used {
-				add(d.T, d.Used)
-			} else {
-				add(d.T, d.Reserved)
-			}
+// pairRead is one read of a stored series over [from, to): its times and
+// both fields the viewer draws of it.
+type pairRead struct {
+	run      uint64
+	gpu, pid int
+	device   bool
+	from, to int64
+	t, a, b  []int64
+}
+
+// pairCacheSamples bounds the samples the recent reads keep (24 B each).
+const pairCacheSamples = 1 << 21
+
+func (s *DBSource) readPair(run storage.Run, k series.Key, from, to int64) (*pairRead, error) {
+	device := k.Field == series.Used || k.Field == series.DriverReserved
+	pid := k.PID
+	if device {
+		pid = 0
+	}
+	s.cmu.Lock()
+	for _, r := range s.recent {
+		if r.run == run.ID && r.gpu == k.GPU && r.pid == pid && r.device == device && r.from == from && r.to == to {
+			s.cmu.Unlock()
+			return r, nil
 		}
-		return it.Err()
-	default:
+	}
+	s.cmu.Unlock()
+	r := &pairRead{run: run.ID, gpu: k.GPU, pid: pid, device: device, from: from, to: to}
+	err := s.with(func(db *storage.DB) error {
+		if device {
+			it := db.DeviceSamples(run, k.GPU, from, to)
+			for it.Next() {
+				d := it.At()
+				r.t, r.a, r.b = append(r.t, d.T), append(r.a, d.Used), append(r.b, d.Reserved)
+			}
+			return it.Err()
+		}
 		it := db.TorchSamples(run, k.GPU, k.PID, from, to)
 		for it.Next() {
-			s := it.At()
-			if k.Field == series.Allocated {
-				add(s.T, s.Allocated)
+			t := it.At()
+			r.t, r.a, r.b = append(r.t, t.T), append(r.a, t.Allocated), append(r.b, t.Reserved)
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.recent = append(s.recent, r)
+	n := 0
+	for _, c := range s.recent {
+		n += len(c.t)
+	}
+	for len(s.recent) > 1 && n > pairCacheSamples {
+		n -= len(s.recent[0].t)
+		s.recent = s.recent[1:]
+	}
+	return r, nil
+}
+
+// BuildIndex reads every device and allocator series and the marks of a
+// run once, up to four series at a time, into an index (the report embeds
+// its levels).
+func BuildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
+	return buildIndex(db, run)
+}
+
+// LineReader reads one line's samples from db (the report's finest
+// levels).
+func LineReader(db *storage.DB, run storage.Run, k series.Key) series.RawReader {
+	return func(from, to int64, add func(t, v int64)) error {
+		if k.Field == series.Used || k.Field == series.DriverReserved {
+			it := db.DeviceSamples(run, k.GPU, from, to)
+			for it.Next() {
+				if d := it.At(); k.Field == series.Used {
+					add(d.T, d.Used)
+				} else {
+					add(d.T, d.Reserved)
+				}
+			}
+			return it.Err()
+		}
+		it := db.TorchSamples(run, k.GPU, k.PID, from, to)
+		for it.Next() {
+			if t := it.At(); k.Field == series.Allocated {
+				add(t.T, t.Allocated)
 			} else {
-				add(s.T, s.Reserved)
+				add(t.T, t.Reserved)
 			}
 		}
 		return it.Err()
 	}
 }
 
-// buildIndex reads every device and allocator series and the marks of a
-// run once, one series per goroutine.
 func buildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 	x := series.NewIndex(0)
 	refs, err := db.Series(run)

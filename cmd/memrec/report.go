@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/report"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/viewer"
 )
 
 type reportOptions struct {
@@ -22,6 +24,8 @@ type reportOptions struct {
 	pngOnly bool
 	width   int
 	height  int
+	// pageBytes bounds the timeline data the page embeds.
+	pageBytes int
 }
 
 func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
@@ -30,6 +34,7 @@ func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
 	f.BoolVar(&o.pngOnly, "png-only", false, "write only the PNG charts")
 	f.IntVar(&o.width, "width", 1200, "chart width in pixels")
 	f.IntVar(&o.height, "height", 500, "chart height in pixels")
+	f.IntVar(&o.pageBytes, "page-bytes", report.DefaultPageBytes, "bound on the timeline data the page embeds: levels each 4× finer are added while they fit")
 }
 
 func newReportCmd(g *globals) *cobra.Command {
@@ -45,7 +50,27 @@ func newReportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeReport(o, rep)
+			if o.pngOnly {
+				return writeReport(o, rep, nil, nil)
+			}
+			// The page's pyramid of levels, from the run's lines.
+			db, err := o.openRead()
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, err := db.Run(args[0])
+			if err != nil {
+				return err
+			}
+			if r, err = o.window.apply(db, r); err != nil {
+				return err
+			}
+			x, err := viewer.BuildIndex(db, r)
+			if err != nil {
+				return err
+			}
+			return writeReport(o, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, r, k) })
 		},
 	}
 	addReportFlags(cmd, o, "memrec-report")
@@ -53,11 +78,14 @@ func newReportCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func writeReport(o *reportOptions, rep *analysis.Report) error {
+func writeReport(o *reportOptions, rep *analysis.Report, lines *series.Index, raw func(series.Key) series.RawReader) error {
+	if o.pageBytes < 0 {
+		return fmt.Errorf("--page-bytes %d: want 0 (the default, %d) or more", o.pageBytes, report.DefaultPageBytes)
+	}
 	if o.width < 200 || o.height < 150 {
 		return fmt.Errorf("--width/--height %dx%d: charts need at least 200x150 pixels", o.width, o.height)
 	}
-	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
+	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Lines: lines, Raw: raw, PageBytes: o.pageBytes})
 	if err != nil {
 		return outputError(err)
 	}
@@ -123,7 +151,11 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	for _, g := range rep.GPUs {
 		fmt.Fprintf(o.io.Out, "  %s\n", g.Leak.Sentence(g.GPU))
 	}
-	if err := writeReport(&o.reportOptions, rep); err != nil {
+	x, err := viewer.BuildIndex(db, res.Run)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(&o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {
 		return err
 	}
 	abs, err := filepath.Abs(o.out)

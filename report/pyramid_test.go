@@ -1,0 +1,106 @@
+package report
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage"
+)
+
+// pyramidRun is a generated 20-minute run of one GPU at 100 Hz (120 000
+// samples), analysed, with its lines indexed and read back as they are
+// stored.
+func pyramidRun(t *testing.T) (*analysis.Report, *Options, []storage.DeviceSample) {
+	t.Helper()
+	c := tracegen.Default()
+	c.GPUs, c.Duration = 1, 20*time.Minute
+	var buf bytes.Buffer
+	if _, err := tracegen.Write(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(filepath.Join(t.TempDir(), "p.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runs, err := db.Import([]storage.Source{{Name: "p", R: &buf}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runs[0]
+	rep, err := analysis.Analyze(db, run, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := series.NewIndex(0)
+	var stored []storage.DeviceSample
+	it := db.DeviceSamples(run, 0, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		stored = append(stored, it.At())
+	}
+	x.AddDevices(stored)
+	raw := func(k series.Key) series.RawReader {
+		return func(from, to int64, add func(t, v int64)) error {
+			for _, s := range stored {
+				if s.T >= from && s.T < to {
+					if k.Field == series.Used {
+						add(s.T, s.Used)
+					} else {
+						add(s.T, s.Reserved)
+					}
+				}
+			}
+			return nil
+		}
+	}
+	return rep, &Options{Lines: x, Raw: raw}, stored
+}
+
+// TestPagePyramid: the page's levels are each four times finer, within the
+// budget; with room, the finest holds every stored sample exactly (in
+// KiB); with less room, fewer levels, never past the budget.
+func TestPagePyramid(t *testing.T) {
+	rep, opts, stored := pyramidRun(t)
+	all := func(int) bool { return true }
+	d := pyramidOf(rep, all, opts)
+	s := d.GPUs[0].Series[0]
+	if s.Name != "device used" {
+		t.Fatalf("first series %q", s.Name)
+	}
+	if d.Bytes > d.Budget || d.Budget != DefaultPageBytes {
+		t.Errorf("levels take %d B of a %d B budget", d.Bytes, d.Budget)
+	}
+	if len(s.Levels) == 0 || !s.finest() {
+		t.Fatalf("%d levels, the finest of units of %d samples: 120 000 samples fit in 5 MB", len(s.Levels), s.lastEvery())
+	}
+	prev := s.Every
+	for j, l := range s.Levels {
+		if l.Every > prev || len(l.DT) != len(l.DV) {
+			t.Errorf("level %d: units of %d samples after %d", j+1, l.Every, prev)
+		}
+		prev = l.Every
+	}
+	fin := s.Levels[len(s.Levels)-1]
+	var tt, v int64
+	if len(fin.DT) != len(stored) {
+		t.Fatalf("finest level: %d points, %d samples stored", len(fin.DT), len(stored))
+	}
+	for i := range fin.DT {
+		tt, v = tt+fin.DT[i], v+fin.DV[i]
+		if want := (stored[i].T - rep.StartNS) / 1000; tt != want || v != stored[i].Used>>10 {
+			t.Fatalf("finest level, point %d: %d µs %d KiB, stored %d µs %d KiB", i, tt, v, want, stored[i].Used>>10)
+		}
+	}
+	opts.PageBytes = 200 << 10
+	small := pyramidOf(rep, all, opts)
+	ss := small.GPUs[0].Series[0]
+	if small.Bytes > 200<<10 || len(ss.Levels) >= len(s.Levels) || ss.finest() {
+		t.Errorf("with 200 KiB: %d B in %d levels, finest of %d samples", small.Bytes, len(ss.Levels), ss.lastEvery())
+	}
+	t.Logf("5 MB: %d levels, %d B; 200 KiB: %d levels, %d B, finest of %d samples", len(s.Levels), d.Bytes, len(ss.Levels), small.Bytes, ss.lastEvery())
+}

@@ -1,0 +1,128 @@
+package viewer
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage"
+)
+
+// benchDB is the database the window benchmarks read: $MEMREC_VIEW_DB
+// (bench/cpu/view.sh makes a 24-hour run of 8 GPUs at 100 Hz with
+// bench/tools/gentrace), or else a generated 10-minute run of 8 GPUs.
+func benchDB(b *testing.B) (string, storage.Run) {
+	b.Helper()
+	path := os.Getenv("MEMREC_VIEW_DB")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "bench.db")
+		db, err := storage.Open(path, storage.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, pw, _ := os.Pipe()
+		go func() { tracegen.Write(pw, tracegen.Default()); pw.Close() }()
+		if _, err := db.Import([]storage.Source{{Name: "gen", R: pr}}, storage.ImportOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+	}
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs()
+	if err != nil || len(runs) == 0 {
+		b.Fatalf("%s: %v, %d runs", path, err, len(runs))
+	}
+	return path, runs[len(runs)-1]
+}
+
+// cpuTime is the process' user and system time so far: on a loaded
+// machine a window's wall time is mostly waiting for a core, its CPU time
+// is what it costs.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// BenchmarkWindows answers 200 random windows at 2 000 points per line
+// through the HTTP handler (JSON included), as the page asks for them:
+// widths log-uniform from 1 s to the whole run, starts uniform. "1gpu" is
+// one GPU's lines in one request, "8gpu" every GPU's, one request per GPU
+// as the page's charts ask, one after another. It reports the median and
+// the 95th percentile of a window's wall time and CPU time, and the index's build time and
+// size once.
+func BenchmarkWindows(b *testing.B) {
+	path, run := benchDB(b)
+	src := NewDBSource(path)
+	defer src.Close()
+	start := time.Now()
+	x, _, err := src.Index(run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s: %d samples summarised in %.1f s into %.0f MiB", run.Name, x.Samples(), time.Since(start).Seconds(), float64(x.Bytes())/(1<<20))
+	h := Handler(src, Options{})
+	lines := map[int][]string{}
+	for _, k := range x.Keys() {
+		lines[k.GPU] = append(lines[k.GPU], k.String())
+	}
+	gpus := len(lines)
+	span := float64(run.EndNS-run.StartNS) / 1e9
+	ask := func(gpu int, from, to float64) {
+		q := fmt.Sprintf("/api/window?run=%s&from=%.6f&to=%.6f&points=2000", run.Name, from, to)
+		for _, l := range lines[gpu] {
+			q += "&line=" + l
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, q, nil))
+		if rec.Code != 200 {
+			b.Fatalf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	for _, all := range []bool{false, true} {
+		name := "1gpu"
+		if all {
+			name = fmt.Sprintf("%dgpu", gpus)
+		}
+		b.Run(name, func(b *testing.B) {
+			var times, cpus []float64
+			for b.Loop() {
+				rng := rand.New(rand.NewPCG(1, 2))
+				for i := range 200 {
+					w := math.Exp(rng.Float64() * math.Log(span))
+					from := rng.Float64() * (span - w)
+					t0, c0 := time.Now(), cpuTime()
+					if all {
+						for g := range gpus {
+							ask(g, from, from+w)
+						}
+					} else {
+						ask(i%gpus, from, from+w)
+					}
+					times = append(times, float64(time.Since(t0).Microseconds())/1000)
+					cpus = append(cpus, float64((cpuTime()-c0).Microseconds())/1000)
+				}
+			}
+			slices.Sort(times)
+			slices.Sort(cpus)
+			b.ReportMetric(times[len(times)/2], "p50-ms")
+			b.ReportMetric(times[len(times)*95/100], "p95-ms")
+			b.ReportMetric(times[len(times)-1], "max-ms")
+			b.ReportMetric(cpus[len(cpus)/2], "p50-cpu-ms")
+			b.ReportMetric(cpus[len(cpus)*95/100], "p95-cpu-ms")
+		})
+	}
+}
