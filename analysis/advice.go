@@ -183,18 +183,26 @@ func advise(b *Budget, ctx adviceContext) {
 		b.Missing = append(b.Missing, "what accumulation, autocast, checkpointing, a lighter optimizer or sharding would free: they act on activations, gradients, optimizer state and parameters, which only memrec.watch tells apart")
 	}
 
-	// Accumulation.
+	// Accumulation. Gradients not held at the peak now are held from the
+	// first micro-batch's backward on: the later micro-batches' forward
+	// passes hold them.
+	held := int64(0)
+	heldWords := ""
+	if b.GradsAtPeak == storage.FlagNo {
+		held = b.GradBytes
+		heldWords = fmt.Sprintf("; the gradients (%s), freed before the forward pass now, are then held through the later micro-batches", FormatBytes(held))
+	}
 	if hasAct && act > 0 {
 		for _, k := range []int{2, 4} {
-			saved := act - act/int64(k)
+			saved := act - act/int64(k) - held
 			r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
-				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch",
-					k, k, k, FormatBytes(act/int64(k)), FormatBytes(act)),
+				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s",
+					k, k, k, FormatBytes(act/int64(k)), FormatBytes(act), heldWords),
 				Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
 					"the peak is in the forward or backward pass, not in optimizer.step()"}}
 			f.set(&r, saved, saved)
 			if f.ok() && b.Batch > 0 {
-				if v := f.batch(fx, act, 1); v != nil {
+				if v := f.batch(fx+held, act, 1); v != nil {
 					e := *v * float64(k)
 					r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, from this run's activations per sample", k, strconv.FormatFloat(*v, 'f', -1, 64))
 				}
@@ -277,7 +285,7 @@ func advise(b *Budget, ctx adviceContext) {
 		}{{RemedyZeRO1, "ZeRO-1 (shard the optimizer state)", state, "the optimizer state"},
 			{RemedyZeRO2, "ZeRO-2 (shard the optimizer state and gradients)", state + grads, "the optimizer state and gradients"},
 			{RemedyZeRO3, "ZeRO-3 / FSDP full shard (shard state, gradients and parameters)", state + grads + params, "the optimizer state, gradients and parameters"}} {
-			if z.bytes <= 0 {
+			if z.bytes <= 0 || z.kind == RemedyZeRO2 && grads == 0 { // no gradients at the peak: ZeRO-1's saving
 				continue
 			}
 			saved := z.bytes - z.bytes/n

@@ -130,7 +130,14 @@ type Budget struct {
 	Optimizer  string           `json:"optimizer,omitempty"`
 	StateKeys  string           `json:"optimizer_state,omitempty"`
 	Autocast   storage.Autocast `json:"autocast"`
-	Ranks      int              `json:"ranks"`
+	// GradsAtPeak says whether the gradients are held at the peak: no when
+	// the probe saw none as the forward pass started (zero_grad with
+	// set_to_none before it), so the forward's peak has none; yes when it
+	// saw them; unknown before it saw a forward after a backward (counted
+	// as held). GradBytes is the gradients after backward either way.
+	GradsAtPeak storage.Flag `json:"grads_at_peak"`
+	GradBytes   int64        `json:"grads_after_backward_bytes,omitempty"`
+	Ranks       int          `json:"ranks"`
 	// Batch is the run's batch_size tag (0 if absent); FitsBatch the
 	// largest batch that would fit this GPU as it runs (see fitBatch).
 	Batch     float64  `json:"batch_size,omitempty"`
@@ -200,18 +207,28 @@ func makeBudget(in budgetInput) *Budget {
 				detail += " " + commaSpace(bs.OptimizerKeys)
 			}
 		}
+		b.GradsAtPeak, b.GradBytes = bs.GradsAtForward, bs.Grads
+		grads, gradWords := bs.Grads, ""
+		switch bs.GradsAtForward {
+		case storage.FlagNo:
+			grads = 0
+			gradWords = fmt.Sprintf("none at the peak: zero_grad(set_to_none=True) frees them before the forward pass; backward makes %s as it frees the activations", FormatBytes(bs.Grads))
+		case storage.FlagUnknown:
+			b.Notes = append(b.Notes, "whether the gradients are held at the peak is not known (the probe saw no forward pass after a backward): they are counted as held")
+		}
 		add(PartParams, bs.Params, "")
-		add(PartGrads, bs.Grads, "")
+		add(PartGrads, grads, gradWords)
 		add(PartOptimizer, bs.OptimizerState, detail)
 		add(PartBuffers, bs.Buffers, "")
-		act := alloc - bs.Fixed()
+		fixed := bs.Params + grads + bs.OptimizerState + bs.Buffers
+		act := alloc - fixed
 		if act < 0 {
-			b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: the gradients counted at the end of the step were not all held at the peak; activations are counted as 0",
-				FormatBytes(bs.Fixed()), FormatBytes(alloc), FormatBytes(-act)))
+			b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: not all of them were held at the peak; activations are counted as 0",
+				FormatBytes(fixed), FormatBytes(alloc), FormatBytes(-act)))
 			act = 0
 		}
 		add(PartActivations, act, "")
-		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients, optimizer state and buffers (each storage once, this GPU only) read at the end of the same step, is activations and temporaries; gradients are counted as held at the peak"
+		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries"
 	} else {
 		add(PartAllocated, alloc, "")
 		b.Basis = "the step's peak allocated, not split: the run has no memrec.watch"

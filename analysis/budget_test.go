@@ -217,3 +217,30 @@ func TestOOMBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestGradientsFreedBeforeForward: when the probe saw no gradients as the
+// forward started (zero_grad(set_to_none=True) before it), the peak holds
+// none, what the step held above the other tensors is activations, and
+// accumulation keeps the gradients through the later micro-batches, which
+// takes them off its saving.
+func TestGradientsFreedBeforeForward(t *testing.T) {
+	j := testJob(2)
+	run := strings.ReplaceAll(watchedRun(j, 30, "float32", "false", true), `"autocast":false`, `"autocast":false,"grads_at_forward":false`)
+	b := analyzeJSONL(t, run)["w"].GPUs[0].Budget
+	s := j.Split(29, 1)
+	act := j.Activations + s.Grads // the peak less parameters and state
+	if g, _ := b.Part(PartGrads); g != 0 || b.GradBytes != s.Grads || b.GradsAtPeak != storage.FlagNo {
+		t.Errorf("gradients at the peak %d (after backward %d, %s), want 0 (%d, no)", g, b.GradBytes, b.GradsAtPeak, s.Grads)
+	}
+	if a, _ := b.Part(PartActivations); a != act {
+		t.Errorf("activations %d, want %d", a, act)
+	}
+	for _, r := range b.Help {
+		if r.Kind == RemedyAccumulation && r.N == 2 && r.SavedBytes != act-act/2-s.Grads {
+			t.Errorf("accumulation over 2 frees %d, want %d", r.SavedBytes, act-act/2-s.Grads)
+		}
+		if r.Kind == RemedyZeRO2 {
+			t.Error("ZeRO-2 advised for gradients the peak does not hold")
+		}
+	}
+}

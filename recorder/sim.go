@@ -260,7 +260,7 @@ func (s *Sim) sendTorch(sink Sink, r int, at time.Time, ooms int64) {
 	b := s.job.Split(step, f)
 	sink.AppendBudget(storage.BudgetSample{T: at.UnixNano(), GPU: r, PID: simPID0 + r, Rank: s.cfg.RankBase + r,
 		Params: b.Params, Grads: b.Grads, OptimizerState: b.State, Buffers: b.Buffers, ParamCount: b.ParamCount,
-		Trainable: b.ParamCount, Autocast: storage.AutocastOff, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq",
+		Trainable: b.ParamCount, Autocast: storage.AutocastOff, GradsAtForward: storage.FlagYes, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq",
 		DType: "bfloat16"})
 }
 

@@ -20,6 +20,15 @@ type BudgetSample = wire.BudgetSample
 // Autocast says whether the forward ran under autocast (wire.Autocast).
 type Autocast = wire.Autocast
 
+// Flag is a yes or no the probe may not know yet (wire.Flag).
+type Flag = wire.Flag
+
+const (
+	FlagUnknown = wire.FlagUnknown
+	FlagNo      = wire.FlagNo
+	FlagYes     = wire.FlagYes
+)
+
 const (
 	AutocastUnknown = wire.AutocastUnknown
 	AutocastOff     = wire.AutocastOff
@@ -33,7 +42,7 @@ const kindBudget seriesKind = 6
 const SeriesBudget SeriesKind = "budget"
 
 var budgetSchema = rowSchema[BudgetSample]{
-	schema: schema{name: SeriesBudget, ints: append(append([]string{"rank+1"}, columnNames(wire.BudgetFields, nil)...), "autocast"),
+	schema: schema{name: SeriesBudget, ints: append(append([]string{"rank+1"}, columnNames(wire.BudgetFields, nil)...), "autocast", "grads_at_forward"),
 		strs:  budgetStrs(),
 		count: func(c *Counts) *int64 { return &c.Budgets }},
 	kind: kindBudget,
@@ -43,21 +52,21 @@ var budgetSchema = rowSchema[BudgetSample]{
 		if err := checkPID(s.PID); err != nil {
 			return err
 		}
-		if s.Autocast > AutocastOn {
-			return errors.New("autocast is not unknown, off or on")
+		if s.Autocast > AutocastOn || s.GradsAtForward > wire.FlagYes {
+			return errors.New("autocast or grads_at_forward is not unknown, no or yes")
 		}
 		return checkFields(wire.BudgetFields, s)
 	},
 	put: func(s BudgetSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), s.Params, s.Grads, s.OptimizerState, s.Buffers, s.ParamCount,
-				s.Trainable, int64(s.Autocast)),
+				s.Trainable, int64(s.Autocast), int64(s.GradsAtForward)),
 			append(strs, s.Optimizer, s.OptimizerKeys, s.DType)
 	},
 	get: func(d *chunk.Decoded, i int, k seriesKey) BudgetSample {
 		c, st := d.Ints, d.Strs
 		return BudgetSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]), Params: c[1][i],
 			Grads: c[2][i], OptimizerState: c[3][i], Buffers: c[4][i], ParamCount: c[5][i], Trainable: c[6][i],
-			Autocast: Autocast(c[7][i]), Optimizer: st[0][i], OptimizerKeys: st[1][i], DType: st[2][i]}
+			Autocast: Autocast(c[7][i]), GradsAtForward: wire.Flag(c[8][i]), Optimizer: st[0][i], OptimizerKeys: st[1][i], DType: st[2][i]}
 	},
 }
 

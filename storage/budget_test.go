@@ -14,7 +14,7 @@ import (
 const budgetRun = `{"type":"run","name":"watched","start_ns":1000000000}
 {"type":"gpu","gpu":0,"total_bytes":1000000000}
 {"type":"torch","t_ns":1001000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":6000,"segments":1,"alloc_retries":0,"ooms":0}
-{"type":"torch","t_ns":1002000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":7000,"segments":1,"alloc_retries":0,"ooms":0,"params_bytes":1024,"grads_bytes":1024,"optimizer_bytes":2048,"buffers_bytes":32,"params":256,"trainable":256,"autocast":false,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":"float32"}
+{"type":"torch","t_ns":1002000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":7000,"segments":1,"alloc_retries":0,"ooms":0,"params_bytes":1024,"grads_bytes":1024,"optimizer_bytes":2048,"buffers_bytes":32,"params":256,"trainable":256,"autocast":false,"grads_at_forward":false,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":"float32"}
 {"type":"torch","t_ns":1003000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":7000,"segments":1,"alloc_retries":0,"ooms":0,"params_bytes":1024,"grads_bytes":0,"optimizer_bytes":2048,"buffers_bytes":32,"params":256,"trainable":256,"autocast":true}
 {"type":"torch","t_ns":1003000000,"gpu":0,"pid":8,"allocated_bytes":10,"reserved_bytes":20,"active_bytes":10,"inactive_split_bytes":0,"peak_allocated_bytes":10,"segments":1,"alloc_retries":0,"ooms":0}
 `
@@ -39,7 +39,7 @@ func TestBudgetRoundTrip(t *testing.T) {
 	}
 	want := []BudgetSample{
 		{T: 1002000000, GPU: 0, PID: 7, Rank: 0, Params: 1024, Grads: 1024, OptimizerState: 2048, Buffers: 32, ParamCount: 256,
-			Trainable: 256, Autocast: AutocastOff, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq", DType: "float32"},
+			Trainable: 256, Autocast: AutocastOff, GradsAtForward: wire.FlagNo, Optimizer: "AdamW", OptimizerKeys: "exp_avg,exp_avg_sq", DType: "float32"},
 		{T: 1003000000, GPU: 0, PID: 7, Rank: 0, Params: 1024, OptimizerState: 2048, Buffers: 32, ParamCount: 256,
 			Trainable: 256, Autocast: AutocastOn},
 	}
@@ -83,15 +83,15 @@ func TestBudgetBadFields(t *testing.T) {
 // forgets comes back wrong. The rank (the torch line's) and autocast are
 // the two columns beside the table.
 func TestBudgetSchemaFollowsWireTable(t *testing.T) {
-	v := BudgetSample{T: 7000, GPU: 2, PID: 9, Rank: 3, Autocast: AutocastOn}
+	v := BudgetSample{T: 7000, GPU: 2, PID: 9, Rank: 3, Autocast: AutocastOn, GradsAtForward: wire.FlagNo}
 	for i, f := range wire.BudgetFields {
 		f.Set(&v, int64(101+i))
 	}
 	for i, f := range wire.BudgetStrings {
 		f.Set(&v, strings.Repeat("s", i+1))
 	}
-	if want := len(wire.BudgetFields) + 2; len(budgetSchema.ints) != want {
-		t.Errorf("%d int columns, want the table's %d and rank and autocast", len(budgetSchema.ints), want)
+	if want := len(wire.BudgetFields) + 3; len(budgetSchema.ints) != want {
+		t.Errorf("%d int columns, want the table's and rank, autocast and grads_at_forward", len(budgetSchema.ints))
 	}
 	if got := roundTrip(t, &budgetSchema, v); got != v {
 		t.Errorf("budget came back %+v, want %+v", got, v)

@@ -31,9 +31,14 @@ probe reads each parameter's ``.grad`` and looks up the storage of a
 gradient it has not seen before. Samples are spaced by their own cost
 (see _probe), so on a CPU-bound job this runs one step in tens.
 
-Autocast is noted from inside the model's forward: a pre-hook that reads
-``torch.is_autocast_enabled()`` at the next forward and removes itself
-(re-armed at every epoch start), so steps pay nothing for it.
+Two facts are noted from inside the model's forward: a pre-hook that runs
+at the next forward and removes itself (re-armed at every epoch start), so
+steps pay nothing for it. It reads ``torch.is_autocast_enabled()``, and
+whether the gradients exist as the forward starts: with
+``zero_grad(set_to_none=True)`` before it they do not, so the forward's peak
+(usually the step's) holds no gradients, and backward makes them as it frees
+the activations; with ``set_to_none=False``, or gradient accumulation, they
+are held all along. The arithmetic of the remedies depends on which.
 
 Nothing here raises into the training code.
 """
@@ -118,6 +123,8 @@ class Watch:
         self.opt_name = _name(optimizer)
         self.state_keys = ""
         self.autocast: Optional[bool] = None
+        self.grads_at_forward: Optional[bool] = None
+        self.had_grads = False  # a sample has counted gradients: a backward ran
         self.hook = None
         self.arm_autocast()
 
@@ -144,6 +151,12 @@ class Watch:
                     except TypeError:  # torch before 2.4 takes no device type
                         on = bool(torch.is_autocast_enabled())
                 self.autocast = on
+            except Exception:
+                pass
+            if not self.had_grads:
+                return  # no backward yet: the first forward has no gradients whatever the loop does
+            try:
+                self.grads_at_forward = any(p.grad is not None for p, _ in self.trainable)
             except Exception:
                 pass
             try:
@@ -288,6 +301,8 @@ class Watch:
                 continue
             seen_grads.add(addr)
             grads[d] = grads.get(d, 0) + n
+        if grads:
+            self.had_grads = True
         for d, f in self.fixed.items():
             o = Figures()
             o.params, o.state, o.buffers = f.params, f.state, f.buffers
@@ -302,6 +317,8 @@ class Watch:
             f.params, f.grads, f.state, f.buffers, f.n_params, f.n_trainable)
         if self.autocast is not None:
             tail += ',"autocast":%s' % ("true" if self.autocast else "false")
+        if self.grads_at_forward is not None:
+            tail += ',"grads_at_forward":%s' % ("true" if self.grads_at_forward else "false")
         if self.has_optimizer:
             tail += ',"optimizer":"%s"' % _plain(self.opt_name)
             if self.state_keys:

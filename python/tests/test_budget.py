@@ -201,6 +201,8 @@ class BudgetTest(unittest.TestCase):
         model = Model([Tensor(10, requires_grad=True)])
         watch = _budget.Watch(model, None)
         self.assertIsNone(watch.autocast)
+        backward(model.params)  # a step ran: the hook then also settles the gradients
+        watch.figures()
         model.forward()
         self.assertTrue(watch.autocast)
         self.assertEqual(model.hooks, [], "the hook removes itself")
@@ -210,6 +212,28 @@ class BudgetTest(unittest.TestCase):
         watch.arm_autocast()
         model.forward()
         self.assertFalse(watch.autocast)
+
+    def test_gradients_at_forward(self):
+        """Whether the gradients exist as the forward starts: known only once
+        a backward ran (the first forward never has them)."""
+        sys.modules["torch"] = make_fake_torch()
+        w = Tensor(16, requires_grad=True)
+        model = Model([w])
+        watch = _budget.Watch(model, None)
+        watch.figures()
+        model.forward()  # step 0: no backward yet
+        self.assertIsNone(watch.grads_at_forward)
+        self.assertEqual(len(model.hooks), 1, "still armed")
+        backward([w])
+        watch.figures()  # the step's sample counts the gradients
+        w.grad = None  # zero_grad(set_to_none=True) before the next forward
+        model.forward()
+        self.assertIs(watch.grads_at_forward, False)
+        self.assertEqual(model.hooks, [])
+        backward([w])
+        watch.arm_autocast()
+        model.forward()  # set_to_none=False: they stay
+        self.assertIs(watch.grads_at_forward, True)
 
     def test_torch_line_carries_the_budget(self):
         srv = Server()

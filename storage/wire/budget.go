@@ -19,6 +19,10 @@ type BudgetSample struct {
 	// on this GPU, and of those that require a gradient.
 	ParamCount, Trainable int64
 	Autocast              Autocast
+	// GradsAtForward says whether the gradients existed as a forward pass
+	// started (after the first backward): FlagNo when zero_grad(set_to_none)
+	// frees them before it, so the forward's peak holds none.
+	GradsAtForward Flag
 	// Optimizer is the optimizer's class name ("AdamW"); "" when watch was
 	// given none. OptimizerKeys are its state's tensor names, comma
 	// separated ("exp_avg,exp_avg_sq"). DType is the parameters' dtype
@@ -94,6 +98,58 @@ var BudgetStrings = []struct {
 	{"dtype", func(s BudgetSample) string { return s.DType }, func(s *BudgetSample, v string) { s.DType = v }},
 }
 
+// Flag is a yes or no the probe may not know yet.
+type Flag uint8
+
+const (
+	FlagUnknown Flag = iota
+	FlagNo
+	FlagYes
+)
+
+// String is how the budget names it.
+func (f Flag) String() string {
+	switch f {
+	case FlagNo:
+		return "no"
+	case FlagYes:
+		return "yes"
+	}
+	return "unknown"
+}
+
+// MarshalText writes the flag's name into JSON.
+func (f Flag) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText reads a flag's name.
+func (f *Flag) UnmarshalText(b []byte) error {
+	for _, v := range []Flag{FlagUnknown, FlagNo, FlagYes} {
+		if v.String() == string(b) {
+			*f = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown flag %q", b)
+}
+
+// flag reads an optional true or false: FlagUnknown when absent or null.
+func (f *fields) flag(key string) Flag {
+	v := f.o.Get(key)
+	if v == nil {
+		return FlagUnknown
+	}
+	switch string(v.MarshalTo(nil)) {
+	case "true":
+		return FlagYes
+	case "false":
+		return FlagNo
+	case "null":
+		return FlagUnknown
+	}
+	f.fail("%q: want true or false, got %s", key, v)
+	return FlagUnknown
+}
+
 // budget reads the budget fields of a torch line; ok is false when the
 // line has none.
 func (f *fields) budget(t TorchSample) (b BudgetSample, ok bool) {
@@ -105,17 +161,8 @@ func (f *fields) budget(t TorchSample) (b BudgetSample, ok bool) {
 	for _, sf := range BudgetStrings {
 		sf.Set(&b, f.str(sf.Name, false))
 	}
-	if v := f.o.Get("autocast"); v != nil {
-		switch string(v.MarshalTo(nil)) {
-		case "true":
-			b.Autocast = AutocastOn
-		case "false":
-			b.Autocast = AutocastOff
-		case "null":
-		default:
-			f.fail("%q: want true or false, got %s", "autocast", v)
-		}
-	}
+	b.Autocast = [...]Autocast{AutocastUnknown, AutocastOff, AutocastOn}[f.flag("autocast")]
+	b.GradsAtForward = f.flag("grads_at_forward")
 	return b, true
 }
 
@@ -128,6 +175,12 @@ func appendBudget(b []byte, s BudgetSample) []byte {
 		b = append(b, `,"autocast":true`...)
 	case AutocastOff:
 		b = append(b, `,"autocast":false`...)
+	}
+	switch s.GradsAtForward {
+	case FlagYes:
+		b = append(b, `,"grads_at_forward":true`...)
+	case FlagNo:
+		b = append(b, `,"grads_at_forward":false`...)
 	}
 	for _, sf := range BudgetStrings {
 		if v := sf.Get(s); v != "" {
