@@ -29,6 +29,8 @@ type exportFormat struct {
 	folder func(ctx context.Context, o *exportOptions, db *storage.DB, r storage.Run) error
 	// check, if set, refuses bad flags before anything is opened or made.
 	check func(o *exportOptions) error
+	// all: the format takes --all, every run into one folder.
+	all bool
 }
 
 var exportFormats = []exportFormat{
@@ -43,6 +45,8 @@ var exportFormats = []exportFormat{
 			}
 			return nil
 		}},
+	{name: "parquet", about: "Parquet tables (device, process, allocator, marks, sites, budget, runs, gpus) in -o DIR, partitioned host=/run=",
+		folder: exportParquet, all: true},
 }
 
 func exportFormatNames() []string {
@@ -68,7 +72,8 @@ type exportOptions struct {
 	window windowOptions
 	output string
 	format string
-	points int // tensorboard: points per series
+	points int  // tensorboard: points per series
+	all    bool // every run (parquet)
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -79,7 +84,7 @@ func newExportCmd(g *globals) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "export RUN",
-		Short: "Write a run as JSON Lines, CSV or a TensorBoard event file",
+		Short: "Write a run as JSON Lines, CSV, a TensorBoard event file or Parquet tables",
 		Long: `Write a run in one of these formats (--format):
 ` + formats.String() + `
 
@@ -90,13 +95,33 @@ replaces a memrec database.`,
   memrec export 3 -o run3.jsonl
   memrec export bs64-amp --format csv -o bs64-amp.csv
   memrec export bs64-amp --format tensorboard -o runs/bs64-amp
+  memrec export bs64-amp --format parquet -o fleet/
+  memrec export --all --format parquet -o fleet/
   memrec export bs64 --from epoch:2 > bs64-from-epoch2.jsonl`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runExport(cmd.Context(), o, args[0]) },
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.all {
+				if len(args) > 0 {
+					return fmt.Errorf("--all exports every run: give no RUN (got %q)", args[0])
+				}
+				return nil
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("export takes one RUN (or --all with --format parquet), got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref := ""
+			if len(args) == 1 {
+				ref = args[0]
+			}
+			return runExport(cmd.Context(), o, ref)
+		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (folder formats: this folder)")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", strings.Join(exportFormatNames(), ", "))
 	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
+	cmd.Flags().BoolVar(&o.all, "all", false, "parquet: export every run of the database into -o DIR")
 	addWindowFlags(cmd, &o.window)
 	return cmd
 }
@@ -117,6 +142,9 @@ func runExport(ctx context.Context, o *exportOptions, ref string) error {
 			return err
 		}
 	}
+	if o.all && !f.all {
+		return fmt.Errorf("--all: --format %s writes one run; --all takes --format parquet", f.name)
+	}
 	if err := refuseDatabase(o.output, o.dbPath); err != nil {
 		return err
 	}
@@ -125,12 +153,22 @@ func runExport(ctx context.Context, o *exportOptions, ref string) error {
 		return err
 	}
 	defer db.Close()
-	r, err := db.Run(ref)
-	if err != nil {
-		return err
+	var runs []storage.Run
+	if o.all {
+		if runs, err = db.Runs(); err != nil {
+			return err
+		}
+	} else {
+		r, err := db.Run(ref)
+		if err != nil {
+			return err
+		}
+		runs = []storage.Run{r}
 	}
-	if r, err = o.window.apply(db, r); err != nil {
-		return err
+	for i, r := range runs {
+		if runs[i], err = o.window.apply(db, r); err != nil {
+			return err
+		}
 	}
 	if f.folder != nil {
 		if fi, err := os.Stat(o.output); err == nil && !fi.IsDir() {
@@ -139,8 +177,14 @@ func runExport(ctx context.Context, o *exportOptions, ref string) error {
 		if err := os.MkdirAll(o.output, 0o777); err != nil {
 			return err
 		}
-		return interrupted(ctx, f.folder(ctx, o, db, r))
+		for _, r := range runs {
+			if err := f.folder(ctx, o, db, r); err != nil {
+				return interrupted(ctx, err)
+			}
+		}
+		return nil
 	}
+	r := runs[0]
 	if o.output == "" {
 		return interrupted(ctx, f.stream(o, db, ctxWriter{ctx, o.io.Out}, r))
 	}

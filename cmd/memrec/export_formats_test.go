@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/internal/fixtures"
 )
 
 // TestExportFormats: CSV to stdout and to a file, a TensorBoard event file
@@ -50,7 +52,9 @@ func TestExportFormats(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--format", "parquet"}, `--format "parquet": want jsonl, csv or tensorboard`},
+		{[]string{"--format", "xml"}, `--format "xml": want jsonl, csv, tensorboard or parquet`},
+		{[]string{"--format", "parquet"}, "give it with -o DIR"},
+		{[]string{"--format", "parquet", "-o", tb, "--all"}, "--all exports every run: give no RUN"},
 		{[]string{"--format", "tensorboard"}, "give it with -o DIR"},
 		{[]string{"--format", "tensorboard", "-o", file}, "not a folder"},
 		{[]string{"--format", "tensorboard", "-o", tb, "--points", "2"}, "--points 2"},
@@ -59,5 +63,37 @@ func TestExportFormats(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, tc.want) {
 			t.Errorf("export %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestExportAllParquet: export --all --format parquet writes every run of
+// the database into one folder, a host=/run= partition each; --all takes
+// parquet only.
+func TestExportAllParquet(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	for _, f := range []string{realRun, fixtures.Path(fixtures.LeakRun)} {
+		if _, errs, code := run(t, db, "", "import", f); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	out := filepath.Join(dir, "fleet")
+	_, errs, code := run(t, db, "", "export", "--all", "--format", "parquet", "-o", out)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	for _, name := range []string{"real-resnet18-bs128", "real-resnet18-bs64-leak"} {
+		for _, table := range []string{"runs", "device", "allocator", "marks"} {
+			if _, err := os.Stat(filepath.Join(out, table, "host=vm", "run="+name, "part-0.parquet")); err != nil {
+				t.Errorf("%s of %s: %v", table, name, err)
+			}
+		}
+		if !strings.Contains(errs, "wrote "+name) {
+			t.Errorf("stderr does not say it wrote %s: %s", name, errs)
+		}
+	}
+	if _, errs, code := run(t, db, "", "export", "--all", "--format", "csv"); code != 1 || !strings.Contains(errs, "--all takes --format parquet") {
+		t.Errorf("--all --format csv: %d %q", code, errs)
 	}
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/storage"
+)
+
+// exportParquet writes the run's tables into the folder o.output, in its
+// host=/run= partition (package parquet).
+func exportParquet(ctx context.Context, o *exportOptions, db *storage.DB, r storage.Run) error {
+	st, err := parquet.Export(ctx, db, r, o.output)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", r.Name, err)
+	}
+	var rows int64
+	for _, n := range st.Rows {
+		rows += n
+	}
+	fmt.Fprintf(o.io.Err, "wrote %s: %d tables, %d rows, %.1f MiB in %s\n", r.Name, len(st.Files), rows, float64(st.Bytes)/(1<<20), o.output)
+	return nil
+}

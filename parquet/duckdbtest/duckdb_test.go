@@ -1,0 +1,223 @@
+package duckdbtest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/storage"
+)
+
+// importFixture imports a real H200 run (the project's test data) into a
+// new database.
+func importFixture(t *testing.T, name string) (*storage.DB, storage.Run) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "storage", "testdata", name+".jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(filepath.Join(t.TempDir(), "m.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(data)}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, runs[0]
+}
+
+func duck(t *testing.T) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestDuckDBReadsTheExport: every table of two runs exported into one
+// folder reads back in DuckDB as one dataset with hive partitions: row
+// counts equal the stored counts, every device and allocator value equals
+// the stored one, and the host/run partition columns name the runs.
+func TestDuckDBReadsTheExport(t *testing.T) {
+	db, r := importFixture(t, "real-resnet18-bs64-leak")
+	db2, r2 := importFixture(t, "real-resnet18-bs128")
+	dir := t.TempDir()
+	st, err := parquet.Export(context.Background(), db, r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parquet.Export(context.Background(), db2, r2, dir); err != nil {
+		t.Fatal(err)
+	}
+	d := duck(t)
+	scan := func(table string) string {
+		return "read_parquet('" + filepath.Join(dir, table, "*", "*", "*.parquet") + "', hive_partitioning = true)"
+	}
+	count := func(q string) int64 {
+		var n int64
+		if err := d.QueryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	for table, want := range map[string]int64{"device": r.Counts.Samples, "process": r.Counts.ProcSamples,
+		"allocator": r.Counts.TorchSamples, "marks": r.Counts.Marks, "runs": 1, "gpus": int64(len(r.GPUs))} {
+		got := count("SELECT count(*) FROM " + scan(table) + " WHERE run = '" + r.Name + "'")
+		if got != want || st.Rows[table] != want {
+			t.Errorf("%s: DuckDB reads %d rows, export says %d, the database holds %d", table, got, st.Rows[table], want)
+		}
+	}
+	if n := count("SELECT count(DISTINCT run) FROM " + scan("device") + " WHERE host = 'vm'"); n != 2 {
+		t.Errorf("runs in the dataset: %d, want 2", n)
+	}
+
+	// Every device row, in time order, as stored.
+	rows, err := d.Query("SELECT t_ns, epoch_ns(time), gpu, used_bytes, driver_reserved_bytes FROM " + scan("device") +
+		" WHERE run = '" + r.Name + "' ORDER BY t_ns, gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := db.DeviceSamples(r, 0, storage.MinTime, storage.MaxTime)
+	n := 0
+	for rows.Next() {
+		var tns, tt, used int64
+		var gpu int
+		var resv sql.NullInt64
+		if err := rows.Scan(&tns, &tt, &gpu, &used, &resv); err != nil {
+			t.Fatal(err)
+		}
+		if !it.Next() {
+			t.Fatal("DuckDB has more device rows than the database")
+		}
+		s := it.At()
+		if tns != s.T || tt != s.T || gpu != s.GPU || used != s.Used || resv.Int64 != s.Reserved || resv.Valid != (s.Reserved != 0) {
+			t.Fatalf("row %d: DuckDB (%d %d %d %d %v), stored %+v", n, tns, tt, gpu, used, resv, s)
+		}
+		n++
+	}
+	rows.Close()
+	if it.Next() || n == 0 {
+		t.Fatalf("DuckDB read %d device rows; the database has more", n)
+	}
+
+	// The allocator's values, summed by DuckDB and here.
+	var alloc, peak, split int64
+	if err := d.QueryRow("SELECT sum(allocated_bytes), max(step_peak_allocated_bytes), sum(inactive_split_bytes) FROM "+scan("allocator")+
+		" WHERE run = '"+r.Name+"'").Scan(&alloc, &peak, &split); err != nil {
+		t.Fatal(err)
+	}
+	var wa, wp, ws int64
+	series, _ := db.Series(r)
+	for _, s := range series {
+		if s.Kind != storage.SeriesTorch {
+			continue
+		}
+		ti := db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)
+		for ti.Next() {
+			x := ti.At()
+			wa, wp, ws = wa+x.Allocated, max(wp, x.PeakAllocated), ws+x.InactiveSplit
+		}
+	}
+	if alloc != wa || peak != wp || split != ws || wa == 0 {
+		t.Errorf("allocator: DuckDB sum %d, max peak %d, sum split %d; stored %d, %d, %d", alloc, peak, split, wa, wp, ws)
+	}
+	var name, tags string
+	if err := d.QueryRow("SELECT run_name, tags_json FROM "+scan("runs")+" WHERE run = '"+r.Name+"'").Scan(&name, &tags); err != nil {
+		t.Fatal(err)
+	}
+	if name != r.Name || !strings.Contains(tags, `"leak":"yes"`) {
+		t.Errorf("runs: %q %s", name, tags)
+	}
+}
+
+// EpochDeltasSQL is the README's DuckDB query: each epoch's change of
+// device used and allocated memory, from the last sample at or before its
+// epoch_start and epoch_end marks (ASOF JOIN), as memrec analyze defines
+// them (docs/analysis.md).
+const EpochDeltasSQL = `
+WITH m AS (SELECT run, epoch, kind, t_ns FROM read_parquet('DIR/marks/*/*/*.parquet', hive_partitioning = true)
+           WHERE kind IN ('epoch_start', 'epoch_end')),
+     used AS (SELECT m.run, m.epoch, m.kind, d.used_bytes AS v FROM m
+              ASOF JOIN read_parquet('DIR/device/*/*/*.parquet', hive_partitioning = true) d
+              ON m.run = d.run AND m.t_ns >= d.t_ns),
+     alloc AS (SELECT m.run, m.epoch, m.kind, a.allocated_bytes AS v FROM m
+               ASOF JOIN read_parquet('DIR/allocator/*/*/*.parquet', hive_partitioning = true) a
+               ON m.run = a.run AND m.t_ns >= a.t_ns)
+SELECT u.run, u.epoch,
+       max(u.v) FILTER (u.kind = 'epoch_end') - max(u.v) FILTER (u.kind = 'epoch_start') AS delta_used_bytes,
+       (SELECT max(v) FILTER (kind = 'epoch_end') - max(v) FILTER (kind = 'epoch_start')
+          FROM alloc a WHERE a.run = u.run AND a.epoch = u.epoch) AS delta_allocated_bytes
+FROM used u GROUP BY u.run, u.epoch ORDER BY u.run, u.epoch`
+
+// TestDuckDBEpochDeltasEqualAnalyze: the per-epoch deltas DuckDB computes
+// from the Parquet tables equal memrec analyze's, epoch by epoch, on a real
+// single-GPU run with a planted leak (the allocator grows 256 000 B a step).
+func TestDuckDBEpochDeltasEqualAnalyze(t *testing.T) {
+	db, r := importFixture(t, "real-resnet18-bs64-leak")
+	dir := t.TempDir()
+	if _, err := parquet.Export(context.Background(), db, r, dir); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyze(db, r, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rep.GPUs[0].Epochs
+	rows, err := duck(t).Query(strings.ReplaceAll(EpochDeltasSQL, "DIR", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var run string
+		var epoch int
+		var du, da sql.NullInt64
+		if err := rows.Scan(&run, &epoch, &du, &da); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) {
+			t.Fatalf("DuckDB has epoch %d; analyze has %d epochs", epoch, len(want))
+		}
+		e := want[i]
+		if epoch != e.Epoch || e.DeltaUsedBytes == nil || e.DeltaAllocatedBytes == nil ||
+			du.Int64 != *e.DeltaUsedBytes || da.Int64 != *e.DeltaAllocatedBytes {
+			t.Errorf("epoch %d: DuckDB Δused %v Δallocated %v; analyze epoch %d Δused %v Δallocated %v",
+				epoch, du, da, e.Epoch, deref(e.DeltaUsedBytes), deref(e.DeltaAllocatedBytes))
+		}
+		t.Logf("epoch %d: Δused %d B, Δallocated %d B (DuckDB and analyze)", epoch, du.Int64, da.Int64)
+	}
+	if i != len(want) || i < 3 {
+		t.Errorf("DuckDB gives %d epochs, analyze %d", i, len(want))
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,423 @@
+// Package parquet writes memrec runs as Apache Parquet files, for the
+// engines a fleet's data goes to (DuckDB, Spark, Trino, BigQuery, Polars,
+// pandas through pyarrow).
+//
+// One table per kind of record, each a folder of Hive-style partitions by
+// host and run, so the exports of many nodes and runs copied into one folder
+// are one dataset:
+//
+//	DIR/device/host=H/run=R/part-0.parquet     NVML, one row per GPU per tick
+//	DIR/process/host=H/run=R/part-0.parquet    NVML, one row per process per list
+//	DIR/allocator/host=H/run=R/part-0.parquet  the probe, one row per sample
+//	DIR/marks/host=H/run=R/part-0.parquet      epoch, step, event, OOM, exit marks
+//	DIR/sites/host=H/run=R/part-0.parquet      allocation sites, one row per site per snapshot
+//	DIR/budget/host=H/run=R/part-0.parquet     a watched model's budget
+//	DIR/runs/host=H/run=R/part-0.parquet       the run itself, one row
+//	DIR/gpus/host=H/run=R/part-0.parquet       its GPUs, one row each
+//
+// A table is written only when the run has rows of it (runs and gpus
+// always). H and R are the host and run names made safe as one path
+// component (safefile.Name); the exact names are in the runs table. Every
+// column is typed, its unit in its name (_bytes, _ns), times both as
+// Unix ns (t_ns, INT64) and as a UTC timestamp (time, TIMESTAMP(NANOS)).
+// An absent optional value (a mark's epoch, a sample's rank) is null.
+//
+// A file appears whole or not at all (safefile), and a run's partition is
+// replaced whole: a second export of the same run leaves no file of the
+// first. Files are zstd-compressed, in row groups of RowGroupRows rows.
+package parquet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	pq "github.com/parquet-go/parquet-go"
+
+	"github.com/memrec/memrec/internal/safefile"
+	"github.com/memrec/memrec/storage"
+)
+
+// RowGroupRows is the number of rows of a row group (and of each write):
+// large enough for the columns to compress, small enough that a writer
+// holds a few MB per table.
+const RowGroupRows = 1 << 16
+
+// Tables are the table names, in the order Export writes them.
+var Tables = []string{"runs", "gpus", "device", "process", "allocator", "marks", "sites", "budget"}
+
+// Device is a row of the device table.
+type Device struct {
+	TNS                 int64  `parquet:"t_ns,delta"`
+	Time                int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	GPU                 int32  `parquet:"gpu"`
+	UUID                string `parquet:"uuid,dict"`
+	UsedBytes           int64  `parquet:"used_bytes,delta"`
+	DriverReservedBytes *int64 `parquet:"driver_reserved_bytes,optional"` // null: not reported
+}
+
+// Process is a row of the process table.
+type Process struct {
+	TNS       int64 `parquet:"t_ns,delta"`
+	Time      int64 `parquet:"time,timestamp(nanosecond:utc),delta"`
+	GPU       int32 `parquet:"gpu"`
+	PID       int32 `parquet:"pid"`
+	UsedBytes int64 `parquet:"used_bytes,delta"`
+}
+
+// Allocator is a row of the allocator table (PyTorch's caching allocator,
+// or JAX's through memrec.jax).
+type Allocator struct {
+	TNS                    int64  `parquet:"t_ns,delta"`
+	Time                   int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	GPU                    int32  `parquet:"gpu"`
+	PID                    int32  `parquet:"pid"`
+	Rank                   *int32 `parquet:"rank,optional"`
+	AllocatedBytes         int64  `parquet:"allocated_bytes,delta"`
+	ReservedBytes          int64  `parquet:"reserved_bytes,delta"`
+	ActiveBytes            int64  `parquet:"active_bytes,delta"`
+	InactiveSplitBytes     int64  `parquet:"inactive_split_bytes,delta"`
+	StepPeakAllocatedBytes int64  `parquet:"step_peak_allocated_bytes,delta"`
+	Segments               int64  `parquet:"segments,delta"`
+	AllocRetries           int64  `parquet:"alloc_retries,delta"`
+	OOMs                   int64  `parquet:"ooms,delta"`
+}
+
+// Mark is a row of the marks table.
+type Mark struct {
+	TNS   int64  `parquet:"t_ns,delta"`
+	Time  int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	Kind  string `parquet:"kind,dict"`
+	Epoch *int32 `parquet:"epoch,optional"`
+	Step  *int64 `parquet:"step,optional"`
+	Rank  *int32 `parquet:"rank,optional"`
+	GPU   *int32 `parquet:"gpu,optional"`
+	PID   *int32 `parquet:"pid,optional"`
+	Code  *int32 `parquet:"code,optional"` // exit status of an exit mark
+	Text  string `parquet:"text"`
+}
+
+// Site is a row of the sites table: one site of one snapshot.
+type Site struct {
+	TNS        int64   `parquet:"t_ns,delta"`
+	Time       int64   `parquet:"time,timestamp(nanosecond:utc),delta"`
+	GPU        int32   `parquet:"gpu"`
+	PID        int32   `parquet:"pid"`
+	Rank       *int32  `parquet:"rank,optional"`
+	Reason     string  `parquet:"reason,dict"`
+	Epoch      *int32  `parquet:"epoch,optional"`
+	Name       string  `parquet:"name,dict"`
+	File       string  `parquet:"file,dict"`
+	Line       int32   `parquet:"line"`
+	Func       string  `parquet:"func,dict"`
+	LiveBytes  int64   `parquet:"live_bytes"`
+	LiveBlocks int64   `parquet:"live_blocks"`
+	AllocBytes int64   `parquet:"alloc_bytes"`
+	Allocs     int64   `parquet:"allocs"`
+	FreedBytes int64   `parquet:"freed_bytes"`
+	Frees      int64   `parquet:"frees"`
+	SinceNS    int64   `parquet:"since_ns"`
+	Sampled    float64 `parquet:"sampled_every"`
+}
+
+// Budget is a row of the budget table.
+type Budget struct {
+	TNS                 int64  `parquet:"t_ns,delta"`
+	Time                int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	GPU                 int32  `parquet:"gpu"`
+	PID                 int32  `parquet:"pid"`
+	Rank                *int32 `parquet:"rank,optional"`
+	ParamsBytes         int64  `parquet:"params_bytes"`
+	GradsBytes          int64  `parquet:"grads_bytes"`
+	OptimizerStateBytes int64  `parquet:"optimizer_state_bytes"`
+	BuffersBytes        int64  `parquet:"buffers_bytes"`
+	ParamCount          int64  `parquet:"param_count"`
+	Trainable           int64  `parquet:"trainable_params"`
+	Autocast            *bool  `parquet:"autocast,optional"` // null: not seen yet
+	Optimizer           string `parquet:"optimizer,dict"`
+	OptimizerKeys       string `parquet:"optimizer_keys,dict"`
+	DType               string `parquet:"dtype,dict"`
+}
+
+// RunRow is the row of the runs table.
+type RunRow struct {
+	Run         string `parquet:"run_name"`
+	Host        string `parquet:"host_name"`
+	ID          int64  `parquet:"run_id"`
+	Job         string `parquet:"job"`
+	StartNS     int64  `parquet:"start_ns"`
+	Start       int64  `parquet:"start_time,timestamp(nanosecond:utc)"`
+	EndNS       int64  `parquet:"end_ns"`
+	IntervalNS  int64  `parquet:"interval_ns"`
+	Complete    bool   `parquet:"complete"`
+	Tags        string `parquet:"tags_json"` // {"batch_size":"64",…}
+	Source      string `parquet:"source"`
+	Driver      string `parquet:"driver"`
+	Ticks       int64  `parquet:"ticks"`
+	MissedTicks int64  `parquet:"missed_ticks"`
+}
+
+// GPURow is a row of the gpus table.
+type GPURow struct {
+	GPU        int32  `parquet:"gpu"`
+	UUID       string `parquet:"uuid"`
+	Name       string `parquet:"name"`
+	TotalBytes int64  `parquet:"total_bytes"`
+	PCIBusID   string `parquet:"pci_bus_id"`
+	Device     string `parquet:"device"`
+	Host       string `parquet:"node"` // a merged run's node
+	HostGPU    int32  `parquet:"node_gpu"`
+}
+
+// Stats count what Export wrote.
+type Stats struct {
+	Rows  map[string]int64 // by table
+	Files []string
+	Bytes int64
+}
+
+// Export writes run r of db into dir (made if missing), one partition per
+// table. It checks ctx between row groups: once ctx is done it stops, and
+// what it wrote of this run is removed. Safe to call while other readers
+// read db.
+func Export(ctx context.Context, db *storage.DB, r storage.Run, dir string) (Stats, error) {
+	st := Stats{Rows: map[string]int64{}}
+	part := filepath.Join("host="+safefile.Name(hostOf(r)), "run="+safefile.Name(r.Name))
+	e := &exporter{ctx: ctx, db: db, r: r, dir: dir, part: part, st: &st}
+	err := e.all()
+	for _, f := range e.pending {
+		if err != nil {
+			f.Abort()
+			continue
+		}
+		if cerr := f.Commit(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return Stats{}, err
+	}
+	// The partition holds this export's files only: an older export of the
+	// same run may have had a table this one has not (a run re-imported).
+	for _, t := range Tables {
+		if _, ok := st.Rows[t]; !ok {
+			os.Remove(filepath.Join(dir, t, part, "part-0.parquet"))
+		}
+	}
+	return st, nil
+}
+
+func hostOf(r storage.Run) string {
+	if r.Host == "" {
+		return "localhost"
+	}
+	return r.Host
+}
+
+type exporter struct {
+	ctx     context.Context
+	db      *storage.DB
+	r       storage.Run
+	dir     string
+	part    string
+	st      *Stats
+	pending []*safefile.File // committed together at the end
+}
+
+func (e *exporter) all() error {
+	r := e.r
+	tags, _ := json.Marshal(r.Tags)
+	if r.Tags == nil {
+		tags = []byte("{}")
+	}
+	if err := writeTable(e, "runs", []RunRow{{Run: r.Name, Host: hostOf(r), ID: int64(r.ID), Job: r.Job, StartNS: r.StartNS, Start: r.StartNS,
+		EndNS: r.EndNS, IntervalNS: r.IntervalNS, Complete: r.Complete, Tags: string(tags), Source: r.Recorder.Source,
+		Driver: r.Recorder.Driver, Ticks: r.Recorder.Ticks, MissedTicks: r.Recorder.MissedTicks}}); err != nil {
+		return err
+	}
+	gpus := make([]GPURow, 0, len(r.GPUs))
+	uuid := map[int]string{}
+	for _, g := range r.GPUs {
+		gpus = append(gpus, GPURow{GPU: int32(g.Index), UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes, PCIBusID: g.PCIBusID,
+			Device: g.Device, Host: g.Host, HostGPU: int32(g.HostGPU)})
+		uuid[g.Index] = g.UUID
+	}
+	if err := writeTable(e, "gpus", gpus); err != nil {
+		return err
+	}
+	series, err := e.db.Series(r)
+	if err != nil {
+		return err
+	}
+	dev := &table[Device]{e: e, name: "device"}
+	proc := &table[Process]{e: e, name: "process"}
+	alloc := &table[Allocator]{e: e, name: "allocator"}
+	sites := &table[Site]{e: e, name: "sites"}
+	budget := &table[Budget]{e: e, name: "budget"}
+	for _, s := range series {
+		var err error
+		switch s.Kind {
+		case storage.SeriesDevice:
+			err = each(dev, e.db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime), func(d storage.DeviceSample) Device {
+				row := Device{TNS: d.T, Time: d.T, GPU: int32(d.GPU), UUID: uuid[d.GPU], UsedBytes: d.Used}
+				if d.Reserved != 0 {
+					row.DriverReservedBytes = &d.Reserved
+				}
+				return row
+			})
+		case storage.SeriesProc:
+			err = each(proc, e.db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(p storage.ProcSample) Process {
+				return Process{TNS: p.T, Time: p.T, GPU: int32(p.GPU), PID: int32(p.PID), UsedBytes: p.Used}
+			})
+		case storage.SeriesTorch:
+			err = each(alloc, e.db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(t storage.TorchSample) Allocator {
+				return Allocator{TNS: t.T, Time: t.T, GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank),
+					AllocatedBytes: t.Allocated, ReservedBytes: t.Reserved, ActiveBytes: t.Active, InactiveSplitBytes: t.InactiveSplit,
+					StepPeakAllocatedBytes: t.PeakAllocated, Segments: t.Segments, AllocRetries: t.AllocRetries, OOMs: t.OOMs}
+			})
+		case storage.SeriesSites:
+			err = each(sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
+				return Site{TNS: x.T, Time: x.T, GPU: int32(x.GPU), PID: int32(x.PID), Rank: opt32(x.Rank), Reason: string(x.Reason),
+					Epoch: opt32(x.Epoch), Name: x.Name, File: x.File, Line: int32(x.Line), Func: x.Func, LiveBytes: x.LiveBytes,
+					LiveBlocks: x.LiveBlocks, AllocBytes: x.AllocBytes, Allocs: x.Allocs, FreedBytes: x.FreedBytes, Frees: x.Frees,
+					SinceNS: x.SinceNS, Sampled: x.SampledEvery}
+			})
+		case storage.SeriesBudget:
+			err = each(budget, e.db.BudgetSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(b storage.BudgetSample) Budget {
+				row := Budget{TNS: b.T, Time: b.T, GPU: int32(b.GPU), PID: int32(b.PID), Rank: opt32(b.Rank), ParamsBytes: b.Params,
+					GradsBytes: b.Grads, OptimizerStateBytes: b.OptimizerState, BuffersBytes: b.Buffers, ParamCount: b.ParamCount,
+					Trainable: b.Trainable, Optimizer: b.Optimizer, OptimizerKeys: b.OptimizerKeys, DType: b.DType}
+				if b.Autocast != storage.AutocastUnknown {
+					on := b.Autocast == storage.AutocastOn
+					row.Autocast = &on
+				}
+				return row
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	marks := &table[Mark]{e: e, name: "marks"}
+	if err := each(marks, e.db.Marks(r, storage.MinTime, storage.MaxTime), func(m storage.Mark) Mark {
+		row := Mark{TNS: m.T, Time: m.T, Kind: string(m.Kind), Epoch: opt32(m.Epoch), Rank: opt32(m.Rank), GPU: opt32(m.GPU),
+			PID: opt32(m.PID), Code: opt32(m.Code), Text: m.Text}
+		if m.Step != storage.None {
+			s := int64(m.Step)
+			row.Step = &s
+		}
+		return row
+	}); err != nil {
+		return err
+	}
+	for _, t := range []interface{ close() error }{dev, proc, alloc, sites, budget, marks} {
+		if err := t.close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func opt32(v int) *int32 {
+	if v == storage.None {
+		return nil
+	}
+	x := int32(v)
+	return &x
+}
+
+// table is one table's file of the run, opened at its first row.
+type table[T any] struct {
+	e    *exporter
+	name string
+	f    *safefile.File
+	w    *pq.GenericWriter[T]
+	buf  []T
+	rows int64
+}
+
+func (t *table[T]) add(row T) error {
+	t.buf = append(t.buf, row)
+	if len(t.buf) >= RowGroupRows {
+		return t.flush()
+	}
+	return nil
+}
+
+func (t *table[T]) flush() error {
+	if err := t.e.ctx.Err(); err != nil {
+		return err
+	}
+	if len(t.buf) == 0 {
+		return nil
+	}
+	if t.w == nil {
+		dir := filepath.Join(t.e.dir, t.name, t.e.part)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		f, err := safefile.Create(filepath.Join(dir, "part-0.parquet"))
+		if err != nil {
+			return err
+		}
+		t.f = f
+		t.e.pending = append(t.e.pending, f)
+		t.w = pq.NewGenericWriter[T](f, pq.Compression(&pq.Zstd), pq.MaxRowsPerRowGroup(RowGroupRows),
+			pq.CreatedBy("memrec", "", ""))
+	}
+	if _, err := t.w.Write(t.buf); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	t.rows += int64(len(t.buf))
+	t.buf = t.buf[:0]
+	return nil
+}
+
+func (t *table[T]) close() error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if t.w == nil {
+		return nil
+	}
+	if err := t.w.Close(); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	fi, err := t.f.Stat()
+	if err != nil {
+		return err
+	}
+	t.e.st.Rows[t.name] = t.rows
+	t.e.st.Files = append(t.e.st.Files, t.f.Target())
+	t.e.st.Bytes += fi.Size()
+	return nil
+}
+
+// writeTable writes a table of a few rows at once.
+func writeTable[T any](e *exporter, name string, rows []T) error {
+	t := &table[T]{e: e, name: name}
+	for _, r := range rows {
+		if err := t.add(r); err != nil {
+			return err
+		}
+	}
+	if len(rows) == 0 { // an empty table still says the run had none
+		return nil
+	}
+	return t.close()
+}
+
+// each adds every value of it to t, converted by row.
+func each[S, T any](t *table[T], it *storage.Iter[S], row func(S) T) error {
+	for it.Next() {
+		if err := t.add(row(it.At())); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}
