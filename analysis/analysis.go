@@ -369,7 +369,12 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 		}
 		notes = append(notes, n)
 	}
-	if run.Counts.TorchSamples == 0 {
+	switch {
+	case run.Counts.TorchSamples == 0 && len(marks.probe) > 0:
+		for _, p := range marks.probe {
+			notes = append(notes, "no allocator samples: the probe says "+p+"; allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
+		}
+	case run.Counts.TorchSamples == 0:
 		notes = append(notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
 	}
 	return notes
@@ -418,6 +423,7 @@ type markIndex struct {
 	stepCount int
 	events    []storage.Mark
 	ooms      []storage.Mark
+	probe     []string // the probe's notes about itself, once each
 	endNS     int64
 }
 
@@ -448,6 +454,11 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 		case storage.MarkStep:
 			mi.steps[m.Rank] = append(mi.steps[m.Rank], StepMark{TNS: m.T, Step: m.Step})
 			mi.stepCount++
+			continue
+		case storage.MarkProbe:
+			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
+				mi.probe = append(mi.probe, m.Text)
+			}
 			continue
 		case storage.MarkOOM:
 			mi.ooms = append(mi.ooms, m)

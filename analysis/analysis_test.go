@@ -406,3 +406,31 @@ func TestStepPeakInsideTheStep(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeNoteReplacesNoProbe: a probe that had no allocator view (torch
+// without CUDA) says why in a "probe" mark, and the run's note says that
+// instead of "no probe"; the note is not one of the run's events.
+func TestProbeNoteReplacesNoProbe(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"cpu","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(80*GiB))
+	for i := range 20 {
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8, 600*MiB)
+	}
+	for range 2 { // from two moments of one process: one note
+		g.line(`{"type":"mark","t_ns":%d,"kind":"probe","pid":7,"text":"torch 1.13.1 without CUDA: no allocator view"}`, t0+5e8)
+	}
+	rep := analyzeJSONL(t, g.b.String())["cpu"]
+	var said, noProbe int
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "the probe says torch 1.13.1 without CUDA: no allocator view") {
+			said++
+		}
+		if strings.Contains(n, "no probe") {
+			noProbe++
+		}
+	}
+	if said != 1 || noProbe != 0 || len(rep.Events) != 0 || rep.Marks.Events != 0 {
+		t.Errorf("notes %q, events %+v", rep.Notes, rep.Events)
+	}
+}

@@ -203,6 +203,7 @@ const (
 	MarkEvent      = wire.MarkEvent
 	MarkOOM        = wire.MarkOOM
 	MarkExit       = wire.MarkExit
+	MarkProbe      = wire.MarkProbe
 )
 
 // The special files of a SiteSample and the reasons of a site snapshot.

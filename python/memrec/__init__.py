@@ -54,6 +54,7 @@ def _flush_at_exit():
     p = _instance
     try:
         if p is not None and p.pid == os.getpid() and p.enabled:
+            p.note_no_allocator(at_exit=True)
             p.flush(2.0)
     except Exception:
         pass
@@ -239,6 +240,7 @@ class Track:
         self.events = []
         self.summaries = []
         self.available = False  # torch with CUDA was there to record
+        self.note = ""  # why not, when torch is there without CUDA
 
 
 @contextlib.contextmanager
@@ -261,6 +263,9 @@ def track(name: str = "track") -> "Iterator[Track]":
         if torch is not None and torch.cuda.is_available():
             since = time.time_ns() // 1000
             tr.available = _sites.history(torch, "all")
+        elif torch is not None:
+            tr.note = "torch %s without CUDA: no allocator view" % getattr(torch, "__version__", "?")
+            p.note_no_allocator()
     except Exception:
         tr.available = False
     try:

@@ -135,6 +135,8 @@ class Probe:
         self._rank = None
         self.oom_reported = 0.0  # time of the last OOM report
         self.observer_attached = False
+        self.allocator_seen = False  # an allocator sample was queued
+        self.noted = False  # the probe note (no allocator view) was sent
         self.stopped = False
         # JAX (memrec.jax): read JAX's allocators instead of torch's.
         self.jax_wanted = os.environ.get("MEMREC_JAX", "") not in ("", "0")
@@ -353,7 +355,9 @@ class Probe:
         (ns) dates the sample; by default it is now."""
         torch = self._torch()
         if torch is None:
+            self.note_no_allocator()
             return
+        self.allocator_seen = True
         if t is None:
             t = time.time_ns()
         rank = self.rank()
@@ -390,7 +394,10 @@ class Probe:
             c0 = time.perf_counter_ns()
             self.step_rank = self.rank()  # refreshed with each sample
             torch = self._torch()
-            if torch is not None:
+            if torch is None:
+                self.note_no_allocator()
+            else:
+                self.allocator_seen = True
                 self.last_step_sample_ns = t
                 C = torch._C
                 samples = []
@@ -436,6 +443,31 @@ class Probe:
             ordinal = getattr(torch, "cuda_ordinal", None)  # JAX: its device's CUDA ordinal
             g = self.gpus[device] = nvml_index(torch, ordinal(device) if ordinal else device)
         return g
+
+    def note_no_allocator(self, at_exit: bool = False) -> None:
+        """Sends, once, a "probe" mark saying why there is no allocator view
+        when the job imported torch: a torch built without CUDA (or without
+        a GPU it can use) says so at the first sample it cannot take; one
+        whose CUDA was never initialised, at exit without a sample sent.
+        memrec analyze shows the note in place of "no probe"."""
+        if self.noted or not self.enabled or (at_exit and self.allocator_seen):
+            return
+        torch = sys.modules.get("torch")
+        if torch is None or self._jax() is not None:
+            return
+        version = str(getattr(torch, "__version__", "?"))
+        try:
+            available = bool(torch.cuda.is_available())
+        except Exception:
+            available = False
+        if available and not at_exit:
+            return  # CUDA may still start
+        self.noted = True
+        if available:
+            text = "torch %s: CUDA was never initialised in this process: no allocator view" % version
+        else:
+            text = "torch %s without CUDA: no allocator view" % version
+        self.mark("probe", text=text, pid=self.pid)
 
     def mark(self, kind: str, t: Optional[int] = None, **fields: Any) -> None:
         """Queues a mark at time t (ns; by default now)."""

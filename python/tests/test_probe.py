@@ -193,6 +193,57 @@ class ProbeTest(unittest.TestCase):
         p.close()
         srv.close()
 
+    def test_torch_without_cuda_sends_a_probe_note(self):
+        srv = Server()
+        torch = make_fake_torch(devices=1)
+        torch.__version__ = "1.13.1"
+        torch.cuda = types.SimpleNamespace(is_available=lambda: False, is_initialized=lambda: False)
+        sys.modules["torch"] = torch
+        p = self.probe(srv)
+        for i in range(5):
+            memrec.step(i)
+        with memrec.track("t") as tr:
+            pass
+        memrec.flush()
+        lines = srv.wait(lambda ls: len([l for l in ls if l.get("kind") == "step"]) >= 5)
+        notes = [l for l in lines if l.get("kind") == "probe"]
+        self.assertEqual([n["text"] for n in notes], ["torch 1.13.1 without CUDA: no allocator view"])
+        self.assertEqual(notes[0]["pid"], os.getpid())
+        self.assertEqual([l for l in lines if l["type"] == "torch"], [])
+        self.assertFalse(tr.available)
+        self.assertEqual(tr.note, "torch 1.13.1 without CUDA: no allocator view")
+        p.close()
+        srv.close()
+
+    def test_cuda_never_initialised_is_noted_at_exit(self):
+        srv = Server()
+        torch = make_fake_torch(devices=1)
+        torch.__version__ = "2.11.0"
+        torch.cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: False)
+        sys.modules["torch"] = torch
+        p = self.probe(srv)
+        memrec.step(0)  # CUDA may still start: nothing said yet
+        p.note_no_allocator(at_exit=True)
+        p.note_no_allocator(at_exit=True)
+        memrec.flush()
+        lines = srv.wait(lambda ls: any(l.get("kind") == "probe" for l in ls))
+        notes = [l["text"] for l in lines if l.get("kind") == "probe"]
+        self.assertEqual(notes, ["torch 2.11.0: CUDA was never initialised in this process: no allocator view"])
+        p.close()
+        srv.close()
+
+    def test_no_probe_note_with_an_allocator(self):
+        srv = Server()
+        sys.modules["torch"] = make_fake_torch(devices=1)
+        p = self.probe(srv)
+        memrec.step(0)
+        p.note_no_allocator(at_exit=True)
+        memrec.flush()
+        lines = srv.wait(lambda ls: any(l["type"] == "torch" for l in ls))
+        self.assertEqual([l for l in lines if l.get("kind") == "probe"], [])
+        p.close()
+        srv.close()
+
     def test_close_steps_share_one_sample(self):
         srv = Server()
         torch = make_fake_torch(devices=1)

@@ -47,6 +47,9 @@ const (
 	MarkEvent      MarkKind = "event"
 	MarkOOM        MarkKind = "oom"
 	MarkExit       MarkKind = "exit"
+	// MarkProbe is the probe's note about itself, in Text: why it has no
+	// allocator view ("torch 1.13.1 without CUDA: no allocator view").
+	MarkProbe MarkKind = "probe"
 )
 
 // String is the kind as the "kind" field spells it.
