@@ -46,6 +46,9 @@ func newReportCmd(g *globals) *cobra.Command {
   memrec report bs64 --png-only --width 1600 --height 600`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkSize(); err != nil {
+				return err
+			}
 			rep, err := analyzeRun(o.globals, args[0], o.window)
 			if err != nil {
 				return err
@@ -78,12 +81,31 @@ func newReportCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// Chart sizes: at least what a chart's axes and legend need, at most a
+// 4K screen (3840x2160), where a chart is still seen whole. A chart is an
+// RGBA image while it is drawn, 4 bytes a pixel: 33 MB at the largest; an
+// unbounded size ran out of memory (100000x100000 is 40 GB an image), and
+// 20000x20000 took 65 s and 4.7 GB.
+const (
+	minChartWidth, minChartHeight = 200, 150
+	maxChartWidth, maxChartHeight = 3840, 2160
+)
+
+// checkSize refuses chart sizes out of bounds, before any work.
+func (o *reportOptions) checkSize() error {
+	if o.width < minChartWidth || o.height < minChartHeight || o.width > maxChartWidth || o.height > maxChartHeight {
+		return fmt.Errorf("--width/--height %dx%d: charts are %dx%d to %dx%d pixels", o.width, o.height,
+			minChartWidth, minChartHeight, maxChartWidth, maxChartHeight)
+	}
+	return nil
+}
+
 func writeReport(o *reportOptions, rep *analysis.Report, lines *series.Index, raw func(series.Key) series.RawReader) error {
 	if o.pageBytes < 0 {
 		return fmt.Errorf("--page-bytes %d: want 0 (the default, %d) or more", o.pageBytes, report.DefaultPageBytes)
 	}
-	if o.width < 200 || o.height < 150 {
-		return fmt.Errorf("--width/--height %dx%d: charts need at least 200x150 pixels", o.width, o.height)
+	if err := o.checkSize(); err != nil {
+		return err
 	}
 	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Lines: lines, Raw: raw, PageBytes: o.pageBytes})
 	if err != nil {
@@ -117,6 +139,9 @@ demo shows the same on an idle laptop and on a loaded server.`,
 }
 
 func runDemo(ctx context.Context, o *demoOptions) error {
+	if err := o.checkSize(); err != nil {
+		return err
+	}
 	if err := report.CheckFolder(o.out); err != nil {
 		return outputError(err)
 	}
