@@ -246,6 +246,7 @@ var (
 	ErrUnknownBaseline  = errors.New("is not among the compared runs")
 	ErrNoTag            = errors.New("missing tag")
 	ErrTagNotNumber     = errors.New("not a number")
+	ErrTagOutOfRange    = errors.New("beyond ±2^53, where float64 no longer tells whole numbers apart: no memory fit means anything there")
 	ErrTooFewTagValues  = errors.New("need runs with at least two different values")
 	ErrNothingToCompare = errors.New("nothing to compare")
 )
@@ -322,6 +323,10 @@ func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) 
 	}
 	return c, nil
 }
+
+// maxTagValue bounds a tag fitted against: 2^53, the last whole number a
+// float64 holds exactly; a batch size or a sequence length is far below.
+const maxTagValue = 1 << 53
 
 // FitByTag projects memory against a numeric tag and finds the largest
 // value that fits in the GPU with the given headroom (0.05 = 5 % of its
@@ -449,6 +454,9 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 		if err != nil || !finite(v) {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagNotNumber)
 		}
+		if math.Abs(v) > maxTagValue {
+			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagOutOfRange)
+		}
 		if fatalOOM(r) {
 			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
 			continue
@@ -575,26 +583,28 @@ func (by *ByTag) statement() string {
 
 func leastSquares(xs, ys []float64) Fit {
 	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
+	// Sums about the means: the sums of raw squares cancel catastrophically
+	// for values large against their spread (1e15 and 1e15 + 1).
+	var mx, my float64
 	for i, x := range xs {
-		y := ys[i]
-		sx += x
-		sy += y
-		sxx += x * x
-		sxy += x * y
+		mx += x / n
+		my += ys[i] / n
 	}
-	den := n*sxx - sx*sx
-	if den == 0 {
+	var sxx, sxy float64
+	for i, x := range xs {
+		sxx += (x - mx) * (x - mx)
+		sxy += (x - mx) * (ys[i] - my)
+	}
+	if sxx == 0 {
 		return Fit{}
 	}
-	slope := (n*sxy - sx*sy) / den
-	icpt := (sy - slope*sx) / n
+	slope := sxy / sxx
+	icpt := my - slope*mx
 	var ssr, sst float64
-	mean := sy / n
 	for i, x := range xs {
 		y := ys[i]
 		ssr += (y - (slope*x + icpt)) * (y - (slope*x + icpt))
-		sst += (y - mean) * (y - mean)
+		sst += (y - my) * (y - my)
 	}
 	r2 := 1.0
 	if sst > 0 {
