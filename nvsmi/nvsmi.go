@@ -533,3 +533,21 @@ func (l *Log) WriteJSONL(w io.Writer, name, host string) error {
 	}
 	return bw.Flush()
 }
+
+// Looks reports whether line (a file's first line that is not blank)
+// reads as one of an nvidia-smi CSV log: a header naming its columns, or
+// a row that starts with a timestamp.
+func Looks(line string) bool {
+	fields := strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "\ufeff")), ",")
+	for i := range fields {
+		fields[i] = strings.TrimSpace(fields[i])
+	}
+	if len(fields) < 2 {
+		return false
+	}
+	if isHeader(fields) {
+		return true
+	}
+	_, err := time.Parse(TimeLayout, fields[0])
+	return err == nil
+}

@@ -189,7 +189,14 @@ func (imp *importer) startRun(r rec) error {
 			case float64, bool, json.Number:
 				run.Tags[k] = fmt.Sprint(v)
 			default:
-				return imp.errf(r.line, "run tag %q: want a string or number, got %T", k, v)
+				what := "null"
+				switch v.(type) {
+				case []any:
+					what = "a list"
+				case map[string]any:
+					what = "an object"
+				}
+				return imp.errf(r.line, "run tag %q: want a string or number, got %s", k, what)
 			}
 		}
 	}

@@ -42,6 +42,14 @@ func TestOpenRefusesFilesNotMemrecs(t *testing.T) {
 	}{
 		{"foreign bbolt", func(p string) { foreignBolt(t, p) }, true},
 		{"text", func(p string) { os.WriteFile(p, bytes.Repeat([]byte("not a database\n"), 1000), 0o644) }, true},
+		// Shorter than bbolt's two meta pages: bbolt says "file size too small".
+		{"5000 random bytes", func(p string) {
+			b := make([]byte, 5000)
+			for i := range b {
+				b[i] = byte(i*7919 + i>>3)
+			}
+			os.WriteFile(p, b, 0o644)
+		}, true},
 		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

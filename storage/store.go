@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -96,7 +97,7 @@ func Open(path string, opts Options) (*DB, error) {
 	case errors.Is(err, os.ErrNotExist):
 		created = true
 	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err // an *fs.PathError: it names the path and the call
 	case fi.IsDir():
 		return nil, fmt.Errorf("%s is a folder: %w", path, ErrNotMemrec)
 	case fi.Size() == 0 && !create:
@@ -109,9 +110,18 @@ func Open(path string, opts Options) (*DB, error) {
 	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
 		return nil, fmt.Errorf("%s: %w (%v)", path, ErrNotMemrec, err)
 	}
+	var pathErr *fs.PathError
+	if err != nil && !created && !errors.As(err, &pathErr) {
+		// Not the system's error but bbolt's reading of the bytes ("file
+		// size too small 5000"): another kind of file.
+		return nil, fmt.Errorf("%s: %w (%v)", path, ErrNotMemrec, err)
+	}
 	if err != nil {
 		if created {
 			os.Remove(path)
+		}
+		if errors.As(err, &pathErr) {
+			return nil, err // it names the path and the call
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/nvsmi"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -130,7 +132,60 @@ func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, c
 	return srcs, closeFiles, nil
 }
 
+// checkInputs refuses, before anything is read, a file that does not
+// exist or is a folder.
+func checkInputs(files []string) error {
+	for _, f := range files {
+		if f == "-" {
+			continue
+		}
+		fi, err := os.Stat(f)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("import: %s: no such file (nothing was imported)", f)
+		case err != nil:
+			return fmt.Errorf("import: %w (nothing was imported)", err)
+		case fi.IsDir():
+			return fmt.Errorf("import: %s is a folder, not a file to import (nothing was imported)", f)
+		}
+	}
+	return nil
+}
+
+// firstLine returns the first line of a file (or of standard input, which
+// it leaves unread) that is not blank, up to 4 KiB of it.
+func firstLine(o *importOptions, file string) string {
+	var r *bufio.Reader
+	if file == "-" {
+		var err error
+		if r, err = o.stdinReader(); err != nil {
+			return ""
+		}
+	} else {
+		fh, err := os.Open(file)
+		if err != nil {
+			return ""
+		}
+		defer fh.Close()
+		zr, err := maybeGunzip(fh, file)
+		if err != nil {
+			return ""
+		}
+		r = bufio.NewReader(zr)
+	}
+	head, _ := r.Peek(4 << 10)
+	for _, l := range bytes.Split(head, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			return string(l)
+		}
+	}
+	return ""
+}
+
 func runImport(o *importOptions, files []string) error {
+	if err := checkInputs(files); err != nil {
+		return err
+	}
 	switch o.format {
 	case "jsonl":
 		n := 0
@@ -146,6 +201,11 @@ func runImport(o *importOptions, files []string) error {
 			return fmt.Errorf("import: some files are PyTorch snapshots and some are not; import them apart (nothing was imported)")
 		case o.run != "":
 			return fmt.Errorf("import: --run adds PyTorch snapshots to a run, and %s is not one (nothing was imported)", files[0])
+		}
+		for _, f := range files {
+			if nvsmi.Looks(firstLine(o, f)) {
+				return fmt.Errorf("import: %s is an nvidia-smi CSV log, not JSON Lines: import it with --format nvidia-smi (nothing was imported)", inputName(f))
+			}
 		}
 	case "nvidia-smi":
 		return runImportNvidiaSMI(o, files)
