@@ -68,6 +68,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Y.Tick.Marker = unitTicks{}
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -222,6 +223,16 @@ func addEpochsAndMarks(p *plot.Plot, rep *analysis.Report, g analysis.GPUReport,
 			p.Add(poly)
 		}
 	}
+	// Epoch numbers along the top while they fit (a label per 40 px of a
+	// 1200 px chart), events and OOMs labelled with their text below them.
+	var labels plotter.XYLabels
+	if len(epochs) <= 30 {
+		for _, e := range epochs {
+			labels.XYs = append(labels.XYs, plotter.XY{X: ax.x(e.StartNS), Y: y1})
+			labels.Labels = append(labels.Labels, " e"+strconv.Itoa(e.Epoch))
+		}
+	}
+	marks := 0
 	var ev, oom *plotter.Line
 	for _, m := range rep.Events {
 		if m.Kind == storage.MarkOOM && m.GPU >= 0 && m.GPU != g.GPU {
@@ -239,6 +250,27 @@ func addEpochsAndMarks(p *plot.Plot, rep *analysis.Report, g analysis.GPUReport,
 			oom = l
 		} else {
 			ev = l
+		}
+		if marks < 8 {
+			text := m.Text
+			if m.Kind == storage.MarkOOM {
+				text = "OOM " + text
+			}
+			if r := []rune(text); len(r) > 32 {
+				text = string(r[:31]) + "…"
+			}
+			labels.XYs = append(labels.XYs, plotter.XY{X: ax.x(m.T), Y: y0 + (y1-y0)*(0.93-0.06*float64(marks%4))})
+			labels.Labels = append(labels.Labels, " "+text)
+			marks++
+		}
+	}
+	if len(labels.Labels) > 0 {
+		if lab, err := plotter.NewLabels(labels); err == nil {
+			for i := range lab.TextStyle {
+				lab.TextStyle[i].Font.Size = vg.Points(8)
+				lab.TextStyle[i].Color = color.RGBA{R: 70, G: 50, B: 120, A: 255}
+			}
+			p.Add(lab)
 		}
 	}
 	if ev != nil {
@@ -298,9 +330,8 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 	default:
 		rows, what = g.Intervals, "time slice"
 	}
-	var used, alloc plotter.Values
+	var used, alloc []float64
 	var names []string
-	top := 1.0
 	for _, e := range rows {
 		u, a := 0.0, 0.0
 		if e.DeltaUsedBytes != nil {
@@ -310,27 +341,135 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 			a = float64(*e.DeltaAllocatedBytes)
 		}
 		used, alloc = append(used, u), append(alloc, a)
-		top = math.Max(top, math.Max(math.Abs(u), math.Abs(a)))
 		names = append(names, strconv.Itoa(e.Epoch))
 	}
-	unit, uname := byteUnit(top)
-	p := newPlot(fmt.Sprintf("%s: memory added per %s", g.Label(), what), what, uname)
+	// Many epochs are summed in groups, so that every bar can be read.
+	per := niceCeil((len(used) + maxEpochBars - 1) / maxEpochBars)
+	if per > 1 {
+		var gu, ga []float64
+		var gn []string
+		for i := 0; i < len(used); i += per {
+			j := min(i+per, len(used))
+			su, sa := 0.0, 0.0
+			for k := i; k < j; k++ {
+				su, sa = su+used[k], sa+alloc[k]
+			}
+			gu, ga, gn = append(gu, su), append(ga, sa), append(gn, names[i]+"–"+names[j-1])
+		}
+		used, alloc, names = gu, ga, gn
+		what = fmt.Sprintf("%d %ss", per, what)
+	}
+	// The first bar is often the whole model arriving: when it is more
+	// than five times the largest of the others, the axis is set by the
+	// others and the first bar is cut at the top with its value written.
+	top, rest := 1.0, 0.0
 	for i := range used {
-		used[i] /= unit
-		alloc[i] /= unit
+		m := math.Max(math.Abs(used[i]), math.Abs(alloc[i]))
+		top = math.Max(top, m)
+		if i > 0 {
+			rest = math.Max(rest, m)
+		}
 	}
-	w := vg.Points(10)
-	if len(used) > 0 {
-		b1, _ := plotter.NewBarChart(used, w)
-		b1.Color, b1.Offset = colUsed, -w/2
-		b2, _ := plotter.NewBarChart(alloc, w)
-		b2.Color, b2.Offset = colAllocated, w/2
-		p.Add(b1, b2)
-		p.Legend.Add("Δ device used", b1)
-		p.Legend.Add("Δ allocated", b2)
-		p.NominalX(names...)
+	apart := len(used) >= 3 && rest > 0 && top > 5*rest
+	if apart {
+		top = rest
 	}
+	unit, uname := byteUnit(top)
+	title := fmt.Sprintf("%s: memory added per %s", g.Label(), what)
+	p := newPlot(title, what, uname)
+	if len(used) == 0 {
+		return p
+	}
+	first := [2]float64{used[0], alloc[0]}
+	bu, ba := make(plotter.Values, len(used)), make(plotter.Values, len(used))
+	for i := range used {
+		bu[i], ba[i] = used[i]/unit, alloc[i]/unit
+	}
+	// Room above and below the bars, so that none is cut by the frame.
+	hi, lo := 0.0, 0.0
+	for i := range bu {
+		hi, lo = math.Max(hi, math.Max(bu[i], ba[i])), math.Min(lo, math.Min(bu[i], ba[i]))
+	}
+	p.Y.Max, p.Y.Min = 1.08*hi+0.02*(hi-lo), 1.08*lo-0.02*(hi-lo)
+	if apart {
+		lim := 1.25 * top / unit
+		bu[0], ba[0] = math.Max(-lim, math.Min(lim, bu[0])), math.Max(-lim, math.Min(lim, ba[0]))
+		p.Y.Max, p.Y.Min = 1.45*top/unit, math.Min(0, -1.45*top/unit*boolf(minOf(used[1:], alloc[1:]) < 0))
+	}
+	w := vg.Points(math.Min(10, 180/float64(len(used))))
+	b1, _ := plotter.NewBarChart(bu, w)
+	b1.Color, b1.Offset, b1.LineStyle.Width = colUsed, -w/2, 0
+	b2, _ := plotter.NewBarChart(ba, w)
+	b2.Color, b2.Offset, b2.LineStyle.Width = colAllocated, w/2, 0
+	p.Add(b1, b2)
+	p.Legend.Add("Δ device used", b1)
+	p.Legend.Add("Δ allocated", b2)
+	if apart {
+		u0, n0 := byteUnit(math.Max(math.Abs(first[0]), math.Abs(first[1])))
+		lab, err := plotter.NewLabels(plotter.XYLabels{
+			XYs:    []plotter.XY{{X: 0, Y: 1.28 * top / unit}},
+			Labels: []string{fmt.Sprintf("%s %s: %+.2f / %+.2f %s (cut)", what, names[0], first[0]/u0, first[1]/u0, n0)},
+		})
+		if err == nil {
+			p.Add(lab)
+		}
+	}
+	// Bars stand clear of the axes; names are written every few bars when
+	// there are too many to read.
+	p.X.Min, p.X.Max = -0.9, float64(len(used))-0.1
+	step := (len(names) + maxEpochLabels - 1) / maxEpochLabels
+	p.X.Tick.Marker = nominalTicks{names, step}
 	return p
+}
+
+// maxEpochBars is the most bars (pairs) an epoch chart draws; past it
+// epochs are summed in groups. maxEpochLabels is the most names under them.
+const (
+	maxEpochBars   = 48
+	maxEpochLabels = 8
+)
+
+// niceCeil is the least of 1, 2, 5, 10, 20, 50, … at or above n.
+func niceCeil(n int) int {
+	for m := 1; ; m *= 10 {
+		for _, k := range []int{1, 2, 5} {
+			if k*m >= n {
+				return k * m
+			}
+		}
+	}
+}
+
+// nominalTicks names every step-th of the bars at 0, 1, 2, …
+type nominalTicks struct {
+	names []string
+	step  int
+}
+
+func (n nominalTicks) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for i, name := range n.names {
+		if i%n.step != 0 {
+			name = ""
+		}
+		out = append(out, plot.Tick{Value: float64(i), Label: name})
+	}
+	return out
+}
+
+func minOf(a, b []float64) float64 {
+	m := 0.0
+	for i := range a {
+		m = math.Min(m, math.Min(a[i], b[i]))
+	}
+	return m
+}
+
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // floorChart: the leak series (floors) with the fitted line.
@@ -357,13 +496,12 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	if len(g.Floors) == 0 {
 		return p
 	}
+	if l.Per == "step" {
+		p.X.Tick.Marker = intTicks{}
+	}
 	xy := make(plotter.XYs, len(g.Floors))
 	for i, f := range g.Floors {
 		xy[i].X, xy[i].Y = f.X/xdiv, float64(f.Bytes)/unit
-	}
-	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
-		p.Add(e)
-		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
 	}
 	slope := 0.0
 	if l.Per == "step" && l.SlopeBytesPerStep != nil {
@@ -371,17 +509,21 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	} else if l.SlopeBytesPerHour != nil {
 		slope = *l.SlopeBytesPerHour / 3600
 	}
+	// The fit is drawn first, thin and dashed, so the floors it fits stay
+	// visible over it.
 	if drawn == l.Basis && l.SlopeBytesPerHour != nil && l.SkippedWarmup < len(g.Floors) {
 		first := g.Floors[l.SkippedWarmup].X
-		if l.Per == "time" {
-			first = g.Floors[l.SkippedWarmup].X
-		}
 		last := g.Floors[len(g.Floors)-1].X
 		fit := line(plotter.XYs{
 			{X: first / xdiv, Y: (l.FitIntercept + slope*first) / unit},
-			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(2))
+			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(1.5))
+		fit.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(fit)
-		p.Legend.Add("Theil–Sen fit", fit)
+		defer p.Legend.Add("Theil–Sen fit", fit)
+	}
+	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
+		p.Add(e)
+		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
 	}
 	return p
 }
@@ -394,6 +536,7 @@ func stepPeakChart(g analysis.GPUReport) *plot.Plot {
 	}
 	unit, uname := byteUnit(top)
 	p := newPlot(fmt.Sprintf("%s: peak allocated in each step", g.Label()), "step", uname)
+	p.X.Tick.Marker = intTicks{}
 	xy := make(plotter.XYs, len(g.StepPeaks))
 	for i, f := range g.StepPeaks {
 		xy[i].X, xy[i].Y = f.X, float64(f.Bytes)/unit
@@ -508,11 +651,10 @@ func procChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	return p
 }
 
-// render draws p into a PNG of w×h.
+// render draws p into a PNG of w×h, its legend beside the plot
+// (renderLegendRight).
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgimg.New(w, h)
-	p.Draw(draw.New(c))
-	return encodePNG(c)
+	return renderLegendRight(p, w, h)
 }
 
 // encodePNG writes a canvas as PNG, favouring speed over the last few

@@ -444,7 +444,59 @@ func (s *server) window(w http.ResponseWriter, r *http.Request) {
 		out.Lines[i] = lj
 	}
 	out.TookMS = float64(time.Since(start).Microseconds()) / 1000
-	reply(w, out, nil)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out.appendJSON(nil))
+}
+
+// appendJSON writes the window as encoding/json would, with the arrays
+// of numbers written directly: the page's points are most of the bytes,
+// and encoding them through reflection took a third of a window's time.
+func (wj *windowJSON) appendJSON(b []byte) []byte {
+	str := func(b []byte, s string) []byte {
+		q, _ := json.Marshal(s)
+		return append(b, q...)
+	}
+	ints := func(b []byte, v []int64) []byte {
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, x, 10)
+		}
+		return append(b, ']')
+	}
+	b = append(b, `{"run":`...)
+	b = str(b, wj.Run)
+	b = append(b, `,"from_us":`...)
+	b = strconv.AppendInt(b, wj.FromUS, 10)
+	b = append(b, `,"to_us":`...)
+	b = strconv.AppendInt(b, wj.ToUS, 10)
+	b = append(b, `,"lines":[`...)
+	for i, l := range wj.Lines {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = str(b, l.Key)
+		b = append(b, `,"t_us":`...)
+		b = ints(b, l.T)
+		b = append(b, `,"v":`...)
+		b = ints(b, l.V)
+		b = append(b, `,"every":`...)
+		b = strconv.AppendInt(b, l.Every, 10)
+		b = append(b, `,"samples":`...)
+		b = strconv.AppendInt(b, l.Samples, 10)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if wj.Stale != "" {
+		b = append(b, `,"stale":`...)
+		b = str(b, wj.Stale)
+	}
+	b = append(b, `,"took_ms":`...)
+	b = strconv.AppendFloat(b, wj.TookMS, 'f', -1, 64)
+	return append(b, '}', '\n')
 }
 
 type atJSON struct {

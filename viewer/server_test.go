@@ -345,3 +345,20 @@ func TestAtAndMarks(t *testing.T) {
 		t.Fatalf("runs: %+v", runs.Shown)
 	}
 }
+
+// TestWindowJSON: the window's own JSON writer gives what encoding/json
+// gives.
+func TestWindowJSON(t *testing.T) {
+	for _, w := range []windowJSON{
+		{Run: "a\"<b>", FromUS: -5, ToUS: 7, Lines: []windowLineJSON{{Key: "gpu0.used", T: []int64{1, 2}, V: []int64{-3, 1 << 40}, Every: 1, Samples: 2}, {Key: "k", T: []int64{}, V: []int64{}}}, TookMS: 1.25},
+		{Run: "r", Lines: []windowLineJSON{}, Stale: "locked \u2028", TookMS: 0},
+	} {
+		want, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.appendJSON(nil); string(got) != string(want)+"\n" {
+			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
+		}
+	}
+}
