@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -425,6 +426,7 @@ type markIndex struct {
 	ooms      []storage.Mark
 	probe     []string // the probe's notes about itself, once each
 	endNS     int64
+	warm      warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {
@@ -481,7 +483,47 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 		mi.epochs = append(mi.epochs, epochSpan{n: n, start: s, end: run.EndNS, open: true})
 	}
 	sort.Slice(mi.epochs, func(i, j int) bool { return mi.epochs[i].start < mi.epochs[j].start })
+	w, err := runWarmup(db, run, mi)
+	if err != nil {
+		return nil, err
+	}
+	mi.warm = w
 	return mi, nil
+}
+
+// runWarmup is where the run's warm-up ends: at the end of its first epoch
+// when it has two or more; else each series settles (growth rule). A
+// window takes the warm-up of its whole run, not of its own first epoch:
+// the run's marks are read from its start until its first epoch has ended
+// and a second has begun (or to the end, for a run of one epoch).
+func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
+	if _, _, ok := run.Window(); !ok {
+		if len(mi.epochs) >= 2 {
+			return warmup{byEpoch: true, endNS: mi.epochs[0].end}, nil
+		}
+		return warmup{}, nil
+	}
+	whole, err := db.Run(run.Name)
+	if err != nil || whole.ID != run.ID {
+		whole, err = db.Run(strconv.FormatUint(run.ID, 10))
+	}
+	if err != nil {
+		return warmup{}, err
+	}
+	it := db.Marks(whole, storage.MinTime, storage.MaxTime)
+	first, started := int64(0), false
+	for it.Next() {
+		m := it.At()
+		switch {
+		case m.Kind == storage.MarkEpochStart && !started:
+			started = true
+		case m.Kind == storage.MarkEpochEnd && started && first == 0:
+			first = m.T
+		case m.Kind == storage.MarkEpochStart && first != 0:
+			return warmup{byEpoch: true, endNS: first}, it.Err()
+		}
+	}
+	return warmup{}, it.Err()
 }
 
 // stepsFor returns the step marks for the rank that runs on a GPU.

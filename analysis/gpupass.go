@@ -566,11 +566,7 @@ func (a *gpuAnalysis) leak() {
 			series = append(series, floorSeries{"reserved_beyond_peak", c})
 		}
 	}
-	w := warmup{}
-	if len(a.mi.epochs) >= 2 {
-		w = warmup{byEpoch: true, endNS: a.mi.epochs[0].end}
-	}
-	gr.Leak = judgeLeak(series, w, a.per, a.run, a.g, a.lastUsed)
+	gr.Leak = judgeLeak(series, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 }
 
 // cacheFloors are, at each step, reserved memory beyond the largest step

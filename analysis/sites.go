@@ -382,7 +382,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	xs, ts := make([]float64, len(ss)), make([]float64, len(ss))
 	perStep := stepsBetween(a.steps, first.T, last.T) > 0
 	skip := -1
-	if len(a.mi.epochs) >= 2 {
+	if a.mi.warm.byEpoch {
 		skip = 0
 	}
 	for i, s := range ss {
@@ -391,7 +391,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		if perStep {
 			xs[i] = float64(stepsBetween(a.steps, first.T, s.t()))
 		}
-		if skip >= 0 && s.t() < a.mi.epochs[0].end {
+		if skip >= 0 && s.t() < a.mi.warm.endNS {
 			skip = i + 1
 		}
 	}
