@@ -48,7 +48,9 @@ func TestParseBound(t *testing.T) {
 
 // TestWindowFromEpochEqualsARunStartingThere analyses the leak run from
 // epoch 2 on, and the same run cut there by export and imported again: the
-// figures must agree (times are stored to 1 µs in both).
+// figures must agree (times are stored to 1 µs in both), but for the leak's
+// warm-up: the window takes its run's (epoch 0, long past: nothing is
+// dropped), the cut run, a run of its own, its own first epoch (epoch 2).
 func TestWindowFromEpochEqualsARunStartingThere(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
@@ -83,6 +85,16 @@ func TestWindowFromEpochEqualsARunStartingThere(t *testing.T) {
 	}
 	if marks := a["marks"].(map[string]any); marks["Epochs"].(float64) != 2 || marks["Steps"].(float64) != 300 {
 		t.Fatalf("the window holds %v, want epochs 2 and 3 and their 300 steps", marks)
+	}
+	leakOf := func(rep map[string]any) map[string]any {
+		g := rep["gpus"].([]any)[0].(map[string]any)
+		l := g["leak"].(map[string]any)
+		delete(g, "leak")
+		return l
+	}
+	if la, lb := leakOf(a), leakOf(b); la["kind"] != "leak" || lb["kind"] != "leak" || la["skipped_warmup_points"].(float64) != 0 ||
+		la["points"].(float64) != 300 || lb["skipped_warmup_points"].(float64) != 150 || la["slope_bytes_per_step"] != lb["slope_bytes_per_step"] {
+		t.Errorf("leak of the window %v\nof the cut run %v\nwant both 256 000 B a step, the window over its 300 steps, the cut run after its first epoch", la, lb)
 	}
 	if diffs := jsonDiff("", a, b); len(diffs) > 0 {
 		t.Fatalf("windowed analysis differs from the cut run's:\n%s", strings.Join(diffs, "\n"))
