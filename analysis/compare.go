@@ -51,6 +51,9 @@ type RunSummary struct {
 	WorstLabel  string   `json:"worst_gpu_label,omitempty"`
 	WorstReason string   `json:"worst_gpu_reason,omitempty"`
 	Imbalance   *float64 `json:"imbalance,omitempty"`
+	// Budget is the worst GPU's budget at its peak, for the runs side by
+	// side; nil without allocator samples.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // ByTag projects memory as a function of a numeric tag (batch size,
@@ -196,6 +199,7 @@ func Summarize(rep *Report) RunSummary {
 	}
 	if worst >= 0 {
 		g := rep.GPUs[worst]
+		s.Budget = g.Budget
 		s.WorstGPU = g.GPU
 		if steady := g.Floors[min(g.Leak.SkippedWarmup, len(g.Floors)):]; len(steady) > 0 {
 			v := make([]float64, len(steady))

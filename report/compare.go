@@ -168,6 +168,18 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 			return nil, err
 		}
 	}
+	var names []string
+	var budgets []*analysis.Budget
+	for _, r := range c.Runs {
+		if r.Budget != nil {
+			names, budgets = append(names, r.Run), append(budgets, r.Budget)
+		}
+	}
+	if len(budgets) > 0 {
+		if err := add("budgets.png", "Budget at the peak, runs side by side", budgetChart("budget at the peak (each run's worst GPU)", names, budgets)); err != nil {
+			return nil, err
+		}
+	}
 	if c.By != nil {
 		if err := add("by-"+c.By.Tag+".png", "Peak memory by "+c.By.Tag, byTagChart(c.By)); err != nil {
 			return nil, err

@@ -87,6 +87,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		if len(g.StepPeaks) > 0 {
 			add(pre+"steppeak.png", "Peak allocated per step", g.GPU, func() *plot.Plot { return stepPeakChart(g) })
 		}
+		if g.Budget != nil {
+			add(pre+"budget.png", "Budget at the peak", g.GPU, func() *plot.Plot { return gpuBudgetChart(g) })
+		}
 		if len(g.FragSeries) > 0 {
 			add(pre+"fragmentation.png", "Fragmentation", g.GPU, func() *plot.Plot { return fragChart(rep, g) })
 		}
@@ -384,6 +387,19 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{with .JobSpan}}<p>Job: {{since $.R.StartNS .FromNS}} to {{since $.R.StartNS .ToNS}} ({{if eq .Basis "processes"}}where its processes hold memory{{else}}from the first sustained rise of device memory to its final fall{{end}}); start-up and teardown are left out of the leak fit.</p>{{end}}
 {{with .Unseen}}<p>Memory PyTorch does not see (CUDA context, libraries, other processes): median {{bytesv .MedianBytes}}, max {{bytesv .MaxBytes}}.</p>{{end}}
 {{if pos .AllocRetries}}<p class="note">The allocator retried {{deref .AllocRetries}} allocations after freeing its cache: memory was tight.</p>{{end}}
+{{with .Budget}}<h3>Budget at the peak</h3>
+<p>At {{since $.R.StartNS .TNS}} (step {{opt .Step}}): step peak allocated {{bytesv .PeakAllocatedBytes}}, {{if .UsedBytes}}device used {{bytes .UsedBytes}}{{else}}reserved {{bytesv .TotalBytes}} (no device sample near){{end}}.{{if .Watched}} Model: {{.ParamCount}} parameters, {{.DType}}, optimizer {{.Optimizer}}, autocast {{.Autocast}}, gradients at the peak: {{.GradsAtPeak}}.{{end}}</p>
+<table><tr><th class="l">part</th><th>bytes</th><th>share</th><th class="l"></th></tr>
+{{range .Parts}}<tr><td class="l">{{.Part.Words}}</td><td>{{bytesv .Bytes}}</td><td>{{pct .Share}}</td><td class="l">{{.Detail}}</td></tr>
+{{end}}{{if .LeftOverBytes}}<tr><td class="l">left over</td><td>{{bytesv .LeftOverBytes}}</td><td></td><td></td></tr>{{end}}</table>
+<p class="note">{{.Basis}}.{{range .Notes}} {{.}}.{{end}}</p>
+{{if .Help}}<h4>What would help, by what it frees at the peak</h4>
+<table><tr><th class="l">remedy</th><th>frees</th><th>peak after</th><th>batch that fits</th><th class="l">basis and assumptions</th></tr>
+{{range .Help}}<tr><td class="l">{{.Title}}</td><td>{{.SavedWords}}</td><td>{{if .LowersPeak}}{{bytesv .PeakAfterBytes}}{{else}}unchanged{{end}}</td><td>{{if .FitsBatch}}{{num .FitsBatch}}{{end}}</td><td class="l">{{.Basis}}.{{range .Assumptions}} Assumes {{.}}.{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Skipped}}<p class="note">Not applicable: {{.}}.</p>{{end}}
+{{range .Missing}}<p class="note">Missing: {{.}}.</p>{{end}}
+{{end}}
 <h3>OOM post-mortem</h3>
 {{range .OOMs}}<div class="oom"><b>OOM ({{.Outcome}}) at {{since $.R.StartNS .TNS}}</b> (epoch {{opt .Epoch}}, step {{opt .Step}}): {{.Message}}<br>
 {{.OutcomeReason}}.<br>
@@ -392,6 +408,7 @@ At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{byte
 {{with .ShortBytes}}Short by {{bytesv .}}.{{end}}
 {{with .CacheWouldHelp}}{{if .}}The allocator's cached free memory would have served it: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or call torch.cuda.empty_cache().{{else}}expandable_segments or empty_cache() would not have made room.{{end}}{{end}}
 {{if .FittingBatch}}{{if eq .FitKind.String "estimate"}}Batch size that would fit: {{num .FittingBatch}}, from this run's per-step peak.{{else}}Batch size at most {{num .FittingBatch}}: an upper bound, not a batch known to fit. No step completed, so the step's need is known only from below (allocated + the request); the batch that fits is smaller, by what the rest of the step would have allocated.{{end}}{{end}}
+{{with .Budget}}{{.Words}}.<br>{{end}}
 {{with .LargestGrowth}}Largest growth between steps before it: {{bytesv .}}.{{end}}
 {{with .Holders}}<p>Largest holders at the OOM:</p>{{template "sitefigs" .}}{{end}}
 {{with .Summary}}<pre>{{.}}</pre>{{end}}</div>

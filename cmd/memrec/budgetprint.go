@@ -83,3 +83,56 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// printBudgets writes the runs' budgets at the peak side by side: a row per
+// part, a column per run (its worst GPU's), and each run's first remedy.
+func printBudgets(w io.Writer, runs []analysis.RunSummary) {
+	var have []analysis.RunSummary
+	for _, r := range runs {
+		if r.Budget != nil {
+			have = append(have, r)
+		}
+	}
+	if len(have) == 0 {
+		return
+	}
+	var order []analysis.BudgetPart
+	seen := map[analysis.BudgetPart]bool{}
+	for _, r := range have {
+		for _, p := range r.Budget.Parts {
+			if !seen[p.Part] {
+				seen[p.Part] = true
+				order = append(order, p.Part)
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nBudget at the peak (each run's worst GPU):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for _, r := range have {
+		fmt.Fprintf(tw, "%s\t", r.Run)
+	}
+	fmt.Fprintln(tw)
+	for _, part := range order {
+		fmt.Fprintf(tw, "%s\t", part.Words())
+		for _, r := range have {
+			if v, ok := r.Budget.Part(part); ok {
+				fmt.Fprintf(tw, "%s\t", analysis.FormatBytes(v))
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "= total\t")
+	for _, r := range have {
+		fmt.Fprintf(tw, "%s\t", analysis.FormatBytes(r.Budget.TotalBytes))
+	}
+	fmt.Fprintln(tw)
+	tw.Flush()
+	for _, r := range have {
+		if h := r.Budget.HelpWords(1); len(h) > 0 {
+			fmt.Fprintf(w, "  %s: first remedy: %s\n", r.Run, h[0])
+		}
+	}
+}

@@ -235,6 +235,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	}
 	tw.Flush()
 	printAcrossGPUs(w, c.Runs)
+	printBudgets(w, c.Runs)
 	if b := c.By; b != nil {
 		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
 			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))

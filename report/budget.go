@@ -1,0 +1,94 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/memrec/memrec/analysis"
+)
+
+// partColors gives each part of the budget one colour, the same in every
+// chart: the model's own tensors in greens and blues, activations orange,
+// the cache in browns and greys, what PyTorch does not see dark grey.
+var partColors = map[analysis.BudgetPart]color.RGBA{
+	analysis.PartParams:         {R: 31, G: 119, B: 180, A: 255},
+	analysis.PartGrads:          {R: 23, G: 190, B: 207, A: 255},
+	analysis.PartOptimizer:      {R: 148, G: 103, B: 189, A: 255},
+	analysis.PartBuffers:        {R: 188, G: 189, B: 34, A: 255},
+	analysis.PartActivations:    {R: 255, G: 127, B: 14, A: 255},
+	analysis.PartAllocated:      {R: 44, G: 160, B: 44, A: 255},
+	analysis.PartInactiveSplit:  {R: 140, G: 86, B: 75, A: 255},
+	analysis.PartCachedFree:     {R: 196, G: 156, B: 148, A: 255},
+	analysis.PartOtherProcesses: {R: 227, G: 119, B: 194, A: 255},
+	analysis.PartUnseen:         {R: 90, G: 90, B: 90, A: 255},
+}
+
+// budgetChart draws one stacked bar per budget, each part a segment, on
+// one scale: one GPU's budget at its peak, or several runs' side by side
+// (compare). names label the bars.
+func budgetChart(title string, names []string, budgets []*analysis.Budget) *plot.Plot {
+	top := 1.0
+	for _, b := range budgets {
+		if b != nil {
+			top = max(top, float64(b.TotalBytes))
+		}
+	}
+	unit, uname := byteUnit(top)
+	p := newPlot(title, uname, "")
+	// One bar chart per part, stacked on the one before, in the parts' order.
+	var order []analysis.BudgetPart
+	seen := map[analysis.BudgetPart]bool{}
+	for _, b := range budgets {
+		for _, s := range b.Parts {
+			if !seen[s.Part] {
+				seen[s.Part] = true
+				order = append(order, s.Part)
+			}
+		}
+	}
+	var below *plotter.BarChart
+	w := vg.Points(28)
+	if len(budgets) > 4 {
+		w = vg.Points(16)
+	}
+	for _, part := range order {
+		vals := make(plotter.Values, len(budgets))
+		for i, b := range budgets {
+			v, _ := b.Part(part)
+			vals[i] = float64(v) / unit
+		}
+		bc, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			continue
+		}
+		bc.Horizontal = true
+		bc.Color = partColors[part]
+		bc.LineStyle.Width = 0
+		if below != nil {
+			bc.StackOn(below)
+		}
+		below = bc
+		p.Add(bc)
+		p.Legend.Add(part.Words(), bc)
+	}
+	p.NominalY(names...)
+	p.X.Min = 0
+	p.Legend.Top = true
+	p.Legend.Left = false
+	return p
+}
+
+// gpuBudgetChart is one GPU's budget at its peak.
+func gpuBudgetChart(g analysis.GPUReport) *plot.Plot {
+	b := g.Budget
+	total := "device used"
+	if b.UsedBytes == nil {
+		total = "reserved"
+	}
+	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, analysis.FormatBytes(b.TotalBytes)),
+		[]string{g.Label()}, []*analysis.Budget{b})
+}
