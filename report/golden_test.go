@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
@@ -72,4 +73,23 @@ func syntheticEpochs(n int) analysis.GPUReport {
 		g.Epochs = append(g.Epochs, analysis.EpochDelta{Epoch: i, DeltaUsedBytes: &u, DeltaAllocatedBytes: &a})
 	}
 	return g
+}
+
+// TestEpochTableFolded: a run of 300 epochs shows the first shownRows rows
+// of its table and folds the other 280 under one click.
+func TestEpochTableFolded(t *testing.T) {
+	rep := realReport(t, fixtures.LeakRun)
+	rep.GPUs[0].Epochs = syntheticEpochs(300).Epochs
+	page, err := Page(rep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	if !strings.Contains(s, "<details><summary>280 more epochs</summary>") {
+		t.Errorf("no folded rows for 300 epochs")
+	}
+	head := s[:strings.Index(s, "<details><summary>280 more epochs")]
+	if n := strings.Count(head[strings.LastIndex(head, `<table class="epochs">`):], "<tr><td>"); n != shownRows {
+		t.Errorf("%d rows before the fold, want %d", n, shownRows)
+	}
 }

@@ -253,7 +253,19 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	return []byte(b.String()), nil
 }
 
+// shownRows is how many rows of a long table the page shows before
+// the rest, which a click unfolds: a run of 7 000 epochs is then a page
+// to read, not 200 000 px to scroll.
+const shownRows = 20
+
 var funcs = template.FuncMap{
+	"firstRows": func(rows []analysis.EpochDelta) []analysis.EpochDelta { return rows[:min(len(rows), shownRows)] },
+	"moreRows": func(rows []analysis.EpochDelta) []analysis.EpochDelta {
+		if len(rows) <= shownRows {
+			return nil
+		}
+		return rows[shownRows:]
+	},
 	"bytes":  analysis.FormatBytesPtr,
 	"bytesv": analysis.FormatBytes,
 	"dur":    analysis.FormatDuration,
@@ -363,9 +375,10 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{range .Peaks}}<tr><td class="l">{{.What}}</td><td>{{bytesv .Bytes}}</td><td>{{since $.R.StartNS .TNS}}</td><td>{{opt .Epoch}}</td><td>{{opt .Step}}</td><td class="l">{{.NearMark}}</td></tr>
 {{else}}<tr><td class="l" colspan="6">no samples</td></tr>{{end}}</table>
 <h3>Per epoch</h3>
-{{if .Epochs}}<table class="epochs"><tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>
-{{range .Epochs}}<tr><td>{{.Epoch}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .AllocatedStartBytes}}</td><td>{{bytes .AllocatedEndBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td></tr>
-{{end}}</table>
+{{if .Epochs}}<table class="epochs">{{template "epochhead"}}
+{{range firstRows .Epochs}}{{template "epochrow" .}}{{end}}</table>
+{{with moreRows .Epochs}}<details><summary>{{len .}} more epochs</summary><table class="epochs">{{template "epochhead"}}
+{{range .}}{{template "epochrow" .}}{{end}}</table></details>{{end}}
 {{else if .InferredEpochs}}<p class="note">No epoch marks: epochs inferred from device memory. {{.InferredEpochBasis}}.</p>
 <table class="epochs"><tr><th>inferred epoch</th><th>start</th><th>end</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
 {{range .InferredEpochs}}<tr><td>{{.Epoch}}</td><td>{{since $.R.StartNS .StartNS}}</td><td>{{since $.R.StartNS .EndNS}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
@@ -427,7 +440,8 @@ At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{byte
 {{end}}
 </section>
 {{end}}
-{{define "sitefigs"}}<table class="sites"><tr><th class="l">site</th><th class="l">function</th><th>live</th><th>blocks</th><th>share</th><th class="l">called from</th></tr>
+{{define "epochhead"}}<tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>{{end}}{{define "epochrow"}}<tr><td>{{.Epoch}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .AllocatedStartBytes}}</td><td>{{bytes .AllocatedEndBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td></tr>
+{{end}}{{define "sitefigs"}}<table class="sites"><tr><th class="l">site</th><th class="l">function</th><th>live</th><th>blocks</th><th>share</th><th class="l">called from</th></tr>
 {{range .}}<tr><td class="l"><code>{{.Site}}</code></td><td class="l">{{.Func}}</td><td>{{bytesv .LiveBytes}}</td><td>{{.LiveBlocks}}</td><td>{{pct .Share}}</td><td class="l">{{join .Stack}}</td></tr>
 {{end}}</table>{{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -125,4 +128,75 @@ func BenchmarkWindows(b *testing.B) {
 			b.ReportMetric(cpus[len(cpus)*95/100], "p95-cpu-ms")
 		})
 	}
+}
+
+// BenchmarkFirstPaint loads the page in headless Chromium over the
+// benchmark's run and times, on the server's clock, from the request for
+// the page to a request the page makes once every chart has drawn its
+// first data (uPlot drawn, the window's data received): the time a user
+// waits, rendering included. Chromium's virtual time plays no part: the
+// clock is the server's.
+func BenchmarkFirstPaint(b *testing.B) {
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+		}
+	}
+	if browser == "" {
+		b.Skip("no Chromium")
+	}
+	path, run := benchDB(b)
+	src := NewDBSource(path)
+	defer src.Close()
+	if _, _, err := src.Index(run); err != nil { // as memrec view does before it prints its address
+		b.Fatal(err)
+	}
+	api := Handler(src, Options{})
+	const beacon = `<script>(function () {
+  var t = setInterval(function () {
+    if (document.body.hasAttribute("data-charts-ready")) { clearInterval(t); fetch("/painted?charts=" + document.body.getAttribute("data-charts-ready")); }
+  }, 5);
+})();</script>`
+	var mu sync.Mutex
+	var served time.Time
+	painted := make(chan time.Duration, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			mu.Lock()
+			served = time.Now()
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(strings.Replace(page, "</body>", beacon+"</body>", 1)))
+		case "/painted":
+			mu.Lock()
+			d := time.Since(served)
+			mu.Unlock()
+			select {
+			case painted <- d:
+			default:
+			}
+		default:
+			api.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	var times []float64
+	for b.Loop() {
+		cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+			"--user-data-dir="+b.TempDir(), "--window-size=1400,1200", "--virtual-time-budget=20000", "--dump-dom", srv.URL+"/")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("chromium: %v\n%s", err, out)
+		}
+		select {
+		case d := <-painted:
+			times = append(times, float64(d.Microseconds())/1000)
+		default:
+			b.Fatal("the page never drew its charts")
+		}
+	}
+	slices.Sort(times)
+	b.Logf("first paint of %s (%d samples): median %.0f ms", run.Name, run.Counts.Samples, times[len(times)/2])
+	b.ReportMetric(times[len(times)/2], "paint-ms")
 }
