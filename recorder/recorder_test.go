@@ -384,11 +384,28 @@ func TestSimScenarios(t *testing.T) {
 					t.Fatalf("not fragmented: %+v", last)
 				}
 			case ScenarioOOM:
-				// 7 GiB + s · 512 MiB of leak + the 512 MiB context
-				// first exceeds 24 GiB at s = 34: GPU 1 marks steps 0 to
-				// 33, then dies.
-				if ooms != 1 || used[1][len(used[1])-1] != sim.job.Idle || steps[1] != 34 || sim.job.OOMStep(1, 1000) != 34 {
-					t.Fatalf("ooms %d, last used %d, steps %d, model's OOM step %d", ooms, used[1][len(used[1])-1], steps[1], sim.job.OOMStep(1, 1000))
+				// A step's peak of 7 GiB + s · 512 MiB of leak first
+				// exceeds what the allocator can have, 24 GiB less the
+				// idle GPU (3.25 MiB), the 512 MiB context and NCCL's
+				// 256 MiB (23.246 GiB), at s = 33: GPU 1 marks steps 0
+				// to 32, then dies. Device used never passes the total,
+				// nor reserved what the process can have.
+				free := float64(24<<30-sim.job.Idle-sim.job.Context-sim.job.NCCL) / (1 << 30)
+				want := int(math.Floor((free-7)/0.5)) + 1
+				if ooms != 1 || used[1][len(used[1])-1] != sim.job.Idle || steps[1] != want || want != 33 {
+					t.Fatalf("ooms %d, last used %d, steps %d, want %d", ooms, used[1][len(used[1])-1], steps[1], want)
+				}
+				for g := range used {
+					for i, u := range used[g] {
+						if u > 24<<30 {
+							t.Fatalf("GPU %d at %d ms: %d B used of 24 GiB", g, 10*i, u)
+						}
+					}
+				}
+				for _, x := range sink.torch {
+					if x.Reserved > 24<<30-sim.job.Idle-sim.job.Context-sim.job.NCCL || x.Allocated > x.Reserved {
+						t.Fatalf("allocator sample %+v", x)
+					}
 				}
 			}
 		})

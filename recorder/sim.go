@@ -142,14 +142,35 @@ func (s *Sim) step(r int, t time.Time) (int, float64) {
 	return int(e / st), float64(e%st) / float64(st)
 }
 
+// capacity is what the allocator of a rank's process can reserve: the
+// GPU's total less what NVML shows besides (the idle GPU, the CUDA
+// context, NCCL's buffers with more than one GPU).
+func (s *Sim) capacity() int64 {
+	c := s.cfg.TotalBytes - s.job.Idle - s.job.Context
+	if s.cfg.GPUs > 1 {
+		c -= s.job.NCCL
+	}
+	return c
+}
+
+// fits reports whether rank r's step fits: its peak within capacity.
+// Near the limit the caching allocator frees its cache and retries before
+// it fails, so the step's peak decides, not the cache above it.
+func (s *Sim) fits(r, step int) bool { return s.job.Peak(r, step) <= s.capacity() }
+
 // alloc is the allocator's view of rank r at t: nothing before the model
-// loads.
+// loads; never more than the GPU can hold (a step whose peak does not fit
+// fails at the allocation that would pass it, which never happens).
 func (s *Sim) alloc(r int, t time.Time) jobmodel.Alloc {
 	if t.Sub(s.start) < simModelAt {
 		return jobmodel.Alloc{}
 	}
 	step, f := s.step(r, t)
-	return s.job.At(r, step, f)
+	a := s.job.At(r, step, f)
+	c := s.capacity()
+	a.Allocated, a.Reserved, a.Active, a.Peak = min(a.Allocated, c), min(a.Reserved, c), min(a.Active, c), min(a.Peak, c)
+	a.InactiveSplit = min(a.InactiveSplit, a.Reserved-a.Allocated)
+	return a
 }
 
 // Read implements Source.
@@ -223,7 +244,7 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
 	}
-	if !s.job.Fits(r, step) {
+	if !s.fits(r, step) {
 		// This step's peak does not fit: the job dies with an OOM.
 		m := storage.NewMark(ns, storage.MarkOOM)
 		m.GPU, m.Rank, m.PID = r, s.cfg.RankBase+r, simPID0+r
