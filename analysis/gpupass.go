@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"time"
+
 	"fmt"
 	"math"
 	"slices"
@@ -149,6 +151,7 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 	a.gr.Timeline = Timeline{StartNS: a.start, EndNS: a.end, Used: Series{Name: "device used"}, DriverReserved: Series{Name: "driver reserved"},
 		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
 	a.used, a.alloc = a.newView(), a.newView()
+	a.alloc.at.life = allocatorLife
 	a.resFloors = newSpans(a.flo, a.fhi)
 	a.stepPeaks = newSpans(a.plo, a.phi)
 	return a
@@ -341,6 +344,23 @@ func (a *gpuAnalysis) devicePass() error {
 // allocSum sums the allocator samples of a GPU's processes as they come in
 // time order, each process counting with its latest sample, and keeps the
 // peaks and the fragmentation of the sums.
+// retire takes out of the sums the processes whose last sample is more
+// than allocatorLife before t. A retired process keeps its counters
+// (retries, OOMs), so that a later sample of it adds only what is new.
+func (s *allocSum) retire(t int64) {
+	for pid, l := range s.last {
+		if l.T != retired && t-l.T > allocatorLife {
+			s.cur.allocated -= l.Allocated
+			s.cur.reserved -= l.Reserved
+			s.cur.inactive -= l.InactiveSplit
+			s.last[pid] = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
+		}
+	}
+}
+
+// retired marks a process taken out of the sums.
+const retired = math.MinInt64
+
 type allocSum struct {
 	cur                 torchAtTime
 	last                map[int]storage.TorchSample // by pid
@@ -361,7 +381,18 @@ type allocSum struct {
 	nearLimit *float64
 }
 
+// allocatorLife is how long after a process's last allocator sample its
+// view lasts: the probe samples at least every 250 ms while the process
+// lives (its timer thread), so 2 s without a sample (eight of them) is the
+// process gone. Past it the process no longer counts in the GPU's sums,
+// and a time with no process's view has no allocator figure: an OOM's
+// last allocated value is not carried over the epochs after it.
+const allocatorLife = int64(2 * time.Second)
+
 func (s *allocSum) add(x storage.TorchSample) {
+	if _, seen := s.last[x.PID]; len(s.last) > 1 || (len(s.last) == 1 && !seen) {
+		s.retire(x.T)
+	}
 	prev := s.last[x.PID]
 	s.last[x.PID] = x
 	c := &s.cur

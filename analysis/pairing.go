@@ -23,6 +23,10 @@ type atTimes struct {
 	last  int64
 	lastT int64
 	has   bool
+	// life, when not 0, is how long after its last sample a series still
+	// holds its value: past it a time has none (a process's view ends
+	// when the process does).
+	life int64
 }
 
 func newAtTimes(q []int64) *atTimes {
@@ -31,16 +35,22 @@ func newAtTimes(q []int64) *atTimes {
 
 func (a *atTimes) add(t, v int64) {
 	for a.p < len(a.q) && a.q[a.p] < t {
-		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
-		a.p++
+		a.carry()
 	}
 	a.last, a.lastT, a.has = v, t, true
 }
 
 func (a *atTimes) done() {
-	for ; a.p < len(a.q); a.p++ {
-		a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, a.has
+	for a.p < len(a.q) {
+		a.carry()
 	}
+}
+
+// carry gives the next query time the last value, if it is still held.
+func (a *atTimes) carry() {
+	held := a.has && (a.life == 0 || a.q[a.p]-a.lastT <= a.life)
+	a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, held
+	a.p++
 }
 
 func (a *atTimes) at(i int) *int64 {
