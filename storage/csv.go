@@ -6,27 +6,46 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/memrec/memrec/internal/merge"
 )
 
-// CSV columns, after t_ns and time_s, per GPU N in index order:
+// CSV columns (docs/interop.md has the table):
 //
-//	gpuN_used_bytes             device memory used (NVML)
-//	gpuN_driver_reserved_bytes  memory the driver reserves (NVML; 0 if unknown)
-//	gpuN_allocated_bytes        PyTorch allocated, summed over the GPU's processes
-//	gpuN_reserved_bytes         PyTorch reserved, summed over the GPU's processes
+//	t_ns, time_s, time     Unix ns; seconds since the run's start; ISO 8601 UTC
+//	epoch, step            the latest epoch_start and step mark at the tick
+//	epoch_rankR, step_rankR  the same per rank, where the run has marks of 2+ ranks
+//
+// then per GPU N in index order:
+//
+//	gpuN_used_bytes                 device memory used (NVML)
+//	gpuN_driver_reserved_bytes      memory the driver reserves (NVML)
+//	gpuN_allocated_bytes            allocator figures, summed over the
+//	gpuN_reserved_bytes             GPU's processes, each holding its last
+//	gpuN_step_peak_allocated_bytes  value between reports
+//	gpuN_inactive_split_bytes
+//	gpuN_pidP_used_bytes            with CSVOptions.Procs: each process (NVML)
 //
 // One row per NVML tick (per allocator sample when the run has no device
-// samples). Allocator figures hold their last value between reports; a
-// cell is empty where a figure has no value yet, or the GPU no sample at
-// that tick.
-var csvFigures = []string{"used_bytes", "driver_reserved_bytes", "allocated_bytes", "reserved_bytes"}
+// samples). A cell is empty where its value is unknown: a figure with no
+// report yet, a GPU without a sample at that tick, a driver that does not
+// report its reserved memory (stored as 0), a process not in the GPU's
+// latest list, no mark yet. Never 0 for unknown.
+var csvFigures = []string{"used_bytes", "driver_reserved_bytes", "allocated_bytes", "reserved_bytes",
+	"step_peak_allocated_bytes", "inactive_split_bytes"}
+
+// CSVOptions choose ExportCSV's optional columns. The zero value: none.
+type CSVOptions struct {
+	// Procs adds a column per process and GPU (gpuN_pidP_used_bytes).
+	Procs bool
+}
 
 // ExportCSV writes a run as CSV, one row per tick and a column per GPU and
 // figure, for pandas and spreadsheets. It streams: memory does not grow
-// with the run's length. It is safe to call while other readers read.
-func (db *DB) ExportCSV(out io.Writer, r Run) error {
+// with the run's length (it grows with the number of processes and
+// ranks). It is safe to call while other readers read.
+func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 	series, err := db.Series(r)
 	if err != nil {
 		return err
@@ -40,8 +59,13 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 	for i, g := range gpus {
 		col[g] = i
 	}
+	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.RunStartNS(), gpus: len(gpus), col: col,
+		last: map[[2]int]TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*DeviceSample, len(gpus)),
+		procCol: map[[2]int]int{}, rankCol: map[int]int{}}
 	var devs []merge.Iterator[DeviceSample]
 	var torchs []merge.Iterator[TorchSample]
+	var procs []merge.Iterator[ProcSample]
+	var procNames [][2]int
 	for _, s := range series {
 		if _, ok := col[s.GPU]; !ok {
 			continue
@@ -51,21 +75,66 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 			devs = append(devs, db.DeviceSamples(r, s.GPU, MinTime, MaxTime))
 		case SeriesTorch:
 			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
+		case SeriesProc:
+			if opts.Procs {
+				procs = append(procs, db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime))
+				procNames = append(procNames, [2]int{s.GPU, s.PID})
+			}
 		}
 	}
-	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.RunStartNS(), gpus: len(gpus), col: col,
-		torch: merge.New(func(s TorchSample) int64 { return s.T }, torchs...),
-		last:  map[[2]int]TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*DeviceSample, len(gpus))}
-	c.row = []byte("t_ns,time_s")
-	for _, g := range gpus {
+	// The ranks with marks: one pass over the marks before the rows, for
+	// the header.
+	ranks, err := db.markRanks(r)
+	if err != nil {
+		return err
+	}
+	if len(ranks) > 1 {
+		for i, rk := range ranks {
+			c.rankCol[rk] = i
+		}
+	}
+	c.rankEpoch, c.rankStep = make([]int, len(c.rankCol)), make([]int, len(c.rankCol))
+	for i := range c.rankEpoch {
+		c.rankEpoch[i], c.rankStep[i] = None, None
+	}
+	c.epoch, c.step = None, None
+	c.torch = merge.New(func(s TorchSample) int64 { return s.T }, torchs...)
+	c.marks = db.Marks(r, MinTime, MaxTime)
+	c.procs = merge.New(func(s ProcSample) int64 { return s.T }, procs...)
+
+	c.row = []byte("t_ns,time_s,time,epoch,step")
+	if len(c.rankCol) > 0 {
+		for _, rk := range ranks {
+			c.row = fmt.Appendf(c.row, ",epoch_rank%d,step_rank%d", rk, rk)
+		}
+	}
+	c.procStart = make([]int, len(gpus)+1) // procs of GPU group i: procStart[i] ≤ k < procStart[i+1]
+	slices.SortFunc(procNames, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return col[a[0]] - col[b[0]]
+		}
+		return a[1] - b[1]
+	})
+	k := 0
+	for i, g := range gpus {
+		c.procStart[i] = k
 		for _, f := range csvFigures {
 			c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f)
 		}
+		for ; k < len(procNames) && procNames[k][0] == g; k++ {
+			c.procCol[procNames[k]] = k
+			c.row = fmt.Appendf(c.row, ",gpu%d_pid%d_used_bytes", g, procNames[k][1])
+		}
 	}
+	c.procStart[len(gpus)] = k
+	c.proc = make([]csvProc, len(procNames))
+	c.listT = make([]int64, len(gpus))
 	if _, err := c.w.Write(append(c.row, '\n')); err != nil {
 		return err
 	}
 	c.nextTorch()
+	c.nextMark()
+	c.nextProc()
 	if len(devs) > 0 {
 		err = c.deviceRows(merge.New(func(s DeviceSample) int64 { return s.T }, devs...))
 	} else {
@@ -75,6 +144,25 @@ func (db *DB) ExportCSV(out io.Writer, r Run) error {
 		return err
 	}
 	return c.w.Flush()
+}
+
+// markRanks lists the ranks of the run's epoch and step marks, ascending
+// (a mark without a rank counts as rank 0, as the probe's RANK default).
+func (db *DB) markRanks(r Run) ([]int, error) {
+	seen := map[int]bool{}
+	it := db.Marks(r, MinTime, MaxTime)
+	for it.Next() {
+		m := it.At()
+		if m.Kind == MarkEpochStart || m.Kind == MarkStep {
+			seen[max(m.Rank, 0)] = true
+		}
+	}
+	ranks := make([]int, 0, len(seen))
+	for rk := range seen {
+		ranks = append(ranks, rk)
+	}
+	slices.Sort(ranks)
+	return ranks, it.Err()
 }
 
 // csvWriter writes the rows of ExportCSV.
@@ -91,12 +179,33 @@ type csvWriter struct {
 	hasTorch bool
 	last     map[[2]int]TorchSample // (gpu, pid) → last applied
 	alloc    []csvAlloc
+
+	marks       *Iter[Mark]
+	pendingMark Mark
+	hasMark     bool
+	epoch, step int         // the furthest of any rank; None before the first
+	rankCol     map[int]int // rank → its columns (empty: one rank)
+	rankEpoch   []int       // by rankCol
+	rankStep    []int       //
+	procs       *merge.ByTime[ProcSample]
+	pendingProc ProcSample
+	hasProc     bool
+	procCol     map[[2]int]int // (gpu, pid) → position in proc
+	procStart   []int          // by column group: its first process
+	proc        []csvProc
+	listT       []int64 // by column group: the time of the GPU's newest process list
 }
 
 // csvAlloc is a GPU's allocator figures summed over its processes.
 type csvAlloc struct {
-	seen                bool
-	allocated, reserved int64
+	seen                                 bool
+	allocated, reserved, peak, inactSplt int64
+}
+
+// csvProc is one process's latest NVML reading.
+type csvProc struct {
+	t, used int64
+	seen    bool
 }
 
 func (c *csvWriter) nextTorch() {
@@ -106,8 +215,22 @@ func (c *csvWriter) nextTorch() {
 	}
 }
 
-// applyTorch applies the allocator samples up to time t.
-func (c *csvWriter) applyTorch(t int64) error {
+func (c *csvWriter) nextMark() {
+	c.hasMark = c.marks.Next()
+	if c.hasMark {
+		c.pendingMark = c.marks.At()
+	}
+}
+
+func (c *csvWriter) nextProc() {
+	c.hasProc = c.procs.Next()
+	if c.hasProc {
+		c.pendingProc = c.procs.At()
+	}
+}
+
+// apply applies the allocator samples, marks and process lists up to time t.
+func (c *csvWriter) apply(t int64) error {
 	for c.hasTorch && c.pending.T <= t {
 		s := c.pending
 		k := [2]int{s.GPU, s.PID}
@@ -117,7 +240,41 @@ func (c *csvWriter) applyTorch(t int64) error {
 		a.seen = true
 		a.allocated += s.Allocated - prev.Allocated
 		a.reserved += s.Reserved - prev.Reserved
+		a.peak += s.PeakAllocated - prev.PeakAllocated
+		a.inactSplt += s.InactiveSplit - prev.InactiveSplit
 		c.nextTorch()
+	}
+	for c.hasMark && c.pendingMark.T <= t {
+		m := c.pendingMark
+		i, perRank := c.rankCol[max(m.Rank, 0)]
+		switch {
+		case m.Kind == MarkEpochStart && m.Epoch >= 0:
+			c.epoch = max(c.epoch, m.Epoch)
+			if perRank {
+				c.rankEpoch[i] = m.Epoch
+			}
+		case m.Kind == MarkStep && m.Step >= 0:
+			c.step = max(c.step, m.Step)
+			if perRank {
+				c.rankStep[i] = m.Step
+			}
+		}
+		c.nextMark()
+	}
+	for c.hasProc && c.pendingProc.T <= t {
+		p := c.pendingProc
+		if k, ok := c.procCol[[2]int{p.GPU, p.PID}]; ok {
+			c.proc[k] = csvProc{t: p.T, used: p.Used, seen: true}
+			g := c.col[p.GPU]
+			c.listT[g] = max(c.listT[g], p.T)
+		}
+		c.nextProc()
+	}
+	if err := c.marks.Err(); err != nil {
+		return err
+	}
+	if err := c.procs.Err(); err != nil {
+		return err
 	}
 	return c.torch.Err()
 }
@@ -154,30 +311,54 @@ func (c *csvWriter) torchRows() error {
 	return c.torch.Err()
 }
 
+// optInt appends ",v", or "," where v is None.
+func optInt(row []byte, v int) []byte {
+	row = append(row, ',')
+	if v == None {
+		return row
+	}
+	return strconv.AppendInt(row, int64(v), 10)
+}
+
 func (c *csvWriter) flushRow(t int64) error {
-	if err := c.applyTorch(t); err != nil {
+	if err := c.apply(t); err != nil {
 		return err
 	}
 	row := strconv.AppendInt(c.row[:0], t, 10)
 	row = append(row, ',')
 	row = strconv.AppendFloat(row, float64(t-c.start)/1e9, 'f', 6, 64)
+	row = append(row, ',')
+	row = time.Unix(0, t).UTC().AppendFormat(row, "2006-01-02T15:04:05.000000Z")
+	row = optInt(optInt(row, c.epoch), c.step)
+	for i := range c.rankEpoch {
+		row = optInt(optInt(row, c.rankEpoch[i]), c.rankStep[i])
+	}
 	for i := 0; i < c.gpus; i++ {
 		if d := c.dev[i]; d != nil {
 			row = append(row, ',')
 			row = strconv.AppendInt(row, d.Used, 10)
 			row = append(row, ',')
-			row = strconv.AppendInt(row, d.Reserved, 10)
+			if d.Reserved != 0 {
+				row = strconv.AppendInt(row, d.Reserved, 10)
+			}
 			c.dev[i] = nil
 		} else {
 			row = append(row, ',', ',')
 		}
 		if a := c.alloc[i]; a.seen {
-			row = append(row, ',')
-			row = strconv.AppendInt(row, a.allocated, 10)
-			row = append(row, ',')
-			row = strconv.AppendInt(row, a.reserved, 10)
+			for _, v := range [...]int64{a.allocated, a.reserved, a.peak, a.inactSplt} {
+				row = append(row, ',')
+				row = strconv.AppendInt(row, v, 10)
+			}
 		} else {
-			row = append(row, ',', ',')
+			row = append(row, ',', ',', ',', ',')
+		}
+		for k := c.procStart[i]; k < c.procStart[i+1]; k++ {
+			row = append(row, ',')
+			// Only the GPU's newest list: a process missing from it is gone.
+			if p := c.proc[k]; p.seen && p.t == c.listT[i] {
+				row = strconv.AppendInt(row, p.used, 10)
+			}
 		}
 	}
 	c.row = row

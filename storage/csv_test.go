@@ -7,50 +7,62 @@ import (
 	"testing"
 )
 
-// TestExportCSV: one row per tick, allocator sums over a GPU's processes
-// holding their last value, empty cells where there is no value. The
-// expected table is worked out by hand from the input below.
+// TestExportCSV: one row per tick; the latest epoch and step marks, of the
+// run and of each of its two ranks; allocator sums over a GPU's processes
+// holding their last value; per-process columns from the GPU's newest list;
+// empty cells where there is no value (a driver-reserved 0 is "not
+// reported"). The expected table is worked out by hand from the input.
 func TestExportCSV(t *testing.T) {
 	db := openTestDB(t)
 	in := `{"type":"run","name":"c","start_ns":1000000000}
 {"type":"gpu","gpu":0}
 {"type":"gpu","gpu":1}
-{"type":"sample","t_ns":1000000000,"gpu":0,"used_bytes":100,"reserved_bytes":7}
-{"type":"sample","t_ns":1000000000,"gpu":1,"used_bytes":200,"reserved_bytes":7}
-{"type":"torch","t_ns":1005000000,"gpu":0,"pid":10,"allocated_bytes":30,"reserved_bytes":40}
-{"type":"sample","t_ns":1010000000,"gpu":0,"used_bytes":110,"reserved_bytes":7}
-{"type":"torch","t_ns":1015000000,"gpu":0,"pid":11,"allocated_bytes":5,"reserved_bytes":6}
-{"type":"torch","t_ns":1020000000,"gpu":0,"pid":10,"allocated_bytes":31,"reserved_bytes":40}
-{"type":"sample","t_ns":1020000000,"gpu":0,"used_bytes":120,"reserved_bytes":7}
-{"type":"sample","t_ns":1020000000,"gpu":1,"used_bytes":220,"reserved_bytes":7}
+{"type":"mark","t_ns":1000000000,"kind":"epoch_start","epoch":0,"rank":0}
+{"type":"mark","t_ns":1000000000,"kind":"epoch_start","epoch":0,"rank":1}
+{"type":"sample","t_ns":1000000000,"gpu":0,"used_bytes":100,"driver_reserved_bytes":7}
+{"type":"sample","t_ns":1000000000,"gpu":1,"used_bytes":200}
+{"type":"proc","t_ns":1000000000,"gpu":0,"pid":10,"used_bytes":50}
+{"type":"torch","t_ns":1005000000,"gpu":0,"pid":10,"allocated_bytes":30,"reserved_bytes":40,"peak_allocated_bytes":35,"inactive_split_bytes":3}
+{"type":"mark","t_ns":1008000000,"kind":"step","step":0,"rank":0}
+{"type":"sample","t_ns":1010000000,"gpu":0,"used_bytes":110,"driver_reserved_bytes":7}
+{"type":"mark","t_ns":1012000000,"kind":"step","step":0,"rank":1}
+{"type":"torch","t_ns":1015000000,"gpu":0,"pid":11,"allocated_bytes":5,"reserved_bytes":6,"peak_allocated_bytes":5,"inactive_split_bytes":1}
+{"type":"mark","t_ns":1018000000,"kind":"step","step":1,"rank":0}
+{"type":"torch","t_ns":1020000000,"gpu":0,"pid":10,"allocated_bytes":31,"reserved_bytes":40,"peak_allocated_bytes":33,"inactive_split_bytes":2}
+{"type":"sample","t_ns":1020000000,"gpu":0,"used_bytes":120,"driver_reserved_bytes":7}
+{"type":"sample","t_ns":1020000000,"gpu":1,"used_bytes":220,"driver_reserved_bytes":7}
+{"type":"proc","t_ns":1020000000,"gpu":0,"pid":10,"used_bytes":60}
+{"type":"proc","t_ns":1020000000,"gpu":0,"pid":11,"used_bytes":20}
 `
 	runs, err := importString(db, "in", in, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportCSV(&buf, runs[0]); err != nil {
+	if err := db.ExportCSV(&buf, runs[0], CSVOptions{Procs: true}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, buf.String())
 	}
-	want := [][]string{
-		strings.Split("t_ns,time_s,gpu0_used_bytes,gpu0_driver_reserved_bytes,gpu0_allocated_bytes,gpu0_reserved_bytes,gpu1_used_bytes,gpu1_driver_reserved_bytes,gpu1_allocated_bytes,gpu1_reserved_bytes", ","),
-		// first tick: no allocator report yet
-		strings.Split("1000000000,0.000000,100,7,,,200,7,,", ","),
-		// GPU 1 missed this tick; pid 10 reported 30/40 at 1.005 s
-		strings.Split("1010000000,0.010000,110,7,30,40,,,,", ","),
-		// pid 11 joined (5/6), pid 10 moved to 31 at the tick's own time
-		strings.Split("1020000000,0.020000,120,7,36,46,220,7,,", ","),
+	want := []string{
+		"t_ns,time_s,time,epoch,step,epoch_rank0,step_rank0,epoch_rank1,step_rank1," +
+			"gpu0_used_bytes,gpu0_driver_reserved_bytes,gpu0_allocated_bytes,gpu0_reserved_bytes,gpu0_step_peak_allocated_bytes,gpu0_inactive_split_bytes,gpu0_pid10_used_bytes,gpu0_pid11_used_bytes," +
+			"gpu1_used_bytes,gpu1_driver_reserved_bytes,gpu1_allocated_bytes,gpu1_reserved_bytes,gpu1_step_peak_allocated_bytes,gpu1_inactive_split_bytes",
+		// epoch 0 on both ranks, no step yet, no allocator report; GPU 1's driver does not say
+		"1000000000,0.000000,1970-01-01T00:00:01.000000Z,0,,0,,0,,100,7,,,,,50,,200,,,,,",
+		// rank 0 finished step 0; pid 10 reported at 1.005 s; GPU 1 missed this tick
+		"1010000000,0.010000,1970-01-01T00:00:01.010000Z,0,0,0,0,0,,110,7,30,40,35,3,50,,,,,,,",
+		// rank 0 at step 1, rank 1 at step 0; pid 11 joined (5/6/5/1), pid 10 moved (31/40/33/2); a new process list
+		"1020000000,0.020000,1970-01-01T00:00:01.020000Z,0,1,0,1,0,0,120,7,36,46,38,3,60,20,220,7,,,,",
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), buf.String())
 	}
 	for i := range want {
-		if strings.Join(rows[i], ",") != strings.Join(want[i], ",") {
-			t.Errorf("row %d:\n got %v\nwant %v", i, rows[i], want[i])
+		if got := strings.Join(rows[i], ","); got != want[i] {
+			t.Errorf("row %d:\n got %s\nwant %s", i, got, want[i])
 		}
 	}
 }
@@ -69,11 +81,11 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportCSV(&buf, runs[0]); err != nil {
+	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "t_ns,time_s,gpu2_used_bytes,gpu2_driver_reserved_bytes,gpu2_allocated_bytes,gpu2_reserved_bytes\n" +
-		"1000,0.000001,,,3,4\n3000,0.000003,,,5,8\n"
+	want := "t_ns,time_s,time,epoch,step,gpu2_used_bytes,gpu2_driver_reserved_bytes,gpu2_allocated_bytes,gpu2_reserved_bytes,gpu2_step_peak_allocated_bytes,gpu2_inactive_split_bytes\n" +
+		"1000,0.000001,1970-01-01T00:00:00.000001Z,,,,,3,4,0,0\n3000,0.000003,1970-01-01T00:00:00.000003Z,,,,,5,8,0,0\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}

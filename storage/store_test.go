@@ -61,6 +61,12 @@ func normalize(t testing.TB, data []byte) []string {
 			if _, ok := m["active_bytes"]; !ok {
 				m["active_bytes"] = m["allocated_bytes"]
 			}
+		case "sample":
+			// Older files name driver-reserved memory reserved_bytes.
+			if v, ok := m["reserved_bytes"]; ok {
+				m["driver_reserved_bytes"] = v
+				delete(m, "reserved_bytes")
+			}
 		}
 		if tn, ok := m["t_ns"].(json.Number); ok {
 			n, _ := tn.Int64()

@@ -37,7 +37,9 @@ var exportFormats = []exportFormat{
 	{name: "jsonl", about: "JSON Lines, every record (memrec import reads it back)",
 		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.Export(w, r) }},
 	{name: "csv", about: "one row per tick, a column per GPU and figure",
-		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.ExportCSV(w, r) }},
+		stream: func(o *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
+			return db.ExportCSV(w, r, storage.CSVOptions{Procs: o.procs})
+		}},
 	{name: "tensorboard", about: "one TensorBoard event file in the folder -o DIR",
 		folder: exportTensorBoard, check: func(o *exportOptions) error {
 			if o.points < 4 {
@@ -74,6 +76,7 @@ type exportOptions struct {
 	format string
 	points int  // tensorboard: points per series
 	all    bool // every run (parquet)
+	procs  bool // csv: a column per process
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -122,6 +125,7 @@ replaces a memrec database.`,
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", strings.Join(exportFormatNames(), ", "))
 	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
 	cmd.Flags().BoolVar(&o.all, "all", false, "parquet: export every run of the database into -o DIR")
+	cmd.Flags().BoolVar(&o.procs, "procs", false, "csv: add a column per process and GPU (gpuN_pidP_used_bytes)")
 	addWindowFlags(cmd, &o.window)
 	return cmd
 }
@@ -141,6 +145,9 @@ func runExport(ctx context.Context, o *exportOptions, ref string) error {
 		if err := f.check(o); err != nil {
 			return err
 		}
+	}
+	if o.procs && f.name != "csv" {
+		return fmt.Errorf("--procs: --format %s has every process already; --procs adds process columns to --format csv", f.name)
 	}
 	if o.all && !f.all {
 		return fmt.Errorf("--all: --format %s writes one run; --all takes --format parquet", f.name)

@@ -24,7 +24,7 @@ func TestExportFormats(t *testing.T) {
 		t.Fatal(errs)
 	}
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil || len(rows) < 100 || rows[0][2] != "gpu0_used_bytes" {
+	if err != nil || len(rows) < 100 || rows[0][5] != "gpu0_used_bytes" {
 		t.Fatalf("csv: %v, %d rows, header %v", err, len(rows), rows[0])
 	}
 	file := filepath.Join(dir, "r.csv")

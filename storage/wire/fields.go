@@ -28,7 +28,10 @@ type Field[T any] struct {
 	Key bool
 	// Later marks a field added after files were first written: a series
 	// stored before it has no such column, which reads as 0.
-	Later   bool
+	Later bool
+	// Alias is an older name of the field, read where a line lacks Name
+	// (files written before the rename) and never written.
+	Alias   string
 	Default func(*T) int64 // the value of an absent field; nil: 0 (None if Optional)
 	Get     func(T) int64  // by value: the hot paths keep their values on the stack
 	Set     func(*T, int64)
@@ -38,7 +41,9 @@ type Field[T any] struct {
 var DeviceFields = []Field[DeviceSample]{
 	{Name: "used_bytes", Required: true,
 		Get: func(s DeviceSample) int64 { return s.Used }, Set: func(s *DeviceSample, v int64) { s.Used = v }},
-	{Name: "reserved_bytes",
+	// Driver-reserved memory: "reserved_bytes" until the rename that gave
+	// every meaning one name (a torch line's reserved_bytes is PyTorch's).
+	{Name: "driver_reserved_bytes", Alias: "reserved_bytes",
 		Get: func(s DeviceSample) int64 { return s.Reserved }, Set: func(s *DeviceSample, v int64) { s.Reserved = v }},
 }
 
@@ -104,15 +109,19 @@ func FieldNames[T any](fs []Field[T]) []string {
 func readFields[T any](f *fields, v *T, fs []Field[T]) {
 	for i := range fs {
 		d := &fs[i]
+		name := d.Name
+		if d.Alias != "" && f.o.Get(name) == nil {
+			name = d.Alias
+		}
 		switch {
 		case d.Optional:
-			d.Set(v, int64(f.opt(d.Name)))
+			d.Set(v, int64(f.opt(name)))
 		default:
 			def := int64(0)
 			if d.Default != nil {
 				def = d.Default(v)
 			}
-			d.Set(v, f.int(d.Name, d.Required, def))
+			d.Set(v, f.int(name, d.Required, def))
 		}
 	}
 }

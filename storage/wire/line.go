@@ -12,7 +12,7 @@ import (
 
 // A line is one JSON object, "type" first:
 //
-//	{"type":"sample","t_ns":…,"gpu":…,"used_bytes":…,"reserved_bytes":…}
+//	{"type":"sample","t_ns":…,"gpu":…,"used_bytes":…,"driver_reserved_bytes":…}
 //	{"type":"proc","t_ns":…,"gpu":…,"pid":…,"used_bytes":…}
 //	{"type":"torch","t_ns":…,"gpu":…,"pid":…,"rank":…,"allocated_bytes":…,…}
 //	{"type":"mark","t_ns":…,"kind":"step","step":…,…}
