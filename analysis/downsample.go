@@ -37,22 +37,31 @@ type m4 struct {
 	n                   int64    // points added so far
 	first, lo, hi, last [3]int64 // (t, v, index)
 	out                 *Series
+	// from, to are the times of the current bucket, [from, to): a point
+	// inside them needs no division to find its bucket (empty: from > to).
+	from, to int64
 }
 
 func newM4(start, end int64, buckets int, out *Series) *m4 {
 	w := max((end-start)/int64(buckets), 1)
-	return &m4{start: start, width: w, cur: -1, out: out}
+	return &m4{start: start, width: w, cur: -1, out: out, from: 1, to: 0}
 }
 
 func (m *m4) add(t, v int64) {
-	b := (t - m.start) / m.width
 	p := [3]int64{t, v, m.n}
 	m.n++
-	if b != m.cur {
-		m.flush()
-		m.cur = b
-		m.first, m.lo, m.hi, m.last = p, p, p, p
-		return
+	if t < m.from || t >= m.to {
+		if b := (t - m.start) / m.width; b != m.cur {
+			m.flush()
+			m.cur = b
+			m.first, m.lo, m.hi, m.last = p, p, p, p
+			m.from, m.to = 1, 0
+			if t >= m.start { // (before start, division truncates toward zero: no simple bounds)
+				m.from = m.start + b*m.width
+				m.to = m.from + m.width
+			}
+			return
+		}
 	}
 	if v < m.lo[1] {
 		m.lo = p

@@ -125,11 +125,15 @@ type spans struct {
 	lo, hi   []int64
 	min, max []int64
 	n        []int
+	// at is the last span with lo <= the previous sample's t (-1: none), so
+	// that samples in time order find theirs by stepping forward, not by a
+	// search over every span (a day of steps is 10^5 spans).
+	at int
 }
 
 func newSpans(lo, hi []int64) *spans {
 	k := len(lo)
-	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k)}
+	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k), at: -1}
 	for i := range s.min {
 		s.min[i], s.max[i] = math.MaxInt64, math.MinInt64
 	}
@@ -139,8 +143,16 @@ func newSpans(lo, hi []int64) *spans {
 // add places one sample; spans may overlap (epochs do not, but be safe) so
 // it checks every span that started at or before t, from a cursor.
 func (s *spans) add(t, v int64) {
-	// spans are sorted by lo; find the last with lo <= t
-	i := sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
+	// spans are sorted by lo; find the last with lo <= t: forward from the
+	// previous sample's, or by a search for a sample that went back
+	i := s.at
+	if i >= 0 && s.lo[i] > t {
+		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
+	}
+	for i+1 < len(s.lo) && s.lo[i+1] <= t {
+		i++
+	}
+	s.at = i
 	for ; i >= 0; i-- {
 		if t < s.hi[i] {
 			s.n[i]++
