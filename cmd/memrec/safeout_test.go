@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,53 @@ func TestSafeWriter(t *testing.T) {
 				t.Errorf("%q (split %v): got %q, want %q", tc.in, split, b.String(), tc.want)
 			}
 		}
+	}
+}
+
+// TestPlainMatchesBytewise: the 8-bytes-at-a-time test agrees with the
+// byte-by-byte rule on every byte value at every offset of a word, and on
+// random text.
+func TestPlainMatchesBytewise(t *testing.T) {
+	base := []byte(`{"type":"sample","t_ns":1764430000000000000,"gpu":3}` + "\n\t")
+	for c := range 256 {
+		for at := range 20 {
+			p := append([]byte(nil), base[:20]...)
+			p[at] = byte(c)
+			if got, want := plain(p), plainBytes(p); got != want {
+				t.Fatalf("byte %#x at %d: plain %v, bytewise %v", c, at, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		p := make([]byte, rng.IntN(40))
+		for i := range p {
+			p[i] = byte(0x1c + rng.IntN(0x66)) // around both edges: 0x1c..0x81
+		}
+		if got, want := plain(p), plainBytes(p); got != want {
+			t.Fatalf("%q: plain %v, bytewise %v", p, got, want)
+		}
+	}
+}
+
+// BenchmarkPlain tests export lines for bytes to escape, 8 at a time
+// (plain, what the writer uses) and one at a time (plainBytes, the rule
+// it was before), in the same run.
+func BenchmarkPlain(b *testing.B) {
+	line := []byte(`{"type":"sample","t_ns":1764430000012345000,"gpu":3,"used_bytes":21474836480,"reserved_bytes":644939776}` + "\n")
+	p := bytes.Repeat(line, 4096)
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) bool
+	}{{"words", plain}, {"bytes", plainBytes}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				if !bc.f(p) {
+					b.Fatal("export lines not plain")
+				}
+			}
+		})
 	}
 }
 

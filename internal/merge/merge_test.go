@@ -1,7 +1,9 @@
 package merge
 
 import (
+	"cmp"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -60,5 +62,38 @@ func TestByTimeStopsAtAnInputsError(t *testing.T) {
 	}
 	if n > 2 {
 		t.Errorf("read %d values past the failed input", n)
+	}
+}
+
+// TestByTimeMatchesASort: many inputs of random sorted times come out as a
+// stable sort of their union by time gives them (ties by input).
+func TestByTimeMatchesASort(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	type tv struct {
+		t   int64
+		src int
+	}
+	var want []tv
+	var its []Iterator[int64]
+	for i := range 37 {
+		v := make([]int64, rng.IntN(200))
+		for k := range v {
+			v[k] = rng.Int64N(500)
+		}
+		slices.Sort(v)
+		for _, x := range v {
+			want = append(want, tv{x, i})
+		}
+		its = append(its, &sliceIter{v: v})
+	}
+	slices.SortStableFunc(want, func(a, b tv) int { return cmp.Compare(a.t, b.t) })
+	m := New(func(v int64) int64 { return v }, its...)
+	var got []tv
+	for m.Next() {
+		got = append(got, tv{m.At(), m.Source()})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("merge of 37 inputs differs from a stable sort (%d values, want %d)", len(got), len(want))
 	}
 }
