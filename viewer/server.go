@@ -294,8 +294,9 @@ func (s *server) request(r *http.Request) (*request, error) {
 		return nil, badRequest("run: give exactly one run name (got %d)", len(names))
 	}
 	all, err := s.src.Runs()
+	listStale := ""
 	if errors.Is(err, ErrLockedStale) {
-		err = nil
+		listStale, err = err.Error(), nil
 	}
 	if err != nil {
 		return nil, err
@@ -307,6 +308,9 @@ func (s *server) request(r *http.Request) (*request, error) {
 	x, rd, stale, err := s.index(run)
 	if err != nil {
 		return nil, err
+	}
+	if stale == "" {
+		stale = listStale
 	}
 	return &request{run: run, x: x, rd: rd, stale: stale, q: q}, nil
 }

@@ -362,3 +362,48 @@ func TestWindowJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestLockedFile: while a writer (a recording) holds the file, a source
+// that read the run before answers from its index, at its buckets'
+// resolution, and says so; one that read nothing answers 503 with what to
+// do. Once the writer is gone, every sample is read again.
+func TestLockedFile(t *testing.T) {
+	path, _ := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	url := srv.URL + "/api/window?run=gen&line=gpu0.used&from=10&to=11&points=200"
+	var before windowJSON
+	if code := getJSON(t, url, &before); code != 200 || before.Lines[0].Every != 1 {
+		t.Fatalf("before: %d %+v", code, before)
+	}
+	time.Sleep(300 * time.Millisecond) // the source lets go of the file (linger)
+	w, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during windowJSON
+	code := getJSON(t, strings.Replace(url, "from=10&to=11", "from=20&to=21", 1), &during)
+	if code != 200 || during.Stale == "" || during.Lines[0].Every != 128 {
+		t.Errorf("while locked: %d, every %v, stale %q", code, during.Lines, during.Stale)
+	}
+	fresh := NewDBSource(path)
+	defer fresh.Close()
+	srv2 := httptest.NewServer(Handler(fresh, Options{}))
+	defer srv2.Close()
+	resp, err := http.Get(srv2.URL + "/api/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "record --view-addr") {
+		t.Errorf("nothing read before, locked: %d %s", resp.StatusCode, b)
+	}
+	w.Close()
+	var after windowJSON
+	if code := getJSON(t, url, &after); code != 200 || after.Stale != "" || after.Lines[0].Every != 1 {
+		t.Errorf("after: %d, every %v, stale %q", code, after.Lines, after.Stale)
+	}
+}

@@ -21,7 +21,7 @@
     });
     return fetch(path + "?" + q.toString(), { signal: signal }).then(function (r) {
       return r.json().then(function (j) {
-        if (!r.ok) throw new Error(j.error || r.statusText);
+        if (!r.ok) { var e = new Error(j.error || r.statusText); e.status = r.status; throw e; }
         return j;
       });
     });
@@ -453,7 +453,7 @@
     fetchWindow();
   }
 
-  describe().then(function (j) {
+  function begin() { describe().then(function (j) {
     state.live = j.live;
     if (j.live) setInterval(live, 1000);
     if (!j.shown.length) {
@@ -462,7 +462,13 @@
       return;
     }
     start(j);
-  }).catch(function (e) { say(String(e.message || e)); document.body.setAttribute("data-charts-ready", "0"); });
+  }).catch(function (e) {
+    say(String(e.message || e));
+    // A file a recording holds (503) is asked for again until it is free.
+    if (e.status === 503) { setTimeout(begin, 5000); return; }
+    document.body.setAttribute("data-charts-ready", "0");
+  }); }
+  begin();
 
   window.addEventListener("resize", function () {
     var box = document.getElementById("charts"), grid = state.charts.length > 1;

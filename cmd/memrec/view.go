@@ -55,11 +55,23 @@ func runView(ctx context.Context, o *viewOptions) error {
 		fmt.Fprintf(o.io.Err, "memrec: %s: %d samples summarised in %v\n", run.Name, samples, took.Round(time.Millisecond))
 	}
 	all, err := src.Runs()
-	if err != nil {
+	locked := errors.Is(err, storage.ErrLocked)
+	switch {
+	case locked && len(o.runs) > 0:
+		// The runs cannot be checked yet: serve, and the page asks again.
+		fmt.Fprintf(o.io.Err, "memrec: %v: a recording is writing it; the page shows the runs once it is free (the recording's own page: record --view-addr)\n", err)
+		all = nil
+	case locked:
+		fmt.Fprintf(o.io.Err, "memrec: %v: a recording is writing it; the page shows the newest run once it is free (the recording's own page: record --view-addr)\n", err)
+	case err != nil:
 		return err
 	}
 	var names []string
 	for _, ref := range o.runs {
+		if locked {
+			names = append(names, ref)
+			continue
+		}
 		run, err := findRun(all, ref)
 		if err != nil {
 			return err
