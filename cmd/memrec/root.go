@@ -55,6 +55,7 @@ peaks, what happened before an OOM.`,
 	root.SetOut(g.io.Out)
 	root.SetErr(g.io.Err)
 	root.AddCommand(newRecordCmd(g), newAnnotateCmd(g), newAnalyzeCmd(g), newReportCmd(g), newDemoCmd(g), newCompareCmd(g), newRunsCmd(g), newExportCmd(g), newImportCmd(g), newSitesCmd(g), newMergeCmd(g), newRmCmd(g), newTagCmd(g), newViewCmd(g), newFitCmd(g), newCompactCmd(g))
+	addCompletion(root, g)
 	return root
 }
 
