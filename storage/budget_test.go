@@ -97,3 +97,42 @@ func TestBudgetSchemaFollowsWireTable(t *testing.T) {
 		t.Errorf("budget came back %+v, want %+v", got, v)
 	}
 }
+
+// TestBudgetCSV: a run with a budget has its four columns per GPU, each
+// holding the last value of each process's budget, summed over the GPU's
+// processes (here one, watched from its second sample on).
+func TestBudgetCSV(t *testing.T) {
+	db := openTestDB(t)
+	runs, err := importString(db, "budget.jsonl", budgetRun, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := db.ExportCSV(&out, runs[0], CSVOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	head := strings.Split(lines[0], ",")
+	at := map[string]int{}
+	for i, h := range head {
+		at[h] = i
+	}
+	cols := []string{"gpu0_params_bytes", "gpu0_grads_bytes", "gpu0_optimizer_bytes", "gpu0_buffers_bytes"}
+	// One row per allocator sample time (no device samples): before the
+	// watch, then the two watched samples (the second with the other process).
+	for i, want := range [][]string{{"", "", "", ""}, {"1024", "1024", "2048", "32"}, {"1024", "0", "2048", "32"}} {
+		row := strings.Split(lines[1+i], ",")
+		if len(row) != len(head) {
+			t.Fatalf("row %d has %d cells, the header %d", i+1, len(row), len(head))
+		}
+		for k, c := range cols {
+			j, ok := at[c]
+			if !ok {
+				t.Fatalf("header %v lacks %s", head, c)
+			}
+			if row[j] != want[k] {
+				t.Errorf("row %d %s = %q, want %q", i+1, c, row[j], want[k])
+			}
+		}
+	}
+}

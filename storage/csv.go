@@ -25,6 +25,10 @@ import (
 //	gpuN_reserved_bytes             GPU's processes, each holding its last
 //	gpuN_step_peak_allocated_bytes  value between reports
 //	gpuN_inactive_split_bytes
+//	gpuN_params_bytes               where the run has a budget (memrec.watch):
+//	gpuN_grads_bytes                the watched model's, summed over the GPU's
+//	gpuN_optimizer_bytes            processes, each holding its last value
+//	gpuN_buffers_bytes
 //	gpuN_pidP_used_bytes            with CSVOptions.Procs: each process (NVML)
 //
 // One row per NVML tick (per allocator sample when the run has no device
@@ -65,6 +69,7 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 	var devs []merge.Iterator[DeviceSample]
 	var torchs []merge.Iterator[TorchSample]
 	var procs []merge.Iterator[ProcSample]
+	var budgets []merge.Iterator[BudgetSample]
 	var procNames [][2]int
 	for _, s := range series {
 		if _, ok := col[s.GPU]; !ok {
@@ -75,6 +80,8 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 			devs = append(devs, db.DeviceSamples(r, s.GPU, MinTime, MaxTime))
 		case SeriesTorch:
 			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
+		case SeriesBudget:
+			budgets = append(budgets, db.BudgetSamples(r, s.GPU, s.PID, MinTime, MaxTime))
 		case SeriesProc:
 			if opts.Procs {
 				procs = append(procs, db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime))
@@ -101,6 +108,11 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 	c.torch = merge.New(func(s TorchSample) int64 { return s.T }, torchs...)
 	c.marks = db.Marks(r, MinTime, MaxTime)
 	c.procs = merge.New(func(s ProcSample) int64 { return s.T }, procs...)
+	if len(budgets) > 0 {
+		c.budget = &csvBudget{it: merge.New(func(s BudgetSample) int64 { return s.T }, budgets...),
+			last: map[[2]int]BudgetSample{}, sums: make([]csvBudgetSum, len(gpus))}
+		c.budget.next()
+	}
 
 	c.row = []byte("t_ns,time_s,time,epoch,step")
 	if len(c.rankCol) > 0 {
@@ -120,6 +132,11 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 		c.procStart[i] = k
 		for _, f := range csvFigures {
 			c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f)
+		}
+		if c.budget != nil {
+			for _, f := range csvBudgetFigures {
+				c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f)
+			}
 		}
 		for ; k < len(procNames) && procNames[k][0] == g; k++ {
 			c.procCol[procNames[k]] = k
@@ -193,7 +210,50 @@ type csvWriter struct {
 	procCol     map[[2]int]int // (gpu, pid) → position in proc
 	procStart   []int          // by column group: its first process
 	proc        []csvProc
-	listT       []int64 // by column group: the time of the GPU's newest process list
+	listT       []int64    // by column group: the time of the GPU's newest process list
+	budget      *csvBudget // nil: the run has no budget
+}
+
+// csvBudgetFigures are the budget's columns of each GPU.
+var csvBudgetFigures = []string{"params_bytes", "grads_bytes", "optimizer_bytes", "buffers_bytes"}
+
+// csvBudget sums the budget samples of each GPU's processes, each holding
+// its last value, as csvAlloc does the allocator's.
+type csvBudget struct {
+	it      *merge.ByTime[BudgetSample]
+	pending BudgetSample
+	has     bool
+	last    map[[2]int]BudgetSample
+	sums    []csvBudgetSum
+}
+
+type csvBudgetSum struct {
+	seen bool
+	v    [4]int64
+}
+
+func (b *csvBudget) next() {
+	b.has = b.it.Next()
+	if b.has {
+		b.pending = b.it.At()
+	}
+}
+
+// apply applies the budget samples up to time t.
+func (b *csvBudget) apply(t int64, col map[int]int) error {
+	for b.has && b.pending.T <= t {
+		s := b.pending
+		k := [2]int{s.GPU, s.PID}
+		prev := b.last[k]
+		b.last[k] = s
+		sum := &b.sums[col[s.GPU]]
+		sum.seen = true
+		for i, d := range [4]int64{s.Params - prev.Params, s.Grads - prev.Grads, s.OptimizerState - prev.OptimizerState, s.Buffers - prev.Buffers} {
+			sum.v[i] += d
+		}
+		b.next()
+	}
+	return b.it.Err()
 }
 
 // csvAlloc is a GPU's allocator figures summed over its processes.
@@ -269,6 +329,11 @@ func (c *csvWriter) apply(t int64) error {
 			c.listT[g] = max(c.listT[g], p.T)
 		}
 		c.nextProc()
+	}
+	if c.budget != nil {
+		if err := c.budget.apply(t, c.col); err != nil {
+			return err
+		}
 	}
 	if err := c.marks.Err(); err != nil {
 		return err
@@ -352,6 +417,15 @@ func (c *csvWriter) flushRow(t int64) error {
 			}
 		} else {
 			row = append(row, ',', ',', ',', ',')
+		}
+		if c.budget != nil {
+			s := c.budget.sums[i]
+			for _, v := range s.v {
+				row = append(row, ',')
+				if s.seen {
+					row = strconv.AppendInt(row, v, 10)
+				}
+			}
 		}
 		for k := c.procStart[i]; k < c.procStart[i+1]; k++ {
 			row = append(row, ',')

@@ -44,6 +44,9 @@ const (
 	TagStuck          = "fragmentation_stuck"
 	TagEpochUsed      = "epoch_delta_used_MiB"
 	TagEpochAllocated = "epoch_delta_allocated_MiB"
+	// TagBudget is the figure of one part of the budget at the peak
+	// ("budget_optimizer_state_MiB"), one point at the peak's step.
+	TagBudget = "budget_%s_MiB"
 )
 
 // Tag is the full tag of a figure of one GPU.
@@ -100,6 +103,11 @@ func Export(out io.Writer, rep *analysis.Report, points int) error {
 			s := step(p.TNS, p.I)
 			w.Scalar(frag, s, seconds(p.TNS), float32(p.Frag))
 			w.Scalar(stuck, s, seconds(p.TNS), float32(p.Stuck))
+		}
+		if b := g.Budget; b != nil {
+			for _, part := range b.Parts {
+				w.Scalar(Tag(fmt.Sprintf(TagBudget, part.Part), g.GPU), step(b.TNS, 0), seconds(b.TNS), float32(float64(part.Bytes)/mib))
+			}
 		}
 		used, alloc := Tag(TagEpochUsed, g.GPU), Tag(TagEpochAllocated, g.GPU)
 		for _, e := range g.Epochs {
