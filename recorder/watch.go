@@ -89,4 +89,7 @@ func (s *watchSink) AppendMark(m storage.Mark) error {
 
 func (s *watchSink) AppendSites(rows []storage.SiteSample) error { return s.next.AppendSites(rows) }
 
-func (s *watchSink) AppendBudget(b storage.BudgetSample) error { return s.next.AppendBudget(b) }
+func (s *watchSink) AppendBudget(b storage.BudgetSample) error {
+	s.w.index.AddBudget(b)
+	return s.next.AppendBudget(b)
+}

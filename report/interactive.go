@@ -181,8 +181,8 @@ func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options) ti
 			}
 		}
 		for _, k := range keys {
-			if k.GPU != g.GPU {
-				continue
+			if k.GPU != g.GPU || k.Field.Budget() {
+				continue // the budget has its own chart
 			}
 			name := k.Field.Label()
 			if len(pids) > 1 && k.PID != 0 {

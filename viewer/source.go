@@ -210,10 +210,7 @@ func (s *DBSource) reader(run storage.Run, k series.Key) series.RawReader {
 		if err != nil {
 			return err
 		}
-		vs := r.a
-		if k.Field == series.DriverReserved || k.Field == series.Reserved {
-			vs = r.b
-		}
+		vs := r.v[fieldSlot(k.Field)]
 		for i, t := range r.t {
 			add(t, vs[i])
 		}
@@ -222,49 +219,57 @@ func (s *DBSource) reader(run storage.Run, k series.Key) series.RawReader {
 }
 
 // pairRead is one read of a stored series over [from, to): its times and
-// both fields the viewer draws of it.
+// every field the viewer draws of it (two, or the budget's four).
 type pairRead struct {
 	run      uint64
 	gpu, pid int
-	device   bool
+	kind     storage.SeriesKind
 	from, to int64
-	t, a, b  []int64
+	t        []int64
+	v        [4][]int64
+}
+
+// kindOf is the stored series a line is read from.
+func kindOf(f series.Field) storage.SeriesKind {
+	switch {
+	case f == series.Used || f == series.DriverReserved:
+		return storage.SeriesDevice
+	case f.Budget():
+		return storage.SeriesBudget
+	}
+	return storage.SeriesTorch
+}
+
+// fieldSlot is where a line's values are in a pairRead.
+func fieldSlot(f series.Field) int {
+	switch f {
+	case series.DriverReserved, series.Reserved:
+		return 1
+	case series.Params, series.Grads, series.OptimizerState, series.Buffers:
+		return int(f - series.Params)
+	}
+	return 0
 }
 
 // pairCacheSamples bounds the samples the recent reads keep (24 B each).
 const pairCacheSamples = 1 << 21
 
 func (s *DBSource) readPair(run storage.Run, k series.Key, from, to int64) (*pairRead, error) {
-	device := k.Field == series.Used || k.Field == series.DriverReserved
+	kind := kindOf(k.Field)
 	pid := k.PID
-	if device {
+	if kind == storage.SeriesDevice {
 		pid = 0
 	}
 	s.cmu.Lock()
 	for _, r := range s.recent {
-		if r.run == run.ID && r.gpu == k.GPU && r.pid == pid && r.device == device && r.from == from && r.to == to {
+		if r.run == run.ID && r.gpu == k.GPU && r.pid == pid && r.kind == kind && r.from == from && r.to == to {
 			s.cmu.Unlock()
 			return r, nil
 		}
 	}
 	s.cmu.Unlock()
-	r := &pairRead{run: run.ID, gpu: k.GPU, pid: pid, device: device, from: from, to: to}
-	err := s.with(func(db *storage.DB) error {
-		if device {
-			it := db.DeviceSamples(run, k.GPU, from, to)
-			for it.Next() {
-				d := it.At()
-				r.t, r.a, r.b = append(r.t, d.T), append(r.a, d.Used), append(r.b, d.Reserved)
-			}
-			return it.Err()
-		}
-		it := db.TorchSamples(run, k.GPU, k.PID, from, to)
-		for it.Next() {
-			t := it.At()
-			r.t, r.a, r.b = append(r.t, t.T), append(r.a, t.Allocated), append(r.b, t.Reserved)
-		}
-		return it.Err()
-	})
+	r := &pairRead{run: run.ID, gpu: k.GPU, pid: pid, kind: kind, from: from, to: to}
+	err := s.with(func(db *storage.DB) error { return readStored(db, run, k.GPU, pid, kind, from, to, r) })
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +287,35 @@ func (s *DBSource) readPair(run storage.Run, k series.Key, from, to int64) (*pai
 	return r, nil
 }
 
+// readStored reads one stored series into r.
+func readStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64, r *pairRead) error {
+	switch kind {
+	case storage.SeriesDevice:
+		it := db.DeviceSamples(run, gpu, from, to)
+		for it.Next() {
+			d := it.At()
+			r.t, r.v[0], r.v[1] = append(r.t, d.T), append(r.v[0], d.Used), append(r.v[1], d.Reserved)
+		}
+		return it.Err()
+	case storage.SeriesBudget:
+		it := db.BudgetSamples(run, gpu, pid, from, to)
+		for it.Next() {
+			b := it.At()
+			r.t = append(r.t, b.T)
+			for i, v := range series.BudgetParts(b) {
+				r.v[i] = append(r.v[i], v)
+			}
+		}
+		return it.Err()
+	}
+	it := db.TorchSamples(run, gpu, pid, from, to)
+	for it.Next() {
+		t := it.At()
+		r.t, r.v[0], r.v[1] = append(r.t, t.T), append(r.v[0], t.Allocated), append(r.v[1], t.Reserved)
+	}
+	return it.Err()
+}
+
 // BuildIndex reads every device and allocator series and the marks of a
 // run once, up to four series at a time, into an index (the report embeds
 // its levels).
@@ -293,26 +327,19 @@ func BuildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 // levels).
 func LineReader(db *storage.DB, run storage.Run, k series.Key) series.RawReader {
 	return func(from, to int64, add func(t, v int64)) error {
-		if k.Field == series.Used || k.Field == series.DriverReserved {
-			it := db.DeviceSamples(run, k.GPU, from, to)
-			for it.Next() {
-				if d := it.At(); k.Field == series.Used {
-					add(d.T, d.Used)
-				} else {
-					add(d.T, d.Reserved)
-				}
-			}
-			return it.Err()
+		var r pairRead
+		pid := k.PID
+		if kindOf(k.Field) == storage.SeriesDevice {
+			pid = 0
 		}
-		it := db.TorchSamples(run, k.GPU, k.PID, from, to)
-		for it.Next() {
-			if t := it.At(); k.Field == series.Allocated {
-				add(t.T, t.Allocated)
-			} else {
-				add(t.T, t.Reserved)
-			}
+		if err := readStored(db, run, k.GPU, pid, kindOf(k.Field), from, to, &r); err != nil {
+			return err
 		}
-		return it.Err()
+		vs := r.v[fieldSlot(k.Field)]
+		for i, t := range r.t {
+			add(t, vs[i])
+		}
+		return nil
 	}
 }
 
@@ -326,7 +353,7 @@ func buildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 	errs := make([]error, len(refs)+1)
 	sem := make(chan struct{}, 4)
 	for i, ref := range refs {
-		if ref.Kind != storage.SeriesDevice && ref.Kind != storage.SeriesTorch {
+		if ref.Kind != storage.SeriesDevice && ref.Kind != storage.SeriesTorch && ref.Kind != storage.SeriesBudget {
 			continue
 		}
 		wg.Add(1)
@@ -360,6 +387,18 @@ func scanSeries(db *storage.DB, run storage.Run, ref storage.SeriesRef, x *serie
 			}
 		}
 		x.AddDevices(buf)
+		return it.Err()
+	}
+	if ref.Kind == storage.SeriesBudget {
+		buf := make([]storage.BudgetSample, 0, batch)
+		it := db.BudgetSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			if buf = append(buf, it.At()); len(buf) == batch {
+				x.AddBudgets(buf)
+				buf = buf[:0]
+			}
+		}
+		x.AddBudgets(buf)
 		return it.Err()
 	}
 	buf := make([]storage.TorchSample, 0, batch)

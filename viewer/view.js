@@ -5,7 +5,11 @@
 (function () {
   "use strict";
   var KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
-  var colours = { used: "#1f77b4", driver: "#7f7f7f", allocated: "#2ca02c", reserved: "#ff7f0e" };
+  var colours = { used: "#1f77b4", driver: "#7f7f7f", allocated: "#2ca02c", reserved: "#ff7f0e",
+    params: "#8c564b", grads: "#e377c2", optimizer: "#bcbd22", buffers: "#17becf" };
+  // The budget's parts are drawn stacked, in this order, each filled.
+  var stacked = ["params", "grads", "optimizer", "buffers"];
+  function fillOf(c) { var n = parseInt(c.slice(1), 16); return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + ",0.35)"; }
   var dashes = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
   var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
   window.memrecView = state;
@@ -234,20 +238,36 @@
       var hover = document.createElement("div"); hover.className = "hover"; hover.textContent = "Hover a chart for every line's value at the cursor."; el.appendChild(hover);
       box.appendChild(el);
       var ch = { gpu: g.gpu, el: el, res: res, hover: hover, total: g.total_bytes || 0, lines: [], marks: [] };
-      var series = [{ label: state.mode }];
+      var series = [{ label: state.mode }], bands = [];
+      ch.stacks = [];
       state.runs.forEach(function (r, ri) {
-        r.lines.forEach(function (l) {
-          if (l.gpu !== g.gpu) return;
+        var lines = r.lines.filter(function (l) { return l.gpu === g.gpu; });
+        // The budget's parts last, in stacking order, each process's together.
+        lines.sort(function (a, b) {
+          var sa = stacked.indexOf(a.field), sb = stacked.indexOf(b.field);
+          if ((sa < 0) !== (sb < 0)) return sa < 0 ? -1 : 1;
+          return sa < 0 ? 0 : (a.pid - b.pid) || (sa - sb);
+        });
+        var stack = null;
+        lines.forEach(function (l) {
           ch.lines.push({ run: r, line: l });
+          var c = colours[l.field] || "#9467bd", part = stacked.indexOf(l.field) >= 0;
           series.push({
-            label: (state.runs.length > 1 ? r.name + ": " : "") + l.label, stroke: colours[l.field] || "#9467bd",
-            dash: dashes[ri % dashes.length], width: 1.4, spanGaps: true, points: { show: false }
+            label: (state.runs.length > 1 ? r.name + ": " : "") + l.label + (part ? " (stacked)" : ""), stroke: c,
+            dash: dashes[ri % dashes.length], width: part ? 1 : 1.4, spanGaps: true, points: { show: false },
+            fill: part ? fillOf(c) : undefined
           });
+          if (part) {
+            if (!stack || stack.pid !== l.pid) { stack = { pid: l.pid, idx: [] }; ch.stacks.push(stack); }
+            var i = series.length - 1;
+            if (stack.idx.length) bands.push({ series: [i, stack.idx[stack.idx.length - 1]], fill: fillOf(c) });
+            stack.idx.push(i);
+          }
         });
       });
       var width = Math.max(320, (shown.length > 1 ? box.clientWidth / 2 - 24 : box.clientWidth - 8) || 900);
       var opts = {
-        width: width, height: shown.length > 1 ? 260 : 420, series: series,
+        width: width, height: shown.length > 1 ? 260 : 420, series: series, bands: bands,
         scales: { x: { time: state.mode === "clock", range: function (u, a, b) { return [state.x[0], state.x[1]]; } }, y: { range: yRange(ch) } },
         axes: [xAxis(), { size: 78, incrs: byteIncrs, values: byteTicks }],
         legend: { live: false },
@@ -335,6 +355,19 @@
     });
     ch.marks = marks;
     var data = tables.length ? uPlot.join(tables) : [[]];
+    // Stacked parts: each one's last value carried forward, then added to
+    // the parts below it; the hover still says each part's own value.
+    (ch.stacks || []).forEach(function (st) {
+      var below = null;
+      st.idx.forEach(function (si) {
+        var ys = data[si], last = null, out = new Array(ys.length);
+        for (var i = 0; i < ys.length; i++) {
+          if (ys[i] != null) last = ys[i];
+          out[i] = last == null ? null : last + (below ? (below[i] || 0) : 0);
+        }
+        data[si] = out; below = out;
+      });
+    });
     ch.u.setData(data, false);
     ch.u.setScale("x", { min: state.x[0], max: state.x[1] });
     var run = state.runs[0], hz = run && run.end_us > 0 ? (run.counts.samples / Math.max(1, run.gpus.length)) / (run.end_us / 1e6) : 0;

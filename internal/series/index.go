@@ -21,16 +21,30 @@ const (
 	DriverReserved              // memory the driver reserves (NVML v2)
 	Allocated                   // allocator: handed out to tensors
 	Reserved                    // allocator: held from the driver
+	// The budget (memrec.watch): what the model's tensors hold, drawn
+	// stacked.
+	Params
+	Grads
+	OptimizerState
+	Buffers
 )
 
-var fieldNames = [...]string{Used: "used", DriverReserved: "driver", Allocated: "allocated", Reserved: "reserved"}
+var fieldNames = [...]string{Used: "used", DriverReserved: "driver", Allocated: "allocated", Reserved: "reserved",
+	Params: "params", Grads: "grads", OptimizerState: "optimizer", Buffers: "buffers"}
+
+// PerProcess says whether the field is a process's (its key has a pid).
+func (f Field) PerProcess() bool { return f >= Allocated }
+
+// Budget says whether the field is a part of the budget.
+func (f Field) Budget() bool { return f >= Params }
 
 // String is the field's name in a line's key.
 func (f Field) String() string { return fieldNames[f] }
 
 // Label is the field's name in a legend.
 func (f Field) Label() string {
-	return [...]string{Used: "device used", DriverReserved: "driver reserved", Allocated: "allocated", Reserved: "reserved"}[f]
+	return [...]string{Used: "device used", DriverReserved: "driver reserved", Allocated: "allocated", Reserved: "reserved",
+		Params: "parameters", Grads: "gradients", OptimizerState: "optimizer state", Buffers: "buffers"}[f]
 }
 
 // Key names one line of a run: a field of a GPU, and for the allocator's
@@ -45,7 +59,7 @@ type Key struct {
 // gpu3.allocated.4711.
 func (k Key) String() string {
 	s := "gpu" + strconv.Itoa(k.GPU) + "." + k.Field.String()
-	if k.Field == Allocated || k.Field == Reserved {
+	if k.Field.PerProcess() {
 		s += "." + strconv.Itoa(k.PID)
 	}
 	return s
@@ -54,7 +68,7 @@ func (k Key) String() string {
 // ParseKey reads a key written by Key.String.
 func ParseKey(s string) (Key, error) {
 	parts := strings.Split(s, ".")
-	bad := fmt.Errorf("line %q: want gpuN.used, gpuN.driver, gpuN.allocated.PID or gpuN.reserved.PID", s)
+	bad := fmt.Errorf("line %q: want gpuN.used, gpuN.driver, or gpuN.F.PID for F one of allocated, reserved, params, grads, optimizer, buffers", s)
 	if len(parts) < 2 || len(parts) > 3 || !strings.HasPrefix(parts[0], "gpu") {
 		return Key{}, bad
 	}
@@ -68,7 +82,7 @@ func ParseKey(s string) (Key, error) {
 			k.Field = Field(f)
 		}
 	}
-	perProcess := k.Field == Allocated || k.Field == Reserved
+	perProcess := k.Field != 255 && k.Field.PerProcess()
 	switch {
 	case k.Field == 255, perProcess != (len(parts) == 3):
 		return Key{}, bad
@@ -185,6 +199,34 @@ func (x *Index) AddDevices(ds []storage.DeviceSample) {
 	for _, d := range ds {
 		x.addDevice(d)
 	}
+}
+
+// AddBudgets adds budget samples (their four parts) under one lock.
+func (x *Index) AddBudgets(bs []storage.BudgetSample) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, b := range bs {
+		x.addBudget(b)
+	}
+}
+
+// AddBudget adds a budget sample.
+func (x *Index) AddBudget(b storage.BudgetSample) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.addBudget(b)
+}
+
+func (x *Index) addBudget(b storage.BudgetSample) {
+	for f, v := range BudgetParts(b) {
+		x.add(Key{Field: Params + Field(f), GPU: b.GPU, PID: b.PID}, b.T, v)
+	}
+}
+
+// BudgetParts are a budget sample's parts in the order of the fields
+// Params, Grads, OptimizerState, Buffers.
+func BudgetParts(b storage.BudgetSample) [4]int64 {
+	return [4]int64{b.Params, b.Grads, b.OptimizerState, b.Buffers}
 }
 
 // AddTorches adds allocator samples under one lock.

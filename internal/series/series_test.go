@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/memrec/memrec/storage"
 )
 
 // randomSeries is n samples 10 ms apart with ±1 ms jitter, a random walk
@@ -194,6 +196,35 @@ func BenchmarkQueryWholeDay(b *testing.B) {
 	for b.Loop() {
 		if _, err := Query(p, ts[0], ts[len(ts)-1]+1, 2000, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestKeys: every field's key reads back as itself; a budget sample
+// becomes its four parts, each at its own value.
+func TestKeys(t *testing.T) {
+	for f := Used; f <= Buffers; f++ {
+		k := Key{Field: f, GPU: 3}
+		if f.PerProcess() {
+			k.PID = 4711
+		}
+		got, err := ParseKey(k.String())
+		if err != nil || got != k {
+			t.Errorf("%v: ParseKey = %v, %v", k, got, err)
+		}
+	}
+	for _, bad := range []string{"gpu0.params", "gpu0.used.7", "gpu-1.used", "cpu0.used", "gpu0.nope.1", "gpu0"} {
+		if _, err := ParseKey(bad); err == nil {
+			t.Errorf("ParseKey(%q) accepted", bad)
+		}
+	}
+	x := NewIndex(0)
+	x.AddBudget(storage.BudgetSample{T: 10, GPU: 1, PID: 9, Params: 100, Grads: 200, OptimizerState: 400, Buffers: 8})
+	want := map[Field]int64{Params: 100, Grads: 200, OptimizerState: 400, Buffers: 8}
+	for f, v := range want {
+		_, got, ok, err := x.At(Key{Field: f, GPU: 1, PID: 9}, 10, nil)
+		if err != nil || !ok || got != v {
+			t.Errorf("%v at 10: %d, %v, %v; want %d", f, got, ok, err, v)
 		}
 	}
 }
