@@ -1,5 +1,5 @@
-"""One training job for batch-fit data: resnet18 or resnet50 in fp32 (SGD), vit_b_16
-with bf16 autocast (AdamW), or gpt2-small-like with bf16 autocast (AdamW).
+"""One training job for batch-fit data: one of fitmodels.MODELS (resnet18 or resnet50 in
+fp32 with SGD, vit_b_16, gpt2 or lm_long with bf16 autocast and AdamW).
 --steps N steps at --batch B. Exit 0 if all steps ran, 3 on CUDA OOM.
 Logs own readings (max_memory_allocated per step, allocated, reserved) as JSON lines to --log.
 """
@@ -25,26 +25,14 @@ def note(**kv):
         log.write(json.dumps({"t_ns": time.time_ns(), "model": a.model, "batch": a.batch, **kv}) + "\n"); log.flush()
 dev = torch.device("cuda")
 torch.backends.cudnn.benchmark = False
-amp = None
-if a.model in ("resnet18", "resnet50", "vit_b_16"):
-    import torchvision
-    net = getattr(torchvision.models, a.model)(num_classes=1000).to(dev)
-    if a.model == "vit_b_16":
-        opt = torch.optim.AdamW(net.parameters(), lr=1e-4); amp = torch.bfloat16
-    else:
-        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(a.batch, 3, 224, 224, device=dev); y = torch.randint(0, 1000, (a.batch,), device=dev)
-    lossf = nn.CrossEntropyLoss()
-    def fwd():
-        return lossf(net(x), y)
-else:
-    from transformers import GPT2Config, GPT2LMHeadModel
-    cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=512, vocab_size=50257)
-    net = GPT2LMHeadModel(cfg).to(dev)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4); amp = torch.bfloat16
-    ids = torch.randint(0, 50257, (a.batch, 512), device=dev)
-    def fwd():
-        return net(input_ids=ids, labels=ids).loss
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fitmodels
+net, make_opt, amp, make_batch, loss_of = fitmodels.build(a.model)
+net = net.to(dev)
+opt = make_opt(net.parameters())
+batch = make_batch(a.batch, dev)
+def fwd():
+    return loss_of(net, *batch)
 def step():
     if amp is not None:
         with torch.autocast("cuda", dtype=amp):

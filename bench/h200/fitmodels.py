@@ -1,0 +1,43 @@
+"""The models of the batch-fit checks, built from code on random data (no downloads).
+
+resnet18 and resnet50 in fp32 with SGD; vit_b_16 with bf16 autocast and AdamW;
+gpt2 (GPT-2 small: 12 layers of 768, 512 tokens, vocabulary 50 257) and lm_long
+(the same layers with 1 024 tokens and a vocabulary of 128 256, whose logits are
+most of its memory) with bf16 autocast and AdamW.
+"""
+import torch
+import torch.nn as nn
+
+MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long")
+
+
+def build(name):
+    """Returns (net on the CPU, make_opt(params), autocast dtype or None,
+    make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
+    if name in ("resnet18", "resnet50", "vit_b_16"):
+        import torchvision
+        net = getattr(torchvision.models, name)(num_classes=1000)
+        lossf = nn.CrossEntropyLoss()
+        if name == "vit_b_16":
+            make_opt, amp = (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16
+        else:
+            make_opt, amp = (lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)), None
+
+        def make_batch(b, dev):
+            return torch.randn(b, 3, 224, 224, device=dev), torch.randint(0, 1000, (b,), device=dev)
+
+        def loss(net, x, y):
+            return lossf(net(x), y)
+        return net, make_opt, amp, make_batch, loss
+    if name not in ("gpt2", "lm_long"):
+        raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
+    from transformers import GPT2Config, GPT2LMHeadModel
+    seq, vocab = (512, 50257) if name == "gpt2" else (1024, 128256)
+    net = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=seq, vocab_size=vocab))
+
+    def make_batch(b, dev):
+        return (torch.randint(0, vocab, (b, seq), device=dev),)
+
+    def loss(net, ids):
+        return net(input_ids=ids, labels=ids).loss
+    return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
