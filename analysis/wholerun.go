@@ -7,19 +7,23 @@ import "fmt"
 // evaluation pass, longer sequences later in an epoch, a checkpoint or a
 // leak raise the step peak after the first steps; the margin is the
 // larger of the rise of the step peak over the run against its first
-// steps, and the leak's slope (Leak, the growth rule) times the run's
-// steps. Both are taken as shares of the first steps' peak, so that they
-// scale with the value as the activations do (a leak of a fixed size then
-// errs on the safe side).
+// steps, and the growth rule's slope (Leak: a leak, the cache, memory
+// PyTorch does not see) times the run's steps. Both are taken as shares
+// of the first steps' peak, so that they scale with the value as the
+// activations do (a leak of a fixed size then errs on the safe side).
 type WholeRun struct {
-	Run            string   `json:"run"`
-	GPU            int      `json:"gpu"`   // the fullest GPU
-	Steps          int      `json:"steps"` // step peaks in the run
-	FirstSteps     int      `json:"first_steps"`
-	FirstPeakBytes int64    `json:"first_peak_bytes"` // the highest of the first steps
-	PeakBytes      int64    `json:"peak_bytes"`       // the highest over the run
-	LeakPerStep    *float64 `json:"leak_bytes_per_step,omitempty"`
-	GrowthBytes    float64  `json:"growth_bytes"` // the leak's slope × the run's steps
+	Run            string `json:"run"`
+	GPU            int    `json:"gpu"`   // the fullest GPU
+	Steps          int    `json:"steps"` // step peaks in the run
+	FirstSteps     int    `json:"first_steps"`
+	FirstPeakBytes int64  `json:"first_peak_bytes"` // the highest of the first steps
+	PeakBytes      int64  `json:"peak_bytes"`       // the highest over the run
+	// Growth is the growth rule's verdict when memory grows (leak,
+	// cache_growth, unseen_growth), with its slope; GrowthBytes is that
+	// slope × the run's steps.
+	Growth        Verdict  `json:"growth,omitempty"`
+	GrowthPerStep *float64 `json:"growth_bytes_per_step,omitempty"`
+	GrowthBytes   float64  `json:"growth_bytes"`
 	// Fraction is the margin: max(PeakBytes − FirstPeakBytes, GrowthBytes)
 	// over FirstPeakBytes.
 	Fraction float64 `json:"fraction"`
@@ -51,19 +55,19 @@ func WholeRunMargin(rep *Report, firstSteps int) (WholeRun, bool) {
 	if w.FirstPeakBytes <= 0 {
 		return WholeRun{}, false
 	}
-	if g.Leak.IsLeak() && g.Leak.SlopeBytesPerStep != nil && *g.Leak.SlopeBytesPerStep > 0 {
+	if v := g.Leak.Judgement(); v.Grows() && g.Leak.SlopeBytesPerStep != nil && *g.Leak.SlopeBytesPerStep > 0 {
 		s := *g.Leak.SlopeBytesPerStep
-		w.LeakPerStep, w.GrowthBytes = &s, s*float64(w.Steps)
+		w.Growth, w.GrowthPerStep, w.GrowthBytes = v, &s, s*float64(w.Steps)
 	}
 	rise := float64(w.PeakBytes - w.FirstPeakBytes)
 	w.Fraction = max(rise, w.GrowthBytes) / float64(w.FirstPeakBytes)
 	first := float64(w.FirstPeakBytes)
 	w.Words = fmt.Sprintf("run %q (%d steps): step peak %s over the run against %s in its first %d steps (+%.1f %%)",
 		w.Run, w.Steps, FormatBytes(w.PeakBytes), FormatBytes(w.FirstPeakBytes), firstSteps, 100*rise/first)
-	if w.LeakPerStep != nil {
-		w.Words += fmt.Sprintf("; it leaks %s a step, × %d steps = %s (+%.1f %%)", FormatBytes(int64(*w.LeakPerStep)), w.Steps, FormatBytes(int64(w.GrowthBytes)), 100*w.GrowthBytes/first)
+	if w.GrowthPerStep != nil {
+		w.Words += fmt.Sprintf("; %s of %s a step, × %d steps = %s (+%.1f %%)", w.Growth, FormatBytes(int64(*w.GrowthPerStep)), w.Steps, FormatBytes(int64(w.GrowthBytes)), 100*w.GrowthBytes/first)
 	} else {
-		w.Words += "; no leak"
+		w.Words += "; memory does not grow"
 	}
 	w.Words += fmt.Sprintf(": the recommended value leaves %.1f %% of the step peak for it", 100*w.Fraction)
 	return w, true

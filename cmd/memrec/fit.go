@@ -554,7 +554,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	if err != nil {
 		return t, err
 	}
-	w := &trialWatch{steps: f.o.steps, perRank: map[int]int{}, sigs: make(chan os.Signal, 8), grace: f.o.grace}
+	w := &trialWatch{steps: f.o.steps, perRank: map[int]int{}, sigs: make(chan os.Signal, 8), grace: f.o.grace, stall: 4 * f.o.grace}
 	opts.Signals = w.sigs
 	opts.Started = func(pid int) { w.mu.Lock(); w.pgid = pid; w.mu.Unlock() }
 	opts.Open = func(run storage.Run) (recorder.Store, error) {
@@ -634,6 +634,7 @@ type trialWatch struct {
 	recorder.Store
 	steps int
 	grace time.Duration
+	stall time.Duration // after an OOM mark without a step since: the trial has failed
 	sigs  chan os.Signal
 
 	mu          sync.Mutex
@@ -649,16 +650,8 @@ func (w *trialWatch) AppendMark(m storage.Mark) error {
 	w.mu.Lock()
 	switch m.Kind {
 	case storage.MarkStep:
-		k := m.Rank
-		if k == storage.None {
-			k = -1 - m.PID // without a rank, each process is its own
-		}
-		w.perRank[k]++
-		done := true
-		for _, n := range w.perRank {
-			done = done && n >= w.steps
-		}
-		if done && !w.stopped && !w.interrupted {
+		w.perRank[rankKey(m.Rank, m.PID)]++
+		if w.done() {
 			w.stopped = true
 			w.mu.Unlock()
 			w.end(syscall.SIGTERM)
@@ -666,9 +659,67 @@ func (w *trialWatch) AppendMark(m storage.Mark) error {
 		}
 	case storage.MarkOOM:
 		w.ooms++
+		k := rankKey(m.Rank, m.PID)
+		w.seen(k)
+		w.watchOOM(k)
 	}
 	w.mu.Unlock()
 	return w.Store.AppendMark(m)
+}
+
+// watchOOM ends the trial if rank k makes no step within stall after its
+// OOM: a rank that died of it leaves the others waiting for it (in a
+// collective, until a timeout of minutes) under a launcher that does not
+// end them. An OOM the rank survived (a library's fallback, a batch
+// skipped) is followed by its next step. The caller holds mu.
+func (w *trialWatch) watchOOM(k int) {
+	at := w.perRank[k]
+	time.AfterFunc(w.stall, func() {
+		w.mu.Lock()
+		stalled := w.perRank[k] == at && !w.stopped && !w.interrupted
+		w.mu.Unlock()
+		if stalled {
+			w.end(syscall.SIGTERM)
+		}
+	})
+}
+
+// AppendTorch makes the sample's rank known before its first step: a
+// rank that is slow to start, or that fails before it, holds the trial.
+func (w *trialWatch) AppendTorch(s storage.TorchSample) error {
+	w.mu.Lock()
+	w.seen(rankKey(s.Rank, s.PID))
+	w.mu.Unlock()
+	return w.Store.AppendTorch(s)
+}
+
+// rankKey names a rank: its number, else (no rank given) its process.
+func rankKey(rank, pid int) int {
+	if rank == storage.None || rank < 0 {
+		return -1 - max(pid, 0)
+	}
+	return rank
+}
+
+// seen adds a rank without steps yet. The caller holds mu.
+func (w *trialWatch) seen(k int) {
+	if _, ok := w.perRank[k]; !ok {
+		w.perRank[k] = 0
+	}
+}
+
+// done reports whether every rank seen has done its steps, the first
+// time it does. The caller holds mu.
+func (w *trialWatch) done() bool {
+	if w.stopped || w.interrupted {
+		return false
+	}
+	for _, n := range w.perRank {
+		if n < w.steps {
+			return false
+		}
+	}
+	return true
 }
 
 // end asks the trial's process group to exit (SIGTERM when it has done its
@@ -774,6 +825,17 @@ func (f *fitter) finish() {
 
 func ptr(v float64) *float64 { return &v }
 
+// ranTrials counts the trials that ran.
+func (f *fitter) ranTrials() int {
+	n := 0
+	for _, t := range f.res.Trials {
+		if t.Outcome.ran() {
+			n++
+		}
+	}
+	return n
+}
+
 // recommend is the largest value whose need, with the whole-run margin,
 // fits in what the largest value that ran used at its step peak, less the
 // headroom: the need projected through the values that ran (their step
@@ -786,9 +848,15 @@ func (f *fitter) recommend() *float64 {
 	if w := f.res.WholeRun; w != nil {
 		margin = w.Fraction
 	}
+	// The trials' step peaks are of the same few steps; the given runs'
+	// (their whole length) only where fewer than two trials ran.
 	var total int64
 	var xs, ys []float64
-	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+	reps := f.trials
+	if f.ranTrials() < 2 {
+		reps = append(append([]*analysis.Report{}, f.given...), f.trials...)
+	}
+	for _, r := range reps {
 		if r == nil || fatal(r) {
 			continue
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -25,8 +27,8 @@ import (
 // at its first step where that rank's V × (1 + r/4) is above --limit. It
 // speaks the probe's socket protocol: a torch line and a step mark per
 // step, an oom mark before it exits 3 as PyTorch's scripts do. --ranks N
-// makes it a launcher that starts N ranks and exits 1 if one failed, as
-// torchrun does.
+// makes it a launcher that starts N ranks, ends the others when one
+// fails and then exits 1, as torchrun does (its ranks meet in --pid-dir).
 func fakeJob(args []string) int {
 	fs := flag.NewFlagSet("fakejob", flag.ContinueOnError)
 	value := fs.Float64("value", 0, "")
@@ -41,6 +43,8 @@ func fakeJob(args []string) int {
 	rise := fs.Float64("rise", 0, "")
 	leak := fs.Int64("leak", 0, "bytes kept a step")
 	ignoreTerm := fs.Bool("ignore-term", false, "")
+	barrier := fs.String("barrier", "", "the ranks' rendezvous: each waits here until all are up")
+	world := fs.Int("world", 1, "")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -51,19 +55,31 @@ func fakeJob(args []string) int {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	if *ranks > 0 {
+		dir := filepath.Join(*pidDir, "barrier-"+strconv.Itoa(os.Getpid()))
+		if *pidDir == "" || os.Mkdir(dir, 0o700) != nil {
+			return 1
+		}
 		var cmds []*exec.Cmd
 		for r := 0; r < *ranks; r++ {
-			c := exec.Command(os.Args[0], append(args, "--ranks=0", "--rank="+strconv.Itoa(r))...)
+			c := exec.Command(os.Args[0], append(args, "--ranks=0", "--rank="+strconv.Itoa(r), "--barrier="+dir, "--world="+strconv.Itoa(*ranks))...)
 			c.Stdout, c.Stderr = os.Stdout, os.Stderr
 			if c.Start() != nil {
 				return 1
 			}
 			cmds = append(cmds, c)
 		}
-		code := 0
+		// As torchrun: when a rank fails, the others are ended.
+		failed := make(chan bool, len(cmds))
 		for _, c := range cmds {
-			if c.Wait() != nil {
+			go func() { failed <- c.Wait() != nil }()
+		}
+		code := 0
+		for range cmds {
+			if <-failed && code == 0 {
 				code = 1
+				for _, c := range cmds {
+					c.Process.Signal(syscall.SIGTERM)
+				}
 			}
 		}
 		return code
@@ -77,6 +93,19 @@ func fakeJob(args []string) int {
 	scale := 1 + float64(r)/4
 	peak := float64(1<<30) + *value*float64(1<<30)*scale
 	send := func(format string, a ...any) { fmt.Fprintf(conn, format+"\n", a...) }
+	// CUDA is up: the probe's first sample; then the rendezvous, which a
+	// DDP job passes before its first step.
+	send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":0,"reserved_bytes":0}`, time.Now().UnixNano(), os.Getpid(), r)
+	if *barrier != "" {
+		os.WriteFile(filepath.Join(*barrier, strconv.Itoa(r)), nil, 0o600)
+		for {
+			ents, _ := os.ReadDir(*barrier)
+			if len(ents) >= *world {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	for i := 0; i < *steps; i++ {
 		time.Sleep(time.Duration(*stepMS) * time.Millisecond)
 		now := time.Now().UnixNano()
@@ -207,5 +236,192 @@ func TestFitBisectsToTheLimit(t *testing.T) {
 	}
 	if r.Recommended == nil || *r.Recommended > 123 || *r.Recommended < 100 {
 		t.Errorf("recommended %v", f64v(r.Recommended))
+	}
+}
+
+// alive reports whether process pid is running (not gone, not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// pids lists the processes that wrote their pid into dir.
+func pids(t *testing.T, dir string) []int {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Under a launcher that starts two ranks, the limit is the fullest
+// rank's: rank 1 needs 1.25 times rank 0's, so it runs out of memory above
+// 123 / 1.25 = 98.4, while rank 0 alone would run up to 123. A trial has
+// done its steps when both ranks have; it is then ended as a group, and
+// no process of any trial is left when fit returns.
+func TestFitLauncherFullestRank(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1"},
+		fakeCommand(t, "--value", "{}", "--limit", "123", "--ranks", "2", "--pid-dir", dir)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != 98 || f64v(r.SmallestFailed) != 99 {
+		t.Fatalf("limit %v..%v, want 98..99 (rank 1's):\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
+	for _, tr := range r.Trials {
+		if tr.Outcome == fitStopped && (tr.Ranks != 2 || tr.Steps < 5) {
+			t.Errorf("trial %+v: want both ranks' 5 steps", tr)
+		}
+		// The launcher exits 1 when a rank ran out of memory, as torchrun
+		// does: the rank's OOM mark tells it from another failure.
+		if tr.Outcome == fitOOM && (tr.ExitCode != 1 || tr.OOMMarks < 1) {
+			t.Errorf("trial %+v: want the launcher's exit 1 with an OOM mark", tr)
+		}
+	}
+	ps := pids(t, dir)
+	if len(ps) < 3*len(r.Trials) {
+		t.Fatalf("%d processes for %d trials: want a launcher and two ranks each", len(ps), len(r.Trials))
+	}
+	for _, p := range ps {
+		if alive(p) {
+			t.Errorf("process %d of a trial is still running", p)
+		}
+	}
+}
+
+// A job that ignores SIGTERM is killed with its group after --grace; the
+// trial still counts as run (its steps were done).
+func TestFitKillsAStubbornTrial(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--max", "4", "--grace", "200ms"},
+		fakeCommand(t, "--value", "{}", "--ignore-term", "--pid-dir", dir)...)...)
+	if code != 0 || len(r.Trials) != 1 {
+		t.Fatalf("exit %d, %d trials: %s", code, len(r.Trials), errs)
+	}
+	if tr := r.Trials[0]; tr.Outcome != fitStopped || tr.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Fatalf("trial %+v: want stopped by SIGKILL", tr)
+	}
+	if f64v(r.LargestRan) != 4 || r.SmallestFailed != nil || !strings.Contains(r.Note, "(--max) ran") {
+		t.Errorf("result %+v", r)
+	}
+	for _, p := range pids(t, dir) {
+		if alive(p) {
+			t.Errorf("process %d still running", p)
+		}
+	}
+}
+
+// Bad input: a command without {}, a --min that does not fit, a command
+// that fails for another reason. Each is an error that says so, exits 1
+// and keeps the trials run so far.
+func TestFitBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	_, errs, code := run(t, db, "", append([]string{"fit", "--source", "sim"}, fakeCommand(t, "--value", "16")...)...)
+	if code != 1 || !strings.Contains(errs, "has no {}: put {} where the value goes") {
+		t.Fatalf("no {}: %d %s", code, errs)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a database was made for a command that cannot run")
+	}
+
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "200", "--id", "big"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
+	if code != 1 || !strings.Contains(errs, "batch_size=200 does not fit (--min)") || len(r.Trials) != 1 || r.Trials[0].Outcome != fitOOM {
+		t.Fatalf("--min too large: %d %+v %s", code, r.Trials, errs)
+	}
+	checkTrials(t, db, r)
+
+	// Above 50 the job exits 1 without an OOM mark (a bug, a missing
+	// file): the search stops there, the trials kept.
+	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--id", "bug"}, fakeCommand(t, "--value", "{}", "--fail-above", "50")...)...)
+	last := r.Trials[len(r.Trials)-1]
+	if code != 1 || last.Outcome != fitFailed || last.Value <= 50 || last.ExitCode != 1 || last.OOMMarks != 0 ||
+		!strings.Contains(errs, fmt.Sprintf("trial %d (batch_size=%s) failed without running out of memory: exit status 1", last.N, num(last.Value))) ||
+		!strings.Contains(errs, "trials so far are kept as runs") {
+		t.Fatalf("other failure: %d %+v\n%s", code, r.Trials, errs)
+	}
+	checkTrials(t, db, r)
+}
+
+// Ctrl-C ends the running trial (its process group), keeps its run and
+// the earlier ones, and exits 130.
+func TestFitInterrupted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for len(pids(t, dir)) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	var out, errb bytes.Buffer
+	args := append([]string{"--db", db, "fit", "--json", "--source", "sim", "--id", "int", "--steps", "1000000"}, fakeCommand(t, "--value", "{}", "--pid-dir", dir)...)
+	code := execute(ctx, args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	var r fitResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != 130 || len(r.Trials) != 1 || r.Trials[0].Outcome != fitInterrupted ||
+		!strings.Contains(errb.String(), "fit interrupted; the 1 trials so far are kept") {
+		t.Fatalf("%v exit %d %+v\n%s", err, code, r.Trials, errb.String())
+	}
+	checkTrials(t, db, r)
+	for _, p := range pids(t, dir) {
+		if alive(p) {
+			t.Errorf("process %d still running", p)
+		}
+	}
+}
+
+// With a full recording among --runs, the recommended value leaves room
+// for what that run needed after its first steps: its step peak rose by
+// 20 % after step 150 (an evaluation pass), more than its leak of 1 MiB a
+// step × 300 steps (about 1.7 % of its 17 GiB), so 20 % it is.
+func TestFitWholeRunMargin(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	_, errs, code := run(t, db, "", append([]string{"record", "--source", "sim", "--sim-gpus", "1", "--name", "full", "--tag", "batch_size=16"},
+		fakeCommand(t, "--value", "16", "--steps", "300", "--step-ms", "2", "--rise-after", "150", "--rise", "0.2", "--leak", "1048576")...)...)
+	if code != 0 {
+		t.Fatalf("record: %d %s", code, errs)
+	}
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--runs", "full"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
+	if code != 0 || f64v(r.LargestRan) != 123 || f64v(r.SmallestFailed) != 124 {
+		t.Fatalf("exit %d, limit %v..%v: %s", code, f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
+	w := r.WholeRun
+	if w == nil || w.Run != "full" || w.Steps != 300 || w.FirstPeakBytes != 17<<30 || math.Abs(w.Fraction-0.2) > 1e-6 {
+		t.Fatalf("whole run %+v", w)
+	}
+	if w.Growth != "leak" || w.GrowthPerStep == nil || math.Abs(*w.GrowthPerStep-(1<<20)) > 0.05*(1<<20) {
+		t.Errorf("growth %s %v, want a leak of 1 MiB a step", w.Growth, w.GrowthPerStep)
+	}
+	// The largest v whose step peak, 1 GiB + v GiB, with 20 % more fits
+	// under 123's (124 GiB) less 5 % of the simulated GPU's total.
+	total := 150754820096.0
+	want := 0.0
+	for (2+want)*(1<<30)*1.2 <= 124*(1<<30)-0.05*total {
+		want++
+	}
+	if f64v(r.Recommended) != want {
+		t.Errorf("recommended %v, want %v", f64v(r.Recommended), want)
 	}
 }
