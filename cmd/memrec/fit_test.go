@@ -269,13 +269,17 @@ func pids(t *testing.T, dir string) []int {
 // rank's: rank 1 needs 1.25 times rank 0's, so it runs out of memory above
 // 123 / 1.25 = 98.4, while rank 0 alone would run up to 123. A trial has
 // done its steps when both ranks have; it is then ended as a group, and
-// no process of any trial is left when fit returns.
+// no process of any trial is left when fit returns. The ranks step every
+// 25 ms: a rank is known from its first line on the socket, and a loaded
+// machine can leave one connection unread for a few steps of 5 ms (a real
+// rank's first allocator sample comes with CUDA's start, seconds before
+// its fifth step).
 func TestFitLauncherFullestRank(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1"},
-		fakeCommand(t, "--value", "{}", "--limit", "123", "--ranks", "2", "--pid-dir", dir)...)...)
+		fakeCommand(t, "--value", "{}", "--limit", "123", "--ranks", "2", "--pid-dir", dir, "--step-ms", "25")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
