@@ -41,12 +41,13 @@ type Limits struct {
 // 21 KiB of strings (file and function names, memoised). Ten times it is
 // 32 000 entries, less than the trace of PyTorch's own example
 // (max_entries=100 000): the limits hold that, 100 000 entries at 38
-// values and as many blocks, 5 M values in all. A value costs the decoder
-// about 50 bytes, so the worst a file within them can make it hold is
-// about 250 MB, under memrec's 300 MiB heap (GOMEMLIMIT): past that the
-// garbage collector would run without end (50 M values took 207 s and
-// 2.4 GB on the development machine). One string may be 1 MiB, all of them
-// 64 MiB. Python's recursion limit is 1 000 frames.
+// values and as many blocks, 5 M values in all. The costliest value is
+// an empty list (an object and its stack slot): 5 M of them, 100 KB of
+// gzip, peak at 313 MiB of RSS and 9 s on the development machine
+// (bench/cpu/pickle_bombs.sh), about memrec's 300 MiB heap (GOMEMLIMIT);
+// 50 M took 207 s and 2.4 GB, the garbage collector running without end.
+// One string may be 1 MiB, all of them 64 MiB. Python's recursion limit
+// is 1 000 frames.
 var DefaultLimits = Limits{
 	Elements:    5_000_000,
 	String:      1 << 20,
