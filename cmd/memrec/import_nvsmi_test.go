@@ -192,7 +192,7 @@ func TestImportNvidiaSMIHostNameReserved(t *testing.T) {
 		}
 	}
 	out, _, _ := run(t, db, "", "export", "node7")
-	if !strings.Contains(out, `"reserved_bytes":645922816`) { // 616 MiB
+	if !strings.Contains(out, `"driver_reserved_bytes":645922816`) { // 616 MiB
 		t.Errorf("export: the reservation is missing:\n%s", out)
 	}
 
