@@ -248,6 +248,9 @@ type Process struct {
 	PeakBytes int64  `json:"peak_bytes"`
 	Samples   int64  `json:"samples"`
 	Source    string `json:"source"` // nvml or torch
+	// Growth is the growth rule on the process's used memory, at the
+	// GPU's floors (steps or time slices).
+	Growth *Growth `json:"growth,omitempty"`
 }
 
 // FloorPoint is one point of the leak series: the floor of a step or a
@@ -324,7 +327,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 				g.GPU, what))
 		}
 	}
-	rep.summarize(run)
+	rep.summarize(run, marks)
 	return rep, nil
 }
 

@@ -838,16 +838,22 @@ func (a *gpuAnalysis) processes() error {
 			ser.Name = "other processes" // past storage.MaxPIDsPerGPU
 		}
 		tl := newM4(a.start, a.end, a.opts.Width, &ser)
+		floors := newSpans(a.flo, a.fhi)
 		for it.Next() {
 			s := it.At()
 			p.Samples++
 			p.PeakBytes = max(p.PeakBytes, s.Used)
 			tl.add(s.T, s.Used)
+			floors.add(s.T, s.Used)
 		}
 		if err := it.Err(); err != nil {
 			return err
 		}
 		tl.flush()
+		if fs := a.floorPoints(floors); len(fs) > 0 {
+			g := growthOfFloors("used", fs, a.mi.warm, a.per == "step", a.run.StartNS)
+			p.Growth = &g
+		}
 		gr.Processes = append(gr.Processes, p)
 		gr.Timeline.Procs = append(gr.Timeline.Procs, ser)
 	}

@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/memrec/memrec/storage"
@@ -24,6 +26,10 @@ type HostSummary struct {
 	PeakAllocatedBytes *int64 `json:"peak_allocated_bytes"`
 	Leaks              int    `json:"leaking_gpus"`
 	OOMs               int    `json:"ooms"`
+	// Growth is the growth rule on the node's total: the sum of its GPUs'
+	// floors (the leak's series of each) at each step or time slice that
+	// every one of them has.
+	Growth *Growth `json:"growth,omitempty"`
 }
 
 // Imbalance is the spread of peak memory across the run's GPUs (ranks):
@@ -56,7 +62,7 @@ func (g GPUReport) Label() string {
 }
 
 // summarize fills the run-wide figures of a report of two GPUs or more.
-func (rep *Report) summarize(run storage.Run) {
+func (rep *Report) summarize(run storage.Run, mi *markIndex) {
 	if len(rep.GPUs) < 2 {
 		return
 	}
@@ -80,8 +86,52 @@ func (rep *Report) summarize(run storage.Run) {
 			}
 			hs.OOMs += len(g.OOMs)
 		}
+		hs.Growth = hostGrowth(rep.GPUs, h.Name, mi.warm, run.StartNS)
 		rep.Hosts = append(rep.Hosts, hs)
 	}
+}
+
+// hostGrowth is the growth rule on the sum of a node's GPUs' floors, at
+// the x (step or time slice) every one of them has; nil where the GPUs'
+// floors are of different kinds or share no x.
+func hostGrowth(gpus []GPUReport, host string, w warmup, startNS int64) *Growth {
+	type acc struct {
+		tns, bytes int64
+		n          int
+	}
+	sum := map[float64]*acc{}
+	n, per := 0, ""
+	for _, g := range gpus {
+		if g.Host != host || len(g.Floors) == 0 {
+			continue
+		}
+		if n > 0 && g.Leak.Per != per {
+			return nil
+		}
+		n, per = n+1, g.Leak.Per
+		for _, f := range g.Floors {
+			a := sum[f.X]
+			if a == nil {
+				a = &acc{tns: f.TNS}
+				sum[f.X] = a
+			}
+			a.bytes += f.Bytes
+			a.n++
+			a.tns = max(a.tns, f.TNS)
+		}
+	}
+	var floors []FloorPoint
+	for x, a := range sum {
+		if a.n == n {
+			floors = append(floors, FloorPoint{X: x, TNS: a.tns, Bytes: a.bytes})
+		}
+	}
+	if n == 0 || len(floors) == 0 {
+		return nil
+	}
+	slices.SortFunc(floors, func(a, b FloorPoint) int { return cmp.Compare(a.X, b.X) })
+	g := growthOfFloors("host_total", floors, w, per == "step", startNS)
+	return &g
 }
 
 // imbalance compares the GPUs the job ran on: those with allocator samples,

@@ -373,3 +373,38 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 		t.Fatalf("would help %v, fitting batch %v without a batch tag", o.CacheWouldHelp, o.FittingBatch)
 	}
 }
+
+// TestProcessGrowthOnRealRuns: the growth rule on each process's used
+// memory (NVML) of the real runs without probe: the leaking job's process
+// grows at the planted rate (within 15 %, as its GPU's floor does), the
+// clean ones' stay flat.
+func TestProcessGrowthOnRealRuns(t *testing.T) {
+	truth := fixtures.ReadTruth(t)
+	inputs := map[string][]byte{}
+	for _, f := range fixtures.H200Plain {
+		inputs[f] = fixtures.Read(t, f)
+	}
+	reps := importFixtures(t, inputs)
+	for _, f := range fixtures.H200Plain {
+		rate := truth.Plain[f].LeakBytesPerHour()
+		rep := reps[f[len("h200-"):]]
+		if rep == nil || len(rep.GPUs[0].Processes) == 0 {
+			t.Fatalf("%s: no process", f)
+		}
+		var main *Process
+		for i := range rep.GPUs[0].Processes {
+			if p := &rep.GPUs[0].Processes[i]; main == nil || p.Samples > main.Samples {
+				main = p
+			}
+		}
+		g := main.Growth
+		switch {
+		case g == nil:
+			t.Errorf("%s: pid %d has no growth", f, main.PID)
+		case rate > 0 && (g.Trend != "grows" || g.SlopeBytesPerHour == nil || math.Abs(*g.SlopeBytesPerHour-rate)/rate > 0.15):
+			t.Errorf("%s: pid %d %s at %v B/h, truth %.3g B/h", f, main.PID, g.Trend, g.SlopeBytesPerHour, rate)
+		case rate == 0 && g.Trend != "flat":
+			t.Errorf("%s: pid %d %s, want flat", f, main.PID, g.Trend)
+		}
+	}
+}

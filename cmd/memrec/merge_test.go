@@ -615,4 +615,14 @@ func TestH200MultiNodeRun(t *testing.T) {
 	if s := rep.GPUs[1].Leak.SlopeBytesPerStep; s == nil || *s != 8<<20 {
 		t.Errorf("rank 1's leak slope %v, want 8 MiB per step", s)
 	}
+	// Each node's total by the same growth rule: node1's grows by its
+	// GPU's 8 MiB a step, node0's stays flat.
+	for i, want := range []string{"flat", "grows"} {
+		if len(rep.Hosts) != 2 || rep.Hosts[i].Growth == nil || rep.Hosts[i].Growth.Trend != want {
+			t.Fatalf("hosts %+v: want node%d's total %s", rep.Hosts, i, want)
+		}
+	}
+	if s := rep.Hosts[1].Growth.SlopeBytesPerStep; s == nil || *s != 8<<20 {
+		t.Errorf("node1's total grows %v B a step, want 8 MiB", s)
+	}
 }
