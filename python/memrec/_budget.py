@@ -27,9 +27,11 @@ changed (how many parameter groups, parameters and state entries the
 optimizer has), and at epoch marks; in between it reuses the sums. The
 gradients are the exception: ``zero_grad(set_to_none=True)`` (PyTorch's
 default) frees them and backward makes new ones, so at each sample the
-probe reads each parameter's ``.grad`` and looks up the storage of a
-gradient it has not seen before. Samples are spaced by their own cost
-(see _probe), so on a CPU-bound job this runs one step in tens.
+probe reads each trainable parameter's ``.grad``: one attribute read a
+parameter, its bytes known from the walk (a dense gradient has its
+parameter's shape and dtype; one of another dtype is measured). Samples
+are spaced by their own cost (see _probe), so on a CPU-bound job this runs
+one step in tens.
 
 Two facts are noted from inside the model's forward: a pre-hook that runs
 at the next forward and removes itself (re-armed at every epoch start), so
@@ -118,8 +120,9 @@ class Watch:
         # with their device.
         self.fixed: Dict[int, Figures] = {}
         self.seen: Dict[int, set] = {}
-        self.trainable: List[Tuple[Any, int]] = []
-        self.grad_cache: Dict[int, Tuple[Any, int, int]] = {}  # param position -> (grad, address, bytes)
+        # (parameter, device, the bytes of a dense gradient of its dtype, its dtype)
+        self.trainable: List[Tuple[Any, int, int, Any]] = []
+        self.by_device: Dict[int, List[Tuple[Any, int, Any]]] = {}
         self.opt_name = _name(optimizer)
         self.state_keys = ""
         self.autocast: Optional[bool] = None
@@ -156,7 +159,7 @@ class Watch:
             if not self.had_grads:
                 return  # no backward yet: the first forward has no gradients whatever the loop does
             try:
-                self.grads_at_forward = any(p.grad is not None for p, _ in self.trainable)
+                self.grads_at_forward = any(t[0].grad is not None for t in self.trainable)
             except Exception:
                 pass
             try:
@@ -241,7 +244,7 @@ class Watch:
                 f.n_params += n
                 if getattr(p, "requires_grad", False):
                     f.n_trainable += n
-                    trainable.append((p, d))
+                    trainable.append((p, d, n * int(loc.element_size()), loc.dtype))
                 by = dtype_bytes.setdefault(d, {})
                 name = str(loc.dtype).replace("torch.", "")
                 by[name] = by.get(name, 0) + n * int(loc.element_size())
@@ -267,7 +270,15 @@ class Watch:
             if by:
                 fixed[d].dtype = max(by.items(), key=lambda kv: kv[1])[0]
         self.fixed, self.seen, self.trainable = fixed, seen, trainable
-        self.grad_cache = {}
+        # A dense gradient has its parameter's shape (its local shard's, for
+        # a DTensor) and, almost always, its dtype: its bytes are known from
+        # the walk. Gradients never share elements (a tied weight is one
+        # parameter with one .grad; DDP's bucket views cover disjoint parts
+        # of a bucket), so their sum counts each byte once without looking
+        # up storages, which would cost every sampled step.
+        self.by_device = {}
+        for p, d, nb, dt in trainable:
+            self.by_device.setdefault(d, []).append((p, nb, dt))
         self.state_keys = ",".join(sorted(keys))
         self.sig = self.signature()
 
@@ -282,25 +293,17 @@ class Watch:
         self.refresh()
         out: Dict[int, Figures] = {}
         grads: Dict[int, int] = {}
-        seen_grads: set = set()
-        cache = self.grad_cache
-        for i, (p, d) in enumerate(self.trainable):
-            g = p.grad
-            if g is None:
-                continue
-            c = cache.get(i)
-            if c is not None and c[0] is g:
-                addr, n = c[1], c[2]
-            else:
-                loc = _local(g)
-                if _device_of(loc) != d:
+        for d, group in self.by_device.items():
+            n = 0
+            for p, nb, dt in group:
+                g = p.grad
+                if g is None:
                     continue
-                addr, n = _storage(loc)
-                cache[i] = (g, addr, n)
-            if addr in seen_grads or addr in self.seen.get(d, ()):
-                continue
-            seen_grads.add(addr)
-            grads[d] = grads.get(d, 0) + n
+                if g.dtype is not dt:
+                    nb = _dense_bytes(g)
+                n += nb
+            if n:
+                grads[d] = n
         if grads:
             self.had_grads = True
         for d, f in self.fixed.items():
@@ -347,7 +350,8 @@ class Watch:
         try:
             for p in (model.parameters() if model is not None else ()):
                 put(p, PARAMS, "")
-            for p, _ in self.trainable:
+            for t in self.trainable:
+                p = t[0]
                 if p.grad is not None:
                     put(p.grad, GRADS, "")
             if opt is not None:
@@ -360,6 +364,15 @@ class Watch:
         except Exception:
             pass
         return out
+
+
+def _dense_bytes(g: Any) -> int:
+    """The bytes of a gradient whose dtype is not its parameter's."""
+    try:
+        loc = _local(g)
+        return int(loc.numel()) * int(loc.element_size())
+    except Exception:
+        return 0
 
 
 def _name(opt: Any) -> str:
