@@ -76,7 +76,14 @@ const viewProbe = `<script>
             out.labels = ch.drawnLabels;
             var s2 = seq();
             v.zoom(whole[0], whole[1]);
-            until(function () { return seq() > s2; }, function () { snap("back"); finish(); });
+            until(function () { return seq() > s2; }, function () {
+              snap("back");
+              // The x axis in steps: the page maps its window through the
+              // run's step table and asks for the same data.
+              var s3 = seq(), m = document.getElementById("mode");
+              m.value = "step"; m.onchange();
+              until(function () { return seq() > s3; }, function () { snap("step"); out.maxStep = v.runs[0].steps[v.runs[0].steps.length - 1][1]; finish(); });
+            });
           });
         });
       });
@@ -103,7 +110,8 @@ type probeOut struct {
 		Lines []atLineJSON `json:"lines"`
 		Marks []markJSON   `json:"marks"`
 	} `json:"hover"`
-	Labels []string `json:"labels"`
+	Labels  []string `json:"labels"`
+	MaxStep int      `json:"maxStep"`
 }
 
 // TestViewInBrowser loads the viewer's page in headless Chromium (network
@@ -158,8 +166,11 @@ func TestViewInBrowser(t *testing.T) {
 			t.Errorf("console: %s", l)
 		}
 	}
-	if len(out.Steps) != 4 {
-		t.Fatalf("probe got through %d steps of 4: %+v", len(out.Steps), out.Steps)
+	if len(out.Steps) != 5 {
+		t.Fatalf("probe got through %d steps of 5: %+v", len(out.Steps), out.Steps)
+	}
+	if st := out.Steps[4]; st.X[0] > 1 || st.X[1] < float64(out.MaxStep) || st.Drawn["gen/gpu0.used"] != out.Steps[0].Drawn["gen/gpu0.used"] {
+		t.Errorf("x in steps: %v (last step %d), %d points drawn (in seconds: %d)", st.X, out.MaxStep, st.Drawn["gen/gpu0.used"], out.Steps[0].Drawn["gen/gpu0.used"])
 	}
 	// The stored samples, to count each window's and to check the hover.
 	db, err := storage.Open(path, storage.Options{ReadOnly: true})
@@ -189,7 +200,7 @@ func TestViewInBrowser(t *testing.T) {
 	const line = "gen/gpu0.used"
 	whole, drag, second, back := out.Steps[0], out.Steps[1], out.Steps[2], out.Steps[3]
 	t.Logf("first paint %.0f ms after navigation", out.FirstPaintMs)
-	for _, s := range out.Steps {
+	for _, s := range out.Steps[:4] {
 		t.Logf("%-5s x %.3f..%.3f s: %d samples, %d points drawn, each of %d", s.Name, s.X[0], s.X[1], inWindow(s.X), s.Drawn[line], s.Every[line])
 	}
 	// The whole run: 90 000 samples over about 600 pixels, so buckets,
