@@ -52,9 +52,14 @@ const compactSuffix = ".compact"
 // the file's exclusive lock throughout (readers and writers wait or get
 // ErrLocked), writes path+".compact", syncs it, checks that it holds the
 // same keys and values as the original, and renames it over path. On any
-// error the original is left as it was. Not to be called on a path this
-// process holds open.
+// error the original is left as it was. A path that is a symbolic link
+// stays one: the file it points to is replaced. Not to be called on a path
+// this process holds open.
 func Compact(path string, opts CompactOptions) (CompactResult, error) {
+	// The new file replaces what a link points to, not the link.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	src, err := Open(path, Options{LockTimeout: opts.LockTimeout, MustExist: true})
 	if err != nil {
 		return CompactResult{}, err

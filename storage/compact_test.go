@@ -153,6 +153,14 @@ func TestCompactLeavesOriginalOnFailure(t *testing.T) {
 	if _, err := os.Stat(path + compactSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("leftover still there: %v", err)
 	}
+	link := filepath.Join(dir, "link.db")
+	must(t, os.Symlink(path, link))
+	if _, err := Compact(link, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("compact through a link replaced the link: %v %v", fi, err)
+	}
 	res, err = Compact(path, CompactOptions{MinFree: 0.5})
 	if err != nil || res.Rewritten || res.After != res.Before {
 		t.Fatalf("compact of a compacted file with MinFree 0.5: %+v %v", res, err)
