@@ -58,7 +58,19 @@ type WindowSpan struct {
 
 // MarkCounts count the marks of a run by kind.
 type MarkCounts struct {
-	Epochs, Steps, Events, OOMs int
+	Epochs int `json:"epochs"`
+	// Steps counts training steps, not step marks: each rank marks every
+	// step, so a job of 300 steps on 2 ranks has 300 steps (the most any
+	// one rank marked) and 600 step marks.
+	Steps     int `json:"steps"`
+	StepMarks int `json:"step_marks"`
+	// StepsByRank is the steps each rank marked, where two or more did
+	// (keys are ranks; "-1" for marks without one).
+	StepsByRank map[string]int `json:"steps_by_rank,omitempty"`
+	// Events are event and OOM marks; the exit mark is the run's end, not
+	// an event.
+	Events int `json:"events"`
+	OOMs   int `json:"ooms"`
 }
 
 // GPUReport is the analysis of one GPU.
@@ -297,7 +309,16 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Marks = MarkCounts{Epochs: len(marks.epochs), Steps: marks.stepCount, Events: len(marks.events), OOMs: len(marks.ooms)}
+	rep.Marks = MarkCounts{Epochs: len(marks.epochs), StepMarks: marks.stepCount, Events: len(marks.events), OOMs: len(marks.ooms)}
+	for rank, steps := range marks.steps {
+		rep.Marks.Steps = max(rep.Marks.Steps, len(steps))
+		if len(marks.steps) > 1 {
+			if rep.Marks.StepsByRank == nil {
+				rep.Marks.StepsByRank = map[string]int{}
+			}
+			rep.Marks.StepsByRank[strconv.Itoa(rank)] = len(steps)
+		}
+	}
 	rep.Events = marks.other
 	if st := marks.stepTime(); finite(st) {
 		rep.StepTimeS = &st
@@ -468,12 +489,11 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 		case storage.MarkOOM:
 			mi.ooms = append(mi.ooms, m)
 			mi.events = append(mi.events, m)
-		case storage.MarkEvent, storage.MarkExit:
+		case storage.MarkEvent:
 			mi.events = append(mi.events, m)
-			if m.Kind == storage.MarkExit {
-				e := m
-				mi.exit = &e
-			}
+		case storage.MarkExit:
+			e := m
+			mi.exit = &e
 		}
 		if m.Kind != storage.MarkEpochStart && m.Kind != storage.MarkEpochEnd {
 			mi.other = append(mi.other, m)

@@ -83,7 +83,7 @@ func TestWindowFromEpochEqualsARunStartingThere(t *testing.T) {
 		delete(a, k)
 		delete(b, k)
 	}
-	if marks := a["marks"].(map[string]any); marks["Epochs"].(float64) != 2 || marks["Steps"].(float64) != 300 {
+	if marks := a["marks"].(map[string]any); marks["epochs"].(float64) != 2 || marks["steps"].(float64) != 300 {
 		t.Fatalf("the window holds %v, want epochs 2 and 3 and their 300 steps", marks)
 	}
 	leakOf := func(rep map[string]any) map[string]any {
