@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/jobmodel"
+)
+
+// TestDemoBudgetIsTheSimulatorsTruth: the demo's job is jobmodel's H200
+// job with memrec.watch; analyze --json of its run splits GPU 0's peak into
+// exactly the model's parameters, gradients, AdamW state and activations,
+// the text shows the budget and the advice, and the report has its bar.
+func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	if out, errs, code := run(t, db, "", "demo", "--duration", "4s", "-o", filepath.Join(dir, "demo"), "--width", "500", "--height", "250"); code != 0 {
+		t.Fatalf("%d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo", "gpu0-budget.png")); err != nil {
+		t.Fatal(err)
+	}
+	runs, _, code := run(t, db, "", "runs", "--json")
+	if code != 0 {
+		t.Fatal(runs)
+	}
+	var list []struct{ Name string }
+	if err := json.Unmarshal([]byte(runs), &list); err != nil || len(list) != 1 {
+		t.Fatalf("runs: %v %s", err, runs)
+	}
+	js, errs, code := run(t, db, "", "analyze", "--json", list[0].Name)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var rep analysis.Report
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	j := jobmodel.H200(2, 20)
+	s := j.Split(10, 1)
+	b := rep.GPUs[0].Budget
+	if b == nil || !b.Watched {
+		t.Fatalf("GPU 0: budget %+v", b)
+	}
+	for part, want := range map[analysis.BudgetPart]int64{analysis.PartParams: s.Params, analysis.PartGrads: s.Grads,
+		analysis.PartOptimizer: j.Optimizer, analysis.PartActivations: j.Activations, analysis.PartUnseen: j.Idle + j.Context + j.NCCL} {
+		if got, _ := b.Part(part); got != want {
+			t.Errorf("%s: %d, want the simulator's %d", part, got, want)
+		}
+	}
+	text, _, _ := run(t, db, "", "analyze", list[0].Name)
+	for _, w := range []string{"Budget at the peak", "optimizer state              2.00 GiB", "What would help", "gradient accumulation over 2 micro-batches: frees 2.00 GiB"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("analyze lacks %q", w)
+		}
+	}
+}
