@@ -52,7 +52,8 @@ that runs --steps training steps. Steps are counted from the probe's step marks
 once each rank has done them, memrec ends the trial's whole process group and
 waits for it to exit before the next. A trial that reports an out-of-memory
 error (its OOM marks) failed; one that exits otherwise before its steps is an
-error that ends the search.
+error that ends the search. Without step marks (no probe, or a script that does
+not call memrec.step) a trial runs until the command exits: give it a short one.
 
 The search starts from the prediction of earlier runs given with --runs (as
 compare --by makes it), or of two small trials it runs itself (--min and four
