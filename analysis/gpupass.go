@@ -563,13 +563,16 @@ func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDel
 	return out
 }
 
-// leak builds the floor series (of allocated where the probe reported
-// enough, else of device used; and of reserved and device used beside
-// allocated) and the step peaks, and judges the leak.
+// leak builds the floor series (of allocated where the probe reported at
+// minSteadyPoints floors or more, else of device used; and of reserved and
+// device used beside allocated) and the step peaks, and judges the leak.
+// The probe spaces its step samples by their cost (one in several short
+// steps), so allocated can have far fewer floors than device used and
+// still be the series to judge.
 func (a *gpuAnalysis) leak() {
 	gr := a.gr
 	basis, floors := "device_used", a.used.floors
-	if a.hasTorch && countNonEmpty(a.alloc.floors) >= max(3, countNonEmpty(a.used.floors)/2) {
+	if a.hasTorch && countNonEmpty(a.alloc.floors) >= minSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
 	gr.Floors = a.floorPoints(floors)

@@ -300,7 +300,13 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 	l.SlopeBytesPerStep, l.CILowBytesPerStep, l.CIHighBytesPerStep = basis.SlopeBytesPerStep, basis.CILowBytesPerStep, basis.CIHighBytesPerStep
 	l.FitIntercept = basis.fit.Intercept
 	if l.Kind.Grows() {
+		// The GPU is full when device memory is: where device used grows
+		// (it holds reserved, which holds allocated), its rate says when;
+		// else the basis's.
 		rate := basis.perHour.Slope // bytes per second
+		if d := byName["device_used"]; d != nil && d.Grows() && d.perHour.Slope > rate {
+			rate = d.perHour.Slope
+		}
 		if rate > 0 && g.TotalBytes > 0 {
 			// The last device sample is 0 once the job has exited.
 			var last int64
@@ -376,19 +382,22 @@ func (l Leak) SentenceFor(gpu string) string {
 		if l.HeldBy != nil {
 			parts = append(parts, l.HeldBy.words())
 		}
+		if c := l.cacheFaster(); c != "" {
+			parts = append(parts, c)
+		}
 		if l.TimeToFullS != nil {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ") + " (" + basisWords(l.Basis) + ")"
 	case VerdictCacheGrowth:
-		parts := []string{fmt.Sprintf("%s: the allocator's cache grows %s while allocated memory does not (reserved memory)", gpu, l.rateWords()),
-			"many block sizes fragment it: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing"}
+		parts := []string{fmt.Sprintf("%s: cache growth, not a leak: reserved memory grows %s while allocated memory stays flat", gpu, l.rateWords()),
+			"the allocator's cache fragments with many block sizes; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing"}
 		if l.TimeToFullS != nil {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ")
 	case VerdictUnseenGrowth:
-		parts := []string{fmt.Sprintf("%s: memory PyTorch does not see grows %s (device used grows, reserved does not)", gpu, l.rateWords()),
+		parts := []string{fmt.Sprintf("%s: memory PyTorch does not see grows %s: device used grows while reserved stays flat", gpu, l.rateWords()),
 			"NCCL, CUDA graphs, another library or process"}
 		if l.TimeToFullS != nil {
 			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
@@ -400,6 +409,35 @@ func (l Leak) SentenceFor(gpu string) string {
 		return fmt.Sprintf("%s: no leak: %s", gpu, l.Reason)
 	}
 	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
+}
+
+// cacheFaster says, beside a leak, that the allocator's cache grows faster
+// than the tensors kept: reserved beyond the largest step peak grows, with
+// a steeper slope than allocated's. Empty otherwise.
+func (l Leak) cacheFaster() string {
+	var alloc, cache *Growth
+	for i := range l.Growth {
+		switch g := &l.Growth[i]; g.Quantity {
+		case "allocated":
+			alloc = g
+		case "reserved_beyond_peak":
+			cache = g
+		}
+	}
+	if alloc == nil || cache == nil || cache.Trend != growthRises.String() {
+		return ""
+	}
+	a, c := alloc.SlopeBytesPerHour, cache.SlopeBytesPerHour
+	rate := func(g *Growth) string {
+		if g.SlopeBytesPerStep != nil {
+			return FormatBytes(int64(math.Round(*g.SlopeBytesPerStep))) + " per step"
+		}
+		return FormatBytes(int64(*g.SlopeBytesPerHour)) + " per hour"
+	}
+	if a == nil || c == nil || *c <= *a {
+		return ""
+	}
+	return "the allocator's cache grows faster, " + rate(cache) + " beyond the step's peak (many block sizes fragment it: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing)"
 }
 
 // rateWords is the verdict's slope: "250.0 KiB per step (1.20 GiB per
