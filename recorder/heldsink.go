@@ -308,7 +308,9 @@ type heldStore struct {
 // samples and marks in memory meanwhile, up to hold bytes (0:
 // DefaultHoldBytes; past it the oldest are dropped and counted), and
 // writes them once open returns a database, which Finish closes. Any
-// other error ends the attempts: the recording is then not stored.
+// other error ends the attempts: the recording is then not stored. A run
+// that took run's name while the file was locked does not: the recording
+// is stored under the next free name (NAME-2, ...), and that is logged.
 func HeldStore(open func() (*storage.DB, error), run storage.Run, hold int64, log io.Writer) Store {
 	fmt.Fprintf(log, "memrec: samples are held in memory and written once the database is free\n")
 	l := &heldStore{heldSink: newHeldSink(hold), errs: &commitErrors{log: log},
@@ -322,12 +324,20 @@ func (l *heldStore) openLoop(open func() (*storage.DB, error), run storage.Run) 
 	for {
 		db, err := open() // waits for the lock
 		if err == nil {
-			app, err := db.NewAppender(run, l.errs.options())
+			// The name was free when the recording started, or could not
+			// be looked at: a run that took it meanwhile must not cost this
+			// recording, which is stored under the next free name instead.
+			opts := l.errs.options()
+			opts.UniqueName = true
+			app, err := db.NewAppender(run, opts)
 			if err != nil {
 				db.Close()
 				fmt.Fprintf(l.errs.log, "memrec: WARNING: NOT RECORDING: %v\n", err)
 				l.giveUp()
 				return
+			}
+			if got := app.Run().Name; got != run.Name {
+				fmt.Fprintf(l.errs.log, "memrec: WARNING: a run named %q was stored while the database was locked; this one is %q\n", run.Name, got)
 			}
 			l.db, l.app, l.wait = db, app, time.Since(l.start)
 			l.written = l.attach(app)

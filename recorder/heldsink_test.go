@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,11 @@ func lockedDB(t *testing.T) (path string, release func()) {
 	path = filepath.Join(t.TempDir(), "locked.db")
 	w, err := storage.Open(path, storage.Options{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A run of its own, so that the file is kept (a new file nothing was
+	// stored in is removed at Close).
+	if _, err := w.Import([]storage.Source{{Name: "other.jsonl", R: strings.NewReader(`{"type":"run","name":"other","start_ns":1700000000000000000}`)}}, storage.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -50,7 +51,7 @@ func TestOpenRefusesFilesNotMemrecs(t *testing.T) {
 			}
 			os.WriteFile(p, b, 0o644)
 		}, true},
-		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, false},
+		{"empty", func(p string) { os.WriteFile(p, nil, 0o644) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".db")
@@ -90,10 +91,102 @@ func TestOpenMustExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := importString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 	db, err = Open(path, Options{MustExist: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
+}
+
+// TestCreatedEmptyIsRemoved: a file Open created and nothing was stored in
+// (a refused merge, a failed import) is gone after Close; a file that was
+// there before, runs or none, stays byte for byte.
+func TestCreatedEmptyIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importString(db, "bad.jsonl", "{not json\n", ImportOptions{}); err == nil {
+		t.Fatal("a bad import succeeded")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the new file is left after nothing was stored: %v", err)
+	}
+
+	// A database that exists, even one whose last run was removed, is the
+	// user's: it stays.
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("an existing database was removed: %v", err)
+	}
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Errorf("an existing database changed: %d bytes before, %d after", len(before), len(after))
+	}
+}
+
+// TestCreateWaitsOutARemovedFile: a writer that waited for the lock of a
+// file another writer created and then removed (it stored nothing) opens
+// the path afresh, instead of writing into the removed file.
+func TestCreateWaitsOutARemovedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "race.db")
+	first, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *DB)
+	go func() {
+		db, err := Open(path, Options{LockTimeout: 5 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- db
+	}()
+	time.Sleep(50 * time.Millisecond) // let the second writer block on the lock
+	first.Close()
+	second := <-opened
+	if second == nil {
+		return
+	}
+	if _, err := importString(second, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+	db, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the second writer's run is not at the path: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Run("a"); err != nil {
+		t.Fatalf("the second writer's run is not at the path: %v", err)
+	}
 }

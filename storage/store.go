@@ -65,6 +65,8 @@ type Options struct {
 	// ErrNoDB instead of creating it: commands that only change what is
 	// there (rm, tag) set it, so a mistyped path leaves no new file behind.
 	MustExist bool
+
+	retries int // Open's own: times it found its locked file removed
 }
 
 // DB is one memrec database file. It is safe for concurrent use; Close it
@@ -74,9 +76,15 @@ type DB struct {
 	path     string
 	readOnly bool
 	openTx   int // the file's last transaction when it was opened
+	// created is a file this handle made: Close removes it again if no
+	// run is in it then (a refused merge, a failed import, a recording
+	// that never started), so a command that stored nothing leaves no
+	// empty database behind.
+	created bool
 }
 
-// Open opens the database at path; a writer creates it unless MustExist.
+// Open opens the database at path; a writer creates it unless MustExist
+// (and Close removes a file it created if no run was stored in it).
 // A second writer, or a reader while a writer holds the file, gets
 // ErrLocked after the lock timeout; it never hangs. A missing file is
 // ErrNoDB (unless created); a file that is not memrec's (another program's
@@ -90,7 +98,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	create := !opts.MustExist && !opts.ReadOnly
 	created := false
-	fi, err := os.Stat(path)
+	fi, err := statSettled(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && !create:
 		return nil, fmt.Errorf("%s: %w", path, ErrNoDB)
@@ -100,10 +108,19 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err // an *fs.PathError: it names the path and the call
 	case fi.IsDir():
 		return nil, fmt.Errorf("%s is a folder: %w", path, ErrNotMemrec)
-	case fi.Size() == 0 && !create:
+	case fi.Size() == 0:
+		// Not ours to take over: an empty file may be another program's
+		// (a mktemp, a file about to be written), whatever the command.
 		return nil, fmt.Errorf("%s is empty (0 bytes): %w", path, ErrNotMemrec)
 	}
 	b, err := openBolt(path, timeout, opts.ReadOnly)
+	if errors.Is(err, errGone) && opts.retries < 3 {
+		// Another memrec created the file, held it while this one waited
+		// for the lock, stored nothing and removed it (Close): start again
+		// on the path as it is now.
+		opts.retries++
+		return Open(path, opts)
+	}
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
 	}
@@ -128,7 +145,7 @@ func Open(path string, opts Options) (*DB, error) {
 	// Grow the file in small steps: bbolt's default rounds small files up to
 	// a power of two, which can double the size of a small database.
 	b.AllocSize = 256 << 10
-	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly}
+	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly, created: created}
 	if err := db.init(opts.ReadOnly, create); err != nil {
 		b.Close()
 		if created {
@@ -139,11 +156,15 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// errGone is openBolt's: the file it locked was removed meanwhile.
+var errGone = errors.New("the file was removed while waiting for its lock")
+
 // openBolt opens path with bbolt, waiting up to timeout for its lock. If
 // the file at path was replaced while this process waited for the lock (a
 // compaction renames a new file over the old, see compact.go), the lock
 // it got is the old file's, which nothing else will read: it opens the
-// path again, so that what it writes lands in the file others read.
+// path again, so that what it writes lands in the file others read. If it
+// was removed (a memrec that created it stored nothing), errGone.
 func openBolt(path string, timeout time.Duration, readOnly bool) (*bolt.DB, error) {
 	for {
 		var f *os.File
@@ -158,6 +179,10 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (*bolt.DB, erro
 		}
 		held, err1 := f.Stat()
 		now, err2 := os.Stat(path)
+		if err1 == nil && errors.Is(err2, os.ErrNotExist) {
+			b.Close()
+			return nil, errGone
+		}
 		if err1 != nil || err2 != nil || os.SameFile(held, now) {
 			return b, nil
 		}
@@ -231,13 +256,44 @@ func (db *DB) Path() string { return db.path }
 // must not run concurrently with other methods. A writer first cuts off the
 // room bbolt grew the file by ahead of its pages (up to AllocSize, 256 KiB:
 // as much as 10 minutes of 8 GPUs take), while it still holds the lock.
+//
+// A file this handle created and that holds no run is removed, while the
+// lock is still held: a command that stored nothing leaves no file.
 func (db *DB) Close() error {
 	var trimErr error
 	if !db.readOnly {
+		if db.created && db.empty() {
+			os.Remove(db.path)
+			return db.bolt.Close()
+		}
 		trimErr = db.trim()
 	}
 	return errors.Join(db.bolt.Close(), trimErr)
 }
+
+// empty says whether no run is stored in the file.
+func (db *DB) empty() bool {
+	empty := false
+	db.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRuns)
+		empty = b == nil || b.Stats().KeyN == 0
+		return nil
+	})
+	return empty
+}
+
+// statSettled stats path; an empty file is looked at again for up to
+// 100 ms, since another memrec creating the database has it at 0 bytes
+// until bbolt writes its first pages, a moment after it made it.
+func statSettled(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	for i := 0; i < 5 && err == nil && fi.Mode().IsRegular() && fi.Size() == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		fi, err = os.Stat(path)
+	}
+	return fi, err
+}
+
 
 // trim truncates the file to its last page in use, if this handle wrote
 // to it: a file nothing was committed to is left as it was.

@@ -450,6 +450,7 @@ func TestUnknownVersionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.bolt.Update(func(tx *boltTx) error { return tx.Bucket(bucketMeta).Put(keyVersion, []byte("99")) })
+	db.created = false // kept without a run, as a file from a later memrec would be
 	db.Close()
 	_, err = Open(path, Options{ReadOnly: true})
 	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "99") {

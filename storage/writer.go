@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -255,8 +256,17 @@ func (w *runWriter) flush(tx *bolt.Tx) (committed func(), err error) {
 // A run of the same name is refused with ErrExists, or deleted first if
 // replace is set.
 func createRun(tx *bolt.Tx, r Run, replace bool) (Run, error) {
+	return createRunNamed(tx, r, replace, false)
+}
+
+// createRunNamed is createRun; with unique, a name that is taken gets the
+// first free suffix (freeName) instead of failing.
+func createRunNamed(tx *bolt.Tx, r Run, replace, unique bool) (Run, error) {
 	if r.Name == "" {
 		return r, errors.New("run has no name")
+	}
+	if unique {
+		r.Name = freeName(tx, r.Name)
 	}
 	if err := checkRun(r); err != nil {
 		return r, err
@@ -286,8 +296,37 @@ func createRun(tx *bolt.Tx, r Run, replace bool) (Run, error) {
 	return r, putRun(tx, r)
 }
 
+// freeName is base if no run has that name, else the first of base-2,
+// base-3, ... that none has: the name of a run whose name memrec made up
+// (run-DATE-TIME, for two recordings started in the same second).
+func freeName(tx *bolt.Tx, base string) string {
+	names := tx.Bucket(bucketNames)
+	name := base
+	for n := 2; names.Get([]byte(name)) != nil; n++ {
+		name = base + "-" + strconv.Itoa(n)
+	}
+	return name
+}
+
+// FreeName returns base if no run in the file has that name, else the
+// first of base-2, base-3, ... that none has. Safe for concurrent use; a
+// writer that holds the file keeps the name free until it creates the run.
+func (db *DB) FreeName(base string) (string, error) {
+	var name string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		name = freeName(tx, base)
+		return nil
+	})
+	return name, err
+}
+
 // AppendOptions configure an Appender.
 type AppendOptions struct {
+	// UniqueName gives the run the first free name of NAME, NAME-2,
+	// NAME-3, ... instead of failing with ErrExists when its name is taken
+	// (for names memrec made up, and a recording that waited for a locked
+	// file while another took the name); Run says the name it got.
+	UniqueName bool
 	// CommitInterval is how often buffered samples are committed; a crash
 	// loses at most this much. Zero means one second; negative means only
 	// on Commit and Close.
@@ -330,7 +369,7 @@ func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
 	r.Complete = false
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		var err error
-		r, err = createRun(tx, r, false)
+		r, err = createRunNamed(tx, r, false, opts.UniqueName)
 		return err
 	})
 	if err != nil {

@@ -81,11 +81,11 @@ machine without a GPU.`,
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "run name (default: run-DATE-TIME)")
 	f.StringArrayVar(&o.tags, "tag", nil, "tag KEY=VALUE (repeatable)")
-	f.DurationVar(&o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes (down to 100µs allowed)")
+	durationVar(f, &o.interval, "interval", 10*time.Millisecond, "sampling interval, 1ms to minutes (down to 100µs allowed)")
 	f.StringVar(&o.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
 	f.BoolVar(&o.procs, "procs", false, "also record per-process memory (listed when a GPU's used memory changes)")
-	f.DurationVar(&o.procsEvery, "procs-every", time.Second, "with --procs: list processes at least this often while memory holds still (0: at every tick)")
-	f.DurationVar(&o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
+	durationVar(f, &o.procsEvery, "procs-every", time.Second, "with --procs: list processes at least this often while memory holds still (0: at every tick)")
+	durationVar(f, &o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
 	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
@@ -170,7 +170,6 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	defer src.Close()
 
 	opts := recorderOptions(o, src, now, gpus, tags)
-	name := opts.Run.Name
 	cleanup, err := probeEnv(o, &opts)
 	defer cleanup()
 	if err != nil {
@@ -179,17 +178,8 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	if err := samplingClock(o, now, &opts); err != nil {
 		return err
 	}
-	closeDB, dbErr, err := openRecordStore(o, name, &opts)
-	closeDB = sync.OnceFunc(closeDB)
-	defer closeDB()
-	if err != nil {
-		return err
-	}
-	stop, err := startCPUProfile(o.cpuProfile)
-	if err != nil {
-		return err
-	}
-	defer stop()
+	// The ports first: a busy one ends the command before the database
+	// is opened (or created).
 	if opts.Metrics, err = listenMetrics(o); err != nil {
 		return err
 	}
@@ -202,6 +192,17 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 		return err
 	}
 	defer stopView()
+	closeDB, dbErr, err := openRecordStore(o, &opts)
+	closeDB = sync.OnceFunc(closeDB)
+	defer closeDB()
+	if err != nil {
+		return err
+	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	status := newStatusWriter(o.io.Err)
 	if status != nil && o.simClock != "fake" {
 		opts.Status = status.show
@@ -280,6 +281,18 @@ func recorderOptions(o *recordOptions, src recorder.Source, now time.Time, gpus 
 func checkRecordFlags(o *recordOptions) error {
 	if o.interval < 100*time.Microsecond {
 		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
+	}
+	if o.interval > storage.MaxInterval {
+		return fmt.Errorf("--interval %v: the longest is %v", o.interval, storage.MaxInterval)
+	}
+	if o.duration < 0 {
+		return fmt.Errorf("--duration %v: want a length of time, or 0 to record until the command exits or Ctrl-C", o.duration)
+	}
+	if o.procsEvery < 0 {
+		return fmt.Errorf("--procs-every %v: want 0 (every tick) or more", o.procsEvery)
+	}
+	if o.source == "sim" && (o.simGPUs < 1 || o.simGPUs > storage.MaxGPUs) {
+		return fmt.Errorf("--sim-gpus %d: want 1 to %d GPUs", o.simGPUs, storage.MaxGPUs)
 	}
 	if len(o.command) == 0 && o.duration == 0 && o.source == "sim" {
 		o.duration = 10 * time.Second
@@ -374,21 +387,34 @@ func samplingClock(o *recordOptions, now time.Time, opts *recorder.Options) erro
 
 // openRecordStore opens the database and sets where the recording goes.
 // dbErr is why the database did not open (the recording then goes on
-// without it, or waits for it); err ends the command. closeDB closes what
-// was opened.
-func openRecordStore(o *recordOptions, name string, opts *recorder.Options) (closeDB func(), dbErr, err error) {
+// without it, or waits for it); err ends the command, before it starts.
+// closeDB closes what was opened.
+//
+// A name given with --name that a run has already is refused here, before
+// the command runs; a name memrec made up (run-DATE-TIME) never is: it
+// gets the first free suffix (-2, -3, ...), so that two recordings started
+// in the same second both run and are both stored.
+func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), dbErr, err error) {
 	closeDB = func() {}
 	db, dbErr := o.openWrite()
 	switch {
 	case dbErr == nil:
 		closeDB = func() { db.Close() }
-		if _, err := db.Run(name); err == nil {
-			return closeDB, nil, fmt.Errorf("--name %q: %w (memrec rm it, or choose another name)", name, storage.ErrExists)
+		if err := checkRunName(o, db, &opts.Run); err != nil {
+			return closeDB, nil, err
 		}
 		opts.Open = func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) }
 	case errors.Is(dbErr, storage.ErrLocked):
 		// A reader (memrec export | less) holds the file: record anyway,
-		// hold the samples in memory and write them once it is free.
+		// hold the samples in memory and write them once it is free. A
+		// reader lets another reader look at the names.
+		if r, err := storage.Open(o.dbPath, storage.Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond}); err == nil {
+			err := checkRunName(o, r, &opts.Run)
+			r.Close()
+			if err != nil {
+				return closeDB, nil, err
+			}
+		}
 		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
 		opts.Open = func(run storage.Run) (recorder.Store, error) {
 			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
@@ -399,6 +425,20 @@ func openRecordStore(o *recordOptions, name string, opts *recorder.Options) (clo
 		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
 	}
 	return closeDB, dbErr, nil
+}
+
+// checkRunName refuses a --name a run in db has, and moves a made-up name
+// on to the first free one.
+func checkRunName(o *recordOptions, db *storage.DB, run *storage.Run) error {
+	if o.name == "" {
+		name, err := db.FreeName(run.Name)
+		run.Name = name
+		return err
+	}
+	if _, err := db.Run(o.name); err == nil {
+		return fmt.Errorf("--name %q: %w in %s; the command was not run (memrec rm it, or choose another name)", o.name, storage.ErrExists, o.dbPath)
+	}
+	return nil
 }
 
 // listenMetrics opens --metrics-addr (nil without it).

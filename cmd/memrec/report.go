@@ -30,7 +30,7 @@ type reportOptions struct {
 
 func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", defOut, "folder to write the report into: new, empty, or a memrec report (replaced as a whole)")
+	f.StringVarP(&o.out, "output", "o", defOut, "folder to write the report into: new, empty, or a memrec report holding only what memrec wrote (replaced as a whole)")
 	f.BoolVar(&o.pngOnly, "png-only", false, "write only the PNG charts")
 	f.IntVar(&o.width, "width", 1200, "chart width in pixels")
 	f.IntVar(&o.height, "height", 500, "chart height in pixels")
@@ -134,7 +134,7 @@ demo shows the same on an idle laptop and on a loaded server.`,
 		RunE:    func(cmd *cobra.Command, args []string) error { return runDemo(cmd.Context(), o) },
 	}
 	addReportFlags(cmd, &o.reportOptions, "memrec-demo")
-	cmd.Flags().DurationVar(&o.duration, "duration", 6*time.Second, "how long to record (of the simulated job's time)")
+	durationVar(cmd.Flags(), &o.duration, "duration", 6*time.Second, "how long to record (of the simulated job's time)")
 	return cmd
 }
 
@@ -155,7 +155,11 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 		return err
 	}
 	defer db.Close()
-	name := "demo-" + now.Format("20060102-150405")
+	// Two demos in one second are two runs: the second name gets a suffix.
+	name, err := db.FreeName("demo-" + now.Format("20060102-150405"))
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.io.Out, "recording %s of a simulated 2-GPU job (GPU 1 leaks) into %s as %q...\n", o.duration, db.Path(), name)
 	res, err := recorder.Record(ctx, recorder.Options{
 		Open:   func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) },
