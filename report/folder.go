@@ -10,18 +10,85 @@ import (
 	"time"
 )
 
-// MarkerFile is written into every folder memrec writes a report into. A
-// folder that already exists is replaced only if it holds this file (or is
-// empty): memrec never deletes a folder it did not write.
+// MarkerFile is written into every folder memrec writes a report into. It
+// lists the files memrec wrote there. A folder that already exists is
+// replaced only if it holds this file and nothing that it does not list
+// (or is empty): memrec never deletes what it did not write.
 const MarkerFile = ".memrec-report"
 
 // Errors a caller can test with errors.Is.
 var (
 	ErrNotReport = errors.New("exists, is not empty and is not a memrec report")
 	ErrNotFolder = errors.New("exists and is not a folder")
+	// ErrOtherFiles is a memrec report folder that holds files memrec did
+	// not write there (notes added by hand, a folder): not replaced.
+	ErrOtherFiles = errors.New("holds files memrec did not write")
 )
 
-const markerText = "This folder was written by memrec; memrec replaces it as a whole when asked to write a report here.\n"
+// markerHead is the marker's first line; the names of the files memrec
+// wrote follow it, one a line. Markers of earlier versions hold the first
+// sentence alone and no list.
+const (
+	markerHead   = "This folder was written by memrec; memrec replaces it when asked to write a report here, only while it holds no files but these:"
+	markerPrefix = "This folder was written by memrec;"
+)
+
+// markerText is the marker of a folder of files.
+func markerText(files []string) []byte {
+	var b strings.Builder
+	b.WriteString(markerHead + "\n")
+	for _, f := range files {
+		b.WriteString(f + "\n")
+	}
+	return []byte(b.String())
+}
+
+// readMarker reads dir's marker: ok if it is memrec's, with the files it
+// lists. A marker of an earlier version lists none (legacy): memrec's own
+// names (index.html and .png files) stand for the list then.
+func readMarker(dir string) (listed map[string]bool, legacy, ok bool) {
+	path := filepath.Join(dir, MarkerFile)
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return nil, false, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(b), markerPrefix) {
+		return nil, false, false
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[0] != markerHead {
+		return nil, true, true
+	}
+	listed = map[string]bool{}
+	for _, l := range lines[1:] {
+		listed[l] = true
+	}
+	return listed, false, true
+}
+
+// othersIn returns what dir holds that its marker does not list (folders,
+// links and files memrec did not write), and whether dir has a marker of
+// memrec's at all.
+func othersIn(dir string) (others []string, marked bool, err error) {
+	listed, legacy, ok := readMarker(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == MarkerFile && ok:
+		case !e.Type().IsRegular():
+			others = append(others, name+string(filepath.Separator))
+		case legacy && (name == "index.html" || filepath.Ext(name) == ".png"):
+		case !listed[name]:
+			others = append(others, name)
+		}
+	}
+	return others, ok, nil
+}
 
 // folderKind is what stands at a report's path before it is written.
 type folderKind int
@@ -59,13 +126,27 @@ func checkFolder(dir string) (folderKind, error) {
 	if len(entries) == 0 {
 		return folderEmpty, nil
 	}
-	if m, err := os.Lstat(filepath.Join(dir, MarkerFile)); err == nil && m.Mode().IsRegular() {
-		if same, _ := isWorkingDir(dir); same {
-			return 0, fmt.Errorf("%s is the current folder: a report there cannot be replaced as a whole; write it elsewhere", dir)
-		}
-		return folderReport, nil
+	others, marked, err := othersIn(dir)
+	switch {
+	case err != nil:
+		return 0, err
+	case !marked:
+		return 0, fmt.Errorf("%s %w (it has no %s file); choose a new or empty folder", dir, ErrNotReport, MarkerFile)
+	case len(others) > 0:
+		return 0, fmt.Errorf("%s is a memrec report but %w there (%s): move them out, or choose another folder", dir, ErrOtherFiles, listNames(others))
 	}
-	return 0, fmt.Errorf("%s %w (it has no %s file); choose a new or empty folder", dir, ErrNotReport, MarkerFile)
+	if same, _ := isWorkingDir(dir); same {
+		return 0, fmt.Errorf("%s is the current folder: a report there cannot be replaced as a whole; write it elsewhere", dir)
+	}
+	return folderReport, nil
+}
+
+// listNames lists up to five names, and how many more.
+func listNames(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }
 
 func isWorkingDir(dir string) (bool, error) {
@@ -104,9 +185,17 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	// The marker goes first: a half-written folder left by a kill is
-	// recognisable as memrec's and removed next time.
-	if err := os.WriteFile(filepath.Join(tmp, MarkerFile), []byte(markerText), 0o644); err != nil {
+	// The marker goes first, listing every file to come: a half-written
+	// folder left by a kill is recognisable as memrec's, and removed next
+	// time, only while it holds nothing else.
+	files := make([]string, 0, len(charts)+1)
+	for _, c := range charts {
+		files = append(files, c.File)
+	}
+	if page != nil {
+		files = append(files, "index.html")
+	}
+	if err := os.WriteFile(filepath.Join(tmp, MarkerFile), markerText(files), 0o644); err != nil {
 		return "", err
 	}
 	for _, c := range charts {
@@ -163,9 +252,10 @@ func moveFiles(src, dst string) error {
 }
 
 // removeLeftovers removes the .BASE.new-* and .BASE.old-* folders that an
-// interrupted write left in parent. Only folders that hold nothing but
-// what memrec writes are removed, and an old one only with its marker:
-// earlier versions renamed any folder aside.
+// interrupted write left in parent: only those memrec can tell it made,
+// which hold its marker and nothing the marker does not list. Anything
+// else named like them (a folder of the user's, one of an earlier version
+// that renamed any folder aside) stays.
 func removeLeftovers(parent, base string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -173,32 +263,12 @@ func removeLeftovers(parent, base string) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		isNew := strings.HasPrefix(name, "."+base+".new-")
-		isOld := strings.HasPrefix(name, "."+base+".old-")
-		if !e.IsDir() || !isNew && !isOld {
+		if !e.IsDir() || !strings.HasPrefix(name, "."+base+".new-") && !strings.HasPrefix(name, "."+base+".old-") {
 			continue
 		}
 		path := filepath.Join(parent, name)
-		marked, ok := onlyReportFiles(path)
-		if ok && (marked || isNew) {
+		if others, marked, err := othersIn(path); err == nil && marked && len(others) == 0 {
 			os.RemoveAll(path)
 		}
 	}
-}
-
-// onlyReportFiles reports whether dir holds only regular files of the
-// names memrec writes, and whether the marker is among them.
-func onlyReportFiles(dir string) (marked, ok bool) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false, false
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || name != MarkerFile && name != "index.html" && filepath.Ext(name) != ".png" {
-			return false, false
-		}
-		marked = marked || name == MarkerFile
-	}
-	return marked, true
 }

@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
+
+// legacyMarker is the marker of memrec versions that listed no files.
+const legacyMarker = "This folder was written by memrec; memrec replaces it as a whole when asked to write a report here.\n"
 
 var testCharts = []Chart{{File: "a.png", PNG: []byte("png a")}, {File: "b.png", PNG: []byte("png b")}}
 
@@ -76,7 +80,7 @@ func TestWriteFolderRefusesWhatMemrecDidNotWrite(t *testing.T) {
 		}, ErrNotFolder},
 		{"link to a report folder", func(t *testing.T, root string) string {
 			d := filepath.Join(root, "real")
-			mustWrite(t, filepath.Join(d, MarkerFile), markerText)
+			mustWrite(t, filepath.Join(d, MarkerFile), legacyMarker)
 			l := filepath.Join(root, "link")
 			if err := os.Symlink(d, l); err != nil {
 				t.Fatal(err)
@@ -123,7 +127,7 @@ func TestWriteFolderRefusesCurrentFolder(t *testing.T) {
 		t.Errorf("current folder changed: %v", after)
 	}
 	// Even a report in the current folder is not swapped away under the shell.
-	mustWrite(t, filepath.Join(root, MarkerFile), markerText)
+	mustWrite(t, filepath.Join(root, MarkerFile), legacyMarker)
 	if _, err := writeFolder(".", testCharts, nil); err == nil {
 		t.Fatal("replaced the current folder")
 	}
@@ -182,8 +186,9 @@ func TestWriteFolderRemovesLeftovers(t *testing.T) {
 	// What an interrupted write leaves: a half-written new folder, an old
 	// report renamed aside; and what must stay: an old folder of an earlier
 	// version that renamed anything aside, and another report's leftovers.
+	mustWrite(t, filepath.Join(root, ".rep.new-123", MarkerFile), string(markerText([]string{"a.png", "b.png"})))
 	mustWrite(t, filepath.Join(root, ".rep.new-123", "a.png"), "half")
-	mustWrite(t, filepath.Join(root, ".rep.old-456", MarkerFile), markerText)
+	mustWrite(t, filepath.Join(root, ".rep.old-456", MarkerFile), legacyMarker)
 	mustWrite(t, filepath.Join(root, ".rep.old-456", "index.html"), "old")
 	mustWrite(t, filepath.Join(root, ".rep.old-789", "thesis.tex"), "chapter 1")
 	mustWrite(t, filepath.Join(root, ".rep.old-790", "index.html"), "old report without marker")
@@ -196,15 +201,70 @@ func TestWriteFolderRemovesLeftovers(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("after the write the parent holds %v, want %v", got, want)
 	}
-	// Replacing the report leaves nothing beside it either.
-	mustWrite(t, filepath.Join(out, "stale.png"), "stale")
+	// Replacing the report leaves nothing beside it either, and a chart
+	// the earlier report had and this one has not goes with it.
+	if _, err := writeFolder(out, append(testCharts, Chart{File: "c.png", PNG: []byte("png c")}), nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := writeFolder(out, testCharts, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := dirNames(t, root); !slices.Equal(got, want) {
 		t.Errorf("after the replacement the parent holds %v, want %v", got, want)
 	}
-	if names := dirNames(t, out); slices.Contains(names, "stale.png") {
+	if names := dirNames(t, out); slices.Contains(names, "c.png") {
 		t.Errorf("old report's files survive: %v", names)
+	}
+}
+
+// TestWriteFolderKeepsWhatTheUserAdded: a file or folder the user put into
+// memrec's report (NOTES.md, a picture named like a chart) makes memrec
+// refuse to replace it, and the tree stays as it was; the old code deleted
+// them with the old report.
+func TestWriteFolderKeepsWhatTheUserAdded(t *testing.T) {
+	for _, added := range []string{"NOTES.md", "extra.png", "drafts/x.txt"} {
+		t.Run(added, func(t *testing.T) {
+			root := t.TempDir()
+			out := filepath.Join(root, "rep")
+			if _, err := writeFolder(out, testCharts, []byte("<html/>")); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(out, added), "mine")
+			before := snapshot(t, root)
+			_, err := writeFolder(out, testCharts, []byte("<html/>"))
+			if !errors.Is(err, ErrOtherFiles) || !strings.Contains(err.Error(), strings.Split(added, "/")[0]) {
+				t.Fatalf("err = %v, want ErrOtherFiles naming %s", err, added)
+			}
+			if after := snapshot(t, root); !mapsEqual(before, after) {
+				t.Errorf("refused write changed the tree:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestWriteFolderLeavesTemporariesItDidNotMake: folders named like
+// memrec's temporaries are removed only when memrec's marker is in them and
+// they hold nothing it does not list; the old code removed a .new- folder
+// of PNGs without a marker, and a marked .old- one with a file of the
+// user's added.
+func TestWriteFolderLeavesTemporariesItDidNotMake(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "rep")
+	mine := string(markerText([]string{"a.png", "index.html"}))
+	mustWrite(t, filepath.Join(root, ".rep.new-1", "a.png"), "the user's, no marker")
+	mustWrite(t, filepath.Join(root, ".rep.old-2", MarkerFile), mine)
+	mustWrite(t, filepath.Join(root, ".rep.old-2", "NOTES.md"), "the user's")
+	mustWrite(t, filepath.Join(root, ".rep.new-3", MarkerFile), "a marker of someone else\n")
+	mustWrite(t, filepath.Join(root, ".rep.new-3", "a.png"), "png")
+	mustWrite(t, filepath.Join(root, ".rep.new-4", MarkerFile), mine) // memrec's, half written
+	mustWrite(t, filepath.Join(root, ".rep.old-5", MarkerFile), mine) // memrec's old report
+	mustWrite(t, filepath.Join(root, ".rep.old-5", "a.png"), "png")
+	mustWrite(t, filepath.Join(root, ".rep.old-5", "index.html"), "html")
+	if _, err := writeFolder(out, testCharts, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".rep.new-1", ".rep.new-3", ".rep.old-2", "rep"}
+	if got := dirNames(t, root); !slices.Equal(got, want) {
+		t.Errorf("the parent holds %v, want %v", got, want)
 	}
 }
