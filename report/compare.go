@@ -204,7 +204,7 @@ func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, err
 			return "", err
 		}
 	}
-	return writeFolder(dir, charts, page)
+	return writeFolder(contextOf(opts), dir, charts, page)
 }
 
 // ComparePage renders the comparison as one self-contained page.

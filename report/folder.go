@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -169,7 +170,10 @@ func isWorkingDir(dir string) (bool, error) {
 // folder is renamed into place, an empty one receives the files, an old
 // report is renamed aside and removed. Anything else at dir is refused
 // before a byte is written.
-func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
+//
+// Once ctx is done (the user's first Ctrl-C) it stops before its next
+// file, and before the swap, removing what it wrote: dir stays as it was.
+func writeFolder(ctx context.Context, dir string, charts []Chart, page []byte) (string, error) {
 	dir = filepath.Clean(dir)
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	kind, err := checkFolder(dir)
@@ -180,6 +184,9 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 		return "", err
 	}
 	removeLeftovers(parent, base)
+	if err := stopped(ctx, dir); err != nil {
+		return "", err
+	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".new-")
 	if err != nil {
 		return "", err
@@ -199,6 +206,9 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 		return "", err
 	}
 	for _, c := range charts {
+		if err := stopped(ctx, dir); err != nil {
+			return "", err
+		}
 		if err := os.WriteFile(filepath.Join(tmp, c.File), c.PNG, 0o644); err != nil {
 			return "", err
 		}
@@ -209,6 +219,9 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	if err := stopped(ctx, dir); err != nil {
 		return "", err
 	}
 	switch kind {
@@ -235,6 +248,14 @@ func writeFolder(dir string, charts []Chart, page []byte) (string, error) {
 		return dir, nil
 	}
 	return filepath.Join(dir, "index.html"), nil
+}
+
+// stopped is ctx's error, said of the report at dir, once ctx is done.
+func stopped(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s not written: %w", dir, err)
+	}
+	return nil
 }
 
 // moveFiles moves the files of src into the empty folder dst.

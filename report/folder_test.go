@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ func TestWriteFolderRefusesWhatMemrecDidNotWrite(t *testing.T) {
 			root := t.TempDir()
 			out := tc.setup(t, root)
 			before := snapshot(t, root)
-			_, err := writeFolder(out, testCharts, []byte("<html>report</html>"))
+			_, err := writeFolder(context.Background(), out, testCharts, []byte("<html>report</html>"))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -120,7 +121,7 @@ func TestWriteFolderRefusesCurrentFolder(t *testing.T) {
 	mustWrite(t, filepath.Join(root, "work.txt"), "work")
 	t.Chdir(root)
 	before := snapshot(t, root)
-	if _, err := writeFolder(".", testCharts, nil); !errors.Is(err, ErrNotReport) {
+	if _, err := writeFolder(context.Background(), ".", testCharts, nil); !errors.Is(err, ErrNotReport) {
 		t.Fatalf("err = %v, want ErrNotReport", err)
 	}
 	if after := snapshot(t, root); !mapsEqual(before, after) {
@@ -128,7 +129,7 @@ func TestWriteFolderRefusesCurrentFolder(t *testing.T) {
 	}
 	// Even a report in the current folder is not swapped away under the shell.
 	mustWrite(t, filepath.Join(root, MarkerFile), legacyMarker)
-	if _, err := writeFolder(".", testCharts, nil); err == nil {
+	if _, err := writeFolder(context.Background(), ".", testCharts, nil); err == nil {
 		t.Fatal("replaced the current folder")
 	}
 }
@@ -140,7 +141,7 @@ func TestWriteFolderIntoEmptyAndNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{empty, filepath.Join(root, "new", "deep")} {
-		path, err := writeFolder(dir, testCharts, []byte("<html/>"))
+		path, err := writeFolder(context.Background(), dir, testCharts, []byte("<html/>"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestWriteFolderIntoEmptyAndNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(cwd)
-	if _, err := writeFolder(".", testCharts, nil); err != nil {
+	if _, err := writeFolder(context.Background(), ".", testCharts, nil); err != nil {
 		t.Fatalf("empty current folder: %v", err)
 	}
 	if names := dirNames(t, cwd); !slices.Equal(names, []string{MarkerFile, "a.png", "b.png"}) {
@@ -193,7 +194,7 @@ func TestWriteFolderRemovesLeftovers(t *testing.T) {
 	mustWrite(t, filepath.Join(root, ".rep.old-789", "thesis.tex"), "chapter 1")
 	mustWrite(t, filepath.Join(root, ".rep.old-790", "index.html"), "old report without marker")
 	mustWrite(t, filepath.Join(root, ".other.new-1", "a.png"), "other")
-	if _, err := writeFolder(out, testCharts, nil); err != nil {
+	if _, err := writeFolder(context.Background(), out, testCharts, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := dirNames(t, root)
@@ -203,10 +204,10 @@ func TestWriteFolderRemovesLeftovers(t *testing.T) {
 	}
 	// Replacing the report leaves nothing beside it either, and a chart
 	// the earlier report had and this one has not goes with it.
-	if _, err := writeFolder(out, append(testCharts, Chart{File: "c.png", PNG: []byte("png c")}), nil); err != nil {
+	if _, err := writeFolder(context.Background(), out, append(testCharts, Chart{File: "c.png", PNG: []byte("png c")}), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeFolder(out, testCharts, nil); err != nil {
+	if _, err := writeFolder(context.Background(), out, testCharts, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := dirNames(t, root); !slices.Equal(got, want) {
@@ -226,12 +227,12 @@ func TestWriteFolderKeepsWhatTheUserAdded(t *testing.T) {
 		t.Run(added, func(t *testing.T) {
 			root := t.TempDir()
 			out := filepath.Join(root, "rep")
-			if _, err := writeFolder(out, testCharts, []byte("<html/>")); err != nil {
+			if _, err := writeFolder(context.Background(), out, testCharts, []byte("<html/>")); err != nil {
 				t.Fatal(err)
 			}
 			mustWrite(t, filepath.Join(out, added), "mine")
 			before := snapshot(t, root)
-			_, err := writeFolder(out, testCharts, []byte("<html/>"))
+			_, err := writeFolder(context.Background(), out, testCharts, []byte("<html/>"))
 			if !errors.Is(err, ErrOtherFiles) || !strings.Contains(err.Error(), strings.Split(added, "/")[0]) {
 				t.Fatalf("err = %v, want ErrOtherFiles naming %s", err, added)
 			}
@@ -260,7 +261,7 @@ func TestWriteFolderLeavesTemporariesItDidNotMake(t *testing.T) {
 	mustWrite(t, filepath.Join(root, ".rep.old-5", MarkerFile), mine) // memrec's old report
 	mustWrite(t, filepath.Join(root, ".rep.old-5", "a.png"), "png")
 	mustWrite(t, filepath.Join(root, ".rep.old-5", "index.html"), "html")
-	if _, err := writeFolder(out, testCharts, nil); err != nil {
+	if _, err := writeFolder(context.Background(), out, testCharts, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{".rep.new-1", ".rep.new-3", ".rep.old-2", "rep"}

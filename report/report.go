@@ -4,6 +4,7 @@
 package report
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -38,6 +39,18 @@ type Options struct {
 	Raw func(series.Key) series.RawReader
 	// PageBytes bounds the timeline data the page embeds (0: 5 MB).
 	PageBytes int
+	// Context stops Write and WriteCompare once done (the first Ctrl-C):
+	// no chart is begun after it, and the folder is left as it was, what
+	// was written beside it removed. nil: never stopped.
+	Context context.Context
+}
+
+// contextOf is opts' Context, or one never done.
+func contextOf(opts Options) context.Context {
+	if opts.Context == nil {
+		return context.Background()
+	}
+	return opts.Context
 }
 
 // Chart is one PNG of the report.
@@ -114,6 +127,10 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			out[i] = j.Chart
+			if err := contextOf(opts).Err(); err != nil {
+				errs[i] = err
+				return
+			}
 			out[i].PNG, errs[i] = j.draw()
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", j.File, errs[i])
@@ -121,6 +138,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}()
 	}
 	wg.Wait()
+	if err := contextOf(opts).Err(); err != nil {
+		return nil, err
+	}
 	return out, errors.Join(errs...)
 }
 
@@ -159,7 +179,10 @@ func Write(dir string, rep *analysis.Report, opts Options) (string, error) {
 			return "", err
 		}
 	}
-	return writeFolder(dir, charts, page)
+	if err := stopped(contextOf(opts), dir); err != nil {
+		return "", err
+	}
+	return writeFolder(contextOf(opts), dir, charts, page)
 }
 
 // chartView is a chart as a page shows it: embedded as a data URI.

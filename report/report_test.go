@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"html/template"
 	"image"
@@ -164,13 +165,18 @@ func TestWriteReplacesWhole(t *testing.T) {
 	if _, err := Write(dir, rep, Options{Width: 400, Height: 200}); err != nil {
 		t.Fatal(err)
 	}
+	// A file memrec did not write there stops the replacement, and stays.
 	os.WriteFile(filepath.Join(dir, "stale.png"), []byte("x"), 0o644)
+	if _, err := Write(dir, rep, Options{Width: 400, Height: 200}); !errors.Is(err, ErrOtherFiles) {
+		t.Fatalf("a report with a file of the user's replaced: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "stale.png")); err != nil || string(b) != "x" {
+		t.Fatalf("the user's file changed: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "stale.png"))
 	path, err := Write(dir, rep, Options{Width: 400, Height: 200})
 	if err != nil || filepath.Base(path) != "index.html" {
 		t.Fatal(path, err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "stale.png")); !os.IsNotExist(err) {
-		t.Error("old report's files survive")
 	}
 	entries, _ := os.ReadDir(filepath.Dir(dir))
 	if len(entries) != 1 {

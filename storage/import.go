@@ -3,6 +3,7 @@ package storage
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,18 @@ type ImportOptions struct {
 	// writer died: ErrTruncated) up to its last whole line, and marks its
 	// last run incomplete, instead of refusing it.
 	AllowTruncated bool
+	// Context stops the import once done (the user's Ctrl-C): at its next
+	// batch of lines, or before the commit, Import returns its error and
+	// commits nothing. nil: never stopped.
+	Context context.Context
+}
+
+// stopped is the import's Context's error, once it is done.
+func (o ImportOptions) stopped() error {
+	if o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }
 
 // MaxLineBytes is the longest input line Import accepts; a longer one is
@@ -73,6 +86,9 @@ func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
 		}
 		if err := imp.finish(); err != nil {
 			return err
+		}
+		if err := opts.stopped(); err != nil {
+			return fmt.Errorf("import stopped: %w", err)
 		}
 		runs = imp.done
 		if len(runs) == 0 {
@@ -309,6 +325,11 @@ func (imp *importer) read(r io.Reader) error {
 		<-b.out
 		if err == nil {
 			err = b.err
+		}
+		if err == nil {
+			if err = imp.opts.stopped(); err != nil {
+				err = fmt.Errorf("%s: import stopped: %w", imp.pos(b.line), err)
+			}
 		}
 		for i := 0; i < len(b.recs) && err == nil; i++ {
 			err = imp.apply(b.recs[i])

@@ -294,7 +294,6 @@ func statSettled(path string) (os.FileInfo, error) {
 	return fi, err
 }
 
-
 // trim truncates the file to its last page in use, if this handle wrote
 // to it: a file nothing was committed to is left as it was.
 func (db *DB) trim() error {

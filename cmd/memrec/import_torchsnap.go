@@ -174,7 +174,7 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		}
 		srcs = append(srcs, storage.Source{Name: inputName(fs.file), R: &buf, Converted: true})
 	}
-	runs, err := db.Import(srcs, storage.ImportOptions{Replace: o.replace})
+	runs, err := db.Import(srcs, storage.ImportOptions{Replace: o.replace, Context: o.ctx})
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type importOptions struct {
 	run            string // PyTorch snapshots: add their sites to this run
 	gpu            int    // PyTorch snapshots: the GPU of CUDA device 0
 	merge          bool   // the files are the nodes of one job: one merged run
+	// ctx stops the import (the first SIGINT or SIGTERM); nil: never.
+	ctx context.Context
 
 	// stdin is standard input, gunzipped if it is gzip, once read from:
 	// recognising what it holds peeks at its start, the import reads it.
@@ -85,7 +88,12 @@ unless --name is given.`,
   memrec import --name bs64-snap - < snapshot.pickle.gz
   memrec import --merge node0.jsonl.gz node1.jsonl.gz  # one run of a 2-node job`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runImport(o, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The first Ctrl-C stops the import at its next batch of lines:
+			// nothing is committed, and memrec exits 130 (143 for SIGTERM).
+			o.ctx = cmd.Context()
+			return stoppedSaying(o.ctx, o.io.Err, runImport(o, args), "nothing was imported")
+		},
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the imported run (the input must hold exactly one)")
 	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace stored runs of the same name")
@@ -225,7 +233,7 @@ func runImport(o *importOptions, files []string) error {
 		return err
 	}
 	defer db.Close()
-	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated})
+	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated, Context: o.ctx})
 	if errors.Is(err, storage.ErrTruncated) {
 		return fmt.Errorf("import: %w (nothing was imported; --allow-truncated imports its whole lines and marks the run incomplete)", err)
 	}
@@ -274,7 +282,7 @@ func runImportMerge(o *importOptions, srcs []storage.Source) error {
 		if err != nil {
 			return err
 		}
-		runs, err := tmp.Import([]storage.Source{src}, storage.ImportOptions{AllowTruncated: o.allowTruncated})
+		runs, err := tmp.Import([]storage.Source{src}, storage.ImportOptions{AllowTruncated: o.allowTruncated, Context: o.ctx})
 		if err == nil && len(runs) != 1 {
 			err = fmt.Errorf("%s holds %d runs; give one file per node", src.Name, len(runs))
 		}

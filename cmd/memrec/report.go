@@ -49,36 +49,53 @@ func newReportCmd(g *globals) *cobra.Command {
 			if err := o.checkSize(); err != nil {
 				return err
 			}
-			rep, err := analyzeRun(o.globals, args[0], o.window)
-			if err != nil {
-				return err
-			}
-			if o.pngOnly {
-				return writeReport(o, rep, nil, nil)
-			}
-			// The page's pyramid of levels, from the run's lines.
-			db, err := o.openRead()
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			r, err := db.Run(args[0])
-			if err != nil {
-				return err
-			}
-			if r, err = o.window.apply(db, r); err != nil {
-				return err
-			}
-			x, err := viewer.BuildIndex(db, r)
-			if err != nil {
-				return err
-			}
-			return writeReport(o, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, r, k) })
+			// The first Ctrl-C stops the report: at once during the
+			// analysis, else before the next chart or file; nothing is
+			// written, what was is removed, and memrec exits 130 (143 for
+			// SIGTERM).
+			ctx := cmd.Context()
+			err := runReport(ctx, o, args[0])
+			return stoppedSaying(ctx, o.io.Err, err, "no report was written")
 		},
 	}
 	addReportFlags(cmd, o, "memrec-report")
 	addWindowFlags(cmd, &o.window)
 	return cmd
+}
+
+func runReport(ctx context.Context, o *reportOptions, ref string) error {
+	var rep *analysis.Report
+	err := untilDone(ctx, func() (err error) {
+		rep, err = analyzeRun(o.globals, ref, o.window)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if o.pngOnly {
+		return writeReport(ctx, o, rep, nil, nil)
+	}
+	// The page's pyramid of levels, from the run's lines.
+	db, err := o.openRead()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r, err := db.Run(ref)
+	if err != nil {
+		return err
+	}
+	if r, err = o.window.apply(db, r); err != nil {
+		return err
+	}
+	x, err := viewer.BuildIndex(db, r)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return writeReport(ctx, o, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, r, k) })
 }
 
 // Chart sizes: at least what a chart's axes and legend need, at most a
@@ -100,14 +117,14 @@ func (o *reportOptions) checkSize() error {
 	return nil
 }
 
-func writeReport(o *reportOptions, rep *analysis.Report, lines *series.Index, raw func(series.Key) series.RawReader) error {
+func writeReport(ctx context.Context, o *reportOptions, rep *analysis.Report, lines *series.Index, raw func(series.Key) series.RawReader) error {
 	if o.pageBytes < 0 {
 		return fmt.Errorf("--page-bytes %d: want 0 (the default, %d) or more", o.pageBytes, report.DefaultPageBytes)
 	}
 	if err := o.checkSize(); err != nil {
 		return err
 	}
-	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Lines: lines, Raw: raw, PageBytes: o.pageBytes})
+	path, err := report.Write(o.out, rep, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Lines: lines, Raw: raw, PageBytes: o.pageBytes, Context: ctx})
 	if err != nil {
 		return outputError(err)
 	}
@@ -184,8 +201,8 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReport(&o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {
-		return err
+	if err := writeReport(ctx, &o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {
+		return stoppedSaying(ctx, o.io.Err, err, "no report was written")
 	}
 	abs, err := filepath.Abs(o.out)
 	if err != nil {
