@@ -73,6 +73,18 @@ type budget struct {
 	bytes        int64
 	droppedLines int
 	droppedBytes int64
+	readBytes    int64 // every byte read this second, kept or not
+}
+
+// read counts n bytes read from the socket in second sec (whatever they
+// are: a whole line, part of one too long to keep) and reports whether
+// the reader has read more than over bytes this second.
+func (b *budget) read(sec int64, n int, over int64) bool {
+	if b.window != sec {
+		*b = budget{window: sec}
+	}
+	b.readBytes += int64(n)
+	return b.readBytes > over
 }
 
 // fits reports whether one more line of n bytes fits, and counts it if so.
@@ -110,8 +122,11 @@ type Listener struct {
 	refused atomic.Int64
 	acceptE atomic.Int64
 	cut     atomic.Int64
-	totalMu sync.Mutex
-	total   budget
+	// droppedBytes counts the bytes read and thrown away: over-long lines
+	// and lines past the budgets.
+	droppedBytes atomic.Int64
+	totalMu      sync.Mutex
+	total        budget
 	// backoff is the first wait after a failed Accept; it doubles to 1 s.
 	backoff time.Duration
 	// onDrop, if set, is told why a line was dropped (for logs and tests).
@@ -129,6 +144,7 @@ type ListenerStats struct {
 	Refused                      int64 // connections closed past Limits.Conns
 	AcceptErrors                 int64 // failed accepts (out of file descriptors), retried
 	Cut                          int64 // mark texts cut to MaxMarkText
+	DroppedBytes                 int64 // bytes read and thrown away (over-long lines, lines past the budgets)
 }
 
 // Listen creates a private directory under dir ("" for the system's
@@ -255,18 +271,27 @@ func (l *Listener) serve(c net.Conn) {
 		tooLong := false
 		for { // read one line, keeping at most MaxLine bytes of it
 			chunk, err := br.ReadSlice('\n')
+			l.throttle(&own, len(chunk))
 			if !tooLong {
 				if len(line)+len(chunk) > MaxLine+1 {
 					tooLong = true
+					l.droppedBytes.Add(int64(len(line)))
+					line = line[:0]
 				} else {
 					line = append(line, chunk...)
 				}
+			}
+			if tooLong {
+				l.droppedBytes.Add(int64(len(chunk)))
 			}
 			if err == bufio.ErrBufferFull {
 				continue
 			}
 			if err != nil {
-				if len(line) > 0 && !tooLong && errors.Is(err, io.EOF) {
+				switch {
+				case tooLong:
+					l.drop(fmt.Errorf("line longer than %d bytes", MaxLine))
+				case len(line) > 0 && errors.Is(err, io.EOF):
 					l.admitHandle(&p, &own, line) // last line without newline
 				}
 				return
@@ -281,12 +306,29 @@ func (l *Listener) serve(c net.Conn) {
 	}
 }
 
+// throttle charges n bytes just read to the client's and the total
+// reading budgets: a connection, or all of them together, that has read
+// twice its bytes budget this second is not read for floodPause. Every
+// byte counts, so a client sending bytes without a newline (an endless
+// line, dropped as too long) is read no faster than one sending lines.
+func (l *Listener) throttle(own *budget, n int) {
+	sec := l.now().Unix()
+	over := own.read(sec, n, 2*l.lim.ClientBytesPerSec)
+	l.totalMu.Lock()
+	over = l.total.read(sec, n, 2*l.lim.BytesPerSec) || over
+	l.totalMu.Unlock()
+	if over {
+		l.pause(floodPause)
+	}
+}
+
 func (l *Listener) admitHandle(p *wire.Parser, own *budget, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
 	if !l.admit(own, len(line)) {
 		l.flooded.Add(1)
+		l.droppedBytes.Add(int64(len(line)))
 		l.drop(errFlood)
 		// A client that sent twice its budget this second is read no
 		// faster for a while: reading a flood only to drop it costs the
@@ -359,7 +401,8 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 // Stats returns the counts so far. Safe for concurrent use.
 func (l *Listener) Stats() ListenerStats {
 	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Sites: l.sites.Load(), Dropped: l.dropped.Load(),
-		Flooded: l.flooded.Load(), Refused: l.refused.Load(), AcceptErrors: l.acceptE.Load(), Cut: l.cut.Load()}
+		Flooded: l.flooded.Load(), Refused: l.refused.Load(), AcceptErrors: l.acceptE.Load(), Cut: l.cut.Load(),
+		DroppedBytes: l.droppedBytes.Load()}
 }
 
 // cutText cuts s to at most n bytes at a rune boundary, ending in "…".

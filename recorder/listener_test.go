@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -296,5 +297,48 @@ func TestListenerCloseServesTheBacklog(t *testing.T) {
 	l.Close(time.Second)
 	if st := l.Stats(); st.Marks != 3 || len(sink.marks) != 3 {
 		t.Fatalf("%d marks stored of 3 sent (%+v)", len(sink.marks), st)
+	}
+}
+
+// TestListenerBudgetsEveryByteRead: a client that sends bytes with no
+// newline (one endless line) is charged for every byte it sends: past
+// twice its bytes budget in a second it is paused, and all it sent is
+// counted as dropped bytes. The old code read such a line at full speed,
+// unpaused and uncounted (the budgets saw only whole lines).
+func TestListenerBudgetsEveryByteRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newListener(ln, &memSink{}, Limits{ClientBytesPerSec: 1 << 20})
+	l.Path = path
+	l.now = func() time.Time { return time.Unix(1000, 0) } // one second throughout
+	var pauses atomic.Int64
+	l.pause = func(time.Duration) { pauses.Add(1) }
+	l.wg.Add(1)
+	go l.accept()
+	defer l.Close(time.Second)
+
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 8 << 20
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	for n := 0; n < sent; n += len(chunk) {
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	waitFor(t, "the over-long line", func() bool { return l.Stats().Dropped == 1 })
+	st := l.Stats()
+	if st.DroppedBytes != sent {
+		t.Errorf("%d dropped bytes counted, want the %d sent", st.DroppedBytes, sent)
+	}
+	// Past 2 MiB in the second, every read of its 16 KiB buffer pauses.
+	if min := int64((sent - 2<<20) / (16 << 10)); pauses.Load() < min {
+		t.Errorf("paused %d times, want at least %d", pauses.Load(), min)
 	}
 }

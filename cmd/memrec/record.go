@@ -491,6 +491,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	if ls.AcceptErrors > 0 {
 		extra = append(extra, fmt.Sprintf("%d failed accepts retried (out of file descriptors?)", ls.AcceptErrors))
 	}
+	if ls.DroppedBytes > 0 {
+		extra = append(extra, fmt.Sprintf("%.1f MiB read and dropped (over-long or past the bounds)", float64(ls.DroppedBytes)/(1<<20)))
+	}
 	if ls.Cut > 0 {
 		extra = append(extra, fmt.Sprintf("%d mark texts cut to %d bytes", ls.Cut, recorder.MaxMarkText))
 	}
