@@ -214,7 +214,7 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 
 // outputError names the flag when the report's folder is refused.
 func outputError(err error) error {
-	if errors.Is(err, report.ErrNotReport) || errors.Is(err, report.ErrNotFolder) {
+	if errors.Is(err, report.ErrNotReport) || errors.Is(err, report.ErrNotFolder) || errors.Is(err, report.ErrOtherFiles) {
 		return fmt.Errorf("-o: %w", err)
 	}
 	return err
