@@ -76,9 +76,10 @@ with --name or replaced with --replace.
 A PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, or a pickled
 torch.cuda.memory._snapshot(); gzip or not; a file or standard input) is
 recognised by its content: its live blocks by allocation site, and with a
-trace the live bytes by site over time, become a run of their own, or are
-added to --run. One read from standard input is named snapshot-DATE-TIME
-unless --name is given.`,
+trace the live bytes by site over time, become a run of their own (one run a
+file), or are added to --run if taken within that run (5 minutes either side).
+One read from standard input is named snapshot-DATE-TIME unless --name is
+given. Snapshots past memrec's limits (docs/limits.md) are refused.`,
 		Example: `  memrec import run.jsonl
   memrec import --name bs64-retry --replace run.jsonl.gz
   zcat runs.jsonl.gz | memrec import -
