@@ -308,7 +308,7 @@ def _track_end(p, torch, tr, since):
             else:
                 site = owner.pop(e.get("addr"), _sites.UNTRACKED)
             tr.events.append((site, "alloc" if action == "alloc" else "free", int(e.get("size", 0) or 0)))
-        s = _sites.Summary()
+        s = _sites.Summary(p.watched_blocks() if p.enabled else None)
         s.add(snap, d, kinds, since)
         head = _sites.header(p, torch, d, "track", time.time_ns(), since, name=str(tr.name))
         line = s.message(head)

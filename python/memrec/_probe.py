@@ -421,6 +421,17 @@ class Probe:
         except Exception:
             return {}
 
+    def watched_blocks(self) -> Optional[List[Tuple[int, int, int, str]]]:
+        """memrec.watch's storages sorted by address, for the site summaries;
+        None without watch."""
+        w = self.watch
+        if w is None:
+            return None
+        try:
+            return sorted(w.blocks())
+        except Exception:
+            return None
+
     def _budget_fields(self, fig: Any) -> str:
         w = self.watch
         if fig is None or w is None:

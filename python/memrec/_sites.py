@@ -164,10 +164,21 @@ class _Site:
         return d
 
 
-class Summary:
-    """The per-site figures of one device in one snapshot."""
+# With memrec.watch, a live block that holds a watched tensor's storage is
+# summed under its category instead of the line that allocated it: the
+# site tables then say "<optimizer state> AdamW exp_avg" where they would
+# say "adamw.py:..." or the model's __init__.
+CATEGORY_FILES = ("<parameters>", "<gradients>", "<optimizer state>", "<buffers>")
 
-    def __init__(self) -> None:
+
+class Summary:
+    """The per-site figures of one device in one snapshot. watched is
+    memrec.watch's storages, (address, bytes, category, label) sorted by
+    address, or None."""
+
+    def __init__(self, watched: Optional[Sequence[Tuple[int, int, int, str]]] = None) -> None:
+        self.watched = list(watched or ())
+        self.watched_at = [w[0] for w in self.watched]
         self.sites = {}  # (file, line) -> _Site
         self.untracked = [0, 0, 0, 0]  # live bytes, live blocks, alloc bytes, freed bytes
         self.bad = 0  # entries of the snapshot that made no sense
@@ -183,6 +194,22 @@ class Summary:
         s = self.sites.get(k)
         if s is None:
             s = self.sites[k] = _Site(frames, i, kinds)
+        return s
+
+    def _category(self, addr: int, size: int, kinds: Frames) -> Optional[_Site]:
+        """The category site of a block holding a watched storage, or None."""
+        import bisect
+
+        i = bisect.bisect_left(self.watched_at, addr)
+        if i >= len(self.watched_at) or self.watched_at[i] >= addr + size:
+            return None
+        _, _, cat, label = self.watched[i]
+        key = (CATEGORY_FILES[cat], 0)
+        s = self.sites.get(key)
+        if s is None:
+            s = self.sites[key] = _Site([{"filename": key[0], "line": 0, "name": label}], 0, kinds)
+        elif label and label not in s.func.split(", "):
+            s.func = s.func + ", " + label if s.func else label
         return s
 
     def add(self, snapshot: Dict[str, Any], device: int, kinds: Frames, since_us: int = 0) -> None:
@@ -202,7 +229,11 @@ class Summary:
                     size = int(b["size"])
                     if size < 0:
                         raise ValueError(size)
-                    s = self._site(b.get("frames") or (), kinds)
+                    s = None
+                    if self.watched:
+                        s = self._category(int(b.get("address", -1)), size, kinds)
+                    if s is None:
+                        s = self._site(b.get("frames") or (), kinds)
                 except (KeyError, TypeError, ValueError, AttributeError):
                     self.bad += 1
                     continue
@@ -518,8 +549,12 @@ class Sites:
             sampled = None
             if self.span_on < self.span_steps:
                 sampled = round(self.span_steps / max(1, self.span_on), 3)
+            watched = None
+            wb = getattr(out, "watched_blocks", None)
+            if wb is not None:
+                watched = wb()
             for d in (out.devices(torch) or [0]) if devices is None else devices:
-                s = Summary()
+                s = Summary(watched)
                 s.add(snap, d, self.kinds, since_us)
                 line = s.message(header(out, torch, d, reason, t, since_us, sampled_every=sampled, **fields))
                 lines.append(line)

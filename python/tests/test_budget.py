@@ -235,6 +235,38 @@ class BudgetTest(unittest.TestCase):
         model.forward()  # set_to_none=False: they stay
         self.assertIs(watch.grads_at_forward, True)
 
+    def test_site_summary_names_the_categories(self):
+        """With --sites, a live block holding a watched storage is summed under
+        its category; other blocks keep their line of code."""
+        import json
+        from memrec import _sites
+
+        w = Tensor(256, requires_grad=True)
+        bn = Tensor(8)
+        opt = AdamW([w])
+        backward([w])
+        opt.step()
+        watch = _budget.Watch(Model([w], [bn]), opt)
+        watch.figures()
+        st = opt.state[w]
+        act = Storage(4096, 0)  # an activation, allocated at train.py:9
+
+        def block(stor, frames=()):
+            return {"address": stor.addr, "size": stor.n, "state": "active_allocated", "frames": list(frames)}
+
+        snap = {"segments": [{"device": 0, "blocks": [
+            block(w._storage), block(w.grad._storage), block(st["exp_avg"]._storage), block(st["exp_avg_sq"]._storage),
+            block(bn._storage), block(act, [{"filename": "/u/train.py", "line": 9, "name": "step"}])]}]}
+        s = _sites.Summary(sorted(watch.blocks()))
+        s.add(snap, 0, _sites.Frames("/nonexistent-torch"))
+        line = json.loads(s.message({"type": "sites", "t_ns": 1, "gpu": 0, "pid": 1, "reason": "snapshot"}))
+        got = {e["file"]: (e["live_bytes"], e["func"]) for e in line["sites"]}
+        self.assertEqual(got["<parameters>"], (1024, ""))
+        self.assertEqual(got["<gradients>"], (1024, ""))
+        self.assertEqual(got["<optimizer state>"], (2048, "AdamW exp_avg, AdamW exp_avg_sq"))
+        self.assertEqual(got["<buffers>"], (32, ""))
+        self.assertEqual(got["/u/train.py"], (4096, "step"))
+
     def test_torch_line_carries_the_budget(self):
         srv = Server()
         torch = make_fake_torch(devices=1)

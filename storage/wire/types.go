@@ -138,8 +138,8 @@ type SiteSample struct {
 
 // Label is how a site is shown: "train.py:52", or the special file.
 func (s SiteSample) Label() string {
-	if s.File == SiteUntracked || s.File == SiteOther {
-		return s.File
+	if s.File == SiteUntracked || s.File == SiteOther || s.Line == 0 && len(s.File) > 1 && s.File[0] == '<' {
+		return s.File // the special entries, and memrec.watch's categories ("<optimizer state>")
 	}
 	base := s.File
 	for i := len(base) - 1; i >= 0; i-- {
