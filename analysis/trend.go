@@ -213,10 +213,10 @@ func quantile(s []float64, q float64) float64 {
 // host's total), against steps or seconds. Its thresholds are named in
 // leak.go; docs/analysis.md states it.
 //
-//  1. The series is reduced to maxTrendPoints (block minima) and its
-//     one-off jumps followed by a plateau are set aside (removeJumps).
+//  1. The series is reduced to maxTrendPoints (block minima).
 //  2. Warm-up: the points the caller names (the run's first epoch), else
-//     those before the series settles (settle).
+//     those before the series settles (settle); then the one-off jumps
+//     followed by a plateau of what is left are set aside (removeJumps).
 //  3. Theil–Sen slope with Sen's interval and the Mann–Kendall test with
 //     ties, on what is left.
 //  4. The series grows when p < leakP, the slope and its interval's low end
@@ -257,8 +257,8 @@ type growthFit struct {
 	jumps int   // one-off jumps set aside
 	skip  int   // warm-up points dropped (of the reduced series)
 	n     int   // points of the reduced series
-	// y is the reduced series with its jumps set aside; the fit is of
-	// y[skip:].
+	// y is the reduced series, its jumps after the warm-up set aside;
+	// the fit is of y[skip:].
 	y      []float64
 	span   float64 // x of the last point − x of the first after the warm-up
 	growth float64 // fit.Slope · span
@@ -279,11 +279,10 @@ func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 	if len(x) < minSteadyPoints {
 		return g
 	}
-	g.y, g.jumps = removeJumps(y)
 	late := false // settled only in the second half
 	switch {
 	case skip < 0:
-		g.skip = settle(x, g.y)
+		g.skip = settle(x, y)
 		late = g.skip >= len(x)/2
 	case len(x) < n0: // reduced: skip the blocks that start in the warm-up
 		k := (n0 + maxTrendPoints - 1) / maxTrendPoints
@@ -291,6 +290,8 @@ func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 	default:
 		g.skip = min(skip, len(x))
 	}
+	steady, jumps := removeJumps(y[g.skip:])
+	g.y, g.jumps = append(slices.Clone(y[:g.skip]), steady...), jumps
 	sx, sy := x[g.skip:], g.y[g.skip:]
 	if len(sx) < minSteadyPoints {
 		g.kind = growthStartup

@@ -119,17 +119,17 @@ def settle(x, y):
 
 
 def growth_rule(x, y, skip=None):
-    """The rule of docs/analysis.md on a series of under 600 points: jumps
-    set aside, warm-up dropped (given, or by settle), then the fit."""
+    """The rule of docs/analysis.md on a series of under 600 points: warm-up
+    dropped (given, or by settle), jumps of the rest set aside, the fit."""
     n = len(x)
     if n < MIN_POINTS:
         return dict(kind="too_few_points", skip=0)
-    y, jumps = remove_jumps(y)
     late = False
     if skip is None:
         skip = settle(x, y)
         late = skip >= n // 2  # not settled by the middle
-    sx, sy = x[skip:], y[skip:]
+    sx = x[skip:]
+    sy, jumps = remove_jumps(y[skip:])
     if len(sx) < MIN_POINTS:
         return dict(kind="startup", skip=skip, jumps=jumps)
     slope, lo, hi, _ = theil_sen(sx, sy)
@@ -156,6 +156,9 @@ GROWTH = {
     "growth_from_mid_run": [1024 * M + M * noise(i) + M * max(0, i - 60) for i in range(120)],
     "noise": [1024 * M + 4 * M * noise(i) for i in range(120)],
     "too_few": [1024 * M + M * i for i in range(6)],
+    # start-up in steps (context, weights, first step) then the cache still
+    # filling when the run ends: a ramp with no settled part
+    "staircase_startup": [3 * M if i < 5 else 515 * M if i < 12 else 1539 * M if i < 20 else 7683 * M + 27 * M * (i - 20) for i in range(40)],
     # a site's live bytes: a leak from nothing, and a one-off holder of the first step
     "site_leak": [512000.0 * i for i in range(60)],
     "site_one_off": [0.0] + [32 * M] * 59,
