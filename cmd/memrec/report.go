@@ -117,9 +117,12 @@ func (o *reportOptions) checkSize() error {
 	return nil
 }
 
+// maxPageBytes bounds --page-bytes.
+const maxPageBytes = 256 << 20
+
 func writeReport(ctx context.Context, o *reportOptions, rep *analysis.Report, lines *series.Index, raw func(series.Key) series.RawReader) error {
-	if o.pageBytes < 0 {
-		return fmt.Errorf("--page-bytes %d: want 0 (the default, %d) or more", o.pageBytes, report.DefaultPageBytes)
+	if o.pageBytes < 0 || o.pageBytes > maxPageBytes {
+		return fmt.Errorf("--page-bytes %d: want 0 (the default, %d) to %d (a browser holds the page's data several times over while it parses it)", o.pageBytes, report.DefaultPageBytes, maxPageBytes)
 	}
 	if err := o.checkSize(); err != nil {
 		return err
