@@ -40,18 +40,11 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 
 // analyzeRun opens the database and analyses one run, or the window of it.
 func analyzeRun(g *globals, ref string, w windowOptions) (*analysis.Report, error) {
-	db, err := g.openRead()
+	db, r, err := openRun(g, ref, w)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	r, err := db.Run(ref)
-	if err != nil {
-		return nil, err
-	}
-	if r, err = w.apply(db, r); err != nil {
-		return nil, err
-	}
 	return analysis.Analyze(db, r, analysis.Options{})
 }
 

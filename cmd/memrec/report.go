@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
-	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/report"
-	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )
 
@@ -64,9 +60,14 @@ func newReportCmd(g *globals) *cobra.Command {
 }
 
 func runReport(ctx context.Context, o *reportOptions, ref string) error {
+	db, r, err := openRun(o.globals, ref, o.window)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	var rep *analysis.Report
-	err := untilDone(ctx, func() (err error) {
-		rep, err = analyzeRun(o.globals, ref, o.window)
+	err = untilDone(ctx, func() (err error) {
+		rep, err = analysis.Analyze(db, r, analysis.Options{})
 		return err
 	})
 	if err != nil {
@@ -76,18 +77,6 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 		return writeReport(ctx, o, rep, nil, nil)
 	}
 	// The page's pyramid of levels, from the run's lines.
-	db, err := o.openRead()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	r, err := db.Run(ref)
-	if err != nil {
-		return err
-	}
-	if r, err = o.window.apply(db, r); err != nil {
-		return err
-	}
 	x, err := viewer.BuildIndex(db, r)
 	if err != nil {
 		return err
@@ -132,86 +121,6 @@ func writeReport(ctx context.Context, o *reportOptions, rep *analysis.Report, li
 		return outputError(err)
 	}
 	fmt.Fprintf(o.io.Out, "report of %s written: %s\n", rep.Run, path)
-	return nil
-}
-
-type demoOptions struct {
-	reportOptions
-	duration time.Duration
-}
-
-func newDemoCmd(g *globals) *cobra.Command {
-	o := &demoOptions{reportOptions: reportOptions{globals: g}}
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Record a short simulated run (two GPUs, one leaking), analyse it and write its report",
-		Long: `Record a few seconds of a simulated two-GPU training job in which GPU 1 leaks,
-analyse it and write its report: what memrec does, on any machine, no GPU needed.
-The seconds are the simulated job's, computed as fast as the machine can, so the
-demo shows the same on an idle laptop and on a loaded server.`,
-		Example: `  memrec demo && xdg-open memrec-demo/index.html`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, args []string) error { return runDemo(cmd.Context(), o) },
-	}
-	addReportFlags(cmd, &o.reportOptions, "memrec-demo")
-	durationVar(cmd.Flags(), &o.duration, "duration", 6*time.Second, "how long to record (of the simulated job's time)")
-	return cmd
-}
-
-func runDemo(ctx context.Context, o *demoOptions) error {
-	if err := o.checkSize(); err != nil {
-		return err
-	}
-	if err := report.CheckFolder(o.out); err != nil {
-		return outputError(err)
-	}
-	now := time.Now()
-	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak}, now)
-	if err != nil {
-		return err
-	}
-	db, err := o.openWrite()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	// Two demos in one second are two runs: the second name gets a suffix.
-	name, err := db.FreeName("demo-" + now.Format("20060102-150405"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.io.Out, "recording %s of a simulated 2-GPU job (GPU 1 leaks) into %s as %q...\n", o.duration, db.Path(), name)
-	res, err := recorder.Record(ctx, recorder.Options{
-		Open:   func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) },
-		Run:    storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", "batch_size": "64"}},
-		Source: sim, Interval: 10 * time.Millisecond, Procs: true, Duration: o.duration, Log: o.io.Err,
-		// A fake clock: every tick of the simulated job is taken, however
-		// loaded the machine (a real-time recording misses ticks there and
-		// may have too few points to judge the leak).
-		Clock: recorder.NewFakeClock(now),
-	})
-	if err != nil {
-		return err
-	}
-	rep, err := analysis.Analyze(db, res.Run, analysis.Options{})
-	if err != nil {
-		return err
-	}
-	for _, g := range rep.GPUs {
-		fmt.Fprintf(o.io.Out, "  %s\n", g.Leak.Sentence(g.GPU))
-	}
-	x, err := viewer.BuildIndex(db, res.Run)
-	if err != nil {
-		return err
-	}
-	if err := writeReport(ctx, &o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {
-		return stoppedSaying(ctx, o.io.Err, err, "no report was written")
-	}
-	abs, err := filepath.Abs(o.out)
-	if err != nil {
-		abs = o.out
-	}
-	fmt.Fprintf(o.io.Out, "open %s in a browser\n", filepath.Join(abs, "index.html"))
 	return nil
 }
 

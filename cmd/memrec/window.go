@@ -26,6 +26,24 @@ func addWindowFlags(cmd *cobra.Command, w *windowOptions) {
 	f.StringVar(&w.to, "to", "", "look only at the run up to this moment (epoch:N and step:N include that epoch or step)")
 }
 
+// openRun opens the database for reading and finds run ref, restricted to
+// the window w. The caller closes the database.
+func openRun(g *globals, ref string, w windowOptions) (*storage.DB, storage.Run, error) {
+	db, err := g.openRead()
+	if err != nil {
+		return nil, storage.Run{}, err
+	}
+	r, err := db.Run(ref)
+	if err == nil {
+		r, err = w.apply(db, r)
+	}
+	if err != nil {
+		db.Close()
+		return nil, storage.Run{}, err
+	}
+	return db, r, nil
+}
+
 // apply restricts a run to the window; without --from and --to it returns
 // the run as it is.
 func (w windowOptions) apply(db *storage.DB, r storage.Run) (storage.Run, error) {
