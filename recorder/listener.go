@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,6 +268,7 @@ func (l *Listener) serve(c net.Conn) {
 	var p wire.Parser
 	var line []byte
 	var own budget
+	stored := 0 // lines of this connection taken
 	for {
 		line = line[:0]
 		tooLong := false
@@ -292,7 +295,12 @@ func (l *Listener) serve(c net.Conn) {
 				case tooLong:
 					l.drop(fmt.Errorf("line longer than %d bytes", MaxLine))
 				case len(line) > 0 && errors.Is(err, io.EOF):
-					l.admitHandle(&p, &own, line) // last line without newline
+					if l.admitHandle(&p, &own, line) { // last line without newline
+						stored++
+					}
+				}
+				if errors.Is(err, io.EOF) {
+					ack(c, stored)
 				}
 				return
 			}
@@ -302,8 +310,20 @@ func (l *Listener) serve(c net.Conn) {
 			l.drop(fmt.Errorf("line longer than %d bytes", MaxLine))
 			continue
 		}
-		l.admitHandle(&p, &own, line)
+		if l.admitHandle(&p, &own, line) {
+			stored++
+		}
 	}
+}
+
+// ack tells a client that has sent all it had (closed its side) how many
+// of its lines were taken: "ok N\n". memrec annotate waits for it, so that
+// a mark the recorder never took is an error there, not a silent exit 0. A
+// probe does not read it; a client already gone makes the write fail,
+// which is of no concern.
+func ack(c net.Conn, stored int) {
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	c.Write([]byte("ok " + strconv.Itoa(stored) + "\n"))
 }
 
 // throttle charges n bytes just read to the client's and the total
@@ -322,9 +342,11 @@ func (l *Listener) throttle(own *budget, n int) {
 	}
 }
 
-func (l *Listener) admitHandle(p *wire.Parser, own *budget, line []byte) {
+// admitHandle takes line if it fits the budgets, and says whether it was
+// stored.
+func (l *Listener) admitHandle(p *wire.Parser, own *budget, line []byte) bool {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return
+		return false
 	}
 	if !l.admit(own, len(line)) {
 		l.flooded.Add(1)
@@ -338,9 +360,9 @@ func (l *Listener) admitHandle(p *wire.Parser, own *budget, line []byte) {
 		if own.droppedLines > l.lim.ClientLinesPerSec || own.droppedBytes > l.lim.ClientBytesPerSec {
 			l.pause(floodPause)
 		}
-		return
+		return false
 	}
-	l.handle(p, line)
+	return l.handle(p, line)
 }
 
 var errFlood = errors.New("over the socket's per-second budget")
@@ -348,15 +370,16 @@ var errFlood = errors.New("over the socket's per-second budget")
 // floodPause is how long a flooding client's connection goes unread.
 const floodPause = 100 * time.Millisecond
 
-func (l *Listener) handle(p *wire.Parser, line []byte) {
+// handle parses and stores one line, and says whether it was stored.
+func (l *Listener) handle(p *wire.Parser, line []byte) bool {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return
+		return false
 	}
 	rec, err := p.Parse(line)
 	if err != nil {
 		l.drop(err)
-		return
+		return false
 	}
 	switch rec.Type {
 	case wire.TypeMark:
@@ -373,13 +396,14 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 		}
 		if err := l.sink.AppendMark(rec.Mark); err != nil {
 			l.drop(err)
-			return
+			return false
 		}
 		l.marks.Add(1)
+		return true
 	case wire.TypeTorch:
 		if err := l.sink.AppendTorch(rec.Torch); err != nil {
 			l.drop(err)
-			return
+			return false
 		}
 		l.torch.Add(1)
 		if rec.Budget != nil {
@@ -387,15 +411,18 @@ func (l *Listener) handle(p *wire.Parser, line []byte) {
 				l.drop(err)
 			}
 		}
+		return true
 	case wire.TypeSites:
 		if err := l.sink.AppendSites(rec.Sites); err != nil {
 			l.drop(err)
-			return
+			return false
 		}
 		l.sites.Add(1)
+		return true
 	default:
 		l.drop(fmt.Errorf("type %q is not accepted on the marks socket", rec.Type))
 	}
+	return false
 }
 
 // Stats returns the counts so far. Safe for concurrent use.
@@ -447,14 +474,41 @@ func (l *Listener) Close(grace time.Duration) error {
 	return err
 }
 
-// Send sends one mark to the socket at path (what `memrec annotate` does).
+// Errors of Send a caller can test with errors.Is.
+var (
+	// ErrNotTaken is a mark the recorder did not confirm: it never read it
+	// (out of file descriptors, stopping), or it dropped it (past the
+	// socket's bounds).
+	ErrNotTaken = errors.New("the recorder did not take the mark")
+)
+
+// SendTimeout is how long Send waits for the recorder to confirm a mark.
+const SendTimeout = 5 * time.Second
+
+// Send sends one mark to the socket at path (what `memrec annotate` does)
+// and waits, up to SendTimeout, for the recorder to say it took it; a mark
+// it did not confirm is ErrNotTaken. It blocks; safe for concurrent use.
 func Send(path string, m storage.Mark) error {
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
 		return fmt.Errorf("marks socket %s: %w", path, err)
 	}
 	defer c.Close()
-	c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	_, err = c.Write(wire.AppendMark(nil, m))
-	return err
+	c.SetDeadline(time.Now().Add(SendTimeout))
+	if _, err := c.Write(wire.AppendMark(nil, m)); err != nil {
+		return fmt.Errorf("marks socket %s: %w", path, err)
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		uc.CloseWrite() // all sent: the recorder answers at this end
+	}
+	answer, err := io.ReadAll(io.LimitReader(c, 64))
+	switch {
+	case string(answer) == "ok 1\n":
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w within %v: it may be out of file descriptors or stopping", ErrNotTaken, SendTimeout)
+	case strings.HasPrefix(string(answer), "ok "):
+		return fmt.Errorf("%w: it dropped it (past its socket's bounds, or malformed)", ErrNotTaken)
+	}
+	return fmt.Errorf("%w: it closed the connection without taking it", ErrNotTaken)
 }

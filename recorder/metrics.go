@@ -1,16 +1,15 @@
 package recorder
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/memrec/memrec/storage"
 )
@@ -87,9 +86,12 @@ type LiveOptions struct {
 // not listed for longer than that (and a second) is gone and no longer
 // shown.
 func NewLive(run storage.Run, procsEvery time.Duration, opts LiveOptions) *Live {
-	l := &Live{run: run.Name, host: run.Host, job: run.Job, startNS: run.StartNS, opts: opts, gpus: map[int]*liveGPU{}, procsEvery: procsEvery}
+	// Label values must be valid UTF-8 (a scrape fails as a whole on one
+	// that is not); a run name or host from the command line may not be.
+	l := &Live{run: label(run.Name), host: label(run.Host), job: label(run.Job), startNS: run.StartNS, opts: opts, gpus: map[int]*liveGPU{}, procsEvery: procsEvery}
+	l.opts.Version = label(opts.Version)
 	for _, g := range run.GPUs {
-		l.gpus[g.Index] = &liveGPU{info: g, labels: []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, g.Device, g.Name, run.Host, run.Name}}
+		l.gpus[g.Index] = &liveGPU{info: g, labels: []string{strconv.Itoa(g.Index), label(g.UUID), label(g.PCIBusID), label(g.Device), label(g.Name), l.host, l.run}}
 		l.order = append(l.order, g.Index)
 	}
 	l.desc = newDescs(opts.LegacyHostname)
@@ -255,12 +257,16 @@ func (l *Live) procName(pid int) string {
 	if v, ok := l.names.Load(pid); ok {
 		return v.(string)
 	}
-	name := l.opts.ProcName(pid)
+	name := label(l.opts.ProcName(pid))
 	if name != "" { // a process not yet (or no longer) seen is asked again
 		l.names.Store(pid, name)
 	}
 	return name
 }
+
+// label is s as a label value: valid UTF-8, each invalid byte replaced by
+// U+FFFD.
+func label(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // Describe implements prometheus.Collector.
 func (l *Live) Describe(ch chan<- *prometheus.Desc) {
@@ -272,11 +278,17 @@ func (l *Live) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: the latest values, read without
 // waiting for any writer. A GPU not yet sampled is left out.
 func (l *Live) Collect(ch chan<- prometheus.Metric) {
+	// A metric that cannot be made (never, with labels made valid by
+	// label) is left out rather than failing the scrape.
 	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, float64(v), labels...); err == nil {
+			ch <- m
+		}
 	}
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+		if m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v), labels...); err == nil {
+			ch <- m
+		}
 	}
 	D := l.desc
 	var newest int64
@@ -327,7 +339,9 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 	gauge(D.epoch, l.epoch.Load(), l.host, l.run)
 	gauge(D.step, l.step.Load(), l.host, l.run)
 	gauge(D.info, 1, l.host, l.run, l.job, l.opts.Version)
-	ch <- prometheus.MustNewConstMetric(D.started, prometheus.GaugeValue, float64(l.startNS)/1e9, l.host, l.run)
+	if m, err := prometheus.NewConstMetric(D.started, prometheus.GaugeValue, float64(l.startNS)/1e9, l.host, l.run); err == nil {
+		ch <- m
+	}
 }
 
 // Handler serves the live view at /metrics in the Prometheus exposition
@@ -337,7 +351,7 @@ func (l *Live) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(l)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", newExposition(reg, DefaultServeLimits))
 	if l.page != nil {
 		mux.Handle("/{$}", l.page)
 		mux.Handle("/api/", l.page)
@@ -353,21 +367,9 @@ func (l *Live) Handler() http.Handler {
 	return mux
 }
 
-// Serve serves Handler on ln until the returned stop is called; stop waits
-// at most a second for scrapes in flight and closes ln.
+// Serve serves Handler on ln within DefaultServeLimits until the returned
+// stop is called; stop waits at most a second for scrapes in flight and
+// closes ln.
 func (l *Live) Serve(ln net.Listener) (stop func()) {
-	srv := &http.Server{Handler: l.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln) // returns ErrServerClosed at stop, or the listener's error
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-		<-done
-	}
+	return ServeHTTP(ln, l.Handler(), DefaultServeLimits)
 }

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/recorder"
@@ -49,23 +45,12 @@ func liveView(o *recordOptions, opts *recorder.Options) (stop func(), err error)
 	if o.viewAddr == "" {
 		return stop, nil
 	}
-	ln, err := net.Listen("tcp", o.viewAddr)
+	ln, err := net.Listen("tcp", loopbackUnlessNamed(o.viewAddr))
 	if err != nil {
 		return stop, fmt.Errorf("--view-addr %q: %w", o.viewAddr, err)
 	}
 	fmt.Fprintf(o.io.Err, "memrec: live page at http://%s/\n", ln.Addr())
-	srv := &http.Server{Handler: w.Page, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, WriteTimeout: 30 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(netutil.LimitListener(ln, maxViewConns))
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-		<-done
-	}, nil
+	lim := recorder.DefaultServeLimits
+	lim.Conns, lim.Idle, lim.Write = maxViewConns, time.Minute, 30*time.Second
+	return recorder.ServeHTTP(ln, w.Page, lim), nil
 }

@@ -188,3 +188,38 @@ func TestNothingStoredLeavesNoFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotateFailsWhenTheMarkIsNotTaken: a recorder that never takes the
+// connection (out of descriptors, its accept loop stuck) leaves annotate
+// exiting 1 and saying so; the old annotate wrote into the socket's backlog
+// and exited 0 while the mark was lost.
+func TestAnnotateFailsWhenTheMarkIsNotTaken(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // never accepted
+	_, errs, code := run(t, filepath.Join(t.TempDir(), "m.db"), "", "annotate", "--socket", sock, "checkpoint saved")
+	if code != 1 || !strings.Contains(errs, "did not take the mark") {
+		t.Fatalf("exit %d, %q; want 1 and that the mark was not taken", code, errs)
+	}
+}
+
+// TestMetricsAddrDefaultsToLoopback: --metrics-addr :PORT listens on the
+// loopback interface only (the old code listened on every interface); a
+// host given is used as it is.
+func TestMetricsAddrDefaultsToLoopback(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--duration", "200ms", "--metrics-addr", ":0")
+	if code != 0 || !regexp.MustCompile(`metrics at http://127\.0\.0\.1:\d+/metrics`).MatchString(errs) {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	for addr, want := range map[string]string{":9400": "127.0.0.1:9400", "0.0.0.0:9400": "0.0.0.0:9400", "[::]:1": "[::]:1", "node1:80": "node1:80"} {
+		if got := loopbackUnlessNamed(addr); got != want {
+			t.Errorf("%s listens on %s, want %s", addr, got, want)
+		}
+	}
+}
