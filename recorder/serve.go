@@ -114,7 +114,7 @@ func (e *exposition) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "memrec: too many scrapes a second; try again", http.StatusServiceUnavailable)
 		return
 	}
-	format := expfmt.Negotiate(r.Header)
+	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
 	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
 	body, err := e.get(format, gz)
 	if err != nil {
