@@ -50,7 +50,13 @@ type recordOptions struct {
 	openNVML func() (*recorder.NVML, error)
 }
 
-func newRecordCmd(g *globals) *cobra.Command {
+// newRecordCmd makes the record command. runF, when not nil, runs instead
+// of runRecord, so tests can check what the flags parse into without
+// recording (the pattern of GitHub's CLI).
+func newRecordCmd(g *globals, runF func(context.Context, *recordOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRecord
+	}
 	o := &recordOptions{globals: g, openNVML: func() (*recorder.NVML, error) { return recorder.OpenNVML(recorder.DefaultNVMLPath) }}
 	cmd := &cobra.Command{
 		Use:   "record [flags] [-- COMMAND ARGS...]",
@@ -75,7 +81,7 @@ machine without a GPU.`,
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q: put the command after --", args[0])
 			}
-			return runRecord(cmd.Context(), o)
+			return runF(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()

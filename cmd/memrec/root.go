@@ -54,7 +54,7 @@ peaks, what happened before an OOM.`,
 	root.SetIn(g.io.In)
 	root.SetOut(g.io.Out)
 	root.SetErr(g.io.Err)
-	root.AddCommand(newRecordCmd(g), newAnnotateCmd(g), newAnalyzeCmd(g), newReportCmd(g), newDemoCmd(g), newCompareCmd(g), newRunsCmd(g), newExportCmd(g), newImportCmd(g), newSitesCmd(g), newMergeCmd(g), newRmCmd(g), newTagCmd(g), newViewCmd(g), newFitCmd(g), newCompactCmd(g))
+	root.AddCommand(newRecordCmd(g, nil), newAnnotateCmd(g), newAnalyzeCmd(g), newReportCmd(g), newDemoCmd(g), newCompareCmd(g), newRunsCmd(g), newExportCmd(g), newImportCmd(g), newSitesCmd(g), newMergeCmd(g), newRmCmd(g), newTagCmd(g), newViewCmd(g), newFitCmd(g), newCompactCmd(g))
 	addCompletion(root, g)
 	return root
 }
