@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Report is the analysis of one run. Allocator-based fields are nil where
@@ -466,36 +467,36 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 	for it.Next() {
 		m := it.At()
 		switch m.Kind {
-		case storage.MarkEpochStart:
+		case wire.MarkEpochStart:
 			if m.Epoch != storage.None {
 				if _, ok := starts[m.Epoch]; !ok {
 					starts[m.Epoch] = m.T
 				}
 			}
-		case storage.MarkEpochEnd:
+		case wire.MarkEpochEnd:
 			if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
 				mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
 				delete(starts, m.Epoch)
 			}
-		case storage.MarkStep:
+		case wire.MarkStep:
 			mi.steps[m.Rank] = append(mi.steps[m.Rank], StepMark{TNS: m.T, Step: m.Step})
 			mi.stepCount++
 			continue
-		case storage.MarkProbe:
+		case wire.MarkProbe:
 			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
 				mi.probe = append(mi.probe, m.Text)
 			}
 			continue
-		case storage.MarkOOM:
+		case wire.MarkOOM:
 			mi.ooms = append(mi.ooms, m)
 			mi.events = append(mi.events, m)
-		case storage.MarkEvent:
+		case wire.MarkEvent:
 			mi.events = append(mi.events, m)
-		case storage.MarkExit:
+		case wire.MarkExit:
 			e := m
 			mi.exit = &e
 		}
-		if m.Kind != storage.MarkEpochStart && m.Kind != storage.MarkEpochEnd {
+		if m.Kind != wire.MarkEpochStart && m.Kind != wire.MarkEpochEnd {
 			mi.other = append(mi.other, m)
 		}
 	}
@@ -538,11 +539,11 @@ func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
 	for it.Next() {
 		m := it.At()
 		switch {
-		case m.Kind == storage.MarkEpochStart && !started:
+		case m.Kind == wire.MarkEpochStart && !started:
 			started = true
-		case m.Kind == storage.MarkEpochEnd && started && first == 0:
+		case m.Kind == wire.MarkEpochEnd && started && first == 0:
 			first = m.T
-		case m.Kind == storage.MarkEpochStart && first != 0:
+		case m.Kind == wire.MarkEpochStart && first != 0:
 			return warmup{byEpoch: true, endNS: first}, it.Err()
 		}
 	}
@@ -626,9 +627,9 @@ func (mi *markIndex) nearestMark(t int64) string {
 func describeMark(m storage.Mark) string {
 	text := strings.SplitN(m.Text, "\n", 2)[0]
 	switch m.Kind {
-	case storage.MarkExit:
+	case wire.MarkExit:
 		return fmt.Sprintf("exit %d", m.Code)
-	case storage.MarkOOM:
+	case wire.MarkOOM:
 		return "OOM"
 	}
 	if len(text) > 60 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // importFixtures imports JSON Lines inputs into one fresh database and
@@ -270,10 +271,10 @@ func deref64(p *int64) any {
 }
 
 func TestClassifyOOMs(t *testing.T) {
-	oom := func(t int64, pid int) storage.Mark { m := storage.NewMark(t, storage.MarkOOM); m.PID = pid; return m }
+	oom := func(t int64, pid int) storage.Mark { m := storage.NewMark(t, wire.MarkOOM); m.PID = pid; return m }
 	step := func(t int64, n int) StepMark { return StepMark{TNS: t, Step: n} }
 	exit := func(t int64, code int) *storage.Mark {
-		m := storage.NewMark(t, storage.MarkExit)
+		m := storage.NewMark(t, wire.MarkExit)
 		m.Code = code
 		return &m
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // This file is the "where" pass: which lines of code hold a GPU's memory,
@@ -138,7 +139,7 @@ func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
 		var cur []storage.SiteSample
 		for it.Next() {
 			r := it.At()
-			if len(cur) > 0 && (r.File == storage.SiteUntracked || r.T != cur[0].T) {
+			if len(cur) > 0 && (r.File == wire.SiteUntracked || r.T != cur[0].T) {
 				out = append(out, siteSnap{pid, cur})
 				cur = nil
 			}
@@ -172,7 +173,7 @@ func (a *gpuAnalysis) where() error {
 		if peak == nil || s.liveBytes() > peak.liveBytes() {
 			peak = s
 		}
-		if s.reason() != storage.SitesOOM {
+		if s.reason() != wire.SitesOOM {
 			end = s
 		} else if w.OOM == nil {
 			w.OOM = a.figures(*s)
@@ -205,7 +206,7 @@ func nearestOOMSnapshot(snaps []siteSnap, t int64) *siteSnap {
 	var best *siteSnap
 	for i := range snaps {
 		s := &snaps[i]
-		if s.reason() != storage.SitesOOM || abs64(s.t()-t) > 10e9 {
+		if s.reason() != wire.SitesOOM || abs64(s.t()-t) > 10e9 {
 			continue
 		}
 		if best == nil || abs64(s.t()-t) < abs64(best.t()-t) {
@@ -237,10 +238,10 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 	var top []SiteFigure
 	for _, r := range s.rows {
 		switch r.File {
-		case storage.SiteUntracked:
+		case wire.SiteUntracked:
 			out.UntrackedBytes += r.LiveBytes
 			continue
-		case storage.SiteOther:
+		case wire.SiteOther:
 			continue
 		}
 		if r.LiveBytes == 0 {
@@ -300,7 +301,7 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 	byPID = map[int][]siteSnap{}
 	for _, s := range snaps {
 		switch s.reason() {
-		case storage.SitesOOM, storage.SitesExit, storage.SitesTrack:
+		case wire.SitesOOM, wire.SitesExit, wire.SitesTrack:
 			continue
 		}
 		if _, ok := byPID[s.pid]; !ok {
@@ -360,7 +361,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	for i, s := range ss {
 		sampled = max(sampled, s.rows[0].SampledEvery)
 		for _, r := range s.rows {
-			if r.File == storage.SiteOther {
+			if r.File == wire.SiteOther {
 				continue
 			}
 			k := r.Key()
@@ -397,7 +398,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	}
 	for _, k := range order {
 		se := sites[k]
-		if sampled > 0 && se.row.File == storage.SiteUntracked {
+		if sampled > 0 && se.row.File == wire.SiteUntracked {
 			continue
 		}
 		// The live bytes with each change scaled by the snapshot's
@@ -526,7 +527,7 @@ func DiffSites(a, b SiteSnapshot) []SiteDelta {
 	for _, f := range b.Top {
 		add(f, true)
 	}
-	out = append(out, SiteDelta{Site: storage.SiteUntracked, File: storage.SiteUntracked, ABytes: a.UntrackedBytes, BBytes: b.UntrackedBytes})
+	out = append(out, SiteDelta{Site: wire.SiteUntracked, File: wire.SiteUntracked, ABytes: a.UntrackedBytes, BBytes: b.UntrackedBytes})
 	kept := out[:0]
 	for _, d := range out {
 		d.Delta = d.BBytes - d.ABytes
@@ -551,7 +552,7 @@ func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows m
 	label = map[string]string{}
 	for _, s := range snaps {
 		for _, r := range s.rows {
-			if r.File == storage.SiteUntracked || r.File == storage.SiteOther {
+			if r.File == wire.SiteUntracked || r.File == wire.SiteOther {
 				continue
 			}
 			k := r.Key()
@@ -612,7 +613,7 @@ func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
 		bands := make([]int64, len(out))
 		for _, r := range s.rows {
 			switch i, ok := index[r.Key()]; {
-			case r.File == storage.SiteUntracked:
+			case r.File == wire.SiteUntracked:
 				bands[untracked] += r.LiveBytes
 			case ok:
 				bands[i] += r.LiveBytes

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // lockedDB makes a database file and holds it open read-only, as
@@ -117,7 +118,7 @@ func TestHeldSinkBoundsAndReplaysInOrder(t *testing.T) {
 	for i := range 1000 {
 		h.AppendDevice(storage.DeviceSample{T: int64(i), GPU: 0, Used: int64(i)})
 		if i%10 == 0 {
-			m := storage.NewMark(int64(i), storage.MarkStep)
+			m := storage.NewMark(int64(i), wire.MarkStep)
 			m.Step = i
 			h.AppendMark(m)
 		}

@@ -78,7 +78,7 @@ func TestListenerKeepsAcceptingAfterEMFILE(t *testing.T) {
 	fl := &failingListener{}
 	fl.n.Store(5)
 	l := startListener(t, sink, Limits{}, func(ln net.Listener) net.Listener { fl.Listener = ln; return fl }, nil)
-	if err := Send(l.Path, storage.NewMark(1, storage.MarkEvent)); err != nil {
+	if err := Send(l.Path, storage.NewMark(1, wire.MarkEvent)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the mark", func() bool { return l.Stats().Marks == 1 })
@@ -86,7 +86,7 @@ func TestListenerKeepsAcceptingAfterEMFILE(t *testing.T) {
 		t.Errorf("stats %+v, want 5 accept errors", st)
 	}
 	// And it goes on accepting.
-	if err := Send(l.Path, storage.NewMark(2, storage.MarkEvent)); err != nil {
+	if err := Send(l.Path, storage.NewMark(2, wire.MarkEvent)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the second mark", func() bool { return l.Stats().Marks == 2 })
@@ -101,7 +101,7 @@ func sendLines(t *testing.T, path string, n int, text string) {
 	defer c.Close()
 	var buf []byte
 	for i := range n {
-		m := storage.NewMark(int64(i+1), storage.MarkEvent)
+		m := storage.NewMark(int64(i+1), wire.MarkEvent)
 		m.Text = text
 		buf = wire.AppendMark(buf, m)
 	}
@@ -188,14 +188,14 @@ func TestListenerConnectionLimit(t *testing.T) {
 	if st := l.Stats(); st.Refused != 1 {
 		t.Errorf("%+v", st)
 	}
-	fmt.Fprintf(held[0], "%s", wire.AppendMark(nil, storage.NewMark(1, storage.MarkEvent)))
+	fmt.Fprintf(held[0], "%s", wire.AppendMark(nil, storage.NewMark(1, wire.MarkEvent)))
 	waitFor(t, "a mark on a held connection", func() bool { return l.Stats().Marks == 1 })
 }
 
 // FuzzListener feeds arbitrary bytes to a connection: the listener never
 // panics or hangs, stores what it counts, and cuts every mark text.
 func FuzzListener(f *testing.F) {
-	m := storage.NewMark(5, storage.MarkStep)
+	m := storage.NewMark(5, wire.MarkStep)
 	m.Step, m.Text = 3, "hello"
 	f.Add(wire.AppendMark(nil, m))
 	f.Add(wire.AppendTorch(nil, storage.TorchSample{T: 7, GPU: 1, PID: 2, Allocated: 5, Reserved: 9}))
@@ -246,12 +246,12 @@ func TestListenerRefusesTimesOutOfBounds(t *testing.T) {
 	}
 	l := startListener(t, app, Limits{}, nil, nil)
 	for _, ts := range []int64{math.MaxInt64, math.MinInt64, 1} {
-		m := storage.NewMark(ts, storage.MarkEvent)
+		m := storage.NewMark(ts, wire.MarkEvent)
 		if err := Send(l.Path, m); !errors.Is(err, ErrNotTaken) {
 			t.Fatalf("a mark at %d the recorder dropped: Send says %v, want ErrNotTaken", ts, err)
 		}
 	}
-	if err := Send(l.Path, storage.NewMark(time.Now().UnixNano(), storage.MarkEvent)); err != nil {
+	if err := Send(l.Path, storage.NewMark(time.Now().UnixNano(), wire.MarkEvent)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "four lines", func() bool { st := l.Stats(); return st.Marks+st.Dropped == 4 })
@@ -287,7 +287,7 @@ func TestListenerCloseServesTheBacklog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := storage.NewMark(int64(i+1), storage.MarkEpochStart)
+		m := storage.NewMark(int64(i+1), wire.MarkEpochStart)
 		m.Epoch = i
 		if _, err := c.Write(wire.AppendMark(nil, m)); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Live keeps the latest value of everything a recording takes, for a
@@ -154,9 +155,9 @@ func (s *liveSink) AppendBudget(b storage.BudgetSample) error { return s.next.Ap
 
 func (s *liveSink) AppendMark(m storage.Mark) error {
 	switch {
-	case m.Kind == storage.MarkEpochStart && m.Epoch >= 0:
+	case m.Kind == wire.MarkEpochStart && m.Epoch >= 0:
 		s.l.epoch.Store(int64(m.Epoch))
-	case m.Kind == storage.MarkStep && m.Step >= 0:
+	case m.Kind == wire.MarkStep && m.Step >= 0:
 		// Ranks step together; the run's step is the furthest one.
 		for {
 			cur := s.l.step.Load()

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // gather scrapes l and returns each metric's value by name and its labels
@@ -71,11 +72,11 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 	sink.AppendProc(storage.ProcSample{T: 2 * sec, GPU: 3, PID: 43, Used: 600})
 	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 3, PID: 43, Rank: 5, Allocated: 11, Reserved: 22, PeakAllocated: 33, InactiveSplit: 4, AllocRetries: 2, OOMs: 1})
 	for _, s := range []int{3, 7, 6} { // ranks report out of order
-		m := storage.NewMark(sec, storage.MarkStep)
+		m := storage.NewMark(sec, wire.MarkStep)
 		m.Step = s
 		sink.AppendMark(m)
 	}
-	e := storage.NewMark(sec, storage.MarkEpochStart)
+	e := storage.NewMark(sec, wire.MarkEpochStart)
 	e.Epoch = 2
 	sink.AppendMark(e)
 	l.Progress().Ticks.Add(12)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Errors of Record that a caller can test with errors.Is.
@@ -329,7 +330,7 @@ func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-c
 	}
 	env := append(slices.Clip(o.Env), "MEMREC_GPUS="+gpuTable(all))
 	code, err := runChild(o.Command, env, socket, run, sigs, o.Log, o.Started)
-	exit := storage.NewMark(o.Clock.Now().UnixNano(), storage.MarkExit)
+	exit := storage.NewMark(o.Clock.Now().UnixNano(), wire.MarkExit)
 	exit.Code = code
 	if err != nil {
 		exit.Text = err.Error()

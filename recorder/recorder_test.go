@@ -294,16 +294,16 @@ func TestListener(t *testing.T) {
 			}
 			defer c.Close()
 			for step := 0; step < 50; step++ {
-				m := storage.NewMark(int64(1e18)+int64(step), storage.MarkStep)
+				m := storage.NewMark(int64(1e18)+int64(step), wire.MarkStep)
 				m.Step, m.Rank = step, rank
 				c.Write(wire.AppendMark(nil, m))
 				ts := storage.TorchSample{T: int64(1e18) + int64(step), GPU: rank, PID: 100 + rank, Rank: rank, Allocated: 5, Reserved: 7}
 				c.Write(wire.AppendTorch(nil, ts))
 			}
 			site := storage.SiteSample{T: int64(1e18) + 99, GPU: rank, PID: 100 + rank, Rank: rank, Epoch: 0,
-				Reason: storage.SitesEpochEnd, File: "/w/train.py", Line: 52, LiveBytes: 256000, LiveBlocks: 1}
+				Reason: wire.SitesEpochEnd, File: "/w/train.py", Line: 52, LiveBytes: 256000, LiveBlocks: 1}
 			untracked := site
-			untracked.File, untracked.Line, untracked.LiveBytes, untracked.LiveBlocks = storage.SiteUntracked, 0, 0, 0
+			untracked.File, untracked.Line, untracked.LiveBytes, untracked.LiveBlocks = wire.SiteUntracked, 0, 0, 0
 			c.Write(wire.AppendSites(nil, []storage.SiteSample{untracked, site}))
 			if rank == 0 {
 				c.Write([]byte("{not json\n"))
@@ -356,10 +356,10 @@ func TestSimScenarios(t *testing.T) {
 			steps := map[int]int{}
 			var ooms int
 			for _, m := range sink.marks {
-				if m.Kind == storage.MarkStep {
+				if m.Kind == wire.MarkStep {
 					steps[m.Rank]++
 				}
-				if m.Kind == storage.MarkOOM {
+				if m.Kind == wire.MarkOOM {
 					ooms++
 				}
 			}
@@ -457,7 +457,7 @@ func TestRecordChildExitCodeAndMarks(t *testing.T) {
 	it := db.Marks(r, storage.MinTime, storage.MaxTime)
 	var exit *storage.Mark
 	for it.Next() {
-		if m := it.At(); m.Kind == storage.MarkExit {
+		if m := it.At(); m.Kind == wire.MarkExit {
 			exit = &m
 		}
 	}
@@ -496,7 +496,7 @@ func TestRecordCommandIsTheJob(t *testing.T) {
 	for it := db.Marks(r, storage.MinTime, storage.MaxTime); it.Next(); {
 		kinds = append(kinds, it.At().Kind)
 	}
-	if len(kinds) != 1 || kinds[0] != storage.MarkExit {
+	if len(kinds) != 1 || kinds[0] != wire.MarkExit {
 		t.Errorf("marks %v, want only the exit mark", kinds)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Scenarios of the simulated source.
@@ -240,13 +241,13 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 	ns := at.UnixNano()
 	startNS := at.Add(-s.stepTime(r)).UnixNano()
 	if s.cfg.RankBase+r == 0 && step%s.cfg.EpochSteps == 0 {
-		m := storage.NewMark(startNS, storage.MarkEpochStart)
+		m := storage.NewMark(startNS, wire.MarkEpochStart)
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
 	}
 	if !s.fits(r, step) {
 		// This step's peak does not fit: the job dies with an OOM.
-		m := storage.NewMark(ns, storage.MarkOOM)
+		m := storage.NewMark(ns, wire.MarkOOM)
 		m.GPU, m.Rank, m.PID = r, s.cfg.RankBase+r, simPID0+r
 		m.Text = fmt.Sprintf("CUDA out of memory. Tried to allocate %d MiB. GPU %d has a total capacity of %d MiB", s.job.Activations>>20, r, s.cfg.TotalBytes>>20)
 		sink.AppendMark(m)
@@ -254,12 +255,12 @@ func (s *Sim) endStep(sink Sink, r int, rk *simRank, at time.Time) {
 		rk.oomed, rk.oomAt = true, at
 		return
 	}
-	m := storage.NewMark(ns, storage.MarkStep)
+	m := storage.NewMark(ns, wire.MarkStep)
 	m.Step, m.Rank = step, s.cfg.RankBase+r
 	sink.AppendMark(m)
 	s.sendTorch(sink, r, at, 0)
 	if s.cfg.RankBase+r == 0 && step%s.cfg.EpochSteps == s.cfg.EpochSteps-1 {
-		m := storage.NewMark(ns+1000, storage.MarkEpochEnd)
+		m := storage.NewMark(ns+1000, wire.MarkEpochEnd)
 		m.Epoch = step / s.cfg.EpochSteps
 		sink.AppendMark(m)
 	}

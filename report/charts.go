@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Chart colours: one per series, the same in every chart.
@@ -235,25 +235,25 @@ func addEpochsAndMarks(p *plot.Plot, rep *analysis.Report, g analysis.GPUReport,
 	marks := 0
 	var ev, oom *plotter.Line
 	for _, m := range rep.Events {
-		if m.Kind == storage.MarkOOM && m.GPU >= 0 && m.GPU != g.GPU {
+		if m.Kind == wire.MarkOOM && m.GPU >= 0 && m.GPU != g.GPU {
 			continue
 		}
 		var c color.Color = colMark
 		w := vg.Points(0.8)
-		if m.Kind == storage.MarkOOM {
+		if m.Kind == wire.MarkOOM {
 			c, w = colOOM, vg.Points(2)
 		}
 		l := line(plotter.XYs{{X: ax.x(m.T), Y: y0}, {X: ax.x(m.T), Y: y1}}, c, w)
 		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
 		p.Add(l)
-		if m.Kind == storage.MarkOOM {
+		if m.Kind == wire.MarkOOM {
 			oom = l
 		} else {
 			ev = l
 		}
 		if marks < 8 {
 			text := m.Text
-			if m.Kind == storage.MarkOOM {
+			if m.Kind == wire.MarkOOM {
 				text = "OOM " + text
 			}
 			if r := []rune(text); len(r) > 32 {

@@ -9,7 +9,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/uplot"
-	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // The interactive timeline: uPlot (internal/uplot, MIT) draws each GPU's
@@ -105,7 +105,7 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 			gt.Epochs = append(gt.Epochs, [2]int64{us(e.StartNS), us(e.EndNS)})
 		}
 		for _, m := range rep.Events {
-			if m.Kind == storage.MarkOOM && m.GPU >= 0 && m.GPU != g.GPU {
+			if m.Kind == wire.MarkOOM && m.GPU >= 0 && m.GPU != g.GPU {
 				continue
 			}
 			text := m.Text

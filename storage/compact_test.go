@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // recordLive writes a run the way a recording does: 8 GPUs at 100 Hz for
@@ -45,7 +47,7 @@ func recordLive(t *testing.T, path, name string, secs int) {
 			must(t, a.AppendProc(ProcSample{T: ts, GPU: g, PID: 1000 + g, Used: used[g] - 500<<20}))
 		}
 		if tick%100 == 99 {
-			must(t, a.AppendMark(Mark{T: ts, Kind: MarkStep, Epoch: 0, Step: tick / 100, Rank: None, GPU: None, PID: None, Code: None}))
+			must(t, a.AppendMark(Mark{T: ts, Kind: wire.MarkStep, Epoch: 0, Step: tick / 100, Rank: None, GPU: None, PID: None, Code: None}))
 			must(t, a.Commit())
 		}
 	}

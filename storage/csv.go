@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // CSV columns (docs/interop.md has the table):
@@ -170,7 +171,7 @@ func (db *DB) markRanks(r Run) ([]int, error) {
 	it := db.Marks(r, MinTime, MaxTime)
 	for it.Next() {
 		m := it.At()
-		if m.Kind == MarkEpochStart || m.Kind == MarkStep {
+		if m.Kind == wire.MarkEpochStart || m.Kind == wire.MarkStep {
 			seen[max(m.Rank, 0)] = true
 		}
 	}
@@ -308,12 +309,12 @@ func (c *csvWriter) apply(t int64) error {
 		m := c.pendingMark
 		i, perRank := c.rankCol[max(m.Rank, 0)]
 		switch {
-		case m.Kind == MarkEpochStart && m.Epoch >= 0:
+		case m.Kind == wire.MarkEpochStart && m.Epoch >= 0:
 			c.epoch = max(c.epoch, m.Epoch)
 			if perRank {
 				c.rankEpoch[i] = m.Epoch
 			}
-		case m.Kind == MarkStep && m.Step >= 0:
+		case m.Kind == wire.MarkStep && m.Step >= 0:
 			c.step = max(c.step, m.Step)
 			if perRank {
 				c.rankStep[i] = m.Step

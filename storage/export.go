@@ -123,7 +123,7 @@ func (l *lineIter[T]) At() line   { return l.cur }
 func (l *lineIter[T]) Err() error { return l.it.Err() }
 
 // siteLines formats the rows of a site series as one line per snapshot (a
-// snapshot starts at its SiteUntracked row).
+// snapshot starts at its wire.SiteUntracked row).
 type siteLines struct {
 	it   *Iter[SiteSample]
 	rows []SiteSample
@@ -144,7 +144,7 @@ func (l *siteLines) Next() bool {
 			break
 		}
 		v := l.it.At()
-		if len(l.rows) > 0 && (v.File == SiteUntracked || v.T != l.rows[0].T) {
+		if len(l.rows) > 0 && (v.File == wire.SiteUntracked || v.T != l.rows[0].T) {
 			l.next = &v
 			break
 		}

@@ -201,7 +201,7 @@ func (db *DB) TorchSamples(r Run, gpu, pid int, from, to int64) *Iter[TorchSampl
 }
 
 // SiteSamples iterates one process's site snapshots on one GPU in [from,
-// to): the rows of a snapshot share its time, its SiteUntracked row first.
+// to): the rows of a snapshot share its time, its wire.SiteUntracked row first.
 func (db *DB) SiteSamples(r Run, gpu, pid int, from, to int64) *Iter[SiteSample] {
 	return newIter(db, r, &siteSchema, seriesKey{kind: kindSite, gpu: gpu, pid: pid}, from, to)
 }

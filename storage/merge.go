@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // This file joins the runs of one multi-node job, each recorded on its own
@@ -201,7 +202,7 @@ func stepClock(inp MergeInput) (map[stepKey]int64, error) {
 	it := inp.DB.Marks(inp.Run, MinTime, MaxTime)
 	for it.Next() {
 		m := it.At()
-		if m.Kind != MarkStep || m.Step == None {
+		if m.Kind != wire.MarkStep || m.Step == None {
 			continue
 		}
 		rs := [2]int{m.Rank, m.Step}

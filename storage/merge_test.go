@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"testing"
+
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // nodeRun appends a node's run to db: one GPU sampled every 10 ms for 3 s
@@ -19,7 +21,7 @@ func nodeRun(t *testing.T, db *DB, name, host, job, uuid string, t0 int64, ranks
 	}
 	for i, s := range steps {
 		for _, r := range ranks {
-			m := NewMark(mark(r, i), MarkStep)
+			m := NewMark(mark(r, i), wire.MarkStep)
 			m.Step, m.Rank = s, r
 			if err := a.AppendMark(m); err != nil {
 				t.Fatal(err)

@@ -22,12 +22,12 @@ func siteRun(n int) (string, []SiteSample) {
 	var rows []SiteSample
 	for e := 0; e < n; e++ {
 		head := SiteSample{T: 1_000_000_000_000 + int64(e)*1_000_000_123, GPU: 0, PID: 4242, Rank: 0, Epoch: e,
-			Reason: SitesEpochEnd}
+			Reason: wire.SitesEpochEnd}
 		if e%2 == 1 {
 			head.SampledEvery = 2.375
 		}
 		snap := []SiteSample{head}
-		snap[0].File, snap[0].LiveBytes, snap[0].LiveBlocks = SiteUntracked, 7<<20, 12
+		snap[0].File, snap[0].LiveBytes, snap[0].LiveBlocks = wire.SiteUntracked, 7<<20, 12
 		leak := head
 		leak.File, leak.Line, leak.Func, leak.Stack = "/home/u/train.py", 52, "keep_logits", "train.py:80 train_step\ntrain.py:99 main"
 		leak.LiveBytes, leak.LiveBlocks = int64(e+1)*256000, int64(e+1)
@@ -40,7 +40,7 @@ func siteRun(n int) (string, []SiteSample) {
 		}
 		if e%5 == 0 {
 			o := head
-			o.File, o.Sites, o.LiveBytes, o.LiveBlocks = SiteOther, 3, 4096, 3
+			o.File, o.Sites, o.LiveBytes, o.LiveBlocks = wire.SiteOther, 3, 4096, 3
 			snap = append(snap, o)
 		}
 		b.Write(wire.AppendSites(nil, snap))

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
-	bolt "go.etcd.io/bbolt"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // openTestDB opens a fresh database in a temporary folder and checks on
@@ -218,7 +220,7 @@ func TestWithin(t *testing.T) {
 		must(t, a.AppendProc(ProcSample{T: ts, GPU: 0, PID: 7, Used: int64(i)}))
 		must(t, a.AppendTorch(TorchSample{T: ts, GPU: 0, PID: 7, Rank: None, Allocated: int64(i)}))
 		if i%100 == 0 {
-			must(t, a.AppendMark(Mark{T: ts, Kind: MarkStep, Step: i, Epoch: None, Rank: None, GPU: None, PID: None, Code: None}))
+			must(t, a.AppendMark(Mark{T: ts, Kind: wire.MarkStep, Step: i, Epoch: None, Rank: None, GPU: None, PID: None, Code: None}))
 		}
 	}
 	must(t, a.Close())
@@ -476,7 +478,7 @@ func TestAppenderCrashKeepsCommitted(t *testing.T) {
 	}
 	for i := 0; i < 1000; i++ {
 		a.AppendDevice(DeviceSample{T: int64(i) * 1e6, Used: int64(i)})
-		a.AppendMark(Mark{T: int64(i) * 1e6, Kind: MarkStep, Step: i, Epoch: None, Rank: 0, GPU: None, PID: None, Code: None})
+		a.AppendMark(Mark{T: int64(i) * 1e6, Kind: wire.MarkStep, Step: i, Epoch: None, Rank: 0, GPU: None, PID: None, Code: None})
 		if i == 599 {
 			if err := a.Commit(); err != nil {
 				t.Fatal(err)
@@ -657,7 +659,7 @@ func TestAppenderSealsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := func(ms int64) error {
-		return a.AppendMark(Mark{T: ms * 1e6, Kind: MarkEvent, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None})
+		return a.AppendMark(Mark{T: ms * 1e6, Kind: wire.MarkEvent, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None})
 	}
 	for ms := int64(0); ms < 5000; ms++ {
 		if err := a.AppendDevice(DeviceSample{T: ms * 1e6, Used: ms}); err != nil {

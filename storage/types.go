@@ -183,7 +183,10 @@ const SourceNvidiaSMI = "nvidia-smi"
 
 // The records a run stores are the records of the interchange format,
 // defined in package wire (which the recorder's socket shares); they are
-// named here too so that users of storage need not import wire.
+// named here too so that users of storage need not import wire. Their
+// constants (mark kinds, sites reasons, the special site files) are not
+// re-named: they are used as wire.MarkStep and so on, so a new one is one
+// edit in storage/wire/types.go.
 type (
 	DeviceSample = wire.DeviceSample
 	ProcSample   = wire.ProcSample
@@ -192,31 +195,6 @@ type (
 	MarkKind     = wire.MarkKind
 	SiteSample   = wire.SiteSample
 	SitesReason  = wire.SitesReason
-)
-
-// Mark kinds that memrec gives a meaning to. Other kinds are stored as
-// they come.
-const (
-	MarkEpochStart = wire.MarkEpochStart
-	MarkEpochEnd   = wire.MarkEpochEnd
-	MarkStep       = wire.MarkStep
-	MarkEvent      = wire.MarkEvent
-	MarkOOM        = wire.MarkOOM
-	MarkExit       = wire.MarkExit
-	MarkProbe      = wire.MarkProbe
-)
-
-// The special files of a SiteSample and the reasons of a site snapshot.
-const (
-	SiteUntracked = wire.SiteUntracked
-	SiteOther     = wire.SiteOther
-	SitesEpochEnd = wire.SitesEpochEnd
-	SitesOOM      = wire.SitesOOM
-	SitesExit     = wire.SitesExit
-	SitesSnapshot = wire.SitesSnapshot
-	SitesWindow   = wire.SitesWindow
-	SitesTrack    = wire.SitesTrack
-	SitesTrace    = wire.SitesTrace
 )
 
 // None is the value of a Mark's optional integer field that is absent.

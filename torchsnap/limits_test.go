@@ -11,6 +11,7 @@ import (
 
 	"github.com/memrec/memrec/internal/pickletest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // memoGet writes a LONG_BINGET of memo entry k.
@@ -228,7 +229,7 @@ func TestManySitesAreAddedUpAsOther(t *testing.T) {
 		t.Fatalf("%d rows, want the untracked one, %d sites and other", len(rows), DefaultLimits.Sites)
 	}
 	other := rows[len(rows)-1]
-	if other.File != storage.SiteOther || other.Sites != n-int64(DefaultLimits.Sites) || other.LiveBlocks != other.Sites {
+	if other.File != wire.SiteOther || other.Sites != n-int64(DefaultLimits.Sites) || other.LiveBlocks != other.Sites {
 		t.Fatalf("other row %+v", other)
 	}
 	var sum int64

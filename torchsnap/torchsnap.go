@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // ErrNotSnapshot is returned for input that is not a pickled PyTorch
@@ -344,7 +345,7 @@ type sites struct {
 
 func newSites() *sites {
 	s := &sites{byKey: map[string]*site{}}
-	s.untracked.row.File = storage.SiteUntracked
+	s.untracked.row.File = wire.SiteUntracked
 	return s
 }
 
@@ -413,7 +414,7 @@ func (ss *sites) rows(head storage.SiteSample, withEvents bool, max int) []stora
 	}
 	var other []storage.SiteSample
 	if keep < len(rest) {
-		o := storage.SiteSample{File: storage.SiteOther, Sites: int64(len(rest) - keep)}
+		o := storage.SiteSample{File: wire.SiteOther, Sites: int64(len(rest) - keep)}
 		for _, r := range rest[keep:] {
 			o.LiveBytes += r.LiveBytes
 			o.LiveBlocks += r.LiveBlocks
@@ -467,7 +468,7 @@ func (s *Snapshot) Snapshots(device int, head storage.SiteSample, endNS int64, p
 	eventSite, first, last, n := ss.count(trace)
 	var out [][]storage.SiteSample
 	if n == 0 || first == last {
-		head.T, head.Reason, head.SinceNS = endNS, storage.SitesSnapshot, 0
+		head.T, head.Reason, head.SinceNS = endNS, wire.SitesSnapshot, 0
 		if n > 0 {
 			head.T = last * 1000
 		}
@@ -475,7 +476,7 @@ func (s *Snapshot) Snapshots(device int, head storage.SiteSample, endNS int64, p
 	} else {
 		out = append(out, ss.back(trace, eventSite, head, first, last, points, s.sites)...)
 		h := head
-		h.T, h.Reason, h.SinceNS = last*1000+1000, storage.SitesSnapshot, first*1000
+		h.T, h.Reason, h.SinceNS = last*1000+1000, wire.SitesSnapshot, first*1000
 		out = append(out, ss.rows(h, true, s.sites))
 	}
 	out[0][0].Bad = int64(s.Bad)
@@ -564,7 +565,7 @@ func (ss *sites) back(trace []Event, eventSite []*site, head storage.SiteSample,
 			}
 		}
 		h := head
-		h.T, h.Reason, h.SinceNS = at*1000, storage.SitesTrace, 0
+		h.T, h.Reason, h.SinceNS = at*1000, wire.SitesTrace, 0
 		snap := newSites()
 		snap.untracked.row.LiveBytes, snap.untracked.row.LiveBlocks = max(ss.untracked.live, 0), max(ss.untracked.n, 0)
 		for _, st := range ss.order {

@@ -8,6 +8,7 @@ import (
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/pickletest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // The fixtures come from a ResNet-18 job (batch 64) on an H200 whose helper
@@ -45,11 +46,11 @@ func TestStateSnapshotNamesTheHelper(t *testing.T) {
 		t.Fatalf("devices %v", d)
 	}
 	snaps := s.Snapshots(0, head, 42, 10)
-	if len(snaps) != 1 || snaps[0][0].Reason != storage.SitesSnapshot {
+	if len(snaps) != 1 || snaps[0][0].Reason != wire.SitesSnapshot {
 		t.Fatalf("%d snapshots, reason %q", len(snaps), snaps[0][0].Reason)
 	}
 	rows := snaps[0]
-	if rows[0].File != storage.SiteUntracked || rows[0].LiveBytes == 0 {
+	if rows[0].File != wire.SiteUntracked || rows[0].LiveBytes == 0 {
 		t.Errorf("untracked row %+v", rows[0])
 	}
 	leak, ok := find(rows, "snapjob.py:10")
@@ -82,12 +83,12 @@ func TestTraceGivesLiveBytesOverTime(t *testing.T) {
 	if leak.LiveBytes != 12*leakPerStep || leak.Allocs != 4 || leak.AllocBytes != 4*leakPerStep || leak.Frees != 0 {
 		t.Errorf("leak site at the end %+v", leak)
 	}
-	if last[0].Reason != storage.SitesSnapshot || last[0].SinceNS == 0 || last[0].SinceNS >= last[0].T {
+	if last[0].Reason != wire.SitesSnapshot || last[0].SinceNS == 0 || last[0].SinceNS >= last[0].T {
 		t.Errorf("end snapshot head %+v", last[0])
 	}
 	prev := int64(-1)
 	for i, snap := range snaps[:len(snaps)-1] {
-		if snap[0].Reason != storage.SitesTrace || (i > 0 && snap[0].T <= snaps[i-1][0].T) {
+		if snap[0].Reason != wire.SitesTrace || (i > 0 && snap[0].T <= snaps[i-1][0].T) {
 			t.Fatalf("snapshot %d: reason %q at %d", i, snap[0].Reason, snap[0].T)
 		}
 		r, _ := find(snap, "snapjob.py:10")
@@ -101,7 +102,7 @@ func TestTraceGivesLiveBytesOverTime(t *testing.T) {
 	}
 	// Allocations and frees balance for every site but the leak's.
 	for _, r := range last {
-		if r.File != storage.SiteUntracked && r.Label() != "snapjob.py:10" && r.AllocBytes-r.FreedBytes != r.LiveBytes {
+		if r.File != wire.SiteUntracked && r.Label() != "snapjob.py:10" && r.AllocBytes-r.FreedBytes != r.LiveBytes {
 			t.Errorf("%s: allocated %d, freed %d, live %d", r.Label(), r.AllocBytes, r.FreedBytes, r.LiveBytes)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 var errNoSocket = errors.New("no marks socket: MEMREC_SOCKET is not set (run inside memrec record, or pass --socket)")
@@ -51,14 +52,14 @@ func newAnnotateCmd(g *globals) *cobra.Command {
 func runAnnotate(o *annotateOptions, text string) error {
 	kind := storage.MarkKind(o.kind)
 	switch kind {
-	case storage.MarkEvent, storage.MarkEpochStart, storage.MarkEpochEnd, storage.MarkStep, storage.MarkOOM:
+	case wire.MarkEvent, wire.MarkEpochStart, wire.MarkEpochEnd, wire.MarkStep, wire.MarkOOM:
 	default:
 		return fmt.Errorf("--kind %q: want event, epoch_start, epoch_end, step or oom", o.kind)
 	}
-	if (kind == storage.MarkEpochStart || kind == storage.MarkEpochEnd) && o.epoch < 0 {
+	if (kind == wire.MarkEpochStart || kind == wire.MarkEpochEnd) && o.epoch < 0 {
 		return fmt.Errorf("--kind %s needs --epoch", o.kind)
 	}
-	if kind == storage.MarkStep && o.step < 0 {
+	if kind == wire.MarkStep && o.step < 0 {
 		return errors.New("--kind step needs --step")
 	}
 	if o.socket == "" {

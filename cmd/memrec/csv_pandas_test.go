@@ -10,6 +10,7 @@ import (
 
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // pandasScript reads memrec's CSV as the docs say to, and prints per epoch
@@ -93,9 +94,9 @@ func TestCSVWithPandas(t *testing.T) {
 	for mi.Next() {
 		m := mi.At()
 		switch m.Kind {
-		case storage.MarkEpochStart:
+		case wire.MarkEpochStart:
 			marks = append(marks, mk{t: m.T, epoch: m.Epoch, isEpochMrk: true})
-		case storage.MarkStep:
+		case wire.MarkStep:
 			marks = append(marks, mk{t: m.T, step: m.Step})
 		}
 	}

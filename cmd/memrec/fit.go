@@ -19,6 +19,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // fitOptions are memrec fit's flags. Each trial is recorded as record
@@ -651,7 +652,7 @@ type trialWatch struct {
 func (w *trialWatch) AppendMark(m storage.Mark) error {
 	w.mu.Lock()
 	switch m.Kind {
-	case storage.MarkStep:
+	case wire.MarkStep:
 		w.perRank[rankKey(m.Rank, m.PID)]++
 		if w.done() {
 			w.stopped = true
@@ -659,7 +660,7 @@ func (w *trialWatch) AppendMark(m storage.Mark) error {
 			w.end(syscall.SIGTERM)
 			return w.Store.AppendMark(m)
 		}
-	case storage.MarkOOM:
+	case wire.MarkOOM:
 		w.ooms++
 		k := rankKey(m.Rank, m.PID)
 		w.seen(k)

@@ -19,6 +19,7 @@ import (
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // simNode describes one node of a simulated multi-node job.
@@ -80,7 +81,7 @@ type stopAt struct {
 }
 
 func (s *stopAt) AppendMark(m storage.Mark) error {
-	if m.Kind == storage.MarkStep {
+	if m.Kind == wire.MarkStep {
 		s.marks++
 		m.T += s.rng.Int64N(int64(6*time.Millisecond)) - int64(3*time.Millisecond)
 		if s.marks%50 == 0 {
@@ -126,7 +127,7 @@ func TestMergeFourNodes(t *testing.T) {
 		r, err := db.Run("node-" + n.host)
 		if err == nil && n.host == "node2" { // an allocation-site snapshot of the leaking rank
 			r, err = db.AddSites(r.Name, [][]storage.SiteSample{{{T: siteT, GPU: 7, PID: 20007, Rank: 23, Epoch: storage.None,
-				Reason: storage.SitesSnapshot, File: "train.py", Line: 52, LiveBytes: 1 << 20, LiveBlocks: 1}}})
+				Reason: wire.SitesSnapshot, File: "train.py", Line: 52, LiveBytes: 1 << 20, LiveBlocks: 1}}})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -556,7 +557,7 @@ func TestH200MultiNodeRun(t *testing.T) {
 	stepT := map[[2]int]int64{} // rank, step -> time of its mark
 	marks := d.Marks(r, storage.MinTime, storage.MaxTime)
 	for marks.Next() {
-		if m := marks.At(); m.Kind == storage.MarkStep {
+		if m := marks.At(); m.Kind == wire.MarkStep {
 			stepT[[2]int{m.Rank, m.Step}] = m.T
 		}
 	}

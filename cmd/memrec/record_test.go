@@ -20,6 +20,7 @@ import (
 
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // TestMain lets tests run this binary as memrec itself (MEMREC_AS_MAIN=1),
@@ -441,7 +442,7 @@ func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
 	for _, c := range held {
 		c.Close()
 	}
-	if err := recorder.Send(sock, storage.NewMark(time.Now().UnixNano(), storage.MarkEvent)); err != nil {
+	if err := recorder.Send(sock, storage.NewMark(time.Now().UnixNano(), wire.MarkEvent)); err != nil {
 		t.Fatalf("send after the descriptors came back: %v", err)
 	}
 	cmd.Wait()

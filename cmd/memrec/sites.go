@@ -14,6 +14,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 type sitesOptions struct {
@@ -86,11 +87,11 @@ func (m moment) pick(snaps []analysis.SiteSnapshot) (analysis.SiteSnapshot, bool
 	var best *analysis.SiteSnapshot
 	for i := range snaps {
 		s := &snaps[i]
-		if s.Reason == storage.SitesOOM && best != nil {
+		if s.Reason == wire.SitesOOM && best != nil {
 			continue
 		}
 		if m.epoch >= 0 {
-			if s.Epoch != nil && *s.Epoch == m.epoch && (best == nil || s.Reason == storage.SitesEpochEnd || best.Reason != storage.SitesEpochEnd) {
+			if s.Epoch != nil && *s.Epoch == m.epoch && (best == nil || s.Reason == wire.SitesEpochEnd || best.Reason != wire.SitesEpochEnd) {
 				best = s
 			}
 		} else if s.TNS <= m.t {

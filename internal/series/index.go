@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Field is the quantity a line draws.
@@ -262,7 +263,7 @@ type Epoch struct {
 func (x *Index) AddMark(m storage.Mark) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if (m.Kind == storage.MarkEpochStart || m.Kind == storage.MarkEpochEnd) && m.Epoch >= 0 {
+	if (m.Kind == wire.MarkEpochStart || m.Kind == wire.MarkEpochEnd) && m.Epoch >= 0 {
 		i, ok := x.epochAt[m.Epoch]
 		if !ok {
 			i = len(x.epochs)
@@ -270,14 +271,14 @@ func (x *Index) AddMark(m storage.Mark) {
 			x.epochs = append(x.epochs, Epoch{Epoch: m.Epoch, Start: m.T})
 		}
 		e := &x.epochs[i]
-		if m.Kind == storage.MarkEpochStart {
+		if m.Kind == wire.MarkEpochStart {
 			e.Start = min(e.Start, m.T)
 		} else {
 			e.End = max(e.End, m.T)
 		}
 		return
 	}
-	if m.Kind != storage.MarkStep {
+	if m.Kind != wire.MarkStep {
 		if len(x.marks) >= MaxMarks {
 			x.lostMarks++
 			return

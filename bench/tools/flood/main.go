@@ -28,7 +28,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "flood: MEMREC_SOCKET is not set; run under memrec record")
 		os.Exit(2)
 	}
-	m := storage.NewMark(0, storage.MarkEvent)
+	m := storage.NewMark(0, wire.MarkEvent)
 	m.Text = strings.Repeat("x", *size)
 	var batch []byte
 	for range 16 {
