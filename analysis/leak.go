@@ -456,7 +456,7 @@ func (l Leak) rateWords() string {
 
 func basisWords(b string) string {
 	if b == "allocated" {
-		return "PyTorch allocated memory at step ends"
+		return "allocated memory at step ends, from the probe"
 	}
 	return "device memory floors"
 }
