@@ -140,7 +140,7 @@ func cpuTime() int64 {
 }
 
 // BenchmarkAnalyzeSites times Analyze on the same run with and without
-// site snapshots at its epoch ends (README: analysis with sites).
+// site snapshots at its epoch ends (bench/README.md: analysis with sites).
 func BenchmarkAnalyzeSites(b *testing.B) {
 	for _, sites := range []bool{false, true} {
 		g := &gen{rng: rand.New(rand.NewPCG(21, 22))}

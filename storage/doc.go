@@ -1,30 +1,52 @@
 // Package storage keeps memrec's runs in one bbolt database file.
 //
 // A file holds many runs. Each run has metadata (name, host, times, tags,
-// GPUs, counts) stored as JSON under its id, and five kinds of data:
-// device samples (NVML, per GPU), process samples (NVML, per GPU and pid),
-// allocator samples (the PyTorch probe, per GPU and pid), marks, and
+// GPUs, counts) stored as JSON under its id, and six kinds of data: device
+// samples (NVML, per GPU), process samples (NVML, per GPU and pid),
+// allocator samples (the PyTorch probe, per GPU and pid), marks,
 // allocation-site snapshots (one row per site, per GPU and pid; a snapshot
-// is the rows of one time, its untracked row first; sites.go).
+// is the rows of one time, its untracked row first; sites.go) and the
+// budget of a watched model (per GPU and pid; budget.go).
 //
 // The records themselves (DeviceSample, ProcSample, TorchSample, Mark,
-// SiteSample) are
-// defined in the subpackage wire, with their JSON line form, and named here
-// by aliases. schema.go maps each kind to its stored columns, once.
+// SiteSample, BudgetSample) are defined in the subpackage wire, with their
+// JSON line form, and named here by aliases. schema.go maps each kind to
+// its stored columns, once.
 //
-// The files by job: store.go opens the file, lists and checks runs;
-// types.go is the run metadata; writer.go and series.go buffer samples into
-// chunks; schema.go maps kinds to columns; iter.go reads series back;
-// import.go and export.go move runs in and out as JSON Lines, csv.go as
-// CSV; merge.go joins the runs of a multi-node job; compact.go rewrites a
-// file without its free pages; limits.go bounds what is accepted
-// (docs/limits.md). The chunk bytes are the subpackage
-// internal/chunk (its doc.go is the grammar).
+// The files by job:
+//   - store.go: opening the file (its lock, its format version, the trim at
+//     close), listing, deleting and tagging runs, a run's series table, and
+//     Check, which decodes every chunk and verifies its checksum.
+//   - types.go: the run metadata (Run, GPU, HostInfo, Counts, Recorder) and
+//     the aliases of wire's records and mark kinds.
+//   - schema.go: each kind of series mapped to its stored columns, once.
+//   - series.go: chunk groups and keys, and the buffer of one group that
+//     sorts its rows and seals them into chunks.
+//   - writer.go: the run writer under import, merge and AddSites, and the
+//     Appender of a live recording, committing on its timer.
+//   - iter.go: Iter, reading one series back over a time range, and the
+//     list of a run's series.
+//   - budget.go: the budget series (memrec.watch), stored apart from the
+//     torch series it rides with on the wire, and read back beside it.
+//   - sites.go: AddSites, site snapshots added to an existing run.
+//   - import.go: JSON Lines into the database, parsed in parallel, applied
+//     in order, in one transaction.
+//   - export.go: a run out as JSON Lines, every series merged by time.
+//   - csv.go: a run out as CSV, one row per NVML tick.
+//   - merge.go: the runs of a multi-node job joined into one, their clocks
+//     aligned on the step marks.
+//   - compact.go: the file rewritten without its free pages, checked, then
+//     renamed over the original.
+//   - limits.go: bounds on times, runs, GPUs and pids (docs/limits.md).
+//   - doc.go: this overview.
+//
+// The chunk bytes are the subpackage internal/chunk (its doc.go is the
+// grammar).
 //
 // Data is stored in compressed chunks, never one key per sample;
 // internal/chunk explains the bytes. A chunk holds the rows of one group of series: marks
 // are one group, the device and process series (sampled on the same NVML
-// tick) another, each allocator and site series its own. Chunk keys are
+// tick) another, each allocator, site and budget series its own. Chunk keys are
 // group | first time | sequence, big endian, so a time-range read is a
 // cursor Seek.
 //

@@ -1,6 +1,7 @@
 // Package wire is memrec's interchange format: the records that move
-// between programs (device, process and allocator samples, and marks) and
-// the JSON line each is written as.
+// between programs (device, process and allocator samples, marks, site
+// snapshots and the budget of a watched model) and the JSON line each is
+// written as.
 //
 // Three programs speak it: `memrec import` reads files of these lines,
 // `memrec export` writes them, and the recorder's marks socket reads the
@@ -12,4 +13,10 @@
 // an import cycle; storage re-exports them under the same names.
 //
 // A Parser is not safe for concurrent use; the Append functions are.
+//
+// The files: types.go holds the records and the mark kinds and snapshot
+// reasons; budget.go the budget, which rides in a torch line; fields.go
+// each kind's integer fields, once, for the parser, the Append functions and
+// storage's columns; line.go the line types, Parser and the Append
+// functions.
 package wire
