@@ -18,7 +18,8 @@
 //     close), listing, deleting and tagging runs, a run's series table, and
 //     Check, which decodes every chunk and verifies its checksum.
 //   - types.go: the run metadata (Run, GPU, HostInfo, Counts, Recorder) and
-//     the aliases of wire's records and mark kinds.
+//     the aliases of wire's record types (their constants, such as
+//     wire.MarkStep, are used from wire).
 //   - schema.go: each kind of series mapped to its stored columns, once.
 //   - series.go: chunk groups and keys, and the buffer of one group that
 //     sorts its rows and seals them into chunks.
