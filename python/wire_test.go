@@ -22,7 +22,7 @@ def st(v):
 stats = {"allocated_bytes": st(11), "reserved_bytes": st(12), "active_bytes": st(13),
          "inactive_split_bytes": st(14), "segment": st(16), "num_alloc_retries": 17, "num_ooms": 18}
 sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15))
-sys.stdout.write(_probe.step_line(1764430000000000001, 7, 3))
+sys.stdout.write(_probe.step_line(1764430000000000001, 7, 3, 4242))
 sys.stdout.write(_probe.mark_line(1764430000000000002, "epoch_end", {"epoch": 2, "rank": 3, "text": "t"}))
 `
 
@@ -69,7 +69,7 @@ func TestProbeLinesFollowWireTables(t *testing.T) {
 		t.Errorf("torch line reads %+v, want %+v", r.Torch, want)
 	}
 	for i, want := range []wire.Mark{
-		{T: 1764430000000000001, Kind: wire.MarkStep, Epoch: wire.None, Step: 7, Rank: 3, GPU: wire.None, PID: wire.None, Code: wire.None},
+		{T: 1764430000000000001, Kind: wire.MarkStep, Epoch: wire.None, Step: 7, Rank: 3, GPU: wire.None, PID: 4242, Code: wire.None},
 		{T: 1764430000000000002, Kind: wire.MarkEpochEnd, Epoch: 2, Step: wire.None, Rank: 3, GPU: wire.None, PID: wire.None, Code: wire.None, Text: "t"},
 	} {
 		r, err := p.Parse(lines[1+i])

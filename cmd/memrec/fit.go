@@ -653,7 +653,7 @@ func (w *trialWatch) AppendMark(m storage.Mark) error {
 	w.mu.Lock()
 	switch m.Kind {
 	case wire.MarkStep:
-		w.perRank[rankKey(m.Rank, m.PID)]++
+		w.perRank[w.markKey(m)]++
 		if w.done() {
 			w.stopped = true
 			w.mu.Unlock()
@@ -702,6 +702,19 @@ func rankKey(rank, pid int) int {
 		return -1 - max(pid, 0)
 	}
 	return rank
+}
+
+// markKey is the rank a step mark counts for. A mark that names neither
+// rank nor process (a probe older than this memrec, a line of the job's
+// own) is the one process's when only one is known. The caller holds mu.
+func (w *trialWatch) markKey(m storage.Mark) int {
+	k := rankKey(m.Rank, m.PID)
+	if k == rankKey(storage.None, storage.None) && len(w.perRank) == 1 {
+		for only := range w.perRank {
+			return only
+		}
+	}
+	return k
 }
 
 // seen adds a rank without steps yet. The caller holds mu.

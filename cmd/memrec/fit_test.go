@@ -45,6 +45,7 @@ func fakeJob(args []string) int {
 	ignoreTerm := fs.Bool("ignore-term", false, "")
 	barrier := fs.String("barrier", "", "the ranks' rendezvous: each waits here until all are up")
 	world := fs.Int("world", 1, "")
+	markPID := fs.Bool("mark-pid", true, "step marks name the process (an older probe's did not)")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -92,10 +93,16 @@ func fakeJob(args []string) int {
 	r := max(*rank, 0)
 	scale := 1 + float64(r)/4
 	peak := float64(1<<30) + *value*float64(1<<30)*scale
+	// A process started on its own knows no rank, as the probe sends it:
+	// its lines carry only the pid.
+	rankField := ""
+	if *rank >= 0 {
+		rankField = `,"rank":` + strconv.Itoa(*rank)
+	}
 	send := func(format string, a ...any) { fmt.Fprintf(conn, format+"\n", a...) }
 	// CUDA is up: the probe's first sample; then the rendezvous, which a
 	// DDP job passes before its first step.
-	send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":0,"reserved_bytes":0}`, time.Now().UnixNano(), os.Getpid(), r)
+	send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":0,"reserved_bytes":0}`, time.Now().UnixNano(), os.Getpid(), rankField)
 	if *barrier != "" {
 		os.WriteFile(filepath.Join(*barrier, strconv.Itoa(r)), nil, 0o600)
 		for {
@@ -110,7 +117,7 @@ func fakeJob(args []string) int {
 		time.Sleep(time.Duration(*stepMS) * time.Millisecond)
 		now := time.Now().UnixNano()
 		if *value*scale > *limit {
-			send(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":%d,"rank":%d,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`, now, os.Getpid(), r)
+			send(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":%d%s,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`, now, os.Getpid(), rankField)
 			time.Sleep(50 * time.Millisecond)
 			return 3
 		}
@@ -122,9 +129,13 @@ func fakeJob(args []string) int {
 			p *= 1 + *rise
 		}
 		alloc := int64(peak/4) + int64(i)**leak
-		send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
-			now, os.Getpid(), r, alloc, int64(p*1.1), int64(p))
-		send(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"gpu":0,"pid":%d,"rank":%d}`, now, i, os.Getpid(), r)
+		send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
+			now, os.Getpid(), rankField, alloc, int64(p*1.1), int64(p))
+		if *markPID {
+			send(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"gpu":0,"pid":%d%s}`, now, i, os.Getpid(), rankField)
+		} else {
+			send(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"gpu":0%s}`, now, i, rankField)
+		}
 	}
 	time.Sleep(50 * time.Millisecond)
 	return 0
@@ -236,6 +247,27 @@ func TestFitBisectsToTheLimit(t *testing.T) {
 	}
 	if r.Recommended == nil || *r.Recommended > 123 || *r.Recommended < 100 {
 		t.Errorf("recommended %v", f64v(r.Recommended))
+	}
+}
+
+// A process started on its own sends no rank (its lines carry only its
+// pid), and an older probe's step marks did not carry the pid either:
+// either way its steps are the process's, and each trial that ran is
+// stopped after its 5 steps.
+func TestFitStepsOfAProcessWithoutRank(t *testing.T) {
+	t.Parallel()
+	for _, markPID := range []string{"true", "false"} {
+		db := filepath.Join(t.TempDir(), "m.db")
+		r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1"},
+			fakeCommand(t, "--value", "{}", "--limit", "20", "--mark-pid="+markPID)...)...)
+		if code != 0 || f64v(r.LargestRan) != 20 {
+			t.Fatalf("--mark-pid=%s: exit %d, largest that ran %v: %s", markPID, code, f64v(r.LargestRan), errs)
+		}
+		for _, tr := range r.Trials {
+			if tr.Value <= 20 && (tr.Outcome != fitStopped || tr.Ranks != 1 || tr.Steps < 5) {
+				t.Errorf("--mark-pid=%s: trial %+v: want one rank, stopped after 5 steps", markPID, tr)
+			}
+		}
 	}
 }
 

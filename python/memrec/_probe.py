@@ -79,13 +79,17 @@ def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dic
     )
 
 
-def step_line(t_ns: int, step: Optional[int], rank: Optional[int]) -> str:
-    """The mark of one step, formatted without a dict."""
+def step_line(t_ns: int, step: Optional[int], rank: Optional[int], pid: Optional[int] = None) -> str:
+    """The mark of one step, formatted without a dict. pid names the
+    process, so its steps and its allocator samples are one rank's even
+    where no rank is known."""
     tail = ""
     if step is not None:
         tail = ',"step":%d' % step
     if rank is not None:
         tail += ',"rank":%d' % rank
+    if pid is not None:
+        tail += ',"pid":%d' % pid
     return '{"type":"mark","t_ns":%d,"kind":"step"%s}\n' % (t_ns, tail)
 
 
@@ -183,7 +187,7 @@ class Probe:
         kind = item[0]
         if kind == _STEP:
             _, t, step, rank, samples = item
-            out.append(step_line(t, step, rank))
+            out.append(step_line(t, step, rank, self.pid))
             for gpu, stats, fig in samples:
                 out.append(stats_line(t, gpu, self.pid, rank, stats, extra=self._budget_fields(fig)))
         elif kind == _TORCH:
@@ -486,6 +490,7 @@ class Probe:
             r = self.rank()
             if r is not None:
                 fields["rank"] = r
+        fields.setdefault("pid", self.pid)
         self._put((_MARK, time.time_ns() if t is None else t, kind, fields))
 
     def mark_with_sample(self, kind: str, **fields: Any) -> None:

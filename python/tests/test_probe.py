@@ -178,6 +178,10 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(marks[0]["kind"], "step")
         self.assertEqual(marks[0]["step"], 7)
         self.assertEqual(marks[0]["rank"], 3)
+        # The mark names its process as the samples do: memrec fit counts
+        # a rank-less process's steps by it.
+        self.assertEqual(marks[0]["pid"], os.getpid())
+        self.assertEqual({s["pid"] for s in samples}, {os.getpid()})
         self.assertEqual(sorted(s["gpu"] for s in samples), [0, 1])
         s = [s for s in samples if s["gpu"] == 1][0]
         self.assertEqual(s["allocated_bytes"], 1001)
