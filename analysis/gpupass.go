@@ -596,32 +596,32 @@ func (a *gpuAnalysis) leak() {
 		if a.hasDevice {
 			series = append(series, floorSeries{"device_used", a.floorPoints(a.used.floors)})
 		}
-		if c := a.cacheFloors(); len(c) > 0 {
-			series = append(series, floorSeries{"reserved_beyond_peak", c})
+		if high, c := a.cacheFloors(); len(c) > 0 {
+			series = append(series, floorSeries{"reserved_beyond_peak", c}, floorSeries{"step_peak_high", high})
 		}
 	}
 	gr.Leak = judgeLeak(series, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 }
 
-// cacheFloors are, at each step, reserved memory beyond the largest step
-// peak so far: the cache the job never needed at once. The allocator must
-// hold the peak; what it holds beyond it grows only with fragmentation. Nil
-// without step peaks.
-func (a *gpuAnalysis) cacheFloors() []FloorPoint {
+// cacheFloors split reserved memory at each step in two: the largest step
+// peak so far (high), which the allocator must hold, and reserved beyond
+// it (cache), the cache the job never needed at once, which grows only
+// with fragmentation. Both nil without step peaks.
+func (a *gpuAnalysis) cacheFloors() (high, cache []FloorPoint) {
 	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
-		return nil
+		return nil, nil
 	}
-	var out []FloorPoint
 	var most int64 = -1
 	for i := range a.fx {
 		if a.stepPeaks.n[i] > 0 {
 			most = max(most, a.stepPeaks.max[i])
 		}
 		if most >= 0 && a.resFloors.n[i] > 0 {
-			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.resFloors.min[i] - most})
+			high = append(high, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: most})
+			cache = append(cache, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.resFloors.min[i] - most})
 		}
 	}
-	return out
+	return high, cache
 }
 
 // floorPoints are the floors of the spans that hold a sample.

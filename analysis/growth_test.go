@@ -125,8 +125,10 @@ func TestGrowthRuleWhateverTheQuantity(t *testing.T) {
 }
 
 // TestReservedGrowingWithThePeak: reserved memory that grows because the
-// step's peak does (longer inputs: the job needs more) is not cache growth;
-// reserved that grows beyond the largest peak so far is.
+// step's peak does (longer inputs: the job needs more) is not cache growth,
+// nor is reserved whose cache beyond the largest peak so far grows more
+// slowly than that peak (expandable segments under a length curriculum);
+// reserved that grows beyond the largest peak, faster than it, is.
 func TestReservedGrowingWithThePeak(t *testing.T) {
 	t.Parallel()
 	run := storage.Run{StartNS: 1e18}
@@ -138,19 +140,26 @@ func TestReservedGrowingWithThePeak(t *testing.T) {
 		return out
 	}
 	flat := mk(func(int) int64 { return 1 << 30 })
-	growing := mk(func(i int) int64 { return 2<<30 + int64(i)<<21 })
 	for _, c := range []struct {
-		name   string
-		beyond []FloorPoint
-		want   Verdict
+		name         string
+		peak, beyond func(i int) int64 // per step; reserved is their sum
+		want         Verdict
 	}{
-		{"with the peak", mk(func(i int) int64 { return 64 << 20 }), VerdictNoLeak},
-		{"beyond the peak", mk(func(i int) int64 { return 64<<20 + int64(i)<<21 }), VerdictCacheGrowth},
-		{"no step peaks", nil, VerdictCacheGrowth},
+		{"with the peak", func(i int) int64 { return 2<<30 + int64(i)<<21 }, func(int) int64 { return 64 << 20 }, VerdictNoLeak},
+		{"beyond a flat peak", func(int) int64 { return 2 << 30 }, func(i int) int64 { return 64<<20 + int64(i)<<21 }, VerdictCacheGrowth},
+		{"cache slower than the peak", func(i int) int64 { return 2<<30 + int64(i)<<21 }, func(i int) int64 { return 64<<20 + int64(i)<<16 + int64(i%3)<<10 }, VerdictNoLeak},
+		{"cache faster than the peak", func(i int) int64 { return 2<<30 + int64(i)<<18 }, func(i int) int64 { return 64<<20 + int64(i)<<21 }, VerdictCacheGrowth},
+		{"no step peaks", func(i int) int64 { return 2<<30 + int64(i)<<21 }, nil, VerdictCacheGrowth},
 	} {
-		series := []floorSeries{{"allocated", flat}, {"reserved", growing}, {"device_used", growing}}
+		reserved := mk(func(i int) int64 {
+			if c.beyond == nil {
+				return c.peak(i)
+			}
+			return c.peak(i) + c.beyond(i)
+		})
+		series := []floorSeries{{"allocated", flat}, {"reserved", reserved}, {"device_used", reserved}}
 		if c.beyond != nil {
-			series = append(series, floorSeries{"reserved_beyond_peak", c.beyond})
+			series = append(series, floorSeries{"reserved_beyond_peak", mk(c.beyond)}, floorSeries{"step_peak_high", mk(c.peak)})
 		}
 		l := judgeLeak(series, warmup{}, "step", run, storage.GPU{TotalBytes: 140 << 30}, 0)
 		if l.Kind != c.want {

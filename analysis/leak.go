@@ -276,9 +276,13 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 	case first.kind == growthTooFew:
 		l.Kind = VerdictInsufficient
 		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", minSteadyPoints)
-	case byName["reserved"] != nil && byName["reserved"].Grows() && byName["reserved_beyond_peak"] != nil && !byName["reserved_beyond_peak"].Grows():
+	case byName["reserved"] != nil && byName["reserved"].Grows() && !cacheDominates(byName["reserved_beyond_peak"], byName["step_peak_high"]):
 		l.Kind = VerdictNoLeak
 		l.Reason = "allocated memory does not grow; reserved memory grows with the step's peak (the job needs more at its busiest: longer inputs), not beyond it"
+		if c := byName["reserved_beyond_peak"]; c.Grows() {
+			l.Reason = fmt.Sprintf("allocated memory does not grow; reserved memory grows mostly with the step's peak (the job needs more at its busiest: longer inputs): the largest peak rises %s, the cache beyond it only %s",
+				perStepOrHour(byName["step_peak_high"].fit.Slope, byName["step_peak_high"]), perStepOrHour(c.fit.Slope, c))
+		}
 	case byName["reserved"] != nil && byName["reserved"].Grows():
 		l.Kind, basis = VerdictCacheGrowth, byName["reserved"]
 		l.Reason = "the allocator's reserved memory grows while allocated memory does not: its cache grows, as with many block sizes (variable shapes) that fragment it; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing keep it flat"
@@ -409,6 +413,26 @@ func (l Leak) SentenceFor(gpu string) string {
 		return fmt.Sprintf("%s: no leak: %s", gpu, l.Reason)
 	}
 	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
+}
+
+// cacheDominates says whether reserved memory grows by its cache: reserved
+// beyond the largest step peak so far (cache) grows, and faster than that
+// peak (high), so that it is the larger part of reserved's growth. Where
+// the peak rises, reserved must follow it; that is not the cache's doing.
+// Without step peaks (cache nil) reserved's growth is the cache's.
+func cacheDominates(cache, high *Growth) bool {
+	if cache == nil || high == nil {
+		return true
+	}
+	return cache.Grows() && cache.fit.Slope > max(high.fit.Slope, 0)
+}
+
+// perStepOrHour words a slope of g's fit: per step where g is per step.
+func perStepOrHour(slope float64, g *Growth) string {
+	if g.perStep {
+		return FormatBytes(int64(math.Round(slope))) + " per step"
+	}
+	return FormatBytes(int64(math.Round(slope*3600))) + " per hour"
 }
 
 // cacheFaster says, beside a leak, that the allocator's cache grows faster

@@ -203,18 +203,23 @@ scrape_configs:
 				t.Fatal(err)
 			}
 			// The scrape started at ts and served the newest sample the
-			// sampler had handed over: one taken shortly before (or, as
-			// the request travels, just after) ts. Allow half a second
-			// for a loaded machine.
+			// sampler had handed over: one taken before (or, as the
+			// request travels, just after) ts, however long before on
+			// a loaded machine or after the job's last sample. Allow
+			// half a second for the request's travel.
 			found := false
-			for _, d := range samples {
-				if math.Abs(float64(time.Duration(d.T)-ts)) <= float64(500*time.Millisecond) && float64(d.Used) == val {
-					found = true
-					break
+			for i := len(samples) - 1; i >= 0 && !found; i-- {
+				d := samples[i]
+				if time.Duration(d.T) > ts+500*time.Millisecond {
+					continue
+				}
+				found = float64(d.Used) == val
+				if time.Duration(d.T) < ts-500*time.Millisecond {
+					break // the newest before the window; older ones were not served
 				}
 			}
 			if !found {
-				t.Errorf("GPU %s: Prometheus has %v at %v, which memrec stored at no tick within 0.5 s", gpu, val, time.Unix(0, int64(ts)))
+				t.Errorf("GPU %s: Prometheus has %v at %v, which memrec stored at no tick near or before it", gpu, val, time.Unix(0, int64(ts)))
 			}
 		}
 		t.Logf("GPU %s: %d scraped values, each a stored sample", gpu, len(s.Values))
