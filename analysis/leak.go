@@ -40,6 +40,14 @@ const (
 	settleMADs  = 4
 	settleShare = 0.01
 	settleMin   = 4 << 20
+	// A run without two epochs (whose first is its warm-up) whose memory
+	// grows is too short to tell a start-up ramp (CUDA's context, the
+	// model's load, compilation, autotuning, the allocator's first
+	// iterations, a first epoch's cache) from a leak when the growing
+	// series has fewer than startupSteps steps or, without steps, spans
+	// less than startupSpanS seconds: it reads startup, with no slope.
+	startupSteps = 50
+	startupSpanS = 5
 )
 
 // Verdict is the leak judgement of one GPU.
@@ -293,6 +301,13 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 		l.Kind = VerdictNoLeak
 		l.Reason = noGrowthReason(first)
 	}
+	if l.Kind.Grows() && !w.byEpoch {
+		if why := tooShortToTell(series[slicesIndex(series, basis.Quantity)].floors, per == "step"); why != "" {
+			l.Kind = VerdictStartup
+			l.Reason = fmt.Sprintf("%s grows, but the run is too short to tell a start-up ramp from a leak (%s, no completed epoch); record a longer run", strings.ReplaceAll(basis.Quantity, "_", " "), why)
+			basis.kind = growthStartup
+		}
+	}
 	l.Verdict = l.Kind.Legacy()
 	l.Basis = basis.Quantity
 	l.Points, l.SkippedWarmup, l.JumpsRemoved = basis.Points, basis.SkippedWarmup, basis.JumpsRemoved
@@ -413,6 +428,25 @@ func (l Leak) SentenceFor(gpu string) string {
 		return fmt.Sprintf("%s: no leak: %s", gpu, l.Reason)
 	}
 	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
+}
+
+// tooShortToTell says why floors are too short a record to tell a
+// start-up ramp from a leak: fewer than startupSteps steps, or (without
+// steps) less than startupSpanS seconds. Empty when they are long enough.
+func tooShortToTell(floors []FloorPoint, perStep bool) string {
+	if len(floors) == 0 {
+		return ""
+	}
+	if perStep {
+		if n := len(floors); n < startupSteps {
+			return fmt.Sprintf("%d steps, under %d", n, startupSteps)
+		}
+		return ""
+	}
+	if span := float64(floors[len(floors)-1].TNS-floors[0].TNS) / 1e9; span < startupSpanS {
+		return fmt.Sprintf("%.0f s, under %d s", span, startupSpanS)
+	}
+	return ""
 }
 
 // cacheDominates says whether reserved memory grows by its cache: reserved

@@ -14,6 +14,45 @@ import (
 // allocated stays flat (internal/jobmodel): cache_growth, with that slope;
 // the leak scenario keeps tensors on its last GPU: leak there, no_leak on
 // the other; the plain job: no_leak everywhere.
+// A run of 2 s is the job starting: the allocator's cache still grows
+// over the first epoch, and nothing tells that ramp from a leak. With the
+// simulated probe (steps, no completed epoch) and with a command (device
+// memory only), the verdict is startup, without slope or time to full.
+func TestShortRunIsStartUp(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	for name, args := range map[string][]string{
+		"probe":   {"--sim-clock", "fake", "--duration", "2s"},
+		"command": {"--", "sleep", "2"},
+	} {
+		if _, errs, code := run(t, db, "", append([]string{"record", "--source", "sim", "--sim-gpus", "1", "--name", name}, args...)...); code != 0 {
+			t.Fatal(errs)
+		}
+		out, errs, code := run(t, db, "", "analyze", "--json", name)
+		var rep struct {
+			GPUs []struct {
+				Leak struct {
+					Kind   string   `json:"kind"`
+					Reason string   `json:"reason"`
+					Slope  *float64 `json:"slope_bytes_per_hour"`
+					Full   *float64 `json:"time_to_full_s"`
+				} `json:"leak"`
+			} `json:"gpus"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 {
+			t.Fatalf("%s: %d %s", name, code, errs)
+		}
+		l := rep.GPUs[0].Leak
+		if l.Kind != "startup" || l.Slope != nil || l.Full != nil || !strings.Contains(l.Reason, "too short to tell a start-up ramp from a leak") {
+			t.Errorf("%s: %+v, want startup without slope or time to full", name, l)
+		}
+		text, _, _ := run(t, db, "", "analyze", name)
+		if strings.Contains(text, "B per hour") || strings.Contains(text, "full in") {
+			t.Errorf("%s: the text still gives a slope:\n%s", name, text)
+		}
+	}
+}
+
 func TestVerdictsOfTheSimulatedScenarios(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
