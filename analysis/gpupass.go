@@ -305,6 +305,17 @@ func (a *gpuAnalysis) devicePass() error {
 	tl := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Used)
 	tld := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.DriverReserved)
 	driverReserved := false
+	// A window's first marks (its first epoch's start) take the last
+	// sample before it, as marks inside a run do.
+	if before, ok := a.run.Before(windowLookBack); ok {
+		it := a.db.DeviceSamples(before, a.g.Index, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			a.used.at.add(it.At().T, it.At().Used)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
 	it := a.db.DeviceSamples(a.run, a.g.Index, storage.MinTime, storage.MaxTime)
 	var peak storage.DeviceSample
 	first := true
@@ -440,6 +451,9 @@ func (a *gpuAnalysis) allocatorPass() error {
 	// Sized for this GPU's share of the run's samples: a day-long run has
 	// millions, and growing by copying would double the peak.
 	sum.frags = make([]float64, 0, a.run.Counts.TorchSamples/int64(max(1, len(a.run.GPUs)))+16)
+	if err := a.carryIn(sum); err != nil {
+		return err
+	}
 	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
 	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
@@ -490,6 +504,40 @@ func (a *gpuAnalysis) allocatorPass() error {
 	tla.flush()
 	tlr.flush()
 	a.allocatorFigures(sum)
+	return nil
+}
+
+// windowLookBack is how far before a window its last samples are looked
+// for: a value at the window's start older than this is not known.
+const windowLookBack = 60e9
+
+// carryIn starts a window's allocator sum from each process's last sample
+// before the window, so a mark at its start has the allocator's value as
+// inside a run; the sample counts for nothing else (no peak, no floor).
+func (a *gpuAnalysis) carryIn(sum *allocSum) error {
+	before, ok := a.run.Before(windowLookBack)
+	if !ok {
+		return nil
+	}
+	merged := mergeTorch(a.db, before, a.g.Index, a.torchPIDs)
+	var last int64
+	for merged.Next() {
+		x := merged.At()
+		prev := sum.last[x.PID]
+		sum.last[x.PID] = x
+		c := &sum.cur
+		c.allocated += x.Allocated - prev.Allocated
+		c.reserved += x.Reserved - prev.Reserved
+		c.inactive += x.InactiveSplit - prev.InactiveSplit
+		c.retries += x.AllocRetries - prev.AllocRetries
+		last = x.T
+	}
+	if err := merged.Err(); err != nil {
+		return err
+	}
+	if len(sum.last) > 0 {
+		a.alloc.at.add(last, sum.cur.allocated)
+	}
 	return nil
 }
 

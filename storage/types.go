@@ -58,6 +58,20 @@ func (r Run) Within(from, to int64) Run {
 	return r
 }
 
+// Before returns a copy of r through which reads see the lookBack ns of
+// data before r's window (none for a whole run): what a window's first
+// moments carry in from before it, the last sample before its start.
+func (r Run) Before(lookBack int64) (Run, bool) {
+	if r.window == nil {
+		return r, false
+	}
+	from := r.window.from
+	w := r
+	w.window = nil
+	w.StartNS = r.window.runStart
+	return w.Within(max(w.StartNS, from-lookBack), from), true
+}
+
 // RunStartNS is the start of the whole run, also through a window.
 func (r Run) RunStartNS() int64 {
 	if r.window != nil {

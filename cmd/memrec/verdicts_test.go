@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,13 +111,15 @@ func TestVerdictsOfTheSimulatedScenarios(t *testing.T) {
 
 // TestReservedGrowthOnTheH200 reads two real H200 recordings of one job
 // (bench/h200/judge_runs.sh: a transformer layer on sequences whose longest
-// grows over the run, with prefetched batches of random sizes), once with
-// the caching allocator's defaults and once with expandable_segments:True.
-// Both keep more at step ends as the run goes (the prefetched batches grow
-// with the sequences): a leak of about 36 KiB a step in each. Without
-// expandable segments the cache beyond the step's peak grows much faster
-// (about 4.8 MiB a step), which the verdict says, and device memory fills
-// sooner; with them it grows slower than allocated, and is not mentioned.
+// grows from 256 to 4096 tokens over the run, with prefetched buffers of
+// random sizes that live 1 to 4 steps), once with the caching allocator's
+// defaults and once with expandable_segments:True. Allocated memory at step
+// ends does not grow in either (torch's own readings every 20 steps,
+// *.torch.json, say so too). With the defaults reserved climbs from 0.6 to
+// 24.8 GiB, far faster than the largest step peak: cache_growth, with the
+// advice and a time to full. With expandable segments reserved follows the
+// largest peak, and the cache beyond it grows far more slowly than that
+// peak: no_leak, which says why.
 func TestReservedGrowthOnTheH200(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
@@ -124,8 +127,16 @@ func TestReservedGrowthOnTheH200(t *testing.T) {
 		Quantity string   `json:"quantity"`
 		Trend    string   `json:"trend"`
 		Slope    *float64 `json:"slope_bytes_per_step"`
+		Growth   *float64 `json:"growth_bytes"`
 	}
-	read := func(name string) (kind string, full float64, g map[string]growth, text string) {
+	type leak struct {
+		Kind   string   `json:"kind"`
+		Basis  string   `json:"basis"`
+		Reason string   `json:"reason"`
+		Full   *float64 `json:"time_to_full_s"`
+		Growth []growth `json:"growth"`
+	}
+	read := func(name string) (leak, map[string]growth, string) {
 		t.Helper()
 		if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join("testdata", "h200-reserved", name+".jsonl.gz")); code != 0 {
 			t.Fatal(errs)
@@ -133,43 +144,50 @@ func TestReservedGrowthOnTheH200(t *testing.T) {
 		out, errs, code := run(t, db, "", "analyze", "--json", name)
 		var rep struct {
 			GPUs []struct {
-				Leak struct {
-					Kind   string   `json:"kind"`
-					Full   *float64 `json:"time_to_full_s"`
-					Growth []growth `json:"growth"`
-				} `json:"leak"`
+				Leak leak `json:"leak"`
 			} `json:"gpus"`
 		}
-		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Leak.Full == nil {
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 {
 			t.Fatalf("%s: %d %s", name, code, errs)
 		}
-		g = map[string]growth{}
+		g := map[string]growth{}
 		for _, e := range rep.GPUs[0].Leak.Growth {
 			g[e.Quantity] = e
 		}
-		text, _, _ = run(t, db, "", "analyze", name)
-		return rep.GPUs[0].Leak.Kind, *rep.GPUs[0].Leak.Full, g, text
+		text, _, _ := run(t, db, "", "analyze", name)
+		return rep.GPUs[0].Leak, g, text
 	}
-	offKind, offFull, off, offText := read("reserved-off")
-	onKind, onFull, on, onText := read("reserved-on")
-	for _, c := range []struct {
-		name string
-		kind string
-		g    map[string]growth
-	}{{"off", offKind, off}, {"on", onKind, on}} {
-		a, r := c.g["allocated"], c.g["reserved_beyond_peak"]
-		if c.kind != "leak" || a.Trend != "grows" || r.Trend != "grows" || a.Slope == nil || r.Slope == nil {
-			t.Fatalf("%s: %s, allocated %+v, cache %+v", c.name, c.kind, a, r)
+	// torch's reserved memory, first and last of its readings every 20 steps.
+	torchRise := func(name string) float64 {
+		b, err := os.ReadFile(filepath.Join("testdata", "h200-reserved", name+".torch.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Every20 [][4]float64 }
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Every20) < 100 {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r.Every20[len(r.Every20)-1][2] - r.Every20[0][2]
+	}
+	offLeak, off, offText := read("reserved-off")
+	onLeak, on, onText := read("reserved-on")
+	for name, g := range map[string]map[string]growth{"off": off, "on": on} {
+		if g["allocated"].Trend != "flat" || g["reserved"].Trend != "grows" || g["reserved_beyond_peak"].Slope == nil || g["step_peak_high"].Slope == nil {
+			t.Fatalf("%s: %+v", name, g)
 		}
 	}
-	if !(*off["reserved_beyond_peak"].Slope > *off["allocated"].Slope && *on["reserved_beyond_peak"].Slope < *on["allocated"].Slope) {
-		t.Errorf("cache beyond the peak: off %.0f B/step against allocated %.0f, on %.0f against %.0f; want faster off, slower on",
-			*off["reserved_beyond_peak"].Slope, *off["allocated"].Slope, *on["reserved_beyond_peak"].Slope, *on["allocated"].Slope)
+	if offLeak.Kind != "cache_growth" || offLeak.Basis != "reserved" || offLeak.Full == nil ||
+		*off["reserved_beyond_peak"].Slope <= *off["step_peak_high"].Slope || !strings.Contains(offText, "expandable_segments:True") {
+		t.Errorf("off: %+v\n%s", offLeak, offText)
 	}
-	if !strings.Contains(offText, "the allocator's cache grows faster") || strings.Contains(onText, "cache grows faster") {
-		t.Errorf("off:\n%s\non:\n%s", offText, onText)
+	// The growth over the run against torch's own rise of reserved memory
+	// (the curve is convex: the slope per step depends on where the probe
+	// sampled, the growth over the run much less).
+	if got, want := *off["reserved"].Growth, torchRise("reserved-off"); math.Abs(got-want) > 0.25*want {
+		t.Errorf("off: reserved grew %.2f GiB by the rule, %.2f GiB by torch's readings", got/(1<<30), want/(1<<30))
 	}
-	if offFull >= onFull {
-		t.Errorf("time to full off %.0f s, on %.0f s: want the default allocator to fill the GPU sooner", offFull, onFull)
+	if onLeak.Kind != "no_leak" || onLeak.Full != nil || *on["reserved_beyond_peak"].Slope >= *on["step_peak_high"].Slope ||
+		!strings.Contains(onLeak.Reason, "grows mostly with the step's peak") {
+		t.Errorf("on: %+v\n%s", onLeak, onText)
 	}
 }

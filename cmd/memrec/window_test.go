@@ -99,6 +99,34 @@ func TestWindowFromEpochEqualsARunStartingThere(t *testing.T) {
 		la["points"].(float64) != 300 || lb["skipped_warmup_points"].(float64) != 150 || la["slope_bytes_per_step"] != lb["slope_bytes_per_step"] {
 		t.Errorf("leak of the window %v\nof the cut run %v\nwant both 256 000 B a step, the window over its 300 steps, the cut run after its first epoch", la, lb)
 	}
+	// The window's first epoch starts at its first moment: its start
+	// values are the last samples before it, as in the whole run, where
+	// the cut run has none; so is the first step's pairing of device and
+	// allocator samples.
+	full, _, _ := run(t, db, "", "analyze", "real-resnet18-bs64-leak", "--json")
+	var f map[string]any
+	if err := json.Unmarshal([]byte(full), &f); err != nil {
+		t.Fatal(err)
+	}
+	epochOf := func(rep map[string]any, n float64) map[string]any {
+		for _, e := range rep["gpus"].([]any)[0].(map[string]any)["epochs"].([]any) {
+			if e := e.(map[string]any); e["epoch"] == n {
+				return e
+			}
+		}
+		t.Fatalf("no epoch %v", n)
+		return nil
+	}
+	wa, wb, wf := epochOf(a, 2), epochOf(b, 2), epochOf(f, 2)
+	for _, k := range []string{"used_start_bytes", "allocated_start_bytes", "delta_used_bytes", "delta_allocated_bytes"} {
+		if wa[k] == nil || wa[k] != wf[k] || wb[k] != nil {
+			t.Errorf("epoch 2's %s: window %v, whole run %v, cut run %v: want the whole run's, the cut run none", k, wa[k], wf[k], wb[k])
+		}
+		delete(wa, k)
+		delete(wb, k)
+	}
+	delete(a["gpus"].([]any)[0].(map[string]any), "unseen_by_pytorch")
+	delete(b["gpus"].([]any)[0].(map[string]any), "unseen_by_pytorch")
 	if diffs := jsonDiff("", a, b); len(diffs) > 0 {
 		t.Fatalf("windowed analysis differs from the cut run's:\n%s", strings.Join(diffs, "\n"))
 	}
