@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/recorder"
@@ -16,6 +17,7 @@ import (
 // longer previous one left (\x1b[K).
 type statusWriter struct {
 	w     io.Writer
+	f     *os.File // the terminal, asked for its width at each line
 	drawn bool
 }
 
@@ -27,11 +29,13 @@ func newStatusWriter(w io.Writer) *statusWriter {
 	if !ok || !isTerminal(f) {
 		return nil
 	}
-	return &statusWriter{w: w}
+	return &statusWriter{w: w, f: f}
 }
 
+// show draws the line fitted to the terminal's width less one column: a
+// line that wrapped would leave its first rows behind at every redraw.
 func (s *statusWriter) show(st recorder.Status) {
-	fmt.Fprintf(s.w, "\r%s\x1b[K", statusLine(st))
+	fmt.Fprintf(s.w, "\r%s\x1b[K", fitStatus(st, terminalWidth(s.f)-1))
 	s.drawn = true
 }
 
@@ -45,26 +49,74 @@ func (s *statusWriter) clear() {
 // statusLine renders the status as one line without a newline, e.g.
 //
 //	● 1m5s  gpu0 12.30 GiB/140.40 GiB  gpu1 –  epoch 2 step 340  6500 samples  0 missed
-func statusLine(s recorder.Status) string {
+func statusLine(s recorder.Status) string { return fitStatus(s, 0) }
+
+// fitStatus renders the status in at most width columns (0: any), giving
+// up detail in turn: each GPU's total, then each GPU for the fullest
+// one and a count, then the sample count, and last cutting the line with
+// an ellipsis.
+func fitStatus(s recorder.Status, width int) string {
+	head := fmt.Sprintf("● %s", s.Elapsed.Truncate(time.Second))
+	var marks string
+	if s.Epoch >= 0 {
+		marks += fmt.Sprintf("  epoch %d", s.Epoch)
+	}
+	if s.Step >= 0 {
+		if marks == "" {
+			marks = " "
+		}
+		marks += fmt.Sprintf(" step %d", s.Step)
+	}
+	counts := fmt.Sprintf("  %d samples  %d missed", s.Samples, s.Missed)
+	forms := []string{
+		head + gpuParts(s.GPUs, true) + marks + counts,
+		head + gpuParts(s.GPUs, false) + marks + counts,
+		head + fullestGPU(s.GPUs) + marks + counts,
+		head + fullestGPU(s.GPUs) + marks + fmt.Sprintf("  %d missed", s.Missed),
+	}
+	for _, f := range forms {
+		if width <= 0 || utf8.RuneCountInString(f) <= width {
+			return f
+		}
+	}
+	r := []rune(forms[len(forms)-1])
+	if width < 2 {
+		return string(r[:max(width, 0)])
+	}
+	return string(r[:width-1]) + "…"
+}
+
+// gpuParts is each GPU's used memory, with its total when withTotal.
+func gpuParts(gpus []recorder.GPUStatus, withTotal bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "● %s", s.Elapsed.Truncate(time.Second))
-	for _, g := range s.GPUs {
+	for _, g := range gpus {
 		fmt.Fprintf(&b, "  gpu%d ", g.Index)
 		switch {
 		case !g.Seen:
 			b.WriteString("–")
-		case g.Total > 0:
+		case g.Total > 0 && withTotal:
 			fmt.Fprintf(&b, "%s/%s", analysis.FormatBytes(g.Used), analysis.FormatBytes(g.Total))
 		default:
 			b.WriteString(analysis.FormatBytes(g.Used))
 		}
 	}
-	if s.Epoch >= 0 {
-		fmt.Fprintf(&b, "  epoch %d", s.Epoch)
-	}
-	if s.Step >= 0 {
-		fmt.Fprintf(&b, " step %d", s.Step)
-	}
-	fmt.Fprintf(&b, "  %d samples  %d missed", s.Samples, s.Missed)
 	return b.String()
+}
+
+// fullestGPU names the GPU with the most memory used, among how many.
+func fullestGPU(gpus []recorder.GPUStatus) string {
+	var top *recorder.GPUStatus
+	for i := range gpus {
+		if g := &gpus[i]; g.Seen && (top == nil || g.Used > top.Used) {
+			top = g
+		}
+	}
+	if top == nil {
+		return fmt.Sprintf("  %d GPUs –", len(gpus))
+	}
+	s := fmt.Sprintf("  %d GPUs, fullest gpu%d %s", len(gpus), top.Index, analysis.FormatBytes(top.Used))
+	if top.Total > 0 {
+		s += "/" + analysis.FormatBytes(top.Total)
+	}
+	return s
 }

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -128,5 +131,86 @@ func TestRecordStatusOnTerminal(t *testing.T) {
 	b, _ := os.ReadFile(f.Name())
 	if bytes.Contains(b, []byte("\r")) || bytes.Contains(b, []byte("●")) || !bytes.Contains(b, []byte("recorded")) {
 		t.Errorf("stderr into a file:\n%q", b)
+	}
+}
+
+// TestStatusLineFitsAnEightyColumnTerminal draws record's status for 8
+// GPUs in a real terminal of 80 columns (tmux): the line never wraps, so
+// each redraw replaces it and no stale copy is left above; once the run
+// ends the summary replaces it.
+func TestStatusLineFitsAnEightyColumnTerminal(t *testing.T) {
+	t.Parallel()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("no tmux (Debian: apt-get install tmux)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tmux.sock")
+	tm := func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	cmd := fmt.Sprintf("MEMREC_AS_MAIN=1 %s --db %s record --source sim --sim-gpus 8 --duration 4s --name wide; sleep 30",
+		exe, filepath.Join(dir, "m.db"))
+	tm("-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "30", "sh", "-c", cmd)
+	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	if w := strings.TrimSpace(tm("display-message", "-p", "#{pane_width}")); w != "80" {
+		t.Fatalf("pane width %s, want 80", w)
+	}
+	check := func(when string, wantStatus int) string {
+		screen := tm("capture-pane", "-p", "-J")
+		status := 0
+		for _, l := range strings.Split(screen, "\n") {
+			if !strings.HasPrefix(l, "●") {
+				continue // the summary's lines may wrap: they are written once
+			}
+			status++
+			if utf8.RuneCountInString(l) > 80 {
+				t.Errorf("%s: a status line of %d columns (joined from wrapped rows): %q", when, utf8.RuneCountInString(l), l)
+			}
+		}
+		if status != wantStatus {
+			t.Errorf("%s: %d status lines on the screen, want %d:\n%s", when, status, wantStatus, screen)
+		}
+		return screen
+	}
+	time.Sleep(2500 * time.Millisecond) // a few redraws
+	if s := check("while recording", 1); !strings.Contains(s, "8 GPUs, fullest gpu") && !strings.Contains(s, "gpu7") {
+		t.Errorf("the status names no GPU:\n%s", s)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(tm("capture-pane", "-p"), "database") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary:\n%s", tm("capture-pane", "-p"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	check("after the summary", 0)
+}
+
+func TestFitStatus(t *testing.T) {
+	gpus := make([]recorder.GPUStatus, 8)
+	for i := range gpus {
+		gpus[i] = recorder.GPUStatus{Index: i, Used: int64(i+1) << 30, Total: 140 << 30, Seen: true}
+	}
+	s := recorder.Status{Elapsed: 3 * time.Hour, Epoch: 12, Step: 123456, Samples: 123456789, Missed: 3, GPUs: gpus}
+	for _, w := range []int{0, 200, 120, 79, 60, 40, 10, 1} {
+		got := fitStatus(s, w)
+		if n := utf8.RuneCountInString(got); w > 0 && n > w {
+			t.Errorf("width %d: %d columns: %q", w, n, got)
+		}
+		if w >= 60 && !strings.Contains(got, "gpu7") {
+			t.Errorf("width %d: the fullest GPU is not named: %q", w, got)
+		}
+	}
+	if got := fitStatus(s, 79); !strings.Contains(got, "8 GPUs, fullest gpu7 8.00 GiB/140.00 GiB") || !strings.Contains(got, "epoch 12 step 123456") {
+		t.Errorf("80 columns: %q", got)
 	}
 }
