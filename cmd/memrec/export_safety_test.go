@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage"
 )
 
 // TestExportNeverReplacesADatabase: -o naming the database in use, the
@@ -218,6 +220,39 @@ func TestExportStopsOnTheFirstSignal(t *testing.T) {
 		code := cmd.ProcessState.ExitCode()
 		if code != 128+int(sig) || 1+len(rest) >= len(full) {
 			t.Errorf("%v: exit %d (%v), %d of %d bytes written", sig, code, err, 1+len(rest), len(full))
+		}
+	}
+}
+
+// TestReportStopsOnASignalWhileIndexing: the first signal that comes while
+// report builds its page's levels (seconds on a long run) ends it at once:
+// exit 130, no report written, nothing left beside it.
+func TestReportStopsOnASignalWhileIndexing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	real := buildIndex
+	t.Cleanup(func() { buildIndex = real })
+	release := make(chan struct{})
+	defer close(release)
+	buildIndex = func(d *storage.DB, r storage.Run) (*series.Index, error) {
+		cancel(signalCause{syscall.SIGINT})
+		<-release // a long run's indexing, still going when the signal comes
+		return real(d, r)
+	}
+	start := time.Now()
+	var o, e bytes.Buffer
+	code := execute(ctx, []string{"--db", db, "report", "real-resnet18-bs128", "-o", filepath.Join(dir, "rep")}, streams{In: strings.NewReader(""), Out: &o, Err: &e})
+	if code != 130 || time.Since(start) > 10*time.Second || !strings.Contains(e.String(), "no report was written") {
+		t.Fatalf("exit %d after %v: %s", code, time.Since(start), e.String())
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, en := range entries {
+		if en.Name() != "m.db" {
+			t.Errorf("left behind: %s", en.Name())
 		}
 	}
 }

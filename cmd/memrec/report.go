@@ -59,6 +59,10 @@ func newReportCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// buildIndex builds a report's pyramid of levels (a variable for the
+// test of a signal that comes while it runs).
+var buildIndex = viewer.BuildIndex
+
 func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	db, r, err := openRun(o.globals, ref, o.window)
 	if err != nil {
@@ -76,12 +80,14 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	if o.pngOnly {
 		return writeReport(ctx, o, rep, nil, nil)
 	}
-	// The page's pyramid of levels, from the run's lines.
-	x, err := viewer.BuildIndex(db, r)
-	if err != nil {
+	// The page's pyramid of levels, from the run's lines: a day of 8 GPUs
+	// takes seconds, which the first signal does not wait for.
+	var x *series.Index
+	err = untilDone(ctx, func() (err error) {
+		x, err = buildIndex(db, r)
 		return err
-	}
-	if err := ctx.Err(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	return writeReport(ctx, o, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, r, k) })
