@@ -134,7 +134,7 @@ func TestAdviceArithmetic(t *testing.T) {
 		delete(wants, key)
 		switch r.Kind {
 		case RemedyExpandableSegments:
-			w.lo, w.hi = split, split+cached
+			w.lo, w.hi = 0, split+cached // the small pool's splits may all stay
 		case RemedyEmptyCache:
 			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, FormatBytes(a.Reserved-a.Allocated)) {
 				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, FormatBytes(a.Reserved-a.Allocated))

@@ -185,9 +185,9 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	}
 
 	// Without the run at the limit the default applies; a run that ran
-	// out of memory at 3600 (below the projection) caps both values.
+	// out of memory at 3400 (below the projection) caps both values.
 	var o strings.Builder
-	fmt.Fprintf(&o, `{"type":"run","name":"oom","start_ns":%d,"tags":{"batch_size":"3600"}}`+"\n", t0)
+	fmt.Fprintf(&o, `{"type":"run","name":"oom","start_ns":%d,"tags":{"batch_size":"3400"}}`+"\n", t0)
 	fmt.Fprintf(&o, `{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`+"\n", int64(80*GiB))
 	fmt.Fprintf(&o, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", t0+1e9, int64(79*GiB))
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":1,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
@@ -202,14 +202,14 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	}
 	b = c.By
 	if b.AllowanceBasis != "default" || b.AllowanceFraction != AllocatorAllowance || len(b.Points) != 2 ||
-		len(b.Failed) != 1 || b.Failed[0].Run != "oom" || b.Failed[0].Value != 3600 {
+		len(b.Failed) != 1 || b.Failed[0].Run != "oom" || b.Failed[0].Value != 3400 {
 		t.Fatalf("allowance %g (%s), points %d, failed %+v", b.AllowanceFraction, b.AllowanceBasis, len(b.Points), b.Failed)
 	}
-	if largest(0, AllocatorAllowance) < 3600 {
+	if largest(0, AllocatorAllowance) < 3400 {
 		t.Fatalf("the projection %v is below the failure: the test does not test the cap", largest(0, AllocatorAllowance))
 	}
-	if b.MaxFittingValue == nil || *b.MaxFittingValue != 3599 || *b.MaxFittingValueNoHeadroom != 3599 ||
-		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=3600`) {
+	if b.MaxFittingValue == nil || *b.MaxFittingValue != 3399 || *b.MaxFittingValueNoHeadroom != 3399 ||
+		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=3400`) {
 		t.Fatalf("max fitting %v / %v: %s", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), b.Statement)
 	}
 }

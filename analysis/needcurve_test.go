@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -12,11 +13,17 @@ import (
 // MiB reserved by the driver), and fits them against batch_size.
 func curveRuns(t *testing.T, batches []int, peak func(b int) int64) *ByTag {
 	t.Helper()
+	return curveRunsBy(t, "batch_size", batches, peak)
+}
+
+// curveRunsBy is curveRuns with the runs' values under another tag.
+func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64) *ByTag {
+	t.Helper()
 	g := &gen{}
 	for _, b := range batches {
 		probeRun(g, b, peak(b), 0)
 	}
-	reps := analyzeJSONL(t, g.b.String())
+	reps := analyzeJSONL(t, strings.ReplaceAll(g.b.String(), `"batch_size":`, strconv.Quote(tag)+":"))
 	var list []*Report
 	for _, b := range batches {
 		list = append(list, reps["p"+strconv.Itoa(b)])
@@ -25,7 +32,7 @@ func curveRuns(t *testing.T, batches []int, peak func(b int) int64) *ByTag {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := FitByTag(c, "batch_size", 0); err != nil {
+	if err := FitByTag(c, tag, 0); err != nil {
 		t.Fatal(err)
 	}
 	return c.By
@@ -73,7 +80,7 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 		t.Fatalf("curve %+v, extrapolation %v", b.Need, b.Extrapolation)
 	}
 	reach := "projected from 16 to " + strconv.Itoa(int(want)) + ", "
-	if !strings.Contains(b.IntervalWords, reach) || !strings.Contains(b.IntervalWords, "+ 7.5 %") {
+	if !strings.Contains(b.IntervalWords, reach) || !strings.Contains(b.IntervalWords, fmt.Sprintf("+ %.1f %%", 100*AllocatorAllowance)) {
 		t.Errorf("interval words %q lack %q", b.IntervalWords, reach)
 	}
 	// LargestFitting with the GPU's memory is the prediction; with 10 GiB
@@ -90,11 +97,19 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 
 // A need whose marginal cost rises (attention growing with the square of
 // a sequence): the parabola through the three runs is carried on, and it
-// is below every straight line's answer.
+// is below every straight line's answer. Over a batch size the same
+// readings are not carried on: a sample costs the same at any batch, and
+// the steepest line decides.
 func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 	// need(v) = 1 GiB + 10 MiB·v + 0.05 MiB·v²
 	need := func(v float64) float64 { return GiB + 10*MiB*v + 0.05*MiB*v*v }
-	b := curveRuns(t, []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
+	steepLine := func(v float64) float64 { return need(64) + (need(64)-need(32))/32*(v-64) }
+	batch := curveRuns(t, []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
+	if batch.Need == nil || batch.Need.Quadratic != nil || batch.MaxFittingValueNoHeadroom == nil ||
+		*batch.MaxFittingValueNoHeadroom != countUp(steepLine, AllocatorAllowance) || strings.Contains(batch.IntervalWords, "carried on") {
+		t.Fatalf("batch_size: curve %+v, %v (%s), want the steepest line's %v", batch.Need, deref(batch.MaxFittingValueNoHeadroom), batch.IntervalWords, countUp(steepLine, AllocatorAllowance))
+	}
+	b := curveRunsBy(t, "seq_len", []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
 	if b.Need == nil || b.Need.Quadratic == nil {
 		t.Fatalf("curve %+v: no parabola", b.Need)
 	}
@@ -102,7 +117,7 @@ func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 	if v := b.MaxFittingValueNoHeadroom; v == nil || math.Abs(*v-want) > 1 {
 		t.Fatalf("no headroom %v, want %v", deref(v), want)
 	}
-	steepest := countUp(func(v float64) float64 { return need(64) + (need(64)-need(32))/32*(v-64) }, AllocatorAllowance)
+	steepest := countUp(steepLine, AllocatorAllowance)
 	if want >= steepest {
 		t.Fatalf("the parabola's %v is not below the steepest line's %v: the test does not test it", want, steepest)
 	}

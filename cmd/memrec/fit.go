@@ -891,7 +891,11 @@ func (f *fitter) recommend() *float64 {
 	}
 	avail := (float64(f.loPeak) - f.res.Headroom*float64(total)) / (1 + margin)
 	var v float64
-	if c, err := analysis.NewNeedCurve(xs, ys); err == nil {
+	newCurve := analysis.NewNeedCurve
+	if analysis.IsBatchTag(f.o.by) {
+		newCurve = analysis.NewBatchNeedCurve
+	}
+	if c, err := newCurve(xs, ys); err == nil {
 		v, _ = c.Solve(avail, analysis.Pessimistic)
 	} else {
 		v = f.lo * avail / float64(f.loPeak) // one value: the need taken as proportional to it
