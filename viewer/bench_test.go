@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )
@@ -63,10 +64,14 @@ func cpuTime() time.Duration {
 // BenchmarkWindows answers 200 random windows at 2 000 points per line
 // through the HTTP handler (JSON included), as the page asks for them:
 // widths log-uniform from 1 s to the whole run, starts uniform. "1gpu" is
-// one GPU's lines in one request, "8gpu" every GPU's, one request per GPU
-// as the page's charts ask, one after another. It reports the median and
+// one GPU's lines in one request, "8gpu" every GPU's as the page asks for
+// them: 16 lines a request (four GPUs'), the requests side by side. It
+// reports the median and
 // the 95th percentile of a window's wall time and CPU time, and the index's build time and
 // size once.
+// linesPerRequest is view.js's LINES_PER_REQUEST.
+const linesPerRequest = 16
+
 func BenchmarkWindows(b *testing.B) {
 	path, run := benchDB(b)
 	src := NewDBSource(path)
@@ -84,16 +89,17 @@ func BenchmarkWindows(b *testing.B) {
 	}
 	gpus := len(lines)
 	span := float64(run.EndNS-run.StartNS) / 1e9
-	ask := func(gpu int, from, to float64) {
+	ask := func(keys []string, from, to float64) error {
 		q := fmt.Sprintf("/api/window?run=%s&from=%.6f&to=%.6f&points=2000", run.Name, from, to)
-		for _, l := range lines[gpu] {
+		for _, l := range keys {
 			q += "&line=" + l
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, q, nil))
 		if rec.Code != 200 {
-			b.Fatalf("%s: %d %s", q, rec.Code, rec.Body)
+			return fmt.Errorf("%s: %d %s", q, rec.Code, rec.Body)
 		}
+		return nil
 	}
 	for _, all := range []bool{false, true} {
 		name := "1gpu"
@@ -109,11 +115,25 @@ func BenchmarkWindows(b *testing.B) {
 					from := rng.Float64() * (span - w)
 					t0, c0 := time.Now(), cpuTime()
 					if all {
+						var every []string
 						for g := range gpus {
-							ask(g, from, from+w)
+							every = append(every, lines[g]...)
 						}
-					} else {
-						ask(i%gpus, from, from+w)
+						var wg sync.WaitGroup
+						errs := make([]error, (len(every)+linesPerRequest-1)/linesPerRequest)
+						for j := 0; j < len(every); j += linesPerRequest {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								errs[j/linesPerRequest] = ask(every[j:min(j+linesPerRequest, len(every))], from, from+w)
+							}()
+						}
+						wg.Wait()
+						if err := errors.Join(errs...); err != nil {
+							b.Fatal(err)
+						}
+					} else if err := ask(lines[i%gpus], from, from+w); err != nil {
+						b.Fatal(err)
 					}
 					times = append(times, float64(time.Since(t0).Microseconds())/1000)
 					cpus = append(cpus, float64((cpuTime()-c0).Microseconds())/1000)
@@ -131,11 +151,11 @@ func BenchmarkWindows(b *testing.B) {
 }
 
 // BenchmarkFirstPaint loads the page in headless Chromium over the
-// benchmark's run and times, on the server's clock, from the request for
-// the page to a request the page makes once every chart has drawn its
-// first data (uPlot drawn, the window's data received): the time a user
-// waits, rendering included. Chromium's virtual time plays no part: the
-// clock is the server's.
+// benchmark's run, driven over the DevTools protocol in real time (no
+// virtual time), and reads the page's own clock when every chart has drawn
+// its first data (uPlot drawn, the window's data received): from the
+// navigation's start, the time a user waits, rendering included. Each
+// round is a new tab of one browser, as a user opening the page again.
 func BenchmarkFirstPaint(b *testing.B) {
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -152,49 +172,33 @@ func BenchmarkFirstPaint(b *testing.B) {
 	if _, _, err := src.Index(run); err != nil { // as memrec view does before it prints its address
 		b.Fatal(err)
 	}
-	api := Handler(src, Options{})
-	const beacon = `<script>(function () {
-  var t = setInterval(function () {
-    if (document.body.hasAttribute("data-charts-ready")) { clearInterval(t); fetch("/painted?charts=" + document.body.getAttribute("data-charts-ready")); }
-  }, 5);
-})();</script>`
-	var mu sync.Mutex
-	var served time.Time
-	painted := make(chan time.Duration, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/":
-			mu.Lock()
-			served = time.Now()
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Write([]byte(strings.Replace(page, "</body>", beacon+"</body>", 1)))
-		case "/painted":
-			mu.Lock()
-			d := time.Since(served)
-			mu.Unlock()
-			select {
-			case painted <- d:
-			default:
-			}
-		default:
-			api.ServeHTTP(w, r)
-		}
-	}))
+	srv := httptest.NewServer(Handler(src, Options{}))
 	defer srv.Close()
+	br, err := cdp.Start(browser, b.TempDir(), "--window-size=1400,1200")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
 	var times []float64
 	for b.Loop() {
-		cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-			"--user-data-dir="+b.TempDir(), "--window-size=1400,1200", "--virtual-time-budget=20000", "--dump-dom", srv.URL+"/")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("chromium: %v\n%s", err, out)
+		p, err := br.NewPage()
+		if err != nil {
+			b.Fatal(err)
 		}
-		select {
-		case d := <-painted:
-			times = append(times, float64(d.Microseconds())/1000)
-		default:
-			b.Fatal("the page never drew its charts")
+		if err := p.Navigate(srv.URL + "/"); err != nil {
+			b.Fatal(err)
 		}
+		if err := p.WaitFor(`document.body && document.body.hasAttribute("data-charts-ready")`, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		var ms float64
+		if err := p.Eval("window.memrecView.firstPaintMs", &ms); err != nil {
+			b.Fatal(err)
+		}
+		if errs := p.Errors(); len(errs) > 0 {
+			b.Fatalf("the page: %v", errs)
+		}
+		times = append(times, ms)
 	}
 	slices.Sort(times)
 	b.Logf("first paint of %s (%d samples): median %.0f ms", run.Name, run.Counts.Samples, times[len(times)/2])

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/memrec/memrec/internal/series"
@@ -391,6 +393,53 @@ func (rq *request) raw(k series.Key) series.RawReader {
 	return rq.rd(rq.run, k)
 }
 
+// windowLine answers one line of a window into lj; a panic is its error,
+// as guard makes it for the handler's own goroutine.
+func (rq *request) windowLine(k series.Key, from, to int64, points int, us func(int64) int64, lj *windowLineJSON) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("line %s: internal error: %v", k, p)
+		}
+	}()
+	res, err := rq.x.Window(k, from, to, points, rq.raw(k))
+	if err != nil {
+		return err
+	}
+	*lj = windowLineJSON{Key: k.String(), T: make([]int64, len(res.T)), V: res.V, Every: res.Every, Samples: res.Samples}
+	if lj.V == nil {
+		lj.V = []int64{}
+	}
+	for j, t := range res.T {
+		lj.T[j] = us(t)
+	}
+	return nil
+}
+
+// byStoredSeries groups the positions of keys by the stored series their
+// samples are read from, in the order they come.
+func byStoredSeries(keys []series.Key) [][]int {
+	type stored struct {
+		gpu, pid int
+		kind     storage.SeriesKind
+	}
+	at := map[stored]int{}
+	var groups [][]int
+	for i, k := range keys {
+		s := stored{k.GPU, k.PID, kindOf(k.Field)}
+		if s.kind == storage.SeriesDevice {
+			s.pid = 0
+		}
+		g, ok := at[s]
+		if !ok {
+			g = len(groups)
+			at[s] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
 type windowJSON struct {
 	Run    string           `json:"run"`
 	FromUS int64            `json:"from_us"`
@@ -432,20 +481,27 @@ func (s *server) window(w http.ResponseWriter, r *http.Request) {
 	}
 	us := func(t int64) int64 { return (t - rq.run.StartNS) / 1000 }
 	out := windowJSON{Run: rq.run.Name, FromUS: us(from), ToUS: us(to), Lines: make([]windowLineJSON, len(keys)), Stale: rq.stale}
-	for i, k := range keys {
-		res, err := rq.x.Window(k, from, to, points, rq.raw(k))
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		lj := windowLineJSON{Key: k.String(), T: make([]int64, len(res.T)), V: res.V, Every: res.Every, Samples: res.Samples}
-		if lj.V == nil {
-			lj.V = []int64{}
-		}
-		for j, t := range res.T {
-			lj.T[j] = us(t)
-		}
-		out.Lines[i] = lj
+	// The lines are read side by side, one stored series a core (the page
+	// asks for several GPUs' lines at once); a series' two fields (used
+	// and driver reserved, allocated and reserved) one after the other, so
+	// that the second is the first's read, kept.
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, group := range byStoredSeries(keys) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for _, i := range group {
+				errs[i] = rq.windowLine(keys[i], from, to, points, us, &out.Lines[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		reply(w, nil, err)
+		return
 	}
 	out.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	w.Header().Set("Content-Type", "application/json")

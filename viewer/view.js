@@ -300,36 +300,54 @@
   }
 
   var pending = null, timer = null;
+  // The first window is asked for at the next frame, once the charts are
+  // laid out at their widths; later ones (zoom, resize, a drag) wait 30 ms
+  // for the next change.
   function fetchWindow() {
     clearTimeout(timer);
+    if (!state.seq) { requestAnimationFrame(function () { if (!state.seq) doFetch(); }); return; }
     timer = setTimeout(doFetch, 30);
   }
+  // Lines asked for in one request: a few GPUs' lines, so that a grid of
+  // eight is two requests, read side by side by the server's cores.
+  var LINES_PER_REQUEST = 16;
   function doFetch() {
     if (pending) pending.abort();
     pending = new AbortController();
     var signal = pending.signal, seq = ++state.seq, started = performance.now();
-    var jobs = [];
-    state.charts.forEach(function (ch) {
-      var px = Math.max(50, Math.round(ch.u.bbox.width / (devicePixelRatio || 1)));
-      var results = [], marks = [];
-      state.runs.forEach(function (r) {
-        var lines = ch.lines.filter(function (l) { return l.run === r; });
-        var t0 = Math.max(0, toT(r, state.x[0])), t1 = Math.min(r.end_us + 1, toT(r, state.x[1]));
-        if (!lines.length || !(t1 > t0)) return;
-        var p = { run: r.name, from: (t0 / 1e6).toFixed(6), to: (t1 / 1e6).toFixed(6) };
-        jobs.push(get("api/window", Object.assign({ line: lines.map(function (l) { return l.line.key; }), points: px }, p), signal).then(function (w) {
-          w.lines.forEach(function (wl, i) { results.push({ run: r, key: wl.key, w: wl, stale: w.stale }); });
-        }));
-        jobs.push(get("api/marks", Object.assign({ limit: 300 }, p), signal).then(function (m) {
-          m.marks.forEach(function (mk) { if (mk.kind !== "oom" || mk.gpu == null || mk.gpu === ch.gpu) { mk.run = r; marks.push(mk); } });
-          if (m.more) ch.moreMarks = m.more;
-        }));
+    var jobs = [], results = [];
+    state.charts.forEach(function (ch) { ch.pendingMarks = []; ch.moreMarks = 0; });
+    state.runs.forEach(function (r) {
+      var t0 = Math.max(0, toT(r, state.x[0])), t1 = Math.min(r.end_us + 1, toT(r, state.x[1]));
+      if (!(t1 > t0)) return;
+      var p = { run: r.name, from: (t0 / 1e6).toFixed(6), to: (t1 / 1e6).toFixed(6) };
+      var byPx = {}, charts = [];
+      state.charts.forEach(function (ch) {
+        var px = Math.max(50, Math.round(ch.u.bbox.width / (devicePixelRatio || 1)));
+        var keys = ch.lines.filter(function (l) { return l.run === r; }).map(function (l) { return l.line.key; });
+        if (!keys.length) return;
+        charts.push(ch);
+        (byPx[px] = byPx[px] || []).push.apply(byPx[px], keys);
       });
-      ch.pendingResults = results; ch.pendingMarks = marks; ch.moreMarks = 0;
+      Object.keys(byPx).forEach(function (px) {
+        var keys = byPx[px];
+        for (var i = 0; i < keys.length; i += LINES_PER_REQUEST) {
+          jobs.push(get("api/window", Object.assign({ line: keys.slice(i, i + LINES_PER_REQUEST), points: Number(px) }, p), signal).then(function (w) {
+            w.lines.forEach(function (wl) { results.push({ run: r, key: wl.key, w: wl, stale: w.stale }); });
+          }));
+        }
+      });
+      // The run's marks once, each chart keeping its own GPU's OOMs.
+      if (charts.length) jobs.push(get("api/marks", Object.assign({ limit: 300 }, p), signal).then(function (m) {
+        charts.forEach(function (ch) {
+          m.marks.forEach(function (mk) { if (mk.kind !== "oom" || mk.gpu == null || mk.gpu === ch.gpu) ch.pendingMarks.push(Object.assign({}, mk, { run: r })); });
+          if (m.more) ch.moreMarks = m.more;
+        });
+      }));
     });
     Promise.all(jobs).then(function () {
       if (seq !== state.seq) return;
-      state.charts.forEach(function (ch) { draw(ch, ch.pendingResults, ch.pendingMarks); });
+      state.charts.forEach(function (ch) { draw(ch, results, ch.pendingMarks); });
       state.lastFetchMs = performance.now() - started;
       if (!document.body.hasAttribute("data-charts-ready")) {
         document.body.setAttribute("data-charts-ready", String(state.charts.length));
