@@ -43,10 +43,33 @@ type Where struct {
 
 // SiteSeries is one band of the live-memory-by-site chart.
 type SiteSeries struct {
-	Name   string
+	Name   string // the site and its function ("train.py:52 keep_logits"), or the band's name
+	Band   SiteBand
+	Site   string // file name and line (BandSite only)
+	Func   string // the site's function (BandSite only)
 	TNS    []int64
 	Bytes  []int64
 	Growth bool // the site grows
+}
+
+// SiteBand is what a band of the chart adds up.
+type SiteBand int
+
+const (
+	BandSite      SiteBand = iota // one line of code
+	BandOther                     // every site not shown on its own, and the snapshots' SiteOther
+	BandUntracked                 // the blocks without a stack (wire.SiteUntracked)
+)
+
+// String is the band's kind as the viewer's API spells it.
+func (b SiteBand) String() string {
+	switch b {
+	case BandOther:
+		return "other"
+	case BandUntracked:
+		return "untracked"
+	}
+	return "site"
 }
 
 // ChartSites is how many sites the chart shows before "other sites".
@@ -186,7 +209,7 @@ func (a *gpuAnalysis) where() error {
 	if gs := a.growing(snaps); gs != nil {
 		w.Growing = gs
 	}
-	w.Series = siteSeries(snaps, w.Growing)
+	w.Series = siteSeries(snaps, w.Growing, ChartSites)
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
 		g := w.Growing[0]
@@ -459,6 +482,24 @@ func everyWords(n float64) string { return strconv.FormatFloat(math.Round(n*10)/
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
 // order, each with all its sites (largest first).
 func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, error) {
+	a, err := siteAnalysis(db, run, gpu)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := a.readSites()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SiteSnapshot, len(snaps))
+	for i, s := range snaps {
+		out[i] = *a.figuresN(s, -1)
+	}
+	return out, nil
+}
+
+// siteAnalysis is what the sites pass needs of one GPU of a run outside
+// Analyze: its marks, steps and site series. It has no leak verdict.
+func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error) {
 	series, err := db.Series(run)
 	if err != nil {
 		return nil, err
@@ -467,7 +508,7 @@ func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, er
 	if err != nil {
 		return nil, err
 	}
-	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi}
+	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}}
 	for _, s := range series {
 		switch {
 		case s.GPU != gpu:
@@ -479,15 +520,62 @@ func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, er
 	}
 	a.hasTorch = len(a.torchPIDs) > 0
 	a.steps = mi.stepsFor(a.rank())
+	return a, nil
+}
+
+// Sites are one GPU's site snapshots of a run, read once with what the
+// growth rule needs (the run's steps and warm-up), so that the bands of
+// any window are computed without the file (the viewer asks for one per
+// zoom). A Sites is safe for concurrent use: Bands only reads it.
+type Sites struct {
+	a     *gpuAnalysis
+	snaps []siteSnap
+}
+
+// ReadSites reads a GPU's site snapshots; a Sites of none (Len 0) when the
+// GPU has none.
+func ReadSites(db *storage.DB, run storage.Run, gpu int) (*Sites, error) {
+	a, err := siteAnalysis(db, run, gpu)
+	if err != nil {
+		return nil, err
+	}
 	snaps, err := a.readSites()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SiteSnapshot, len(snaps))
-	for i, s := range snaps {
-		out[i] = *a.figuresN(s, -1)
+	a.db = nil // Bands must not read the file: it may be closed, or locked
+	return &Sites{a: a, snaps: snaps}, nil
+}
+
+// Len is the number of snapshots.
+func (s *Sites) Len() int { return len(s.snaps) }
+
+// Bands are the bands of the live-memory-by-site chart over the snapshots
+// of [from, to) and each process's last one before from (it holds until
+// the next), as the report draws them for the whole run: the n sites
+// ranked first (those that grow over these snapshots by the growth rule,
+// the steepest first, then by their largest live bytes), then "other
+// sites" and "untracked". Each band has a value at every snapshot time;
+// nil when no snapshot is in the window.
+func (s *Sites) Bands(from, to int64, n int) []SiteSeries {
+	var in []siteSnap
+	seen := map[int]bool{}
+	for i := len(s.snaps) - 1; i >= 0; i-- {
+		if sn := s.snaps[i]; sn.t() < from && !seen[sn.pid] {
+			seen[sn.pid] = true
+			in = append(in, sn)
+		}
 	}
-	return out, nil
+	slices.Reverse(in)
+	for _, sn := range s.snaps {
+		if sn.t() >= from && sn.t() < to {
+			in = append(in, sn)
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	return siteSeries(in, s.a.growing(in), n)
 }
 
 // SiteDelta is one site's change between two snapshots.
@@ -545,11 +633,11 @@ func DiffSites(a, b SiteSnapshot) []SiteDelta {
 }
 
 // chartSites returns the keys of the sites a chart shows (the growing
-// ones, then by their largest live bytes, ChartSites at most), which of
-// them grow, and each site's label.
-func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows map[string]bool, label map[string]string) {
+// ones, then by their largest live bytes, n at most), which of them grow,
+// and each site's row (its label and function).
+func chartSites(snaps []siteSnap, growing []GrowingSite, n int) (keys []string, grows map[string]bool, label map[string]storage.SiteSample) {
 	peak := map[string]int64{}
-	label = map[string]string{}
+	label = map[string]storage.SiteSample{}
 	for _, s := range snaps {
 		for _, r := range s.rows {
 			if r.File == wire.SiteUntracked || r.File == wire.SiteOther {
@@ -558,17 +646,17 @@ func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows m
 			k := r.Key()
 			peak[k] = max(peak[k], r.LiveBytes)
 			if _, ok := label[k]; !ok {
-				label[k] = r.Label()
-				if r.Func != "" {
-					label[k] += " " + r.Func
-				}
+				label[k] = r
 			}
 		}
 	}
 	grows = map[string]bool{}
 	for _, g := range growing {
 		k := g.File + ":" + fmt.Sprint(g.Line)
-		if !grows[k] && len(keys) < ChartSites {
+		if g.File == wire.SiteUntracked {
+			continue // its own band, not a site
+		}
+		if !grows[k] && len(keys) < n {
 			keys = append(keys, k)
 			grows[k] = true
 		}
@@ -586,7 +674,7 @@ func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows m
 		return strings.Compare(x, y)
 	})
 	for _, k := range rest {
-		if len(keys) == ChartSites {
+		if len(keys) >= n {
 			break
 		}
 		if peak[k] > 0 {
@@ -598,16 +686,21 @@ func chartSites(snaps []siteSnap, growing []GrowingSite) (keys []string, grows m
 
 // siteSeries is the live bytes of the largest sites at each snapshot time,
 // summed over the GPU's processes (each holding its last snapshot).
-func siteSeries(snaps []siteSnap, growing []GrowingSite) []SiteSeries {
-	keys, grows, label := chartSites(snaps, growing)
+func siteSeries(snaps []siteSnap, growing []GrowingSite, n int) []SiteSeries {
+	keys, grows, row := chartSites(snaps, growing, n)
 	index := map[string]int{}
 	out := make([]SiteSeries, len(keys)+2)
 	for i, k := range keys {
 		index[k] = i
-		out[i] = SiteSeries{Name: label[k], Growth: grows[k]}
+		r := row[k]
+		out[i] = SiteSeries{Name: r.Label(), Band: BandSite, Site: r.Label(), Func: r.Func, Growth: grows[k]}
+		if r.Func != "" {
+			out[i].Name += " " + r.Func
+		}
 	}
 	other, untracked := len(keys), len(keys)+1
 	out[other].Name, out[untracked].Name = "other sites", "untracked"
+	out[other].Band, out[untracked].Band = BandOther, BandUntracked
 	latest := map[int][]int64{} // by process: its last snapshot's bands
 	for _, s := range snaps {
 		bands := make([]int64, len(out))

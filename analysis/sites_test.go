@@ -3,6 +3,7 @@ package analysis
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,5 +170,62 @@ func BenchmarkAnalyzeSites(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-c0)/1e6/float64(b.N), "cpu-ms/op")
 		})
 		db.Close()
+	}
+}
+
+// Sites.Bands over the whole run are the report's bands; over a window
+// they are its snapshots and the one before it, ranked among themselves;
+// with n = 1 the one site shown is the growing one and the rest adds up
+// under "other sites".
+func TestSitesBands(t *testing.T) {
+	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
+	c := trainCfg{gpus: 1, epochs: 4, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true}
+	g.train("leak", c)
+	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.b.String())}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runs[0]
+	rep, err := Analyze(db, run, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSites(db, run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rep.GPUs[0].Where.Series
+	got := s.Bands(storage.MinTime, storage.MaxTime, ChartSites)
+	if s.Len() != 4 || !slices.EqualFunc(got, want, func(a, b SiteSeries) bool {
+		return a.Name == b.Name && a.Band == b.Band && a.Growth == b.Growth && slices.Equal(a.TNS, b.TNS) && slices.Equal(a.Bytes, b.Bytes)
+	}) {
+		t.Fatalf("%d snapshots; bands of the whole run %+v, want the report's %+v", s.Len(), got, want)
+	}
+	// From just after the second snapshot: the second (held) and the last two.
+	ts := want[0].TNS
+	w := s.Bands(ts[1]+1, storage.MaxTime, 1)
+	if len(w) != 3 || w[0].Site != "train.py:52" || w[0].Func != "keep" || !w[0].Growth || w[1].Band != BandOther || w[2].Band != BandUntracked ||
+		!slices.Equal(w[0].TNS, ts[1:]) {
+		t.Fatalf("window bands %+v", w)
+	}
+	for k := range w[0].TNS {
+		var sum, wantSum int64
+		for _, b := range w {
+			sum += b.Bytes[k]
+		}
+		for _, b := range want {
+			wantSum += b.Bytes[k+1]
+		}
+		if sum != wantSum || w[0].Bytes[k] != want[0].Bytes[k+1] {
+			t.Errorf("snapshot %d: bands add up to %d, want %d; the leak %d, want %d", k+1, sum, wantSum, w[0].Bytes[k], want[0].Bytes[k+1])
+		}
+	}
+	if b := s.Bands(storage.MinTime, ts[0], 3); b != nil {
+		t.Errorf("bands before the first snapshot: %+v", b)
 	}
 }

@@ -754,10 +754,10 @@ func siteChart(rep *analysis.Report, g analysis.GPUReport) (*plot.Plot, []legend
 			continue
 		}
 		c := palette[i%len(palette)]
-		switch s.Name {
-		case "other sites":
+		switch s.Band {
+		case analysis.BandOther:
 			c = color.RGBA{R: 170, G: 170, B: 170, A: 255}
-		case "untracked":
+		case analysis.BandUntracked:
 			c = color.RGBA{R: 220, G: 220, B: 220, A: 255}
 		}
 		pg.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 190}
