@@ -7,10 +7,13 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/storage"
 )
@@ -21,8 +24,10 @@ const (
 	MaxPoints     = 10_000
 	MaxLines      = 64
 	MaxMarks      = 5_000
+	MaxSites      = 50
 	defaultPoints = 2_000
 	defaultMarks  = 2_000
+	defaultSites  = 8
 )
 
 // Options configure the server.
@@ -35,8 +40,8 @@ type Options struct {
 	Live bool
 }
 
-// Handler serves the page at / and its API under /api/: runs, window, at
-// and marks, all read-only GETs. Anything else is 404 (405 for another
+// Handler serves the page at / and its API under /api/: runs, window, at,
+// marks and sites, all read-only GETs. Anything else is 404 (405 for another
 // method). A bad parameter is a 400 and an unknown run or line a 404,
 // each with a JSON {"error": "..."} that says what was wrong; a panic in a
 // handler is a 500 that says so, and the server goes on.
@@ -48,6 +53,7 @@ func Handler(src Source, opts Options) http.Handler {
 	mux.HandleFunc("/api/window", s.window)
 	mux.HandleFunc("/api/at", s.at)
 	mux.HandleFunc("/api/marks", s.marks)
+	mux.HandleFunc("/api/sites", s.sites)
 	return guard(mux)
 }
 
@@ -133,6 +139,7 @@ type runJSON struct {
 	Epochs    [][3]int64     `json:"epochs"` // [start_us, end_us, epoch]
 	Stale     string         `json:"stale,omitempty"`
 	Counts    storage.Counts `json:"counts"`
+	SiteGPUs  []int          `json:"site_gpus"` // the GPUs with allocation-site snapshots (/api/sites)
 }
 
 type gpuJSON struct {
@@ -231,7 +238,14 @@ func (s *server) describe(run storage.Run) (runJSON, error) {
 	us := func(t int64) int64 { return (t - run.StartNS) / 1000 }
 	rj := runJSON{Name: run.Name, StartMS: run.StartNS / 1e6, EndUS: us(runEnd(run, x)), Complete: run.Complete, Live: s.opts.Live,
 		Host: run.Host, GPUs: []gpuJSON{}, Lines: []lineJSON{}, Steps: [][2]int64{}, Epochs: [][3]int64{},
-		Samples: x.Samples(), Stale: stale, Counts: run.Counts}
+		Samples: x.Samples(), Stale: stale, Counts: run.Counts, SiteGPUs: []int{}}
+	if ss, ok := s.src.(SiteSource); ok && stale == "" {
+		gpus, err := ss.SiteGPUs(run)
+		if err != nil && !errors.Is(err, storage.ErrLocked) {
+			return runJSON{}, err
+		}
+		rj.SiteGPUs = append(rj.SiteGPUs, gpus...) // none while a recorder holds the file
+	}
 	if len(run.Tags) > 0 {
 		rj.Tags = run.Tags
 	}
@@ -365,6 +379,35 @@ func (rq *request) window() (from, to int64, err error) {
 		return 0, 0, badRequest("window %s..%s s is outside the run, which spans 0..%.3f s", rq.q["from"][0], rq.q["to"][0], float64(end-rq.run.StartNS)/1e9)
 	}
 	return from, to, nil
+}
+
+// wholeOr is the window of from and to, or the whole run when neither is
+// given.
+func (rq *request) wholeOr() (from, to int64, err error) {
+	if len(rq.q["from"]) == 0 && len(rq.q["to"]) == 0 {
+		return rq.run.StartNS, runEnd(rq.run, rq.x) + 1, nil
+	}
+	return rq.window()
+}
+
+// gpu reads the gpu parameter: one of the run's GPUs (404 for another).
+func (rq *request) gpu() (int, error) {
+	v := rq.q["gpu"]
+	n, err := 0, error(nil)
+	if len(v) == 1 {
+		n, err = strconv.Atoi(v[0])
+	}
+	if len(v) != 1 || err != nil || n < 0 {
+		return 0, badRequest("gpu=%q: give one GPU index, a whole number from 0", strings.Join(v, ","))
+	}
+	var has []string
+	for _, g := range rq.run.GPUs {
+		if g.Index == n {
+			return n, nil
+		}
+		has = append(has, strconv.Itoa(g.Index))
+	}
+	return 0, &httpError{http.StatusNotFound, fmt.Sprintf("run %q has no GPU %d (it has %s)", rq.run.Name, n, strings.Join(has, ", "))}
 }
 
 func (rq *request) keys() ([]series.Key, error) {
@@ -677,6 +720,88 @@ func (s *server) marks(w http.ResponseWriter, r *http.Request) {
 	out := marksJSON{Marks: make([]markJSON, 0, len(marks)), More: more}
 	for _, m := range marks {
 		out.Marks = append(out.Marks, markOf(m, rq.run.StartNS))
+	}
+	reply(w, out, nil)
+}
+
+// sitesJSON answers /api/sites: live bytes by allocation site at each of
+// a GPU's site snapshots in the window, for a stacked chart.
+type sitesJSON struct {
+	Run    string     `json:"run"`
+	GPU    int        `json:"gpu"`
+	FromUS int64      `json:"from_us"`
+	ToUS   int64      `json:"to_us"`
+	T      []int64    `json:"t_us"` // the snapshots' times; each holds until the next
+	Sites  []siteJSON `json:"sites"`
+	Note   string     `json:"note,omitempty"`
+	Stale  string     `json:"stale,omitempty"`
+}
+
+// siteJSON is one band: a site, or what the sites shown leave out.
+type siteJSON struct {
+	Label string  `json:"label"`          // "train.py:52 keep_logits", "other sites", "untracked"
+	Kind  string  `json:"kind"`           // analysis.SiteBand: site, other, untracked
+	Site  string  `json:"site,omitempty"` // file name and line
+	Func  string  `json:"func,omitempty"`
+	Grows bool    `json:"grows,omitempty"` // by the growth rule, over the window's snapshots
+	Bytes []int64 `json:"bytes"`           // live bytes at each time of t_us
+}
+
+// noSites is the note of a GPU without site snapshots.
+const noSites = "this run has no allocation-site snapshots on this GPU: record with --sites, or import a PyTorch memory snapshot"
+
+// sites answers the window's snapshots of one GPU and its top sites: the
+// window holds the snapshots in [from, to) and each process's last before
+// from. The sites are ranked as memrec's report and memrec sites rank
+// them (analysis.Sites.Bands: those that grow by the growth rule over
+// these snapshots first, then the largest live bytes); the rest are one
+// "other sites" band, the blocks without a stack one "untracked" band,
+// each left out when it holds nothing in the window.
+func (s *server) sites(w http.ResponseWriter, r *http.Request) {
+	rq, err := s.request(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	gpu, err := rq.gpu()
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	from, to, err := rq.wholeOr()
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	top, err := rq.count("top", defaultSites, MaxSites)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	us := func(t int64) int64 { return (t - rq.run.StartNS) / 1000 }
+	out := sitesJSON{Run: rq.run.Name, GPU: gpu, FromUS: us(from), ToUS: us(to), T: []int64{}, Sites: []siteJSON{}, Stale: rq.stale}
+	var sites *analysis.Sites
+	if ss, ok := s.src.(SiteSource); ok {
+		if sites, err = ss.Sites(rq.run, gpu); err != nil {
+			reply(w, nil, err)
+			return
+		}
+	}
+	if sites == nil || sites.Len() == 0 {
+		out.Note = noSites
+		reply(w, out, nil)
+		return
+	}
+	for i, b := range sites.Bands(from, to, top) {
+		if i == 0 {
+			for _, t := range b.TNS {
+				out.T = append(out.T, us(t))
+			}
+		}
+		if b.Band != analysis.BandSite && !slices.ContainsFunc(b.Bytes, func(v int64) bool { return v != 0 }) {
+			continue
+		}
+		out.Sites = append(out.Sites, siteJSON{Label: b.Name, Kind: b.Band.String(), Site: b.Site, Func: b.Func, Grows: b.Growth, Bytes: b.Bytes})
 	}
 	reply(w, out, nil)
 }

@@ -42,6 +42,7 @@ func testDBOf(t testing.TB, seconds int) (string, storage.Run) {
 	start := c.Start.UnixNano()
 	fmt.Fprintf(&buf, `{"type":"mark","t_ns":%d,"kind":"event","text":"eval begins"}`+"\n", start+int64(eventAt*1e9))
 	fmt.Fprintf(&buf, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":1,"text":"tried to allocate 2.00 GiB"}`+"\n", start+int64(oomAt*1e9))
+	writeSites(&buf, start, seconds)
 	path := filepath.Join(t.TempDir(), "view.db")
 	db, err := storage.Open(path, storage.Options{})
 	if err != nil {
@@ -55,6 +56,39 @@ func testDBOf(t testing.TB, seconds int) (string, storage.Run) {
 		t.Fatal(err)
 	}
 	return path, runs[0]
+}
+
+// The test run's site snapshots: on GPU 0 only (GPU 1 has none), one
+// every sitesEvery seconds from sitesEvery on. train.py:52 keeps 8 MiB
+// more at each; the weights (model.py:10, 2 GiB) are the largest steady
+// site; data.py:7 goes up and down; ten small sites of 1 to 10 MiB; the
+// untracked blocks 64 MiB; the probe's "other" 3 MiB.
+const sitesEvery = 30
+
+// siteFixture is site → live bytes at snapshot k (0-based).
+func siteFixture(k int) map[string]int64 {
+	m := map[string]int64{
+		"/w/train.py:52": int64(k+1) * 8 << 20,
+		"/w/model.py:10": 2 << 30,
+		"/w/data.py:7":   256<<20 + int64(k%3)*16<<20,
+	}
+	for i := 1; i <= 10; i++ {
+		m[fmt.Sprintf("/w/util.py:%d", 100+i)] = int64(i) << 20
+	}
+	return m
+}
+
+func writeSites(w io.Writer, start int64, seconds int) {
+	funcs := map[string]string{"/w/train.py:52": "keep", "/w/model.py:10": "build", "/w/data.py:7": "load"}
+	for k := 0; (k+1)*sitesEvery < seconds; k++ {
+		var sites []string
+		for key, b := range siteFixture(k) {
+			file, line, _ := strings.Cut(key, ":")
+			sites = append(sites, fmt.Sprintf(`{"file":%q,"line":%s,"func":%q,"live_bytes":%d,"live_blocks":1}`, file, line, funcs[key], b))
+		}
+		fmt.Fprintf(w, `{"type":"sites","t_ns":%d,"gpu":0,"pid":4100,"rank":0,"reason":"snapshot","untracked":{"live_bytes":%d,"live_blocks":2},"sites":[%s],"other":{"sites":4,"live_bytes":%d,"live_blocks":4}}`+"\n",
+			start+int64((k+1)*sitesEvery)*1e9, 64<<20, strings.Join(sites, ","), 3<<20)
+	}
 }
 
 func getJSON(t testing.TB, url string, into any) int {
@@ -114,6 +148,24 @@ func TestBadRequests(t *testing.T) {
 		{"/api/at?run=nope&t=5", 404, "no such run"},
 		{"/api/marks?run=gen&from=0&to=10&limit=999999", 400, "limit"},
 		{"/api/marks?run=gen&from=0", 400, "to"},
+		{"/api/sites?run=gen&gpu=0", 200, ""},
+		{"/api/sites?run=gen&gpu=0&from=0&to=50&top=50", 200, ""},
+		{"/api/sites?run=nope&gpu=0", 404, "no such run"},
+		{"/api/sites?gpu=0", 400, "run"},
+		{"/api/sites?run=gen", 400, "gpu"},
+		{"/api/sites?run=gen&gpu=7", 404, "no GPU 7"},
+		{"/api/sites?run=gen&gpu=-1", 400, "gpu"},
+		{"/api/sites?run=gen&gpu=x", 400, "gpu"},
+		{"/api/sites?run=gen&gpu=0&gpu=1", 400, "gpu"},
+		{"/api/sites?run=gen&gpu=0&from=5000&to=6000", 400, "outside the run"},
+		{"/api/sites?run=gen&gpu=0&from=10", 400, "to"},
+		{"/api/sites?run=gen&gpu=0&from=NaN&to=10", 400, "finite"},
+		{"/api/sites?run=gen&gpu=0&from=20&to=10", 400, "after from"},
+		{"/api/sites?run=gen&gpu=0&top=0", 400, "top"},
+		{"/api/sites?run=gen&gpu=0&top=51", 400, "top"},
+		{"/api/sites?run=gen&gpu=0&top=99999999999999999999", 400, "top"},
+		{"/api/sites?run=gen&gpu=0&top=NaN", 400, "top"},
+		{"/api/sites?run=gen&gpu=0&top=2&top=3", 400, "top"},
 		{"/api/runs?run=nope", 404, "no such run"},
 		{"/api/runs?run=", 400, "empty"},
 		{"/api/nothing", 404, ""},
@@ -405,5 +457,88 @@ func TestLockedFile(t *testing.T) {
 	var after windowJSON
 	if code := getJSON(t, url, &after); code != 200 || after.Stale != "" || after.Lines[0].Every != 1 {
 		t.Errorf("after: %d, every %v, stale %q", code, after.Lines, after.Stale)
+	}
+}
+
+// TestSites: /api/sites names the growing site first and the largest
+// steady one second (top=2, from the fixture's design), and every band's
+// bytes at every snapshot are the stored rows' (the other band: the rest
+// of the sites and the probe's other, summed); a window keeps the
+// snapshot before it; GPU 1, without snapshots, answers a note.
+func TestSites(t *testing.T) {
+	path, run := testDB(t)
+	src := NewDBSource(path)
+	defer src.Close()
+	srv := httptest.NewServer(Handler(src, Options{}))
+	defer srv.Close()
+	// The stored snapshots, by time: site key → live bytes.
+	db, err := storage.Open(path, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []int64
+	stored := map[int64]map[string]int64{}
+	it := db.SiteSamples(run, 0, 4100, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		r := it.At()
+		if stored[r.T] == nil {
+			stored[r.T] = map[string]int64{}
+			times = append(times, r.T)
+		}
+		stored[r.T][r.Key()] += r.LiveBytes
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if len(times) != testSeconds/sitesEvery-1 {
+		t.Fatalf("%d snapshots stored", len(times))
+	}
+	check := func(q string, want []int64) {
+		t.Helper()
+		var got sitesJSON
+		if code := getJSON(t, srv.URL+"/api/sites?run=gen&gpu=0&top=2"+q, &got); code != 200 {
+			t.Fatalf("%s: %d", q, code)
+		}
+		if len(got.T) != len(want) || len(got.Sites) != 4 || got.Note != "" {
+			t.Fatalf("%s: %d times (want %d), sites %+v, note %q", q, len(got.T), len(want), got.Sites, got.Note)
+		}
+		for i, s := range []struct{ label, kind, key string }{
+			{"train.py:52 keep", "site", "/w/train.py:52"}, {"model.py:10 build", "site", "/w/model.py:10"},
+			{"other sites", "other", ""}, {"untracked", "untracked", "<untracked>:0"},
+		} {
+			g := got.Sites[i]
+			if g.Label != s.label || g.Kind != s.kind || g.Grows != (i == 0) || len(g.Bytes) != len(want) {
+				t.Errorf("%s: band %d %+v, want %s (%s)", q, i, g, s.label, s.kind)
+				continue
+			}
+			for k, tt := range want {
+				row := stored[tt]
+				v := row[s.key]
+				if s.kind == "other" {
+					v = 0
+					for key, b := range row {
+						if key != "/w/train.py:52" && key != "/w/model.py:10" && key != "<untracked>:0" {
+							v += b
+						}
+					}
+				}
+				if got.T[k] != (tt-run.StartNS)/1000 || g.Bytes[k] != v {
+					t.Errorf("%s: %s at %d µs: %d B, want %d B at %d µs", q, s.label, got.T[k], g.Bytes[k], v, (tt-run.StartNS)/1000)
+				}
+			}
+		}
+	}
+	check("", times)
+	// The one at 60 s holds at 75 s; 90 and 120 s are in (data.py:7, which
+	// rises from 30 to 90 s, falls there).
+	check("&from=75&to=130", times[1:4])
+	var none sitesJSON
+	if code := getJSON(t, srv.URL+"/api/sites?run=gen&gpu=1", &none); code != 200 || len(none.Sites) != 0 || len(none.T) != 0 || !strings.Contains(none.Note, "--sites") {
+		t.Errorf("GPU 1: %d %+v", code, none)
+	}
+	var runs runsJSON
+	if getJSON(t, srv.URL+"/api/runs", &runs); len(runs.Shown) != 1 || fmt.Sprint(runs.Shown[0].SiteGPUs) != "[0]" {
+		t.Errorf("runs: site GPUs %+v", runs.Shown)
 	}
 }

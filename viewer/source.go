@@ -3,9 +3,11 @@ package viewer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/storage"
 )
@@ -21,6 +23,18 @@ type Source interface {
 	// on first use, and the reader of its samples where the index keeps
 	// none (nil: the index answers from its own buckets and ring).
 	Index(run storage.Run) (*series.Index, Reader, error)
+}
+
+// SiteSource is a Source that also reads allocation-site snapshots
+// (DBSource does; the recorder's live index keeps none, so its page has no
+// sites charts). Implementations must be safe for concurrent use.
+type SiteSource interface {
+	// SiteGPUs lists the GPUs of the run that have site snapshots, in
+	// increasing order; none is an empty list.
+	SiteGPUs(run storage.Run) ([]int, error)
+	// Sites returns one GPU's site snapshots, read on first use; a Sites
+	// of Len 0 when the GPU has none.
+	Sites(run storage.Run, gpu int) (*analysis.Sites, error)
 }
 
 // Reader reads one line's samples of a run in a time range.
@@ -54,6 +68,8 @@ type DBSource struct {
 	runs   []storage.Run
 	cmu    sync.Mutex  // guards recent
 	recent []*pairRead // the newest reads, oldest first
+	smu    sync.Mutex  // guards sites
+	sites  map[siteKey]*dbSites
 	// Built, when set, is told of each index built: the run, its samples
 	// and how long the scan took (the command prints it).
 	Built func(run storage.Run, samples int64, took time.Duration)
@@ -72,7 +88,8 @@ type dbIndex struct {
 // NewDBSource returns a source over the database file at path; nothing is
 // opened until the first request.
 func NewDBSource(path string) *DBSource {
-	return &DBSource{path: path, lockTimeout: 250 * time.Millisecond, linger: 200 * time.Millisecond, indexes: map[uint64]*dbIndex{}}
+	return &DBSource{path: path, lockTimeout: 250 * time.Millisecond, linger: 200 * time.Millisecond, indexes: map[uint64]*dbIndex{},
+		sites: map[siteKey]*dbSites{}}
 }
 
 // with runs f with the database open (shared lock), opening it if no
@@ -194,6 +211,65 @@ func (s *DBSource) Index(run storage.Run) (*series.Index, Reader, error) {
 		return di.prev, nil, fmt.Errorf("%w: %w", ErrLockedStale, di.err)
 	}
 	return nil, nil, di.err
+}
+
+type siteKey struct {
+	run uint64
+	gpu int
+}
+
+// dbSites is one GPU's site snapshots as read for a run's counts and end:
+// a run that has grown since is read again.
+type dbSites struct {
+	once   sync.Once
+	counts storage.Counts
+	end    int64
+	sites  *analysis.Sites
+	err    error
+}
+
+// SiteGPUs lists the run's GPUs with site snapshots, from its series.
+func (s *DBSource) SiteGPUs(run storage.Run) ([]int, error) {
+	var gpus []int
+	err := s.with(func(db *storage.DB) error {
+		refs, err := db.Series(run)
+		for _, r := range refs {
+			if r.Kind == storage.SeriesSites && !slices.Contains(gpus, r.GPU) {
+				gpus = append(gpus, r.GPU)
+			}
+		}
+		return err
+	})
+	slices.Sort(gpus)
+	return gpus, err
+}
+
+// Sites reads one GPU's site snapshots once per state of the run (a
+// failed read is tried again on the next call).
+func (s *DBSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
+	k := siteKey{run.ID, gpu}
+	s.smu.Lock()
+	ds := s.sites[k]
+	if ds == nil || ds.counts != run.Counts || ds.end != run.EndNS {
+		ds = &dbSites{counts: run.Counts, end: run.EndNS}
+		s.sites[k] = ds
+	}
+	s.smu.Unlock()
+	ds.once.Do(func() {
+		ds.err = s.with(func(db *storage.DB) error {
+			var err error
+			ds.sites, err = analysis.ReadSites(db, run, gpu)
+			return err
+		})
+	})
+	if ds.err != nil {
+		s.smu.Lock()
+		if s.sites[k] == ds {
+			delete(s.sites, k)
+		}
+		s.smu.Unlock()
+	}
+	return ds.sites, ds.err
 }
 
 // reader reads a line's samples from the file; storage.ErrLocked while a
