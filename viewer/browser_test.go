@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +44,12 @@ const viewProbe = `<script>
   var ce = console.error;
   console.error = function () { errors.push(Array.prototype.join.call(arguments, " ")); ce.apply(console, arguments); };
   var out = { steps: [] }, b = document.body;
-  function finish(why) { out.errors = errors; out.why = why || ""; b.setAttribute("data-probe", JSON.stringify(out)); }
+  function sites() {
+    var el = document.getElementById("sites-gpu0");
+    return { exists: !!el, others: document.querySelectorAll(".chart.sites").length,
+      legend: el ? [].map.call(el.querySelectorAll(".u-legend .u-series .u-label"), function (x) { return x.textContent; }) : [] };
+  }
+  function finish(why) { out.sites = sites(); out.errors = errors; out.why = why || ""; b.setAttribute("data-probe", JSON.stringify(out)); }
   function until(cond, then) {
     var t0 = Date.now();
     (function poll() { if (cond()) then(); else if (Date.now() - t0 > 30000) finish("timed out"); else setTimeout(poll, 20); })();
@@ -74,6 +80,8 @@ const viewProbe = `<script>
           until(function () { return ch.hoverRaw != null; }, function () {
             out.hover = { x: ch.hoverX, lines: ch.hoverRaw[0].lines, marks: ch.hoverRaw[0].marks, rows: ch.hoverRows };
             out.labels = ch.drawnLabels;
+            var sc = v.charts.filter(function (c) { return c.sites; })[0];
+            out.sitesHover = sc ? sc.hoverRows : null;
             var s2 = seq();
             v.zoom(whole[0], whole[1]);
             until(function () { return seq() > s2; }, function () {
@@ -112,6 +120,12 @@ type probeOut struct {
 	} `json:"hover"`
 	Labels  []string `json:"labels"`
 	MaxStep int      `json:"maxStep"`
+	Sites   struct {
+		Exists bool     `json:"exists"`
+		Others int      `json:"others"` // sites charts on the page
+		Legend []string `json:"legend"`
+	} `json:"sites"`
+	SitesHover [][]string `json:"sitesHover"` // [colour, site, bytes], the top band first
 }
 
 // TestViewInBrowser loads the viewer's page in headless Chromium (network
@@ -120,7 +134,9 @@ type probeOut struct {
 // drag zooms to the dragged third; a one-second window draws exactly the
 // stored samples in it; hover shows each line's last stored sample before
 // the cursor; the event's label is drawn; zooming back draws the whole
-// run as before; no error anywhere.
+// run as before; GPU 0, which has site snapshots, has a sites chart (GPU
+// 1 none) whose legend names the growing site first and whose hover, at
+// the event, says what it held at the snapshot before; no error anywhere.
 func TestViewInBrowser(t *testing.T) {
 	t.Parallel()
 	browser := findBrowser(t)
@@ -258,5 +274,18 @@ func TestViewInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(out.Labels, "|"), "eval begins") {
 		t.Errorf("labels drawn at the event: %q", out.Labels)
+	}
+	// The sites: the fixture's one growing site is ranked first; at
+	// 61.5 s the snapshot in force is the one at 60 s (the second).
+	if !out.Sites.Exists || out.Sites.Others != 1 || len(out.Sites.Legend) == 0 || out.Sites.Legend[0] != "train.py:52 keep (grows)" {
+		t.Errorf("sites chart %+v, want one, its first band train.py:52 keep (grows)", out.Sites)
+	}
+	wantHeld := fmt.Sprintf("%d MiB", siteFixture(1)["/w/train.py:52"]>>20)
+	found := false
+	for _, r := range out.SitesHover {
+		found = found || len(r) == 3 && strings.HasPrefix(r[1], "train.py:52 keep") && r[2] == wantHeld
+	}
+	if !found {
+		t.Errorf("sites hover at 61.5 s: %q, want train.py:52 keep at %s", out.SitesHover, wantHeld)
 	}
 }

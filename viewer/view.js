@@ -2,6 +2,9 @@
 // (/api/window) at the chart's width in pixels, so any zoom shows M4 data
 // down to every sample. window.memrecView exposes the state for tests;
 // <body> gets data-charts-ready="N" once every chart has its first data.
+// A GPU with allocation-site snapshots gets a second chart below the others:
+// its sites' live bytes stacked (/api/sites), step-wise from snapshot to
+// snapshot, the hover naming each site's line and its bytes.
 (function () {
   "use strict";
   var KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
@@ -9,6 +12,9 @@
     params: "#8c564b", grads: "#e377c2", optimizer: "#bcbd22", buffers: "#17becf" };
   // The budget's parts are drawn stacked, in this order, each filled.
   var stacked = ["params", "grads", "optimizer", "buffers"];
+  // Site bands: a colour each, "other sites" and "untracked" in greys.
+  var siteColours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
+  function siteColour(b, i) { return b.kind === "other" ? "#a0a0a0" : b.kind === "untracked" ? "#cfcfcf" : siteColours[i % siteColours.length]; }
   function fillOf(c) { var n = parseInt(c.slice(1), 16); return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + ",0.35)"; }
   var dashes = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
   var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
@@ -274,12 +280,7 @@
         cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "memrec-view" } },
         hooks: {
           drawClear: [epochsHook(g.gpu)], draw: [marksHook(ch)],
-          setSelect: [function (u) {
-            if (u.select.width < 3) return;
-            var a = u.posToVal(u.select.left, "x"), b = u.posToVal(u.select.left + u.select.width, "x");
-            u.setSelect({ width: 0, height: 0 }, false);
-            zoom(a, b);
-          }],
+          setSelect: [selectZoom],
           setCursor: [function (u) { hoverAt(ch, u); }]
         }
       };
@@ -287,6 +288,90 @@
       ch.u.over.addEventListener("dblclick", function () { zoom.apply(null, fullRange()); });
       state.charts.push(ch);
     });
+    // The sites charts, below: one per GPU of each run with site snapshots.
+    shown.forEach(function (g) {
+      state.runs.forEach(function (r, ri) {
+        if ((r.site_gpus || []).indexOf(g.gpu) < 0) return;
+        var el = document.createElement("div"); el.className = "chart sites"; el.id = "sites-gpu" + g.gpu + (ri ? "-run" + ri : "");
+        var h = document.createElement("h3"); h.textContent = g.label + " · live memory by allocation site" + (state.runs.length > 1 ? " · " + r.name : "");
+        el.appendChild(h);
+        var plot = document.createElement("div"); el.appendChild(plot);
+        var res = document.createElement("div"); res.className = "res"; el.appendChild(res);
+        var hover = document.createElement("div"); hover.className = "hover"; hover.textContent = "Hover for each site's live bytes at the cursor."; el.appendChild(hover);
+        box.appendChild(el);
+        var ch = { sites: true, run: r, gpu: g.gpu, el: el, plot: plot, res: res, hover: hover, lines: [], bands: [], key: null,
+          width: Math.max(320, (shown.length > 1 ? box.clientWidth / 2 - 24 : box.clientWidth - 8) || 900), height: shown.length > 1 ? 260 : 420 };
+        sitesPlot(ch, []);
+        state.charts.push(ch);
+      });
+    });
+  }
+
+  function selectZoom(u) {
+    if (u.select.width < 3) return;
+    var a = u.posToVal(u.select.left, "x"), b = u.posToVal(u.select.left + u.select.width, "x");
+    u.setSelect({ width: 0, height: 0 }, false);
+    zoom(a, b);
+  }
+
+  // sitesPlot makes a sites chart's plot for its bands, once per set of
+  // bands (a zoom may rank other sites first): one series per band, each
+  // stacked on the one before it and filled down to it (the budget's way).
+  function sitesPlot(ch, bands) {
+    var key = bands.map(function (b) { return b.kind + ":" + b.label + ":" + !!b.grows; }).join("\n");
+    if (ch.u && ch.key === key) return;
+    if (ch.u) { ch.width = ch.u.width; ch.height = ch.u.height; ch.u.destroy(); }
+    ch.key = key; ch.bands = bands;
+    var series = [{ label: state.mode }], fills = [], stepped = uPlot.paths.stepped({ align: 1 });
+    bands.forEach(function (b, i) {
+      var c = siteColour(b, i);
+      series.push({ label: b.label + (b.grows ? " (grows)" : ""), stroke: c, width: 1, fill: fillOf(c), points: { show: false }, paths: stepped });
+      if (i > 0) fills.push({ series: [i + 1, i], fill: fillOf(c) });
+    });
+    ch.u = new uPlot({
+      width: ch.width, height: ch.height, series: series, bands: fills,
+      scales: { x: { time: state.mode === "clock", range: function () { return [state.x[0], state.x[1]]; } },
+        y: { range: function (u, lo, hi) { return [0, (hi > 0 ? hi : GiB) * 1.06]; } } },
+      axes: [xAxis(), { size: 78, incrs: byteIncrs, values: byteTicks }],
+      legend: { live: false },
+      cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "memrec-view" } },
+      hooks: { drawClear: [epochsHook(ch.gpu)], setSelect: [selectZoom], setCursor: [function (u) { hoverAt(ch, u); }] }
+    }, [[]].concat(bands.map(function () { return []; })), ch.plot);
+    ch.u.over.addEventListener("dblclick", function () { zoom.apply(null, fullRange()); });
+  }
+
+  // drawSites draws a window's site bands, stacked in order, each
+  // snapshot's bytes held until the next (the last until the window's end).
+  function drawSites(ch, j) {
+    var bands = j ? j.sites : [];
+    sitesPlot(ch, bands);
+    var xs = [], n = j ? j.t_us.length : 0;
+    for (var i = 0; i < n; i++) xs.push(toX(ch.run, j.t_us[i]));
+    if (n) xs.push(toX(ch.run, Math.max(j.t_us[n - 1], Math.min(j.to_us, ch.run.end_us))));
+    var data = [xs], below = null;
+    bands.forEach(function (b) {
+      var ys = new Array(xs.length);
+      for (var i = 0; i < xs.length; i++) ys[i] = b.bytes[Math.min(i, n - 1)] + (below ? below[i] : 0);
+      data.push(ys); below = ys;
+    });
+    ch.snap = j;
+    ch.u.setData(data, false);
+    ch.u.setScale("x", { min: state.x[0], max: state.x[1] });
+    ch.res.textContent = !j ? "" : j.note ? j.note : n + " site snapshot" + (n === 1 ? "" : "s") + " in view; the sites that grow first, then the largest" +
+      (j.stale ? " " + j.stale : "");
+  }
+
+  // hoverSites lists each band's bytes at the snapshot in force at x.
+  function hoverSites(ch, x) {
+    var j = ch.snap, k = -1;
+    if (j) for (var i = 0; i < j.t_us.length; i++) if (toX(ch.run, j.t_us[i]) <= x) k = i;
+    var html = "<b>" + esc(fmtX(x)) + "</b>";
+    if (k < 0) { ch.hover.innerHTML = html + " no site snapshot at or before the cursor"; ch.hoverRows = []; return; }
+    var rows = j.sites.map(function (b, i) { return [siteColour(b, i), b.label + (b.grows ? " (grows)" : ""), fmtBytes(b.bytes[k])]; }).reverse();
+    html += " snapshot at " + esc(fmtSecs(j.t_us[k] / 1e6, 1000)) + "<table>";
+    rows.forEach(function (r) { html += "<tr><td><span class=sw style='background:" + r[0] + "'></span>" + esc(r[1]) + "</td><td class=v>" + esc(r[2]) + "</td></tr>"; });
+    ch.hover.innerHTML = html + "</table>";
+    ch.hoverRows = rows; ch.hoverX = x;
   }
 
   // zoom shows [a, b] of the x axis and asks for its data.
@@ -316,13 +401,20 @@
     pending = new AbortController();
     var signal = pending.signal, seq = ++state.seq, started = performance.now();
     var jobs = [], results = [];
-    state.charts.forEach(function (ch) { ch.pendingMarks = []; ch.moreMarks = 0; });
+    state.charts.forEach(function (ch) {
+      ch.pendingMarks = []; ch.moreMarks = 0;
+      if (!ch.sites) return;
+      var r = ch.run, t0 = Math.max(0, toT(r, state.x[0])), t1 = Math.min(r.end_us + 1, toT(r, state.x[1]));
+      ch.pendingSites = null;
+      if (t1 > t0) jobs.push(get("api/sites", { run: r.name, gpu: ch.gpu, from: (t0 / 1e6).toFixed(6), to: (t1 / 1e6).toFixed(6) }, signal).then(function (j) { ch.pendingSites = j; }));
+    });
     state.runs.forEach(function (r) {
       var t0 = Math.max(0, toT(r, state.x[0])), t1 = Math.min(r.end_us + 1, toT(r, state.x[1]));
       if (!(t1 > t0)) return;
       var p = { run: r.name, from: (t0 / 1e6).toFixed(6), to: (t1 / 1e6).toFixed(6) };
       var byPx = {}, charts = [];
       state.charts.forEach(function (ch) {
+        if (ch.sites) return;
         var px = Math.max(50, Math.round(ch.u.bbox.width / (devicePixelRatio || 1)));
         var keys = ch.lines.filter(function (l) { return l.run === r; }).map(function (l) { return l.line.key; });
         if (!keys.length) return;
@@ -347,7 +439,7 @@
     });
     Promise.all(jobs).then(function () {
       if (seq !== state.seq) return;
-      state.charts.forEach(function (ch) { draw(ch, results, ch.pendingMarks); });
+      state.charts.forEach(function (ch) { if (ch.sites) drawSites(ch, ch.pendingSites); else draw(ch, results, ch.pendingMarks); });
       state.lastFetchMs = performance.now() - started;
       if (!document.body.hasAttribute("data-charts-ready")) {
         document.body.setAttribute("data-charts-ready", String(state.charts.length));
@@ -409,6 +501,7 @@
     }, 25);
   }
   function lookup(ch, x, near) {
+    if (ch.sites) { hoverSites(ch, x); return; }
     var jobs = state.runs.map(function (r) {
       var lines = ch.lines.filter(function (l) { return l.run === r; });
       if (!lines.length) return Promise.resolve(null);
