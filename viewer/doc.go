@@ -1,6 +1,7 @@
 // Package viewer serves memrec's web viewer: one page that draws a run's
 // memory per GPU with uPlot, and a read-only JSON API the page asks for
-// each window it shows (/api/runs, /api/window, /api/at, /api/marks).
+// each window it shows (/api/runs, /api/window, /api/at, /api/marks, and
+// /api/sites for the stacked chart of a GPU's allocation sites).
 //
 // The data comes from a Source: DBSource reads a database file, holding
 // its lock only while it reads; the recorder's live index feeds the same

@@ -42,7 +42,7 @@ type Options struct {
 
 // Handler serves the page at / and its API under /api/: runs, window, at,
 // marks and sites, all read-only GETs. Anything else is 404 (405 for another
-// method). A bad parameter is a 400 and an unknown run or line a 404,
+// method). A bad parameter is a 400 and an unknown run, line or GPU a 404,
 // each with a JSON {"error": "..."} that says what was wrong; a panic in a
 // handler is a 500 that says so, and the server goes on.
 func Handler(src Source, opts Options) http.Handler {
