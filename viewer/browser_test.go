@@ -9,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -153,34 +154,37 @@ func TestViewInBrowser(t *testing.T) {
 		api.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"),
-		"--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-		"--enable-logging=stderr", "--v=0", "--window-size=1280,1600", "--virtual-time-budget=60000", "--dump-dom", srv.URL + "/"}
-	cmd := exec.Command(browser, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
+	// Chromium driven over the DevTools protocol, in real time: the page
+	// loads, the probe zooms and hovers, and its answer is read back.
+	br, err := cdp.Start(browser, filepath.Join(t.TempDir(), "profile"), "--window-size=1280,1600",
+		"--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`data-probe="([^"]*)"`).FindSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the probe wrote nothing; Chromium said:\n%s", stderr.String())
+	defer br.Close()
+	tab, err := br.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Navigate(srv.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.WaitFor(`document.body && document.body.hasAttribute("data-probe")`, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	if err := tab.Eval(`document.body.getAttribute("data-probe")`, &raw); err != nil {
+		t.Fatal(err)
 	}
 	var out probeOut
-	raw := strings.NewReplacer("&quot;", `"`, "&amp;", "&", "&lt;", "<", "&gt;", ">", "&#39;", "'").Replace(string(m[1]))
 	if err := json.Unmarshal([]byte(raw), &out); err != nil {
 		t.Fatalf("probe: %v\n%s", err, raw)
 	}
 	if out.Why != "" || len(out.Errors) > 0 {
 		t.Errorf("probe: %q, errors in the page: %v", out.Why, out.Errors)
 	}
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if strings.Contains(l, "CONSOLE") && (strings.Contains(l, "rror") || strings.Contains(l, "Uncaught")) {
-			t.Errorf("console: %s", l)
-		}
+	if errs := tab.Errors(); len(errs) > 0 {
+		t.Errorf("the page threw or logged errors: %v", errs)
 	}
 	if len(out.Steps) != 5 {
 		t.Fatalf("probe got through %d steps of 5: %+v", len(out.Steps), out.Steps)
