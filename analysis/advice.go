@@ -139,6 +139,28 @@ type adviceContext struct {
 	// sampleAllocated is allocated at the end of the peak's step (what
 	// empty_cache() would leave reserved).
 	sampleAllocated int64
+	// curve, when runs at several batch sizes were compared (compare
+	// --by), is what a sample costs by their need curve; nil: the
+	// activations at the peak divided by the batch.
+	curve *sampleCost
+}
+
+// sampleCost is what one more sample costs by the need curve of runs at
+// several batch sizes, and the allowance the curve's fit used.
+type sampleCost struct {
+	bytes     float64 // per sample: the curve's marginal cost at its largest values
+	allowance float64
+	runs      int
+}
+
+// scaling is the part of activations act that grows with the batch: all
+// of it without a curve; with one, a sample's cost times the batch (the
+// rest, workspaces and the like, stays at any batch).
+func (ctx adviceContext) scaling(act int64) int64 {
+	if ctx.curve == nil || ctx.batch <= 0 {
+		return act
+	}
+	return min(act, int64(ctx.curve.bytes*ctx.batch))
 }
 
 // dtypeBytes is the size of one element of a torch dtype's name; 0 if
@@ -193,18 +215,23 @@ func advise(b *Budget, ctx adviceContext) {
 		heldWords = fmt.Sprintf("; the gradients (%s), freed before the forward pass now, are then held through the later micro-batches", FormatBytes(held))
 	}
 	if hasAct && act > 0 {
+		scale := ctx.scaling(act)
+		fixedWords := ""
+		if scale < act {
+			fixedWords = fmt.Sprintf("; %s of them do not grow with the batch (the need curve of the runs compared) and stay", FormatBytes(act-scale))
+		}
 		for _, k := range []int{2, 4} {
-			saved := act - act/int64(k) - held
+			saved := scale - scale/int64(k) - held
 			r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
-				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s",
-					k, k, k, FormatBytes(act/int64(k)), FormatBytes(act), heldWords),
+				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s%s",
+					k, k, k, FormatBytes(act-scale+scale/int64(k)), FormatBytes(act), fixedWords, heldWords),
 				Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
 					"the peak is in the forward or backward pass, not in optimizer.step()"}}
 			f.set(&r, saved, saved)
 			if f.ok() && b.Batch > 0 {
 				if v := f.batch(fx+held, act, 1); v != nil {
 					e := *v * float64(k)
-					r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, from this run's activations per sample", k, strconv.FormatFloat(*v, 'f', -1, 64))
+					r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, %s", k, strconv.FormatFloat(*v, 'f', -1, 64), f.basis())
 				}
 			}
 			b.Help = append(b.Help, r)
@@ -381,8 +408,14 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	}
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
-	room := float64(f.ctx.total-f.ctx.driverReserved-unseen-others)/(1+AllocatorAllowance) - float64(fx)
-	perSample := float64(act) * factor / f.ctx.batch
+	allowance, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	if c := f.ctx.curve; c != nil {
+		// What does not grow with the batch stays whole; the rest costs
+		// the curve's bytes a sample.
+		allowance, perSample = c.allowance, c.bytes*factor
+		fx += act - f.ctx.scaling(act)
+	}
+	room := float64(f.ctx.total-f.ctx.driverReserved-unseen-others)/(1+allowance) - float64(fx)
 	v := math.Floor(room / perSample)
 	if v < 0 {
 		v = 0
@@ -409,11 +442,19 @@ func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
 		return
 	}
 	if v := f.batch(fx, act, factor); v != nil {
-		r.FitsBatch, r.FitsWhy = v, "from this run's activations per sample (batch_size tag), the middle of the range"
+		r.FitsBatch, r.FitsWhy = v, f.basis()+", the middle of the range"
 		if r.SavedLowBytes == r.SavedHighBytes {
-			r.FitsWhy = "from this run's activations per sample (batch_size tag)"
+			r.FitsWhy = f.basis()
 		}
 	}
+}
+
+// basis says where a batch that would fit comes from.
+func (f fitter) basis() string {
+	if c := f.ctx.curve; c != nil {
+		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.runs, FormatBytes(int64(c.bytes)))
+	}
+	return "from this run's activations per sample (batch_size tag)"
 }
 
 // HelpWords writes the remedies as short lines for a summary.

@@ -244,3 +244,67 @@ func TestGradientsFreedBeforeForward(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviceFromTheNeedCurve: three watched runs at batches 16, 32 and 64
+// whose activations are 1 GiB that does not grow with the batch (a
+// workspace) and 64 MiB a sample. compare --by gives the advice of the
+// run at 64 again with a sample's cost from the need curve: accumulation
+// over 2 halves only the part that grows, and each batch that would fit
+// keeps the workspace whole; the run's own advice, which divides all its
+// activations by the batch, promises more.
+func TestAdviceFromTheNeedCurve(t *testing.T) {
+	const workspace, perSample = 1 * GiB, 64 * MiB
+	j := testJob(1)
+	var runs []*Report
+	for _, b := range []int64{16, 32, 64} {
+		j.Activations = workspace + perSample*b
+		name := fmt.Sprintf("b%d", b)
+		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
+		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
+		runs = append(runs, analyzeJSONL(t, run)[name])
+	}
+	c, err := Compare(runs, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	by := c.By
+	if by.HelpRun != "b64" || by.Need == nil || by.Need.MarginalBytesPerUnit != perSample {
+		t.Fatalf("help of %q, curve %+v", by.HelpRun, by.Need)
+	}
+	s := j.Split(29, 1)
+	fixed := s.Params + s.Grads + j.Optimizer
+	unseen := j.Idle + j.Context
+	room := float64(j.Total-1000-unseen)/(1+by.AllowanceFraction) - float64(fixed) - workspace
+	want := map[string][2]float64{ // saved at the peak, batch that would fit
+		"gradient_accumulation/2":  {perSample * 64 / 2, 2 * math.Floor(room/perSample)},
+		"gradient_accumulation/4":  {perSample * 64 * 3 / 4, 4 * math.Floor(room/perSample)},
+		"activation_checkpointing": {0.625 * float64(workspace+perSample*64), math.Floor(room / (perSample * (1 - 0.625)))},
+	}
+	for _, r := range by.Help {
+		key := r.Kind.String()
+		if r.N > 0 {
+			key += fmt.Sprintf("/%d", r.N)
+		}
+		w, ok := want[key]
+		if !ok {
+			continue
+		}
+		delete(want, key)
+		if math.Abs(float64(r.SavedBytes)-w[0]) > 1 || r.FitsBatch == nil || *r.FitsBatch != w[1] || !strings.Contains(r.FitsWhy, "need curve of 3 runs") {
+			t.Errorf("%s: saves %d, batch %v (%s); want %.0f and %v", key, r.SavedBytes, deref(r.FitsBatch), r.FitsWhy, w[0], w[1])
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("remedies missing: %v", want)
+	}
+	// The run alone takes its 5 GiB of activations as 80 MiB a sample.
+	own := runs[2].GPUs[0].Budget
+	for _, r := range own.Help {
+		if r.Kind == RemedyAccumulation && r.N == 2 && r.SavedBytes != (workspace+perSample*64)/2 {
+			t.Errorf("the run's own accumulation saves %d, want half of all its activations", r.SavedBytes)
+		}
+	}
+}

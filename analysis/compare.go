@@ -106,6 +106,12 @@ type ByTag struct {
 	MaxFittingValueOptimistic *float64   `json:"max_fitting_value_optimistic,omitempty"`
 	Extrapolation             float64    `json:"extrapolation,omitempty"`
 	IntervalWords             string     `json:"interval_words,omitempty"`
+	// Help is what would help the run at the largest value with a watched
+	// budget (HelpRun), its batches that would fit from the need curve
+	// instead of from that run alone: what does not grow with the batch
+	// (workspaces) stays. Only for a batch size.
+	Help    []Remedy `json:"what_would_help,omitempty"`
+	HelpRun string   `json:"help_run,omitempty"`
 
 	integer bool // every value tried is an integer
 }
@@ -371,6 +377,9 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		by.Need = &curve
 		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
 		by.interval()
+		if IsBatchTag(tag) {
+			by.advise(c)
+		}
 	}
 	by.Statement = by.statement()
 	c.By = by
@@ -552,6 +561,35 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
 	}
 	return peaks
+}
+
+// advise gives the advice of the run at the largest value with a watched
+// budget again, with a sample's cost from the need curve (its marginal
+// cost between the two largest values): a batch that fits after each
+// remedy then keeps what does not grow with the batch.
+func (by *ByTag) advise(c *Comparison) {
+	if by.Need == nil || by.Basis != "step_peak_allocated" {
+		return
+	}
+	var best *Budget
+	var bestRun string
+	var value float64
+	for _, r := range c.Reports {
+		v, _ := strconv.ParseFloat(r.Tags[by.Tag], 64)
+		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !fatalOOM(r) && (best == nil || v > value) {
+			best, bestRun, value = s.Budget, r.Run, v
+		}
+	}
+	if best == nil || value <= 0 {
+		return
+	}
+	b := *best
+	b.Help, b.Skipped, b.Missing, b.FitsBatch = nil, nil, nil, nil
+	sampled, _ := b.Part(PartActivations)
+	advise(&b, adviceContext{batch: value, total: by.TotalBytes, driverReserved: by.DriverReservedBytes,
+		sampleAllocated: b.PeakAllocatedBytes - sampled,
+		curve:           &sampleCost{bytes: by.Need.MarginalBytesPerUnit, allowance: by.AllowanceFraction, runs: len(by.Points)}})
+	by.Help, by.HelpRun = b.Help, bestRun
 }
 
 // belowFailed caps v below the smallest value that ran out of memory:

@@ -248,6 +248,12 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if b.IntervalWords != "" {
 			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
+		if len(b.Help) > 0 {
+			fmt.Fprintf(w, "What would help run %q, each batch that would then fit from the runs' need curve:\n", b.HelpRun)
+			for i, h := range (&analysis.Budget{Help: b.Help}).HelpWords(len(b.Help)) {
+				fmt.Fprintf(w, "  %d. %s\n", i+1, h)
+			}
+		}
 	}
 }
 
