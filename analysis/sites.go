@@ -159,24 +159,60 @@ func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
 	var out []siteSnap
 	for _, pid := range a.sitePIDs {
 		it := a.db.SiteSamples(a.run, a.g.Index, pid, a.run.StartNS, a.run.EndNS+1)
-		var cur []storage.SiteSample
+		var rows []storage.SiteSample
 		for it.Next() {
-			r := it.At()
-			if len(cur) > 0 && (r.File == wire.SiteUntracked || r.T != cur[0].T) {
-				out = append(out, siteSnap{pid, cur})
-				cur = nil
-			}
-			cur = append(cur, r)
+			rows = append(rows, it.At())
 		}
 		if err := it.Err(); err != nil {
 			return nil, err
 		}
-		if len(cur) > 0 {
-			out = append(out, siteSnap{pid, cur})
-		}
+		out = appendSnaps(out, pid, rows)
 	}
 	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
 	return out, nil
+}
+
+// appendSnaps cuts one process's rows, in time order, into its snapshots:
+// a snapshot's rows share its time, its wire.SiteUntracked row first.
+func appendSnaps(out []siteSnap, pid int, rows []storage.SiteSample) []siteSnap {
+	var cur []storage.SiteSample
+	for _, r := range rows {
+		if len(cur) > 0 && (r.File == wire.SiteUntracked || r.T != cur[0].T) {
+			out = append(out, siteSnap{pid, cur})
+			cur = nil
+		}
+		cur = append(cur, r)
+	}
+	if len(cur) > 0 {
+		out = append(out, siteSnap{pid, cur})
+	}
+	return out
+}
+
+// SitesOf is ReadSites over rows held in memory (a recording's, as it
+// happens: package recorder's Watch), of one GPU, each process's in time
+// order. Without the run's marks the growth rule judges the sites against
+// time, each series settling on its own.
+func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
+	a := &gpuAnalysis{run: run, g: storage.GPU{Index: gpu}, gr: &GPUReport{},
+		mi: &markIndex{steps: map[int][]StepMark{}, endNS: run.EndNS}}
+	byPID := map[int][]storage.SiteSample{}
+	var pids []int
+	for _, r := range rows {
+		if r.GPU != gpu {
+			continue
+		}
+		if _, ok := byPID[r.PID]; !ok {
+			pids = append(pids, r.PID)
+		}
+		byPID[r.PID] = append(byPID[r.PID], r)
+	}
+	var snaps []siteSnap
+	for _, pid := range pids {
+		snaps = appendSnaps(snaps, pid, byPID[pid])
+	}
+	slices.SortStableFunc(snaps, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
+	return &Sites{a: a, snaps: snaps}
 }
 
 // where is the sites pass.

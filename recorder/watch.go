@@ -2,6 +2,8 @@ package recorder
 
 import (
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/memrec/memrec/internal/series"
@@ -13,6 +15,11 @@ import (
 // its pyramid's buckets only (0.56 B a sample), so a day of 8 GPUs at
 // 100 Hz takes about 100 MB.
 const WatchRing = 1 << 16
+
+// WatchSiteRows bounds the allocation-site rows a Watch keeps (a
+// snapshot's rows are its top sites and a few totals, 100 B or so each):
+// past it the oldest snapshots give way (SiteRows says how many).
+const WatchSiteRows = 1 << 18
 
 // Watch is a recording as it happens, for the live page (package viewer,
 // wired in cmd): the run once it is known, and an index of its lines fed
@@ -27,6 +34,61 @@ type Watch struct {
 	// metrics listener beside /metrics (the viewer's page over this
 	// watch).
 	Page http.Handler
+
+	smu       sync.Mutex
+	sites     []storage.SiteSample // the site snapshots' rows, in arrival order
+	sitesGone int                  // snapshots that gave way to WatchSiteRows
+}
+
+// addSites keeps one snapshot's rows, the oldest snapshots giving way past
+// WatchSiteRows.
+func (w *Watch) addSites(rows []storage.SiteSample) {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	w.sites = append(w.sites, rows...)
+	if len(w.sites) <= WatchSiteRows {
+		return
+	}
+	// Past the bound, down to three quarters of it at once: one copy for
+	// many snapshots, not one for each.
+	cut := 0
+	for len(w.sites)-cut > WatchSiteRows*3/4 {
+		first := w.sites[cut]
+		cut++
+		for cut < len(w.sites) && w.sites[cut].T == first.T && w.sites[cut].GPU == first.GPU && w.sites[cut].PID == first.PID {
+			cut++
+		}
+		w.sitesGone++
+	}
+	w.sites = slices.Delete(w.sites, 0, cut)
+}
+
+// SiteRows returns a copy of the site rows of GPU gpu kept so far, in
+// arrival order, and how many of the recording's snapshots (of any GPU)
+// gave way to the bound.
+func (w *Watch) SiteRows(gpu int) (rows []storage.SiteSample, gone int) {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	for _, r := range w.sites {
+		if r.GPU == gpu {
+			rows = append(rows, r)
+		}
+	}
+	return rows, w.sitesGone
+}
+
+// SiteGPUs lists the GPUs with site rows kept, in increasing order.
+func (w *Watch) SiteGPUs() []int {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	var gpus []int
+	for _, r := range w.sites {
+		if !slices.Contains(gpus, r.GPU) {
+			gpus = append(gpus, r.GPU)
+		}
+	}
+	slices.Sort(gpus)
+	return gpus
 }
 
 // NewWatch returns a watch with nothing recorded yet.
@@ -87,7 +149,10 @@ func (s *watchSink) AppendMark(m storage.Mark) error {
 	return s.next.AppendMark(m)
 }
 
-func (s *watchSink) AppendSites(rows []storage.SiteSample) error { return s.next.AppendSites(rows) }
+func (s *watchSink) AppendSites(rows []storage.SiteSample) error {
+	s.w.addSites(rows)
+	return s.next.AppendSites(rows)
+}
 
 func (s *watchSink) AppendBudget(b storage.BudgetSample) error {
 	s.w.index.AddBudget(b)

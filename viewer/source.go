@@ -26,8 +26,9 @@ type Source interface {
 }
 
 // SiteSource is a Source that also reads allocation-site snapshots
-// (DBSource does; the recorder's live index keeps none, so its page has no
-// sites charts). Implementations must be safe for concurrent use.
+// (DBSource from the file; the live page's, in cmd, from the snapshots the
+// recorder keeps in memory). Implementations must be safe for concurrent
+// use.
 type SiteSource interface {
 	// SiteGPUs lists the GPUs of the run that have site snapshots, in
 	// increasing order; none is an empty list.

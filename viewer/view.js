@@ -581,8 +581,17 @@
     describe().then(function (j) {
       if (!state.runs.length) { if (j.shown.length) start(j); return; }
       var was = fullRange(), w = state.x[1] - state.x[0], whole = state.x[0] <= was[0] + 1e-9;
-      // In place: the charts' lines hold the run objects.
-      j.shown.forEach(function (r, i) { if (state.runs[i] && state.runs[i].name === r.name) { Object.assign(state.runs[i], r); state.runs[i]._etab = null; } });
+      // In place: the charts' lines hold the run objects. A run whose
+      // lines or site GPUs changed (its first allocator or site samples
+      // came) gets its charts built again.
+      var again = false;
+      j.shown.forEach(function (r, i) {
+        var cur = state.runs[i];
+        if (!cur || cur.name !== r.name) return;
+        again = again || String(cur.site_gpus) !== String(r.site_gpus) || cur.lines.length !== r.lines.length;
+        Object.assign(cur, r); cur._etab = null;
+      });
+      if (again) build();
       var now = fullRange();
       if (state.follow) state.x = whole ? now : [now[1] - w, now[1]];
       fetchWindow();

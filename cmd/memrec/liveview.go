@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -25,6 +26,15 @@ func (s watchSource) Runs() ([]storage.Run, error) {
 
 func (s watchSource) Index(storage.Run) (*series.Index, viewer.Reader, error) {
 	return s.w.Index(), nil, nil
+}
+
+// SiteGPUs and Sites make the live page draw the sites charts, from the
+// snapshots the recording kept in memory.
+func (s watchSource) SiteGPUs(storage.Run) ([]int, error) { return s.w.SiteGPUs(), nil }
+
+func (s watchSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
+	rows, _ := s.w.SiteRows(gpu)
+	return analysis.SitesOf(run, gpu, rows), nil
 }
 
 // maxViewConns bounds the connections the live page's server holds: a

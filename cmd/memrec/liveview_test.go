@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +132,80 @@ func TestLivePage(t *testing.T) {
 		}
 	}
 	t.Logf("live ends %v µs; %d samples of the last second checked", ends, len(l.T))
+}
+
+// liveSitesJob connects to the recorder's socket as the probe does and
+// sends three site snapshots 0.3 s apart, the site train.py:52 holding
+// 16 MiB more at each, then waits for the page to be read.
+const liveSitesJob = `
+import json, os, socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["MEMREC_SOCKET"])
+for i in range(3):
+    snap = {"type": "sites", "t_ns": time.time_ns(), "gpu": 0, "pid": os.getpid(), "reason": "snapshot",
+            "untracked": {"live_bytes": 1 << 20, "live_blocks": 1},
+            "sites": [{"file": "/w/train.py", "line": 52, "func": "keep", "stack": ["train.py:80 main"],
+                       "live_bytes": (i + 1) << 24, "live_blocks": i + 1, "alloc_bytes": 1 << 24, "allocs": 1}],
+            "other": {"sites": 0, "live_bytes": 0, "live_blocks": 0}}
+    s.sendall((json.dumps(snap) + "\n").encode())
+    time.sleep(0.3)
+time.sleep(6)
+`
+
+// TestLivePageSites: the live page draws the sites of a recording as it
+// happens, from the snapshots the recorder keeps in memory: /api/runs lists
+// the GPU with sites once the first snapshot came, and /api/sites answers
+// its bands with the bytes the job sent.
+func TestLivePageSites(t *testing.T) {
+	t.Parallel()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	db := filepath.Join(t.TempDir(), "live.db")
+	view := freePort(t)
+	done := make(chan string, 1)
+	go func() {
+		_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--name", "sites", "--view-addr", view, "--", py, "-c", liveSitesJob)
+		done <- fmt.Sprintf("%d %s", code, errs)
+	}()
+	var got struct {
+		Sites []struct {
+			Label string  `json:"label"`
+			Bytes []int64 `json:"bytes"`
+		} `json:"sites"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var runs struct {
+			Shown []struct {
+				SiteGPUs []int `json:"site_gpus"`
+			} `json:"shown"`
+		}
+		resp, err := http.Get("http://" + view + "/api/runs")
+		if err != nil {
+			continue
+		}
+		json.NewDecoder(resp.Body).Decode(&runs)
+		resp.Body.Close()
+		if len(runs.Shown) != 1 || len(runs.Shown[0].SiteGPUs) != 1 || runs.Shown[0].SiteGPUs[0] != 0 {
+			continue
+		}
+		resp, err = http.Get("http://" + view + "/api/sites?run=sites&gpu=0")
+		if err != nil {
+			continue
+		}
+		json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if len(got.Sites) > 0 && len(got.Sites[0].Bytes) == 3 {
+			break
+		}
+	}
+	if len(got.Sites) == 0 || !strings.Contains(got.Sites[0].Label, "train.py:52") || len(got.Sites[0].Bytes) != 3 ||
+		got.Sites[0].Bytes[0] != 1<<24 || got.Sites[0].Bytes[2] != 3<<24 {
+		t.Fatalf("live sites: %+v", got)
+	}
+	if res := <-done; !strings.HasPrefix(res, "0 ") {
+		t.Fatalf("record: %s", res)
+	}
 }
