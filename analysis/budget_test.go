@@ -109,7 +109,7 @@ func TestAdviceArithmetic(t *testing.T) {
 		"gradient_accumulation/2":  {act / 2, act / 2, 2 * fit(fixed, 1)},
 		"gradient_accumulation/4":  {act * 3 / 4, act * 3 / 4, 4 * fit(fixed, 1)},
 		"bf16_autocast":            {int64(0.25*float64(act)) - 2*n, act / 2, fit(fixed+n, 1-0.375)},
-		"activation_checkpointing": {int64(0.4 * float64(act)), int64(0.85 * float64(act)), fit(fixed, 1-0.625)},
+		"activation_checkpointing": {int64(CheckpointLow * float64(act)), int64(CheckpointHigh * float64(act)), fit(fixed, 1-(CheckpointLow+CheckpointHigh)/2)},
 		"sgd_momentum":             {j.Optimizer - 4*n, j.Optimizer - 4*n, fit(fixed-(j.Optimizer-4*n), 1)},
 		"adam_8bit":                {j.Optimizer - 2*n, j.Optimizer - 2*n, fit(fixed-(j.Optimizer-2*n), 1)},
 		"zero1/2":                  {j.Optimizer / 2, j.Optimizer / 2, fit(fixed-j.Optimizer/2, 1)},
@@ -281,7 +281,7 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 	want := map[string][2]float64{ // saved at the peak, batch that would fit
 		"gradient_accumulation/2":  {perSample * 64 / 2, 2 * math.Floor(room/perSample)},
 		"gradient_accumulation/4":  {perSample * 64 * 3 / 4, 4 * math.Floor(room/perSample)},
-		"activation_checkpointing": {0.625 * float64(workspace+perSample*64), math.Floor(room / (perSample * (1 - 0.625)))},
+		"activation_checkpointing": {(CheckpointLow + CheckpointHigh) / 2 * float64(workspace+perSample*64), math.Floor(room / (perSample * (1 - (CheckpointLow+CheckpointHigh)/2)))},
 	}
 	for _, r := range by.Help {
 		key := r.Kind.String()
