@@ -75,10 +75,23 @@ const viewProbe = `<script>
         v.zoom(61, 62);
         until(function () { return seq() > s1; }, function () {
           snap("1s");
-          var ch = v.charts[0], rr = u.over.getBoundingClientRect();
-          ch.hoverRaw = null;
-          u.over.dispatchEvent(new MouseEvent("mousemove", { clientX: rr.left + u.valToPos(61.5, "x"), clientY: rr.top + rr.height / 2, bubbles: true, view: window }));
-          until(function () { return ch.hoverRaw != null; }, function () {
+          var ch = v.charts[0];
+          // Hover at 61.5 s; a layout change while the page settles (the
+          // sites chart drawn below) can move the cursor again before the
+          // answer comes, so the hover is asked for until it is there.
+          function hover() {
+            var rr = u.over.getBoundingClientRect();
+            ch.hoverRaw = null;
+            u.over.dispatchEvent(new MouseEvent("mousemove", { clientX: rr.left + u.valToPos(61.5, "x"), clientY: rr.top + rr.height / 2, bubbles: true, view: window }));
+          }
+          var tries = 0;
+          hover();
+          until(function () {
+            if (ch.hoverRaw == null) return false;
+            if (Math.abs(ch.hoverX - 61.5) < 0.01 || ++tries > 20) return true;
+            hover();
+            return false;
+          }, function () {
             out.hover = { x: ch.hoverX, lines: ch.hoverRaw[0].lines, marks: ch.hoverRaw[0].marks, rows: ch.hoverRows };
             out.labels = ch.drawnLabels;
             var sc = v.charts.filter(function (c) { return c.sites; })[0];
