@@ -400,17 +400,25 @@ type allocSum struct {
 // last allocated value is not carried over the epochs after it.
 const allocatorLife = int64(2 * time.Second)
 
-func (s *allocSum) add(x storage.TorchSample) {
-	if _, seen := s.last[x.PID]; len(s.last) > 1 || (len(s.last) == 1 && !seen) {
-		s.retire(x.T)
-	}
-	prev := s.last[x.PID]
+// take makes x its process's last sample and moves the sums by what
+// changed since that process's sample before, which it returns.
+func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
+	prev = s.last[x.PID]
 	s.last[x.PID] = x
 	c := &s.cur
 	c.allocated += x.Allocated - prev.Allocated
 	c.reserved += x.Reserved - prev.Reserved
 	c.inactive += x.InactiveSplit - prev.InactiveSplit
 	c.retries += x.AllocRetries - prev.AllocRetries
+	return prev
+}
+
+func (s *allocSum) add(x storage.TorchSample) {
+	if _, seen := s.last[x.PID]; len(s.last) > 1 || (len(s.last) == 1 && !seen) {
+		s.retire(x.T)
+	}
+	prev := s.take(x)
+	c := &s.cur
 	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
 		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
 		if s.nearLimit == nil || r > *s.nearLimit {
@@ -523,13 +531,7 @@ func (a *gpuAnalysis) carryIn(sum *allocSum) error {
 	var last int64
 	for merged.Next() {
 		x := merged.At()
-		prev := sum.last[x.PID]
-		sum.last[x.PID] = x
-		c := &sum.cur
-		c.allocated += x.Allocated - prev.Allocated
-		c.reserved += x.Reserved - prev.Reserved
-		c.inactive += x.InactiveSplit - prev.InactiveSplit
-		c.retries += x.AllocRetries - prev.AllocRetries
+		sum.take(x)
 		last = x.T
 	}
 	if err := merged.Err(); err != nil {
