@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 )
 
@@ -50,9 +51,70 @@ func summarizeFrag(sum *Frag, frags []float64) *Frag {
 	f := *sum
 	f.Mean /= float64(f.Samples)
 	f.StuckMean /= float64(f.Samples)
-	slices.Sort(frags)
-	f.P95 = quantile(frags, 0.95)
+	f.P95 = selectQuantile(frags, 0.95)
 	return &f
+}
+
+// selectQuantile is quantile of s sorted, without sorting it: the two
+// order statistics it interpolates between are found by selection, O(n)
+// where a sort of a day's millions of samples is O(n log n). It reorders
+// s.
+func selectQuantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i >= len(s)-1 {
+		return slices.Max(s)
+	}
+	lo := nthSmallest(s, i)
+	hi := slices.Min(s[i+1:]) // after selection, s[i+1:] holds the larger ones
+	f := pos - float64(i)
+	return lo*(1-f) + hi*f
+}
+
+// nthSmallest reorders s so that s[k] is its k-th smallest element (from
+// 0), nothing larger before it and nothing smaller after, and returns it
+// (Hoare's selection, the pivot the median of three).
+func nthSmallest(s []float64, k int) float64 {
+	lo, hi := 0, len(s)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if s[mid] < s[lo] {
+			s[mid], s[lo] = s[lo], s[mid]
+		}
+		if s[hi] < s[lo] {
+			s[hi], s[lo] = s[lo], s[hi]
+		}
+		if s[hi] < s[mid] {
+			s[hi], s[mid] = s[mid], s[hi]
+		}
+		pivot := s[mid]
+		i, j := lo, hi
+		for i <= j {
+			for s[i] < pivot {
+				i++
+			}
+			for s[j] > pivot {
+				j--
+			}
+			if i <= j {
+				s[i], s[j] = s[j], s[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return s[k]
+		}
+	}
+	return s[k]
 }
 
 // peakWaste summarises 1 − peak allocated / reserved as samples come.

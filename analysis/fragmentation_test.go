@@ -1,0 +1,37 @@
+package analysis
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSelectQuantileIsTheSortedOne: selection gives the quantile of the
+// sorted values exactly, on random values, many ties, sorted and reversed
+// input, and short lists.
+func TestSelectQuantileIsTheSortedOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n < 3000; n = n*3 + 1 {
+		for _, shape := range []string{"random", "ties", "sorted", "reversed"} {
+			s := make([]float64, n)
+			for i := range s {
+				switch shape {
+				case "random":
+					s[i] = rng.Float64()
+				case "ties":
+					s[i] = float64(rng.IntN(4)) / 4
+				case "sorted":
+					s[i] = float64(i)
+				case "reversed":
+					s[i] = float64(n - i)
+				}
+			}
+			sorted := slices.Sorted(slices.Values(s))
+			for _, q := range []float64{0, 0.5, 0.95, 0.999, 1} {
+				if got, want := selectQuantile(slices.Clone(s), q), quantile(sorted, q); got != want {
+					t.Errorf("%s n=%d q=%g: %v, sorted %v", shape, n, q, got, want)
+				}
+			}
+		}
+	}
+}
