@@ -28,6 +28,8 @@ const (
 	Grads
 	OptimizerState
 	Buffers
+
+	fieldCount = int(Buffers) + 1
 )
 
 var fieldNames = [...]string{Used: "used", DriverReserved: "driver", Allocated: "allocated", Reserved: "reserved",
@@ -125,6 +127,13 @@ type Index struct {
 	stepEvery int // keep one step mark in stepEvery
 	stepSeen  int
 	ringSize  int
+	// recent is the line last added to for each field (written under mu's
+	// write lock, read only there): a batch of one series' samples looks
+	// its lines up once, not once a sample.
+	recent [fieldCount]struct {
+		k Key
+		l *line
+	}
 }
 
 type line struct {
@@ -141,7 +150,19 @@ func NewIndex(ring int) *Index {
 }
 
 func (x *Index) line(k Key) *line {
+	var r *struct {
+		k Key
+		l *line
+	}
+	if int(k.Field) < len(x.recent) {
+		if r = &x.recent[k.Field]; r.l != nil && r.k == k {
+			return r.l
+		}
+	}
 	l := x.lines[k]
+	if r != nil && l != nil {
+		r.k, r.l = k, l
+	}
 	if l == nil {
 		l = &line{last: -1 << 63}
 		if x.ringSize > 0 {
@@ -152,6 +173,16 @@ func (x *Index) line(k Key) *line {
 		x.keys = slices.Insert(x.keys, i, k)
 	}
 	return l
+}
+
+// known reports whether k has a line, through the recent lines first.
+func (x *Index) known(k Key) bool {
+	if int(k.Field) < len(x.recent) {
+		if r := &x.recent[k.Field]; r.l != nil && r.k == k {
+			return true
+		}
+	}
+	return x.lines[k] != nil
 }
 
 func compareKeys(a, b Key) int {
@@ -188,7 +219,7 @@ func (x *Index) AddDevice(d storage.DeviceSample) {
 
 func (x *Index) addDevice(d storage.DeviceSample) {
 	x.add(Key{Field: Used, GPU: d.GPU}, d.T, d.Used)
-	if k := (Key{Field: DriverReserved, GPU: d.GPU}); d.Reserved != 0 || x.lines[k] != nil {
+	if k := (Key{Field: DriverReserved, GPU: d.GPU}); d.Reserved != 0 || x.known(k) {
 		x.add(k, d.T, d.Reserved)
 	}
 }
