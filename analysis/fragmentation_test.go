@@ -35,3 +35,33 @@ func TestSelectQuantileIsTheSortedOne(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderStatsAreTheSortedOnes: the ranks Theil–Sen reads (the median,
+// Sen's interval) by selection equal the sorted values', ties and all.
+func TestOrderStatsAreTheSortedOnes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 2, 3, 10, 101, 1000, 4950} {
+		for _, ties := range []bool{false, true} {
+			s := make([]float64, n)
+			for i := range s {
+				if ties {
+					s[i] = float64(rng.IntN(5))
+				} else {
+					s[i] = rng.NormFloat64()
+				}
+			}
+			sorted := slices.Sorted(slices.Values(s))
+			ranks := []int{n / 3, 0, n - 1, n / 2, -1, n / 3}
+			got := orderStats(slices.Clone(s), ranks)
+			for i, r := range ranks {
+				want := median(sorted)
+				if r >= 0 {
+					want = sorted[r]
+				}
+				if got[i] != want {
+					t.Errorf("n=%d ties=%v rank %d: %v, sorted %v", n, ties, r, got[i], want)
+				}
+			}
+		}
+	}
+}

@@ -118,13 +118,17 @@ func fitPoints(x, y []float64) trend {
 	if len(slopes) == 0 {
 		return t
 	}
-	slices.Sort(slopes)
-	t.Slope = median(slopes)
-
 	// Variance of S with the correction for tied groups of y (Kendall);
 	// Sen's interval also takes out the ties of x (none where x is a step
 	// or a time, but the estimator allows them).
 	vs := float64(n*(n-1)*(2*n+5))/18 - tieTerm(y)/18
+	// The order statistics the fit needs (the median, Sen's interval's
+	// ranks) by selection: a sort of n(n−1)/2 slopes was most of the
+	// analysis of a short window.
+	ranks := append(medianRanks(len(slopes)), senRanks(len(slopes), vs-tieTerm(x)/18)...)
+	st := orderStats(slopes, ranks)
+	t.Slope = (st[0] + st[1]) / 2
+
 	if vs > 0 {
 		switch {
 		case s > 0:
@@ -136,7 +140,7 @@ func fitPoints(x, y []float64) trend {
 	} else {
 		t.P = 1
 	}
-	t.Lo, t.Hi = senInterval(slopes, vs-tieTerm(x)/18)
+	t.Lo, t.Hi = st[2], st[3]
 	icpt := make([]float64, n)
 	for i := range x {
 		icpt[i] = y[i] - t.Slope*x[i]
@@ -149,20 +153,67 @@ func fitPoints(x, y []float64) trend {
 // z975 is the 97.5th percentile of the standard normal distribution.
 const z975 = 1.959963984540054
 
-// senInterval is Sen's (1968) 95 % confidence interval of the Theil–Sen
-// slope from the sorted pairwise slopes and the variance of S: the slopes
-// of ranks (N' ∓ z·σ)/2, rounded half to even as SciPy's theilslopes does.
-func senInterval(slopes []float64, vs float64) (lo, hi float64) {
+// medianRanks are the ranks (from 0) whose mean is the median of n sorted
+// values: the middle one twice, or the two middle ones.
+func medianRanks(n int) []int {
+	if n%2 == 1 {
+		return []int{n / 2, n / 2}
+	}
+	return []int{n/2 - 1, n / 2}
+}
+
+// senRanks are the ranks of Sen's (1968) 95 % confidence interval of the
+// Theil–Sen slope among n sorted pairwise slopes, from the variance of S:
+// (N' ∓ z·σ)/2, rounded half to even as SciPy's theilslopes does; without
+// a variance, the median's.
+func senRanks(n int, vs float64) []int {
 	if vs <= 0 {
-		m := median(slopes)
-		return m, m
+		m := medianRanks(n)
+		if m[0] != m[1] {
+			return []int{-1, -1} // the median itself: orderStats reads -1 as it
+		}
+		return m
 	}
 	c := z975 * math.Sqrt(vs)
-	m := float64(len(slopes))
+	m := float64(n)
 	l := int(math.RoundToEven((m-c)/2)) - 1
 	h := int(math.RoundToEven((m + c) / 2))
-	last := len(slopes) - 1
-	return slopes[max(0, min(last, l))], slopes[max(0, min(last, h))]
+	last := n - 1
+	return []int{max(0, min(last, l)), max(0, min(last, h))}
+}
+
+// orderStats returns, for each rank, the value of that rank among s sorted
+// (rank -1: the median), found by selection; s is reordered.
+func orderStats(s []float64, ranks []int) []float64 {
+	var order []int
+	for _, r := range ranks {
+		if r < 0 {
+			order = append(order, medianRanks(len(s))...)
+		} else {
+			order = append(order, r)
+		}
+	}
+	slices.Sort(order)
+	order = slices.Compact(order)
+	at := map[int]float64{}
+	lo := 0
+	for _, r := range order {
+		at[r] = nthSmallest(s[lo:], r-lo)
+		lo = r + 1
+		if lo >= len(s) {
+			break
+		}
+	}
+	out := make([]float64, len(ranks))
+	for i, r := range ranks {
+		if r < 0 {
+			m := medianRanks(len(s))
+			out[i] = (at[m[0]] + at[m[1]]) / 2
+			continue
+		}
+		out[i] = at[r]
+	}
+	return out
 }
 
 // tieTerm is Σ g(g-1)(2g+5) over the groups g of equal values.

@@ -36,7 +36,7 @@ type Run struct {
 	window *window
 }
 
-type window struct{ from, to, runStart int64 }
+type window struct{ from, to, runStart, runEnd int64 }
 
 // Within returns a copy of r through which reads see only the data in
 // [from, to) (Unix ns): DeviceSamples, ProcSamples, TorchSamples, Marks
@@ -45,11 +45,11 @@ type window struct{ from, to, runStart int64 }
 // so they cost time in proportion to the window, not to the run. Counts
 // stay the whole run's. Windows nest: the result is the intersection.
 func (r Run) Within(from, to int64) Run {
-	runStart := r.StartNS
+	runStart, runEnd := r.StartNS, r.EndNS
 	if r.window != nil {
-		from, to, runStart = max(from, r.window.from), min(to, r.window.to), r.window.runStart
+		from, to, runStart, runEnd = max(from, r.window.from), min(to, r.window.to), r.window.runStart, r.window.runEnd
 	}
-	r.window = &window{from: from, to: to, runStart: runStart}
+	r.window = &window{from: from, to: to, runStart: runStart, runEnd: runEnd}
 	r.StartNS = max(r.StartNS, from)
 	if to-1 < r.EndNS {
 		r.EndNS = to - 1
@@ -68,8 +68,16 @@ func (r Run) Before(lookBack int64) (Run, bool) {
 	from := r.window.from
 	w := r
 	w.window = nil
-	w.StartNS = r.window.runStart
+	w.StartNS, w.EndNS = r.window.runStart, r.window.runEnd
 	return w.Within(max(w.StartNS, from-lookBack), from), true
+}
+
+// RunEndNS is the end of the whole run, also through a window.
+func (r Run) RunEndNS() int64 {
+	if r.window != nil {
+		return r.window.runEnd
+	}
+	return r.EndNS
 }
 
 // RunStartNS is the start of the whole run, also through a window.
