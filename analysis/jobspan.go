@@ -25,22 +25,49 @@ type JobSpan struct {
 
 // procSpan is the span in which any of the GPU's processes holds memory,
 // from their NVML samples: from the first sample with memory to the last.
+// It reads each process's samples from its start to the first with memory,
+// and its last minute (procTail) for the last; only a process whose memory
+// ended before that is read whole.
 func procSpan(db *storage.DB, run storage.Run, gpu int, pids []int) (from, to int64, ok bool, err error) {
 	from, to = math.MaxInt64, math.MinInt64
 	for _, pid := range pids {
 		it := db.ProcSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
 		for it.Next() {
-			s := it.At()
-			if s.Used > 0 {
-				from, to = min(from, s.T), max(to, s.T)
+			if s := it.At(); s.Used > 0 {
+				from = min(from, s.T)
+				break
 			}
 		}
 		if err := it.Err(); err != nil {
 			return 0, 0, false, err
 		}
+		tail := storage.MinTime
+		if run.EndNS > storage.MinTime+procTail {
+			tail = run.EndNS - procTail
+		}
+		for _, lo := range []int64{tail, storage.MinTime} {
+			last, found := int64(0), false
+			it := db.ProcSamples(run, gpu, pid, lo, storage.MaxTime)
+			for it.Next() {
+				if s := it.At(); s.Used > 0 {
+					last, found = s.T, true
+				}
+			}
+			if err := it.Err(); err != nil {
+				return 0, 0, false, err
+			}
+			if found {
+				to = max(to, last)
+				break
+			}
+		}
 	}
 	return from, to, from <= to, nil
 }
+
+// procTail is how far before the run's end procSpan first looks for a
+// process's last sample with memory.
+const procTail = int64(60e9)
 
 // riseAndFall finds the job in floors of device memory (time order) when
 // there is no process series: from the first floor of a sustained rise
