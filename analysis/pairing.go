@@ -129,13 +129,19 @@ type spans struct {
 	// that samples in time order find theirs by stepping forward, not by a
 	// search over every span (a day of steps is 10^5 spans).
 	at int
+	// apart: no span overlaps the next (steps, slices, epochs), so a
+	// sample inside the cursor's span is that span's alone.
+	apart bool
 }
 
 func newSpans(lo, hi []int64) *spans {
 	k := len(lo)
-	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k), at: -1}
+	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k), at: -1, apart: true}
 	for i := range s.min {
 		s.min[i], s.max[i] = math.MaxInt64, math.MinInt64
+		if i > 0 && hi[i-1] > lo[i] {
+			s.apart = false
+		}
 	}
 	return s
 }
@@ -143,9 +149,16 @@ func newSpans(lo, hi []int64) *spans {
 // add places one sample; spans may overlap (epochs do not, but be safe) so
 // it checks every span that started at or before t, from a cursor.
 func (s *spans) add(t, v int64) {
+	i := s.at
+	if s.apart && i >= 0 && s.lo[i] <= t && t < s.hi[i] && (i+1 == len(s.lo) || t < s.lo[i+1]) {
+		// The common case: the sample is in the span of the one before.
+		s.n[i]++
+		s.min[i] = min(s.min[i], v)
+		s.max[i] = max(s.max[i], v)
+		return
+	}
 	// spans are sorted by lo; find the last with lo <= t: forward from the
 	// previous sample's, or by a search for a sample that went back
-	i := s.at
 	if i >= 0 && s.lo[i] > t {
 		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
 	}
