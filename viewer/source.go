@@ -453,39 +453,25 @@ func buildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 // scanSeries adds one stored series to the index in batches, so the
 // index's lock is taken once per batch, not per sample.
 func scanSeries(db *storage.DB, run storage.Run, ref storage.SeriesRef, x *series.Index) error {
+	switch ref.Kind {
+	case storage.SeriesDevice:
+		return inBatches(db.DeviceSamples(run, ref.GPU, storage.MinTime, storage.MaxTime), x.AddDevices)
+	case storage.SeriesBudget:
+		return inBatches(db.BudgetSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime), x.AddBudgets)
+	}
+	return inBatches(db.TorchSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime), x.AddTorches)
+}
+
+// inBatches hands the samples of it to add, 8192 at a time.
+func inBatches[T any](it *storage.Iter[T], add func([]T)) error {
 	const batch = 8192
-	if ref.Kind == storage.SeriesDevice {
-		buf := make([]storage.DeviceSample, 0, batch)
-		it := db.DeviceSamples(run, ref.GPU, storage.MinTime, storage.MaxTime)
-		for it.Next() {
-			if buf = append(buf, it.At()); len(buf) == batch {
-				x.AddDevices(buf)
-				buf = buf[:0]
-			}
-		}
-		x.AddDevices(buf)
-		return it.Err()
-	}
-	if ref.Kind == storage.SeriesBudget {
-		buf := make([]storage.BudgetSample, 0, batch)
-		it := db.BudgetSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime)
-		for it.Next() {
-			if buf = append(buf, it.At()); len(buf) == batch {
-				x.AddBudgets(buf)
-				buf = buf[:0]
-			}
-		}
-		x.AddBudgets(buf)
-		return it.Err()
-	}
-	buf := make([]storage.TorchSample, 0, batch)
-	it := db.TorchSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime)
+	buf := make([]T, 0, batch)
 	for it.Next() {
 		if buf = append(buf, it.At()); len(buf) == batch {
-			x.AddTorches(buf)
+			add(buf)
 			buf = buf[:0]
 		}
 	}
-	x.AddTorches(buf)
+	add(buf)
 	return it.Err()
 }

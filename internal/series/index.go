@@ -225,22 +225,19 @@ func (x *Index) addDevice(d storage.DeviceSample) {
 }
 
 // AddDevices adds device samples under one lock.
-func (x *Index) AddDevices(ds []storage.DeviceSample) {
+func (x *Index) AddDevices(ds []storage.DeviceSample) { addAll(x, ds, x.addDevice) }
+
+// addAll adds each of vs with add, under one lock.
+func addAll[T any](x *Index, vs []T, add func(T)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, d := range ds {
-		x.addDevice(d)
+	for _, v := range vs {
+		add(v)
 	}
 }
 
 // AddBudgets adds budget samples (their four parts) under one lock.
-func (x *Index) AddBudgets(bs []storage.BudgetSample) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, b := range bs {
-		x.addBudget(b)
-	}
-}
+func (x *Index) AddBudgets(bs []storage.BudgetSample) { addAll(x, bs, x.addBudget) }
 
 // AddBudget adds a budget sample.
 func (x *Index) AddBudget(b storage.BudgetSample) {
@@ -262,13 +259,7 @@ func BudgetParts(b storage.BudgetSample) [4]int64 {
 }
 
 // AddTorches adds allocator samples under one lock.
-func (x *Index) AddTorches(ts []storage.TorchSample) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, s := range ts {
-		x.addTorch(s)
-	}
-}
+func (x *Index) AddTorches(ts []storage.TorchSample) { addAll(x, ts, x.addTorch) }
 
 // AddTorch adds an allocator sample.
 func (x *Index) AddTorch(s storage.TorchSample) {
