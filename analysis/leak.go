@@ -289,7 +289,7 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 		l.Reason = "allocated memory does not grow; reserved memory grows with the step's peak (the job needs more at its busiest: longer inputs), not beyond it"
 		if c := byName["reserved_beyond_peak"]; c.Grows() {
 			l.Reason = fmt.Sprintf("allocated memory does not grow; reserved memory grows mostly with the step's peak (the job needs more at its busiest: longer inputs): the largest peak rises %s, the cache beyond it only %s",
-				perStepOrHour(byName["step_peak_high"].fit.Slope, byName["step_peak_high"]), perStepOrHour(c.fit.Slope, c))
+				byName["step_peak_high"].rateWords(), c.rateWords())
 		}
 	case byName["reserved"] != nil && byName["reserved"].Grows():
 		l.Kind, basis = VerdictCacheGrowth, byName["reserved"]
@@ -461,12 +461,16 @@ func cacheDominates(cache, high *Growth) bool {
 	return cache.Grows() && cache.fit.Slope > max(high.fit.Slope, 0)
 }
 
-// perStepOrHour words a slope of g's fit: per step where g is per step.
-func perStepOrHour(slope float64, g *Growth) string {
-	if g.perStep {
-		return FormatBytes(int64(math.Round(slope))) + " per step"
+// rateWords is g's slope in words: per step where it has one, else per
+// hour.
+func (g *Growth) rateWords() string {
+	if g.SlopeBytesPerStep != nil {
+		return FormatBytes(int64(math.Round(*g.SlopeBytesPerStep))) + " per step"
 	}
-	return FormatBytes(int64(math.Round(slope*3600))) + " per hour"
+	if g.SlopeBytesPerHour != nil {
+		return FormatBytes(int64(*g.SlopeBytesPerHour)) + " per hour"
+	}
+	return "at no rate it can tell"
 }
 
 // cacheFaster says, beside a leak, that the allocator's cache grows faster
@@ -486,16 +490,10 @@ func (l Leak) cacheFaster() string {
 		return ""
 	}
 	a, c := alloc.SlopeBytesPerHour, cache.SlopeBytesPerHour
-	rate := func(g *Growth) string {
-		if g.SlopeBytesPerStep != nil {
-			return FormatBytes(int64(math.Round(*g.SlopeBytesPerStep))) + " per step"
-		}
-		return FormatBytes(int64(*g.SlopeBytesPerHour)) + " per hour"
-	}
 	if a == nil || c == nil || *c <= *a {
 		return ""
 	}
-	return "the allocator's cache grows faster, " + rate(cache) + " beyond the step's peak (many block sizes fragment it: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing)"
+	return "the allocator's cache grows faster, " + cache.rateWords() + " beyond the step's peak (many block sizes fragment it: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing)"
 }
 
 // rateWords is the verdict's slope: "250.0 KiB per step (1.20 GiB per

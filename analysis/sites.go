@@ -518,17 +518,13 @@ func everyWords(n float64) string { return strconv.FormatFloat(math.Round(n*10)/
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
 // order, each with all its sites (largest first).
 func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, error) {
-	a, err := siteAnalysis(db, run, gpu)
+	s, err := ReadSites(db, run, gpu)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := a.readSites()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]SiteSnapshot, len(snaps))
-	for i, s := range snaps {
-		out[i] = *a.figuresN(s, -1)
+	out := make([]SiteSnapshot, len(s.snaps))
+	for i, sn := range s.snaps {
+		out[i] = *s.a.figuresN(sn, -1)
 	}
 	return out, nil
 }
