@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -55,20 +54,6 @@ func TestTimelineData(t *testing.T) {
 	}
 }
 
-func findBrowser(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium on the CI machine: .ci/run installs it")
-	}
-	t.Skip("no Chromium here (apt-get install chromium)")
-	return ""
-}
-
 // zoomProbe is added to a copy of the page by the browser test: it counts
 // the first chart's drawn pixels, drags across its middle third as a user
 // would, and writes what it saw, and any error, into <body> attributes.
@@ -118,7 +103,7 @@ const zoomProbe = `<script>
 // Chromium's console log.
 func TestTimelineInBrowser(t *testing.T) {
 	t.Parallel()
-	browser := findBrowser(t)
+	browser := cdp.Need(t)
 	rep := realReport(t, fixtures.LeakRun)
 	dir := t.TempDir()
 	path, err := Write(filepath.Join(dir, "rep"), rep, Options{})

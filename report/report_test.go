@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
@@ -235,7 +236,7 @@ func TestReportOfRunWithoutProbeOrMarks(t *testing.T) {
 // the test is skipped without it.
 func TestPageInBrowser(t *testing.T) {
 	t.Parallel()
-	browser := findBrowser(t)
+	browser := cdp.Need(t)
 	rep := realReport(t, fixtures.LeakRun)
 	dir := t.TempDir()
 	repPath, err := Write(filepath.Join(dir, "rep"), rep, Options{})

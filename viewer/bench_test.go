@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -157,12 +156,7 @@ func BenchmarkWindows(b *testing.B) {
 // navigation's start, the time a user waits, rendering included. Each
 // round is a new tab of one browser, as a user opening the page again.
 func BenchmarkFirstPaint(b *testing.B) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-		}
-	}
+	browser := cdp.Find()
 	if browser == "" {
 		b.Skip("no Chromium")
 	}

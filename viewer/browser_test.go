@@ -6,8 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,20 +14,6 @@ import (
 	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/storage"
 )
-
-func findBrowser(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium on the CI machine: .ci/run installs it")
-	}
-	t.Skip("no Chromium here (apt-get install chromium)")
-	return ""
-}
 
 // viewProbe is added to the page by the browser test. It waits for the
 // first data, drags across the first chart's middle third as a user
@@ -153,7 +137,7 @@ type probeOut struct {
 // the event, says what it held at the snapshot before; no error anywhere.
 func TestViewInBrowser(t *testing.T) {
 	t.Parallel()
-	browser := findBrowser(t)
+	browser := cdp.Need(t)
 	path, run := testDBOf(t, 900)
 	src := NewDBSource(path)
 	defer src.Close()

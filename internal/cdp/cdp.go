@@ -19,8 +19,34 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
+
+// Find returns the path of a Chromium on PATH (chromium, chromium-browser
+// or google-chrome, the first found), or "" if there is none.
+func Find() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// Need is Find for a test: without a Chromium it fails where CI is set
+// (.ci/run installs one) and skips elsewhere.
+func Need(t testing.TB) string {
+	t.Helper()
+	p := Find()
+	if p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Chromium on the CI machine: .ci/run installs it")
+		}
+		t.Skip("no Chromium here (apt-get install chromium)")
+	}
+	return p
+}
 
 // Browser is one headless Chromium process.
 type Browser struct {
