@@ -76,17 +76,15 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	var x *series.Index
 	err = untilDone(ctx, func() error {
 		var indexErr error
-		done := make(chan struct{})
-		if !o.pngOnly {
-			go func() {
-				defer close(done)
+		indexed := make(chan struct{})
+		go func() {
+			defer close(indexed)
+			if !o.pngOnly { // a page of PNGs only has no pyramid
 				x, indexErr = buildIndex(db, r)
-			}()
-		} else {
-			close(done)
-		}
+			}
+		}()
 		a, analyzeErr := analysis.Analyze(db, r, analysis.Options{})
-		<-done
+		<-indexed
 		rep = a
 		return errors.Join(analyzeErr, indexErr)
 	})
