@@ -137,7 +137,14 @@ type Budget struct {
 	// as held). GradBytes is the gradients after backward either way.
 	GradsAtPeak storage.Flag `json:"grads_at_peak"`
 	GradBytes   int64        `json:"grads_after_backward_bytes,omitempty"`
-	Ranks       int          `json:"ranks"`
+	// HeldBytes is the part of the activations and temporaries that is
+	// still allocated at the end of the step, beyond the model's tensors:
+	// the data batch, library workspaces (cuBLAS keeps its own in the
+	// caching allocator), tensors kept across steps. What a step makes and
+	// frees within itself is the rest; only that part shrinks with
+	// micro-batches, autocast or checkpointing.
+	HeldBytes int64 `json:"held_between_steps_bytes,omitempty"`
+	Ranks     int   `json:"ranks"`
 	// Batch is the run's batch_size tag (0 if absent); FitsBatch the
 	// largest batch that would fit this GPU as it runs (see fitBatch).
 	Batch     float64  `json:"batch_size,omitempty"`
@@ -180,8 +187,11 @@ type budgetInput struct {
 	othersReserved int64
 	budget         *storage.BudgetSample // nil: no memrec.watch
 	used           *int64
-	epoch, step    *int
-	ranks          int
+	// held is allocated at the end of the peak's step beyond the model's
+	// tensors then; nil where there is no sample at the step's end.
+	held        *int64
+	epoch, step *int
+	ranks       int
 }
 
 // makeBudget splits the peak into parts that add up to device used.
@@ -227,8 +237,16 @@ func makeBudget(in budgetInput) *Budget {
 				FormatBytes(fixed), FormatBytes(alloc), FormatBytes(-act)))
 			act = 0
 		}
-		add(PartActivations, act, "")
-		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries"
+		actWords := ""
+		switch {
+		case in.held == nil:
+			b.Notes = append(b.Notes, "what of the activations outlives the step is not known (no allocator sample at the step's end): the remedies that act within a step count all of them")
+		case *in.held > 0:
+			b.HeldBytes = min(*in.held, act)
+			actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", FormatBytes(b.HeldBytes))
+		}
+		add(PartActivations, act, actWords)
+		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries; what of it is still allocated at the step's end outlives the step"
 	} else {
 		add(PartAllocated, alloc, "")
 		b.Basis = "the step's peak allocated, not split: the run has no memrec.watch"
@@ -305,6 +323,11 @@ func (a *gpuAnalysis) budgetPass() error {
 	}
 	in := budgetInput{peak: p, othersReserved: max(0, a.peakSum.reserved-p.Reserved), budget: bs, used: used,
 		epoch: a.mi.epochAt(p.T), step: stepAt(a.steps, p.T), ranks: a.ranks()}
+	if bs != nil {
+		if in.held, err = a.heldAtStepEnd(p); err != nil {
+			return err
+		}
+	}
 	b := makeBudget(in)
 	if a.gr.AllocRetries != nil && *a.gr.AllocRetries > 0 {
 		b.Notes = append(b.Notes, "the allocator retried allocations (it freed its cache to make room): reserved at the end of a step may be below what it was at the peak")
@@ -345,6 +368,38 @@ func (a *gpuAnalysis) ranks() int {
 
 // budgetBefore is the process's last budget sample at or before t; nil if
 // it has none.
+// heldAtStepEnd is what the peak's process had allocated at the end of
+// the peak's step beyond the watched model's tensors then (the gradients
+// as they are then): the sample at the step's mark, which the probe takes
+// with it, less its budget. The peak's own sample may be one the probe's
+// timer took inside a step that never ended (the run's last): then the
+// step before's end. nil without a sample at that mark.
+func (a *gpuAnalysis) heldAtStepEnd(p storage.TorchSample) (*int64, error) {
+	i, _ := slices.BinarySearchFunc(a.steps, p.T, func(s StepMark, t int64) int { return cmp.Compare(s.TNS, t) })
+	if i == len(a.steps) {
+		i--
+	}
+	if i < 0 {
+		return nil, nil
+	}
+	end := a.steps[i].TNS
+	it := a.db.TorchSamples(a.run, a.g.Index, p.PID, end, end+1)
+	var at *storage.TorchSample
+	for it.Next() {
+		s := it.At()
+		at = &s
+	}
+	if err := it.Err(); err != nil || at == nil {
+		return nil, err
+	}
+	bs, err := a.budgetBefore(p.PID, end)
+	if err != nil || bs == nil {
+		return nil, err
+	}
+	held := max(0, at.Allocated-(bs.Params+bs.Grads+bs.OptimizerState+bs.Buffers))
+	return &held, nil
+}
+
 func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, error) {
 	it := a.db.BudgetSamples(a.run, a.g.Index, pid, storage.MinTime, t+1)
 	var last *storage.BudgetSample

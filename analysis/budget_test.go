@@ -245,6 +245,52 @@ func TestGradientsFreedBeforeForward(t *testing.T) {
 	}
 }
 
+// TestHeldBetweenStepsStays: a job that keeps 300 MiB allocated through
+// every step beyond its model (its data batch, cuBLAS's workspaces) has
+// them counted in the activations at the peak and named as held; the
+// remedies that act within a step (accumulation, autocast, checkpointing)
+// act on the rest only, and the batch that fits still counts all of it.
+func TestHeldBetweenStepsStays(t *testing.T) {
+	j := testJob(1)
+	j.Held = 300 * MiB
+	b := analyzeJSONL(t, watchedRun(j, 30, "float32", "false", true))["w"].GPUs[0].Budget
+	act, inStep := j.Activations+j.Held, j.Activations
+	if a, _ := b.Part(PartActivations); a != act || b.HeldBytes != j.Held {
+		t.Fatalf("activations %d of which held %d, want %d and %d", a, b.HeldBytes, act, j.Held)
+	}
+	n := j.Split(29, 1).ParamCount
+	wants := map[RemedyKind][2]int64{
+		RemedyAccumulation:  {inStep / 2, inStep / 2},
+		RemedyAutocast:      {int64(AutocastLow*float64(inStep)) - 2*n, int64(AutocastHigh * float64(inStep))},
+		RemedyCheckpointing: {int64(CheckpointLow * float64(inStep)), int64(CheckpointHigh * float64(inStep))},
+	}
+	for _, r := range b.Help {
+		w, ok := wants[r.Kind]
+		if !ok || r.Kind == RemedyAccumulation && r.N != 2 {
+			continue
+		}
+		delete(wants, r.Kind)
+		if r.SavedLowBytes != w[0] || r.SavedHighBytes != w[1] {
+			t.Errorf("%s saves [%d, %d], want [%d, %d]", r.Kind, r.SavedLowBytes, r.SavedHighBytes, w[0], w[1])
+		}
+	}
+	if len(wants) > 0 {
+		t.Errorf("remedies missing: %v", wants)
+	}
+	if a, ok := partDetail(b, PartActivations); !ok || !strings.Contains(a, "300.0 MiB of them still allocated at the step's end") {
+		t.Errorf("activations' detail %q", a)
+	}
+}
+
+func partDetail(b *Budget, p BudgetPart) (string, bool) {
+	for _, s := range b.Parts {
+		if s.Part == p {
+			return s.Detail, true
+		}
+	}
+	return "", false
+}
+
 // TestAdviceFromTheNeedCurve: three watched runs at batches 16, 32 and 64
 // whose activations are 1 GiB that does not grow with the batch (a
 // workspace) and 64 MiB a sample. compare --by gives the advice of the

@@ -34,9 +34,12 @@ type Job struct {
 	Optimizer     int64   // optimizer state, from OptimizerAt of step 0
 	OptimizerAt   float64 // fraction of step 0
 	Activations   int64   // activations at the peak of a step
-	Leak          []int64 // bytes kept at the end of every step, by GPU (missing = 0)
-	JumpAt        int     // step at whose start Jump bytes are kept (0: none)
-	Jump          int64
+	// Held is allocated through every step beyond the model's tensors (the
+	// data batch, library workspaces): it outlives the steps.
+	Held   int64
+	Leak   []int64 // bytes kept at the end of every step, by GPU (missing = 0)
+	JumpAt int     // step at whose start Jump bytes are kept (0: none)
+	Jump   int64
 	// The cache reserves the step's peak times 1 + Headroom·min(1,
 	// step/StepsPerEpoch), in Pages; fragmenting, a further 2 % of the
 	// peak per step, and 70 % of the unused cache is split blocks (10 %
@@ -107,6 +110,9 @@ func (j *Job) activations(f float64) int64 {
 // and its leak is kept.
 func (j *Job) Allocated(gpu, step int, f float64) int64 {
 	a := j.Weights + j.Kept(gpu, step)
+	if step >= 0 {
+		a += j.Held
+	}
 	if step > 0 || step == 0 && f > j.OptimizerAt {
 		a += j.Optimizer
 	}
@@ -121,7 +127,7 @@ func (j *Job) Allocated(gpu, step int, f float64) int64 {
 
 // Peak is the most GPU gpu allocates during step: the truth of the peak.
 func (j *Job) Peak(gpu, step int) int64 {
-	return j.Weights + j.Optimizer + j.Activations + j.Kept(gpu, step)
+	return j.Weights + j.Optimizer + j.Held + j.Activations + j.Kept(gpu, step)
 }
 
 func roundUp(v, to int64) int64 { return (v + to - 1) / to * to }
