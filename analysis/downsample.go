@@ -72,6 +72,43 @@ func (m *m4) add(t, v int64) {
 	m.last = p
 }
 
+// addAll adds the points (ts[i], vs[i]), ts ascending: the points inside
+// the current bucket are taken as a run, without a test of each one's
+// bucket.
+func (m *m4) addAll(ts, vs []int64) {
+	for i := 0; i < len(ts); {
+		t := ts[i]
+		if t < m.from || t >= m.to {
+			m.add(t, vs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(ts) && ts[j] < m.to {
+			j++
+		}
+		lo, hi := m.lo[1], m.hi[1]
+		li, hj := -1, -1
+		for k, v := range vs[i:j] {
+			if v < lo {
+				lo, li = v, k
+			}
+			if v > hi {
+				hi, hj = v, k
+			}
+		}
+		if li >= 0 {
+			m.lo = [3]int64{ts[i+li], lo, m.n + int64(li)}
+		}
+		if hj >= 0 {
+			m.hi = [3]int64{ts[i+hj], hi, m.n + int64(hj)}
+		}
+		m.n += int64(j - i)
+		m.last = [3]int64{ts[j-1], vs[j-1], m.n - 1}
+		i = j
+	}
+}
+
 func (m *m4) flush() {
 	if m.cur < 0 {
 		return

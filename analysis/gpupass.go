@@ -295,6 +295,14 @@ func (v view) add(t, x int64) {
 	v.inferred.add(t, x)
 }
 
+// addAll places samples in every tracker but the query times.
+func (v view) addAll(ts, xs []int64) {
+	v.floors.addAll(ts, xs)
+	v.epochs.addAll(ts, xs)
+	v.slices.addAll(ts, xs)
+	v.inferred.addAll(ts, xs)
+}
+
 // devicePass reads the device samples: the used and driver-reserved
 // timelines, the peak, and the used memory where later passes need it.
 func (a *gpuAnalysis) devicePass() error {
@@ -316,26 +324,30 @@ func (a *gpuAnalysis) devicePass() error {
 			return err
 		}
 	}
-	it := a.db.DeviceSamples(a.run, a.g.Index, storage.MinTime, storage.MaxTime)
+	b := a.db.DeviceBlocks(a.run, a.g.Index, storage.MinTime, storage.MaxTime)
 	var peak storage.DeviceSample
 	first := true
-	for it.Next() {
-		s := it.At()
-		tld.add(s.T, s.Reserved)
-		driverReserved = driverReserved || s.Reserved != 0
-		if s.Reserved > 0 && (gr.DriverReservedBytes == nil || s.Reserved > *gr.DriverReservedBytes) {
-			gr.DriverReservedBytes = i64(s.Reserved)
+	for b.Next() {
+		ts, used, res := b.T(), b.Ints(storage.DeviceUsed), b.Ints(storage.DeviceReserved)
+		tld.addAll(ts, res)
+		for _, r := range res {
+			driverReserved = driverReserved || r != 0
+			if r > 0 && (gr.DriverReservedBytes == nil || r > *gr.DriverReservedBytes) {
+				gr.DriverReservedBytes = i64(r)
+			}
 		}
-		if first || s.Used > peak.Used {
-			peak, first = s, false
+		for i, u := range used {
+			if first || u > peak.Used {
+				peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: u, Reserved: res[i]}, false
+			}
 		}
-		a.used.at.add(s.T, s.Used)
-		a.used.add(s.T, s.Used)
-		a.oomUsed.add(s.T, s.Used)
-		tl.add(s.T, s.Used)
-		a.lastUsed = s.Used
+		a.used.at.addAll(ts, used)
+		a.used.addAll(ts, used)
+		a.oomUsed.addAll(ts, used)
+		tl.addAll(ts, used)
+		a.lastUsed = used[len(used)-1]
 	}
-	if err := it.Err(); err != nil {
+	if err := b.Err(); err != nil {
 		return err
 	}
 	tl.flush()
@@ -897,7 +909,7 @@ func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
 func (a *gpuAnalysis) processes() error {
 	gr := a.gr
 	for _, pid := range a.procPIDs {
-		it := a.db.ProcSamples(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
+		b := a.db.ProcBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
 		p := Process{PID: pid, Source: "nvml"}
 		ser := Series{Name: "pid " + strconv.Itoa(pid)}
 		if pid == storage.OtherPID {
@@ -905,14 +917,14 @@ func (a *gpuAnalysis) processes() error {
 		}
 		tl := newM4(a.start, a.end, a.opts.Width, &ser)
 		floors := newSpans(a.flo, a.fhi)
-		for it.Next() {
-			s := it.At()
-			p.Samples++
-			p.PeakBytes = max(p.PeakBytes, s.Used)
-			tl.add(s.T, s.Used)
-			floors.add(s.T, s.Used)
+		for b.Next() {
+			ts, used := b.T(), b.Ints(storage.ProcUsed)
+			p.Samples += int64(len(used))
+			p.PeakBytes = max(p.PeakBytes, slices.Max(used))
+			tl.addAll(ts, used)
+			floors.addAll(ts, used)
 		}
-		if err := it.Err(); err != nil {
+		if err := b.Err(); err != nil {
 			return err
 		}
 		tl.flush()

@@ -40,6 +40,26 @@ func (a *atTimes) add(t, v int64) {
 	a.last, a.lastT, a.has = v, t, true
 }
 
+// addAll takes the next samples (ts[i], vs[i]) in time order: each query
+// time before the last of them gets the last sample at or before it.
+func (a *atTimes) addAll(ts, vs []int64) {
+	if len(ts) == 0 {
+		return
+	}
+	k := 0
+	for a.p < len(a.q) && a.q[a.p] < ts[len(ts)-1] {
+		q := a.q[a.p]
+		for k < len(ts) && ts[k] <= q { // the first sample after q
+			k++
+		}
+		if k > 0 {
+			a.last, a.lastT, a.has = vs[k-1], ts[k-1], true
+		}
+		a.carry()
+	}
+	a.last, a.lastT, a.has = vs[len(vs)-1], ts[len(ts)-1], true
+}
+
 func (a *atTimes) done() {
 	for a.p < len(a.q) {
 		a.carry()
@@ -89,6 +109,21 @@ func (n *nearTimes[V]) add(t int64, v V) {
 		n.p++
 	}
 	n.last = timed[V]{t, v, true}
+}
+
+// addAll takes the next samples (ts[i], vs[i]) in time order; with no
+// time of its own among them, only the last counts.
+func (n *nearTimes[V]) addAll(ts []int64, vs []V) {
+	if len(ts) == 0 {
+		return
+	}
+	if n.p < len(n.q) && n.q[n.p] < ts[len(ts)-1] {
+		for i, t := range ts {
+			n.add(t, vs[i])
+		}
+		return
+	}
+	n.last = timed[V]{ts[len(ts)-1], vs[len(vs)-1], true}
 }
 
 // done closes the series: the times after its last sample have none after.
@@ -175,6 +210,52 @@ func (s *spans) add(t, v int64) {
 		if i > 0 && s.hi[i-1] <= s.lo[i] { // non-overlapping: earlier spans end before
 			break
 		}
+	}
+}
+
+// addAll places the samples (ts[i], vs[i]), ts ascending. Where spans do
+// not overlap, the samples inside the cursor's span are taken as a run,
+// and those between spans skipped as one.
+func (s *spans) addAll(ts, vs []int64) {
+	if len(s.lo) == 0 {
+		return
+	}
+	if !s.apart {
+		for i := range ts {
+			s.add(ts[i], vs[i])
+		}
+		return
+	}
+	for i := 0; i < len(ts); {
+		c := s.at
+		next := int64(math.MaxInt64) // where the span after the cursor's begins
+		if c+1 < len(s.lo) {
+			next = s.lo[c+1]
+		}
+		if ts[i] >= next || c >= 0 && ts[i] < s.lo[c] {
+			s.add(ts[i], vs[i]) // moves the cursor
+			i++
+			continue
+		}
+		j := i
+		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
+			for j < len(ts) && ts[j] < next {
+				j++
+			}
+			i = j
+			continue
+		}
+		end := min(s.hi[c], next)
+		for j < len(ts) && ts[j] < end {
+			j++
+		}
+		lo, hi := s.min[c], s.max[c]
+		for _, v := range vs[i:j] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		s.min[c], s.max[c] = lo, hi
+		s.n[c] += j - i
+		i = j
 	}
 }
 

@@ -1,0 +1,86 @@
+package analysis
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time end
+// as they do fed one sample at a time, for random samples cut into random
+// blocks, and for spans with gaps, overlaps and none at all.
+func TestBatchAddsAreTheSampleAdds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 300 {
+		n := rng.IntN(400)
+		ts, vs := make([]int64, n), make([]int64, n)
+		tt := int64(rng.IntN(50))
+		for i := range ts {
+			tt += int64(rng.IntN(3)) // repeated times too
+			ts[i], vs[i] = tt, rng.Int64N(1000)-500
+		}
+		end := tt + 5
+		var lo, hi []int64
+		for x := int64(rng.IntN(20)); x < end+10 && round%7 != 0; {
+			w := int64(1 + rng.IntN(30))
+			lo, hi = append(lo, x), append(hi, x+w)
+			switch rng.IntN(3) {
+			case 0:
+				x += w // adjacent
+			case 1:
+				x += w + int64(rng.IntN(20)) // a gap
+			default:
+				x += max(1, w-int64(rng.IntN(int(w)))) // overlapping
+			}
+		}
+		q := make([]int64, rng.IntN(30))
+		for i := range q {
+			q[i] = int64(rng.IntN(int(end) + 60))
+		}
+		slices.Sort(q)
+		q = slices.Compact(q)
+
+		var s1, s2 Series
+		m1, m2 := newM4(10, end, 1+rng.IntN(40), &s1), newM4(10, end, 1+rng.IntN(40), &s2)
+		m2.width = m1.width
+		sp1, sp2 := newSpans(lo, hi), newSpans(lo, hi)
+		a1, a2 := newAtTimes(q), newAtTimes(q)
+		a1.life, a2.life = 7, 7
+		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
+		for i := range ts {
+			m1.add(ts[i], vs[i])
+			sp1.add(ts[i], vs[i])
+			a1.add(ts[i], vs[i])
+			n1.add(ts[i], vs[i])
+		}
+		for i := 0; i < n; {
+			j := min(n, i+1+rng.IntN(60))
+			m2.addAll(ts[i:j], vs[i:j])
+			sp2.addAll(ts[i:j], vs[i:j])
+			a2.addAll(ts[i:j], vs[i:j])
+			n2.addAll(ts[i:j], vs[i:j])
+			i = j
+		}
+		m1.flush()
+		m2.flush()
+		a1.done()
+		a2.done()
+		n1.done()
+		n2.done()
+		if !reflect.DeepEqual(s1, s2) {
+			t.Fatalf("round %d: m4 %v, one by one %v", round, s2, s1)
+		}
+		if !slices.Equal(sp1.min, sp2.min) || !slices.Equal(sp1.max, sp2.max) || !slices.Equal(sp1.n, sp2.n) {
+			t.Fatalf("round %d: spans %v %v %v, one by one %v %v %v (lo %v hi %v)", round, sp2.min, sp2.max, sp2.n, sp1.min, sp1.max, sp1.n, lo, hi)
+		}
+		if !slices.Equal(a1.vals, a2.vals) || !slices.Equal(a1.ts, a2.ts) || !slices.Equal(a1.ok, a2.ok) {
+			t.Fatalf("round %d: at times %v %v, one by one %v %v", round, a2.vals, a2.ok, a1.vals, a1.ok)
+		}
+		for i := range q {
+			if n1.nearest(i) != n2.nearest(i) {
+				t.Fatalf("round %d: nearest to %d: %v, one by one %v", round, q[i], n2.nearest(i), n1.nearest(i))
+			}
+		}
+	}
+}

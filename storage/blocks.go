@@ -1,0 +1,73 @@
+package storage
+
+// Blocks read a series chunk by chunk as columns, for the passes that
+// look at every sample: a loop over a column does in a nanosecond what a
+// sample converted to a struct and handed over one by one does in ten.
+
+// Blocks walks one series over a time range a chunk at a time. Use it as
+//
+//	for b.Next() { ts, used := b.T(), b.Ints(DeviceUsed) ... }
+//	if err := b.Err(); err != nil { ... }
+//
+// The slices are valid until the next call of Next.
+type Blocks struct {
+	it     *Iter[struct{}]
+	lo, hi int
+	t      []int64 // the block's times, ns
+}
+
+// The columns of the series that Blocks reads.
+const (
+	DeviceUsed     = 0 // device used, bytes
+	DeviceReserved = 1 // driver reserved, bytes
+	ProcUsed       = 0 // the process's used, bytes
+)
+
+func newBlocks(db *DB, r Run, sc *schema, k seriesKey, from, to int64) *Blocks {
+	rs := &rowSchema[struct{}]{schema: *sc}
+	return &Blocks{it: newIter(db, r, rs, k, from, to)}
+}
+
+// DeviceBlocks reads the device samples of one GPU of a run in [from, to)
+// as columns DeviceUsed and DeviceReserved.
+func (db *DB) DeviceBlocks(r Run, gpu int, from, to int64) *Blocks {
+	return newBlocks(db, r, &deviceSchema.schema, seriesKey{kind: kindDevice, gpu: gpu}, from, to)
+}
+
+// ProcBlocks reads one process's samples on one GPU in [from, to) as
+// column ProcUsed.
+func (db *DB) ProcBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
+	return newBlocks(db, r, &procSchema.schema, seriesKey{kind: kindProc, gpu: gpu, pid: pid}, from, to)
+}
+
+// Next moves to the next chunk's samples in range; false at the end or on
+// an error.
+func (b *Blocks) Next() bool {
+	it := b.it
+	for {
+		if it.i+1 < it.hi {
+			b.lo, b.hi = it.i+1, it.hi
+			it.i = it.hi - 1
+			b.t = b.t[:0]
+			for _, t := range it.d.T[b.lo:b.hi] {
+				b.t = append(b.t, t*1000)
+			}
+			return true
+		}
+		if it.done || it.last {
+			it.done = true
+			it.release()
+			return false
+		}
+		it.load()
+	}
+}
+
+// T is the block's times, Unix ns, ascending.
+func (b *Blocks) T() []int64 { return b.t }
+
+// Ints is the block's column c.
+func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.lo:b.hi] }
+
+// Err returns the error that stopped the walk, if any.
+func (b *Blocks) Err() error { return b.it.err }

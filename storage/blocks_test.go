@@ -1,0 +1,76 @@
+package storage
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/tracegen"
+)
+
+// TestBlocksAreTheSamples: the device and process series read as blocks
+// are the samples the iterators give, in order, over the whole run and
+// over ranges and windows that cut chunks in the middle.
+func TestBlocksAreTheSamples(t *testing.T) {
+	var buf bytes.Buffer
+	c := tracegen.Default()
+	c.GPUs, c.Duration = 2, 40*time.Second // several sealed chunks per group
+	if _, err := tracegen.Write(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDB(t)
+	runs, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	mid := r.StartNS + 13_333_333_333
+	for _, span := range []struct{ run Run; from, to int64 }{
+		{r, MinTime, MaxTime}, {r, mid, mid + 7e9}, {r.Within(mid, mid+11e9), MinTime, MaxTime}, {r, r.EndNS + 1, MaxTime}} {
+		series, err := db.Series(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs := 0
+		for _, s := range series {
+			var wantT, want, got, gotT []int64
+			var b *Blocks
+			switch s.Kind {
+			case SeriesDevice:
+				it := db.DeviceSamples(span.run, s.GPU, span.from, span.to)
+				for it.Next() {
+					wantT, want = append(wantT, it.At().T), append(want, it.At().Used, it.At().Reserved)
+				}
+				b = db.DeviceBlocks(span.run, s.GPU, span.from, span.to)
+				for b.Next() {
+					for i, u := range b.Ints(DeviceUsed) {
+						got = append(got, u, b.Ints(DeviceReserved)[i])
+					}
+					gotT = append(gotT, b.T()...)
+				}
+			case SeriesProc:
+				procs++
+				it := db.ProcSamples(span.run, s.GPU, s.PID, span.from, span.to)
+				for it.Next() {
+					wantT, want = append(wantT, it.At().T), append(want, it.At().Used)
+				}
+				b = db.ProcBlocks(span.run, s.GPU, s.PID, span.from, span.to)
+				for b.Next() {
+					got, gotT = append(got, b.Ints(ProcUsed)...), append(gotT, b.T()...)
+				}
+			default:
+				continue
+			}
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(wantT, gotT) || !slices.Equal(want, got) {
+				t.Errorf("%s GPU %d pid %d [%d, %d): blocks give %d samples, the iterator %d", s.Kind, s.GPU, s.PID, span.from, span.to, len(gotT), len(wantT))
+			}
+		}
+		if procs == 0 {
+			t.Fatal("no process series to read")
+		}
+	}
+}
