@@ -26,7 +26,10 @@ func TestBlocksAreTheSamples(t *testing.T) {
 	}
 	r := runs[0]
 	mid := r.StartNS + 13_333_333_333
-	for _, span := range []struct{ run Run; from, to int64 }{
+	for _, span := range []struct {
+		run      Run
+		from, to int64
+	}{
 		{r, MinTime, MaxTime}, {r, mid, mid + 7e9}, {r.Within(mid, mid+11e9), MinTime, MaxTime}, {r, r.EndNS + 1, MaxTime}} {
 		series, err := db.Series(r)
 		if err != nil {
