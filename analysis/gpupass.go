@@ -477,6 +477,19 @@ func (a *gpuAnalysis) allocatorPass() error {
 	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
 	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
+	// The sums go to the trackers in blocks, which take them as runs.
+	var bt, ba, br, bp []int64
+	var bs []torchAtTime
+	flush := func() {
+		a.oomAlloc.addAll(bt, bs)
+		a.alloc.at.addAll(bt, ba)
+		a.alloc.addAll(bt, ba)
+		a.resFloors.addAll(bt, br)
+		a.stepPeaks.addAll(bt, bp)
+		tla.addAll(bt, ba)
+		tlr.addAll(bt, br)
+		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
+	}
 	var n int64 // samples merged so far
 	for merged.Next() {
 		s := merged.At()
@@ -486,17 +499,14 @@ func (a *gpuAnalysis) allocatorPass() error {
 			tq++
 		}
 		sum.add(s)
-		a.oomAlloc.add(s.T, sum.cur)
 		if s.Allocated > s.Reserved || s.Active < s.Allocated {
 			gr.InconsistentSamples++
 		}
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
-		a.alloc.at.add(s.T, sumA)
-		a.alloc.add(s.T, sumA)
-		a.resFloors.add(s.T, sumR)
-		a.stepPeaks.add(s.T, s.PeakAllocated)
-		tla.add(s.T, sumA)
-		tlr.add(s.T, sumR)
+		bt, ba, br, bp, bs = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, s.PeakAllocated), append(bs, sum.cur)
+		if len(bt) == 4096 {
+			flush()
+		}
 		if s.PeakAllocated > 0 && s.Reserved > 0 {
 			// The allocator may give memory back after its peak (near the
 			// limit it frees its cache and retries): never below 0.
@@ -516,6 +526,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	if err := merged.Err(); err != nil {
 		return err
 	}
+	flush()
 	for ; tq < len(a.q); tq++ {
 		a.torchAt[tq] = sum.cur
 	}
@@ -687,6 +698,7 @@ func (a *gpuAnalysis) cacheFloors() (high, cache []FloorPoint) {
 		return nil, nil
 	}
 	var most int64 = -1
+	high, cache = make([]FloorPoint, 0, len(a.fx)), make([]FloorPoint, 0, len(a.fx))
 	for i := range a.fx {
 		if a.stepPeaks.n[i] > 0 {
 			most = max(most, a.stepPeaks.max[i])
