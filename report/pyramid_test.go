@@ -43,7 +43,9 @@ func pyramidRun(t *testing.T) (*analysis.Report, *Options, []storage.DeviceSampl
 	for it.Next() {
 		stored = append(stored, it.At())
 	}
-	x.AddDevices(stored)
+	for _, s := range stored {
+		x.AddDevice(s)
+	}
 	raw := func(k series.Key) series.RawReader {
 		return func(from, to int64, add func(t, v int64)) error {
 			for _, s := range stored {

@@ -21,6 +21,8 @@ const (
 	DeviceUsed     = 0 // device used, bytes
 	DeviceReserved = 1 // driver reserved, bytes
 	ProcUsed       = 0 // the process's used, bytes
+	TorchAllocated = 1 // the allocator's allocated, bytes
+	TorchReserved  = 2 // the allocator's reserved, bytes
 )
 
 func newBlocks(db *DB, r Run, sc *schema, k seriesKey, from, to int64) *Blocks {
@@ -38,6 +40,12 @@ func (db *DB) DeviceBlocks(r Run, gpu int, from, to int64) *Blocks {
 // column ProcUsed.
 func (db *DB) ProcBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
 	return newBlocks(db, r, &procSchema.schema, seriesKey{kind: kindProc, gpu: gpu, pid: pid}, from, to)
+}
+
+// TorchBlocks reads one process's allocator samples on one GPU in [from,
+// to) as columns TorchAllocated and TorchReserved.
+func (db *DB) TorchBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
+	return newBlocks(db, r, &torchSchema.schema, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to)
 }
 
 // Next moves to the next chunk's samples in range; false at the end or on

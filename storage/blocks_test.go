@@ -9,7 +9,7 @@ import (
 	"github.com/memrec/memrec/internal/tracegen"
 )
 
-// TestBlocksAreTheSamples: the device and process series read as blocks
+// TestBlocksAreTheSamples: the device, process and allocator series read as blocks
 // are the samples the iterators give, in order, over the whole run and
 // over ranges and windows that cut chunks in the middle.
 func TestBlocksAreTheSamples(t *testing.T) {
@@ -61,6 +61,18 @@ func TestBlocksAreTheSamples(t *testing.T) {
 				b = db.ProcBlocks(span.run, s.GPU, s.PID, span.from, span.to)
 				for b.Next() {
 					got, gotT = append(got, b.Ints(ProcUsed)...), append(gotT, b.T()...)
+				}
+			case SeriesTorch:
+				it := db.TorchSamples(span.run, s.GPU, s.PID, span.from, span.to)
+				for it.Next() {
+					wantT, want = append(wantT, it.At().T), append(want, it.At().Allocated, it.At().Reserved)
+				}
+				b = db.TorchBlocks(span.run, s.GPU, s.PID, span.from, span.to)
+				for b.Next() {
+					for i, a := range b.Ints(TorchAllocated) {
+						got = append(got, a, b.Ints(TorchReserved)[i])
+					}
+					gotT = append(gotT, b.T()...)
 				}
 			default:
 				continue

@@ -455,11 +455,19 @@ func buildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 func scanSeries(db *storage.DB, run storage.Run, ref storage.SeriesRef, x *series.Index) error {
 	switch ref.Kind {
 	case storage.SeriesDevice:
-		return inBatches(db.DeviceSamples(run, ref.GPU, storage.MinTime, storage.MaxTime), x.AddDevices)
+		b := db.DeviceBlocks(run, ref.GPU, storage.MinTime, storage.MaxTime)
+		for b.Next() {
+			x.AddDeviceColumns(ref.GPU, b.T(), b.Ints(storage.DeviceUsed), b.Ints(storage.DeviceReserved))
+		}
+		return b.Err()
 	case storage.SeriesBudget:
 		return inBatches(db.BudgetSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime), x.AddBudgets)
 	}
-	return inBatches(db.TorchSamples(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime), x.AddTorches)
+	b := db.TorchBlocks(run, ref.GPU, ref.PID, storage.MinTime, storage.MaxTime)
+	for b.Next() {
+		x.AddTorchColumns(ref.GPU, ref.PID, b.T(), b.Ints(storage.TorchAllocated), b.Ints(storage.TorchReserved))
+	}
+	return b.Err()
 }
 
 // inBatches hands the samples of it to add, 8192 at a time.

@@ -209,6 +209,54 @@ func (x *Index) add(k Key, t, v int64) {
 	}
 }
 
+// addRun adds samples of one line, ts ascending, as add does each.
+func (x *Index) addRun(k Key, ts, vs []int64) {
+	if len(ts) == 0 {
+		return // no line for nothing: a line known is one that had samples
+	}
+	l := x.line(k)
+	i := 0
+	for i < len(ts) && ts[i] < l.last {
+		i++
+	}
+	ts, vs = ts[i:], vs[i:]
+	if len(ts) == 0 {
+		return
+	}
+	l.last = ts[len(ts)-1]
+	l.p.AddAll(ts, vs)
+	if l.ring != nil {
+		for i, t := range ts {
+			l.ring.Add(t, vs[i])
+		}
+	}
+}
+
+// AddDeviceColumns adds a block of GPU gpu's device samples (times ts,
+// ascending), as AddDevice does each, under one lock.
+func (x *Index) AddDeviceColumns(gpu int, ts, used, reserved []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.addRun(Key{Field: Used, GPU: gpu}, ts, used)
+	k := Key{Field: DriverReserved, GPU: gpu}
+	i := 0
+	if !x.known(k) {
+		for i < len(reserved) && reserved[i] == 0 {
+			i++
+		}
+	}
+	x.addRun(k, ts[i:], reserved[i:])
+}
+
+// AddTorchColumns adds a block of one process's allocator samples (times
+// ts, ascending), as AddTorch does each, under one lock.
+func (x *Index) AddTorchColumns(gpu, pid int, ts, allocated, reserved []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.addRun(Key{Field: Allocated, GPU: gpu, PID: pid}, ts, allocated)
+	x.addRun(Key{Field: Reserved, GPU: gpu, PID: pid}, ts, reserved)
+}
+
 // AddDevice adds a device sample: its used memory, and the driver's
 // reserve once it is not zero.
 func (x *Index) AddDevice(d storage.DeviceSample) {
@@ -223,9 +271,6 @@ func (x *Index) addDevice(d storage.DeviceSample) {
 		x.add(k, d.T, d.Reserved)
 	}
 }
-
-// AddDevices adds device samples under one lock.
-func (x *Index) AddDevices(ds []storage.DeviceSample) { addAll(x, ds, x.addDevice) }
 
 // addAll adds each of vs with add, under one lock.
 func addAll[T any](x *Index, vs []T, add func(T)) {
@@ -257,9 +302,6 @@ func (x *Index) addBudget(b storage.BudgetSample) {
 func BudgetParts(b storage.BudgetSample) [4]int64 {
 	return [4]int64{b.Params, b.Grads, b.OptimizerState, b.Buffers}
 }
-
-// AddTorches adds allocator samples under one lock.
-func (x *Index) AddTorches(ts []storage.TorchSample) { addAll(x, ts, x.addTorch) }
 
 // AddTorch adds an allocator sample.
 func (x *Index) AddTorch(s storage.TorchSample) {
