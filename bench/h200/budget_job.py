@@ -227,32 +227,65 @@ def direct_counts(model, opt):
 def cost(blocks=16, per=300):
     """What memrec.watch adds to a step of a CPU-bound job (a tiny MLP, about
     a millisecond a step): blocks of steps alternating without and with the
-    watch, the median step time of each block, the difference of medians."""
+    watch, the median step time of each block, the difference of medians.
+    Each block also says how many of its steps took an allocator sample and
+    the median of the steps that did and did not; a last pair of blocks runs
+    under cProfile, whose heaviest functions with and without the watch say
+    where a difference comes from."""
+    import cProfile
+    import pstats
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).to(DEV)
     opt = torch.optim.AdamW(model.parameters())
     x, y = torch.randn(64, 256, device=DEV), torch.randint(0, 10, (64,), device=DEV)
     p = memrec._get()
     times = {False: [], True: []}
-    for b in range(blocks):
-        on = b % 2 == 1
+    detail = {False: [], True: []}
+
+    def block(on, b, prof=None):
         if on:
             memrec.watch(model, opt)
         else:
             p.watch = None
-        ts = []
+        ts, sampled = [], []
         for i in range(per):
+            before = p.last_step_sample_ns
+            if prof:
+                prof.enable()
             t0 = time.perf_counter_ns()
             opt.zero_grad(set_to_none=True)
             F.cross_entropy(model(x), y).backward()
             opt.step()
             memrec.step(b * per + i)
             ts.append(time.perf_counter_ns() - t0)
-        times[on].append(statistics.median(ts[20:]))
+            if prof:
+                prof.disable()
+            sampled.append(p.last_step_sample_ns != before)
         memrec.flush()
+        return ts[20:], sampled[20:]
+
+    for b in range(blocks):
+        on = b % 2 == 1
+        ts, sampled = block(on, b)
+        times[on].append(statistics.median(ts))
+        s = [t for t, k in zip(ts, sampled) if k]
+        u = [t for t, k in zip(ts, sampled) if not k]
+        detail[on].append({"sampled_steps": len(s), "median_sampled_us": statistics.median(s) / 1e3 if s else None,
+                           "median_unsampled_us": statistics.median(u) / 1e3 if u else None})
+    profiles = {}
+    for on in (False, True):
+        prof = cProfile.Profile()
+        block(on, blocks + on, prof)
+        st = pstats.Stats(prof)
+        rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:15]  # by own time
+        profiles["with" if on else "without"] = [
+            {"function": "%s:%d %s" % (k[0].split("/")[-1], k[1], k[2]), "calls": v[1], "own_ms": round(v[2] * 1e3, 2),
+             "cum_ms": round(v[3] * 1e3, 2)} for k, v in rows]
     off, on = statistics.median(times[False]), statistics.median(times[True])
     return {"step_us_without": off / 1e3, "step_us_with": on / 1e3, "watch_us_per_step": (on - off) / 1e3,
-            "blocks": blocks, "steps_per_block": per, "budget_walks": p.watch.walks if p.watch else None}
+            "blocks": blocks, "steps_per_block": per, "budget_walks": p.watch.walks if p.watch else None,
+            "blocks_without": detail[False], "blocks_with": detail[True], "profiles": profiles,
+            "step_sample_ns": p.step_sample_ns, "sample_cost_ns": p.sample_cost_ns}
 
 
 def main():
