@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -83,25 +84,20 @@ func (m *m4) addAll(ts, vs []int64) {
 			i++
 			continue
 		}
-		j := i
-		for j < len(ts) && ts[j] < m.to {
-			j++
+		j := upTo(ts, i, m.to)
+		run := vs[i:j]
+		lo, hi := run[0], run[0]
+		for _, v := range run[1:] {
+			lo, hi = min(lo, v), max(hi, v)
 		}
-		lo, hi := m.lo[1], m.hi[1]
-		li, hj := -1, -1
-		for k, v := range vs[i:j] {
-			if v < lo {
-				lo, li = v, k
-			}
-			if v > hi {
-				hi, hj = v, k
-			}
+		// The first point of the run at a new extreme, as one by one.
+		if lo < m.lo[1] {
+			k := slices.Index(run, lo)
+			m.lo = [3]int64{ts[i+k], lo, m.n + int64(k)}
 		}
-		if li >= 0 {
-			m.lo = [3]int64{ts[i+li], lo, m.n + int64(li)}
-		}
-		if hj >= 0 {
-			m.hi = [3]int64{ts[i+hj], hi, m.n + int64(hj)}
+		if hi > m.hi[1] {
+			k := slices.Index(run, hi)
+			m.hi = [3]int64{ts[i+k], hi, m.n + int64(k)}
 		}
 		m.n += int64(j - i)
 		m.last = [3]int64{ts[j-1], vs[j-1], m.n - 1}

@@ -237,18 +237,11 @@ func (s *spans) addAll(ts, vs []int64) {
 			i++
 			continue
 		}
-		j := i
 		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
-			for j < len(ts) && ts[j] < next {
-				j++
-			}
-			i = j
+			i = upTo(ts, i, next)
 			continue
 		}
-		end := min(s.hi[c], next)
-		for j < len(ts) && ts[j] < end {
-			j++
-		}
+		j := upTo(ts, i, min(s.hi[c], next))
 		lo, hi := s.min[c], s.max[c]
 		for _, v := range vs[i:j] {
 			lo, hi = min(lo, v), max(hi, v)
@@ -257,6 +250,14 @@ func (s *spans) addAll(ts, vs []int64) {
 		s.n[c] += j - i
 		i = j
 	}
+}
+
+// upTo is the index of the first of ts[i:] at or after end (ts ascending).
+func upTo(ts []int64, i int, end int64) int {
+	if ts[len(ts)-1] < end {
+		return len(ts)
+	}
+	return i + sort.Search(len(ts)-i, func(k int) bool { return ts[i+k] >= end })
 }
 
 func countNonEmpty(s *spans) int {
