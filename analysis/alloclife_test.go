@@ -49,7 +49,7 @@ func TestAllocatorViewEndsWithTheProcess(t *testing.T) {
 // Two processes on one GPU: once one has sent nothing for allocatorLife,
 // the GPU's sums are the other's alone.
 func TestAllocatorSumsRetireAGoneProcess(t *testing.T) {
-	s := &allocSum{last: map[int]storage.TorchSample{}, firstRetries: -1}
+	s := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
 	s.add(torchAt(0, 1, 10, 20))
 	s.add(torchAt(0, 2, 5, 6))
 	if s.cur.allocated != 15 || s.cur.reserved != 26 {

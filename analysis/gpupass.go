@@ -371,12 +371,12 @@ func (a *gpuAnalysis) devicePass() error {
 // than allocatorLife before t. A retired process keeps its counters
 // (retries, OOMs), so that a later sample of it adds only what is new.
 func (s *allocSum) retire(t int64) {
-	for pid, l := range s.last {
+	for _, l := range s.last {
 		if l.T != retired && t-l.T > allocatorLife {
 			s.cur.allocated -= l.Allocated
 			s.cur.reserved -= l.Reserved
 			s.cur.inactive -= l.InactiveSplit
-			s.last[pid] = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
+			*l = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
 		}
 	}
 }
@@ -385,10 +385,14 @@ func (s *allocSum) retire(t int64) {
 const retired = math.MinInt64
 
 type allocSum struct {
-	cur                 torchAtTime
-	last                map[int]storage.TorchSample // by pid
-	firstRetries        int64                       // the retries at the first sample; -1 before it
-	firstRetryNS        *int64                      // when the retries first rose
+	cur  torchAtTime
+	last map[int]*storage.TorchSample // by pid
+	// lastPID's entry of last, looked up once for the run of samples of
+	// one process (the common case: one process a GPU).
+	lastPID             int
+	lastOf              *storage.TorchSample
+	firstRetries        int64  // the retries at the first sample; -1 before it
+	firstRetryNS        *int64 // when the retries first rose
 	peakA, peakR, peakS storage.TorchSample
 	// budgetPeak is the last sample with the highest step peak (the first
 	// one may be of the first step, before the optimizer made its state),
@@ -415,8 +419,15 @@ const allocatorLife = int64(2 * time.Second)
 // take makes x its process's last sample and moves the sums by what
 // changed since that process's sample before, which it returns.
 func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
-	prev = s.last[x.PID]
-	s.last[x.PID] = x
+	l := s.lastOf
+	if l == nil || s.lastPID != x.PID {
+		if l = s.last[x.PID]; l == nil {
+			l = new(storage.TorchSample)
+			s.last[x.PID] = l
+		}
+		s.lastPID, s.lastOf = x.PID, l
+	}
+	prev, *l = *l, x
 	c := &s.cur
 	c.allocated += x.Allocated - prev.Allocated
 	c.reserved += x.Reserved - prev.Reserved
@@ -426,7 +437,7 @@ func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
 }
 
 func (s *allocSum) add(x storage.TorchSample) {
-	if _, seen := s.last[x.PID]; len(s.last) > 1 || (len(s.last) == 1 && !seen) {
+	if len(s.last) > 1 || len(s.last) == 1 && s.lastPID != x.PID { // (one process: lastPID's)
 		s.retire(x.T)
 	}
 	prev := s.take(x)
@@ -467,7 +478,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	gr := a.gr
 	a.torchAt = make([]torchAtTime, len(a.q))
 	tq := 0
-	sum := &allocSum{last: map[int]storage.TorchSample{}, firstRetries: -1}
+	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
 	// Sized for this GPU's share of the run's samples: a day-long run has
 	// millions, and growing by copying would double the peak.
 	sum.frags = make([]float64, 0, a.torchShare()+16)
