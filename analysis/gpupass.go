@@ -287,14 +287,6 @@ func (a *gpuAnalysis) newView() view {
 		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi), inferred: newSpans(inferLo, inferHi)}
 }
 
-// add places one sample of the series in every tracker but the query times.
-func (v view) add(t, x int64) {
-	v.floors.add(t, x)
-	v.epochs.add(t, x)
-	v.slices.add(t, x)
-	v.inferred.add(t, x)
-}
-
 // addAll places samples in every tracker but the query times.
 func (v view) addAll(ts, xs []int64) {
 	v.floors.addAll(ts, xs)
