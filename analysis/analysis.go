@@ -131,9 +131,16 @@ type GPUReport struct {
 	// parts, and what would help (budget.go, advice.go); nil without
 	// allocator samples.
 	Budget     *Budget      `json:"budget,omitempty"`
-	Timeline   Timeline     `json:"-"`
-	Floors     []FloorPoint `json:"-"`
-	FragSeries []FragPoint  `json:"-"`
+	Timeline Timeline `json:"-"`
+	// Floors are the floors of the series the leak was judged on, for
+	// drawing: a long run keeps the first, lowest, highest and last of each
+	// of about width runs of them. FitFromX is the x of the first one
+	// fitted (after the warm-up), and SteadyFloorBytes the median of those
+	// fitted, taken before they were thinned.
+	Floors           []FloorPoint `json:"-"`
+	FitFromX         float64      `json:"-"`
+	SteadyFloorBytes *int64       `json:"-"`
+	FragSeries       []FragPoint  `json:"-"`
 	StepPeaks  []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.

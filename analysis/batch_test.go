@@ -84,3 +84,28 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimateFloorsKeepsTheBand: thinned floors are at most about the
+// limit, in order, and keep the first, the last, and each run's lowest and
+// highest, so every run's extremes are still drawn.
+func TestDecimateFloorsKeepsTheBand(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pts := make([]FloorPoint, 100_003)
+	for i := range pts {
+		pts[i] = FloorPoint{X: float64(i), TNS: int64(i), Bytes: rng.Int64N(1 << 30)}
+	}
+	pts[777].Bytes, pts[99_999].Bytes = -1, 1<<31 // the extremes of all
+	got := decimateFloors(pts, 400)
+	if len(got) > 400 || got[0] != pts[0] || got[len(got)-1] != pts[len(pts)-1] {
+		t.Fatalf("%d points, first %v last %v", len(got), got[0], got[len(got)-1])
+	}
+	if !slices.IsSortedFunc(got, func(a, b FloorPoint) int { return int(a.X - b.X) }) {
+		t.Fatal("not in order")
+	}
+	if !slices.Contains(got, pts[777]) || !slices.Contains(got, pts[99_999]) {
+		t.Fatal("an extreme of all was thinned away")
+	}
+	if short := pts[:300]; len(decimateFloors(short, 400)) != 300 {
+		t.Fatal("floors under the limit were thinned")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 )
@@ -211,14 +210,7 @@ func Summarize(rep *Report) RunSummary {
 		g := rep.GPUs[worst]
 		s.Budget = g.Budget
 		s.WorstGPU = g.GPU
-		if steady := g.Floors[min(g.Leak.SkippedWarmup, len(g.Floors)):]; len(steady) > 0 {
-			v := make([]float64, len(steady))
-			for i, f := range steady {
-				v[i] = float64(f.Bytes)
-			}
-			slices.Sort(v)
-			s.SteadyBytes = i64(int64(median(v)))
-		}
+		s.SteadyBytes = g.SteadyFloorBytes
 		var sum int64
 		n := 0
 		for i, e := range g.Epochs {

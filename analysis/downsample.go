@@ -139,6 +139,38 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 	return out
 }
 
+// decimateFloors keeps at most about limit points: of each of limit/4 runs
+// of floors the first, lowest, highest and last, in order (M4, so the
+// band drawn from them is the band of all of them).
+func decimateFloors(pts []FloorPoint, limit int) []FloorPoint {
+	runs := max(1, limit/4)
+	if len(pts) <= limit {
+		return pts
+	}
+	k := (len(pts) + runs - 1) / runs
+	out := make([]FloorPoint, 0, 4*runs)
+	for i := 0; i < len(pts); i += k {
+		run := pts[i:min(i+k, len(pts))]
+		lo, hi := 0, 0
+		for j, p := range run {
+			if p.Bytes < run[lo].Bytes {
+				lo = j
+			}
+			if p.Bytes > run[hi].Bytes {
+				hi = j
+			}
+		}
+		keep := []int{0, lo, hi, len(run) - 1}
+		slices.Sort(keep)
+		for j, at := range keep {
+			if j == 0 || at != keep[j-1] {
+				out = append(out, run[at])
+			}
+		}
+	}
+	return out
+}
+
 // decimatePeaks keeps at most about limit points, the highest of each run.
 func decimatePeaks(pts []FloorPoint, limit int) []FloorPoint {
 	if len(pts) <= limit {

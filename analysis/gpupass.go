@@ -690,6 +690,15 @@ func (a *gpuAnalysis) leak() {
 		}
 	}
 	gr.Leak = judgeLeak(series, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
+	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
+		gr.FitFromX = steady[0].X
+		v := make([]float64, len(steady))
+		for i, f := range steady {
+			v[i] = float64(f.Bytes)
+		}
+		gr.SteadyFloorBytes = i64(int64(selectQuantile(v, 0.5)))
+	}
+	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
 }
 
 // cacheFloors split reserved memory at each step in two: the largest step

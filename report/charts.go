@@ -511,8 +511,8 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	}
 	// The fit is drawn first, thin and dashed, so the floors it fits stay
 	// visible over it.
-	if drawn == l.Basis && l.SlopeBytesPerHour != nil && l.SkippedWarmup < len(g.Floors) {
-		first := g.Floors[l.SkippedWarmup].X
+	if drawn == l.Basis && l.SlopeBytesPerHour != nil && g.SteadyFloorBytes != nil {
+		first := g.FitFromX
 		last := g.Floors[len(g.Floors)-1].X
 		fit := line(plotter.XYs{
 			{X: first / xdiv, Y: (l.FitIntercept + slope*first) / unit},
