@@ -130,7 +130,7 @@ type GPUReport struct {
 	// Budget is the GPU's memory at its highest step peak, split into
 	// parts, and what would help (budget.go, advice.go); nil without
 	// allocator samples.
-	Budget     *Budget      `json:"budget,omitempty"`
+	Budget   *Budget  `json:"budget,omitempty"`
 	Timeline Timeline `json:"-"`
 	// Floors are the floors of the series the leak was judged on, for
 	// drawing: a long run keeps the first, lowest, highest and last of each
@@ -141,7 +141,7 @@ type GPUReport struct {
 	FitFromX         float64      `json:"-"`
 	SteadyFloorBytes *int64       `json:"-"`
 	FragSeries       []FragPoint  `json:"-"`
-	StepPeaks  []FloorPoint `json:"-"`
+	StepPeaks        []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
 	Steps []StepMark `json:"-"`
