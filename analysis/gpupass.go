@@ -628,7 +628,7 @@ func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDel
 			if d.UsedStartBytes != nil && d.UsedEndBytes != nil {
 				d.DeltaUsedBytes = i64(*d.UsedEndBytes - *d.UsedStartBytes)
 			}
-			if usedS.n[i] > 0 {
+			if usedS.has(i) {
 				d.PeakUsedBytes = i64(usedS.max[i])
 			}
 		}
@@ -643,7 +643,7 @@ func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDel
 			if d.AllocatedStartBytes != nil && d.AllocatedEndBytes != nil {
 				d.DeltaAllocatedBytes = i64(t.allocated - s.allocated)
 			}
-			if allocS.n[i] > 0 {
+			if allocS.has(i) {
 				d.PeakAllocatedBytes = i64(allocS.max[i])
 			}
 		}
@@ -668,7 +668,7 @@ func (a *gpuAnalysis) leak() {
 	if a.per == "step" {
 		gr.StepPeaks = make([]FloorPoint, 0, countNonEmpty(a.stepPeaks))
 		for i := range a.fx {
-			if a.stepPeaks.n[i] > 0 {
+			if a.stepPeaks.has(i) {
 				gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
 			}
 		}
@@ -712,10 +712,10 @@ func (a *gpuAnalysis) cacheFloors() (high, cache []FloorPoint) {
 	var most int64 = -1
 	high, cache = make([]FloorPoint, 0, len(a.fx)), make([]FloorPoint, 0, len(a.fx))
 	for i := range a.fx {
-		if a.stepPeaks.n[i] > 0 {
+		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
 		}
-		if most >= 0 && a.resFloors.n[i] > 0 {
+		if most >= 0 && a.resFloors.has(i) {
 			high = append(high, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: most})
 			cache = append(cache, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.resFloors.min[i] - most})
 		}
@@ -727,7 +727,7 @@ func (a *gpuAnalysis) cacheFloors() (high, cache []FloorPoint) {
 func (a *gpuAnalysis) floorPoints(s *spans) []FloorPoint {
 	out := make([]FloorPoint, 0, countNonEmpty(s))
 	for i := range a.fx {
-		if s.n[i] > 0 {
+		if s.has(i) {
 			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
 		}
 	}

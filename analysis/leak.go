@@ -214,17 +214,11 @@ func (w warmup) skipOf(floors []FloorPoint) int {
 // perStep (X is the step) and against seconds since start for the slope
 // per hour.
 func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool, startNS int64) Growth {
-	x := make([]float64, len(floors))
-	xt := make([]float64, len(floors))
-	y := make([]float64, len(floors))
-	for i, f := range floors {
-		x[i], y[i] = f.X, float64(f.Bytes)
-		xt[i] = float64(f.TNS-startNS) / 1e9
-	}
+	x, xt, y := reduceFloors(floors, startNS, maxTrendPoints)
 	if !perStep {
 		x = xt
 	}
-	gf := growthOf(x, y, w.skipOf(floors))
+	gf := growthOfReduced(x, y, len(floors), w.skipOf(floors), minLeakGrowth)
 	g := Growth{Quantity: quantity, Trend: gf.kind.String(), kind: gf.kind, fit: gf.fit, perStep: perStep,
 		Points: gf.fit.N, SkippedWarmup: gf.skip, JumpsRemoved: gf.jumps}
 	if gf.kind == growthTooFew || gf.kind == growthStartup {
@@ -233,8 +227,7 @@ func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool
 	}
 	// The same points against time: reduced by the same blocks (their
 	// minima, at their first point), the same jumps set aside.
-	rx, _ := reduce(xt, y, maxTrendPoints)
-	g.perHour = fitPoints(rx[gf.skip:], gf.y[gf.skip:])
+	g.perHour = fitPoints(xt[gf.skip:], gf.y[gf.skip:])
 	g.GrowthBytes = f64(gf.growth)
 	g.PValue = f64(gf.fit.P)
 	g.SlopeBytesPerHour = f64(g.perHour.Slope * 3600)
@@ -244,6 +237,28 @@ func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool
 		g.CILowBytesPerStep, g.CIHighBytesPerStep = f64(gf.fit.Lo), f64(gf.fit.Hi)
 	}
 	return g
+}
+
+// reduceFloors is reduce of the floors against their x and against
+// seconds since startNS at once, without the floors' full columns: a week
+// of steps is millions of floors.
+func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float64) {
+	k := 1
+	if len(floors) > max {
+		k = (len(floors) + max - 1) / max
+	}
+	n := (len(floors) + k - 1) / k
+	x, xt, y = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	for i := 0; i < len(floors); i += k {
+		lo := i
+		for m := i + 1; m < min(i+k, len(floors)); m++ {
+			if floors[m].Bytes < floors[lo].Bytes {
+				lo = m
+			}
+		}
+		x, xt, y = append(x, floors[i].X), append(xt, float64(floors[i].TNS-startNS)/1e9), append(y, float64(floors[lo].Bytes))
+	}
+	return x, xt, y
 }
 
 // judgeLeak applies the growth rule to each series of a GPU and gives the

@@ -158,8 +158,9 @@ func (n *nearTimes[V]) within(i int, tol int64) (s timed[V], gap int64) {
 // maximum.
 type spans struct {
 	lo, hi   []int64
+	// min and max of each span's samples; a span without any keeps min
+	// at math.MaxInt64 (has), which no sample of bytes reaches.
 	min, max []int64
-	n        []int
 	// at is the last span with lo <= the previous sample's t (-1: none), so
 	// that samples in time order find theirs by stepping forward, not by a
 	// search over every span (a day of steps is 10^5 spans).
@@ -171,7 +172,7 @@ type spans struct {
 
 func newSpans(lo, hi []int64) *spans {
 	k := len(lo)
-	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), n: make([]int, k), at: -1, apart: true}
+	s := &spans{lo: lo, hi: hi, min: make([]int64, k), max: make([]int64, k), at: -1, apart: true}
 	for i := range s.min {
 		s.min[i], s.max[i] = math.MaxInt64, math.MinInt64
 		if i > 0 && hi[i-1] > lo[i] {
@@ -187,7 +188,6 @@ func (s *spans) add(t, v int64) {
 	i := s.at
 	if s.apart && i >= 0 && s.lo[i] <= t && t < s.hi[i] && (i+1 == len(s.lo) || t < s.lo[i+1]) {
 		// The common case: the sample is in the span of the one before.
-		s.n[i]++
 		s.min[i] = min(s.min[i], v)
 		s.max[i] = max(s.max[i], v)
 		return
@@ -203,7 +203,6 @@ func (s *spans) add(t, v int64) {
 	s.at = i
 	for ; i >= 0; i-- {
 		if t < s.hi[i] {
-			s.n[i]++
 			s.min[i] = min(s.min[i], v)
 			s.max[i] = max(s.max[i], v)
 		}
@@ -247,7 +246,6 @@ func (s *spans) addAll(ts, vs []int64) {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		s.min[c], s.max[c] = lo, hi
-		s.n[c] += j - i
 		i = j
 	}
 }
@@ -260,10 +258,13 @@ func upTo(ts []int64, i int, end int64) int {
 	return i + sort.Search(len(ts)-i, func(k int) bool { return ts[i+k] >= end })
 }
 
+// has says whether span i holds a sample.
+func (s *spans) has(i int) bool { return s.min[i] != math.MaxInt64 }
+
 func countNonEmpty(s *spans) int {
 	n := 0
-	for _, c := range s.n {
-		if c > 0 {
+	for i := range s.min {
+		if s.has(i) {
 			n++
 		}
 	}

@@ -326,6 +326,11 @@ func growthOf(x, y []float64, skip int) growthFit { return growthOfPart(x, y, sk
 func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 	n0 := len(x)
 	x, y = reduce(x, y, maxTrendPoints)
+	return growthOfReduced(x, y, n0, skip, least)
+}
+
+// growthOfReduced is growthOfPart of points already reduced from n0.
+func growthOfReduced(x, y []float64, n0, skip int, least float64) growthFit {
 	g := growthFit{n: len(x)}
 	if len(x) < minSteadyPoints {
 		return g
