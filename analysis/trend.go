@@ -98,22 +98,7 @@ func fitPoints(x, y []float64) trend {
 	if n < 3 {
 		return t
 	}
-	slopes := make([]float64, 0, n*(n-1)/2)
-	var s int64
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			dy := y[j] - y[i]
-			switch {
-			case dy > 0:
-				s++
-			case dy < 0:
-				s--
-			}
-			if dx := x[j] - x[i]; dx > 0 {
-				slopes = append(slopes, dy/dx)
-			}
-		}
-	}
+	slopes, s := pairSlopes(x, y)
 	t.S = s
 	if len(slopes) == 0 {
 		return t
@@ -148,6 +133,59 @@ func fitPoints(x, y []float64) trend {
 	slices.Sort(icpt)
 	t.Intercept = median(icpt)
 	return t
+}
+
+// pairSlopes is the slope of every pair of points whose x differ (i < j,
+// x[j] > x[i]) and Mann–Kendall's S, the sum of the signs of y[j] − y[i].
+// Where x strictly ascends (steps, times: every series here) each pair has
+// a slope, and the loop writes them in place, without a test of dx or a
+// growing slice: it is most of a short window's analysis.
+func pairSlopes(x, y []float64) ([]float64, int64) {
+	n := len(x)
+	var s int64
+	ascending := true
+	for i := 1; i < n && ascending; i++ {
+		ascending = x[i] > x[i-1]
+	}
+	if !ascending {
+		slopes := make([]float64, 0, n*(n-1)/2)
+		for i := 0; i < n; i++ {
+			for j := i + 1; j < n; j++ {
+				dy := y[j] - y[i]
+				s += sign(dy)
+				if dx := x[j] - x[i]; dx > 0 {
+					slopes = append(slopes, dy/dx)
+				}
+			}
+		}
+		return slopes, s
+	}
+	slopes := make([]float64, n*(n-1)/2)
+	k := 0
+	for i := 0; i < n-1; i++ {
+		xi, yi := x[i], y[i]
+		xs, ys := x[i+1:], y[i+1:n]
+		out := slopes[k : k+len(xs)]
+		for j, xj := range xs {
+			dy := ys[j] - yi
+			s += sign(dy)
+			out[j] = dy / (xj - xi)
+		}
+		k += len(xs)
+	}
+	return slopes, s
+}
+
+// sign is −1, 0 or 1.
+func sign(v float64) int64 {
+	var s int64
+	if v > 0 {
+		s = 1
+	}
+	if v < 0 {
+		s = -1
+	}
+	return s
 }
 
 // z975 is the 97.5th percentile of the standard normal distribution.

@@ -101,3 +101,15 @@ func TestRemoveJumpsAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFitPoints is one Theil–Sen fit with its Mann–Kendall test on
+// maxTrendPoints points, the most any series is reduced to.
+func BenchmarkFitPoints(b *testing.B) {
+	x, y := make([]float64, maxTrendPoints), make([]float64, maxTrendPoints)
+	for i := range x {
+		x[i], y[i] = float64(i), float64((i*7919)%1000+i/3)
+	}
+	for b.Loop() {
+		fitPoints(x, y)
+	}
+}
