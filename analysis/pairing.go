@@ -157,7 +157,7 @@ func (n *nearTimes[V]) within(i int, tol int64) (s timed[V], gap int64) {
 // half-open spans [lo, hi) they fall in, keeping each span's minimum and
 // maximum.
 type spans struct {
-	lo, hi   []int64
+	lo, hi []int64
 	// min and max of each span's samples; a span without any keeps min
 	// at math.MaxInt64 (has), which no sample of bytes reaches.
 	min, max []int64
