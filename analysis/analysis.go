@@ -467,6 +467,20 @@ type epochSpan struct {
 	open       bool
 }
 
+// perGPUShare is about how many of count (one of the run's counts, kept
+// whole through a window) a GPU or rank has in what is analysed: count
+// shared by the run's GPUs, and by the window's part of the run's time.
+// Slices sized by it are made once: a week of steps is millions.
+func perGPUShare(run storage.Run, count int64) int64 {
+	n := count / int64(max(1, len(run.GPUs)))
+	if _, _, ok := run.Window(); ok {
+		whole := float64(max(1, run.RunEndNS()-run.RunStartNS()))
+		part := float64(max(0, run.EndNS-run.StartNS))
+		n = int64(float64(n) * min(1, part/whole))
+	}
+	return min(max(n, 0), 1<<24) // a count that is off does not make a huge slice
+}
+
 func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 	mi := &markIndex{steps: map[int][]StepMark{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
@@ -486,7 +500,11 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 				delete(starts, m.Epoch)
 			}
 		case wire.MarkStep:
-			mi.steps[m.Rank] = append(mi.steps[m.Rank], StepMark{TNS: m.T, Step: m.Step})
+			steps, ok := mi.steps[m.Rank]
+			if !ok {
+				steps = make([]StepMark, 0, perGPUShare(run, run.Counts.Marks)+16)
+			}
+			mi.steps[m.Rank] = append(steps, StepMark{TNS: m.T, Step: m.Step})
 			mi.stepCount++
 			continue
 		case wire.MarkProbe:

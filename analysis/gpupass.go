@@ -473,7 +473,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
 	// Sized for this GPU's share of the run's samples: a day-long run has
 	// millions, and growing by copying would double the peak.
-	sum.frags = make([]float64, 0, a.torchShare()+16)
+	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples)+16)
 	if err := a.carryIn(sum); err != nil {
 		return err
 	}
@@ -569,18 +569,6 @@ func (a *gpuAnalysis) carryIn(sum *allocSum) error {
 	return nil
 }
 
-// torchShare is about how many allocator samples this GPU has in what is
-// analysed: the run's count (kept whole through a window) shared by its
-// GPUs, and by the window's part of the run's time.
-func (a *gpuAnalysis) torchShare() int64 {
-	n := a.run.Counts.TorchSamples / int64(max(1, len(a.run.GPUs)))
-	if _, _, ok := a.run.Window(); ok {
-		whole := float64(max(1, a.run.RunEndNS()-a.run.RunStartNS()))
-		part := float64(max(0, a.run.EndNS-a.run.StartNS))
-		n = int64(float64(n) * min(1, part/whole))
-	}
-	return n
-}
 
 // allocatorFigures writes the allocator pass's totals into the report.
 func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
