@@ -569,7 +569,6 @@ func (a *gpuAnalysis) carryIn(sum *allocSum) error {
 	return nil
 }
 
-
 // allocatorFigures writes the allocator pass's totals into the report.
 func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	gr, mi, steps := a.gr, a.mi, a.steps
