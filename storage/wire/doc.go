@@ -12,11 +12,12 @@
 // pipeline (in storage) and the recorder's socket share one parser without
 // an import cycle; storage re-exports them under the same names.
 //
-// A Parser is not safe for concurrent use; the Append functions are.
+// A Parser and a SeriesFormat are not safe for concurrent use; the Append
+// functions are.
 //
 // The files: types.go holds the records and the mark kinds and snapshot
 // reasons; budget.go the budget, which rides in a torch line; fields.go
 // each kind's integer fields, once, for the parser, the Append functions and
-// storage's columns; line.go the line types, Parser and the Append
-// functions.
+// storage's columns; line.go the line types, Parser, the Append
+// functions and SeriesFormat (the export's faster Append).
 package wire

@@ -367,6 +367,100 @@ func AppendTorch(b []byte, s TorchSample) []byte {
 	return append(b, '}', '\n')
 }
 
+// SeriesFormat writes the lines of one series as AppendDevice, AppendProc
+// and AppendTorch do, with less work a line: the text that every line of
+// the series repeats (its type, GPU, key fields such as the pid, and the
+// field names) is made once; the time comes already formatted, since a
+// run's series share their ticks and an export writes each time once for
+// all of them; and values equal to those of the line before are copied
+// from it, the whole rest of the line when they all are, since a series'
+// figures mostly repeat from one sample to the next (NVML's used memory
+// moves only when an allocator takes or gives back a segment). It is not
+// safe for concurrent use.
+type SeriesFormat[T any] struct {
+	head  []byte // up to the time's digits
+	steps []formatStep[T]
+	tail  []byte
+	rest  []byte // the last line written after its time; nil before the first
+}
+
+// formatStep writes text, then the value get returns unless get is nil; an
+// optional value that is None is left out with its text (its name).
+type formatStep[T any] struct {
+	text     []byte
+	get      func(T) int64
+	optional bool
+	next     int64  // the value of the line being written
+	last     int64  // the value of the last line written
+	written  []byte // its text and digits; empty before the first line, or when the value was absent
+}
+
+// NewSeriesFormat prepares the lines of type typ of one series on gpu (none
+// if negative) with fields fs; key holds the values of the key fields,
+// which are the same on every line of a series.
+func NewSeriesFormat[T any](typ Type, gpu int, fs []Field[T], key T) *SeriesFormat[T] {
+	f := &SeriesFormat[T]{head: appendHead(nil, typ, 0, -1)}
+	f.head = f.head[:len(f.head)-1] // the 0 given for the time
+	var fixed []byte                // constant text waiting for the next step
+	if gpu >= 0 {
+		fixed = appendKV(fixed, "gpu", int64(gpu))
+	}
+	for i := range fs {
+		d := &fs[i]
+		if d.Key {
+			fixed = appendKV(fixed, d.Name, d.Get(key))
+			continue
+		}
+		if d.Optional && len(fixed) > 0 { // written even when the value is not
+			f.steps = append(f.steps, formatStep[T]{text: fixed})
+			fixed = nil
+		}
+		name := appendKV(fixed, d.Name, 0)
+		f.steps = append(f.steps, formatStep[T]{text: name[:len(name)-1], get: d.Get, optional: d.Optional})
+		fixed = nil
+	}
+	f.tail = append(fixed, '}', '\n')
+	return f
+}
+
+// Append appends v as one line, newline included; tNS is v's time as
+// strconv.AppendInt writes it.
+func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
+	b = append(b, f.head...)
+	b = append(b, tNS...)
+	same := f.rest != nil
+	for i := range f.steps {
+		if s := &f.steps[i]; s.get != nil {
+			s.next = s.get(*v)
+			same = same && s.next == s.last
+		}
+	}
+	if same {
+		return append(b, f.rest...)
+	}
+	start := len(b)
+	for i := range f.steps {
+		s := &f.steps[i]
+		switch {
+		case s.get == nil:
+			b = append(b, s.text...)
+		case s.optional && s.next == None:
+			s.written = s.written[:0]
+		case s.next == s.last && len(s.written) > 0:
+			b = append(b, s.written...)
+		default:
+			at := len(b)
+			b = append(b, s.text...)
+			b = strconv.AppendInt(b, s.next, 10)
+			s.written = append(s.written[:0], b[at:]...)
+		}
+		s.last = s.next
+	}
+	b = append(b, f.tail...)
+	f.rest = append(f.rest[:0], b[start:]...)
+	return b
+}
+
 // AppendMark appends m as one line, newline included; absent fields are
 // left out.
 func AppendMark(b []byte, m Mark) []byte {
@@ -381,9 +475,20 @@ func AppendMark(b []byte, m Mark) []byte {
 	return append(b, '}', '\n')
 }
 
+// appendJSONString appends s quoted as encoding/json writes it. Most
+// strings (a mark's kind, a file name) are printable ASCII that json
+// leaves as it is: those are copied, without Marshal's allocation and
+// reflection (a step mark a GPU, millions in an export).
 func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // AppendSites appends one snapshot as one "sites" line, newline included.

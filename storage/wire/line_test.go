@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,6 +56,9 @@ func FuzzParse(f *testing.F) {
 		if !strings.HasSuffix(string(out), "\n") {
 			t.Fatalf("written line %q has no newline", out)
 		}
+		if got := seriesLine(r); got != nil && string(got) != string(out) {
+			t.Fatalf("SeriesFormat wrote\n%s\nAppend wrote\n%s", got, out)
+		}
 		r2, err := p.Parse(out[:len(out)-1])
 		if err != nil {
 			t.Fatalf("written line %q does not parse: %v", out, err)
@@ -63,6 +68,78 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip of %q:\n got %+v\nwant %+v", line, r2, r)
 		}
 	})
+}
+
+// seriesLine writes a sample, proc or torch record through a SeriesFormat
+// made for its series; nil for other records.
+func seriesLine(r Record) []byte {
+	tNS := func(t int64) []byte { return strconv.AppendInt(nil, t, 10) }
+	switch r.Type {
+	case TypeSample:
+		return NewSeriesFormat(TypeSample, r.Device.GPU, DeviceFields, DeviceSample{}).Append(nil, tNS(r.Device.T), &r.Device)
+	case TypeProc:
+		return NewSeriesFormat(TypeProc, r.Proc.GPU, ProcFields, ProcSample{PID: r.Proc.PID}).Append(nil, tNS(r.Proc.T), &r.Proc)
+	case TypeTorch:
+		return NewSeriesFormat(TypeTorch, r.Torch.GPU, TorchFields, TorchSample{PID: r.Torch.PID}).Append(nil, tNS(r.Torch.T), &r.Torch)
+	}
+	return nil
+}
+
+// A SeriesFormat writes the lines the Append functions write, line after
+// line of one series: absent optional fields (a torch line without a
+// rank), values that repeat, change, go absent and come back.
+func TestSeriesFormatMatchesAppend(t *testing.T) {
+	t.Parallel()
+	torch := TorchSample{T: 1764430000010010000, GPU: 3, PID: 4103, Rank: None, Allocated: 5 << 30, Reserved: 6 << 30,
+		Active: 5 << 30, InactiveSplit: 7, PeakAllocated: 1 << 33, Segments: 12, AllocRetries: 1, OOMs: 0}
+	var torchs []TorchSample
+	for _, change := range []func(*TorchSample){
+		func(*TorchSample) {},
+		func(s *TorchSample) { s.T += 10 },
+		func(s *TorchSample) { s.Rank = 0 },
+		func(s *TorchSample) { s.T += 10 },
+		func(s *TorchSample) { s.Allocated, s.Active = 1, 2 },
+		func(s *TorchSample) { s.Rank = None },
+		func(s *TorchSample) { s.Rank, s.OOMs = 0, 1 },
+	} {
+		change(&torch)
+		torchs = append(torchs, torch)
+	}
+	tNS := func(t int64) []byte { return strconv.AppendInt(nil, t, 10) }
+	ft := NewSeriesFormat(TypeTorch, 3, TorchFields, TorchSample{PID: 4103})
+	for _, s := range torchs {
+		if got, want := ft.Append(nil, tNS(s.T), &s), AppendTorch(nil, s); string(got) != string(want) {
+			t.Errorf("SeriesFormat wrote\n%s\nAppendTorch wrote\n%s", got, want)
+		}
+	}
+	fd := NewSeriesFormat(TypeSample, 0, DeviceFields, DeviceSample{})
+	for _, s := range []DeviceSample{{T: -5000, Used: 562036736, Reserved: 644939776}, {T: 0, Used: 562036736, Reserved: 644939776},
+		{T: 10, Used: 1, Reserved: 644939776}, {T: 20, Used: 562036736, Reserved: 644939776}, {T: 30}} {
+		if got, want := fd.Append(nil, tNS(s.T), &s), AppendDevice(nil, s); string(got) != string(want) {
+			t.Errorf("SeriesFormat wrote\n%s\nAppendDevice wrote\n%s", got, want)
+		}
+	}
+	fp := NewSeriesFormat(TypeProc, 1, ProcFields, ProcSample{PID: 4101})
+	p := ProcSample{T: 1764429999999992000, GPU: 1, PID: 4101, Used: 557842432}
+	if got, want := fp.Append(nil, tNS(p.T), &p), AppendProc(nil, p); string(got) != string(want) {
+		t.Errorf("SeriesFormat wrote\n%s\nAppendProc wrote\n%s", got, want)
+	}
+}
+
+// appendJSONString quotes as encoding/json does, every byte value alone and
+// inside text, invalid UTF-8 and HTML included.
+func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "step", "/a/train.py", "a\"b\\c", "<x>&", "é", "\u2028", "\xff\xfe", "tab\there"}
+	for c := range 256 {
+		texts = append(texts, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)})+"cd")
+	}
+	for _, s := range texts {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("%q: got %s, want x%s", s, got, want)
+		}
+	}
 }
 
 func TestParseErrorsNameTheField(t *testing.T) {
