@@ -93,51 +93,50 @@ func (a *Appender) AppendBudget(s BudgetSample) error {
 	return appendRow(a.w, &budgetSchema, s)
 }
 
-// torchLines formats one process's allocator samples on one GPU as torch
+// torchLines writes one process's allocator samples on one GPU as torch
 // lines, each with the budget of the same sample where there is one: the
 // two series are read side by side, a budget row belonging to the torch row
 // of its time (the probe sends them in one line).
 type torchLines struct {
 	torch  *Iter[TorchSample]
+	format *wire.SeriesFormat[TorchSample]
 	budget *Iter[BudgetSample]
-	next   *BudgetSample // read ahead
+	ahead  *BudgetSample // read ahead
 	done   bool          // the budget series is at its end
-	cur    line
+	cur    TorchSample   // the sample being written (see rowLines.cur)
 }
 
 func newTorchLines(db *DB, r Run, gpu, pid int, withBudget bool) *torchLines {
-	l := &torchLines{torch: db.TorchSamples(r, gpu, pid, MinTime, MaxTime), done: !withBudget}
+	l := &torchLines{torch: db.TorchSamples(r, gpu, pid, MinTime, MaxTime), done: !withBudget,
+		format: wire.NewSeriesFormat(wire.TypeTorch, gpu, wire.TorchFields, TorchSample{PID: pid})}
 	if withBudget {
 		l.budget = db.BudgetSamples(r, gpu, pid, MinTime, MaxTime)
 	}
 	return l
 }
 
-func (l *torchLines) Next() bool {
-	if !l.torch.Next() {
-		return false
-	}
-	s := l.torch.At()
-	for !l.done && (l.next == nil || l.next.T < s.T) {
+func (l *torchLines) next() []int64 { return l.torch.nextChunk() }
+
+func (l *torchLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	l.cur = l.torch.sample(i)
+	s := &l.cur
+	for !l.done && (l.ahead == nil || l.ahead.T < s.T) {
 		if !l.budget.Next() {
-			l.done, l.next = true, nil
+			l.done, l.ahead = true, nil
 			break
 		}
-		b := l.budget.At()
-		l.next = &b
+		bs := l.budget.At()
+		l.ahead = &bs
 	}
-	if l.next != nil && l.next.T == s.T {
-		l.cur = line{s.T, wire.AppendTorchBudget(l.cur.b[:0], s, *l.next)}
-		l.next = nil
-	} else {
-		l.cur = line{s.T, wire.AppendTorch(l.cur.b[:0], s)}
+	if l.ahead != nil && l.ahead.T == s.T {
+		b = wire.AppendTorchBudget(b, *s, *l.ahead)
+		l.ahead = nil
+		return b
 	}
-	return true
+	return l.format.Append(b, tNS, s)
 }
 
-func (l *torchLines) At() line { return l.cur }
-
-func (l *torchLines) Err() error {
+func (l *torchLines) err() error {
 	if err := l.torch.Err(); err != nil {
 		return err
 	}

@@ -38,12 +38,15 @@ type Iter[T any] struct {
 	started  bool
 	d        *chunk.Decoded
 	i        int
-	conv     func(d *chunk.Decoded, i int) T
-	schema   *schema // the columns a decoded chunk must have
-	hi       int     // end of the samples of it.d in range
-	last     bool    // it.d reaches past the range's end: no chunk after it
-	err      error
-	done     bool
+	lo       int // the first sample of it.d that nextChunk returned
+	// get is the schema's: one call a sample, not two through a closure.
+	get    func(d *chunk.Decoded, i int, k seriesKey) T
+	key    seriesKey
+	schema *schema // the columns a decoded chunk must have
+	hi     int     // end of the samples of it.d in range
+	last   bool    // it.d reaches past the range's end: no chunk after it
+	err    error
+	done   bool
 }
 
 // Next advances to the next sample; it returns false at the end or on error.
@@ -63,7 +66,29 @@ func (it *Iter[T]) Next() bool {
 }
 
 // At returns the current sample.
-func (it *Iter[T]) At() T { return it.conv(it.d, it.i) }
+func (it *Iter[T]) At() T { return it.get(it.d, it.i, it.key) }
+
+// nextChunk is Next a chunk at a time, for the export: it moves past the
+// samples of the current chunk to those of the next one in range and
+// returns their times (µs), empty at the end or on error; sample(i) is
+// then the one of time ts[i]. Do not mix it with Next.
+func (it *Iter[T]) nextChunk() (ts []int64) {
+	for {
+		if lo := it.i + 1; lo < it.hi {
+			it.lo, it.i = lo, it.hi-1
+			return it.d.T[lo:it.hi]
+		}
+		if it.done || it.last {
+			it.done = true
+			it.release()
+			return nil
+		}
+		it.load()
+	}
+}
+
+// sample is the sample of time ts[i] of the chunk nextChunk returned.
+func (it *Iter[T]) sample(i int) T { return it.get(it.d, it.lo+i, it.key) }
 
 // Err returns the error that stopped the iteration, if any.
 func (it *Iter[T]) Err() error { return it.err }
@@ -169,7 +194,7 @@ func newIter[T any](db *DB, r Run, sc *rowSchema[T], k seriesKey, from, to int64
 	}
 	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
 	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), i: -1, schema: &sc.schema,
-		conv: func(d *chunk.Decoded, i int) T { return sc.get(d, i, k) }}
+		get: sc.get, key: k}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		series, err := seriesTable(tx, r.ID)
 		for _, s := range series {

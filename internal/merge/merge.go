@@ -1,7 +1,8 @@
-// Package merge merges time-ordered streams into one, in time order. Both
-// the export of a run (every series of a run as one stream of lines) and
-// the analysis (the allocator series of a GPU's processes) read their
-// series this way.
+// Package merge merges time-ordered streams into one, in time order. The
+// CSV export, the merge of runs and the analysis (the allocator series of
+// a GPU's processes) read their series this way; the JSON Lines export
+// has its own merge of chunks (storage/export.go), cheaper where every
+// series shares its ticks.
 package merge
 
 // Iterator is a stream in time order; storage.Iter satisfies it.
@@ -18,9 +19,9 @@ type Iterator[T any] interface {
 // reuses its buffers. It is not safe for concurrent use.
 //
 // The inputs' heads are a binary min-heap by (time, order), sifted by
-// hand rather than through container/heap: an export merges every series
-// of a run, a comparison or two for each of 10^8 lines, and the
-// interface's calls cost more than the comparisons.
+// hand rather than through container/heap: a CSV export merges the
+// allocator series of a run, a comparison or two for each of 10^7 samples,
+// and the interface's calls cost more than the comparisons.
 type ByTime[T any] struct {
 	items   []*head[T]
 	time    func(T) int64
