@@ -73,23 +73,31 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 
 // plain says whether p is printable ASCII, newlines and tabs only: what
 // passes unchanged. It is most of what memrec prints (an export is
-// gigabytes of it), so it tests 8 bytes at a time: a word with no byte
-// at or above 0x7f and none below 0x20 is plain; only a word with one
-// (most often a line's newline) is looked at byte by byte. The tests are
-// the classic bit tricks: x-0x20 in every byte borrows into a byte's high
-// bit, where x's own high bit is clear, exactly when some byte is below
-// 0x20; likewise x^0x7f for a byte equal to 0x7f.
+// gigabytes of it), so it tests 32 bytes at a time without a branch a
+// byte. In m = x|0x80 (every byte of the word x), m-c in a byte cannot
+// borrow from the next one, and its high bit is set exactly when the
+// byte's low 7 bits are at least c: ge(c) below. A byte is then to escape
+// when its own high bit is set, or it is at least 0x7f (DEL), below 0x09,
+// or from 0x0b (past tab and newline) to 0x1f.
 func plain(p []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(p) >= 8 {
-		x := binary.LittleEndian.Uint64(p)
-		d := x ^ (0x7f * ones)
-		if x&highs|(x-0x20*ones)&^x&highs|(d-ones)&^d&highs != 0 && !plainBytes(p[:8]) {
+	const highs = 0x8080808080808080
+	for len(p) >= 32 {
+		le := binary.LittleEndian
+		if (notPlain(le.Uint64(p))|notPlain(le.Uint64(p[8:]))|notPlain(le.Uint64(p[16:]))|notPlain(le.Uint64(p[24:])))&highs != 0 {
 			return false
 		}
-		p = p[8:]
+		p = p[32:]
 	}
 	return plainBytes(p)
+}
+
+// notPlain has the high bit set in each byte of x that plain refuses; its
+// other bits are noise.
+func notPlain(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	m := x | highs
+	ge := func(c uint64) uint64 { return m - c*ones }
+	return x | ge(0x7f) | ^ge(0x09) | ge(0x0b)&^ge(0x20)
 }
 
 func plainBytes(p []byte) bool {

@@ -38,14 +38,14 @@ func TestSafeWriter(t *testing.T) {
 	}
 }
 
-// TestPlainMatchesBytewise: the 8-bytes-at-a-time test agrees with the
+// TestPlainMatchesBytewise: the 32-bytes-at-a-time test agrees with the
 // byte-by-byte rule on every byte value at every offset of a word, and on
 // random text.
 func TestPlainMatchesBytewise(t *testing.T) {
 	base := []byte(`{"type":"sample","t_ns":1764430000000000000,"gpu":3}` + "\n\t")
 	for c := range 256 {
-		for at := range 20 {
-			p := append([]byte(nil), base[:20]...)
+		for at := range 40 { // the first 32 tested a word at a time, the rest bytewise
+			p := append([]byte(nil), base[:40]...)
 			p[at] = byte(c)
 			if got, want := plain(p), plainBytes(p); got != want {
 				t.Fatalf("byte %#x at %d: plain %v, bytewise %v", c, at, got, want)
@@ -54,7 +54,7 @@ func TestPlainMatchesBytewise(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 10000 {
-		p := make([]byte, rng.IntN(40))
+		p := make([]byte, rng.IntN(80))
 		for i := range p {
 			p[i] = byte(0x1c + rng.IntN(0x66)) // around both edges: 0x1c..0x81
 		}
@@ -64,7 +64,7 @@ func TestPlainMatchesBytewise(t *testing.T) {
 	}
 }
 
-// BenchmarkPlain tests export lines for bytes to escape, 8 at a time
+// BenchmarkPlain tests export lines for bytes to escape, 32 at a time
 // (plain, what the writer uses) and one at a time (plainBytes, the rule
 // it was before), in the same run.
 func BenchmarkPlain(b *testing.B) {
