@@ -241,10 +241,38 @@ def cost(blocks=16, per=300):
     p = memrec._get()
     times = {False: [], True: []}
     detail = {False: [], True: []}
+    # The watch's own time, measured where it is spent: its sums, read at
+    # the steps that take an allocator sample (the probe's _budget), and its
+    # part of each line the probe's thread writes, timed around each call;
+    # steps counted with the watch on.
+    spent = {"ns": 0, "calls": 0, "steps": 0}
+    budget = p._budget
+
+    def timed_budget():
+        t0 = time.perf_counter_ns()
+        try:
+            return budget()
+        finally:
+            if p.watch is not None:
+                spent["ns"] += time.perf_counter_ns() - t0
+                spent["calls"] += 1
+
+    p._budget = timed_budget
 
     def block(on, b, prof=None):
         if on:
             memrec.watch(model, opt)
+            w = p.watch
+            fields = w.fields
+
+            def timed_fields(f):  # the budget's part of a line, written by the probe's thread
+                t0 = time.perf_counter_ns()
+                try:
+                    return fields(f)
+                finally:
+                    spent["ns"] += time.perf_counter_ns() - t0
+
+            w.fields = timed_fields
         else:
             p.watch = None
         ts, sampled = [], []
@@ -261,6 +289,7 @@ def cost(blocks=16, per=300):
             if prof:
                 prof.disable()
             sampled.append(p.last_step_sample_ns != before)
+            spent["steps"] += on
         memrec.flush()
         return ts[20:], sampled[20:]
 
@@ -281,8 +310,11 @@ def cost(blocks=16, per=300):
         profiles["with" if on else "without"] = [
             {"function": "%s:%d %s" % (k[0].split("/")[-1], k[1], k[2]), "calls": v[1], "own_ms": round(v[2] * 1e3, 2),
              "cum_ms": round(v[3] * 1e3, 2)} for k, v in rows]
+    p._budget = budget
     off, on = statistics.median(times[False]), statistics.median(times[True])
     return {"step_us_without": off / 1e3, "step_us_with": on / 1e3, "watch_us_per_step": (on - off) / 1e3,
+            "watch_own_us_per_step": spent["ns"] / 1e3 / max(1, spent["steps"]),
+            "watch_own_us_per_read": spent["ns"] / 1e3 / max(1, spent["calls"]), "watch_reads": spent["calls"],
             "blocks": blocks, "steps_per_block": per, "budget_walks": p.watch.walks if p.watch else None,
             "blocks_without": detail[False], "blocks_with": detail[True], "profiles": profiles,
             "step_sample_ns": p.step_sample_ns, "sample_cost_ns": p.sample_cost_ns}
