@@ -479,7 +479,6 @@ func (a *gpuAnalysis) allocatorPass() error {
 	}
 	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
 	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
-	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
 	// The sums go to the trackers in blocks, which take them as runs.
 	var bt, ba, br, bp []int64
 	var bs []torchAtTime
@@ -494,8 +493,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
 	}
 	var n int64 // samples merged so far
-	for merged.Next() {
-		s := merged.At()
+	err := a.eachTorch(func(s storage.TorchSample) {
 		n++
 		for tq < len(a.q) && a.q[tq] < s.T {
 			a.torchAt[tq] = sum.cur
@@ -525,8 +523,8 @@ func (a *gpuAnalysis) allocatorPass() error {
 				gr.FragSeries = halveFrag(gr.FragSeries)
 			}
 		}
-	}
-	if err := merged.Err(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	flush()
@@ -947,6 +945,27 @@ func (a *gpuAnalysis) processes() error {
 		gr.Timeline.Procs = append(gr.Timeline.Procs, ser)
 	}
 	return nil
+}
+
+// eachTorch calls f with every allocator sample of the GPU's processes in
+// time order: one process's a chunk at a time, several merged.
+func (a *gpuAnalysis) eachTorch(f func(storage.TorchSample)) error {
+	if len(a.torchPIDs) == 1 {
+		b := a.db.TorchBlocks(a.run, a.g.Index, a.torchPIDs[0], storage.MinTime, storage.MaxTime)
+		var rows []storage.TorchSample
+		for b.Next() {
+			rows = b.TorchRows(rows[:0])
+			for _, s := range rows {
+				f(s)
+			}
+		}
+		return b.Err()
+	}
+	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
+	for merged.Next() {
+		f(merged.At())
+	}
+	return merged.Err()
 }
 
 // mergeTorch merges the allocator series of several processes by time.

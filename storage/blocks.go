@@ -12,6 +12,7 @@ package storage
 // The slices are valid until the next call of Next.
 type Blocks struct {
 	it     *Iter[struct{}]
+	k      seriesKey
 	lo, hi int
 	t      []int64 // the block's times, ns
 }
@@ -27,7 +28,7 @@ const (
 
 func newBlocks(db *DB, r Run, sc *schema, k seriesKey, from, to int64) *Blocks {
 	rs := &rowSchema[struct{}]{schema: *sc}
-	return &Blocks{it: newIter(db, r, rs, k, from, to)}
+	return &Blocks{it: newIter(db, r, rs, k, from, to), k: k}
 }
 
 // DeviceBlocks reads the device samples of one GPU of a run in [from, to)
@@ -76,6 +77,16 @@ func (b *Blocks) T() []int64 { return b.t }
 
 // Ints is the block's column c.
 func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.lo:b.hi] }
+
+// TorchRows appends the block's allocator samples to dst, for a pass
+// that needs every field: converted in one loop, not one call at a time
+// through an iterator. The block must be of TorchBlocks.
+func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
+	for i := b.lo; i < b.hi; i++ {
+		dst = append(dst, torchSchema.get(b.it.d, i, b.k))
+	}
+	return dst
+}
 
 // Err returns the error that stopped the walk, if any.
 func (b *Blocks) Err() error { return b.it.err }

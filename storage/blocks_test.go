@@ -68,11 +68,21 @@ func TestBlocksAreTheSamples(t *testing.T) {
 					wantT, want = append(wantT, it.At().T), append(want, it.At().Allocated, it.At().Reserved)
 				}
 				b = db.TorchBlocks(span.run, s.GPU, s.PID, span.from, span.to)
+				var rows []TorchSample
 				for b.Next() {
 					for i, a := range b.Ints(TorchAllocated) {
 						got = append(got, a, b.Ints(TorchReserved)[i])
 					}
 					gotT = append(gotT, b.T()...)
+					rows = b.TorchRows(rows)
+				}
+				var all []TorchSample
+				it = db.TorchSamples(span.run, s.GPU, s.PID, span.from, span.to)
+				for it.Next() {
+					all = append(all, it.At())
+				}
+				if !slices.Equal(all, rows) {
+					t.Errorf("GPU %d pid %d: %d rows from blocks, %d samples", s.GPU, s.PID, len(rows), len(all))
 				}
 			default:
 				continue
