@@ -118,8 +118,8 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks) error {
 	live := make([]cursor, 0, len(srcs))
 	t := MaxTime
 	for _, s := range srcs {
-		c := cursor{src: s, i: -1}
-		if !c.advance() {
+		c := cursor{src: s}
+		if !c.refill() {
 			if err := s.err(); err != nil {
 				return err
 			}
@@ -136,7 +136,9 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks) error {
 			c := &live[k]
 			for c.t == t {
 				b = c.src.appendLine(b, c.i, tNS)
-				if !c.advance() {
+				if c.i++; c.i < len(c.ts) {
+					c.t = c.ts[c.i]
+				} else if !c.refill() {
 					break
 				}
 			}
@@ -172,15 +174,13 @@ type cursor struct {
 	t   int64   // ts[i], beside the cursor: most of a pass only compares it
 }
 
-// advance moves to the next line; false at the source's end.
-func (c *cursor) advance() bool {
-	if c.i++; c.i >= len(c.ts) {
-		if c.ts, c.i = c.src.next(), 0; len(c.ts) == 0 {
-			c.ts, c.t = nil, MaxTime
-			return false
-		}
+// refill moves to the source's next block; false at its end.
+func (c *cursor) refill() bool {
+	if c.ts, c.i = c.src.next(), 0; len(c.ts) == 0 {
+		c.ts, c.t = nil, MaxTime
+		return false
 	}
-	c.t = c.ts[c.i]
+	c.t = c.ts[0]
 	return true
 }
 
@@ -194,6 +194,9 @@ type rowLines[T any] struct {
 func (l *rowLines[T]) next() []int64 { return l.it.nextChunk() }
 
 func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
+	if l.it.repeats(i) {
+		return l.format.AppendAgain(b, tNS)
+	}
 	l.cur = l.it.sample(i)
 	return l.format.Append(b, tNS, &l.cur)
 }

@@ -90,6 +90,27 @@ func (it *Iter[T]) nextChunk() (ts []int64) {
 // sample is the sample of time ts[i] of the chunk nextChunk returned.
 func (it *Iter[T]) sample(i int) T { return it.get(it.d, it.lo+i, it.key) }
 
+// repeats says whether sample(i) has every stored column but the time
+// equal to sample(i-1)'s, and so the same values: the export then copies
+// the line before instead of decoding and formatting the sample.
+func (it *Iter[T]) repeats(i int) bool {
+	j := it.lo + i
+	if i == 0 {
+		return false
+	}
+	for _, c := range it.d.Ints {
+		if c[j] != c[j-1] {
+			return false
+		}
+	}
+	for _, c := range it.d.Strs {
+		if c[j] != c[j-1] {
+			return false
+		}
+	}
+	return true
+}
+
 // Err returns the error that stopped the iteration, if any.
 func (it *Iter[T]) Err() error { return it.err }
 

@@ -461,6 +461,14 @@ func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
 	return b
 }
 
+// AppendAgain appends a line with the values of the last line Append
+// wrote, at time tNS; it must follow an Append.
+func (f *SeriesFormat[T]) AppendAgain(b, tNS []byte) []byte {
+	b = append(b, f.head...)
+	b = append(b, tNS...)
+	return append(b, f.rest...)
+}
+
 // AppendMark appends m as one line, newline included; absent fields are
 // left out.
 func AppendMark(b []byte, m Mark) []byte {

@@ -119,6 +119,10 @@ func TestSeriesFormatMatchesAppend(t *testing.T) {
 			t.Errorf("SeriesFormat wrote\n%s\nAppendDevice wrote\n%s", got, want)
 		}
 	}
+	again := DeviceSample{T: 40} // the values of the last line, {T: 30}
+	if got, want := fd.AppendAgain(nil, tNS(again.T)), AppendDevice(nil, again); string(got) != string(want) {
+		t.Errorf("AppendAgain wrote\n%s\nAppendDevice wrote\n%s", got, want)
+	}
 	fp := NewSeriesFormat(TypeProc, 1, ProcFields, ProcSample{PID: 4101})
 	p := ProcSample{T: 1764429999999992000, GPU: 1, PID: 4101, Used: 557842432}
 	if got, want := fp.Append(nil, tNS(p.T), &p), AppendProc(nil, p); string(got) != string(want) {
