@@ -381,7 +381,8 @@ type SeriesFormat[T any] struct {
 	head  []byte // up to the time's digits
 	steps []formatStep[T]
 	tail  []byte
-	rest  []byte // the last line written after its time; nil before the first
+	last  []byte // the last line written; nil before the first
+	lastT int    // the length of its time
 }
 
 // formatStep writes text, then the value get returns unless get is nil; an
@@ -426,9 +427,7 @@ func NewSeriesFormat[T any](typ Type, gpu int, fs []Field[T], key T) *SeriesForm
 // Append appends v as one line, newline included; tNS is v's time as
 // strconv.AppendInt writes it.
 func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
-	b = append(b, f.head...)
-	b = append(b, tNS...)
-	same := f.rest != nil
+	same := f.last != nil
 	for i := range f.steps {
 		if s := &f.steps[i]; s.get != nil {
 			s.next = s.get(*v)
@@ -436,9 +435,11 @@ func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
 		}
 	}
 	if same {
-		return append(b, f.rest...)
+		return f.again(b, tNS)
 	}
 	start := len(b)
+	b = append(b, f.head...)
+	b = append(b, tNS...)
 	for i := range f.steps {
 		s := &f.steps[i]
 		switch {
@@ -457,16 +458,26 @@ func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
 		s.last = s.next
 	}
 	b = append(b, f.tail...)
-	f.rest = append(f.rest[:0], b[start:]...)
+	f.last, f.lastT = append(f.last[:0], b[start:]...), len(tNS)
 	return b
 }
 
 // AppendAgain appends a line with the values of the last line Append
 // wrote, at time tNS; it must follow an Append.
-func (f *SeriesFormat[T]) AppendAgain(b, tNS []byte) []byte {
-	b = append(b, f.head...)
-	b = append(b, tNS...)
-	return append(b, f.rest...)
+func (f *SeriesFormat[T]) AppendAgain(b, tNS []byte) []byte { return f.again(b, tNS) }
+
+// again copies the last line and writes tNS over its time: one copy, where
+// head, time and rest would be three.
+func (f *SeriesFormat[T]) again(b, tNS []byte) []byte {
+	if len(tNS) != f.lastT {
+		b = append(b, f.head...)
+		b = append(b, tNS...)
+		return append(b, f.last[len(f.head)+f.lastT:]...)
+	}
+	start := len(b)
+	b = append(b, f.last...)
+	copy(b[start+len(f.head):], tNS)
+	return b
 }
 
 // AppendMark appends m as one line, newline included; absent fields are
