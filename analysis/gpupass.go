@@ -53,7 +53,10 @@ type gpuAnalysis struct {
 	stepPeaks *spans        // the probe's per-step peak, by floor span
 	pattern   *stepPattern  // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan   // epochs read from device memory, without epoch and step marks
-	torchAt   []torchAtTime // the allocator sums at each query time
+	// resAt is the allocator's reserved (summed) at each query time, and
+	// retries0 its retries at the first; allocated there is a.alloc.at's.
+	resAt    []int64
+	retries0 int64
 	// At the OOMs (oomT, their sorted times): the device and allocator
 	// samples nearest to each.
 	oomT     []int64
@@ -468,7 +471,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		return nil
 	}
 	gr := a.gr
-	a.torchAt = make([]torchAtTime, len(a.q))
+	a.resAt = make([]int64, len(a.q))
 	tq := 0
 	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
 	// Sized for this GPU's share of the run's samples: a day-long run has
@@ -496,7 +499,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	err := a.eachTorch(func(s storage.TorchSample) {
 		n++
 		for tq < len(a.q) && a.q[tq] < s.T {
-			a.torchAt[tq] = sum.cur
+			a.atQuery(tq, sum.cur)
 			tq++
 		}
 		sum.add(s)
@@ -529,7 +532,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	}
 	flush()
 	for ; tq < len(a.q); tq++ {
-		a.torchAt[tq] = sum.cur
+		a.atQuery(tq, sum.cur)
 	}
 	a.alloc.at.done()
 	a.oomAlloc.done()
@@ -537,6 +540,14 @@ func (a *gpuAnalysis) allocatorPass() error {
 	tlr.flush()
 	a.allocatorFigures(sum)
 	return nil
+}
+
+// atQuery keeps the allocator sums c at query time i.
+func (a *gpuAnalysis) atQuery(i int, c torchAtTime) {
+	a.resAt[i] = c.reserved
+	if i == 0 {
+		a.retries0 = c.retries
+	}
 }
 
 // windowLookBack is how far before a window its last samples are looked
@@ -618,15 +629,9 @@ func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDel
 			}
 		}
 		if a.hasTorch {
-			s, t := a.torchAt[is], a.torchAt[ie]
-			if a.alloc.at.at(is) != nil {
-				d.AllocatedStartBytes = i64(s.allocated)
-			}
-			if a.alloc.at.at(ie) != nil {
-				d.AllocatedEndBytes = i64(t.allocated)
-			}
+			d.AllocatedStartBytes, d.AllocatedEndBytes = a.alloc.at.at(is), a.alloc.at.at(ie)
 			if d.AllocatedStartBytes != nil && d.AllocatedEndBytes != nil {
-				d.DeltaAllocatedBytes = i64(t.allocated - s.allocated)
+				d.DeltaAllocatedBytes = i64(*d.AllocatedEndBytes - *d.AllocatedStartBytes)
 			}
 			if allocS.has(i) {
 				d.PeakAllocatedBytes = i64(allocS.max[i])
@@ -664,17 +669,20 @@ func (a *gpuAnalysis) leak() {
 	if basis == "device_used" && a.per == "time" {
 		a.deviceJob()
 	}
-	series := []floorSeries{{basis, gr.Floors}}
+	growth := func(quantity string, floors []FloorPoint) Growth {
+		return growthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
+	}
+	growths := []Growth{growth(basis, gr.Floors)}
 	if basis == "allocated" {
-		series = append(series, floorSeries{"reserved", a.floorPoints(a.resFloors)})
+		growths = append(growths, growth("reserved", a.floorPoints(a.resFloors)))
 		if a.hasDevice {
-			series = append(series, floorSeries{"device_used", a.floorPoints(a.used.floors)})
+			growths = append(growths, growth("device_used", a.floorPoints(a.used.floors)))
 		}
 		if high, c := a.cacheFloors(); len(c) > 0 {
-			series = append(series, floorSeries{"reserved_beyond_peak", c}, floorSeries{"step_peak_high", high})
+			growths = append(growths, growth("reserved_beyond_peak", c), growth("step_peak_high", high))
 		}
 	}
-	gr.Leak = judgeLeak(series, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
+	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
 		v := make([]float64, len(steady))
@@ -760,7 +768,7 @@ func (a *gpuAnalysis) unseen() {
 		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
 			continue
 		}
-		v := a.used.at.vals[i] - a.torchAt[i].reserved
+		v := a.used.at.vals[i] - a.resAt[i]
 		if abs64(a.used.at.ts[i]-a.alloc.at.ts[i]) > u.ToleranceNS || v < 0 {
 			u.Unpaired++
 			continue
@@ -844,7 +852,7 @@ func (a *gpuAnalysis) oomViews(o *OOM) {
 				o.Fragmentation = f64(float64(c.reserved-c.allocated) / float64(c.reserved))
 			}
 			if a.gr.AllocRetries != nil {
-				o.AllocRetriesRise = i64(c.retries - a.torchAt[0].retries)
+				o.AllocRetriesRise = i64(c.retries - a.retries0)
 			}
 		}
 	}

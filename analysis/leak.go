@@ -184,6 +184,10 @@ type Growth struct {
 	fit     trend // the verdict's fit: per step where steps are known
 	perHour trend // the same points against time (seconds)
 	perStep bool
+	// Of the floors: why they are too few to tell a start-up ramp from a
+	// leak ("" if not: tooShortToTell), and the last one's bytes.
+	short     string
+	lastBytes int64
 }
 
 // Grows reports whether the series grows.
@@ -220,7 +224,10 @@ func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool
 	}
 	gf := growthOfReduced(x, y, len(floors), w.skipOf(floors), minLeakGrowth)
 	g := Growth{Quantity: quantity, Trend: gf.kind.String(), kind: gf.kind, fit: gf.fit, perStep: perStep,
-		Points: gf.fit.N, SkippedWarmup: gf.skip, JumpsRemoved: gf.jumps}
+		Points: gf.fit.N, SkippedWarmup: gf.skip, JumpsRemoved: gf.jumps, short: tooShortToTell(floors, perStep)}
+	if len(floors) > 0 {
+		g.lastBytes = floors[len(floors)-1].Bytes
+	}
 	if gf.kind == growthTooFew || gf.kind == growthStartup {
 		g.Points = max(0, gf.n-gf.skip)
 		return g
@@ -267,16 +274,24 @@ func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float
 // last step peaks), on the same spans; the first is the series a leak is
 // judged on (allocated, or device used without a probe).
 func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
-	l := Leak{Per: per, Kind: VerdictInsufficient}
-	if len(series) == 0 {
+	var growths []Growth
+	for _, s := range series {
+		growths = append(growths, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
+	}
+	return judgeGrowths(growths, w, per, run, g, lastUsed)
+}
+
+// judgeGrowths is judgeLeak of the series' growths, the first the basis:
+// a GPU's pass makes each series' floors, its growth, and lets the floors
+// go before the next (a week of steps is millions of floors a series).
+func judgeGrowths(growths []Growth, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
+	l := Leak{Per: per, Kind: VerdictInsufficient, Growth: growths}
+	if len(growths) == 0 {
 		l.Basis, l.Verdict = "device_used", VerdictInsufficient
 		l.Reason = "no samples"
 		return l
 	}
 	byName := map[string]*Growth{}
-	for _, s := range series {
-		l.Growth = append(l.Growth, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
-	}
 	for i := range l.Growth {
 		byName[l.Growth[i].Quantity] = &l.Growth[i]
 	}
@@ -317,7 +332,7 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 		l.Reason = noGrowthReason(first)
 	}
 	if l.Kind.Grows() && !w.byEpoch {
-		if why := tooShortToTell(series[slicesIndex(series, basis.Quantity)].floors, per == "step"); why != "" {
+		if why := basis.short; why != "" {
 			l.Kind = VerdictStartup
 			l.Reason = fmt.Sprintf("%s grows, but the run is too short to tell a start-up ramp from a leak (%s, no completed epoch); record a longer run", strings.ReplaceAll(basis.Quantity, "_", " "), why)
 			basis.kind = growthStartup
@@ -343,11 +358,7 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 		}
 		if rate > 0 && g.TotalBytes > 0 {
 			// The last device sample is 0 once the job has exited.
-			var last int64
-			if fs := series[slicesIndex(series, basis.Quantity)].floors; len(fs) > 0 {
-				last = fs[len(fs)-1].Bytes
-			}
-			now := max(lastUsed, last)
+			now := max(lastUsed, basis.lastBytes)
 			l.TimeToFullS = fptr(float64(g.TotalBytes-now) / rate)
 		}
 		return l
@@ -362,15 +373,6 @@ func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g st
 		l.SlopeBytesPerHour, l.CILowBytesPerHour, l.CIHighBytesPerHour = nil, nil, nil
 	}
 	return l
-}
-
-func slicesIndex(series []floorSeries, quantity string) int {
-	for i, s := range series {
-		if s.quantity == quantity {
-			return i
-		}
-	}
-	return 0
 }
 
 // noGrowthReason says why a series that was judged does not grow.
