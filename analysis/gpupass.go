@@ -49,10 +49,10 @@ type gpuAnalysis struct {
 	// inside the step, from after the previous step's mark to its own
 	// (whose sample reports the step's peak); none after the last mark.
 	plo, phi  []int64
-	job       *JobSpan      // where the command's processes hold memory, when known before the passes
-	stepPeaks *spans        // the probe's per-step peak, by floor span
-	pattern   *stepPattern  // the step sawtooth of the job's middle minute, once looked for
-	inferred  []epochSpan   // epochs read from device memory, without epoch and step marks
+	job       *JobSpan     // where the command's processes hold memory, when known before the passes
+	stepPeaks *spans       // the probe's per-step peak, by floor span
+	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
+	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
