@@ -225,7 +225,6 @@ func (a *gpuAnalysis) floorSpans() {
 		a.per = "step"
 		// Sized once: a day-long run has hundreds of thousands of steps.
 		a.fx, a.flo, a.fhi = make([]float64, 0, len(steps)), make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
-		a.plo, a.phi = make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
 		for i := 0; i < len(steps); i++ {
 			end := a.mi.endNS + 1
 			if i+1 < len(steps) {
@@ -234,15 +233,20 @@ func (a *gpuAnalysis) floorSpans() {
 			if end <= steps[i].TNS {
 				continue
 			}
-			lo := steps[i].TNS // the first step: its own sample only
-			if n := len(a.flo); n > 0 {
-				lo = a.flo[n-1] + 1
-			}
 			a.fx = append(a.fx, float64(steps[i].Step))
 			a.flo = append(a.flo, steps[i].TNS)
 			a.fhi = append(a.fhi, end)
-			a.plo = append(a.plo, lo)
-			a.phi = append(a.phi, steps[i].TNS+1)
+		}
+		// The peak spans follow each other, so they share one array of
+		// bounds: step i's is from just after step i−1's mark to just after
+		// its own; the first step's is its own sample only.
+		if n := len(a.flo); n > 0 {
+			b := make([]int64, n+1)
+			b[0] = a.flo[0]
+			for i, t := range a.flo {
+				b[i+1] = t + 1
+			}
+			a.plo, a.phi = b[:n], b[1:]
 		}
 		return
 	}
