@@ -92,19 +92,19 @@ func nthSmallest(s []float64, k int) float64 {
 			part[i], part[less] = part[less], x
 			less += b2i(x < pivot)
 		}
-		equal := less // part[less:equal] == pivot
+		if k-lo < less {
+			hi = lo + less
+			continue
+		}
+		equal := less // part[less:equal] == pivot: looked for only where k is not below it
 		for i, x := range part[less:] {
 			part[less+i], part[equal] = part[equal], x
 			equal += b2i(x <= pivot)
 		}
-		switch {
-		case k-lo < less:
-			hi = lo + less
-		case k-lo < equal:
-			return pivot // s[lo+less : lo+equal] all equal the pivot
-		default:
-			lo += equal
+		if k-lo < equal {
+			return pivot
 		}
+		lo += equal
 	}
 	return s[k]
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"slices"
+	"sync"
 )
 
 // This file holds the leak statistics: Theil–Sen slopes with Sen's
@@ -112,6 +113,7 @@ func fitPoints(x, y []float64) trend {
 	// analysis of a short window.
 	ranks := append(medianRanks(len(slopes)), senRanks(len(slopes), vs-tieTerm(x)/18)...)
 	st := orderStats(slopes, ranks)
+	slopePool.Put(&slopes)
 	t.Slope = (st[0] + st[1]) / 2
 
 	if vs > 0 {
@@ -160,7 +162,7 @@ func pairSlopes(x, y []float64) ([]float64, int64) {
 		}
 		return slopes, s
 	}
-	slopes := make([]float64, n*(n-1)/2)
+	slopes := slopesBuf(n * (n - 1) / 2)
 	k := 0
 	for i := 0; i < n-1; i++ {
 		xi, yi := x[i], y[i]
@@ -174,6 +176,18 @@ func pairSlopes(x, y []float64) ([]float64, int64) {
 		k += len(xs)
 	}
 	return slopes, s
+}
+
+// slopePool keeps the slopes' buffers between fits: a fit of 600 points
+// has 179 700 slopes, and a fresh buffer is cleared before it is written.
+var slopePool sync.Pool
+
+// slopesBuf is a buffer of n slopes, reused where one is free.
+func slopesBuf(n int) []float64 {
+	if b, ok := slopePool.Get().(*[]float64); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]float64, n)
 }
 
 // sign is −1, 0 or 1.
@@ -220,6 +234,21 @@ func senRanks(n int, vs float64) []int {
 	return []int{max(0, min(last, l)), max(0, min(last, h))}
 }
 
+// selectRanks finds the values of ranks (sorted, distinct, each at least
+// off and below off+len(s)) in s, whose first element has rank off: the
+// middle rank first, then the lower ranks among the smaller values and the
+// higher among the larger, so that each pass is over a part of s only.
+func selectRanks(s []float64, off int, ranks []int, at map[int]float64) {
+	if len(ranks) == 0 {
+		return
+	}
+	m := len(ranks) / 2
+	r := ranks[m] - off
+	at[ranks[m]] = nthSmallest(s, r)
+	selectRanks(s[:r], off, ranks[:m], at)
+	selectRanks(s[r+1:], ranks[m]+1, ranks[m+1:], at)
+}
+
 // orderStats returns, for each rank, the value of that rank among s sorted
 // (rank -1: the median), found by selection; s is reordered.
 func orderStats(s []float64, ranks []int) []float64 {
@@ -234,14 +263,7 @@ func orderStats(s []float64, ranks []int) []float64 {
 	slices.Sort(order)
 	order = slices.Compact(order)
 	at := map[int]float64{}
-	lo := 0
-	for _, r := range order {
-		at[r] = nthSmallest(s[lo:], r-lo)
-		lo = r + 1
-		if lo >= len(s) {
-			break
-		}
-	}
+	selectRanks(s, 0, order, at)
 	out := make([]float64, len(ranks))
 	for i, r := range ranks {
 		if r < 0 {
