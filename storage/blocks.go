@@ -1,5 +1,7 @@
 package storage
 
+import "slices"
+
 // Blocks read a series chunk by chunk as columns, for the passes that
 // look at every sample: a loop over a column does in a nanosecond what a
 // sample converted to a struct and handed over one by one does in ten.
@@ -82,6 +84,7 @@ func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.lo:b.hi] }
 // that needs every field: converted in one loop, not one call at a time
 // through an iterator. The block must be of TorchBlocks.
 func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
+	dst = slices.Grow(dst, b.hi-b.lo) // once: grown by appends it is copied a dozen times
 	for i := b.lo; i < b.hi; i++ {
 		dst = append(dst, torchSchema.get(b.it.d, i, b.k))
 	}
