@@ -55,23 +55,16 @@ func (db *DB) TorchBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
 // an error.
 func (b *Blocks) Next() bool {
 	it := b.it
-	for {
-		if it.i+1 < it.hi {
-			b.lo, b.hi = it.i+1, it.hi
-			it.i = it.hi - 1
-			b.t = b.t[:0]
-			for _, t := range it.d.T[b.lo:b.hi] {
-				b.t = append(b.t, t*1000)
-			}
-			return true
-		}
-		if it.done || it.last {
-			it.done = true
-			it.release()
-			return false
-		}
-		it.load()
+	if !it.more() {
+		return false
 	}
+	b.lo, b.hi = it.i+1, it.hi
+	it.i = it.hi - 1
+	b.t = b.t[:0]
+	for _, t := range it.d.T[b.lo:b.hi] {
+		b.t = append(b.t, t*1000)
+	}
+	return true
 }
 
 // T is the block's times, Unix ns, ascending.

@@ -1,30 +1,15 @@
 package storage
 
 import (
-	"bytes"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/memrec/memrec/internal/tracegen"
 )
 
 // TestBlocksAreTheSamples: the device, process and allocator series read as blocks
 // are the samples the iterators give, in order, over the whole run and
 // over ranges and windows that cut chunks in the middle.
 func TestBlocksAreTheSamples(t *testing.T) {
-	var buf bytes.Buffer
-	c := tracegen.Default()
-	c.GPUs, c.Duration = 2, 40*time.Second // several sealed chunks per group
-	if _, err := tracegen.Write(&buf, c); err != nil {
-		t.Fatal(err)
-	}
-	db := openTestDB(t)
-	runs, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runs[0]
+	db, r, _ := importGenerated(t, 2)
 	mid := r.StartNS + 13_333_333_333
 	for _, span := range []struct {
 		run      Run

@@ -51,11 +51,17 @@ type Iter[T any] struct {
 
 // Next advances to the next sample; it returns false at the end or on error.
 func (it *Iter[T]) Next() bool {
-	for {
-		if it.i+1 < it.hi { // within the decoded chunk's part in range
-			it.i++
-			return true
-		}
+	if it.i+1 < it.hi || it.more() { // within the decoded chunk's part in range, or the next's
+		it.i++
+		return true
+	}
+	return false
+}
+
+// more decodes chunks until one has samples in range after it.i; false
+// at the end or on error, the buffers released.
+func (it *Iter[T]) more() bool {
+	for it.i+1 >= it.hi {
 		if it.done || it.last {
 			it.done = true
 			it.release()
@@ -63,6 +69,7 @@ func (it *Iter[T]) Next() bool {
 		}
 		it.load()
 	}
+	return true
 }
 
 // At returns the current sample.

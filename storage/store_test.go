@@ -125,10 +125,13 @@ func TestImportExportRoundTripReal(t *testing.T) {
 	}
 }
 
-func TestImportGeneratedRoundTrip(t *testing.T) {
+// importGenerated imports a 40 s generated run of gpus GPUs (several
+// sealed chunks per group) into a fresh database; it returns the lines too.
+func importGenerated(t *testing.T, gpus int) (*DB, Run, []byte) {
+	t.Helper()
 	var buf bytes.Buffer
 	c := tracegen.Default()
-	c.GPUs, c.Duration = 3, 40*time.Second // several sealed chunks per group
+	c.GPUs, c.Duration = gpus, 40*time.Second
 	if _, err := tracegen.Write(&buf, c); err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +140,22 @@ func TestImportGeneratedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, runs[0], buf.Bytes()
+}
+
+func TestImportGeneratedRoundTrip(t *testing.T) {
+	const gpus = 3
+	db, run, lines := importGenerated(t, gpus)
 	var out bytes.Buffer
-	if err := db.Export(&out, runs[0]); err != nil {
+	if err := db.Export(&out, run); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := normalize(t, buf.Bytes()), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+	if want, got := normalize(t, lines), normalize(t, out.Bytes()); !slices.Equal(want, got) {
 		t.Fatalf("round trip differs: %d lines in, %d out", len(want), len(got))
 	}
 	// The export is in time order.
 	var last int64
-	for i, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1+c.GPUs:] {
+	for i, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1+gpus:] {
 		var m struct {
 			T int64 `json:"t_ns"`
 		}
