@@ -251,12 +251,24 @@ func (s *spans) addAll(ts, vs []int64) {
 }
 
 // upTo is the index of the first of ts[i:] at or after end (ts ascending).
+// Most runs are short (a step's samples, a few dozen), so it looks at the
+// next linearRun times one by one before it searches the rest.
 func upTo(ts []int64, i int, end int64) int {
-	if ts[len(ts)-1] < end {
-		return len(ts)
+	n := len(ts)
+	if ts[n-1] < end {
+		return n
 	}
-	return i + sort.Search(len(ts)-i, func(k int) bool { return ts[i+k] >= end })
+	for k := i; k < min(n, i+linearRun); k++ {
+		if ts[k] >= end {
+			return k
+		}
+	}
+	i += linearRun // ts[n-1] >= end: the answer is below n
+	return i + sort.Search(n-i, func(k int) bool { return ts[i+k] >= end })
 }
+
+// linearRun is how many times upTo looks at one by one.
+const linearRun = 32
 
 // has says whether span i holds a sample.
 func (s *spans) has(i int) bool { return s.min[i] != math.MaxInt64 }
