@@ -13,10 +13,8 @@ import "slices"
 //
 // The slices are valid until the next call of Next.
 type Blocks struct {
-	it     *Iter[struct{}]
-	k      seriesKey
-	lo, hi int
-	t      []int64 // the block's times, ns
+	it *Iter[struct{}]
+	t  []int64 // the block's times, ns
 }
 
 // The columns of the series that Blocks reads.
@@ -30,7 +28,7 @@ const (
 
 func newBlocks(db *DB, r Run, sc *schema, k seriesKey, from, to int64) *Blocks {
 	rs := &rowSchema[struct{}]{schema: *sc}
-	return &Blocks{it: newIter(db, r, rs, k, from, to), k: k}
+	return &Blocks{it: newIter(db, r, rs, k, from, to)}
 }
 
 // DeviceBlocks reads the device samples of one GPU of a run in [from, to)
@@ -54,32 +52,27 @@ func (db *DB) TorchBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
 // Next moves to the next chunk's samples in range; false at the end or on
 // an error.
 func (b *Blocks) Next() bool {
-	it := b.it
-	if !it.more() {
-		return false
-	}
-	b.lo, b.hi = it.i+1, it.hi
-	it.i = it.hi - 1
+	ts := b.it.nextChunk()
 	b.t = b.t[:0]
-	for _, t := range it.d.T[b.lo:b.hi] {
+	for _, t := range ts {
 		b.t = append(b.t, t*1000)
 	}
-	return true
+	return len(ts) > 0
 }
 
 // T is the block's times, Unix ns, ascending.
 func (b *Blocks) T() []int64 { return b.t }
 
 // Ints is the block's column c.
-func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.lo:b.hi] }
+func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.it.lo : b.it.lo+len(b.t)] }
 
 // TorchRows appends the block's allocator samples to dst, for a pass
 // that needs every field: converted in one loop, not one call at a time
 // through an iterator. The block must be of TorchBlocks.
 func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
-	dst = slices.Grow(dst, b.hi-b.lo) // once: grown by appends it is copied a dozen times
-	for i := b.lo; i < b.hi; i++ {
-		dst = append(dst, torchSchema.get(b.it.d, i, b.k))
+	dst = slices.Grow(dst, len(b.t)) // once: grown by appends it is copied a dozen times
+	for i := range b.t {
+		dst = append(dst, torchSchema.get(b.it.d, b.it.lo+i, b.it.key))
 	}
 	return dst
 }

@@ -75,23 +75,16 @@ func (it *Iter[T]) more() bool {
 // At returns the current sample.
 func (it *Iter[T]) At() T { return it.get(it.d, it.i, it.key) }
 
-// nextChunk is Next a chunk at a time, for the export: it moves past the
+// nextChunk is Next a chunk at a time, for the export and Blocks: it moves past the
 // samples of the current chunk to those of the next one in range and
 // returns their times (µs), empty at the end or on error; sample(i) is
 // then the one of time ts[i]. Do not mix it with Next.
 func (it *Iter[T]) nextChunk() (ts []int64) {
-	for {
-		if lo := it.i + 1; lo < it.hi {
-			it.lo, it.i = lo, it.hi-1
-			return it.d.T[lo:it.hi]
-		}
-		if it.done || it.last {
-			it.done = true
-			it.release()
-			return nil
-		}
-		it.load()
+	if !it.more() {
+		return nil
 	}
+	it.lo, it.i = it.i+1, it.hi-1
+	return it.d.T[it.lo:it.hi]
 }
 
 // sample is the sample of time ts[i] of the chunk nextChunk returned.
