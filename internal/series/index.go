@@ -150,18 +150,12 @@ func NewIndex(ring int) *Index {
 }
 
 func (x *Index) line(k Key) *line {
-	var r *struct {
-		k Key
-		l *line
-	}
-	if int(k.Field) < len(x.recent) {
-		if r = &x.recent[k.Field]; r.l != nil && r.k == k {
-			return r.l
-		}
+	if l := x.recentLine(k); l != nil {
+		return l
 	}
 	l := x.lines[k]
-	if r != nil && l != nil {
-		r.k, r.l = k, l
+	if l != nil && int(k.Field) < len(x.recent) {
+		x.recent[k.Field].k, x.recent[k.Field].l = k, l
 	}
 	if l == nil {
 		l = &line{last: -1 << 63}
@@ -175,15 +169,19 @@ func (x *Index) line(k Key) *line {
 	return l
 }
 
-// known reports whether k has a line, through the recent lines first.
-func (x *Index) known(k Key) bool {
+// recentLine is k's line where it is the one last added to for its
+// field, else nil.
+func (x *Index) recentLine(k Key) *line {
 	if int(k.Field) < len(x.recent) {
-		if r := &x.recent[k.Field]; r.l != nil && r.k == k {
-			return true
+		if r := &x.recent[k.Field]; r.k == k {
+			return r.l
 		}
 	}
-	return x.lines[k] != nil
+	return nil
 }
+
+// known reports whether k has a line, through the recent lines first.
+func (x *Index) known(k Key) bool { return x.recentLine(k) != nil || x.lines[k] != nil }
 
 func compareKeys(a, b Key) int {
 	if a.GPU != b.GPU {
@@ -197,17 +195,7 @@ func compareKeys(a, b Key) int {
 
 // add adds a sample to a line; one older than the line's newest is dropped
 // (a pyramid is built in time order).
-func (x *Index) add(k Key, t, v int64) {
-	l := x.line(k)
-	if t < l.last {
-		return
-	}
-	l.last = t
-	l.p.Add(t, v)
-	if l.ring != nil {
-		l.ring.Add(t, v)
-	}
-}
+func (x *Index) add(k Key, t, v int64) { x.addRun(k, []int64{t}, []int64{v}) }
 
 // addRun adds samples of one line, ts ascending, as add does each.
 func (x *Index) addRun(k Key, ts, vs []int64) {
@@ -237,6 +225,12 @@ func (x *Index) addRun(k Key, ts, vs []int64) {
 func (x *Index) AddDeviceColumns(gpu int, ts, used, reserved []int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.addDeviceColumns(gpu, ts, used, reserved)
+}
+
+// addDeviceColumns adds device samples: their used memory, and the
+// driver's reserve from the first that is not zero on.
+func (x *Index) addDeviceColumns(gpu int, ts, used, reserved []int64) {
 	x.addRun(Key{Field: Used, GPU: gpu}, ts, used)
 	k := Key{Field: DriverReserved, GPU: gpu}
 	i := 0
@@ -266,23 +260,17 @@ func (x *Index) AddDevice(d storage.DeviceSample) {
 }
 
 func (x *Index) addDevice(d storage.DeviceSample) {
-	x.add(Key{Field: Used, GPU: d.GPU}, d.T, d.Used)
-	if k := (Key{Field: DriverReserved, GPU: d.GPU}); d.Reserved != 0 || x.known(k) {
-		x.add(k, d.T, d.Reserved)
-	}
-}
-
-// addAll adds each of vs with add, under one lock.
-func addAll[T any](x *Index, vs []T, add func(T)) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, v := range vs {
-		add(v)
-	}
+	x.addDeviceColumns(d.GPU, []int64{d.T}, []int64{d.Used}, []int64{d.Reserved})
 }
 
 // AddBudgets adds budget samples (their four parts) under one lock.
-func (x *Index) AddBudgets(bs []storage.BudgetSample) { addAll(x, bs, x.addBudget) }
+func (x *Index) AddBudgets(bs []storage.BudgetSample) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, b := range bs {
+		x.addBudget(b)
+	}
+}
 
 // AddBudget adds a budget sample.
 func (x *Index) AddBudget(b storage.BudgetSample) {

@@ -65,21 +65,9 @@ type Pyramid struct {
 	n      int64
 }
 
-// Add adds a sample; t must not be before the previous sample's time.
-func (p *Pyramid) Add(t, v int64) {
-	if len(p.open) == 0 {
-		p.open, p.kids = make([]Bucket, 1), make([]int, 1)
-	}
-	p.n++
-	p.open[0].merge(One(t, v))
-	if p.open[0].N == Base {
-		p.complete(0)
-	}
-}
-
 // AddAll adds samples (ts[i], vs[i]), ts ascending and not before the
-// previous sample's time: each level-0 bucket's share is summed in one
-// loop instead of a bucket merged per sample.
+// previous sample's time (one sample is a slice of one): each level-0
+// bucket's share of them is summed in one loop.
 func (p *Pyramid) AddAll(ts, vs []int64) {
 	if len(p.open) == 0 && len(ts) > 0 {
 		p.open, p.kids = make([]Bucket, 1), make([]int, 1)

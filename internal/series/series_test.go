@@ -28,7 +28,7 @@ func randomSeries(seed uint64, n int) (t, v []int64) {
 func build(t, v []int64) *Pyramid {
 	var p Pyramid
 	for i := range t {
-		p.Add(t[i], v[i])
+		p.AddAll(t[i:i+1], v[i:i+1]) // a sample a call: the buckets span the calls
 	}
 	return &p
 }
