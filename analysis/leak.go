@@ -250,21 +250,11 @@ func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool
 // seconds since startNS at once, without the floors' full columns: a week
 // of steps is millions of floors.
 func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float64) {
-	k := 1
-	if len(floors) > max {
-		k = (len(floors) + max - 1) / max
-	}
-	n := (len(floors) + k - 1) / k
-	x, xt, y = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	for i := 0; i < len(floors); i += k {
-		lo := i
-		for m := i + 1; m < min(i+k, len(floors)); m++ {
-			if floors[m].Bytes < floors[lo].Bytes {
-				lo = m
-			}
-		}
-		x, xt, y = append(x, floors[i].X), append(xt, float64(floors[i].TNS-startNS)/1e9), append(y, float64(floors[lo].Bytes))
-	}
+	n := len(floors) / reduceBlock(len(floors), max)
+	x, xt, y = make([]float64, 0, n+1), make([]float64, 0, n+1), make([]float64, 0, n+1)
+	blockMinima(len(floors), max, func(a, b int) bool { return floors[a].Bytes < floors[b].Bytes }, func(first, lo int) {
+		x, xt, y = append(x, floors[first].X), append(xt, float64(floors[first].TNS-startNS)/1e9), append(y, float64(floors[lo].Bytes))
+	})
 	return x, xt, y
 }
 

@@ -34,20 +34,36 @@ func reduce(x, y []float64, max int) ([]float64, []float64) {
 	if len(x) <= max {
 		return x, y
 	}
-	k := (len(x) + max - 1) / max
 	var rx, ry []float64
-	for i := 0; i < len(x); i += k {
-		j := min(i+k, len(x))
+	blockMinima(len(x), max, func(a, b int) bool { return y[a] < y[b] }, func(first, lo int) {
+		rx, ry = append(rx, x[first]), append(ry, y[lo])
+	})
+	return rx, ry
+}
+
+// reduceBlock is how many consecutive points of n reduce takes as one
+// where it keeps at most max.
+func reduceBlock(n, max int) int {
+	if n <= max {
+		return 1
+	}
+	return (n + max - 1) / max
+}
+
+// blockMinima calls f with the first index of each reduceBlock(n, max) of
+// n points and the index of its lowest (the first of equals): the blocks
+// that reduce makes, for any layout of the points.
+func blockMinima(n, max int, lower func(a, b int) bool, f func(first, lo int)) {
+	k := reduceBlock(n, max)
+	for i := 0; i < n; i += k {
 		lo := i
-		for m := i + 1; m < j; m++ {
-			if y[m] < y[lo] {
+		for m := i + 1; m < min(i+k, n); m++ {
+			if lower(m, lo) {
 				lo = m
 			}
 		}
-		rx = append(rx, x[i])
-		ry = append(ry, y[lo])
+		f(i, lo)
 	}
-	return rx, ry
 }
 
 // removeJumps takes out up to three one-off level shifts: a difference
@@ -401,7 +417,7 @@ func growthOfReduced(x, y []float64, n0, skip int, least float64) growthFit {
 		g.skip = settle(x, y)
 		late = g.skip >= len(x)/2
 	case len(x) < n0: // reduced: skip the blocks that start in the warm-up
-		k := (n0 + maxTrendPoints - 1) / maxTrendPoints
+		k := reduceBlock(n0, maxTrendPoints)
 		g.skip = min(len(x), (skip+k-1)/k)
 	default:
 		g.skip = min(skip, len(x))
