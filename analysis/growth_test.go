@@ -227,3 +227,19 @@ func openJSONL(t *testing.T, data, name string) (*storage.DB, storage.Run) {
 	}
 	return db, run
 }
+
+// floorSeries is one quantity's floors, for judgeLeak.
+type floorSeries struct {
+	quantity string
+	floors   []FloorPoint
+}
+
+// judgeLeak is judgeGrowths of the growths of series, as a GPU's pass
+// makes them.
+func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
+	var growths []Growth
+	for _, s := range series {
+		growths = append(growths, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
+	}
+	return judgeGrowths(growths, w, per, run, g, lastUsed)
+}

@@ -193,12 +193,6 @@ type Growth struct {
 // Grows reports whether the series grows.
 func (g Growth) Grows() bool { return g.kind == growthRises }
 
-// floorSeries is one quantity's floors, for judgeLeak.
-type floorSeries struct {
-	quantity string
-	floors   []FloorPoint
-}
-
 // warmup says where a run's warm-up ends: with two epochs or more, at the
 // end of the first (endNS); else each series settles on its own.
 type warmup struct {
@@ -258,22 +252,13 @@ func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float
 	return x, xt, y
 }
 
-// judgeLeak applies the growth rule to each series of a GPU and gives the
-// verdict. series are the floors of allocated, reserved, device used and
-// reserved_beyond_peak where known (all but device used need a probe, the
-// last step peaks), on the same spans; the first is the series a leak is
-// judged on (allocated, or device used without a probe).
-func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
-	var growths []Growth
-	for _, s := range series {
-		growths = append(growths, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
-	}
-	return judgeGrowths(growths, w, per, run, g, lastUsed)
-}
-
-// judgeGrowths is judgeLeak of the series' growths, the first the basis:
-// a GPU's pass makes each series' floors, its growth, and lets the floors
-// go before the next (a week of steps is millions of floors a series).
+// judgeGrowths gives a GPU's verdict from the growth rule applied to each
+// series: allocated, reserved, device used, reserved_beyond_peak and
+// step_peak_high where known (all but device used need a probe, the last
+// two step peaks), on the same spans; the first is the series a leak is
+// judged on (allocated, or device used without a probe). A GPU's pass
+// makes each series' floors and its growth, and lets the floors go before
+// the next (a week of steps is millions of floors a series).
 func judgeGrowths(growths []Growth, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
 	l := Leak{Per: per, Kind: VerdictInsufficient, Growth: growths}
 	if len(growths) == 0 {
