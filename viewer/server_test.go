@@ -28,6 +28,16 @@ const (
 
 // testDB writes the test run into a new database file and returns its
 // path and the run as stored.
+// serveDB serves the database at path as memrec view does, until the test
+// ends.
+func serveDB(t testing.TB, path string) *httptest.Server {
+	src := NewDBSource(path)
+	t.Cleanup(func() { src.Close() })
+	srv := httptest.NewServer(Handler(src, Options{}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func testDB(t testing.TB) (string, storage.Run) { return testDBOf(t, testSeconds) }
 
 // testDBOf is testDB of a run that lasts seconds.
@@ -111,10 +121,7 @@ func getJSON(t testing.TB, url string, into any) int {
 // message that names what was wrong, never 5xx.
 func TestBadRequests(t *testing.T) {
 	path, _ := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	w := "/api/window?run=gen&line=gpu0.used&points=100"
 	cases := []struct {
 		url  string
@@ -210,10 +217,7 @@ func TestBadRequests(t *testing.T) {
 // and hovers, all answered, each window's points within its range.
 func TestConcurrentRequests(t *testing.T) {
 	path, _ := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	var wg sync.WaitGroup
 	errs := make(chan string, 200)
 	for i := range 200 {
@@ -266,10 +270,7 @@ func TestConcurrentRequests(t *testing.T) {
 // windows are at most four points a pixel.
 func TestWindowEveryLevel(t *testing.T) {
 	path, run := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	db, err := storage.Open(path, storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -331,10 +332,7 @@ func equalInts(a, b []int64) bool {
 // their text near their times.
 func TestAtAndMarks(t *testing.T) {
 	path, run := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	db, err := storage.Open(path, storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -421,10 +419,7 @@ func TestWindowJSON(t *testing.T) {
 // do. Once the writer is gone, every sample is read again.
 func TestLockedFile(t *testing.T) {
 	path, _ := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	url := srv.URL + "/api/window?run=gen&line=gpu0.used&from=10&to=11&points=200"
 	var before windowJSON
 	if code := getJSON(t, url, &before); code != 200 || before.Lines[0].Every != 1 {
@@ -440,10 +435,7 @@ func TestLockedFile(t *testing.T) {
 	if code != 200 || during.Stale == "" || during.Lines[0].Every != 128 {
 		t.Errorf("while locked: %d, every %v, stale %q", code, during.Lines, during.Stale)
 	}
-	fresh := NewDBSource(path)
-	defer fresh.Close()
-	srv2 := httptest.NewServer(Handler(fresh, Options{}))
-	defer srv2.Close()
+	srv2 := serveDB(t, path)
 	resp, err := http.Get(srv2.URL + "/api/runs")
 	if err != nil {
 		t.Fatal(err)
@@ -467,10 +459,7 @@ func TestLockedFile(t *testing.T) {
 // snapshot before it; GPU 1, without snapshots, answers a note.
 func TestSites(t *testing.T) {
 	path, run := testDB(t)
-	src := NewDBSource(path)
-	defer src.Close()
-	srv := httptest.NewServer(Handler(src, Options{}))
-	defer srv.Close()
+	srv := serveDB(t, path)
 	// The stored snapshots, by time: site key → live bytes.
 	db, err := storage.Open(path, storage.Options{ReadOnly: true})
 	if err != nil {
