@@ -400,14 +400,24 @@ func (a *gpuAnalysis) heldAtStepEnd(p storage.TorchSample) (*int64, error) {
 	return &held, nil
 }
 
+// budgetBefore is process pid's last budget sample at or before t. A
+// watched process sends one with each allocator sample, so the minute
+// before t is read first, and the run from its start only where that
+// holds none: the peak, its step's end and each OOM ask, and a day's run
+// has a budget sample every few steps.
 func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, error) {
-	it := a.db.BudgetSamples(a.run, a.g.Index, pid, storage.MinTime, t+1)
-	var last *storage.BudgetSample
-	for it.Next() {
-		s := it.At()
-		last = &s
+	for _, from := range []int64{max(t, storage.MinTime+windowLookBack) - windowLookBack, storage.MinTime} {
+		it := a.db.BudgetSamples(a.run, a.g.Index, pid, from, t+1)
+		var last *storage.BudgetSample
+		for it.Next() {
+			s := it.At()
+			last = &s
+		}
+		if err := it.Err(); err != nil || last != nil {
+			return last, err
+		}
 	}
-	return last, it.Err()
+	return nil, nil
 }
 
 // deviceNear is the device sample nearest to t within tol.

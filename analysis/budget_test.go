@@ -354,3 +354,32 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetBeforeLooksBack: the last budget sample at or before a time
+// is found in the minute before it and, where that minute has none, from
+// the run's start, and none before the first.
+func TestBudgetBeforeLooksBack(t *testing.T) {
+	j := testJob(1)
+	db, run := openJSONL(t, watchedRun(j, 3, "float32", "false", true), "w")
+	a := &gpuAnalysis{db: db, run: run, g: run.GPUs[0]}
+	var times []int64
+	it := db.BudgetSamples(run, 0, 100, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		times = append(times, it.At().T)
+	}
+	if len(times) != 3 {
+		t.Fatalf("%d budget samples, want 3", len(times))
+	}
+	for _, c := range []struct {
+		at   int64
+		want int64 // 0: none
+	}{{times[0] - 1, 0}, {times[0], times[0]}, {times[1] + 1, times[1]}, {times[2] + 10*windowLookBack, times[2]}} {
+		b, err := a.budgetBefore(100, c.at)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case c.want == 0 && b != nil, c.want != 0 && (b == nil || b.T != c.want):
+			t.Errorf("at %d: %+v, want the sample of %d", c.at, b, c.want)
+		}
+	}
+}
