@@ -79,3 +79,63 @@ func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
 
 // Err returns the error that stopped the walk, if any.
 func (b *Blocks) Err() error { return b.it.err }
+
+// Overview walks one series over a time range a chunk at a time, as
+// Blocks do, but gives a chunk that lies wholly in the range and has a
+// summary as its pieces, decoding only the others (the open chunk of a
+// recording, the chunks the range cuts, files written before summaries):
+// for a line drawn zoomed out, a few bytes a thousand samples. Use it as
+//
+//	for o.Next() {
+//		if ps := o.Pieces(); ps != nil { ... } else { o.T(), o.Ints(c) ... }
+//	}
+//	if err := o.Err(); err != nil { ... }
+//
+// Pieces and samples come in time order. The slices are valid until the
+// next call of Next.
+type Overview struct {
+	Blocks
+	pieces []Piece
+}
+
+func newOverview(db *DB, r Run, sc *schema, k seriesKey, from, to int64, summaries bool) *Overview {
+	o := &Overview{Blocks: *newBlocks(db, r, sc, k, from, to)}
+	o.it.overview = summaries
+	return o
+}
+
+// DeviceOverview reads GPU gpu's device samples in [from, to) as Overview
+// pieces or blocks, columns as DeviceBlocks numbers them. Without
+// summaries every chunk is given as samples.
+func (db *DB) DeviceOverview(r Run, gpu int, from, to int64, summaries bool) *Overview {
+	return newOverview(db, r, &deviceSchema.schema, seriesKey{kind: kindDevice, gpu: gpu}, from, to, summaries)
+}
+
+// TorchOverview reads one process's allocator samples on one GPU in
+// [from, to) as Overview pieces or blocks, columns as TorchBlocks numbers
+// them. Without summaries every chunk is given as samples.
+func (db *DB) TorchOverview(r Run, gpu, pid int, from, to int64, summaries bool) *Overview {
+	return newOverview(db, r, &torchSchema.schema, seriesKey{kind: kindTorch, gpu: gpu, pid: pid}, from, to, summaries)
+}
+
+// Next moves to the next chunk in range, as pieces or as samples; false
+// at the end or on an error.
+func (o *Overview) Next() bool {
+	o.pieces, o.t = nil, o.t[:0]
+	if !o.it.more() {
+		return false
+	}
+	if len(o.it.pieces) > 0 {
+		o.pieces = o.it.pieces
+		o.it.pieces = o.it.pieces[:0] // reused by the next chunk's
+		return true
+	}
+	for _, t := range o.it.take() {
+		o.t = append(o.t, t*1000)
+	}
+	return true
+}
+
+// Pieces is the chunk's summary of the series, nil when the chunk is
+// given as samples.
+func (o *Overview) Pieces() []Piece { return o.pieces }

@@ -43,6 +43,9 @@ type CompactOptions struct {
 type CompactResult struct {
 	Before, After, Free int64
 	Rewritten           bool
+	// Summarized is the number of chunks that had no summary (a file
+	// written before summaries, a recording that did not end) and now have.
+	Summarized int
 }
 
 // compactSuffix names the new file while it is written, beside the old.
@@ -67,11 +70,15 @@ func Compact(path string, opts CompactOptions) (CompactResult, error) {
 	// src is closed through bolt, not src.Close: Close trims by path, and
 	// after the rename the path is the new file.
 	defer src.bolt.Close()
+	summarized, err := addSummaries(src.bolt)
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("compact %s: summaries: %w", path, err)
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return CompactResult{}, err
 	}
-	res := CompactResult{Before: fi.Size(), After: fi.Size()}
+	res := CompactResult{Before: fi.Size(), After: fi.Size(), Summarized: summarized}
 	used, err := src.Size()
 	if err != nil {
 		return res, err

@@ -136,6 +136,7 @@ func (imp *importer) finish() error {
 	if imp.w == nil {
 		return nil
 	}
+	imp.w.sealAll()
 	committed, err := imp.w.flush(imp.tx)
 	if err != nil {
 		return fmt.Errorf("%s: write run %q: %w", imp.src, imp.w.run.Name, err)

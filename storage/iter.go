@@ -47,6 +47,10 @@ type Iter[T any] struct {
 	last   bool    // it.d reaches past the range's end: no chunk after it
 	err    error
 	done   bool
+	// overview: a chunk wholly in range that has a summary is read as its
+	// pieces (into pieces, it.d left empty), not decoded (Overview).
+	overview bool
+	pieces   []Piece
 }
 
 // Next advances to the next sample; it returns false at the end or on error.
@@ -68,6 +72,9 @@ func (it *Iter[T]) more() bool {
 			return false
 		}
 		it.load()
+		if len(it.pieces) > 0 {
+			return true
+		}
 	}
 	return true
 }
@@ -83,6 +90,12 @@ func (it *Iter[T]) nextChunk() (ts []int64) {
 	if !it.more() {
 		return nil
 	}
+	return it.take()
+}
+
+// take moves past the samples of the decoded chunk that are in range
+// and returns their times (µs).
+func (it *Iter[T]) take() []int64 {
 	it.lo, it.i = it.i+1, it.hi-1
 	return it.d.T[it.lo:it.hi]
 }
@@ -125,6 +138,7 @@ func (it *Iter[T]) load() {
 		it.d = decodedPool.Get().(*chunk.Decoded)
 	}
 	it.d.T, it.i, it.hi = it.d.T[:0], -1, 0
+	it.pieces = it.pieces[:0]
 	if !it.found {
 		it.done = true
 		return
@@ -145,6 +159,10 @@ func (it *Iter[T]) load() {
 		chunks := data.Bucket(keyChunks)
 		if chunks == nil {
 			return fmt.Errorf("run %d: %w: no chunks bucket", it.run, ErrCorrupt)
+		}
+		var sums *bolt.Bucket
+		if it.overview {
+			sums = data.Bucket(keySummaries)
 		}
 		c := chunks.Cursor()
 		var k, v []byte
@@ -174,6 +192,17 @@ func (it *Iter[T]) load() {
 				return nil
 			}
 			it.lastKey = append(it.lastKey[:0], k...)
+			if sum := getIn(sums, k); sum != nil {
+				switch inRange, err := it.readPieces(sum); {
+				case err != nil:
+					return fmt.Errorf("run %d chunk %x: %w", it.run, k, err)
+				case inRange:
+					return nil
+				case len(it.pieces) == 0:
+					continue // the chunk holds none of the series, or none of it in range
+				}
+				it.pieces = it.pieces[:0] // the range cuts the chunk: its samples
+			}
 			found, err := chunk.DecodeSeries(v, it.id, it.d)
 			if err == nil && found {
 				err = it.schema.checkCols(it.d)
@@ -192,6 +221,32 @@ func (it *Iter[T]) load() {
 		it.err, it.done = err, true
 		it.d.T = it.d.T[:0]
 	}
+}
+
+// getIn is b.Get(k), nil where b is.
+func getIn(b *bolt.Bucket, k []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return b.Get(k)
+}
+
+// readPieces reads the series' pieces from a chunk's summary into
+// it.pieces; inRange says they lie wholly in the range, and they are left
+// empty where the chunk holds none of the series or ends before the range.
+func (it *Iter[T]) readPieces(sum []byte) (inRange bool, err error) {
+	ps, found, err := summaryPieces(sum, it.id, it.pieces[:0])
+	it.pieces = ps
+	if err != nil || !found {
+		it.pieces = it.pieces[:0]
+		return false, err
+	}
+	first, last := ps[0].T0/1000, ps[len(ps)-1].T1/1000 // µs, as stored
+	if last < it.from {
+		it.pieces = it.pieces[:0]
+		return false, nil
+	}
+	return first >= it.from && last < it.to, nil
 }
 
 // release returns the decode buffers to the pool once iteration is over.

@@ -149,6 +149,7 @@ func writeMerged(tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap
 	if err := m.Err(); err != nil {
 		return Run{}, err
 	}
+	w.sealAll()
 	committed, err := w.flush(tx)
 	if err != nil {
 		return Run{}, err

@@ -73,10 +73,11 @@ type groupBuf struct {
 	pending []keyVal
 }
 
-// keyVal is a sealed chunk waiting for a commit, with what it holds.
+// keyVal is a sealed chunk waiting for a commit, with its summary (nil
+// for a group of no summarised series) and what it holds.
 type keyVal struct {
-	k, v   []byte
-	counts Counts
+	k, v, sum []byte
+	counts    Counts
 }
 
 func newGroupBuf(id uint32) *groupBuf { return &groupBuf{id: id, sorted: true} }
@@ -116,7 +117,8 @@ func (g *groupBuf) seal(n int, kinds func(uint32) seriesKind) {
 	for _, e := range es {
 		c.add(kinds(e.id), 1)
 	}
-	g.pending = append(g.pending, keyVal{chunkKey(g.id, es[0].t, g.seq), g.encode(es, kinds), c})
+	v, sum := g.encode(es, kinds, true)
+	g.pending = append(g.pending, keyVal{chunkKey(g.id, es[0].t, g.seq), v, sum, c})
 	g.seq++
 	g.floor, g.sealed = es[n-1].t, true
 
@@ -134,8 +136,9 @@ func (g *groupBuf) seal(n int, kinds func(uint32) seriesKind) {
 }
 
 // encode turns time-sorted entries into one chunk: a row per distinct time
-// (a second row at the same time when a series repeats within it).
-func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
+// (a second row at the same time when a series repeats within it), and
+// with summarize its summary (summary.go).
+func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind, summarize bool) (value, sum []byte) {
 	// Count each series' entries first so that no column grows by copying:
 	// the open chunk is encoded again at every commit.
 	count := map[uint32]int{}
@@ -178,5 +181,21 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind) []byte {
 		}
 	}
 	slices.SortFunc(blocks, func(a, b chunk.Block) int { return int(a.ID) - int(b.ID) })
-	return chunk.Encode(make([]byte, 0, len(es)+64), rowT, blocks) // about a byte a sample
+	value = chunk.Encode(make([]byte, 0, len(es)+64), rowT, blocks) // about a byte a sample
+	if !summarize {
+		return value, nil
+	}
+	sum = []byte{summaryVersion}
+	var t []int64
+	for _, b := range blocks {
+		if !summarized(kinds(b.ID)) {
+			continue
+		}
+		t = t[:0]
+		for _, r := range b.Rows {
+			t = append(t, rowT[r])
+		}
+		sum = appendSummary(sum, b.ID, t, b.Ints)
+	}
+	return value, sealSummary(sum)
 }

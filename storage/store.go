@@ -484,7 +484,8 @@ var seriesCache = struct {
 }{m: map[uint64]cachedSeries{}}
 
 // Check verifies that every chunk of every run decodes, belongs to a known
-// series, and gives each series its kind's columns. It reads the whole
+// series, and gives each series its kind's columns, and that its summary,
+// where it has one, is the one its samples give. It reads the whole
 // file; it is meant for tests and for `memrec runs --check`. A damaged
 // chunk is reported as ErrCorrupt.
 func (db *DB) Check() error {
@@ -508,8 +509,17 @@ func (db *DB) Check() error {
 			if chunks == nil {
 				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
 			}
+			kinds := make(map[uint32]seriesKind, len(series))
+			for _, s := range series {
+				kinds[s.ID] = s.Kind
+			}
+			sums := b.Bucket(keySummaries)
 			return chunks.ForEach(func(ck, cv []byte) error {
-				if err := checkChunk(ck, cv, known, &d); err != nil {
+				err := checkChunk(ck, cv, known, &d)
+				if sum := getIn(sums, ck); err == nil && sum != nil {
+					err = checkSummary(sum, cv, kinds, &d)
+				}
+				if err != nil {
 					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
 				}
 				return nil

@@ -670,7 +670,7 @@ func TestAppenderSealsLive(t *testing.T) {
 	mark := func(ms int64) error {
 		return a.AppendMark(Mark{T: ms * 1e6, Kind: wire.MarkEvent, Epoch: None, Step: None, Rank: None, GPU: None, PID: None, Code: None})
 	}
-	for ms := int64(0); ms < 5000; ms++ {
+	for ms := int64(0); ms < 10000; ms++ {
 		if err := a.AppendDevice(DeviceSample{T: ms * 1e6, Used: ms}); err != nil {
 			t.Fatal(err)
 		}
@@ -682,10 +682,10 @@ func TestAppenderSealsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev, marks := a.w.groups[groupDevice], a.w.groups[groupMarks]
-	if len(dev.entries) != 1 || !dev.sealed || len(marks.entries) != 5000 || marks.sealed {
-		t.Fatalf("after 5 s: device open %d, marks open %d (sealed %v)", len(dev.entries), len(marks.entries), marks.sealed)
+	if len(dev.entries) != 1 || !dev.sealed || len(marks.entries) != 10000 || marks.sealed {
+		t.Fatalf("after 10 s: device open %d, marks open %d (sealed %v)", len(dev.entries), len(marks.entries), marks.sealed)
 	}
-	for ms := int64(5000); ms < 20000; ms++ {
+	for ms := int64(10000); ms < 20000; ms++ {
 		if err := mark(ms); err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +721,7 @@ func TestAppenderSealsLive(t *testing.T) {
 		}
 		m++
 	}
-	if n != 20001 || m != 5000 || r.Counts.Marks != 20001 {
+	if n != 20001 || m != 10000 || r.Counts.Marks != 20001 {
 		t.Fatalf("%d marks, %d device samples read back; counts %+v", n, m, r.Counts)
 	}
 }

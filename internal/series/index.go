@@ -242,6 +242,28 @@ func (x *Index) addDeviceColumns(gpu int, ts, used, reserved []int64) {
 	x.addRun(k, ts[i:], reserved[i:])
 }
 
+// AddPieces adds a stored summary's pieces of one line (column col of
+// each), in time order, as buckets: a piece that starts before the line's
+// newest sample is dropped, as such a sample is. The driver's reserve
+// starts at the first piece that is not all zero (a sample-read line
+// starts at its first sample that is not).
+func (x *Index) AddPieces(k Key, col int, ps []storage.Piece) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range ps {
+		c := p.Cols[col]
+		if k.Field == DriverReserved && c.Max == 0 && !x.known(k) {
+			continue
+		}
+		l := x.line(k)
+		if p.T0 < l.last {
+			continue
+		}
+		l.last = p.T1
+		l.p.AddBucket(Bucket{T0: p.T0, T1: p.T1, First: c.First, Last: c.Last, Min: c.Min, Max: c.Max, TMin: c.TMin, TMax: c.TMax, N: p.N})
+	}
+}
+
 // AddTorchColumns adds a block of one process's allocator samples (times
 // ts, ascending), as AddTorch does each, under one lock.
 func (x *Index) AddTorchColumns(gpu, pid int, ts, allocated, reserved []int64) {
@@ -403,6 +425,19 @@ func (x *Index) Samples() int64 {
 		n += l.p.Len()
 	}
 	return n
+}
+
+// Coarse says whether any line was built from stored summaries' pieces
+// (AddPieces): its finest buckets are then theirs, not Base samples.
+func (x *Index) Coarse() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for _, l := range x.lines {
+		if l.p.BucketSize(0) > Base {
+			return true
+		}
+	}
+	return false
 }
 
 // Bytes is the memory the pyramids and rings take.

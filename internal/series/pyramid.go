@@ -63,6 +63,10 @@ type Pyramid struct {
 	open   []Bucket   // the partial bucket of each level
 	kids   []int      // how many buckets of level k-1 open[k] holds
 	n      int64
+	// leaf is the most samples a level-0 bucket holds: Base, or more
+	// where buckets made elsewhere were added (AddBucket: the stored
+	// summaries' pieces); a level-k bucket holds up to leaf·Fan^k.
+	leaf int64
 }
 
 // AddAll adds samples (ts[i], vs[i]), ts ascending and not before the
@@ -89,6 +93,27 @@ func (p *Pyramid) AddAll(ts, vs []int64) {
 		}
 		ts, vs = ts[k:], vs[k:]
 	}
+}
+
+// AddBucket adds a bucket summarised elsewhere (a stored summary's piece:
+// its samples are not at hand), after every sample added so far, as a
+// level-0 bucket of its own: a partial level-0 bucket of samples before
+// it is completed short. Samples and buckets may be added in any mix, in
+// time order.
+func (p *Pyramid) AddBucket(b Bucket) {
+	if b.N <= 0 {
+		return
+	}
+	if len(p.open) == 0 {
+		p.open, p.kids = make([]Bucket, 1), make([]int, 1)
+	}
+	if p.open[0].N > 0 {
+		p.complete(0)
+	}
+	p.leaf = max(p.leaf, b.N)
+	p.n += b.N
+	p.open[0] = b
+	p.complete(0)
 }
 
 // complete moves level k's open bucket into the level and into the open
@@ -176,27 +201,29 @@ func (p *Pyramid) Buckets(k int, from, to int64, f func(Bucket)) {
 
 // Level is the coarsest level whose buckets are no wider than a window of
 // n samples spread over points pixels; -1 when the window is best read
-// sample by sample (fewer than Base samples a pixel).
-func Level(n int64, points int) int {
+// sample by sample (fewer samples a pixel than a level-0 bucket holds).
+func (p *Pyramid) Level(n int64, points int) int {
 	per := n / int64(max(points, 1))
 	k := -1
-	for size := int64(Base); size <= per; size *= Fan {
+	for size := p.leafSize(); size <= per; size *= Fan {
 		k++
 	}
 	return k
 }
 
-// BucketSize is the number of samples of a level-k bucket (1 for k < 0).
-func BucketSize(k int) int64 {
+// BucketSize is the most samples a level-k bucket holds (1 for k < 0).
+func (p *Pyramid) BucketSize(k int) int64 {
 	if k < 0 {
 		return 1
 	}
-	s := int64(Base)
+	s := p.leafSize()
 	for ; k > 0; k-- {
 		s *= Fan
 	}
 	return s
 }
+
+func (p *Pyramid) leafSize() int64 { return max(p.leaf, Base) }
 
 // LastAt is the last sample at or before t as far as the buckets know it:
 // exact is true when it is the last sample of a level-0 bucket that ends

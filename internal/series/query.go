@@ -6,7 +6,8 @@ import "errors"
 type Result struct {
 	T, V []int64
 	// Every is how many samples the finest unit drawn holds: 1 when the
-	// points are samples, Base·Fan^k when they come from level k's buckets.
+	// points are samples, up to Base·Fan^k when they come from level k's
+	// buckets (Pyramid.BucketSize).
 	Every int64
 	// Samples is the number of samples in the window (to a level-0 bucket
 	// at each end when it was not read sample by sample).
@@ -26,7 +27,7 @@ type RawReader func(from, to int64, add func(t, v int64)) error
 // pyramid level whose buckets are narrower than a column otherwise.
 func Query(p *Pyramid, from, to int64, points int, raw RawReader) (Result, error) {
 	n := p.Count(from, to)
-	k := Level(n, points)
+	k := p.Level(n, points)
 	r := NewReducer(from, to, points)
 	if k < 0 && raw != nil {
 		err := raw(from, to, func(t, v int64) {
@@ -46,5 +47,5 @@ func Query(p *Pyramid, from, to int64, points int, raw RawReader) (Result, error
 	k = max(k, 0)
 	p.Buckets(k, from, to, r.Add)
 	t, v := r.Points()
-	return Result{T: t, V: v, Every: BucketSize(k), Samples: n}, nil
+	return Result{T: t, V: v, Every: p.BucketSize(k), Samples: n}, nil
 }

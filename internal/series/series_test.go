@@ -33,33 +33,63 @@ func build(t, v []int64) *Pyramid {
 	return &p
 }
 
+// buildMixed builds the pyramid as the viewer does from a file: stored
+// summaries' pieces (up to storage.PieceSamples samples each) and, between
+// them, runs of samples (the chunks a range cuts, an open chunk).
+func buildMixed(t, v []int64) *Pyramid {
+	var p Pyramid
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < len(t); {
+		n := min(1+rng.IntN(storage.PieceSamples), len(t)-i)
+		if rng.IntN(4) == 0 {
+			p.AddAll(t[i:i+n], v[i:i+n])
+			i += n
+			continue
+		}
+		b := One(t[i], v[i])
+		for j := i + 1; j < i+n; j++ {
+			b.merge(One(t[j], v[j]))
+		}
+		p.AddBucket(b)
+		i += n
+	}
+	return &p
+}
+
 // TestBucketsCoverEverySample: at every level the buckets of the whole
 // range hold every sample once, in time order, and their min and max are
 // the samples' own.
 func TestBucketsCoverEverySample(t *testing.T) {
 	for _, n := range []int{0, 1, Base - 1, Base, Base + 1, Base * Fan * Fan, 100_003} {
 		ts, vs := randomSeries(uint64(n), n)
-		p := build(ts, vs)
-		for k := range 8 {
-			var got, lastT int64 = 0, math.MinInt64
-			lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-			p.Buckets(k, math.MinInt64, math.MaxInt64, func(b Bucket) {
-				if b.T0 <= lastT {
-					t.Fatalf("n=%d level %d: bucket at %d after one ending at %d", n, k, b.T0, lastT)
-				}
-				got, lastT = got+b.N, b.T1
-				lo, hi = min(lo, b.Min), max(hi, b.Max)
-			})
-			if got != int64(n) {
-				t.Errorf("n=%d level %d: buckets hold %d samples", n, k, got)
-			}
-			if n > 0 && (lo != slices.Min(vs) || hi != slices.Max(vs)) {
-				t.Errorf("n=%d level %d: range %d..%d, samples %d..%d", n, k, lo, hi, slices.Min(vs), slices.Max(vs))
-			}
+		for _, p := range []*Pyramid{build(ts, vs), buildMixed(ts, vs)} {
+			checkCover(t, p, n, vs)
 		}
-		if p.Len() != int64(n) {
-			t.Errorf("Len %d, added %d", p.Len(), n)
+	}
+}
+
+// checkCover is TestBucketsCoverEverySample's check of one pyramid.
+func checkCover(t *testing.T, p *Pyramid, n int, vs []int64) {
+	t.Helper()
+	for k := range 8 {
+		var got, lastT int64 = 0, math.MinInt64
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		p.Buckets(k, math.MinInt64, math.MaxInt64, func(b Bucket) {
+			if b.T0 <= lastT {
+				t.Fatalf("n=%d level %d: bucket at %d after one ending at %d", n, k, b.T0, lastT)
+			}
+			got, lastT = got+b.N, b.T1
+			lo, hi = min(lo, b.Min), max(hi, b.Max)
+		})
+		if got != int64(n) {
+			t.Errorf("n=%d level %d: buckets hold %d samples", n, k, got)
 		}
+		if n > 0 && (lo != slices.Min(vs) || hi != slices.Max(vs)) {
+			t.Errorf("n=%d level %d: range %d..%d, samples %d..%d", n, k, lo, hi, slices.Min(vs), slices.Max(vs))
+		}
+	}
+	if p.Len() != int64(n) {
+		t.Errorf("Len %d, added %d", p.Len(), n)
 	}
 }
 
@@ -86,7 +116,11 @@ func bruteM4(ts, vs []int64, from, to int64, points int) (lo, hi []int64, has []
 // (a bucket spans at most two columns, Level keeps it under one).
 func TestQueryMatchesSamples(t *testing.T) {
 	ts, vs := randomSeries(7, 300_000)
-	p := build(ts, vs)
+	t.Run("samples", func(t *testing.T) { testQuery(t, ts, vs, build(ts, vs)) })
+	t.Run("pieces", func(t *testing.T) { testQuery(t, ts, vs, buildMixed(ts, vs)) })
+}
+
+func testQuery(t *testing.T, ts, vs []int64, p *Pyramid) {
 	raw := func(from, to int64, add func(t, v int64)) error {
 		for i := range ts {
 			if ts[i] >= from && ts[i] < to {
@@ -145,8 +179,8 @@ func TestQueryMatchesSamples(t *testing.T) {
 			}
 		}
 		wantEvery := int64(1)
-		if n := res.Samples; n/int64(points) >= Base {
-			wantEvery = BucketSize(Level(n, points))
+		if n := res.Samples; n/int64(points) >= p.BucketSize(0) {
+			wantEvery = p.BucketSize(p.Level(n, points))
 		}
 		if res.Every != wantEvery {
 			t.Errorf("trial %d: %d samples over %d points drawn from units of %d, want %d", trial, res.Samples, points, res.Every, wantEvery)
