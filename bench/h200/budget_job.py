@@ -1,6 +1,6 @@
-"""Workloads of bench/h200/budget_check.sh: three models built from code on
-random data (a ResNet-style CNN in float32, a GPT-style transformer with tied
-embeddings, a ViT), trained with AdamW, as a baseline under memrec.watch and
+"""Workloads of bench/h200/budget_check.sh: models built from code on random
+data (a ResNet-style CNN in float32, a GPT-style transformer with tied
+embeddings, a ViT, and an LSTM language model), trained with AdamW, as a baseline under memrec.watch and
 with each remedy memrec advises, run for real.
 
     python3 budget_job.py baseline --model cnn --out cnn-baseline.json   # under memrec record
@@ -133,19 +133,44 @@ class ViT(nn.Module):
         return self.head(self.norm(self.body(x))[:, 0])
 
 
-MODELS = {"cnn": (CNN, 128), "gpt": (GPT, 16), "vit": (ViT, 96)}  # model, batch
+class LSTMBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.rnn = nn.LSTM(d, d, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class LSTMLM(nn.Module):
+    """A language model of two LSTM layers of 1 024 units over 16 384 tokens,
+    256 at a time: cuDNN's recurrent kernels, their workspace and reserve
+    space, none of the three models' attention or convolutions."""
+
+    def __init__(self, ckpt=False, vocab=16384, d=1024, layers=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.body = Ckpt([LSTMBlock(d) for _ in range(layers)], ckpt)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        return self.head(self.body(self.tok(idx)))
+
+
+MODELS = {"cnn": (CNN, 128), "gpt": (GPT, 16), "vit": (ViT, 96), "lstm": (LSTMLM, 64)}  # model, batch
+SEQ = {"gpt": 512, "lstm": 256}  # tokens of the language models
 
 
 def batch_of(name, n):
-    if name == "gpt":
-        x = torch.randint(0, 16384, (n, 512), device=DEV)
-        return x, torch.randint(0, 16384, (n, 512), device=DEV)
+    if name in SEQ:
+        x = torch.randint(0, 16384, (n, SEQ[name]), device=DEV)
+        return x, torch.randint(0, 16384, (n, SEQ[name]), device=DEV)
     size = 128 if name == "cnn" else 224
     return torch.randn(n, 3, size, size, device=DEV), torch.randint(0, 1000, (n,), device=DEV)
 
 
 def loss_of(name, out, y):
-    if name == "gpt":
+    if name in SEQ:
         return F.cross_entropy(out.view(-1, out.shape[-1]), y.view(-1))
     return F.cross_entropy(out, y)
 
