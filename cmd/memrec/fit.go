@@ -254,6 +254,12 @@ type fitter struct {
 	loPeak int64
 	// plan are the values to try next: the prediction's ends.
 	plan []float64
+	// guessed is the last value tried from a trial's OOM (guess), and
+	// confirm is set while the value one precision above it, once it ran,
+	// is still to try.
+	guessed    float64
+	confirm    bool
+	guessWords string // what guess found, said when its value is tried
 }
 
 // search runs trials until the limit is bracketed to the precision.
@@ -348,12 +354,14 @@ func (f *fitter) tried(v float64) bool {
 }
 
 // next picks the next value to try: the prediction's pessimistic end,
-// then its optimistic end; then, while the limit is not bracketed by a
-// value that ran and one that failed close enough, a step of the
-// interval's width beyond the last value (up from the largest that ran,
-// or down from the smallest that failed while the largest that ran is
-// more than two steps below it), doubling each time; then bisection, until
-// the bracket is the precision wide.
+// then its optimistic end; then, once a value has failed with the
+// allocator's state at its OOM known, the value that state puts the limit
+// at (guess), and if that runs, the value one precision above it; then,
+// while the limit is not bracketed by a value that ran and one that failed
+// close enough, a step of the interval's width beyond the last value (up
+// from the largest that ran, or down from the smallest that failed while
+// the largest that ran is more than two steps below it), doubling each
+// time; then bisection, until the bracket is the precision wide.
 func (f *fitter) next(step *float64) (float64, bool) {
 	u := f.unit()
 	haveLo, haveHi := !math.IsNaN(f.lo), !math.IsNaN(f.hi)
@@ -392,6 +400,19 @@ func (f *fitter) next(step *float64) (float64, bool) {
 			return v, true
 		}
 	}
+	// A guess that ran: the value one precision above it closes the
+	// bracket if it fails.
+	if f.confirm {
+		f.confirm = false
+		if v := f.clamp(f.lo + f.precision()); haveLo && f.lo == f.guessed && inside(v) {
+			return v, true
+		}
+	}
+	if v, ok := f.guess(); ok && inside(v) && v != f.guessed {
+		f.guessed, f.confirm = v, true
+		fmt.Fprintln(f.log, f.guessWords)
+		return v, true
+	}
 	var v float64
 	switch {
 	case haveHi && (!haveLo || f.hi-f.lo > 2**step):
@@ -410,6 +431,73 @@ func (f *fitter) next(step *float64) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// guess is the value where the need curve of the runs and trials so far,
+// in its middle, meets the GPU with the allocator's cost measured at the
+// OOM of the smallest value that failed (strandedAtOOM) in place of the
+// default allowance: the limit as that trial measured it, not bracketed
+// but found. False without such a measurement (an OOM without an
+// allocator sample beside it, a trial that failed before the probe
+// reported) or a curve.
+func (f *fitter) guess() (float64, bool) {
+	if math.IsNaN(f.hi) {
+		return 0, false
+	}
+	stranded, measured := -1.0, false
+	var reps []*analysis.Report
+	for i, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+		if r == nil {
+			continue
+		}
+		reps = append(reps, r)
+		if v, ok := f.valueOf(r); ok && v == f.hi && (i >= len(f.given) || fatal(r)) {
+			if s, ok := strandedAtOOM(r); ok && s > stranded {
+				stranded, measured = s, true
+			}
+		}
+	}
+	if !measured || len(reps) < 2 {
+		return 0, false
+	}
+	c, err := analysis.Compare(reps, "", "")
+	if err != nil || analysis.FitByTag(c, f.o.by, 0) != nil || c.By.Need == nil {
+		return 0, false
+	}
+	v, ok := c.By.Need.Solve(c.By.Available(0)/(1+stranded), analysis.Middle)
+	if !ok || !finiteF(v) {
+		return 0, false
+	}
+	v = f.clamp(v)
+	f.guessWords = fmt.Sprintf("at the OOM of %s=%s the allocator held %.1f %% beyond what was allocated and asked for: the curve meets the GPU at %s",
+		f.o.by, num(f.hi), 100*stranded, num(v))
+	return v, true
+}
+
+// strandedAtOOM is what the allocator held and could not use at a run's
+// fatal OOM: reserved less allocated, as a share of allocated plus the
+// request that failed. Before the error the allocator has freed its cache
+// and retried, so what it still holds unallocated lies in segments that
+// hold tensors: the splitting and rounding the job costs at its limit,
+// measured where AllocatorAllowance is a bound over models. The fullest
+// GPU's, where several ran out.
+func strandedAtOOM(r *analysis.Report) (float64, bool) {
+	best, ok := 0.0, false
+	for _, g := range r.GPUs {
+		for _, o := range g.OOMs {
+			if o.Outcome != analysis.OOMFatal || o.AllocatedBytes == nil || o.ReservedBytes == nil || *o.AllocatedBytes <= 0 {
+				continue
+			}
+			asked := float64(*o.AllocatedBytes)
+			if o.RequestedBytes != nil {
+				asked += float64(*o.RequestedBytes)
+			}
+			if s := float64(max(*o.ReservedBytes-*o.AllocatedBytes, 0)) / asked; !ok || s > best {
+				best, ok = s, true
+			}
+		}
+	}
+	return best, ok
 }
 
 // predict is compare --by's prediction over the given runs and the trials

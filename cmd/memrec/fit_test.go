@@ -46,6 +46,7 @@ func fakeJob(args []string) int {
 	barrier := fs.String("barrier", "", "the ranks' rendezvous: each waits here until all are up")
 	world := fs.Int("world", 1, "")
 	markPID := fs.Bool("mark-pid", true, "step marks name the process (an older probe's did not)")
+	stranded := fs.Float64("stranded", -1, "at an OOM, the allocator sample the probe sends: reserved beyond allocated by this share of allocated plus the 2 GiB asked for")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -117,6 +118,12 @@ func fakeJob(args []string) int {
 		time.Sleep(time.Duration(*stepMS) * time.Millisecond)
 		now := time.Now().UnixNano()
 		if *value*scale > *limit {
+			if *stranded >= 0 {
+				asked := int64(peak)
+				alloc := asked - 2<<30
+				send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
+					now, os.Getpid(), rankField, alloc, alloc+int64(*stranded*float64(asked)), alloc)
+			}
 			send(`{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":%d%s,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`, now, os.Getpid(), rankField)
 			time.Sleep(50 * time.Millisecond)
 			return 3
@@ -248,6 +255,46 @@ func TestFitBisectsToTheLimit(t *testing.T) {
 	if r.Recommended == nil || *r.Recommended > 123 || *r.Recommended < 100 {
 		t.Errorf("recommended %v", f64v(r.Recommended))
 	}
+}
+
+// TestFitGuessesFromTheOOM: where a trial's OOM comes with the
+// allocator's state (the probe sends a sample with the OOM mark), fit puts
+// the limit where the need curve meets the GPU with what the allocator
+// held unallocated at that OOM, tries it and one step above it, and finds
+// the same limit as by bisection in fewer trials.
+func TestFitGuessesFromTheOOM(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	args := []string{"--min", "4", "--multiple", "1", "--id", "g1"}
+	plain, errs, code := fitJSON(t, db, append(args, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	args[len(args)-1] = "g2"
+	// The fake's own reading at its limit: where 1 GiB + v GiB, with the
+	// share the test gives it beyond, meets the simulated GPU. The share
+	// is the one that puts the limit the fake fails above where the need
+	// curve meets the GPU, as on a real GPU: found from the plain search's
+	// prediction (its optimistic end is the curve without allowance).
+	if plain.Prediction == nil || plain.Prediction.Optimistic == nil {
+		t.Fatalf("no prediction: %+v", plain.Prediction)
+	}
+	share := (1+*plain.Prediction.Optimistic)/(1+123.5) - 1
+	r, errs, code := fitJSON(t, db, append(args, fakeCommand(t, "--value", "{}", "--limit", "123", "--stranded", strconv.FormatFloat(share, 'f', 6, 64))...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != 123 || f64v(r.SmallestFailed) != 124 {
+		t.Fatalf("limit %v..%v, want 123..124:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
+	if !strings.Contains(errs, "beyond what was allocated and asked for") {
+		t.Errorf("no guess from the OOM:\n%s", errs)
+	}
+	if r.TrialsUsed >= plain.TrialsUsed {
+		t.Errorf("%d trials with the OOM's figures, %d without", r.TrialsUsed, plain.TrialsUsed)
+	}
+	t.Logf("%d trials with the OOM's figures, %d without", r.TrialsUsed, plain.TrialsUsed)
 }
 
 // A process started on its own sends no rank (its lines carry only its
