@@ -303,6 +303,19 @@ func fptr(v float64) *float64 {
 type Options struct {
 	// Width is the number of timeline buckets kept for charts (0: 1600).
 	Width int
+	// Lines, when set, is given every device and allocator sample the
+	// analysis reads, a block at a time, each series in time order (the
+	// report builds its page's index from them rather than read the run a
+	// second time). It must be safe for concurrent use: GPUs are analysed
+	// side by side.
+	Lines Lines
+}
+
+// Lines receives the samples of a run's device and allocator series
+// (series.Index has these methods).
+type Lines interface {
+	AddDeviceColumns(gpu int, ts, used, reserved []int64)
+	AddTorchColumns(gpu, pid int, ts, allocated, reserved []int64)
 }
 
 // Analyze reads a run from the store and analyses every GPU. It streams

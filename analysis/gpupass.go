@@ -343,6 +343,9 @@ func (a *gpuAnalysis) devicePass() error {
 		a.used.at.addAll(ts, used)
 		a.used.addAll(ts, used)
 		a.oomUsed.addAll(ts, used)
+		if l := a.opts.Lines; l != nil {
+			l.AddDeviceColumns(a.g.Index, ts, used, res)
+		}
 		tl.addAll(ts, used)
 		a.lastUsed = used[len(used)-1]
 	}
@@ -962,20 +965,51 @@ func (a *gpuAnalysis) processes() error {
 // eachTorch calls f with every allocator sample of the GPU's processes in
 // time order: one process's a chunk at a time, several merged.
 func (a *gpuAnalysis) eachTorch(f func(storage.TorchSample)) error {
+	lines := a.opts.Lines
 	if len(a.torchPIDs) == 1 {
-		b := a.db.TorchBlocks(a.run, a.g.Index, a.torchPIDs[0], storage.MinTime, storage.MaxTime)
+		pid := a.torchPIDs[0]
+		b := a.db.TorchBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
 		var rows []storage.TorchSample
 		for b.Next() {
 			rows = b.TorchRows(rows[:0])
 			for _, s := range rows {
 				f(s)
 			}
+			if lines != nil {
+				lines.AddTorchColumns(a.g.Index, pid, b.T(), b.Ints(storage.TorchAllocated), b.Ints(storage.TorchReserved))
+			}
 		}
 		return b.Err()
 	}
+	// Several processes, merged by time: each one's samples go to lines in
+	// batches of its own.
+	type batch struct{ t, alloc, res []int64 }
+	batches := map[int]*batch{}
+	flush := func(pid int, b *batch) {
+		if lines != nil && len(b.t) > 0 {
+			lines.AddTorchColumns(a.g.Index, pid, b.t, b.alloc, b.res)
+		}
+		b.t, b.alloc, b.res = b.t[:0], b.alloc[:0], b.res[:0]
+	}
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
 	for merged.Next() {
-		f(merged.At())
+		s := merged.At()
+		f(s)
+		if lines == nil {
+			continue
+		}
+		b := batches[s.PID]
+		if b == nil {
+			b = &batch{}
+			batches[s.PID] = b
+		}
+		b.t, b.alloc, b.res = append(b.t, s.T), append(b.alloc, s.Allocated), append(b.res, s.Reserved)
+		if len(b.t) == 4096 {
+			flush(s.PID, b)
+		}
+	}
+	for pid, b := range batches {
+		flush(pid, b)
 	}
 	return merged.Err()
 }

@@ -458,13 +458,41 @@ func readStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 }
 
 // BuildIndex reads every device and allocator series and the marks of a
-// run once, up to four series at a time, into an index (the report embeds
-// its levels). It reads every sample, not the chunks' summaries: the
-// report's finest levels are buckets of series.Base samples, finer than a
-// summary's pieces, and reading the samples once for all of them costs
-// less than reading them again for each line.
+// run once, up to four series at a time, into an index of every sample,
+// not the chunks' summaries: the index the report embeds levels of
+// (buckets of series.Base samples, finer than a summary's pieces), which
+// the report builds from the samples the analysis reads instead
+// (AddMarksAndBudgets), and which its tests hold to this one.
 func BuildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 	return buildIndex(db, run, false)
+}
+
+// AddMarksAndBudgets adds a run's marks and budget series to x: what
+// BuildIndex adds beside the device and allocator series, for an index
+// those came to from the analysis (analysis.Options.Lines), which reads
+// every one of their samples anyway.
+func AddMarksAndBudgets(db *storage.DB, run storage.Run, x *series.Index) error {
+	refs, err := db.Series(run)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if ref.Kind == storage.SeriesBudget {
+			if err := scanSeries(db, run, ref, x, false); err != nil {
+				return err
+			}
+		}
+	}
+	return addMarks(db, run, x)
+}
+
+// addMarks adds a run's marks to x.
+func addMarks(db *storage.DB, run storage.Run, x *series.Index) error {
+	it := db.Marks(run, storage.MinTime, storage.MaxTime)
+	for it.Next() {
+		x.AddMark(it.At())
+	}
+	return it.Err()
 }
 
 // LineReader reads one line's samples from db (the report's finest
@@ -511,11 +539,7 @@ func buildIndex(db *storage.DB, run storage.Run, summaries bool) (*series.Index,
 			errs[i] = scanSeries(db, run, ref, x, summaries)
 		}()
 	}
-	it := db.Marks(run, storage.MinTime, storage.MaxTime)
-	for it.Next() {
-		x.AddMark(it.At())
-	}
-	errs[len(refs)] = it.Err()
+	errs[len(refs)] = addMarks(db, run, x)
 	wg.Wait()
 	return x, errors.Join(errs...)
 }

@@ -74,15 +74,15 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := analysis.Analyze(db, res.Run, analysis.Options{})
+	x := series.NewIndex(0) // the report's page index, from the samples the analysis reads
+	rep, err := analysis.Analyze(db, res.Run, analysis.Options{Lines: x})
 	if err != nil {
 		return err
 	}
 	for _, g := range rep.GPUs {
 		fmt.Fprintf(o.io.Out, "  %s\n", g.Leak.Sentence(g.GPU))
 	}
-	x, err := viewer.BuildIndex(db, res.Run)
-	if err != nil {
+	if err := viewer.AddMarksAndBudgets(db, res.Run, x); err != nil {
 		return err
 	}
 	if err := writeReport(ctx, &o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {

@@ -234,14 +234,14 @@ func TestReportStopsOnASignalWhileIndexing(t *testing.T) {
 		t.Fatal(errs)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	real := buildIndex
-	t.Cleanup(func() { buildIndex = real })
+	real := addMarksAndBudgets
+	t.Cleanup(func() { addMarksAndBudgets = real })
 	release := make(chan struct{})
 	defer close(release)
-	buildIndex = func(d *storage.DB, r storage.Run) (*series.Index, error) {
+	addMarksAndBudgets = func(d *storage.DB, r storage.Run, x *series.Index) error {
 		cancel(signalCause{syscall.SIGINT})
 		<-release // a long run's indexing, still going when the signal comes
-		return real(d, r)
+		return real(d, r, x)
 	}
 	start := time.Now()
 	var o, e bytes.Buffer
