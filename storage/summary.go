@@ -363,3 +363,37 @@ func checkSummary(stored, value []byte, kinds map[uint32]seriesKind, d *chunk.De
 	}
 	return nil
 }
+
+// Unsummarized counts the chunks of device, process and allocator series
+// that have no summary (written before summaries, or the last open chunk
+// of a recording that did not end): Compact gives them theirs.
+func (db *DB) Unsummarized() (n int, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketData)
+		if data == nil {
+			return nil
+		}
+		return data.ForEachBucket(func(runKey []byte) error {
+			b := data.Bucket(runKey)
+			chunks, sums := b.Bucket(keyChunks), b.Bucket(keySummaries)
+			if chunks == nil {
+				return nil
+			}
+			series, err := seriesTable(tx, binary.BigEndian.Uint64(runKey))
+			if err != nil {
+				return err
+			}
+			groups := map[uint32]bool{} // the groups that hold a summarised series
+			for _, s := range series {
+				groups[s.Group] = groups[s.Group] || summarized(s.Kind)
+			}
+			return chunks.ForEach(func(k, _ []byte) error {
+				if group, _, _, ok := parseChunkKey(k); ok && groups[group] && getIn(sums, k) == nil {
+					n++
+				}
+				return nil
+			})
+		})
+	})
+	return n, err
+}

@@ -162,9 +162,15 @@ func TestCompactAddsSummaries(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("an imported run has no summaries")
 	}
+	if n, err := db.Unsummarized(); err != nil || n != 0 {
+		t.Fatalf("a new file: %d chunks without a summary, %v", n, err)
+	}
 	dropSummaries(t, db)
 	if _, n := overviewOf(t, db.DeviceOverview(r, 0, MinTime, MaxTime, true), DeviceUsed); n != 0 {
 		t.Fatalf("%d pieces from a file without summaries", n)
+	}
+	if n, err := db.Unsummarized(); err != nil || n != len(want) {
+		t.Fatalf("without summaries: %d chunks counted, %d had one, %v", n, len(want), err)
 	}
 	path := db.Path()
 	must(t, db.Close())

@@ -56,6 +56,13 @@ func runRuns(o *runsOptions) error {
 		if err := db.Check(); err != nil {
 			return err
 		}
+		n, err := db.Unsummarized()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			fmt.Fprintf(o.io.Err, "%s: %d chunks have no summary (written before summaries, or by a recording that did not end); memrec compact adds them, and memrec view then opens long runs from them\n", db.Path(), n)
+		}
 	}
 	if o.json {
 		out := make([]runSummary, 0, len(runs))
