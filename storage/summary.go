@@ -164,14 +164,10 @@ func (r *summaryReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a zigzag uvarint.
 func (r *summaryReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 // count reads a count that the bytes left can hold (each counted thing
