@@ -51,8 +51,11 @@ func (db *DB) TorchBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
 
 // Next moves to the next chunk's samples in range; false at the end or on
 // an error.
-func (b *Blocks) Next() bool {
-	ts := b.it.nextChunk()
+func (b *Blocks) Next() bool { return b.setTimes(b.it.nextChunk()) }
+
+// setTimes makes the block's times those of ts (µs, as stored) in ns;
+// false when there are none.
+func (b *Blocks) setTimes(ts []int64) bool {
 	b.t = b.t[:0]
 	for _, t := range ts {
 		b.t = append(b.t, t*1000)
@@ -130,10 +133,7 @@ func (o *Overview) Next() bool {
 		o.it.pieces = o.it.pieces[:0] // reused by the next chunk's
 		return true
 	}
-	for _, t := range o.it.take() {
-		o.t = append(o.t, t*1000)
-	}
-	return true
+	return o.setTimes(o.it.take())
 }
 
 // Pieces is the chunk's summary of the series, nil when the chunk is

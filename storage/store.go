@@ -492,13 +492,9 @@ func (db *DB) Check() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(k, _ []byte) error {
 			id := binary.BigEndian.Uint64(k)
-			series, err := seriesTable(tx, id)
+			known, err := knownSeries(tx, id)
 			if err != nil {
 				return err
-			}
-			known := map[uint32]seriesInfo{}
-			for _, s := range series {
-				known[s.ID] = s
 			}
 			b := tx.Bucket(bucketData).Bucket(k)
 			if b == nil {
@@ -509,15 +505,11 @@ func (db *DB) Check() error {
 			if chunks == nil {
 				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
 			}
-			kinds := make(map[uint32]seriesKind, len(series))
-			for _, s := range series {
-				kinds[s.ID] = s.Kind
-			}
 			sums := b.Bucket(keySummaries)
 			return chunks.ForEach(func(ck, cv []byte) error {
-				err := checkChunk(ck, cv, known, &d)
-				if sum := getIn(sums, ck); err == nil && sum != nil {
-					err = checkSummary(sum, cv, kinds, &d)
+				sum, err := checkChunk(ck, cv, known, &d)
+				if stored := getIn(sums, ck); err == nil && stored != nil {
+					err = sameSummary(stored, sum)
 				}
 				if err != nil {
 					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
@@ -528,33 +520,50 @@ func (db *DB) Check() error {
 	})
 }
 
-// checkChunk decodes every series of one chunk.
-func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) error {
+// knownSeries is a run's series table by series id.
+func knownSeries(tx *bolt.Tx, run uint64) (map[uint32]seriesInfo, error) {
+	series, err := seriesTable(tx, run)
+	known := make(map[uint32]seriesInfo, len(series))
+	for _, s := range series {
+		known[s.ID] = s
+	}
+	return known, err
+}
+
+// checkChunk decodes every series of one chunk, and returns the summary
+// its samples give (nil: it holds no summarised series), read off the
+// same decoding.
+func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) (sum []byte, err error) {
 	group, _, _, ok := parseChunkKey(key)
 	if !ok {
-		return fmt.Errorf("%w: bad key", ErrCorrupt)
+		return nil, fmt.Errorf("%w: bad key", ErrCorrupt)
 	}
 	body, err := chunk.Body(value) // the checksum once, not once a series
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ids, _, err := chunk.SeriesIDsBody(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	slices.Sort(ids) // a summary's order
+	sum = []byte{summaryVersion}
 	for _, id := range ids {
 		s, ok := known[id]
 		if !ok || s.Group != group || schemas[s.Kind] == nil {
-			return fmt.Errorf("%w: holds unknown series %d", ErrCorrupt, id)
+			return nil, fmt.Errorf("%w: holds unknown series %d", ErrCorrupt, id)
 		}
 		if _, err := chunk.DecodeSeriesBody(body, id, d); err != nil {
-			return err
+			return nil, err
 		}
 		if err := schemas[s.Kind].checkCols(d); err != nil {
-			return err
+			return nil, err
+		}
+		if summarized(s.Kind) && len(d.T) > 0 {
+			sum = appendSummary(sum, id, d.T, d.Ints)
 		}
 	}
-	return nil
+	return sealSummary(sum), nil
 }
 
 // boltMagic is the number at byte 16 of a bbolt file: its first page's

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"sort"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -249,8 +249,9 @@ func summaryPieces(sum []byte, id uint32, dst []Piece) (_ []Piece, found bool, e
 }
 
 // summarizeChunk computes a stored chunk's summary from its samples, for
-// Compact and Check; nil when it holds no summarised series.
-func summarizeChunk(value []byte, kinds map[uint32]seriesKind, d *chunk.Decoded) ([]byte, error) {
+// Compact; nil when it holds no summarised series. A series the run's
+// table does not know is left out (Check reports it).
+func summarizeChunk(value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) ([]byte, error) {
 	body, err := chunk.Body(value)
 	if err != nil {
 		return nil, err
@@ -259,10 +260,10 @@ func summarizeChunk(value []byte, kinds map[uint32]seriesKind, d *chunk.Decoded)
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	sum := []byte{summaryVersion}
 	for _, id := range ids {
-		if !summarized(kinds[id]) {
+		if !summarized(known[id].Kind) {
 			continue
 		}
 		if _, err := chunk.DecodeSeriesBody(body, id, d); err != nil {
@@ -275,89 +276,86 @@ func summarizeChunk(value []byte, kinds map[uint32]seriesKind, d *chunk.Decoded)
 	return sealSummary(sum), nil
 }
 
-// seriesKinds maps a run's series ids to their kinds.
-func seriesKinds(tx *bolt.Tx, run uint64) (map[uint32]seriesKind, error) {
-	series, err := seriesTable(tx, run)
-	kinds := make(map[uint32]seriesKind, len(series))
-	for _, s := range series {
-		kinds[s.ID] = s.Kind
+// unsummarized calls f, run by run, with each chunk that has no summary
+// in a group that holds a summarised series (a file written before
+// summaries, the last open chunk of a recording that did not end), and
+// the run's series table. f must not write to the run's buckets.
+func unsummarized(tx *bolt.Tx, f func(run []byte, known map[uint32]seriesInfo, k, v []byte) error) error {
+	data := tx.Bucket(bucketData)
+	if data == nil {
+		return nil
 	}
-	return kinds, err
-}
-
-// addSummaries writes the summary of every chunk of every run that has
-// none (files written before summaries; the last open chunk of a
-// recording that ended without closing), in one transaction, and returns
-// how many it wrote.
-func addSummaries(db *bolt.DB) (added int, err error) {
-	err = db.Update(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketData)
-		if data == nil {
+	return data.ForEachBucket(func(runKey []byte) error {
+		b := data.Bucket(runKey)
+		chunks, sums := b.Bucket(keyChunks), b.Bucket(keySummaries)
+		if chunks == nil {
 			return nil
 		}
+		known, err := knownSeries(tx, binary.BigEndian.Uint64(runKey))
+		if err != nil {
+			return err
+		}
+		groups := map[uint32]bool{} // the groups that hold a summarised series
+		for _, s := range known {
+			groups[s.Group] = groups[s.Group] || summarized(s.Kind)
+		}
+		return chunks.ForEach(func(k, v []byte) error {
+			if group, _, _, ok := parseChunkKey(k); ok && groups[group] && getIn(sums, k) == nil {
+				return f(runKey, known, k, v)
+			}
+			return nil
+		})
+	})
+}
+
+// addSummaries writes the summary of every chunk that has none
+// (unsummarized), in one transaction, and returns how many it wrote.
+func addSummaries(db *bolt.DB) (added int, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
 		var d chunk.Decoded
-		return data.ForEachBucket(func(runKey []byte) error {
-			b := data.Bucket(runKey)
-			chunks := b.Bucket(keyChunks)
-			if chunks == nil {
-				return nil
+		type keyed struct{ k, sum []byte }
+		missing := map[string][]keyed{} // by run key: written once the walk is over
+		err := unsummarized(tx, func(run []byte, known map[uint32]seriesInfo, k, v []byte) error {
+			sum, err := summarizeChunk(v, known, &d)
+			if err != nil {
+				return fmt.Errorf("run %d chunk %x: %w", binary.BigEndian.Uint64(run), k, err)
 			}
-			kinds, err := seriesKinds(tx, binary.BigEndian.Uint64(runKey))
+			if sum != nil {
+				missing[string(run)] = append(missing[string(run)], keyed{bytes.Clone(k), sum})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for run, kvs := range missing {
+			sums, err := tx.Bucket(bucketData).Bucket([]byte(run)).CreateBucketIfNotExists(keySummaries)
 			if err != nil {
 				return err
 			}
-			var missing [][2][]byte
-			have := b.Bucket(keySummaries)
-			err = chunks.ForEach(func(k, v []byte) error {
-				if have != nil && have.Get(k) != nil {
-					return nil
-				}
-				if group, _, _, _ := parseChunkKey(k); group == groupMarks {
-					return nil
-				}
-				sum, err := summarizeChunk(v, kinds, &d)
-				if err != nil {
-					return fmt.Errorf("run %d chunk %x: %w", binary.BigEndian.Uint64(runKey), k, err)
-				}
-				if sum != nil {
-					missing = append(missing, [2][]byte{bytes.Clone(k), sum})
-				}
-				return nil
-			})
-			if err != nil || len(missing) == 0 {
-				return err
-			}
-			sums, err := b.CreateBucketIfNotExists(keySummaries)
-			if err != nil {
-				return err
-			}
-			for _, kv := range missing {
-				if err := sums.Put(kv[0], kv[1]); err != nil {
+			for _, kv := range kvs {
+				if err := sums.Put(kv.k, kv.sum); err != nil {
 					return err
 				}
 			}
-			added += len(missing)
-			return nil
-		})
+			added += len(kvs)
+		}
+		return nil
 	})
 	return added, err
 }
 
-// checkSummary verifies that a chunk's stored summary is the one its
+// sameSummary verifies that a chunk's stored summary is the one its
 // samples give (Check): a summary that disagrees would draw a line the
 // samples do not.
-func checkSummary(stored, value []byte, kinds map[uint32]seriesKind, d *chunk.Decoded) error {
-	want, err := summarizeChunk(value, kinds, d)
-	if err != nil {
+func sameSummary(stored, want []byte) error {
+	if bytes.Equal(stored, want) {
+		return nil
+	}
+	if _, _, err := summaryPieces(stored, 0, nil); err != nil {
 		return err
 	}
-	if !bytes.Equal(stored, want) {
-		if _, _, err := summaryPieces(stored, 0, nil); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: its summary does not match its samples", ErrCorrupt)
-	}
-	return nil
+	return fmt.Errorf("%w: its summary does not match its samples", ErrCorrupt)
 }
 
 // Unsummarized counts the chunks of device, process and allocator series
@@ -365,31 +363,7 @@ func checkSummary(stored, value []byte, kinds map[uint32]seriesKind, d *chunk.De
 // of a recording that did not end): Compact gives them theirs.
 func (db *DB) Unsummarized() (n int, err error) {
 	err = db.bolt.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketData)
-		if data == nil {
-			return nil
-		}
-		return data.ForEachBucket(func(runKey []byte) error {
-			b := data.Bucket(runKey)
-			chunks, sums := b.Bucket(keyChunks), b.Bucket(keySummaries)
-			if chunks == nil {
-				return nil
-			}
-			series, err := seriesTable(tx, binary.BigEndian.Uint64(runKey))
-			if err != nil {
-				return err
-			}
-			groups := map[uint32]bool{} // the groups that hold a summarised series
-			for _, s := range series {
-				groups[s.Group] = groups[s.Group] || summarized(s.Kind)
-			}
-			return chunks.ForEach(func(k, _ []byte) error {
-				if group, _, _, ok := parseChunkKey(k); ok && groups[group] && getIn(sums, k) == nil {
-					n++
-				}
-				return nil
-			})
-		})
+		return unsummarized(tx, func([]byte, map[uint32]seriesInfo, []byte, []byte) error { n++; return nil })
 	})
 	return n, err
 }
