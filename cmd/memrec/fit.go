@@ -257,9 +257,8 @@ type fitter struct {
 	// guessed is the last value tried from a trial's OOM (guess), and
 	// confirm is set while the value one precision above it, once it ran,
 	// is still to try.
-	guessed    float64
-	confirm    bool
-	guessWords string // what guess found, said when its value is tried
+	guessed float64
+	confirm bool
 }
 
 // search runs trials until the limit is bracketed to the precision.
@@ -301,10 +300,7 @@ func (f *fitter) search(ctx context.Context) error {
 // ranValues counts the distinct values known to run.
 func (f *fitter) ranValues() int {
 	seen := map[float64]bool{}
-	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
-		if r == nil {
-			continue
-		}
+	for _, r := range f.reports() {
 		if v, ok := f.valueOf(r); ok && !fatal(r) {
 			seen[v] = true
 		}
@@ -408,9 +404,9 @@ func (f *fitter) next(step *float64) (float64, bool) {
 			return v, true
 		}
 	}
-	if v, ok := f.guess(); ok && inside(v) && v != f.guessed {
+	if v, words, ok := f.guess(); ok && inside(v) && v != f.guessed {
 		f.guessed, f.confirm = v, true
-		fmt.Fprintln(f.log, f.guessWords)
+		fmt.Fprintln(f.log, words)
 		return v, true
 	}
 	var v float64
@@ -437,41 +433,57 @@ func (f *fitter) next(step *float64) (float64, bool) {
 // in its middle, meets the GPU with the allocator's cost measured at the
 // OOM of the smallest value that failed (strandedAtOOM) in place of the
 // default allowance: the limit as that trial measured it, not bracketed
-// but found. False without such a measurement (an OOM without an
-// allocator sample beside it, a trial that failed before the probe
-// reported) or a curve.
-func (f *fitter) guess() (float64, bool) {
+// but found, and words that say so. False without such a measurement (an
+// OOM without an allocator sample beside it, a trial that failed before
+// the probe reported) or a curve.
+func (f *fitter) guess() (v float64, words string, ok bool) {
 	if math.IsNaN(f.hi) {
-		return 0, false
+		return 0, "", false
 	}
 	stranded, measured := -1.0, false
-	var reps []*analysis.Report
-	for i, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
-		if r == nil {
-			continue
-		}
-		reps = append(reps, r)
-		if v, ok := f.valueOf(r); ok && v == f.hi && (i >= len(f.given) || fatal(r)) {
+	for _, r := range f.reports() {
+		if v, ok := f.valueOf(r); ok && v == f.hi {
 			if s, ok := strandedAtOOM(r); ok && s > stranded {
 				stranded, measured = s, true
 			}
 		}
 	}
-	if !measured || len(reps) < 2 {
-		return 0, false
+	by := f.byTag()
+	if !measured || by == nil || by.Need == nil {
+		return 0, "", false
 	}
-	c, err := analysis.Compare(reps, "", "")
-	if err != nil || analysis.FitByTag(c, f.o.by, 0) != nil || c.By.Need == nil {
-		return 0, false
-	}
-	v, ok := c.By.Need.Solve(c.By.Available(0)/(1+stranded), analysis.Middle)
-	if !ok || !finiteF(v) {
-		return 0, false
+	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), analysis.Middle); !ok || !finiteF(v) {
+		return 0, "", false
 	}
 	v = f.clamp(v)
-	f.guessWords = fmt.Sprintf("at the OOM of %s=%s the allocator held %.1f %% beyond what was allocated and asked for: the curve meets the GPU at %s",
-		f.o.by, num(f.hi), 100*stranded, num(v))
-	return v, true
+	return v, fmt.Sprintf("at the OOM of %s=%s the allocator held %.1f %% beyond what was allocated and asked for: the curve meets the GPU at %s",
+		f.o.by, num(f.hi), 100*stranded, num(v)), true
+}
+
+// reports are the analyses of the given runs, then of the trials, those
+// that could be analysed.
+func (f *fitter) reports() []*analysis.Report {
+	var reps []*analysis.Report
+	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
+		if r != nil {
+			reps = append(reps, r)
+		}
+	}
+	return reps
+}
+
+// byTag is compare --by's fit over the reports (nil with fewer than two,
+// or where it cannot be made).
+func (f *fitter) byTag() *analysis.ByTag {
+	reps := f.reports()
+	if len(reps) < 2 {
+		return nil
+	}
+	c, err := analysis.Compare(reps, "", "")
+	if err != nil || analysis.FitByTag(c, f.o.by, 0) != nil {
+		return nil
+	}
+	return c.By
 }
 
 // strandedAtOOM is what the allocator held and could not use at a run's
@@ -503,17 +515,8 @@ func strandedAtOOM(r *analysis.Report) (float64, bool) {
 // predict is compare --by's prediction over the given runs and the trials
 // so far, without headroom (nil when none can be made).
 func (f *fitter) predict() *fitPrediction {
-	var reps []*analysis.Report
-	for _, r := range append(append([]*analysis.Report{}, f.given...), f.trials...) {
-		if r != nil {
-			reps = append(reps, r)
-		}
-	}
-	if len(reps) < 2 {
-		return nil
-	}
-	c, err := analysis.Compare(reps, "", "")
-	if err != nil || analysis.FitByTag(c, f.o.by, 0) != nil || c.By.MaxFittingValueNoHeadroom == nil {
+	by := f.byTag()
+	if by == nil || by.MaxFittingValueNoHeadroom == nil {
 		return nil
 	}
 	from := "runs"
@@ -523,7 +526,7 @@ func (f *fitter) predict() *fitPrediction {
 			from = "runs and trials"
 		}
 	}
-	p := fitPrediction{From: from, Value: c.By.MaxFittingValueNoHeadroom, Optimistic: c.By.MaxFittingValueOptimistic, Words: c.By.IntervalWords}
+	p := fitPrediction{From: from, Value: by.MaxFittingValueNoHeadroom, Optimistic: by.MaxFittingValueOptimistic, Words: by.IntervalWords}
 	if f.res.Prediction == nil {
 		f.res.Prediction = &p
 		fmt.Fprintf(f.log, "prediction from the %s: %s\n", from, p.Words)
@@ -958,7 +961,7 @@ func (f *fitter) recommend() *float64 {
 	var xs, ys []float64
 	reps := f.trials
 	if f.ranTrials() < 2 {
-		reps = append(append([]*analysis.Report{}, f.given...), f.trials...)
+		reps = f.reports()
 	}
 	for _, r := range reps {
 		if r == nil || fatal(r) {
