@@ -16,21 +16,28 @@ import (
 // the number of JSON lines.
 func benchRun(b *testing.B, d time.Duration) (*DB, Run, int) {
 	b.Helper()
-	var buf bytes.Buffer
 	c := tracegen.Default()
 	c.Duration = d
+	return importTrace(b, c)
+}
+
+// importTrace imports the run c generates into a fresh file, closed when
+// the test ends, and returns the database, the run and its JSON lines.
+func importTrace(tb testing.TB, c tracegen.Config) (*DB, Run, int) {
+	tb.Helper()
+	var buf bytes.Buffer
 	truth, err := tracegen.Write(&buf, c)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	db, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
+	db, err := Open(filepath.Join(tb.TempDir(), "gen.db"), Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { db.Close() })
+	tb.Cleanup(func() { db.Close() })
 	runs, err := db.Import([]Source{{Name: "gen", R: &buf}}, ImportOptions{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return db, runs[0], truth.Lines
 }

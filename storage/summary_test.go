@@ -71,24 +71,13 @@ func checkPieces(t *testing.T, what string, pieces []Piece, col int, ts, vs []in
 	}
 }
 
+// importMinutes imports a generated run of gpus GPUs lasting d.
 func importMinutes(t *testing.T, gpus int, d time.Duration) (*DB, Run) {
 	t.Helper()
-	var buf bytes.Buffer
 	c := tracegen.Default()
 	c.GPUs, c.Duration = gpus, d
-	if _, err := tracegen.Write(&buf, c); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(filepath.Join(t.TempDir(), "test.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runs, err := db.Import([]Source{{Name: "gen", R: &buf}}, ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, runs[0]
+	db, r, _ := importTrace(t, c)
+	return db, r
 }
 
 // TestOverviewIsTheSamples: a run imported carries a summary for every
