@@ -242,3 +242,44 @@ func BenchmarkMixes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBlocksRun reads every series of a stored run as blocks, the
+// way the analysis does (each device and process series on its own, though
+// they share the device group's chunks), and reports samples a second.
+func BenchmarkBlocksRun(b *testing.B) {
+	db, r, _ := benchRun(b, 2*time.Minute)
+	series, err := db.Series(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	n := 0
+	var sum int64 // every block's times and first column are read
+	for b.Loop() {
+		for _, s := range series {
+			var bl *Blocks
+			switch s.Kind {
+			case "device":
+				bl = db.DeviceBlocks(r, s.GPU, MinTime, MaxTime)
+			case "proc":
+				bl = db.ProcBlocks(r, s.GPU, s.PID, MinTime, MaxTime)
+			case "torch":
+				bl = db.TorchBlocks(r, s.GPU, s.PID, MinTime, MaxTime)
+			default:
+				continue
+			}
+			for bl.Next() {
+				ts, xs := bl.T(), bl.Ints(0)
+				sum += ts[len(ts)-1] + xs[len(xs)-1]
+				n += len(ts)
+			}
+			if err := bl.Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if sum == 0 {
+		b.Fatal("nothing read")
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Msamples/s")
+}

@@ -36,7 +36,9 @@ type exportGPU struct {
 // Export writes a run as JSON Lines: the run and gpu lines, then every
 // sample, process sample, allocator sample (with the budget of the same
 // sample, if any), mark and site snapshot merged in time order.
-// It streams: memory does not grow with the run's length.
+// It streams: memory does not grow with the run's length. The text holds
+// no control character but newlines: JSON escapes the rest, DEL and the C1
+// controls included (wire.EscapeControls).
 func (db *DB) Export(out io.Writer, r Run) error {
 	head := exportRun{Type: "run", Name: r.Name, Host: r.Host, Job: r.Job, Hosts: r.Hosts, StartNS: r.StartNS, EndNS: r.EndNS,
 		IntervalNS: r.IntervalNS, Tags: r.Tags, Complete: r.Complete}
@@ -83,10 +85,11 @@ func (db *DB) Export(out io.Writer, r Run) error {
 	return writeLines(out, b, srcs)
 }
 
-// appendJSONLine appends v as encoding/json writes it, and a newline.
+// appendJSONLine appends v as encoding/json writes it, DEL and the C1
+// controls escaped too (wire.EscapeControls), and a newline.
 func appendJSONLine(b []byte, v any) ([]byte, error) {
 	j, err := json.Marshal(v)
-	return append(append(b, j...), '\n'), err
+	return append(wire.EscapeControls(b, j), '\n'), err
 }
 
 // lineBlocks is one series' lines for the export, a block (a decoded

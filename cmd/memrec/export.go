@@ -31,11 +31,15 @@ type exportFormat struct {
 	check func(o *exportOptions) error
 	// all: the format takes --all, every run into one folder.
 	all bool
+	// shown: stream writes nothing a terminal takes as a control (its JSON
+	// escapes every control character), so its output to stdout skips the
+	// filter that escapes them (safeWriter), which would read every byte.
+	shown bool
 }
 
 var exportFormats = []exportFormat{
 	{name: "jsonl", about: "JSON Lines, every record (memrec import reads it back)",
-		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.Export(w, r) }},
+		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.Export(w, r) }, shown: true},
 	{name: "csv", about: "one row per tick, a column per GPU and figure",
 		stream: func(o *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
 			return db.ExportCSV(w, r, storage.CSVOptions{Procs: o.procs})
@@ -193,7 +197,11 @@ func runExport(ctx context.Context, o *exportOptions, ref string) error {
 	}
 	r := runs[0]
 	if o.output == "" {
-		return interrupted(ctx, f.stream(o, db, ctxWriter{ctx, o.io.Out}, r))
+		out := o.io.Out
+		if f.shown {
+			out = unescaped(out)
+		}
+		return interrupted(ctx, f.stream(o, db, ctxWriter{ctx, out}, r))
 	}
 	return interrupted(ctx, writeFile(ctx, o.output, func(w io.Writer) error {
 		if err := f.stream(o, db, w, r); err != nil {

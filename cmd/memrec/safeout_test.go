@@ -91,7 +91,7 @@ func BenchmarkPlain(b *testing.B) {
 func TestTerminalEscapesShownEscaped(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
-	const evil = `\u001b]0;pwned\u0007\u001b[2J\u009b31m`
+	const evil = `\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f\u0085`
 	name := "r" + evil
 	lines := []string{
 		`{"type":"run","name":"` + name + `","host":"h` + evil + `","start_ns":1000000000000000000,"interval_ns":10000000,"tags":{"k` + evil + `":"v` + evil + `"}}`,
@@ -111,7 +111,7 @@ func TestTerminalEscapesShownEscaped(t *testing.T) {
 	check := func(args []string, out, errs string) {
 		t.Helper()
 		for _, s := range []string{out, errs} {
-			if strings.ContainsAny(s, "\x1b\x07\u009b") {
+			if strings.ContainsAny(s, "\x1b\x07\u009b\x7f\u0085") {
 				t.Errorf("%v prints an escape raw: %q", args, s)
 			}
 		}

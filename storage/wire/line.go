@@ -494,20 +494,46 @@ func AppendMark(b []byte, m Mark) []byte {
 	return append(b, '}', '\n')
 }
 
-// appendJSONString appends s quoted as encoding/json writes it. Most
-// strings (a mark's kind, a file name) are printable ASCII that json
-// leaves as it is: those are copied, without Marshal's allocation and
-// reflection (a step mark a GPU, millions in an export).
+// appendJSONString appends s quoted as encoding/json writes it, with DEL
+// and the C1 controls escaped as well (EscapeControls). Most strings (a
+// mark's kind, a file name) are printable ASCII that json leaves as it
+// is: those are copied, without Marshal's allocation and reflection (a
+// step mark a GPU, millions in an export).
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s)
-			return append(b, q...)
+			return EscapeControls(b, q)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// EscapeControls appends JSON text j (as encoding/json writes it: valid
+// UTF-8, every C0 control escaped) to b with DEL and the C1 controls
+// (U+0080 to U+009F) written as \u00XX too, which in a JSON string means
+// the same character. A terminal then shows the text as it is: nothing in
+// it is a control sequence, so an export can go to one without memrec's
+// filter of control characters (the JSON Lines are gigabytes).
+func EscapeControls(b, j []byte) []byte {
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(j); i++ {
+		var c byte
+		switch {
+		case j[i] == 0x7f:
+			c = 0x7f
+		case j[i] == 0xc2 && i+1 < len(j) && j[i+1] >= 0x80 && j[i+1] <= 0x9f:
+			c = j[i+1] // U+0080..U+009F is C2 80..C2 9F
+			i++
+		default:
+			b = append(b, j[i])
+			continue
+		}
+		b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+	}
+	return b
 }
 
 // AppendSites appends one snapshot as one "sites" line, newline included.

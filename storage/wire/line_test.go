@@ -130,8 +130,9 @@ func TestSeriesFormatMatchesAppend(t *testing.T) {
 	}
 }
 
-// appendJSONString quotes as encoding/json does, every byte value alone and
-// inside text, invalid UTF-8 and HTML included.
+// appendJSONString quotes as encoding/json does, DEL and the C1 controls
+// escaped as well, every byte value alone and inside text, invalid UTF-8
+// and HTML included.
 func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	t.Parallel()
 	texts := []string{"", "step", "/a/train.py", "a\"b\\c", "<x>&", "é", "\u2028", "\xff\xfe", "tab\there"}
@@ -139,7 +140,8 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 		texts = append(texts, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)})+"cd")
 	}
 	for _, s := range texts {
-		want, _ := json.Marshal(s)
+		j, _ := json.Marshal(s)
+		want := EscapeControls(nil, j)
 		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Errorf("%q: got %s, want x%s", s, got, want)
 		}
@@ -210,5 +212,31 @@ func TestParseSites(t *testing.T) {
 	again, err := p.Parse(AppendSites(nil, r.Sites))
 	if err != nil || !slices.Equal(again.Sites, want) {
 		t.Fatalf("round trip: %v\n%+v", err, again.Sites)
+	}
+}
+
+// TestEscapeControls: JSON text with DEL and the C1 controls escaped means
+// the same strings and holds no control byte but what encoding/json
+// escapes anyway; other text, multi-byte runes included, is left as it is.
+func TestEscapeControls(t *testing.T) {
+	for _, s := range []string{"", "plain", "\x7f", "a\u0080b\u009fc\u00a0d", "\u009b31m\x1b[2J", "é€😀", "\xff\xc2", "\xc2"} {
+		j, _ := json.Marshal(s)
+		got := EscapeControls([]byte("x"), j)[1:]
+		for _, r := range string(got) {
+			if r == 0x7f || r >= 0x80 && r <= 0x9f || r < 0x20 {
+				t.Errorf("%q: %q holds control %U", s, got, r)
+			}
+		}
+		var back, want string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q: %q is not JSON: %v", s, got, err)
+		}
+		json.Unmarshal(j, &want)
+		if back != want {
+			t.Errorf("%q: %q reads back as %q, want %q", s, got, back, want)
+		}
+	}
+	if got := string(EscapeControls(nil, []byte(`"a\u00e9"`))); got != `"a\u00e9"` {
+		t.Errorf("text without controls changed: %s", got)
 	}
 }
