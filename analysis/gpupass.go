@@ -28,6 +28,7 @@ type gpuAnalysis struct {
 
 	hasDevice, hasTorch bool
 	torchPIDs, procPIDs []int
+	procs               []*procTrack // procPIDs', filled by the device pass
 	sitePIDs            []int
 	steps               []StepMark     // of the rank on this GPU
 	ooms                []storage.Mark // that concern this GPU
@@ -103,9 +104,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	if err := a.where(); err != nil {
 		return nil, err
 	}
-	if err := a.processes(); err != nil {
-		return nil, err
-	}
+	a.processes()
 	return a.gr, nil
 }
 
@@ -304,9 +303,14 @@ func (v view) addAll(ts, xs []int64) {
 
 // devicePass reads the device samples: the used and driver-reserved
 // timelines, the peak, and the used memory where later passes need it.
+// The GPU's process samples share the device series' chunks, and are read
+// in the same walk for the processes pass (procTrack).
 func (a *gpuAnalysis) devicePass() error {
-	if !a.hasDevice {
+	if !a.hasDevice && len(a.procPIDs) == 0 {
 		return nil
+	}
+	for _, pid := range a.procPIDs {
+		a.procs = append(a.procs, a.newProcTrack(pid))
 	}
 	gr := a.gr
 	tl := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Used)
@@ -314,7 +318,7 @@ func (a *gpuAnalysis) devicePass() error {
 	driverReserved := false
 	// A window's first marks (its first epoch's start) take the last
 	// sample before it, as marks inside a run do.
-	if before, ok := a.run.Before(windowLookBack); ok {
+	if before, ok := a.run.Before(windowLookBack); ok && a.hasDevice {
 		it := a.db.DeviceSamples(before, a.g.Index, storage.MinTime, storage.MaxTime)
 		for it.Next() {
 			a.used.at.add(it.At().T, it.At().Used)
@@ -323,11 +327,20 @@ func (a *gpuAnalysis) devicePass() error {
 			return err
 		}
 	}
-	b := a.db.DeviceBlocks(a.run, a.g.Index, storage.MinTime, storage.MaxTime)
+	b := a.db.DeviceGroupBlocks(a.run, a.g.Index, a.procPIDs, storage.MinTime, storage.MaxTime)
 	var peak storage.DeviceSample
 	first := true
 	for b.Next() {
-		ts, used, res := b.T(), b.Ints(storage.DeviceUsed), b.Ints(storage.DeviceReserved)
+		for i, p := range a.procs {
+			if ts := b.T(i + 1); len(ts) > 0 {
+				p.add(ts, b.Ints(i+1, storage.ProcUsed))
+			}
+		}
+		ts := b.T(0)
+		if len(ts) == 0 {
+			continue
+		}
+		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
 		tld.addAll(ts, res)
 		for _, r := range res {
 			driverReserved = driverReserved || r != 0
@@ -351,6 +364,9 @@ func (a *gpuAnalysis) devicePass() error {
 	}
 	if err := b.Err(); err != nil {
 		return err
+	}
+	if !a.hasDevice {
+		return nil
 	}
 	tl.flush()
 	tld.flush()
@@ -929,37 +945,44 @@ func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
 	}
 }
 
-// processes reads each process's NVML samples: its peak and timeline.
-func (a *gpuAnalysis) processes() error {
+// processes sets each process's figures from its NVML samples, which the
+// device pass read: its peak, timeline and the growth of its floors.
+func (a *gpuAnalysis) processes() {
 	gr := a.gr
-	for _, pid := range a.procPIDs {
-		b := a.db.ProcBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
-		p := Process{PID: pid, Source: "nvml"}
-		ser := Series{Name: "pid " + strconv.Itoa(pid)}
-		if pid == storage.OtherPID {
-			ser.Name = "other processes" // past storage.MaxPIDsPerGPU
-		}
-		tl := newM4(a.start, a.end, a.opts.Width, &ser)
-		floors := newSpans(a.flo, a.fhi)
-		for b.Next() {
-			ts, used := b.T(), b.Ints(storage.ProcUsed)
-			p.Samples += int64(len(used))
-			p.PeakBytes = max(p.PeakBytes, slices.Max(used))
-			tl.addAll(ts, used)
-			floors.addAll(ts, used)
-		}
-		if err := b.Err(); err != nil {
-			return err
-		}
-		tl.flush()
-		if fs := a.floorPoints(floors); len(fs) > 0 {
+	for _, t := range a.procs {
+		t.tl.flush()
+		if fs := a.floorPoints(t.floors); len(fs) > 0 {
 			g := growthOfFloors("used", fs, a.mi.warm, a.per == "step", a.run.StartNS)
-			p.Growth = &g
+			t.p.Growth = &g
 		}
-		gr.Processes = append(gr.Processes, p)
-		gr.Timeline.Procs = append(gr.Timeline.Procs, ser)
+		gr.Processes = append(gr.Processes, t.p)
+		gr.Timeline.Procs = append(gr.Timeline.Procs, *t.ser)
 	}
-	return nil
+}
+
+// procTrack is one process's figures as the device pass reads its samples.
+type procTrack struct {
+	p      Process
+	ser    *Series
+	tl     *m4
+	floors *spans
+}
+
+func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
+	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi)}
+	if pid == storage.OtherPID {
+		t.ser.Name = "other processes" // past storage.MaxPIDsPerGPU
+	}
+	t.tl = newM4(a.start, a.end, a.opts.Width, t.ser)
+	return t
+}
+
+// add takes a block of the process's samples.
+func (t *procTrack) add(ts, used []int64) {
+	t.p.Samples += int64(len(used))
+	t.p.PeakBytes = max(t.p.PeakBytes, slices.Max(used))
+	t.tl.addAll(ts, used)
+	t.floors.addAll(ts, used)
 }
 
 // eachTorch calls f with every allocator sample of the GPU's processes in

@@ -3,6 +3,7 @@ package storage
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestBlocksAreTheSamples: the device, process and allocator series read as blocks
@@ -81,6 +82,82 @@ func TestBlocksAreTheSamples(t *testing.T) {
 		}
 		if procs == 0 {
 			t.Fatal("no process series to read")
+		}
+	}
+}
+
+// TestDeviceGroupBlocksAreTheBlocks: a GPU's device and process series read
+// together, each chunk's row times decoded once, are what each one's
+// Blocks give, over the whole run and over ranges and windows that cut
+// chunks; a process the run does not have reads as empty, and a GPU it
+// does not have as nothing.
+func TestDeviceGroupBlocksAreTheBlocks(t *testing.T) {
+	db, r := importMinutes(t, 2, 3*time.Minute)
+	series, err := db.Series(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int][]int{}
+	for _, s := range series {
+		if s.Kind == SeriesProc {
+			pids[s.GPU] = append(pids[s.GPU], s.PID)
+		}
+	}
+	mid := r.StartNS + 47_123_456_789
+	for _, span := range []struct {
+		run      Run
+		from, to int64
+	}{
+		{r, MinTime, MaxTime}, {r, mid, mid + 77e9}, {r.Within(mid, mid+61e9), MinTime, MaxTime}, {r, r.EndNS + 1, MaxTime}} {
+		for gpu := range 3 { // GPU 2 is not in the run
+			ps := append(slices.Clone(pids[gpu]), 99999) // no such process
+			if gpu < 2 && len(pids[gpu]) == 0 {
+				t.Fatalf("GPU %d has no process series to read", gpu)
+			}
+			got := make([][]int64, 1+len(ps))
+			g := db.DeviceGroupBlocks(span.run, gpu, ps, span.from, span.to)
+			chunks := 0
+			for g.Next() {
+				chunks++
+				for i := range got {
+					ts := g.T(i)
+					for k, t := range ts {
+						got[i] = append(got[i], t, g.Ints(i, 0)[k])
+						if i == 0 {
+							got[i] = append(got[i], g.Ints(i, DeviceReserved)[k])
+						}
+					}
+				}
+			}
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				var want []int64
+				var b *Blocks
+				if i == 0 {
+					b = db.DeviceBlocks(span.run, gpu, span.from, span.to)
+				} else {
+					b = db.ProcBlocks(span.run, gpu, ps[i-1], span.from, span.to)
+				}
+				for b.Next() {
+					for k, t := range b.T() {
+						want = append(want, t, b.Ints(0)[k])
+						if i == 0 {
+							want = append(want, b.Ints(DeviceReserved)[k])
+						}
+					}
+				}
+				if !slices.Equal(got[i], want) {
+					t.Errorf("GPU %d series %d [%d, %d): %d values read together, %d alone", gpu, i, span.from, span.to, len(got[i]), len(want))
+				}
+			}
+			if span.from == MinTime && span.run.window == nil && gpu < 2 && (chunks < 2 || len(got[1]) == 0) {
+				t.Errorf("GPU %d: the whole run read as %d chunks, %d process values: too little to test", gpu, chunks, len(got[1]))
+			}
+			if gpu == 2 && chunks > 0 {
+				t.Errorf("GPU 2 is not in the run, and %d chunks were read for it", chunks)
+			}
 		}
 	}
 }

@@ -168,19 +168,7 @@ func (it *Iter[T]) load() {
 		var k, v []byte
 		if !it.started {
 			it.started = true
-			// The chunk before the first one at or after `from` may span it.
-			start := chunkKey(it.group, it.from, 0)
-			var pk, pv []byte
-			if k, _ = c.Seek(start); k == nil {
-				pk, pv = c.Last()
-			} else {
-				pk, pv = c.Prev()
-			}
-			if pk != nil && bytes.HasPrefix(pk, start[:4]) {
-				k, v = pk, pv
-			} else {
-				k, v = c.Seek(start)
-			}
+			k, v = firstChunk(c, it.group, it.from)
 		} else {
 			c.Seek(it.lastKey)
 			k, v = c.Next()
@@ -221,6 +209,24 @@ func (it *Iter[T]) load() {
 		it.err, it.done = err, true
 		it.d.T = it.d.T[:0]
 	}
+}
+
+// firstChunk moves c to the first chunk of group that may hold samples at
+// or after from (µs): the one before the first chunk that starts there may
+// span it. It returns the chunk's key and value, or a key of another group
+// (or nil) when the group has none.
+func firstChunk(c *bolt.Cursor, group uint32, from int64) (k, v []byte) {
+	start := chunkKey(group, from, 0)
+	var pk, pv []byte
+	if k, _ = c.Seek(start); k == nil {
+		pk, pv = c.Last()
+	} else {
+		pk, pv = c.Prev()
+	}
+	if pk != nil && bytes.HasPrefix(pk, start[:4]) {
+		return pk, pv
+	}
+	return c.Seek(start)
 }
 
 // getIn is b.Get(k), nil where b is.

@@ -785,6 +785,49 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 	return false, r.err
 }
 
+// DecodeSeriesSet is DecodeSeriesBody for several series of one chunk:
+// ds[i] gets series ids[i], and found[i] says whether the chunk holds it.
+// The chunk's row times, from which every series' times are drawn, are
+// decoded once (into rows, kept for the next call) where DecodeSeriesBody
+// decodes them for each series read.
+func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *[]int64) error {
+	r := reader{b: b}
+	h := readHeader(&r)
+	if r.err != nil {
+		return r.err
+	}
+	rowT := (*rows)[:0]
+	if h.NRows > 0 {
+		rowT = r.timeCol(rowT, h.T0, h.NRows)
+	}
+	*rows = rowT
+	clear(found)
+	for i := range ds {
+		ds[i].T = ds[i].T[:0]
+	}
+	nseries := r.count(uint64(len(r.b)))
+	for s := 0; s < nseries && r.err == nil; s++ {
+		size := r.uvarint()
+		body := r.bytes(size)
+		if r.err != nil {
+			break
+		}
+		br := reader{b: body}
+		i := slices.Index(ids, uint32(br.uvarint()))
+		if i < 0 || found[i] {
+			continue
+		}
+		d := ds[i]
+		// decodeBlock keeps the present rows by moving them down in place:
+		// each series does it in its own copy.
+		found[i] = decodeBlock(&br, h.Version, append(d.T[:0], rowT...), d)
+		if br.err != nil {
+			return br.err
+		}
+	}
+	return r.err
+}
+
 // decodeBlock decodes a series block's presence and columns into d, turning
 // the chunk's row times into the series' own times.
 func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {

@@ -215,9 +215,31 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		var d Decoded
 		DecodeSeries(data, 0, &d) // must not panic
 		SeriesIDs(data)
+		var rows []int64
+		if body, err := Body(data); err == nil {
+			DecodeSeriesSet(body, []uint32{0, 1}, []*Decoded{&d, new(Decoded)}, make([]bool, 2), &rows)
+		}
 
 		rowT, blocks := chunkFromBytes(data)
 		b := Encode(nil, rowT, blocks)
+		// Every series at once, and one the chunk does not hold, decode as
+		// each does alone.
+		ids, ds, found := []uint32{^uint32(0)}, []*Decoded{new(Decoded)}, []bool{false}
+		for _, bl := range blocks {
+			ids, ds, found = append(ids, bl.ID), append(ds, new(Decoded)), append(found, false)
+		}
+		body, err := Body(b)
+		if err == nil {
+			err = DecodeSeriesSet(body, ids, ds, found, &rows)
+		}
+		if err != nil || found[0] {
+			t.Fatalf("all series at once: %v, found the missing one: %v", err, found[0])
+		}
+		for i, bl := range blocks {
+			if ok, _ := DecodeSeries(b, bl.ID, &d); !found[i+1] || !ok || !slices.Equal(ds[i+1].T, d.T) || !slices.EqualFunc(ds[i+1].Ints, d.Ints, slices.Equal) {
+				t.Fatalf("series %d: decoded with the others (found %v) is not what it decodes to alone", bl.ID, found[i+1])
+			}
+		}
 		for _, bl := range blocks {
 			ok, err := DecodeSeries(b, bl.ID, &d)
 			if !ok || err != nil {

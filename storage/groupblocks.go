@@ -1,0 +1,208 @@
+package storage
+
+import (
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/memrec/memrec/storage/internal/chunk"
+)
+
+// GroupBlocks reads a GPU's device series and its processes' series as
+// columns over a time range, a chunk at a time. They share the device
+// group's chunks, and each chunk's row times, from which every series'
+// times are drawn, are decoded once for all of them: read as a Blocks
+// each, the row times of a chunk of 8 GPUs' devices and processes are
+// decoded 16 times. Use it as
+//
+//	for g.Next() {
+//		if ts := g.T(0); len(ts) > 0 { used := g.Ints(0, DeviceUsed) ... } // the device
+//		for i := 1; i <= len(pids); i++ { ts := g.T(i) ... }              // process pids[i-1]
+//	}
+//	if err := g.Err(); err != nil { ... }
+//
+// A series may have no samples in a chunk (T empty). The slices are valid
+// until the next call of Next.
+type GroupBlocks struct {
+	db       *DB
+	run      uint64
+	from, to int64 // µs, to exclusive
+	series   []groupSeries
+	group    uint32
+	any      bool // the run has one of the series
+	ids      []uint32
+	ds       []*chunk.Decoded
+	found    []bool
+	rows     []int64 // the chunk's row times, µs
+	rowsNS   []int64 // and in ns, when a series is in every row
+	lastKey  []byte
+	started  bool
+	done     bool
+	err      error
+}
+
+type groupSeries struct {
+	key    seriesKey
+	schema *schema
+	lo, hi int     // its samples in range in the decoded chunk
+	t      []int64 // their times, ns (its own, or part of rowsNS)
+	own    []int64 // t's buffer when they are its own
+}
+
+// DeviceGroupBlocks reads the device samples of one GPU of a run (series
+// 0: columns DeviceUsed and DeviceReserved) and the samples of its
+// processes pids (series 1 to len(pids): column ProcUsed) in [from, to).
+func (db *DB) DeviceGroupBlocks(r Run, gpu int, pids []int, from, to int64) *GroupBlocks {
+	if w := r.window; w != nil {
+		from, to = max(from, w.from), min(to, w.to)
+	}
+	g := &GroupBlocks{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to)}
+	g.add(seriesKey{kind: kindDevice, gpu: gpu}, &deviceSchema.schema)
+	for _, pid := range pids {
+		g.add(seriesKey{kind: kindProc, gpu: gpu, pid: pid}, &procSchema.schema)
+	}
+	g.err = db.bolt.View(func(tx *bolt.Tx) error {
+		table, err := seriesTable(tx, r.ID)
+		for i, s := range g.series {
+			for _, t := range table {
+				if t.Kind != s.key.kind || t.GPU != s.key.gpu || t.PID != s.key.pid {
+					continue
+				}
+				if g.any && t.Group != g.group {
+					return fmt.Errorf("run %d: %w: series %d is in group %d, not %d with the GPU's others", r.ID, ErrCorrupt, t.ID, t.Group, g.group)
+				}
+				g.ids[i], g.group, g.any = t.ID, t.Group, true
+			}
+		}
+		return err
+	})
+	g.done = g.err != nil || !g.any
+	return g
+}
+
+func (g *GroupBlocks) add(k seriesKey, sc *schema) {
+	g.series = append(g.series, groupSeries{key: k, schema: sc})
+	g.ids = append(g.ids, noSeries)
+	g.ds = append(g.ds, decodedPool.Get().(*chunk.Decoded))
+	g.found = append(g.found, false)
+}
+
+// noSeries stands for a series the run does not have: no chunk holds it.
+const noSeries = ^uint32(0)
+
+// Next moves to the next chunk with samples of one of the series in
+// range; false at the end or on an error.
+func (g *GroupBlocks) Next() bool {
+	for !g.done {
+		g.load()
+		for i := range g.series {
+			if g.series[i].hi > g.series[i].lo {
+				return true
+			}
+		}
+	}
+	g.release()
+	return false
+}
+
+// T is series i's times in the chunk, Unix ns, ascending.
+func (g *GroupBlocks) T(i int) []int64 { return g.series[i].t }
+
+// Ints is column c of series i in the chunk.
+func (g *GroupBlocks) Ints(i, c int) []int64 {
+	s := &g.series[i]
+	return g.ds[i].Ints[c][s.lo:s.hi]
+}
+
+// Err returns the error that stopped the walk, if any.
+func (g *GroupBlocks) Err() error { return g.err }
+
+// load decodes the next chunk of the group and sets each series' samples
+// in range; at the group's end, or past the range, it sets done.
+func (g *GroupBlocks) load() {
+	for i := range g.series {
+		s := &g.series[i]
+		s.lo, s.hi, s.t = 0, 0, nil
+	}
+	err := g.db.bolt.View(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketData).Bucket(idKey(g.run))
+		if data == nil {
+			g.done = true
+			return nil
+		}
+		chunks := data.Bucket(keyChunks)
+		if chunks == nil {
+			return fmt.Errorf("run %d: %w: no chunks bucket", g.run, ErrCorrupt)
+		}
+		c := chunks.Cursor()
+		var k, v []byte
+		if !g.started {
+			g.started = true
+			k, v = firstChunk(c, g.group, g.from)
+		} else {
+			c.Seek(g.lastKey)
+			k, v = c.Next()
+		}
+		group, t0, _, ok := parseChunkKey(k)
+		if k == nil || !ok || group != g.group || t0 >= g.to {
+			g.done = true
+			return nil
+		}
+		g.lastKey = append(g.lastKey[:0], k...)
+		body, err := chunk.Body(v)
+		if err == nil {
+			err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows)
+		}
+		for i := range g.series {
+			if err == nil && g.found[i] {
+				err = g.series[i].schema.checkCols(g.ds[i])
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("run %d chunk %x: %w", g.run, k, err)
+		}
+		if n := len(g.rows); n > 0 && g.rows[n-1] >= g.to {
+			g.done = true // no later chunk starts before the range's end
+		}
+		// A series present in every row has the chunk's row times: those
+		// are made ns once for all such series.
+		g.rowsNS = g.rowsNS[:0]
+		for i := range g.series {
+			s, ts := &g.series[i], g.ds[i].T
+			s.lo = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.from })
+			s.hi = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.to })
+			if len(ts) < len(g.rows) {
+				s.own = nanos(s.own[:0], ts[s.lo:s.hi])
+				s.t = s.own
+				continue
+			}
+			if len(g.rowsNS) == 0 {
+				g.rowsNS = nanos(g.rowsNS, g.rows)
+			}
+			s.t = g.rowsNS[s.lo:s.hi]
+		}
+		return nil
+	})
+	if err != nil {
+		g.err, g.done = err, true
+	}
+}
+
+// nanos appends times ts (µs, as stored) to dst in ns.
+func nanos(dst, ts []int64) []int64 {
+	for _, t := range ts {
+		dst = append(dst, t*1000)
+	}
+	return dst
+}
+
+// release returns the decode buffers to the pool once the walk is over.
+func (g *GroupBlocks) release() {
+	for i, d := range g.ds {
+		if d != nil {
+			decodedPool.Put(d)
+			g.ds[i] = nil
+		}
+	}
+}
