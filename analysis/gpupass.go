@@ -193,23 +193,34 @@ func (a *gpuAnalysis) rank() int {
 
 // queryTimes collects the times at which values are wanted.
 func (a *gpuAnalysis) queryTimes() {
-	var q []int64
+	var few []int64
 	for _, e := range a.mi.epochs {
-		q = append(q, e.start, e.end)
+		few = append(few, e.start, e.end)
 	}
 	for _, sl := range a.slices {
-		q = append(q, sl.start, sl.end)
+		few = append(few, sl.start, sl.end)
 	}
 	for _, e := range a.inferred {
-		q = append(q, e.start, e.end)
+		few = append(few, e.start, e.end)
 	}
 	for _, m := range a.ooms {
-		q = append(q, m.T)
+		few = append(few, m.T)
 	}
+	slices.Sort(few)
+	// The steps, hundreds of thousands in a day, come in time order: they
+	// are merged with the few other times rather than sorted with them.
+	q := make([]int64, 0, len(few)+len(a.steps))
+	i := 0
 	for _, s := range a.steps {
+		for ; i < len(few) && few[i] < s.TNS; i++ {
+			q = append(q, few[i])
+		}
 		q = append(q, s.TNS)
 	}
-	slices.Sort(q)
+	q = append(q, few[i:]...)
+	if !slices.IsSorted(q) { // (steps out of order)
+		slices.Sort(q)
+	}
 	a.q = slices.Compact(q)
 }
 
@@ -509,7 +520,9 @@ func (a *gpuAnalysis) allocatorPass() error {
 	var bt, ba, br, bp []int64
 	var bs []torchAtTime
 	flush := func() {
-		a.oomAlloc.addAll(bt, bs)
+		if len(bs) > 0 {
+			a.oomAlloc.addAll(bt, bs)
+		}
 		a.alloc.at.addAll(bt, ba)
 		a.alloc.addAll(bt, ba)
 		a.resFloors.addAll(bt, br)
@@ -530,7 +543,10 @@ func (a *gpuAnalysis) allocatorPass() error {
 			gr.InconsistentSamples++
 		}
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
-		bt, ba, br, bp, bs = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, s.PeakAllocated), append(bs, sum.cur)
+		bt, ba, br, bp = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, s.PeakAllocated)
+		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
+			bs = append(bs, sum.cur)
+		}
 		if len(bt) == 4096 {
 			flush()
 		}
