@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time end
-// as they do fed one sample at a time, for random samples cut into random
+// TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time (and
+// spans a block with its extremes) end as they do fed one sample at a time, for random samples cut into random
 // blocks, and for spans with gaps, overlaps and none at all.
 func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -44,7 +44,7 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		var s1, s2 Series
 		m1, m2 := newM4(10, end, 1+rng.IntN(40), &s1), newM4(10, end, 1+rng.IntN(40), &s2)
 		m2.width = m1.width
-		sp1, sp2 := newSpans(lo, hi), newSpans(lo, hi)
+		sp1, sp2, sp3 := newSpans(lo, hi), newSpans(lo, hi), newSpans(lo, hi)
 		a1, a2 := newAtTimes(q), newAtTimes(q)
 		a1.life, a2.life = 7, 7
 		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
@@ -58,6 +58,7 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 			j := min(n, i+1+rng.IntN(60))
 			m2.addAll(ts[i:j], vs[i:j])
 			sp2.addAll(ts[i:j], vs[i:j])
+			sp3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
 			a2.addAll(ts[i:j], vs[i:j])
 			n2.addAll(ts[i:j], vs[i:j])
 			i = j
@@ -73,6 +74,9 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		}
 		if !slices.Equal(sp1.min, sp2.min) || !slices.Equal(sp1.max, sp2.max) {
 			t.Fatalf("round %d: spans %v %v, one by one %v %v (lo %v hi %v)", round, sp2.min, sp2.max, sp1.min, sp1.max, lo, hi)
+		}
+		if !slices.Equal(sp1.min, sp3.min) || !slices.Equal(sp1.max, sp3.max) {
+			t.Fatalf("round %d: spans by blocks %v %v, one by one %v %v (lo %v hi %v)", round, sp3.min, sp3.max, sp1.min, sp1.max, lo, hi)
 		}
 		if !slices.Equal(a1.vals, a2.vals) || !slices.Equal(a1.ts, a2.ts) || !slices.Equal(a1.ok, a2.ok) {
 			t.Fatalf("round %d: at times %v %v, one by one %v %v", round, a2.vals, a2.ok, a1.vals, a1.ok)

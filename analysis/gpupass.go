@@ -304,12 +304,20 @@ func (a *gpuAnalysis) newView() view {
 		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi), inferred: newSpans(inferLo, inferHi)}
 }
 
-// addAll places samples in every tracker but the query times.
-func (v view) addAll(ts, xs []int64) {
+// addAll places samples in every tracker but the query times, and returns
+// their lowest and highest value (xs must not be empty).
+func (v view) addAll(ts, xs []int64) (lo, hi int64) {
 	v.floors.addAll(ts, xs)
-	v.epochs.addAll(ts, xs)
-	v.slices.addAll(ts, xs)
-	v.inferred.addAll(ts, xs)
+	// Epochs, slices and inferred epochs are long: a block of samples is
+	// mostly inside one of each, which then takes the block's extremes.
+	lo, hi = xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	v.epochs.addBlock(ts, xs, lo, hi)
+	v.slices.addBlock(ts, xs, lo, hi)
+	v.inferred.addBlock(ts, xs, lo, hi)
+	return lo, hi
 }
 
 // devicePass reads the device samples: the used and driver-reserved
@@ -359,13 +367,11 @@ func (a *gpuAnalysis) devicePass() error {
 				gr.DriverReservedBytes = i64(r)
 			}
 		}
-		for i, u := range used {
-			if first || u > peak.Used {
-				peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: u, Reserved: res[i]}, false
-			}
-		}
 		a.used.at.addAll(ts, used)
-		a.used.addAll(ts, used)
+		if _, hi := a.used.addAll(ts, used); first || hi > peak.Used {
+			i := slices.Index(used, hi) // the first sample of the highest
+			peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: hi, Reserved: res[i]}, false
+		}
 		a.oomUsed.addAll(ts, used)
 		if l := a.opts.Lines; l != nil {
 			l.AddDeviceColumns(a.g.Index, ts, used, res)
@@ -520,6 +526,9 @@ func (a *gpuAnalysis) allocatorPass() error {
 	var bt, ba, br, bp []int64
 	var bs []torchAtTime
 	flush := func() {
+		if len(bt) == 0 {
+			return
+		}
 		if len(bs) > 0 {
 			a.oomAlloc.addAll(bt, bs)
 		}

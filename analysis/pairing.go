@@ -250,6 +250,22 @@ func (s *spans) addAll(ts, vs []int64) {
 	}
 }
 
+// addBlock is addAll for samples whose lowest and highest values are lo
+// and hi: where they all lie in the span of the sample before (a block of
+// samples inside an epoch or a time slice, most of them), that span takes
+// lo and hi without a look at each sample.
+func (s *spans) addBlock(ts, vs []int64, lo, hi int64) {
+	if len(ts) == 0 || len(s.lo) == 0 {
+		return
+	}
+	c, last := s.at, ts[len(ts)-1]
+	if s.apart && c >= 0 && s.lo[c] <= ts[0] && last < s.hi[c] && (c+1 == len(s.lo) || last < s.lo[c+1]) {
+		s.min[c], s.max[c] = min(s.min[c], lo), max(s.max[c], hi)
+		return
+	}
+	s.addAll(ts, vs)
+}
+
 // upTo is the index of the first of ts[i:] at or after end (ts ascending).
 // Most runs are short (a step's samples, a few dozen), so it looks at the
 // next linearRun times one by one before it searches the rest.
