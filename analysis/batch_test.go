@@ -44,7 +44,8 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		var s1, s2 Series
 		m1, m2 := newM4(10, end, 1+rng.IntN(40), &s1), newM4(10, end, 1+rng.IntN(40), &s2)
 		m2.width = m1.width
-		sp1, sp2, sp3 := newSpans(lo, hi), newSpans(lo, hi), newSpans(lo, hi)
+		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth)
+		lows, highs := newSpans(lo, hi, keepMin), newSpans(lo, hi, keepMax)
 		a1, a2 := newAtTimes(q), newAtTimes(q)
 		a1.life, a2.life = 7, 7
 		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
@@ -59,6 +60,8 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 			m2.addAll(ts[i:j], vs[i:j])
 			sp2.addAll(ts[i:j], vs[i:j])
 			sp3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
+			lows.addAll(ts[i:j], vs[i:j])
+			highs.addAll(ts[i:j], vs[i:j])
 			a2.addAll(ts[i:j], vs[i:j])
 			n2.addAll(ts[i:j], vs[i:j])
 			i = j
@@ -77,6 +80,14 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		}
 		if !slices.Equal(sp1.min, sp3.min) || !slices.Equal(sp1.max, sp3.max) {
 			t.Fatalf("round %d: spans by blocks %v %v, one by one %v %v (lo %v hi %v)", round, sp3.min, sp3.max, sp1.min, sp1.max, lo, hi)
+		}
+		if !slices.Equal(sp1.min, lows.min) || !slices.Equal(sp1.max, highs.max) || lows.max != nil || highs.min != nil {
+			t.Fatalf("round %d: spans keeping one extreme %v %v, both %v %v", round, lows.min, highs.max, sp1.min, sp1.max)
+		}
+		for k := range lo {
+			if lows.has(k) != sp1.has(k) || highs.has(k) != sp1.has(k) {
+				t.Fatalf("round %d: span %d has samples: %v keeping the lowest, %v the highest, %v both", round, k, lows.has(k), highs.has(k), sp1.has(k))
+			}
 		}
 		if !slices.Equal(a1.vals, a2.vals) || !slices.Equal(a1.ts, a2.ts) || !slices.Equal(a1.ok, a2.ok) {
 			t.Fatalf("round %d: at times %v %v, one by one %v %v", round, a2.vals, a2.ok, a1.vals, a1.ok)

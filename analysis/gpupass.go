@@ -154,8 +154,8 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
 	a.used, a.alloc = a.newView(), a.newView()
 	a.alloc.at.life = allocatorLife
-	a.resFloors = newSpans(a.flo, a.fhi)
-	a.stepPeaks = newSpans(a.plo, a.phi)
+	a.resFloors = newSpans(a.flo, a.fhi, keepMin)
+	a.stepPeaks = newSpans(a.plo, a.phi, keepMax)
 	return a
 }
 
@@ -300,8 +300,8 @@ func (a *gpuAnalysis) newView() view {
 	for i, e := range a.inferred {
 		inferLo[i], inferHi[i] = e.start, e.end+1
 	}
-	return view{at: newAtTimes(a.q), floors: newSpans(a.flo, a.fhi),
-		epochs: newSpans(epochLo, epochHi), slices: newSpans(sliceLo, sliceHi), inferred: newSpans(inferLo, inferHi)}
+	return view{at: newAtTimes(a.q), floors: newSpans(a.flo, a.fhi, keepMin),
+		epochs: newSpans(epochLo, epochHi, keepBoth), slices: newSpans(sliceLo, sliceHi, keepBoth), inferred: newSpans(inferLo, inferHi, keepBoth)}
 }
 
 // addAll places samples in every tracker but the query times, and returns
@@ -994,7 +994,7 @@ type procTrack struct {
 }
 
 func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
-	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi)}
+	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin)}
 	if pid == storage.OtherPID {
 		t.ser.Name = "other processes" // past storage.MaxPIDsPerGPU
 	}
