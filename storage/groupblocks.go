@@ -30,7 +30,7 @@ type GroupBlocks struct {
 	from, to int64 // µs, to exclusive
 	series   []groupSeries
 	group    uint32
-	any      bool // the run has one of the series
+	known    bool // the run has one of the series
 	ids      []uint32
 	ds       []*chunk.Decoded
 	found    []bool
@@ -69,15 +69,15 @@ func (db *DB) DeviceGroupBlocks(r Run, gpu int, pids []int, from, to int64) *Gro
 				if t.Kind != s.key.kind || t.GPU != s.key.gpu || t.PID != s.key.pid {
 					continue
 				}
-				if g.any && t.Group != g.group {
+				if g.known && t.Group != g.group {
 					return fmt.Errorf("run %d: %w: series %d is in group %d, not %d with the GPU's others", r.ID, ErrCorrupt, t.ID, t.Group, g.group)
 				}
-				g.ids[i], g.group, g.any = t.ID, t.Group, true
+				g.ids[i], g.group, g.known = t.ID, t.Group, true
 			}
 		}
 		return err
 	})
-	g.done = g.err != nil || !g.any
+	g.done = g.err != nil || !g.known
 	return g
 }
 
