@@ -68,3 +68,31 @@ func TestAllocatorSumsRetireAGoneProcess(t *testing.T) {
 func torchAt(t int64, pid int, allocated, reserved int64) storage.TorchSample {
 	return storage.TorchSample{T: t, PID: pid, Allocated: allocated, Reserved: reserved}
 }
+
+// Two ranks of a data-parallel job share one GPU: the GPU's step peak, the
+// basis of compare --by's and fit's projections, is the sum of the two
+// processes' step peaks, not the larger of them, and so is each step's.
+func TestStepPeakSumsTheProcesses(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"r","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(140*GiB))
+	for step := range 20 { // a step every 100 ms; each rank reports its peak at the step's end
+		end := t0 + int64(step+1)*1e8
+		for r, pid := range []int{7, 8} {
+			peak := int64(30*GiB) + int64(r)*int64(4*GiB)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
+				end+int64(r), pid, r, int64(2*GiB), int64(36*GiB), peak)
+		}
+		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":0}`, end+5, step)
+	}
+	rep := analyzeJSONL(t, g.b.String())["r"]
+	gr := rep.GPUs[0]
+	if want := int64(64 * GiB); gr.PeakStepBytes == nil || *gr.PeakStepBytes != want {
+		t.Errorf("step peak %v, want the two ranks' %d", deref64(gr.PeakStepBytes), want)
+	}
+	for _, p := range gr.StepPeaks[1:] {
+		if p.Bytes != int64(64*GiB) {
+			t.Errorf("step %v: peak %d, want 64 GiB", p.X, p.Bytes)
+		}
+	}
+}

@@ -78,8 +78,11 @@ type view struct {
 }
 
 // torchAtTime is the allocator view (summed over the GPU's processes) at a time.
+// peak is the sum of each process's latest step peak: what the GPU held at
+// the step's peak when its processes' steps peak together, as the ranks of
+// a data-parallel job sharing it do.
 type torchAtTime struct {
-	allocated, reserved, inactive, retries int64
+	allocated, reserved, inactive, retries, peak int64
 }
 
 // analyzeGPU analyses one GPU of a run.
@@ -411,6 +414,7 @@ func (s *allocSum) retire(t int64) {
 			s.cur.allocated -= l.Allocated
 			s.cur.reserved -= l.Reserved
 			s.cur.inactive -= l.InactiveSplit
+			s.cur.peak -= l.PeakAllocated
 			*l = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
 		}
 	}
@@ -468,6 +472,7 @@ func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
 	c.reserved += x.Reserved - prev.Reserved
 	c.inactive += x.InactiveSplit - prev.InactiveSplit
 	c.retries += x.AllocRetries - prev.AllocRetries
+	c.peak += x.PeakAllocated - prev.PeakAllocated
 	return prev
 }
 
@@ -494,8 +499,8 @@ func (s *allocSum) add(x storage.TorchSample) {
 	if c.reserved > s.peakR.Reserved || s.peakR.T == 0 {
 		s.peakR = storage.TorchSample{T: x.T, Reserved: c.reserved}
 	}
-	if x.PeakAllocated > s.peakS.PeakAllocated {
-		s.peakS = x
+	if c.peak > s.peakS.PeakAllocated {
+		s.peakS = storage.TorchSample{T: x.T, PeakAllocated: c.peak}
 	}
 	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
 		s.budgetPeak, s.budgetSum = x, s.cur
@@ -552,7 +557,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 			gr.InconsistentSamples++
 		}
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
-		bt, ba, br, bp = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, s.PeakAllocated)
+		bt, ba, br, bp = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, sum.cur.peak)
 		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
 			bs = append(bs, sum.cur)
 		}

@@ -2,6 +2,9 @@
 fp32 with SGD, vit_b_16, gpt2 or lm_long with bf16 autocast and AdamW).
 --steps N steps at --batch B. Exit 0 if all steps ran, 3 on CUDA OOM.
 Logs own readings (max_memory_allocated per step, allocated, reserved) as JSON lines to --log.
+Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel, --batch per rank,
+rank r on GPU LOCAL_RANK modulo the GPUs it sees (several ranks may share one), over
+DDP_BACKEND (gloo by default: NCCL refuses two ranks on one GPU).
 """
 import argparse, json, os, sys, time
 import torch, torch.nn as nn
@@ -24,11 +27,19 @@ def note(**kv):
     if log:
         log.write(json.dumps({"t_ns": time.time_ns(), "model": a.model, "batch": a.batch, **kv}) + "\n"); log.flush()
 dev = torch.device("cuda")
+world = int(os.environ.get("WORLD_SIZE", "1"))
+if world > 1:
+    import torch.distributed as dist
+    dist.init_process_group(os.environ.get("DDP_BACKEND", "gloo"))
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
 torch.backends.cudnn.benchmark = False
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fitmodels
 net, make_opt, amp, make_batch, loss_of = fitmodels.build(a.model)
 net = net.to(dev)
+if world > 1:
+    net = nn.parallel.DistributedDataParallel(net, device_ids=[dev.index])
 opt = make_opt(net.parameters())
 batch = make_batch(a.batch, dev)
 def fwd():
