@@ -90,6 +90,9 @@ func TestStepPeakSumsTheProcesses(t *testing.T) {
 	if want := int64(64 * GiB); gr.PeakStepBytes == nil || *gr.PeakStepBytes != want {
 		t.Errorf("step peak %v, want the two ranks' %d", deref64(gr.PeakStepBytes), want)
 	}
+	if gr.SharedBy != 2 {
+		t.Errorf("shared by %d processes, want 2", gr.SharedBy)
+	}
 	for _, p := range gr.StepPeaks[1:] {
 		if p.Bytes != int64(64*GiB) {
 			t.Errorf("step %v: peak %d, want 64 GiB", p.X, p.Bytes)

@@ -87,14 +87,19 @@ type GPUReport struct {
 	PeakUsedBytes *int64 `json:"peak_used_bytes"`
 	// DriverReservedBytes is the most the driver reserved for itself
 	// (NVML's Memory_v2), which no process can use; nil if not reported.
-	DriverReservedBytes *int64       `json:"driver_reserved_bytes,omitempty"`
-	PeakAllocatedBytes  *int64       `json:"peak_allocated_bytes"`
-	PeakReservedBytes   *int64       `json:"peak_reserved_bytes"`
-	PeakStepBytes       *int64       `json:"peak_step_allocated_bytes"` // the probe's true per-step peak
-	Peaks               []Peak       `json:"peaks"`
-	Epochs              []EpochDelta `json:"epochs"`
-	Intervals           []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
-	Leak                Leak         `json:"leak"`
+	DriverReservedBytes *int64 `json:"driver_reserved_bytes,omitempty"`
+	PeakAllocatedBytes  *int64 `json:"peak_allocated_bytes"`
+	PeakReservedBytes   *int64 `json:"peak_reserved_bytes"`
+	PeakStepBytes       *int64 `json:"peak_step_allocated_bytes"` // the probe's true per-step peak (summed over the GPU's processes)
+	// SharedBy is how many processes' allocators the GPU holds, where more
+	// than one does (0 otherwise): each keeps a cache the others cannot
+	// use, so near the limit whether they fit depends on when each one's
+	// peak comes.
+	SharedBy  int          `json:"shared_by,omitempty"`
+	Peaks     []Peak       `json:"peaks"`
+	Epochs    []EpochDelta `json:"epochs"`
+	Intervals []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
+	Leak      Leak         `json:"leak"`
 	// JobSpan is where the job holds memory, when the leak is judged on
 	// device memory over time: start-up and teardown are left out.
 	JobSpan *JobSpan `json:"job_span,omitempty"`

@@ -132,6 +132,9 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 		}
 	}
 	a.hasTorch = len(a.torchPIDs) > 0
+	if len(a.torchPIDs) > 1 {
+		a.gr.SharedBy = len(a.torchPIDs)
+	}
 	rank := a.rank()
 	a.steps = mi.stepsFor(rank)
 	a.gr.Steps = a.steps // shared: neither changes them

@@ -928,6 +928,26 @@ func (f *fitter) finish() {
 		r.SmallestFailed = ptr(f.hi)
 	}
 	r.Recommended = f.recommend()
+	if n, gpu, ok := f.shared(); ok {
+		shared := fmt.Sprintf("%d processes share GPU %d: each one's allocator keeps a cache the others cannot use, so a value near the limit may run once and fail the next time; leave the headroom", n, gpu)
+		r.Note = strings.TrimPrefix(r.Note+"; "+shared, "; ")
+	}
+}
+
+// shared finds a GPU that several processes' allocators shared in a
+// trial (the most of them): the ranks of a job that put two on one GPU.
+func (f *fitter) shared() (n, gpu int, ok bool) {
+	for _, r := range f.trials {
+		if r == nil {
+			continue
+		}
+		for _, g := range r.GPUs {
+			if g.SharedBy > n {
+				n, gpu, ok = g.SharedBy, g.GPU, true
+			}
+		}
+	}
+	return n, gpu, ok
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -376,6 +376,10 @@ func TestFitLauncherFullestRank(t *testing.T) {
 			t.Errorf("trial %+v: want the launcher's exit 1 with an OOM mark", tr)
 		}
 	}
+	// Both ranks report GPU 0: fit says their allocators share it.
+	if !strings.Contains(r.Note, "2 processes share GPU 0") {
+		t.Errorf("note %q: want the GPU the two ranks share named", r.Note)
+	}
 	ps := pids(t, dir)
 	if len(ps) < 3*len(r.Trials) {
 		t.Fatalf("%d processes for %d trials: want a launcher and two ranks each", len(ps), len(r.Trials))
