@@ -355,9 +355,11 @@ func (f *fitter) tried(v float64) bool {
 // at (guess), and if that runs, the value one precision above it; then,
 // while the limit is not bracketed by a value that ran and one that failed
 // close enough, a step of the interval's width beyond the last value (up
-// from the largest that ran, or down from the smallest that failed while
-// the largest that ran is more than two steps below it), doubling each
-// time; then bisection, until the bracket is the precision wide.
+// from the largest that ran, but not past where its measured step peak
+// fills the GPU, filled; or down from the smallest that failed while the
+// largest that ran is more than two steps below it), doubling each time;
+// then bisection, or filled where it is below the bracket's middle, until
+// the bracket is the precision wide.
 func (f *fitter) next(step *float64) (float64, bool) {
 	u := f.unit()
 	haveLo, haveHi := !math.IsNaN(f.lo), !math.IsNaN(f.hi)
@@ -409,6 +411,7 @@ func (f *fitter) next(step *float64) (float64, bool) {
 		fmt.Fprintln(f.log, words)
 		return v, true
 	}
+	filled, full := f.filled()
 	var v float64
 	switch {
 	case haveHi && (!haveLo || f.hi-f.lo > 2**step):
@@ -416,7 +419,12 @@ func (f *fitter) next(step *float64) (float64, bool) {
 		*step *= 2
 	case haveLo && !haveHi:
 		v = f.clamp(f.lo + *step)
+		if full {
+			v = min(v, filled)
+		}
 		*step *= 2
+	case full && filled < (f.lo+f.hi)/2:
+		v = filled // closer than halving the bracket
 	default:
 		v = f.clamp((f.lo + f.hi) / 2)
 	}
@@ -427,6 +435,28 @@ func (f *fitter) next(step *float64) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// filled is the value where the step peak measured at the largest value
+// that ran, grown by the need curve's marginal cost of a unit, reaches the
+// GPU's memory (less what the driver reserves and PyTorch does not see):
+// the limit is not above it, since the allocator holds at least what it
+// allocates. For a job whose allocator packs tightly at its limit it is
+// within a few units of the limit, where the bracket's step may be
+// hundreds. False without a measured peak, a curve, or memory left.
+func (f *fitter) filled() (float64, bool) {
+	if math.IsNaN(f.lo) || f.loPeak <= 0 {
+		return 0, false
+	}
+	by := f.byTag()
+	if by == nil || by.Need == nil || by.Need.MarginalBytesPerUnit <= 0 {
+		return 0, false
+	}
+	left := by.Available(0) - float64(f.loPeak)
+	if left <= 0 {
+		return 0, false
+	}
+	return f.clamp(f.lo + left/by.Need.MarginalBytesPerUnit), true
 }
 
 // guess is the value where the need curve of the runs and trials so far,

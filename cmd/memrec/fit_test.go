@@ -297,6 +297,29 @@ func TestFitGuessesFromTheOOM(t *testing.T) {
 	t.Logf("%d trials with the OOM's figures, %d without", r.TrialsUsed, plain.TrialsUsed)
 }
 
+// TestFitStopsWhereTheGPUIsFull: a job that packs tightly runs until its
+// step peak fills the GPU (the fake's 1 GiB + v GiB, on the simulated H200
+// with a little over 139 GiB to give: 138 runs, 139 does not). Once a
+// value near the limit has run, its measured step peak and the cost of a
+// unit put the next trial where the GPU is full, instead of a step of the
+// prediction's width beyond it and a bisection back: 4 and 16 to predict,
+// the two ends of the prediction (123 and 138), then 139.
+func TestFitStopsWhereTheGPUIsFull(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1"}, fakeCommand(t, "--value", "{}", "--limit", "138")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != 138 || f64v(r.SmallestFailed) != 139 {
+		t.Fatalf("limit %v..%v, want 138..139:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
+	if r.TrialsUsed > 5 {
+		t.Errorf("%d trials, want 5:\n%s", r.TrialsUsed, errs)
+	}
+}
+
 // A process started on its own sends no rank (its lines carry only its
 // pid), and an older probe's step marks did not carry the pid either:
 // either way its steps are the process's, and each trial that ran is
