@@ -126,14 +126,10 @@ func (g *GroupBlocks) load() {
 		s.lo, s.hi, s.t = 0, 0, nil
 	}
 	err := g.db.bolt.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketData).Bucket(idKey(g.run))
-		if data == nil {
+		data, chunks, err := runChunks(tx, g.run)
+		if err != nil || data == nil {
 			g.done = true
-			return nil
-		}
-		chunks := data.Bucket(keyChunks)
-		if chunks == nil {
-			return fmt.Errorf("run %d: %w: no chunks bucket", g.run, ErrCorrupt)
+			return err
 		}
 		c := chunks.Cursor()
 		var k, v []byte

@@ -151,14 +151,10 @@ func (it *Iter[T]) load() {
 		it.i = lo - 1
 	}()
 	err := it.db.bolt.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketData).Bucket(idKey(it.run))
-		if data == nil {
+		data, chunks, err := runChunks(tx, it.run)
+		if err != nil || data == nil {
 			it.done = true
-			return nil
-		}
-		chunks := data.Bucket(keyChunks)
-		if chunks == nil {
-			return fmt.Errorf("run %d: %w: no chunks bucket", it.run, ErrCorrupt)
+			return err
 		}
 		var sums *bolt.Bucket
 		if it.overview {
@@ -209,6 +205,19 @@ func (it *Iter[T]) load() {
 		it.err, it.done = err, true
 		it.d.T = it.d.T[:0]
 	}
+}
+
+// runChunks returns a run's data bucket and its chunks bucket; nil ones
+// when the run has no data.
+func runChunks(tx *bolt.Tx, run uint64) (data, chunks *bolt.Bucket, err error) {
+	data = tx.Bucket(bucketData).Bucket(idKey(run))
+	if data == nil {
+		return nil, nil, nil
+	}
+	if chunks = data.Bucket(keyChunks); chunks == nil {
+		return nil, nil, fmt.Errorf("run %d: %w: no chunks bucket", run, ErrCorrupt)
+	}
+	return data, chunks, nil
 }
 
 // firstChunk moves c to the first chunk of group that may hold samples at

@@ -339,6 +339,14 @@ func fill(out []int64, v int64) {
 	}
 }
 
+// rowTimes appends the row times of the chunk whose header is h to dst.
+func (r *reader) rowTimes(h Header, dst []int64) []int64 {
+	if h.NRows == 0 {
+		return dst
+	}
+	return r.timeCol(dst, h.T0, h.NRows)
+}
+
 // timeCol decodes a chunk's row times: t0, then an intcol of the n−1
 // deltas between them, appended to dst. It is intCol followed by running
 // sums, with the two common forms done in one pass: rows at a fixed
@@ -760,10 +768,7 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 	if r.err != nil {
 		return false, r.err
 	}
-	rowT := d.T[:0]
-	if h.NRows > 0 {
-		rowT = r.timeCol(rowT, h.T0, h.NRows)
-	}
+	rowT := r.rowTimes(h, d.T[:0])
 	nseries := r.count(uint64(len(r.b)))
 	for s := 0; s < nseries && r.err == nil; s++ {
 		size := r.uvarint()
@@ -796,10 +801,7 @@ func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *
 	if r.err != nil {
 		return r.err
 	}
-	rowT := (*rows)[:0]
-	if h.NRows > 0 {
-		rowT = r.timeCol(rowT, h.T0, h.NRows)
-	}
+	rowT := r.rowTimes(h, (*rows)[:0])
 	*rows = rowT
 	clear(found)
 	for i := range ds {
