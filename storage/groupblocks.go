@@ -132,14 +132,7 @@ func (g *GroupBlocks) load() {
 			return err
 		}
 		c := chunks.Cursor()
-		var k, v []byte
-		if !g.started {
-			g.started = true
-			k, v = firstChunk(c, g.group, g.from)
-		} else {
-			c.Seek(g.lastKey)
-			k, v = c.Next()
-		}
+		k, v := resumeChunks(c, g.group, g.from, &g.started, g.lastKey)
 		group, t0, _, ok := parseChunkKey(k)
 		if k == nil || !ok || group != g.group || t0 >= g.to {
 			g.done = true

@@ -161,14 +161,7 @@ func (it *Iter[T]) load() {
 			sums = data.Bucket(keySummaries)
 		}
 		c := chunks.Cursor()
-		var k, v []byte
-		if !it.started {
-			it.started = true
-			k, v = firstChunk(c, it.group, it.from)
-		} else {
-			c.Seek(it.lastKey)
-			k, v = c.Next()
-		}
+		k, v := resumeChunks(c, it.group, it.from, &it.started, it.lastKey)
 		for ; k != nil; k, v = c.Next() {
 			group, t0, _, ok := parseChunkKey(k)
 			if !ok || group != it.group || t0 >= it.to {
@@ -218,6 +211,18 @@ func runChunks(tx *bolt.Tx, run uint64) (data, chunks *bolt.Bucket, err error) {
 		return nil, nil, fmt.Errorf("run %d: %w: no chunks bucket", run, ErrCorrupt)
 	}
 	return data, chunks, nil
+}
+
+// resumeChunks moves c to the chunk after lastKey, the last one a walk of
+// group read, or on the walk's first call (started false, then set) to the
+// first that may hold samples at or after from (firstChunk).
+func resumeChunks(c *bolt.Cursor, group uint32, from int64, started *bool, lastKey []byte) (k, v []byte) {
+	if !*started {
+		*started = true
+		return firstChunk(c, group, from)
+	}
+	c.Seek(lastKey)
+	return c.Next()
 }
 
 // firstChunk moves c to the first chunk of group that may hold samples at
