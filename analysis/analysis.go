@@ -438,7 +438,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
 	reports := make([]GPUReport, len(gpus))
 	errs := make([]error, len(gpus))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	// Each GPU's analysis keeps two cores busy (passes): half as many GPUs
+	// as cores at a time, and the memory of only that many.
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	var wg sync.WaitGroup
 	for i, g := range gpus {
 		wg.Add(1)
@@ -447,6 +449,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 			defer wg.Done()
 			defer func() { <-sem }()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			// The GPU's chunks are read: their pages need not count in
+			// this process's memory while the next GPUs are analysed.
+			db.ReleasePages()
 			if err != nil {
 				errs[i] = fmt.Errorf("%s: %w", g.Label(), err)
 				return

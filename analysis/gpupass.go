@@ -1,13 +1,13 @@
 package analysis
 
 import (
-	"time"
-
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memrec/memrec/internal/merge"
 	"github.com/memrec/memrec/storage"
@@ -69,6 +69,9 @@ type gpuAnalysis struct {
 	// where the budget is taken.
 	peakS   storage.TorchSample
 	peakSum torchAtTime
+	// allocPeaks are the allocator pass's peaks, added to the report's
+	// after the device pass's (passes).
+	allocPeaks []Peak
 }
 
 // view is one series' values where the passes need them.
@@ -88,18 +91,15 @@ type torchAtTime struct {
 // analyzeGPU analyses one GPU of a run.
 func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) (*GPUReport, error) {
 	a := newGPUAnalysis(db, run, g, series, mi, opts)
-	if err := a.devicePass(); err != nil {
+	if err := a.passes(); err != nil {
 		return nil, err
 	}
-	if err := a.allocatorPass(); err != nil {
-		return nil, err
-	}
+	a.unseen() // first: the sample times it pairs are dropped after it
 	a.epochDeltas()
 	a.leak()
 	if err := a.inferStepTime(); err != nil {
 		return nil, err
 	}
-	a.unseen()
 	a.oomPostMortems()
 	if err := a.budgetPass(); err != nil {
 		return nil, err
@@ -109,6 +109,28 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.processes()
 	return a.gr, nil
+}
+
+// passes runs the device pass and the allocator pass at once: they read
+// different series into different trackers, so one GPU's analysis keeps
+// two cores busy and GPUs can be analysed fewer at a time (a week of
+// steps holds about 200 bytes a step a GPU while it is analysed). The
+// allocator's peaks follow the device's in the report, as when the passes
+// ran one after the other.
+func (a *gpuAnalysis) passes() error {
+	var devErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		devErr = a.devicePass()
+	}()
+	allocErr := a.allocatorPass()
+	<-done
+	if err := errors.Join(devErr, allocErr); err != nil {
+		return err
+	}
+	a.gr.Peaks = append(a.gr.Peaks, a.allocPeaks...)
+	return nil
 }
 
 // newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
@@ -240,18 +262,18 @@ func (a *gpuAnalysis) floorSpans() {
 	if len(steps) >= 2 {
 		a.per = "step"
 		// Sized once: a day-long run has hundreds of thousands of steps.
-		a.fx, a.flo, a.fhi = make([]float64, 0, len(steps)), make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
-		for i := 0; i < len(steps); i++ {
-			end := a.mi.endNS + 1
-			if i+1 < len(steps) {
-				end = steps[i+1].TNS
+		a.fx = make([]float64, 0, len(steps))
+		if ascending(steps) && steps[len(steps)-1].TNS <= a.mi.endNS {
+			// Each step's span ends where the next begins: one array of
+			// bounds serves both ends (a week of steps is 19 MB).
+			b := make([]int64, len(steps)+1)
+			for i, s := range steps {
+				a.fx, b[i] = append(a.fx, float64(s.Step)), s.TNS
 			}
-			if end <= steps[i].TNS {
-				continue
-			}
-			a.fx = append(a.fx, float64(steps[i].Step))
-			a.flo = append(a.flo, steps[i].TNS)
-			a.fhi = append(a.fhi, end)
+			b[len(steps)] = a.mi.endNS + 1
+			a.flo, a.fhi = b[:len(steps)], b[1:]
+		} else {
+			a.stepSpans()
 		}
 		// The peak spans follow each other, so they share one array of
 		// bounds: step i's is from just after step i−1's mark to just after
@@ -290,6 +312,36 @@ func (a *gpuAnalysis) floorSpans() {
 		a.flo = append(a.flo, t)
 		a.fhi = append(a.fhi, hi)
 	}
+}
+
+// stepSpans cuts the run at the step marks where they are not in time
+// order (or one lies past the run's end): a step whose span would be
+// empty is left out.
+func (a *gpuAnalysis) stepSpans() {
+	steps := a.steps
+	a.flo, a.fhi = make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
+	for i := range steps {
+		end := a.mi.endNS + 1
+		if i+1 < len(steps) {
+			end = steps[i+1].TNS
+		}
+		if end <= steps[i].TNS {
+			continue
+		}
+		a.fx = append(a.fx, float64(steps[i].Step))
+		a.flo = append(a.flo, steps[i].TNS)
+		a.fhi = append(a.fhi, end)
+	}
+}
+
+// ascending says whether each step mark is after the one before it.
+func ascending(steps []StepMark) bool {
+	for i := 1; i < len(steps); i++ {
+		if steps[i].TNS <= steps[i-1].TNS {
+			return false
+		}
+	}
+	return true
 }
 
 // newView makes the empty trackers of one series.
@@ -643,7 +695,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
 	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
 	a.peakS, a.peakSum = sum.budgetPeak, sum.budgetSum
-	gr.Peaks = append(gr.Peaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
+	a.allocPeaks = append(a.allocPeaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
 		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps),
 		makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
 	if sum.firstRetries >= 0 {
@@ -734,8 +786,10 @@ func (a *gpuAnalysis) leak() {
 		if a.hasDevice {
 			growths = append(growths, growth("device_used", a.floorPoints(a.used.floors)))
 		}
-		if high, c := a.cacheFloors(); len(c) > 0 {
-			growths = append(growths, growth("reserved_beyond_peak", c), growth("step_peak_high", high))
+		// One series at a time: a week of steps is 58 MB a series.
+		if c := a.cacheFloors(false); len(c) > 0 {
+			growths = append(growths, growth("reserved_beyond_peak", c))
+			growths = append(growths, growth("step_peak_high", a.cacheFloors(true)))
 		}
 	}
 	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
@@ -750,26 +804,30 @@ func (a *gpuAnalysis) leak() {
 	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
 }
 
-// cacheFloors split reserved memory at each step in two: the largest step
-// peak so far (high), which the allocator must hold, and reserved beyond
-// it (cache), the cache the job never needed at once, which grows only
-// with fragmentation. Both nil without step peaks.
-func (a *gpuAnalysis) cacheFloors() (high, cache []FloorPoint) {
+// cacheFloors splits reserved memory at each step in two: the largest
+// step peak so far (high, when high is true), which the allocator must
+// hold, and reserved beyond it (else), the cache the job never needed at
+// once, which grows only with fragmentation. Nil without step peaks.
+func (a *gpuAnalysis) cacheFloors(high bool) []FloorPoint {
 	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
-		return nil, nil
+		return nil
 	}
 	var most int64 = -1
-	high, cache = make([]FloorPoint, 0, len(a.fx)), make([]FloorPoint, 0, len(a.fx))
+	out := make([]FloorPoint, 0, len(a.fx))
 	for i := range a.fx {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
 		}
-		if most >= 0 && a.resFloors.has(i) {
-			high = append(high, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: most})
-			cache = append(cache, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: a.resFloors.min[i] - most})
+		if most < 0 || !a.resFloors.has(i) {
+			continue
 		}
+		v := most
+		if !high {
+			v = a.resFloors.min[i] - most
+		}
+		out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
 	}
-	return high, cache
+	return out
 }
 
 // floorPoints are the floors of the spans that hold a sample.
@@ -814,6 +872,9 @@ func (a *gpuAnalysis) deviceJob() {
 // allocator's reserved, at each query time where both are known from
 // samples of the same moment (pairTolerance apart at most).
 func (a *gpuAnalysis) unseen() {
+	// Nothing else reads the times of the samples behind the values at the
+	// query times, nor reserved there: a week of steps is 19 MB each.
+	defer func() { a.used.at.ts, a.alloc.at.ts, a.resAt = nil, nil, nil }()
 	if !a.hasDevice || !a.hasTorch {
 		return
 	}

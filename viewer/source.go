@@ -430,29 +430,41 @@ func (s *DBSource) readPair(run storage.Run, k series.Key, from, to int64) (*pai
 
 // readStored reads one stored series into r.
 func readStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64, r *pairRead) error {
+	slots := 2 // used and reserved, or allocated and reserved
+	if kind == storage.SeriesBudget {
+		slots = 4
+	}
+	return eachStored(db, run, gpu, pid, kind, from, to, func(t int64, v [4]int64) {
+		r.t = append(r.t, t)
+		for i := range slots {
+			r.v[i] = append(r.v[i], v[i])
+		}
+	})
+}
+
+// eachStored calls fn with each sample of one stored series in [from, to),
+// its values in the slots fieldSlot names (zero where the kind has fewer).
+func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64, fn func(t int64, v [4]int64)) error {
 	switch kind {
 	case storage.SeriesDevice:
 		it := db.DeviceSamples(run, gpu, from, to)
 		for it.Next() {
 			d := it.At()
-			r.t, r.v[0], r.v[1] = append(r.t, d.T), append(r.v[0], d.Used), append(r.v[1], d.Reserved)
+			fn(d.T, [4]int64{d.Used, d.Reserved})
 		}
 		return it.Err()
 	case storage.SeriesBudget:
 		it := db.BudgetSamples(run, gpu, pid, from, to)
 		for it.Next() {
 			b := it.At()
-			r.t = append(r.t, b.T)
-			for i, v := range series.BudgetParts(b) {
-				r.v[i] = append(r.v[i], v)
-			}
+			fn(b.T, series.BudgetParts(b))
 		}
 		return it.Err()
 	}
 	it := db.TorchSamples(run, gpu, pid, from, to)
 	for it.Next() {
 		t := it.At()
-		r.t, r.v[0], r.v[1] = append(r.t, t.T), append(r.v[0], t.Allocated), append(r.v[1], t.Reserved)
+		fn(t.T, [4]int64{t.Allocated, t.Reserved})
 	}
 	return it.Err()
 }
@@ -499,19 +511,12 @@ func addMarks(db *storage.DB, run storage.Run, x *series.Index) error {
 // levels).
 func LineReader(db *storage.DB, run storage.Run, k series.Key) series.RawReader {
 	return func(from, to int64, add func(t, v int64)) error {
-		var r pairRead
 		pid := k.PID
 		if kindOf(k.Field) == storage.SeriesDevice {
 			pid = 0
 		}
-		if err := readStored(db, run, k.GPU, pid, kindOf(k.Field), from, to, &r); err != nil {
-			return err
-		}
-		vs := r.v[fieldSlot(k.Field)]
-		for i, t := range r.t {
-			add(t, vs[i])
-		}
-		return nil
+		slot := fieldSlot(k.Field)
+		return eachStored(db, run, k.GPU, pid, kindOf(k.Field), from, to, func(t int64, v [4]int64) { add(t, v[slot]) })
 	}
 }
 
