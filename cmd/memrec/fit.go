@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +129,9 @@ type fitTrial struct {
 	ExitCode      int        `json:"exit_code"`
 	StepPeakBytes *int64     `json:"step_peak_bytes"` // of the fullest GPU
 	Seconds       float64    `json:"seconds"`
+	// Repeat is the how-manieth trial of the value this is, from 2 (a
+	// value run again where processes share a GPU); 0 for the first.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 // fitResult is memrec fit's answer.
@@ -289,12 +293,46 @@ func (f *fitter) search(ctx context.Context) error {
 	for {
 		v, ok := f.next(&step)
 		if !ok {
-			return nil
+			if v, ok = f.repeat(); !ok {
+				return nil
+			}
 		}
 		if _, err := f.trial(ctx, v); err != nil {
 			return err
 		}
 	}
+}
+
+// sharedRuns is how many times the largest value that ran must run, each
+// in a fresh process, when several processes share a GPU: their
+// allocators each keep a cache the others cannot use, so near the limit a
+// value runs or fails by when each one's peak comes (on an H200, two DDP
+// ranks on one GPU: 3264 ran in 2 of 5 fresh runs, 3072 in 7 of 11). A
+// value that fails once is not below the limit; three runs in a row make
+// one that fails one time in two unlikely (1 in 8) to be taken.
+const sharedRuns = 3
+
+// repeat is the largest value that ran, to run once more, where processes
+// share a GPU and it has run fewer than sharedRuns times; false otherwise.
+func (f *fitter) repeat() (float64, bool) {
+	if math.IsNaN(f.lo) {
+		return 0, false
+	}
+	if _, _, ok := f.shared(); !ok || f.runsAt(f.lo) >= sharedRuns {
+		return 0, false
+	}
+	return f.lo, true
+}
+
+// runsAt counts the trials at v that ran.
+func (f *fitter) runsAt(v float64) int {
+	n := 0
+	for _, t := range f.res.Trials {
+		if t.Value == v && t.Outcome.ran() {
+			n++
+		}
+	}
+	return n
 }
 
 // ranValues counts the distinct values known to run.
@@ -610,19 +648,43 @@ func (f *fitter) valueOf(r *analysis.Report) (float64, bool) {
 	return v, err == nil && finiteF(v)
 }
 
+// ranAt takes a value that ran into the bracket: the largest that ran
+// below the smallest that failed. A value at or above a failure that runs
+// (where processes share a GPU, the same value can do both) does not
+// move it.
 func (f *fitter) ranAt(v float64, peak *int64) {
+	if !math.IsNaN(f.hi) && v >= f.hi {
+		return
+	}
 	if math.IsNaN(f.lo) || v > f.lo {
 		f.lo = v
 		f.loPeak = 0
-		if peak != nil {
-			f.loPeak = *peak
-		}
+	}
+	if peak != nil && v == f.lo {
+		f.loPeak = max(f.loPeak, *peak)
 	}
 }
 
+// failedAt takes a value that failed into the bracket. Where it is at or
+// below the largest that ran (it ran before and failed now), the bracket's
+// low end falls to the largest value below it that ran.
 func (f *fitter) failedAt(v float64) {
 	if math.IsNaN(f.hi) || v < f.hi {
 		f.hi = v
+	}
+	if math.IsNaN(f.lo) || f.lo < f.hi {
+		return
+	}
+	f.lo, f.loPeak = math.NaN(), 0
+	for _, r := range f.given {
+		if x, ok := f.valueOf(r); ok && !fatal(r) {
+			f.ranAt(x, stepPeak(r))
+		}
+	}
+	for _, t := range f.res.Trials {
+		if t.Outcome.ran() {
+			f.ranAt(t.Value, t.StepPeakBytes)
+		}
 	}
 }
 
@@ -656,6 +718,14 @@ func stepPeak(r *analysis.Report) *int64 {
 // memory, and for Ctrl-C.
 func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	t := fitTrial{N: len(f.res.Trials) + 1, Value: v, Run: fmt.Sprintf("%s-%s", f.res.ID, num(v))}
+	for _, p := range f.res.Trials {
+		if p.Value == v {
+			t.Repeat = max(t.Repeat, p.Repeat, 1) + 1
+		}
+	}
+	if t.Repeat > 1 {
+		t.Run = fmt.Sprintf("%s-%s-r%d", f.res.ID, num(v), t.Repeat)
+	}
 	if _, err := f.db.Run(t.Run); err == nil {
 		return t, fmt.Errorf("run %q: %w (choose another --id)", t.Run, storage.ErrExists)
 	}
@@ -942,6 +1012,9 @@ func (f *fitter) printTrial(t fitTrial) {
 	if t.Ranks > 1 {
 		ranks = fmt.Sprintf(" (%d ranks)", t.Ranks)
 	}
+	if t.Repeat > 1 {
+		ranks += fmt.Sprintf(", run %d of the value", t.Repeat)
+	}
 	fmt.Fprintf(f.log, "trial %d  %s=%-8s step peak %-10s %s%s  %.1f s\n", t.N, f.o.by, num(t.Value), peak, what, ranks, t.Seconds)
 }
 
@@ -959,9 +1032,42 @@ func (f *fitter) finish() {
 	}
 	r.Recommended = f.recommend()
 	if n, gpu, ok := f.shared(); ok {
-		shared := fmt.Sprintf("%d processes share GPU %d: each one's allocator keeps a cache the others cannot use, so a value near the limit may run once and fail the next time; leave the headroom", n, gpu)
-		r.Note = strings.TrimPrefix(r.Note+"; "+shared, "; ")
+		shared := fmt.Sprintf("%d processes share GPU %d: each one's allocator keeps a cache the others cannot use, so a value near the limit may run once and fail the next time", n, gpu)
+		if !math.IsNaN(f.lo) {
+			shared += fmt.Sprintf("; %s ran %d of %d times", num(f.lo), f.runsAt(f.lo), f.triesAt(f.lo))
+		}
+		if flaky := f.ranAndFailed(); len(flaky) > 0 {
+			shared += "; ran, then failed: " + strings.Join(flaky, ", ")
+		}
+		r.Note = strings.TrimPrefix(r.Note+"; "+shared+"; leave the headroom", "; ")
 	}
+}
+
+// triesAt counts the trials at v.
+func (f *fitter) triesAt(v float64) int {
+	n := 0
+	for _, t := range f.res.Trials {
+		if t.Value == v {
+			n++
+		}
+	}
+	return n
+}
+
+// ranAndFailed are the values tried that both ran and failed, ascending.
+func (f *fitter) ranAndFailed() []string {
+	var vs []float64
+	for _, t := range f.res.Trials {
+		if t.Repeat < 2 && f.runsAt(t.Value) > 0 && f.runsAt(t.Value) < f.triesAt(t.Value) {
+			vs = append(vs, t.Value)
+		}
+	}
+	slices.Sort(vs)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = num(v)
+	}
+	return out
 }
 
 // shared finds a GPU that several processes' allocators shared in a

@@ -47,8 +47,15 @@ func fakeJob(args []string) int {
 	world := fs.Int("world", 1, "")
 	markPID := fs.Bool("mark-pid", true, "step marks name the process (an older probe's did not)")
 	stranded := fs.Float64("stranded", -1, "at an OOM, the allocator sample the probe sends: reserved beyond allocated by this share of allocated plus the 2 GiB asked for")
+	flakyAbove := fs.Float64("flaky-above", 1e9, "above this value the job runs the first time it starts at a value and runs out of memory every time after, as processes sharing a GPU may (--pid-dir keeps the values started)")
 	if fs.Parse(args) != nil {
 		return 2
+	}
+	if *value > *flakyAbove && *rank < 0 && *pidDir != "" {
+		// The launcher, or a lone process, decides once a start.
+		if os.Mkdir(filepath.Join(*pidDir, "started-"+strconv.FormatFloat(*value, 'f', -1, 64)), 0o700) != nil {
+			*limit = 0
+		}
 	}
 	if *pidDir != "" {
 		os.WriteFile(filepath.Join(*pidDir, strconv.Itoa(os.Getpid())), nil, 0o600)
@@ -63,7 +70,8 @@ func fakeJob(args []string) int {
 		}
 		var cmds []*exec.Cmd
 		for r := 0; r < *ranks; r++ {
-			c := exec.Command(os.Args[0], append(args, "--ranks=0", "--rank="+strconv.Itoa(r), "--barrier="+dir, "--world="+strconv.Itoa(*ranks))...)
+			c := exec.Command(os.Args[0], append(args, "--ranks=0", "--rank="+strconv.Itoa(r), "--barrier="+dir, "--world="+strconv.Itoa(*ranks),
+				"--limit="+strconv.FormatFloat(*limit, 'f', -1, 64))...)
 			c.Stdout, c.Stderr = os.Stdout, os.Stderr
 			if c.Start() != nil {
 				return 1
@@ -186,22 +194,24 @@ func checkTrials(t *testing.T, db string, r fitResult) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	seen := map[float64]bool{}
-	lo, hi := math.Inf(-1), math.Inf(1)
+	tries := map[float64]int{}
+	hi := math.Inf(1)
 	for _, tr := range r.Trials {
-		if seen[tr.Value] {
-			t.Errorf("value %v tried twice", tr.Value)
+		if tries[tr.Value]++; tries[tr.Value] > 1 && tr.Repeat != tries[tr.Value] {
+			t.Errorf("value %v tried again, not as its run %d (repeat %d)", tr.Value, tries[tr.Value], tr.Repeat)
 		}
-		seen[tr.Value] = true
 		run, err := d.Run(tr.Run)
 		if err != nil || run.Tags["batch_size"] != num(tr.Value) || run.Tags["fit"] != r.ID {
 			t.Errorf("trial %d: run %q %v tags %v", tr.N, tr.Run, err, run.Tags)
 		}
-		switch {
-		case tr.Outcome.ran():
-			lo = max(lo, tr.Value)
-		case tr.Outcome == fitOOM:
+		if tr.Outcome == fitOOM {
 			hi = min(hi, tr.Value)
+		}
+	}
+	lo := math.Inf(-1) // the largest that ran below every failure
+	for _, tr := range r.Trials {
+		if tr.Outcome.ran() && tr.Value < hi {
+			lo = max(lo, tr.Value)
 		}
 	}
 	if r.TrialsUsed != len(r.Trials) || (r.LargestRan != nil && *r.LargestRan != lo) || (r.SmallestFailed != nil && *r.SmallestFailed != hi) {
@@ -412,6 +422,54 @@ func TestFitLauncherFullestRank(t *testing.T) {
 			t.Errorf("process %d of a trial is still running", p)
 		}
 	}
+}
+
+// Where two ranks share a GPU, the largest value that ran is run again,
+// each time in fresh processes, until it has run sharedRuns times: a value
+// that runs once and fails the next time is a failure, and the search goes
+// on below it. The fake job runs each value above 90 once only.
+func TestFitRepeatsTheLimitOnASharedGPU(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1"},
+		fakeCommand(t, "--value", "{}", "--limit", "123", "--ranks", "2", "--pid-dir", dir, "--step-ms", "25", "--flaky-above", "90")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != 90 || f64v(r.SmallestFailed) != 91 {
+		t.Fatalf("limit %v..%v, want 90..91 (the largest that runs every time):\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
+	if n := countRan(r, 90); n != sharedRuns {
+		t.Errorf("90 ran %d times, want %d:\n%s", n, sharedRuns, errs)
+	}
+	flaky := 0
+	for _, tr := range r.Trials {
+		if tr.Value > 90 && tr.Outcome.ran() {
+			flaky++
+			if countRan(r, tr.Value) != 1 {
+				t.Errorf("%v ran %d times: the fake job runs it once", tr.Value, countRan(r, tr.Value))
+			}
+		}
+	}
+	if flaky == 0 || !strings.Contains(r.Note, "90 ran 3 of 3 times") || !strings.Contains(r.Note, "ran, then failed: ") {
+		t.Errorf("%d values above 90 ran once; note %q: want them named, and 90's 3 runs", flaky, r.Note)
+	}
+	if !strings.Contains(errs, "run 2 of the value") {
+		t.Errorf("the repeats are not shown as such:\n%s", errs)
+	}
+}
+
+// countRan counts the trials at v that ran.
+func countRan(r fitResult, v float64) int {
+	n := 0
+	for _, tr := range r.Trials {
+		if tr.Value == v && tr.Outcome.ran() {
+			n++
+		}
+	}
+	return n
 }
 
 // A job that ignores SIGTERM is killed with its group after --grace; the
