@@ -769,22 +769,19 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 		return false, r.err
 	}
 	rowT := r.rowTimes(h, d.T[:0])
-	nseries := r.count(uint64(len(r.b)))
-	for s := 0; s < nseries && r.err == nil; s++ {
-		size := r.uvarint()
-		body := r.bytes(size)
-		if r.err != nil {
+	for w := r.seriesBlocks(); ; {
+		sid, br, ok := w.next()
+		if !ok {
 			break
 		}
-		br := reader{b: body}
-		if uint32(br.uvarint()) != id {
+		if sid != id {
 			continue
 		}
-		ok := decodeBlock(&br, h.Version, rowT, d)
+		found := decodeBlock(&br, h.Version, rowT, d)
 		if br.err != nil {
 			return false, br.err
 		}
-		return ok, nil
+		return found, nil
 	}
 	d.T = rowT[:0]
 	return false, r.err
@@ -807,15 +804,12 @@ func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *
 	for i := range ds {
 		ds[i].T = ds[i].T[:0]
 	}
-	nseries := r.count(uint64(len(r.b)))
-	for s := 0; s < nseries && r.err == nil; s++ {
-		size := r.uvarint()
-		body := r.bytes(size)
-		if r.err != nil {
+	for w := r.seriesBlocks(); ; {
+		sid, br, ok := w.next()
+		if !ok {
 			break
 		}
-		br := reader{b: body}
-		i := slices.Index(ids, uint32(br.uvarint()))
+		i := slices.Index(ids, sid)
 		if i < 0 || found[i] {
 			continue
 		}
@@ -828,6 +822,35 @@ func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *
 		}
 	}
 	return r.err
+}
+
+// blockWalk walks the series blocks that follow a chunk's header and row
+// times (seriesBlocks); a fault in their framing is left in the chunk's
+// reader.
+type blockWalk struct {
+	r    *reader
+	n, s int
+}
+
+func (r *reader) seriesBlocks() blockWalk {
+	return blockWalk{r: r, n: r.count(uint64(len(r.b)))}
+}
+
+// next is the next block's series id and a reader of the rest of the
+// block; false after the last, or at a fault.
+func (w *blockWalk) next() (id uint32, br reader, ok bool) {
+	r := w.r
+	if w.s >= w.n || r.err != nil {
+		return 0, reader{}, false
+	}
+	w.s++
+	size := r.uvarint()
+	body := r.bytes(size)
+	if r.err != nil {
+		return 0, reader{}, false
+	}
+	br = reader{b: body}
+	return uint32(br.uvarint()), br, true
 }
 
 // decodeBlock decodes a series block's presence and columns into d, turning
