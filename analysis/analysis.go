@@ -438,16 +438,27 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
 	reports := make([]GPUReport, len(gpus))
 	errs := make([]error, len(gpus))
-	// Each GPU's analysis keeps two cores busy (passes): half as many GPUs
-	// as cores at a time, and the memory of only that many.
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+	// A core a pass: a GPU with both device and allocator series keeps two
+	// busy (passes) and takes two of the cores' tokens, so that only that
+	// many GPUs' per-step columns are held at once; one with a single kind
+	// of series takes one. The tokens are taken here, one GPU after the
+	// other, so two GPUs never wait on each other's.
+	cores := max(1, runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, cores)
 	var wg sync.WaitGroup
 	for i, g := range gpus {
+		w := min(cores, passesOf(series, g.Index))
+		for range w {
+			sem <- struct{}{}
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() {
+				for range w {
+					<-sem
+				}
+			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
@@ -464,6 +475,23 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 		return nil, err
 	}
 	return reports, nil
+}
+
+// passesOf is how many of the two passes that read every sample have
+// series to read on GPU gpu: the device pass (device or process series)
+// and the allocator pass (allocator series); at least one.
+func passesOf(series []storage.SeriesRef, gpu int) int {
+	var device, torch bool
+	for _, s := range series {
+		if s.GPU == gpu {
+			device = device || s.Kind == storage.SeriesDevice || s.Kind == storage.SeriesProc
+			torch = torch || s.Kind == storage.SeriesTorch
+		}
+	}
+	if device && torch {
+		return 2
+	}
+	return 1
 }
 
 // markIndex is a run's marks, sorted and grouped.
