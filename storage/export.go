@@ -82,7 +82,7 @@ func (db *DB) Export(out io.Writer, r Run) error {
 		}
 	}
 	srcs = append(srcs, &markLines{it: db.Marks(r, MinTime, MaxTime)})
-	return writeLines(out, b, srcs)
+	return writeLines(out, b, srcs, db.ReleasePages)
 }
 
 // appendJSONLine appends v as encoding/json writes it, DEL and the C1
@@ -117,7 +117,11 @@ type lineBlocks interface {
 // appended to b (the run's head lines already in it) and written a block
 // of about its capacity at a time: through a bufio.Writer, each byte would
 // be copied once more.
-func writeLines(w io.Writer, b []byte, srcs []lineBlocks) error {
+//
+// Every releaseEvery bytes written it calls release: the file's pages read
+// so far need not stay in the process's memory (a week's export would
+// otherwise end holding the whole file).
+func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error {
 	live := make([]cursor, 0, len(srcs))
 	t := MaxTime
 	for _, s := range srcs {
@@ -132,6 +136,7 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks) error {
 		t = min(t, c.t)
 	}
 	var tNS []byte
+	written := 0
 	for len(live) > 0 {
 		tNS = strconv.AppendInt(tNS[:0], t*1000, 10)
 		next, ended := MaxTime, false
@@ -162,12 +167,21 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks) error {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
+			if written += len(b); written >= releaseEvery {
+				release()
+				written = 0
+			}
 			b = b[:0]
 		}
 	}
 	_, err := w.Write(b)
 	return err
 }
+
+// releaseEvery is how many bytes of lines Export writes between releases
+// of the file's pages: a byte of the file is about 100 bytes of lines, so
+// about 2.5 MB of the file is read between them.
+const releaseEvery = 256 << 20
 
 // cursor is a source's place in writeLines.
 type cursor struct {
