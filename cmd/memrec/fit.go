@@ -61,11 +61,15 @@ The search starts from the prediction of earlier runs given with --runs (as
 compare --by makes it), or of two small trials it runs itself (--min and four
 times it), tries the pessimistic and optimistic ends of the prediction, steps
 by the interval's width (doubling) until a value has run and one has failed, and
-bisects to --multiple (or 2 %). The recommended value keeps --headroom free
-under what the largest value that ran used; with a full recording of the job
-among --runs it also leaves room for what that run needed after its first
-steps (the rise of its step peak over the run, or its memory's growth per step
-times its steps, whichever is larger).`,
+bisects to --multiple (or 2 %). Where several processes share a GPU (ranks of
+one job on one GPU), whether a value near the limit runs varies from run to
+run: the largest value that ran is run again, in fresh processes, until it has
+run 3 times, and a value that fails once counts as failed.
+
+The recommended value keeps --headroom free under what the largest value that
+ran used; with a full recording of the job among --runs it also leaves room for
+what that run needed after its first steps (the rise of its step peak over the
+run, or its memory's growth per step times its steps, whichever is larger).`,
 		Example: `  memrec fit -- python train.py --batch-size {}
   memrec fit --multiple 8 --runs bs16 bs32 -- torchrun --nproc-per-node 8 train.py --bs {}
   memrec fit --by seq_len --min 512 --multiple 128 -- python train.py --seq-len {}`,
