@@ -14,7 +14,10 @@
 // Base·points samples read samples at all.
 package series
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Base is the number of samples of a level-0 bucket, Fan the number of
 // buckets of level k that make one of level k+1.
@@ -114,6 +117,17 @@ func (p *Pyramid) AddBucket(b Bucket) {
 	p.n += b.N
 	p.open[0] = b
 	p.complete(0)
+}
+
+// Reserve sizes the levels for n samples in all, so that they do not grow
+// by copying themselves while that many are added (0: nothing to do).
+func (p *Pyramid) Reserve(n int64) {
+	for k, per := 0, int64(Base); n >= per; k, per = k+1, per*Fan {
+		if len(p.levels) <= k {
+			p.levels = append(p.levels, nil)
+		}
+		p.levels[k] = slices.Grow(p.levels[k], int(n/per))
+	}
 }
 
 // complete moves level k's open bucket into the level and into the open

@@ -262,3 +262,54 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveKeepsTheAnswers: a pyramid sized for its samples beforehand
+// (Reserve, more or fewer than come) gives the same buckets at every
+// level, span and last samples as one grown as they came, and one sized
+// for as many as come does not move its level 0.
+func TestReserveKeepsTheAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 127, 128, 5000, 70000} {
+		ts, vs := make([]int64, n), make([]int64, n)
+		for i := range ts {
+			ts[i], vs[i] = int64(i)*10+int64(rng.IntN(5)), rng.Int64N(1<<30)
+		}
+		for _, hint := range []int64{int64(n), int64(n) / 3, 4 * int64(n)} {
+			var grown, sized Pyramid
+			sized.Reserve(hint)
+			var l0 *Bucket
+			if len(sized.levels) > 0 && cap(sized.levels[0]) > 0 {
+				l0 = &sized.levels[0][:1][0]
+			}
+			for i := 0; i < n; {
+				j := min(n, i+1+rng.IntN(700))
+				grown.AddAll(ts[i:j], vs[i:j])
+				sized.AddAll(ts[i:j], vs[i:j])
+				i = j
+			}
+			if hint == int64(n) && l0 != nil && &sized.levels[0][:1][0] != l0 {
+				t.Errorf("n %d: level 0 moved, sized for %d", n, hint)
+			}
+			gf, gl, gok := grown.Span()
+			sf, sl, sok := sized.Span()
+			if gf != sf || gl != sl || gok != sok {
+				t.Fatalf("n %d, hint %d: span %d..%d %v, want %d..%d %v", n, hint, sf, sl, sok, gf, gl, gok)
+			}
+			for k := range 8 {
+				var a, b []Bucket
+				grown.Buckets(k, math.MinInt64, math.MaxInt64, func(x Bucket) { a = append(a, x) })
+				sized.Buckets(k, math.MinInt64, math.MaxInt64, func(x Bucket) { b = append(b, x) })
+				if !slices.Equal(a, b) {
+					t.Fatalf("n %d, hint %d, level %d: %d buckets, want %d the same", n, hint, k, len(b), len(a))
+				}
+			}
+			for _, q := range []int64{-1, 5, int64(n) * 5, int64(n) * 20} {
+				gb, ge, gk := grown.LastAt(q)
+				sb, se, sk := sized.LastAt(q)
+				if gb != sb || ge != se || gk != sk {
+					t.Fatalf("n %d, hint %d: LastAt(%d) differs", n, hint, q)
+				}
+			}
+		}
+	}
+}
