@@ -298,13 +298,17 @@ func (f *fitter) search(ctx context.Context) error {
 		v, ok := f.next(&step)
 		if !ok {
 			if v, ok = f.repeat(); !ok {
-				return nil
+				break
 			}
 		}
 		if _, err := f.trial(ctx, v); err != nil {
 			return err
 		}
 	}
+	if math.IsNaN(f.lo) { // every value that ran failed when tried again
+		return fmt.Errorf("no %s ran every time it was tried, down to %s (--min): the GPU's processes do not fit there reliably; try a smaller --min", f.o.by, num(f.clamp(f.o.min)))
+	}
+	return nil
 }
 
 // sharedRuns is how many times the largest value that ran must run, each

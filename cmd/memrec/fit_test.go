@@ -461,6 +461,23 @@ func TestFitRepeatsTheLimitOnASharedGPU(t *testing.T) {
 	}
 }
 
+// Where no value runs every time, down to --min, fit says so and fails;
+// the trials are kept.
+func TestFitNothingRunsEveryTime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--max", "8", "--multiple", "1"},
+		fakeCommand(t, "--value", "{}", "--limit", "123", "--ranks", "2", "--pid-dir", dir, "--step-ms", "25", "--flaky-above", "0")...)...)
+	if code == 0 || !strings.Contains(errs, "no batch_size ran every time it was tried, down to 4 (--min)") || !strings.Contains(errs, "trials so far are kept") {
+		t.Fatalf("exit %d: want an error that names --min:\n%s", code, errs)
+	}
+	if r.LargestRan != nil || countRan(r, 4) != 1 || len(r.Trials) < 2 {
+		t.Errorf("largest that ran %v, 4 ran %d times in %d trials: want none, once", f64v(r.LargestRan), countRan(r, 4), len(r.Trials))
+	}
+	checkTrials(t, db, r)
+}
+
 // countRan counts the trials at v that ran.
 func countRan(r fitResult, v float64) int {
 	n := 0
