@@ -319,6 +319,9 @@ type Options struct {
 // Lines receives the samples of a run's device and allocator series
 // (series.Index has these methods).
 type Lines interface {
+	// SizeHint is told, before any sample, how many a line of a device
+	// series and of an allocator series will get.
+	SizeHint(device, allocator int64)
 	AddDeviceColumns(gpu int, ts, used, reserved []int64)
 	AddTorchColumns(gpu, pid int, ts, allocated, reserved []int64)
 }
@@ -354,6 +357,9 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Notes = append(rep.Notes, runNotes(run, marks)...)
+	if opts.Lines != nil {
+		opts.Lines.SizeHint(linesSizes(run, series))
+	}
 	if rep.GPUs, err = analyzeGPUs(db, run, series, marks, opts); err != nil {
 		return nil, err
 	}
@@ -447,7 +453,7 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 	sem := make(chan struct{}, cores)
 	var wg sync.WaitGroup
 	for i, g := range gpus {
-		w := min(cores, passesOf(series, g.Index))
+		w := min(cores, seriesOf(series, g.Index).passCount())
 		for range w {
 			sem <- struct{}{}
 		}
@@ -477,21 +483,23 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 	return reports, nil
 }
 
-// passesOf is how many of the two passes that read every sample have
-// series to read on GPU gpu: the device pass (device or process series)
-// and the allocator pass (allocator series); at least one.
-func passesOf(series []storage.SeriesRef, gpu int) int {
-	var device, torch bool
+// linesSizes is how many samples each device line and each allocator line
+// of a run gets, from its counts: the device samples shared by its GPUs,
+// the allocator samples by its allocator series (0 where unknown).
+func linesSizes(run storage.Run, series []storage.SeriesRef) (device, allocator int64) {
+	if n := len(run.GPUs); n > 0 {
+		device = run.Counts.Samples / int64(n)
+	}
+	torch := 0
 	for _, s := range series {
-		if s.GPU == gpu {
-			device = device || s.Kind == storage.SeriesDevice || s.Kind == storage.SeriesProc
-			torch = torch || s.Kind == storage.SeriesTorch
+		if s.Kind == storage.SeriesTorch {
+			torch++
 		}
 	}
-	if device && torch {
-		return 2
+	if torch > 0 {
+		allocator = run.Counts.TorchSamples / int64(torch)
 	}
-	return 1
+	return device, allocator
 }
 
 // markIndex is a run's marks, sorted and grouped.

@@ -26,14 +26,13 @@ type gpuAnalysis struct {
 	opts Options
 	gr   *GPUReport
 
-	hasDevice, hasTorch bool
-	torchPIDs, procPIDs []int
-	procs               []*procTrack // procPIDs', filled by the device pass
-	sitePIDs            []int
-	steps               []StepMark     // of the rank on this GPU
-	ooms                []storage.Mark // that concern this GPU
-	slices              []epochSpan    // ten time slices, when there are no epochs
-	start, end          int64          // the timeline's span
+	gpuSeries
+	hasTorch   bool
+	procs      []*procTrack   // procPIDs', filled by the device pass
+	steps      []StepMark     // of the rank on this GPU
+	ooms       []storage.Mark // that concern this GPU
+	slices     []epochSpan    // ten time slices, when there are no epochs
+	start, end int64          // the timeline's span
 
 	// q are the times at which values are wanted, sorted: epoch and slice
 	// bounds, OOMs, step marks.
@@ -133,26 +132,48 @@ func (a *gpuAnalysis) passes() error {
 	return nil
 }
 
+// gpuSeries are one GPU's stored series, by kind.
+type gpuSeries struct {
+	hasDevice                     bool
+	torchPIDs, procPIDs, sitePIDs []int
+}
+
+func seriesOf(series []storage.SeriesRef, gpu int) gpuSeries {
+	var gs gpuSeries
+	for _, s := range series {
+		if s.GPU != gpu {
+			continue
+		}
+		switch s.Kind {
+		case storage.SeriesDevice:
+			gs.hasDevice = true
+		case storage.SeriesTorch:
+			gs.torchPIDs = append(gs.torchPIDs, s.PID)
+		case storage.SeriesProc:
+			gs.procPIDs = append(gs.procPIDs, s.PID)
+		case storage.SeriesSites:
+			gs.sitePIDs = append(gs.sitePIDs, s.PID)
+		}
+	}
+	return gs
+}
+
+// passCount is how many of the two passes over every sample have series
+// to read: the device pass (device or process series) and the allocator
+// pass (allocator series); at least one.
+func (gs gpuSeries) passCount() int {
+	if (gs.hasDevice || len(gs.procPIDs) > 0) && len(gs.torchPIDs) > 0 {
+		return 2
+	}
+	return 1
+}
+
 // newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
 // the query times and spans the passes fill.
 func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
 	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts,
 		gr: &GPUReport{GPU: g.Index, Host: g.Host, HostGPU: g.HostGPU, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
-	for _, s := range series {
-		if s.GPU != g.Index {
-			continue
-		}
-		switch s.Kind {
-		case storage.SeriesDevice:
-			a.hasDevice = true
-		case storage.SeriesTorch:
-			a.torchPIDs = append(a.torchPIDs, s.PID)
-		case storage.SeriesProc:
-			a.procPIDs = append(a.procPIDs, s.PID)
-		case storage.SeriesSites:
-			a.sitePIDs = append(a.sitePIDs, s.PID)
-		}
-	}
+	a.gpuSeries = seriesOf(series, g.Index)
 	a.hasTorch = len(a.torchPIDs) > 0
 	if len(a.torchPIDs) > 1 {
 		a.gr.SharedBy = len(a.torchPIDs)

@@ -323,24 +323,24 @@ const sharedRuns = 3
 // repeat is the largest value that ran, to run once more, where processes
 // share a GPU and it has run fewer than sharedRuns times; false otherwise.
 func (f *fitter) repeat() (float64, bool) {
-	if math.IsNaN(f.lo) {
+	if _, _, shared := f.shared(); math.IsNaN(f.lo) || !shared {
 		return 0, false
 	}
-	if _, _, ok := f.shared(); !ok || f.runsAt(f.lo) >= sharedRuns {
-		return 0, false
-	}
-	return f.lo, true
+	ran, _ := f.trialsAt(f.lo)
+	return f.lo, ran < sharedRuns
 }
 
-// runsAt counts the trials at v that ran.
-func (f *fitter) runsAt(v float64) int {
-	n := 0
+// trialsAt counts the trials at v, and those of them that ran.
+func (f *fitter) trialsAt(v float64) (ran, tried int) {
 	for _, t := range f.res.Trials {
-		if t.Value == v && t.Outcome.ran() {
-			n++
+		if t.Value == v {
+			tried++
+			if t.Outcome.ran() {
+				ran++
+			}
 		}
 	}
-	return n
+	return ran, tried
 }
 
 // ranValues counts the distinct values known to run.
@@ -726,12 +726,8 @@ func stepPeak(r *analysis.Report) *int64 {
 // memory, and for Ctrl-C.
 func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	t := fitTrial{N: len(f.res.Trials) + 1, Value: v, Run: fmt.Sprintf("%s-%s", f.res.ID, num(v))}
-	for _, p := range f.res.Trials {
-		if p.Value == v {
-			t.Repeat = max(t.Repeat, p.Repeat, 1) + 1
-		}
-	}
-	if t.Repeat > 1 {
+	if _, tried := f.trialsAt(v); tried > 0 {
+		t.Repeat = tried + 1
 		t.Run = fmt.Sprintf("%s-%s-r%d", f.res.ID, num(v), t.Repeat)
 	}
 	if _, err := f.db.Run(t.Run); err == nil {
@@ -1042,7 +1038,8 @@ func (f *fitter) finish() {
 	if n, gpu, ok := f.shared(); ok {
 		shared := fmt.Sprintf("%d processes share GPU %d: each one's allocator keeps a cache the others cannot use, so a value near the limit may run once and fail the next time", n, gpu)
 		if !math.IsNaN(f.lo) {
-			shared += fmt.Sprintf("; %s ran %d of %d times", num(f.lo), f.runsAt(f.lo), f.triesAt(f.lo))
+			ran, tried := f.trialsAt(f.lo)
+			shared += fmt.Sprintf("; %s ran %d of %d times", num(f.lo), ran, tried)
 		}
 		if flaky := f.ranAndFailed(); len(flaky) > 0 {
 			shared += "; ran, then failed: " + strings.Join(flaky, ", ")
@@ -1051,22 +1048,11 @@ func (f *fitter) finish() {
 	}
 }
 
-// triesAt counts the trials at v.
-func (f *fitter) triesAt(v float64) int {
-	n := 0
-	for _, t := range f.res.Trials {
-		if t.Value == v {
-			n++
-		}
-	}
-	return n
-}
-
 // ranAndFailed are the values tried that both ran and failed, ascending.
 func (f *fitter) ranAndFailed() []string {
 	var vs []float64
 	for _, t := range f.res.Trials {
-		if t.Repeat < 2 && f.runsAt(t.Value) > 0 && f.runsAt(t.Value) < f.triesAt(t.Value) {
+		if ran, tried := f.trialsAt(t.Value); t.Repeat < 2 && ran > 0 && ran < tried {
 			vs = append(vs, t.Value)
 		}
 	}

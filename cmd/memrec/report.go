@@ -10,7 +10,6 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/report"
-	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )
 
@@ -81,7 +80,6 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 		var opts analysis.Options
 		if !o.pngOnly { // a page of PNGs only has no pyramid
 			x = series.NewIndex(0)
-			x.SizeHint(linesSizes(db, r))
 			opts.Lines = x
 		}
 		a, err := analysis.Analyze(db, r, opts)
@@ -101,29 +99,6 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 		return writeReport(ctx, o, rep, nil, nil)
 	}
 	return writeReport(ctx, o, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, r, k) })
-}
-
-// linesSizes is how many samples a run's device lines and allocator lines
-// get each, from its counts: the device samples shared by its GPUs, the
-// allocator samples by its allocator series (0 where unknown).
-func linesSizes(db *storage.DB, r storage.Run) (device, allocator int64) {
-	if n := len(r.GPUs); n > 0 {
-		device = r.Counts.Samples / int64(n)
-	}
-	refs, err := db.Series(r)
-	if err != nil {
-		return device, 0
-	}
-	torch := 0
-	for _, ref := range refs {
-		if ref.Kind == storage.SeriesTorch {
-			torch++
-		}
-	}
-	if torch > 0 {
-		allocator = r.Counts.TorchSamples / int64(torch)
-	}
-	return device, allocator
 }
 
 // Chart sizes: at least what a chart's axes and legend need, at most a

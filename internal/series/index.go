@@ -169,8 +169,11 @@ func (x *Index) line(k Key) *line {
 	}
 	if l == nil {
 		l = &line{last: -1 << 63}
-		if k.Field <= Reserved {
-			l.p.Reserve(x.perLine[min(1, int(k.Field/Allocated))])
+		switch {
+		case k.Field == Used || k.Field == DriverReserved:
+			l.p.Reserve(x.perLine[0])
+		case k.Field == Allocated || k.Field == Reserved:
+			l.p.Reserve(x.perLine[1])
 		}
 		if x.ringSize > 0 {
 			l.ring = NewRing(x.ringSize)
