@@ -124,6 +124,12 @@ type GPUReport struct {
 	// most its reserved memory exceeded the step's peak allocated, as a
 	// share of that peak: what rounding and splitting cost at the limit.
 	NearLimitOverhead *float64 `json:"near_limit_overhead,omitempty"`
+	// LargestSegmentBytes is the largest segment the caching allocator was
+	// seen to hold (the probe looks after the warm-up and each minute):
+	// the size of the largest request it served. Nil when not looked at.
+	LargestSegmentBytes *int64 `json:"largest_segment_bytes,omitempty"`
+	// MostSegments is the most segments the GPU's allocators held at once.
+	MostSegments *int64 `json:"most_segments,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.

@@ -84,6 +84,17 @@ type ByTag struct {
 	// peak by AllowanceFraction) or "default" (AllocatorAllowance).
 	AllowanceBasis string `json:"allowance_basis,omitempty"`
 	AllowanceRun   string `json:"allowance_run,omitempty"`
+	// SegmentLine is, with AllowanceBasis "largest_segment", the largest
+	// segment of the allocator against the value: the line through the
+	// largest value's segment with the larger of its size per unit and its
+	// growth from the value below. The need's pessimistic end adds one
+	// such segment, its middle half of one (see ByTag.chooseBasis).
+	SegmentLine *Fit `json:"largest_segment_line,omitempty"`
+	// RoundingBytes is, with SegmentLine, what the allocator's rounding of
+	// segments may hold beyond the peak: 2 MiB (its rounding of a large
+	// segment) for each of the most segments a run held. The pessimistic
+	// end adds it, the middle half of it.
+	RoundingBytes float64 `json:"segment_rounding_bytes,omitempty"`
 	// Failed are the runs that ended in an out-of-memory error: their peak
 	// is not what they needed, so they are not points of the fit, and the
 	// largest value that fits lies below the smallest of them.
@@ -116,24 +127,25 @@ type ByTag struct {
 }
 
 // AllocatorAllowance is the share added to the projected per-step peak for
-// the caching allocator's rounding and splitting at the limit when no run
-// measured it (see ByTag.chooseBasis). Near the limit the allocator frees
-// its cache and retries, so what stays beyond the peak is the memory split
-// inside segments still in use. Bisecting the largest batch that runs on an
-// H200 and comparing it with the projected peak gave what five jobs needed
-// beyond their peak there: ResNet-18 fp32 -0.2 %, ResNet-50 fp32 +0.3 to
-// +1.9 %, ViT-B/16 bf16 +0.3 %, GPT-2 small bf16 +7.1 to 7.6 % (its fp32
-// logits come in single blocks of 18 GiB), and a transformer of 1 024
-// tokens and a 128 256 vocabulary +9.5 to 11.5 % (blocks of 27 GiB). The
-// allocator's counters in runs at small batches do not tell these apart
-// (its cache hides the packing: reserved is 4 % to 77 % above the peak,
-// inactive splits 4 % to 27 % of it, with no relation to the need at the
-// limit), so without a measurement the allowance is the largest need,
-// rounded up: the pessimistic end must not be above the limit for any
-// job seen, which costs the jobs that pack tightly up to 11 % of their
-// batch. A run that did reach the limit measures it
-// (GPUReport.NearLimitOverhead); memrec fit finds the limit by trial.
-const AllocatorAllowance = 0.12
+// the caching allocator at the limit when the runs measured neither the
+// limit nor the allocator's largest segment (see ByTag.chooseBasis). Near
+// the limit the allocator frees its cache and retries, so what stays
+// beyond the peak is free memory inside segments that still hold live
+// blocks. Bisecting the largest batch that runs on an H200 and comparing
+// it with the projected peak gave what eight jobs needed beyond their
+// peak there: ResNet-18 fp32 -0.2 %, ConvNeXt-T bf16 -0.9 %, ViT-B/16 bf16
+// +0.4 %, ResNet-50 fp32 +1.2 to 1.9 %, GPT-2 small bf16 +7.6 %, a
+// 1 024-token GPT-2 with a 128 256 vocabulary +11.5 %, a Llama-style
+// model with a 256 000 vocabulary +13.5 % and BERT-base +17.5 %. The
+// allocator's counters at small batches do not tell these apart (its
+// cache hides the packing), so without a measurement the allowance is the
+// largest need, rounded up: the pessimistic end must not be above the
+// limit for any job seen, which costs the jobs that pack tightly up to
+// 15 % of their batch. The probe's largest segment measures what the
+// allowance stands for (SegmentLine); a run that did reach the limit
+// measures it (GPUReport.NearLimitOverhead); memrec fit finds the limit
+// by trial.
+const AllocatorAllowance = 0.18
 
 // TagFailure is a run that ran out of memory at a tag value.
 type TagFailure struct {
@@ -152,6 +164,11 @@ type TagPoint struct {
 	UnseenBytes   *int64 `json:"unseen_bytes,omitempty"`
 	// NearLimitOverhead is the run's GPUReport.NearLimitOverhead, if any.
 	NearLimitOverhead *float64 `json:"near_limit_overhead,omitempty"`
+	// LargestSegmentBytes is the GPUReport.LargestSegmentBytes of the GPU
+	// with the step peak, if the probe measured it.
+	LargestSegmentBytes *int64 `json:"largest_segment_bytes,omitempty"`
+	// MostSegments is that GPU's GPUReport.MostSegments.
+	MostSegments *int64 `json:"most_segments,omitempty"`
 }
 
 // Fit is a least-squares line: bytes = slope·value + intercept.
@@ -396,11 +413,25 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 	if by.Need == nil {
 		return nil
 	}
-	v, ok := by.Need.Solve(avail/(1+by.AllowanceFraction), Pessimistic)
+	v, ok := by.needTo(Pessimistic).Solve(avail/(1+by.AllowanceFraction), Pessimistic)
 	if !ok {
 		return nil
 	}
 	return by.belowFailed(by.round(v))
+}
+
+// needTo is the need curve with what the allocator may hold beyond the
+// peak at end e of the interval where the runs measured its largest
+// segment (SegmentLine): one segment at the pessimistic end, half of one
+// in the middle, none at the optimistic end. Else the curve itself, which
+// AllowanceFraction then scales.
+func (by *ByTag) needTo(e End) NeedCurve {
+	l := by.SegmentLine
+	if l == nil {
+		return *by.Need
+	}
+	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
+	return by.Need.Plus(k*(l.InterceptBytes+by.RoundingBytes), k*l.SlopeBytesPerUnit)
 }
 
 // round rounds v down to an integer when the values tried are integers.
@@ -421,7 +452,7 @@ func (by *ByTag) interval() {
 	if p == nil {
 		return
 	}
-	if v, ok := c.Solve(by.Available(0)/(1+by.AllowanceFraction), Middle); ok {
+	if v, ok := by.needTo(Middle).Solve(by.Available(0)/(1+by.AllowanceFraction), Middle); ok {
 		by.MaxFittingValueMiddle = by.belowFailed(by.round(v))
 	}
 	if v, ok := c.Solve(by.Available(0), Optimistic); ok {
@@ -440,7 +471,9 @@ func (by *ByTag) interval() {
 		reach = fmt.Sprintf("within the values measured (up to %s)", num(&from))
 	}
 	allowance := "no allowance"
-	if by.AllowanceFraction > 0 {
+	if l := by.SegmentLine; l != nil {
+		allowance = fmt.Sprintf("+ the largest segment, %s at %s (half of it in the middle)", FormatBytes(int64(l.InterceptBytes+l.SlopeBytesPerUnit**p)), num(p))
+	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%", 100*by.AllowanceFraction)
 	}
 	curvature := "the steepest reading of the runs"
@@ -495,6 +528,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 				if g.Unseen != nil {
 					p.UnseenBytes = i64(g.Unseen.MedianBytes)
 				}
+				p.LargestSegmentBytes, p.MostSegments = g.LargestSegmentBytes, g.MostSegments
 			}
 		}
 		allProbe = allProbe && p.StepPeakBytes != nil
@@ -542,17 +576,69 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			allowance, by.AllowanceBasis, by.AllowanceRun = *o, "measured", p.Run
 		}
 	}
+	if by.AllowanceBasis == "default" {
+		if l, ok := segmentLine(by.Points); ok {
+			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
+			for _, p := range by.Points {
+				if p.MostSegments != nil {
+					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*segmentRounding)
+				}
+			}
+		}
+	}
 	by.AllowanceFraction = allowance
-	how := "the most five models needed at their limit on an H200, from 0 % for CNNs to 11.5 % for a transformer with a large vocabulary; no run here reached its limit"
+	how := "the most eight models needed at their limit on an H200, from 0 % for CNNs to 17.5 % for BERT; no run here reached its limit, and the probe did not measure the allocator's largest segment"
 	if by.AllowanceBasis == "measured" {
 		how = fmt.Sprintf("measured in run %q, which reached the GPU's limit: its allocator freed its cache and retried, and kept this much beyond the step's peak", by.AllowanceRun)
 	}
 	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.1f %% for the allocator's rounding and splitting (%s) + %s PyTorch does not see",
 		100*allowance, how, FormatBytes(by.UnseenBytes))
+	if by.SegmentLine != nil {
+		by.BasisWords = fmt.Sprintf("the per-step peak allocated + up to one of the allocator's largest segments at the value "+
+			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks, "+
+			"which on eight models on an H200 was from none to one largest segment: BERT-base one, GPT-2-shaped models half of one, CNNs none) "+
+			"+ %s for the rounding of its segments (2 MiB each) + %s PyTorch does not see",
+			FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))
+	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
 	}
 	return peaks
+}
+
+// segmentRounding is what PyTorch's caching allocator rounds a large
+// segment up to a multiple of (kRoundLarge): the most a segment holds
+// beyond its blocks' sizes.
+const segmentRounding = 2 << 20
+
+// segmentLine is the allocator's largest segment against the value where
+// every point measured it: through the largest value's (the largest of
+// its runs'), with the larger of its size per unit (a request of one
+// tensor grows with the batch) and its growth from the value below (one
+// that grows faster, as a sequence's attention does). False when a point
+// lacks it or the largest value is not above 0.
+func segmentLine(points []TagPoint) (Fit, bool) {
+	var xs, ys []float64
+	for _, p := range points { // ascending by value
+		if p.LargestSegmentBytes == nil || *p.LargestSegmentBytes <= 0 {
+			return Fit{}, false
+		}
+		v, seg := p.Value, float64(*p.LargestSegmentBytes)
+		if n := len(xs); n > 0 && xs[n-1] == v {
+			ys[n-1] = max(ys[n-1], seg)
+			continue
+		}
+		xs, ys = append(xs, v), append(ys, seg)
+	}
+	n := len(xs) - 1
+	if n < 0 || xs[n] <= 0 {
+		return Fit{}, false
+	}
+	slope := ys[n] / xs[n]
+	if n > 0 {
+		slope = max(slope, (ys[n]-ys[n-1])/(xs[n]-xs[n-1]))
+	}
+	return Fit{SlopeBytesPerUnit: slope, InterceptBytes: ys[n] - slope*xs[n]}, true
 }
 
 // advise gives the advice of the run at the largest value with a watched
@@ -580,7 +666,7 @@ func (by *ByTag) advise(c *Comparison) {
 	sampled, _ := b.Part(PartActivations)
 	advise(&b, adviceContext{batch: value, total: by.TotalBytes, driverReserved: by.DriverReservedBytes,
 		sampleAllocated: b.PeakAllocatedBytes - sampled,
-		curve:           &sampleCost{bytes: by.Need.MarginalBytesPerUnit, allowance: by.AllowanceFraction, runs: len(by.Points)}})
+		curve:           &sampleCost{bytes: by.needTo(Pessimistic).MarginalBytesPerUnit, allowance: by.AllowanceFraction, runs: len(by.Points)}})
 	by.Help, by.HelpRun = b.Help, bestRun
 }
 

@@ -252,3 +252,65 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 		t.Errorf("basis words %q", b.BasisWords)
 	}
 }
+
+// TestFitByBatchSizeWithTheLargestSegment: runs whose probe measured the
+// allocator's largest segment (4 MiB a sample, after the warm-up) are
+// projected with it: the pessimistic end adds one segment at the value
+// and the rounding of the segments held (2 MiB each), the middle half of
+// both, the optimistic end none; no share of the peak is added.
+func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
+	g := &gen{}
+	for _, b := range []int{32, 64, 128} {
+		peak := int64(200*MiB) + int64(b)*20*MiB
+		g.line(`{"type":"run","name":"s%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
+		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+		for i := 0; i < 40; i++ {
+			tt := t0 + int64(i)*100e6
+			seg := ""
+			if i >= 3 {
+				seg = fmt.Sprintf(`,"largest_segment_bytes":%d`, int64(b)*4*MiB)
+			}
+			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, tt-5e6, 2*peak+700*MiB, 600*MiB)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, tt, i)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0%s}`,
+				tt, 100*MiB, 2*peak, 100*MiB, peak, 10+i%3, seg)
+		}
+	}
+	reps := analyzeJSONL(t, g.b.String())
+	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != 256*MiB || s.MostSegments == nil || *s.MostSegments != 12 {
+		t.Fatalf("largest segment %v, most segments %v", deref64(s.LargestSegmentBytes), deref64(s.MostSegments))
+	}
+	c, err := Compare([]*Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0); err != nil {
+		t.Fatal(err)
+	}
+	b := c.By
+	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != 0 || b.SegmentLine == nil ||
+		math.Abs(b.SegmentLine.SlopeBytesPerUnit-4*MiB) > 1 || math.Abs(b.SegmentLine.InterceptBytes) > 1 || b.RoundingBytes != 12*2*MiB {
+		t.Fatalf("allowance %g (%s), segment line %+v, rounding %g", b.AllowanceFraction, b.AllowanceBasis, b.SegmentLine, b.RoundingBytes)
+	}
+	// The largest v whose need, counted up, fits 80 GiB less the driver's
+	// 600 MiB and the 700 MiB PyTorch does not see.
+	largest := func(k float64) float64 {
+		v := 0
+		for float64(200*MiB+(v+1)*20*MiB)+k*float64((v+1)*4*MiB+24*MiB) <= 80*GiB-600*MiB-700*MiB {
+			v++
+		}
+		return float64(v)
+	}
+	for _, c := range []struct {
+		name string
+		got  *float64
+		k    float64
+	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1}, {"middle", b.MaxFittingValueMiddle, 0.5}, {"optimistic", b.MaxFittingValueOptimistic, 0}} {
+		if c.got == nil || *c.got != largest(c.k) {
+			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k))
+		}
+	}
+	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "+ the largest segment") {
+		t.Errorf("words: %s / %s", b.BasisWords, b.IntervalWords)
+	}
+}

@@ -84,7 +84,7 @@ type view struct {
 // the step's peak when its processes' steps peak together, as the ranks of
 // a data-parallel job sharing it do.
 type torchAtTime struct {
-	allocated, reserved, inactive, retries, peak int64
+	allocated, reserved, inactive, retries, peak, segments int64
 }
 
 // analyzeGPU analyses one GPU of a run.
@@ -491,6 +491,7 @@ func (s *allocSum) retire(t int64) {
 			s.cur.reserved -= l.Reserved
 			s.cur.inactive -= l.InactiveSplit
 			s.cur.peak -= l.PeakAllocated
+			s.cur.segments -= l.Segments
 			*l = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
 		}
 	}
@@ -521,6 +522,9 @@ type allocSum struct {
 	// a share of it, in a sample whose step made the allocator free its
 	// cache and retry without an OOM: what the job needed beyond its peak.
 	nearLimit *float64
+	// largestSeg is the largest segment any of the processes held;
+	// mostSegs the most segments they held at once.
+	largestSeg, mostSegs int64
 }
 
 // allocatorLife is how long after a process's last allocator sample its
@@ -549,6 +553,7 @@ func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
 	c.inactive += x.InactiveSplit - prev.InactiveSplit
 	c.retries += x.AllocRetries - prev.AllocRetries
 	c.peak += x.PeakAllocated - prev.PeakAllocated
+	c.segments += x.Segments - prev.Segments
 	return prev
 }
 
@@ -558,6 +563,8 @@ func (s *allocSum) add(x storage.TorchSample) {
 	}
 	prev := s.take(x)
 	c := &s.cur
+	s.largestSeg = max(s.largestSeg, x.LargestSegment)
+	s.mostSegs = max(s.mostSegs, c.segments)
 	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
 		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
 		if s.nearLimit == nil || r > *s.nearLimit {
@@ -712,6 +719,12 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	gr, mi, steps := a.gr, a.mi, a.steps
 	gr.FirstRetryNS = sum.firstRetryNS
 	gr.NearLimitOverhead = sum.nearLimit
+	if sum.largestSeg > 0 {
+		gr.LargestSegmentBytes = i64(sum.largestSeg)
+	}
+	if sum.mostSegs > 0 {
+		gr.MostSegments = i64(sum.mostSegs)
+	}
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
 	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)

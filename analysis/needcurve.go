@@ -147,6 +147,24 @@ func (c NeedCurve) At(v float64) (low, mid, high float64) {
 	return low, mid, high
 }
 
+// Plus returns the curve of the need plus a + b·v at every value v: each
+// reading with b added to its cost of a unit (a line stays a line).
+func (c NeedCurve) Plus(a, b float64) NeedCurve {
+	c.Bytes = slices.Clone(c.Bytes)
+	for i, v := range c.Values {
+		c.Bytes[i] += a + b*v
+	}
+	c.Line.InterceptBytes += a
+	c.Line.SlopeBytesPerUnit += b
+	c.MarginalBytesPerUnit += b
+	c.MinMarginal += b
+	c.MaxMarginal += b
+	if q := c.Quadratic; q != nil {
+		c.Quadratic = &[3]float64{q[0] + a, q[1] + b, q[2]}
+	}
+	return c
+}
+
 // End picks one end of the interval, or its middle.
 type End int
 

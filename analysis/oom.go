@@ -153,8 +153,10 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // completed steps at this batch (need = peak + request beyond the free
 // memory is not known then, so the peak + the shortfall), else only its
 // lower bound, allocated + requested; the batch scales the need in
-// proportion, less AllocatorAllowance, and is an upper bound (FitKind) when
-// only the lower bound of the need is known. The batch that fits is then
+// proportion. With the step's peak it is an estimate, less
+// AllocatorAllowance for the allocator at the limit; with only the lower
+// bound of the need it is an upper bound (FitKind), with no allowance
+// taken off (the allocator holds at least what it allocates). The batch that fits is then
 // smaller, by as much as the step would have gone on to allocate: nothing
 // in a run that completed no step says how much that is.
 func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
@@ -184,7 +186,11 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 	if need <= 0 {
 		return
 	}
-	v := math.Floor(batch * have / need / (1 + AllocatorAllowance))
+	allowance := AllocatorAllowance
+	if kind == FitUpperBound {
+		allowance = 0
+	}
+	v := math.Floor(batch * have / need / (1 + allowance))
 	o.FittingBatch, o.FitBasis, o.FitKind = &v, basis, kind
 }
 

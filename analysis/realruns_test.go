@@ -170,10 +170,12 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		}
 		p, h := *b.MaxFittingValueNoHeadroom, *b.MaxFittingValue
 		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d", model, p, h, lim.Largest)
-		// Never above the limit; ResNet-18 packs tightly at its limit
-		// (it needed nothing beyond its peak), so the allowance that the
-		// transformers need puts it 11 % below.
-		if p < 0.88*float64(lim.Largest) || p > float64(lim.Largest) {
+		// Never above the limit. These runs' probe did not measure the
+		// allocator's largest segment, so the default allowance holds:
+		// the most eight models needed (BERT's 17.5 %). ResNet-18 packs
+		// tightly at its limit (it needed nothing beyond its peak), so
+		// that puts it 15.5 % below.
+		if p < 0.84*float64(lim.Largest) || p > float64(lim.Largest) {
 			t.Errorf("%s: predicted %v without headroom, the largest batch that ran is %d", model, p, lim.Largest)
 		}
 		if h > float64(lim.Largest) {
@@ -249,11 +251,11 @@ func TestOOMsToldApartOnARealRun(t *testing.T) {
 		t.Fatalf("cached free %v, would help %v", deref64(f.CachedFreeBytes), f.CacheWouldHelp)
 	}
 	// No step completed: the step needed at least 137.28 + 2.89 GiB and had
-	// 137.28 + 1.04 GiB, so batch 7728 scaled by 138.32/140.17, less the
-	// allocator allowance, 6808, is only an upper bound: below the batch
-	// that failed and above the largest that ran, found by bisection.
+	// 137.28 + 1.04 GiB, so batch 7728 scaled by 138.32/140.17, 7625, is
+	// only an upper bound: below the batch that failed and above the
+	// largest that ran, found by bisection.
 	lim := fixtures.ReadTruth(t).Limits["r18"]
-	want := math.Floor(7728 * (137.28 + 1.04) / (137.28 + 2.89) / (1 + AllocatorAllowance))
+	want := math.Floor(7728 * (137.28 + 1.04) / (137.28 + 2.89))
 	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || f.FitKind != FitUpperBound {
 		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", deref(f.FittingBatch), f.FitBasis, f.FitKind)
 	}

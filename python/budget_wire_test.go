@@ -23,7 +23,7 @@ w = _budget.Watch(None, None)
 w.has_optimizer, w.opt_name, w.state_keys, w.autocast, w.grads_at_forward = True, "AdamW", "exp_avg,exp_avg_sq", True, False
 f = _budget.Figures()
 f.params, f.grads, f.state, f.buffers, f.n_params, f.n_trainable, f.dtype = 21, 22, 23, 24, 25, 26, "float32"
-sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15, extra=w.fields(f)))
+sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15, extra=w.fields(f), largest_segment=1 << 30))
 `
 
 // TestProbeBudgetFollowsWireTables holds the budget fields the probe adds

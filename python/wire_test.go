@@ -21,7 +21,7 @@ def st(v):
     return {"all": {"current": v, "peak": v}}
 stats = {"allocated_bytes": st(11), "reserved_bytes": st(12), "active_bytes": st(13),
          "inactive_split_bytes": st(14), "segment": st(16), "num_alloc_retries": 17, "num_ooms": 18}
-sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15))
+sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15, largest_segment=1 << 30))
 sys.stdout.write(_probe.step_line(1764430000000000001, 7, 3, 4242))
 sys.stdout.write(_probe.mark_line(1764430000000000002, "epoch_end", {"epoch": 2, "rank": 3, "text": "t"}))
 `
@@ -64,7 +64,7 @@ func TestProbeLinesFollowWireTables(t *testing.T) {
 		t.Fatalf("torch line %s: %v", lines[0], err)
 	}
 	want := wire.TorchSample{T: 1764430000000000000, GPU: 1, PID: 4242, Rank: 3, Allocated: 11, Reserved: 12,
-		Active: 13, InactiveSplit: 14, PeakAllocated: 15, Segments: 16, AllocRetries: 17, OOMs: 18}
+		Active: 13, InactiveSplit: 14, PeakAllocated: 15, Segments: 16, AllocRetries: 17, OOMs: 18, LargestSegment: 1 << 30}
 	if r.Torch != want {
 		t.Errorf("torch line reads %+v, want %+v", r.Torch, want)
 	}

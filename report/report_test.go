@@ -347,14 +347,14 @@ func TestOOMPostMortemPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"At the OOM (samples at most 20 ms from it): device used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB",
-		"not seen by PyTorch 630.8 MiB", "Batch size at most 6808: an upper bound, not a batch known to fit."} {
+		"not seen by PyTorch 630.8 MiB", "Batch size at most 7626: an upper bound, not a batch known to fit."} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
 	// With steps completed, the batch is an estimate.
 	fatal.FitKind, fatal.FitBasis = analysis.FitEstimate, "step_peak"
-	if page, err = Page(rep, nil); err != nil || !strings.Contains(string(page), "Batch size that would fit: 6808, from this run's per-step peak.") {
+	if page, err = Page(rep, nil); err != nil || !strings.Contains(string(page), "Batch size that would fit: 7626, from this run's per-step peak.") {
 		t.Errorf("page of an estimate (%v) lacks its sentence", err)
 	}
 	fatal.UsedBytes, fatal.UnseenBytes = nil, nil

@@ -93,7 +93,8 @@ var procSchema = rowSchema[ProcSample]{
 
 var torchSchema = rowSchema[TorchSample]{
 	schema: schema{name: SeriesTorch, ints: columnNames(wire.TorchFields, map[string]string{"active_bytes": "allocated_bytes"}),
-		count: func(c *Counts) *int64 { return &c.TorchSamples }},
+		minInts: 9, // "largest_segment_bytes" came later
+		count:   func(c *Counts) *int64 { return &c.TorchSamples }},
 	kind: kindTorch,
 	key:  func(s TorchSample) seriesKey { return seriesKey{kind: kindTorch, gpu: s.GPU, pid: s.PID} },
 	time: func(s TorchSample) int64 { return s.T },
@@ -105,13 +106,17 @@ var torchSchema = rowSchema[TorchSample]{
 	},
 	put: func(s TorchSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
-			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs), strs
+			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs, s.LargestSegment), strs
 	},
 	get: func(d *chunk.Decoded, i int, k seriesKey) TorchSample {
 		c := d.Ints
-		return TorchSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]),
+		s := TorchSample{T: d.T[i] * 1000, GPU: k.gpu, PID: k.pid, Rank: optDecode(c[0][i]),
 			Allocated: c[1][i], Reserved: c[2][i], Active: c[3][i] + c[1][i], InactiveSplit: c[4][i],
 			PeakAllocated: c[5][i], Segments: c[6][i], AllocRetries: c[7][i], OOMs: c[8][i]}
+		if len(c) > 9 {
+			s.LargestSegment = c[9][i]
+		}
+		return s
 	},
 }
 

@@ -21,6 +21,7 @@ ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--epochs", type=int, default=1)
 ap.add_argument("--log", default="")
 ap.add_argument("--probe", action="store_true")
+ap.add_argument("--snap", action="store_true", help="after the steps, log the allocator's segments (largest, count)")
 a = ap.parse_args()
 log = open(a.log, "a") if a.log else None
 def note(**kv):
@@ -75,4 +76,11 @@ except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
     print("OOM at batch", a.batch, "step", s, file=sys.stderr)
     sys.exit(3)
 note(done=True, steps=s)
+if a.snap:
+    segs = sorted(torch.cuda.memory_snapshot(), key=lambda g: -g["total_size"])
+    # the largest segments: size, blocks in it, bytes of them in use
+    note(segments=len(segs), largest=[(g["total_size"], len(g["blocks"]),
+                                       sum(b["size"] for b in g["blocks"] if b["state"] == "active_allocated"))
+                                      for g in segs[:6]],
+         reserved=torch.cuda.memory_reserved(dev), max_allocated=torch.cuda.max_memory_allocated(dev))
 if a.probe and memrec: memrec.flush()

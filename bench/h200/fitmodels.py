@@ -4,21 +4,26 @@ resnet18 and resnet50 in fp32 with SGD; vit_b_16 with bf16 autocast and AdamW;
 gpt2 (GPT-2 small: 12 layers of 768, 512 tokens, vocabulary 50 257) and lm_long
 (the same layers with 1 024 tokens and a vocabulary of 128 256, whose logits are
 most of its memory) with bf16 autocast and AdamW.
+
+Three more, kept out of the allowance's derivation to check it on shapes it
+was not built from: lm_wide (a Llama-style model, 8 layers of 1 024, 1 024
+tokens, a vocabulary of 256 000), bert (BERT-base masked LM, 512 tokens) and
+convnext_tiny, each with bf16 autocast and AdamW.
 """
 import torch
 import torch.nn as nn
 
-MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long")
+MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
-    if name in ("resnet18", "resnet50", "vit_b_16"):
+    if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
-        if name == "vit_b_16":
+        if name in ("vit_b_16", "convnext_tiny"):
             make_opt, amp = (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16
         else:
             make_opt, amp = (lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)), None
@@ -29,8 +34,25 @@ def build(name):
         def loss(net, x, y):
             return lossf(net(x), y)
         return net, make_opt, amp, make_batch, loss
-    if name not in ("gpt2", "lm_long"):
+    if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
+    if name in ("lm_wide", "bert"):
+        import transformers as tf
+        if name == "lm_wide":
+            seq, vocab = 1024, 256000
+            net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=1024, intermediate_size=2816,
+                                                     num_hidden_layers=8, num_attention_heads=16,
+                                                     max_position_embeddings=seq))
+        else:
+            seq, vocab = 512, 30522
+            net = tf.BertForMaskedLM(tf.BertConfig(vocab_size=vocab, max_position_embeddings=seq))
+
+        def make_batch(b, dev):
+            return (torch.randint(0, vocab, (b, seq), device=dev),)
+
+        def loss(net, ids):
+            return net(input_ids=ids, labels=ids).loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     from transformers import GPT2Config, GPT2LMHeadModel
     seq, vocab = (512, 50257) if name == "gpt2" else (1024, 128256)
     net = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=seq, vocab_size=vocab))

@@ -118,8 +118,8 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 		t.Fatalf("%d: output lacks %q or leaves something out:\n%s%s", code, want, out, errs)
 	}
 	// No step completed: the batch is said to be an upper bound (7728 ×
-	// (137.28 + 1.04) / (137.28 + 2.89) GiB, less the 12 % allowance).
-	if want := "batch_size at most 6808: an upper bound, not a batch known to fit. No step completed"; !strings.Contains(out, want) {
+	// (137.28 + 1.04) / (137.28 + 2.89) GiB in bytes: a bound takes no allowance).
+	if want := "batch_size at most 7626: an upper bound, not a batch known to fit. No step completed"; !strings.Contains(out, want) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
 	}
 }

@@ -285,11 +285,13 @@ func TestFitGuessesFromTheOOM(t *testing.T) {
 	// share the test gives it beyond, meets the simulated GPU. The share
 	// is the one that puts the limit the fake fails above where the need
 	// curve meets the GPU, as on a real GPU: found from the plain search's
-	// prediction (its optimistic end is the curve without allowance).
+	// prediction (its optimistic end is the curve without allowance, a
+	// whole value: the GPU's memory is its need half a unit above it, to
+	// within half a unit, so the curve meets it between 123 and 124).
 	if plain.Prediction == nil || plain.Prediction.Optimistic == nil {
 		t.Fatalf("no prediction: %+v", plain.Prediction)
 	}
-	share := (1+*plain.Prediction.Optimistic)/(1+123.5) - 1
+	share := (1+*plain.Prediction.Optimistic+0.5)/(1+123.5) - 1
 	r, errs, code := fitJSON(t, db, append(args, fakeCommand(t, "--value", "{}", "--limit", "123", "--stranded", strconv.FormatFloat(share, 'f', 6, 64))...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

@@ -194,9 +194,12 @@ func TestReservedGrowthOnTheH200(t *testing.T) {
 
 // TestLargestBatchFromSmallRunsOnTheH200: compare --by batch_size on real
 // H200 runs at batches 16, 32 and 64 (bench/h200/fit_check.sh) of
-// ResNet-50 (fp32, SGD) and ViT-B/16 (bf16 autocast, AdamW), against the
-// largest batch that ran 3 steps in a fresh process, bisected there
-// (memrec fit found the same): never above it, and at most 12 % below.
+// ResNet-50 (fp32, SGD) and ViT-B/16 (bf16 autocast, AdamW), recorded by a
+// probe that did not yet measure the allocator's largest segment, against
+// the largest batch that ran 3 steps in a fresh process, bisected there
+// (memrec fit found the same): never above it. The default allowance is
+// the most eight models needed (BERT's 17.5 %), so these two, which need
+// 2 % at most, come out up to 16 % below.
 // ResNet-50's marginal cost rose from 16→32 to 32→64; a batch's sample
 // costs the same at any batch, so that rise is not carried on (carried
 // on, the projection said 1074).
@@ -224,8 +227,78 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 		}
 		p := *c.By.NoHeadroom
 		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, limit, 100*(limit-p)/limit, c.By.Words)
-		if p > limit || p < 0.88*limit || strings.Contains(c.By.Words, "carried on") {
+		if p > limit || p < 0.84*limit || strings.Contains(c.By.Words, "carried on") {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, limit, c.By.Words)
+		}
+	}
+}
+
+// TestLargestBatchFromSegmentsOnTheH200: compare --by batch_size on real
+// H200 runs at three small batches of eight models (testdata/h200-segments:
+// CNNs, ViT, GPT-2-shaped models with vocabularies of 50 257 to 256 000,
+// BERT), recorded by the probe that measures the allocator's largest
+// segment, against the largest batch that ran in a fresh process: never
+// above it (BERT needed one whole segment beyond its peak and is predicted
+// at its limit), and within 10 % below it except where the largest
+// segment is never held unusable (ResNet-18, whose conv1 output is 18 % of
+// its peak, 15.6 % below) or barely half of it (the Llama-style model,
+// 14.7 % below).
+func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "h200-segments")
+	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limits map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &limits); err != nil {
+		t.Fatal(err)
+	}
+	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
+		"lm_wide": {"2", "4", "8"}}
+	loose := map[string]float64{"resnet18": 0.84, "lm_wide": 0.84}
+	db := filepath.Join(t.TempDir(), "m.db")
+	for model, msg := range limits {
+		if model == "about" {
+			continue
+		}
+		var lim struct{ Limit float64 }
+		if err := json.Unmarshal(msg, &lim); err != nil {
+			t.Fatal(err)
+		}
+		batches, ok := smalls[model]
+		if !ok {
+			batches = []string{"16", "32", "64"}
+		}
+		var names []string
+		for _, b := range batches {
+			name := model + "-bs" + b
+			if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join(dir, name+".jsonl.gz")); code != 0 {
+				t.Fatal(errs)
+			}
+			names = append(names, name)
+		}
+		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+		var c struct {
+			By struct {
+				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
+				Basis      string   `json:"allowance_basis"`
+				Words      string   `json:"interval_words"`
+			} `json:"by_tag"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
+			t.Fatalf("%s: %d %s", model, code, errs)
+		}
+		p, low := *c.By.NoHeadroom, 0.9
+		if l, ok := loose[model]; ok {
+			low = l
+		}
+		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, 100*(lim.Limit-p)/lim.Limit, c.By.Words)
+		if c.By.Basis != "largest_segment" || !strings.Contains(c.By.Words, "largest segment") {
+			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, c.By.Basis, c.By.Words)
+		}
+		if p > lim.Limit || p < low*lim.Limit {
+			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.By.Words)
 		}
 	}
 }

@@ -49,14 +49,21 @@ SAMPLE_BUDGET = 0.0025  # ... and closer than the sample's own cost / this, ...
 LONG_STEP = 0.010  # ... unless the step lasted this long: such a step has its own sample
 
 LONG_STEP_NS = int(LONG_STEP * 1e9)
+# The allocator's segments are looked at after this many steps (the warm-up
+# has made its largest requests by then) and then at most this often: a
+# look is one memory_snapshot, a few milliseconds.
+SEGMENTS_AFTER_STEPS = 3
+SEGMENTS_INTERVAL = 60.0
 
 # Message kinds on the queue.
 _MARK, _TORCH, _DROPPED, _STEP, _LINE = 0, 1, 2, 3, 4
 
 def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dict[str, Any],
-               peak: Optional[int] = None, extra: str = "") -> str:
+               peak: Optional[int] = None, extra: str = "", largest_segment: int = 0) -> str:
     """Formats one allocator sample from torch's nested memory stats dict;
-    extra is more fields (the budget's), each starting with a comma."""
+    extra is more fields (the budget's), each starting with a comma;
+    largest_segment the largest segment the allocator was seen to hold
+    (0: not looked at yet, left out)."""
     def cur(key: str) -> int:
         try:
             return int(stats[key]["all"]["current"])
@@ -72,10 +79,11 @@ def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dic
     return (
         '{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,'
         '"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,'
-        '"alloc_retries":%d,"ooms":%d%s}\n'
+        '"alloc_retries":%d,"ooms":%d%s%s}\n'
         % (t_ns, device, pid, rank_part, cur("allocated_bytes"), cur("reserved_bytes"), cur("active_bytes"),
            cur("inactive_split_bytes"), peak, cur("segment"), int(stats.get("num_alloc_retries", 0) or 0),
-           int(stats.get("num_ooms", 0) or 0), extra)
+           int(stats.get("num_ooms", 0) or 0),
+           ',"largest_segment_bytes":%d' % largest_segment if largest_segment > 0 else "", extra)
     )
 
 
@@ -133,6 +141,9 @@ class Probe:
         self.last_step_sample_ns = -(1 << 62)
         self.last_step_ns = -(1 << 62)  # when the previous step ended
         self.step_rank = None  # the rank at the last step sample
+        self.steps_seen = 0
+        self.segments_due_ns = 0  # when the allocator's segments are next looked at
+        self.largest = {}  # memrec's GPU index -> the largest segment seen (bytes), sent with each sample after
         self._devs = None  # CUDA devices this process uses
         self.gpus = {}  # CUDA device -> the GPU's index in memrec's device samples
         self.devices_checked = 0
@@ -188,12 +199,15 @@ class Probe:
         if kind == _STEP:
             _, t, step, rank, samples = item
             out.append(step_line(t, step, rank, self.pid))
-            for gpu, stats, fig in samples:
-                out.append(stats_line(t, gpu, self.pid, rank, stats, extra=self._budget_fields(fig)))
+            for gpu, stats, fig, largest in samples:
+                out.append(stats_line(t, gpu, self.pid, rank, stats, extra=self._budget_fields(fig),
+                                      largest_segment=largest))
         elif kind == _TORCH:
             _, t, dev, rank, stats, peak = item[:6]
             fig = item[6] if len(item) > 6 else None
-            out.append(stats_line(t, dev, self.pid, rank, stats, peak, extra=self._budget_fields(fig)))
+            largest = item[7] if len(item) > 7 else 0
+            out.append(stats_line(t, dev, self.pid, rank, stats, peak, extra=self._budget_fields(fig),
+                                  largest_segment=largest))
         elif kind == _MARK:
             out.append(mark_line(item[1], item[2], item[3]))
         elif kind == _LINE:
@@ -370,7 +384,8 @@ class Probe:
             stats = torch._C._cuda_memoryStats(d)
             if reset_peak:
                 torch._C._cuda_resetPeakMemoryStats(d)
-            self._put((_TORCH, t, self.gpu(torch, d), rank, stats, None, figs.get(d)))
+            g = self.gpu(torch, d)
+            self._put((_TORCH, t, g, rank, stats, None, figs.get(d), self.largest.get(g, 0)))
 
     def step(self, i: Optional[int]) -> None:
         """The end of step i: one queue item with the step's mark and, unless
@@ -386,6 +401,7 @@ class Probe:
                 a.stepped = True  # a step ran: JAX's backend is up
         long_step = t - self.last_step_ns >= LONG_STEP_NS
         self.last_step_ns = t
+        self.steps_seen += 1
         if t - self.last_step_sample_ns < self.step_sample_ns and not long_step and not self.sites.armed:
             if len(q) < MAX_QUEUE:
                 q.append((_STEP, t, i, self.step_rank, ()))
@@ -407,13 +423,36 @@ class Probe:
                 samples = []
                 figs = self._budget()
                 for d in self.devices(torch):
-                    samples.append((self.gpu(torch, d), C._cuda_memoryStats(d), figs.get(d)))
+                    g = self.gpu(torch, d)
+                    samples.append((g, C._cuda_memoryStats(d), figs.get(d), self.largest.get(g, 0)))
                     C._cuda_resetPeakMemoryStats(d)
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
+                if self.steps_seen >= SEGMENTS_AFTER_STEPS and t >= self.segments_due_ns:
+                    self.segments_due_ns = t + int(SEGMENTS_INTERVAL * 1e9)
+                    self.look_at_segments(torch)
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
+
+    def look_at_segments(self, torch: Any) -> None:
+        """Keeps, per GPU, the largest segment the caching allocator holds:
+        the size of its largest request, which compare's projection adds at
+        the limit (docs/analysis.md). Segments of expandable_segments grow
+        and say nothing of a request: they are left out."""
+        try:
+            segs = torch.cuda.memory_snapshot()
+        except Exception:
+            return
+        for seg in segs or ():
+            try:
+                if seg.get("is_expandable"):
+                    continue
+                g, size = self.gpu(torch, int(seg["device"])), int(seg["total_size"])
+            except Exception:
+                continue
+            if size > self.largest.get(g, 0):
+                self.largest[g] = size
 
     def _budget(self) -> Dict[int, Any]:
         """The watched model's sums per CUDA device (empty without watch)."""
@@ -544,7 +583,8 @@ class Probe:
         self.mark("oom", gpu=gpu, pid=self.pid, text=text[: 60 << 10])
         try:
             t = time.time_ns()
-            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None, self._budget().get(device)))
+            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None, self._budget().get(device),
+                       self.largest.get(gpu, 0)))
         except Exception:
             pass
         self.flush(1.0)

@@ -56,6 +56,11 @@ FAKE_TORCH = textwrap.dedent('''
             C._cuda_attach_out_of_memory_observer = lambda f: state.__setitem__("observer", f)
         torch._C = C
         torch._state = state
+        # The allocator's segments: the largest is 64 MiB on device 0; an
+        # expandable one, larger, says nothing of a request.
+        state["segments"] = [{"device": 0, "total_size": 2 << 20}, {"device": 0, "total_size": 64 << 20},
+                             {"device": 0, "total_size": 1 << 30, "is_expandable": True}]
+        torch.cuda.memory_snapshot = lambda: state["segments"]
         return torch
 ''')
 exec(FAKE_TORCH)
@@ -194,6 +199,30 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(s["pid"], os.getpid())
         self.assertEqual(s["rank"], 3)
         self.assertEqual(sorted(torch._state["resets"]), [0, 1])
+        p.close()
+        srv.close()
+
+    def test_largest_segment_after_the_warm_up(self):
+        srv = Server()
+        torch = make_fake_torch()
+        sys.modules["torch"] = torch
+        os.environ["MEMREC_STEP_SAMPLE_MS"] = "0"
+        try:
+            p = self.probe(srv)
+            for i in range(4):
+                memrec.step(i)
+            memrec.flush()
+            lines = srv.wait(lambda ls: len([l for l in ls if l["type"] == "torch"]) >= 4)
+        finally:
+            del os.environ["MEMREC_STEP_SAMPLE_MS"]
+        samples = [l for l in lines if l["type"] == "torch"]
+        # Not looked at before the third step: the field is left out.
+        self.assertNotIn("largest_segment_bytes", samples[0])
+        self.assertEqual(samples[-1]["largest_segment_bytes"], 64 << 20)
+        # A snapshot that fails leaves what was seen.
+        torch.cuda.memory_snapshot = lambda: (_ for _ in ()).throw(RuntimeError("no"))
+        p.look_at_segments(torch)
+        self.assertEqual(p.largest, {0: 64 << 20})
         p.close()
         srv.close()
 

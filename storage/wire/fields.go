@@ -27,7 +27,8 @@ type Field[T any] struct {
 	// fill a column of it.
 	Key bool
 	// Later marks a field added after files were first written: a series
-	// stored before it has no such column, which reads as 0.
+	// stored before it has no such column, which reads as 0, and a line
+	// leaves it out when it is 0 (so older files export as they were).
 	Later bool
 	// Alias is an older name of the field, read where a line lacks Name
 	// (files written before the rename) and never written.
@@ -78,6 +79,8 @@ var TorchFields = []Field[TorchSample]{
 		Get: func(s TorchSample) int64 { return s.AllocRetries }, Set: func(s *TorchSample, v int64) { s.AllocRetries = v }},
 	{Name: "ooms",
 		Get: func(s TorchSample) int64 { return s.OOMs }, Set: func(s *TorchSample, v int64) { s.OOMs = v }},
+	{Name: "largest_segment_bytes", Later: true,
+		Get: func(s TorchSample) int64 { return s.LargestSegment }, Set: func(s *TorchSample, v int64) { s.LargestSegment = v }},
 }
 
 // MarkFields are a "mark" line's integer fields, all optional; its "kind"
@@ -130,7 +133,7 @@ func readFields[T any](f *fields, v *T, fs []Field[T]) {
 func appendFields[T any](b []byte, v *T, fs []Field[T]) []byte {
 	for i := range fs {
 		n := fs[i].Get(*v)
-		if fs[i].Optional && n == None {
+		if fs[i].Optional && n == None || fs[i].Later && n == 0 {
 			continue
 		}
 		b = appendKV(b, fs[i].Name, n)

@@ -385,15 +385,17 @@ type SeriesFormat[T any] struct {
 	lastT int    // the length of its time
 }
 
-// formatStep writes text, then the value get returns unless get is nil; an
-// optional value that is None is left out with its text (its name).
+// formatStep writes text, then the value get returns unless get is nil; a
+// value that may be left out (an optional one that is None, a later one
+// that is 0) is left out with its text (its name).
 type formatStep[T any] struct {
-	text     []byte
-	get      func(T) int64
-	optional bool
-	next     int64  // the value of the line being written
-	last     int64  // the value of the last line written
-	written  []byte // its text and digits; empty before the first line, or when the value was absent
+	text    []byte
+	get     func(T) int64
+	omits   bool   // a value equal to omitted is left out
+	omitted int64  // None for an optional field, 0 for a later one
+	next    int64  // the value of the line being written
+	last    int64  // the value of the last line written
+	written []byte // its text and digits; empty before the first line, or when the value was absent
 }
 
 // NewSeriesFormat prepares the lines of type typ of one series on gpu (none
@@ -412,12 +414,17 @@ func NewSeriesFormat[T any](typ Type, gpu int, fs []Field[T], key T) *SeriesForm
 			fixed = appendKV(fixed, d.Name, d.Get(key))
 			continue
 		}
-		if d.Optional && len(fixed) > 0 { // written even when the value is not
+		omits := d.Optional || d.Later
+		if omits && len(fixed) > 0 { // written even when the value is not
 			f.steps = append(f.steps, formatStep[T]{text: fixed})
 			fixed = nil
 		}
+		omitted := int64(0)
+		if d.Optional {
+			omitted = None
+		}
 		name := appendKV(fixed, d.Name, 0)
-		f.steps = append(f.steps, formatStep[T]{text: name[:len(name)-1], get: d.Get, optional: d.Optional})
+		f.steps = append(f.steps, formatStep[T]{text: name[:len(name)-1], get: d.Get, omits: omits, omitted: omitted})
 		fixed = nil
 	}
 	f.tail = append(fixed, '}', '\n')
@@ -445,7 +452,7 @@ func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
 		switch {
 		case s.get == nil:
 			b = append(b, s.text...)
-		case s.optional && s.next == None:
+		case s.omits && s.next == s.omitted:
 			s.written = s.written[:0]
 		case s.next == s.last && len(s.written) > 0:
 			b = append(b, s.written...)

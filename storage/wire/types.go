@@ -33,6 +33,11 @@ type TorchSample struct {
 	Segments      int64
 	AllocRetries  int64
 	OOMs          int64
+	// LargestSegment is the largest segment the allocator was seen to
+	// hold so far (bytes): the size of the largest request it served.
+	// 0 when not looked at (before the probe's first look, older probes,
+	// expandable segments).
+	LargestSegment int64
 }
 
 // MarkKind is what a mark says happened. The set is open: a kind memrec
