@@ -472,7 +472,7 @@ func (by *ByTag) interval() {
 	}
 	allowance := "no allowance"
 	if l := by.SegmentLine; l != nil {
-		allowance = fmt.Sprintf("+ the largest segment, %s at %s (half of it in the middle)", FormatBytes(int64(l.InterceptBytes+l.SlopeBytesPerUnit**p)), num(p))
+		allowance = fmt.Sprintf("+ the largest segment, %s at %s, half of it in the middle", FormatBytes(int64(l.InterceptBytes+l.SlopeBytesPerUnit**p)), num(p))
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%", 100*by.AllowanceFraction)
 	}

@@ -77,10 +77,14 @@ except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
     sys.exit(3)
 note(done=True, steps=s)
 if a.snap:
-    segs = sorted(torch.cuda.memory_snapshot(), key=lambda g: -g["total_size"])
+    t0 = time.perf_counter()
+    segs = torch.cuda.memory_snapshot()
+    snap_s = time.perf_counter() - t0
+    segs = sorted(segs, key=lambda g: -g["total_size"])
     # the largest segments: size, blocks in it, bytes of them in use
     note(segments=len(segs), largest=[(g["total_size"], len(g["blocks"]),
                                        sum(b["size"] for b in g["blocks"] if b["state"] == "active_allocated"))
                                       for g in segs[:6]],
-         reserved=torch.cuda.memory_reserved(dev), max_allocated=torch.cuda.max_memory_allocated(dev))
+         reserved=torch.cuda.memory_reserved(dev), max_allocated=torch.cuda.max_memory_allocated(dev),
+         snapshot_seconds=snap_s, blocks=sum(len(g["blocks"]) for g in segs))
 if a.probe and memrec: memrec.flush()

@@ -25,6 +25,12 @@ training step (cold caches), so a job of 1 ms steps takes one every 36 steps,
 while any job whose steps last 10 ms or more keeps one sample per step.
 For the same reason the background thread skips its timer sample when a
 step took one since its last wake, and wakes four times a second.
+
+Once after the third step and then at most once a minute, a step sample also
+looks at the allocator's segments (one ``torch.cuda.memory_snapshot()``):
+the largest is the size of the job's largest request, which compare --by
+adds at the limit (what the allocator may hold there beyond the peak). Each
+sample after it carries it as ``largest_segment_bytes``.
 """
 
 from __future__ import annotations
