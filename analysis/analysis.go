@@ -126,7 +126,9 @@ type GPUReport struct {
 	NearLimitOverhead *float64 `json:"near_limit_overhead,omitempty"`
 	// LargestSegmentBytes is the largest segment the caching allocator was
 	// seen to hold (the probe looks after the warm-up and each minute):
-	// the size of the largest request it served. Nil when not looked at.
+	// the size of the largest request it served; where processes share
+	// the GPU, the most their largest segments added up to at once (each
+	// allocator may strand one of its own). Nil when not looked at.
 	LargestSegmentBytes *int64 `json:"largest_segment_bytes,omitempty"`
 	// MostSegments is the most segments the GPU's allocators held at once.
 	MostSegments *int64 `json:"most_segments,omitempty"`

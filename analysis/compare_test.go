@@ -314,3 +314,24 @@ func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
 		t.Errorf("words: %s / %s", b.BasisWords, b.IntervalWords)
 	}
 }
+
+// TestLargestSegmentsOfProcessesSharingAGPU: two processes on one GPU
+// (ranks of a data-parallel job) each strand up to one segment of their
+// own: the GPU's figure is their sum while both live.
+func TestLargestSegmentsOfProcessesSharingAGPU(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"ddp","start_ns":%d,"interval_ns":10000000}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+	for i := 0; i < 20; i++ {
+		tt := t0 + int64(i)*100e6
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt-5e6, int64(10*GiB))
+		for pid, seg := range map[int]int64{1: 100 * MiB, 2: 50 * MiB} {
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"segments":3,"largest_segment_bytes":%d}`,
+				tt+int64(pid), pid, 1*GiB, 2*GiB, 1*GiB, int64(i/5)*seg)
+		}
+	}
+	r := analyzeJSONL(t, g.b.String())["ddp"].GPUs[0]
+	if r.LargestSegmentBytes == nil || *r.LargestSegmentBytes != 3*150*MiB || r.MostSegments == nil || *r.MostSegments != 6 {
+		t.Fatalf("largest segments %v, most segments %v; want 450 MiB and 6", deref64(r.LargestSegmentBytes), deref64(r.MostSegments))
+	}
+}

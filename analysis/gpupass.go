@@ -522,8 +522,8 @@ type allocSum struct {
 	// a share of it, in a sample whose step made the allocator free its
 	// cache and retry without an OOM: what the job needed beyond its peak.
 	nearLimit *float64
-	// largestSeg is the largest segment any of the processes held;
-	// mostSegs the most segments they held at once.
+	// largestSeg is the most the processes' largest segments added up to
+	// at once; mostSegs the most segments they held at once.
 	largestSeg, mostSegs int64
 }
 
@@ -563,7 +563,14 @@ func (s *allocSum) add(x storage.TorchSample) {
 	}
 	prev := s.take(x)
 	c := &s.cur
-	s.largestSeg = max(s.largestSeg, x.LargestSegment)
+	if x.LargestSegment != prev.LargestSegment { // rare: the probe looks once a minute
+		// Each process's allocator may strand one of its own.
+		var sum int64
+		for _, l := range s.last {
+			sum += l.LargestSegment
+		}
+		s.largestSeg = max(s.largestSeg, sum)
+	}
 	s.mostSegs = max(s.mostSegs, c.segments)
 	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
 		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)

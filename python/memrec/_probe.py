@@ -444,19 +444,25 @@ class Probe:
     def look_at_segments(self, torch: Any) -> None:
         """Keeps, per GPU, the largest segment the caching allocator holds:
         the size of its largest request, which compare's projection adds at
-        the limit (docs/analysis.md). Segments of expandable_segments grow
-        and say nothing of a request: they are left out."""
+        the limit (docs/analysis.md). With expandable_segments a segment
+        grows and says nothing of a request: where any is expandable
+        nothing is kept, and compare falls back to its default."""
         try:
             segs = torch.cuda.memory_snapshot()
         except Exception:
             return
+        largest = {}
         for seg in segs or ():
             try:
                 if seg.get("is_expandable"):
-                    continue
+                    self.largest.clear()
+                    self.segments_due_ns = 1 << 62  # not again
+                    return
                 g, size = self.gpu(torch, int(seg["device"])), int(seg["total_size"])
             except Exception:
                 continue
+            largest[g] = max(largest.get(g, 0), size)
+        for g, size in largest.items():
             if size > self.largest.get(g, 0):
                 self.largest[g] = size
 

@@ -56,10 +56,9 @@ FAKE_TORCH = textwrap.dedent('''
             C._cuda_attach_out_of_memory_observer = lambda f: state.__setitem__("observer", f)
         torch._C = C
         torch._state = state
-        # The allocator's segments: the largest is 64 MiB on device 0; an
-        # expandable one, larger, says nothing of a request.
-        state["segments"] = [{"device": 0, "total_size": 2 << 20}, {"device": 0, "total_size": 64 << 20},
-                             {"device": 0, "total_size": 1 << 30, "is_expandable": True}]
+        # The allocator's segments: the largest is 64 MiB on device 0.
+        state["segments"] = [{"device": 0, "total_size": 2 << 20}, {"device": 0, "total_size": 64 << 20,
+                                                                      "is_expandable": False}]
         torch.cuda.memory_snapshot = lambda: state["segments"]
         return torch
 ''')
@@ -223,6 +222,13 @@ class ProbeTest(unittest.TestCase):
         torch.cuda.memory_snapshot = lambda: (_ for _ in ()).throw(RuntimeError("no"))
         p.look_at_segments(torch)
         self.assertEqual(p.largest, {0: 64 << 20})
+        # With expandable segments a segment's size says nothing of a
+        # request: nothing is kept, and the probe does not look again.
+        torch._state["segments"].append({"device": 0, "total_size": 1 << 30, "is_expandable": True})
+        torch.cuda.memory_snapshot = lambda: torch._state["segments"]
+        p.look_at_segments(torch)
+        self.assertEqual(p.largest, {})
+        self.assertGreater(p.segments_due_ns, time.time_ns() + 10**15)
         p.close()
         srv.close()
 
