@@ -57,7 +57,7 @@ LONG_STEP = 0.010  # ... unless the step lasted this long: such a step has its o
 LONG_STEP_NS = int(LONG_STEP * 1e9)
 # The allocator's segments are looked at after this many steps (the warm-up
 # has made its largest requests by then) and then at most this often: a
-# look is one memory_snapshot, a few milliseconds.
+# look is one memory_snapshot, 1.0 to 1.6 ms on an H200 for 600 to 800 blocks.
 SEGMENTS_AFTER_STEPS = 3
 SEGMENTS_INTERVAL = 60.0
 
