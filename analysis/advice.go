@@ -157,6 +157,12 @@ type adviceContext struct {
 	// --by), is what a sample costs by their need curve; nil: the
 	// activations at the peak divided by the batch.
 	curve *sampleCost
+	// segment is the allocator's largest segment at the run's batch (the
+	// GPU's LargestSegmentBytes), rounding 2 MiB for each of the most
+	// segments it held; 0 when the probe did not measure them. With a
+	// segment the allowance is it, grown with the batch, and the rounding
+	// (compare --by's rule), not a share of the peak.
+	segment, rounding int64
 }
 
 // sampleCost is what one more sample costs by the need curve of runs at
@@ -164,7 +170,10 @@ type adviceContext struct {
 type sampleCost struct {
 	bytes     float64 // per sample: the curve's marginal cost at its largest values
 	allowance float64
-	runs      int
+	// segment is the allocator's largest segment per sample, rounding the
+	// segments' rounding, where the runs measured it (ByTag.SegmentLine).
+	segment, rounding float64
+	runs              int
 }
 
 // scaling is the part of activations act that grows with the batch: all
@@ -408,10 +417,14 @@ func FormatCount(n int64) string {
 // fitter turns a saving into the peak after and the batch that would fit.
 //
 // The batch that fits follows the rule of compare --by (ByTag): a step
-// needs its peak allocated plus AllocatorAllowance of it for the cache,
-// plus the memory PyTorch does not see, within the GPU's memory less the
-// driver's reservation. The peak is the model's own tensors F plus the
-// activations, which are per sample: A/batch each. So the largest batch is
+// needs its peak allocated plus what the allocator may hold beyond it at
+// the limit, plus the memory PyTorch does not see, within the GPU's memory
+// less the driver's reservation. The peak is the model's own tensors F
+// plus the activations, which are per sample: A/batch each. With the
+// allocator's largest segment S measured (and R, its segments' rounding)
+// the allocator may hold one more segment, which grows with the batch too:
+// the largest batch is (total − driver − unseen − R − F) / ((A + S)/batch).
+// Without it, AllocatorAllowance of the peak:
 // ((total − driver − unseen)/(1 + allowance) − F) / (A/batch).
 type fitter struct {
 	b   *Budget
@@ -430,14 +443,17 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	}
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
-	allowance, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	allowance, perSample, reserve := AllocatorAllowance, float64(act)*factor/f.ctx.batch, 0.0
+	if s := f.ctx.segment; s > 0 {
+		allowance, perSample, reserve = 0, perSample+float64(s)/f.ctx.batch, float64(f.ctx.rounding)
+	}
 	if c := f.ctx.curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
 		// the curve's bytes a sample.
-		allowance, perSample = c.allowance, c.bytes*factor
+		allowance, perSample, reserve = c.allowance, c.bytes*factor+c.segment, c.rounding
 		fx += act - f.ctx.scaling(act)
 	}
-	room := float64(f.ctx.total-f.ctx.driverReserved-unseen-others)/(1+allowance) - float64(fx)
+	room := (float64(f.ctx.total-f.ctx.driverReserved-unseen-others)-reserve)/(1+allowance) - float64(fx)
 	v := math.Floor(room / perSample)
 	if v < 0 {
 		v = 0

@@ -334,7 +334,7 @@ func (a *gpuAnalysis) budgetPass() error {
 	}
 	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
 	advise(b, adviceContext{batch: batch, total: a.g.TotalBytes, driverReserved: orZero(a.gr.DriverReservedBytes),
-		sampleAllocated: p.Allocated})
+		sampleAllocated: p.Allocated, segment: orZero(a.gr.LargestSegmentBytes), rounding: orZero(a.gr.MostSegments) * segmentRounding})
 	a.gr.Budget = b
 	for i := range a.gr.OOMs {
 		o := &a.gr.OOMs[i]

@@ -383,3 +383,30 @@ func TestBudgetBeforeLooksBack(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviceWithTheLargestSegment: where the probe measured the
+// allocator's largest segment, the batch that fits follows compare --by's
+// rule: one more segment, grown with the batch, and the segments' rounding
+// beyond the peak, not AllocatorAllowance of it.
+func TestAdviceWithTheLargestSegment(t *testing.T) {
+	j := testJob(1)
+	const seg = 640 * MiB // at the run's batch of 64
+	in := strings.ReplaceAll(watchedRun(j, 30, "float32", "false", true), `"segments":`, fmt.Sprintf(`"largest_segment_bytes":%d,"segments":`, int64(seg)))
+	g := analyzeJSONL(t, in)["w"].GPUs[0]
+	b := g.Budget
+	if g.LargestSegmentBytes == nil || *g.LargestSegmentBytes != seg || g.MostSegments == nil || b == nil {
+		t.Fatalf("largest segment %v, most segments %v, budget %v", deref64(g.LargestSegmentBytes), deref64(g.MostSegments), b)
+	}
+	s := j.Split(29, 1)
+	unseen, _ := b.Part(PartUnseen) // one GPU: no NCCL buffers
+	fixed := s.Params + s.Grads + j.Optimizer
+	rounding := *g.MostSegments * segmentRounding
+	want := math.Floor(float64(j.Total-1000-unseen-rounding-fixed) / (float64(j.Activations+seg) / 64))
+	if b.FitsBatch == nil || *b.FitsBatch != want {
+		t.Errorf("batch that fits %v, want %v", deref(b.FitsBatch), want)
+	}
+	// The share of the peak would have said otherwise.
+	if old := math.Floor((float64(j.Total-1000-unseen)/(1+AllocatorAllowance) - float64(fixed)) / (float64(j.Activations) / 64)); old == want {
+		t.Errorf("%v either way: the test does not tell the rules apart", want)
+	}
+}

@@ -664,9 +664,14 @@ func (by *ByTag) advise(c *Comparison) {
 	b := *best
 	b.Help, b.Skipped, b.Missing, b.FitsBatch = nil, nil, nil, nil
 	sampled, _ := b.Part(PartActivations)
+	var segPerUnit float64
+	if l := by.SegmentLine; l != nil {
+		segPerUnit = l.SlopeBytesPerUnit
+	}
 	advise(&b, adviceContext{batch: value, total: by.TotalBytes, driverReserved: by.DriverReservedBytes,
 		sampleAllocated: b.PeakAllocatedBytes - sampled,
-		curve:           &sampleCost{bytes: by.needTo(Pessimistic).MarginalBytesPerUnit, allowance: by.AllowanceFraction, runs: len(by.Points)}})
+		curve: &sampleCost{bytes: by.Need.MarginalBytesPerUnit, allowance: by.AllowanceFraction,
+			segment: segPerUnit, rounding: by.RoundingBytes, runs: len(by.Points)}})
 	by.Help, by.HelpRun = b.Help, bestRun
 }
 

@@ -1054,7 +1054,7 @@ func (a *gpuAnalysis) oomOutcomes() {
 				peak = i64(p.Bytes)
 			}
 		}
-		oomAdvice(o, batch, peak)
+		oomAdvice(o, batch, peak, orZero(gr.LargestSegmentBytes), orZero(gr.MostSegments)*segmentRounding)
 	}
 }
 

@@ -153,13 +153,15 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // completed steps at this batch (need = peak + request beyond the free
 // memory is not known then, so the peak + the shortfall), else only its
 // lower bound, allocated + requested; the batch scales the need in
-// proportion. With the step's peak it is an estimate, less
-// AllocatorAllowance for the allocator at the limit; with only the lower
+// proportion. With the step's peak it is an estimate, with compare --by's
+// allowance for the allocator at the limit: one largest segment (segment,
+// at the OOM's batch, which grows with it) and the segments' rounding where
+// the probe measured them, else AllocatorAllowance; with only the lower
 // bound of the need it is an upper bound (FitKind), with no allowance
 // taken off (the allocator holds at least what it allocates). The batch that fits is then
 // smaller, by as much as the step would have gone on to allocate: nothing
 // in a run that completed no step says how much that is.
-func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
+func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) {
 	if o.RequestedBytes == nil || o.FreeBytes == nil {
 		return
 	}
@@ -186,11 +188,15 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64) {
 	if need <= 0 {
 		return
 	}
-	allowance := AllocatorAllowance
-	if kind == FitUpperBound {
-		allowance = 0
+	var v float64
+	switch {
+	case kind == FitUpperBound:
+		v = math.Floor(batch * have / need)
+	case segment > 0:
+		v = math.Floor(batch * (have - float64(rounding)) / (need + float64(segment)))
+	default:
+		v = math.Floor(batch * have / need / (1 + AllocatorAllowance))
 	}
-	v := math.Floor(batch * have / need / (1 + allowance))
 	o.FittingBatch, o.FitBasis, o.FitKind = &v, basis, kind
 }
 

@@ -363,10 +363,17 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 // (allocated + free): 100 × 71/82, less the allocator allowance.
 func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&o, 100, i64(78*GiB))
+	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
 	want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
+	}
+	// With the largest segment measured (6 GiB at batch 100, 200 segments):
+	// 100 × (71 GiB − 400 MiB) / (82 + 6 GiB), the rule of compare --by.
+	s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
+	oomAdvice(&s, 100, i64(78*GiB), 6*GiB, 200*segmentRounding)
+	if want := math.Floor(100 * (71*GiB - 400*MiB) / (88 * GiB)); s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
+		t.Fatalf("fitting batch with the largest segment %v, want %v", deref(s.FittingBatch), want)
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.
 	if *o.ShortBytes != 4*GiB || *o.CachedFreeBytes != 2*GiB || *o.CacheWouldHelp {
@@ -374,7 +381,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	}
 	// With 4.5 GiB cached and free it would have.
 	o = OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(74*GiB + GiB/2), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&o, 0, nil)
+	oomAdvice(&o, 0, nil, 0, 0)
 	if o.CacheWouldHelp == nil || !*o.CacheWouldHelp || o.FittingBatch != nil {
 		t.Fatalf("would help %v, fitting batch %v without a batch tag", o.CacheWouldHelp, o.FittingBatch)
 	}
