@@ -83,6 +83,9 @@ type Allocator struct {
 	Segments               int64  `parquet:"segments,delta"`
 	AllocRetries           int64  `parquet:"alloc_retries,delta"`
 	OOMs                   int64  `parquet:"ooms,delta"`
+	// LargestSegmentBytes is the largest segment the allocator was seen to
+	// hold so far; 0: not measured.
+	LargestSegmentBytes int64 `parquet:"largest_segment_bytes,delta"`
 }
 
 // Mark is a row of the marks table.
@@ -275,7 +278,8 @@ func (e *exporter) all() error {
 			err = each(alloc, e.db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(t storage.TorchSample) Allocator {
 				return Allocator{TNS: t.T, Time: t.T, GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank),
 					AllocatedBytes: t.Allocated, ReservedBytes: t.Reserved, ActiveBytes: t.Active, InactiveSplitBytes: t.InactiveSplit,
-					StepPeakAllocatedBytes: t.PeakAllocated, Segments: t.Segments, AllocRetries: t.AllocRetries, OOMs: t.OOMs}
+					StepPeakAllocatedBytes: t.PeakAllocated, Segments: t.Segments, AllocRetries: t.AllocRetries, OOMs: t.OOMs,
+					LargestSegmentBytes: t.LargestSegment}
 			})
 		case storage.SeriesSites:
 			err = each(sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
