@@ -28,8 +28,9 @@ step took one since its last wake, and wakes four times a second.
 
 Once after the third step and then at most once a minute, a step sample also
 looks at the allocator's segments (one ``torch.cuda.memory_snapshot()``):
-the largest is the size of the job's largest request, which compare --by
-adds at the limit (what the allocator may hold there beyond the peak). Each
+the largest with room free is the size of the job's largest request that
+comes and goes, which compare --by adds at the limit (what the allocator may
+hold there beyond the peak). Each
 sample after it carries it as ``largest_segment_bytes``.
 """
 
@@ -442,11 +443,14 @@ class Probe:
             self.sites.step(sys.modules.get("torch"))
 
     def look_at_segments(self, torch: Any) -> None:
-        """Keeps, per GPU, the largest segment the caching allocator holds:
-        the size of its largest request, which compare's projection adds at
-        the limit (docs/analysis.md). With expandable_segments a segment
-        grows and says nothing of a request: where any is expandable
-        nothing is kept, and compare falls back to its default."""
+        """Keeps, per GPU, the largest segment of the caching allocator that
+        has room free (at a step's end the activations' segments are free;
+        one wholly in use, a parameter's or the optimizer's, is allocated
+        once and strands nothing): the size of the job's largest request
+        that comes and goes, which compare's projection adds at the limit
+        (docs/analysis.md). With expandable_segments a segment grows and
+        says nothing of a request: where any is expandable nothing is kept,
+        and compare falls back to its default."""
         try:
             segs = torch.cuda.memory_snapshot()
         except Exception:
@@ -458,7 +462,13 @@ class Probe:
                     self.largest.clear()
                     self.segments_due_ns = 1 << 62  # not again
                     return
-                g, size = self.gpu(torch, int(seg["device"])), int(seg["total_size"])
+                size = int(seg["total_size"])
+                used = seg.get("allocated_size")
+                if used is None:
+                    used = sum(int(b["size"]) for b in seg.get("blocks") or () if b.get("state") == "active_allocated")
+                if int(used) >= size:
+                    continue
+                g = self.gpu(torch, int(seg["device"]))
             except Exception:
                 continue
             largest[g] = max(largest.get(g, 0), size)

@@ -56,9 +56,13 @@ FAKE_TORCH = textwrap.dedent('''
             C._cuda_attach_out_of_memory_observer = lambda f: state.__setitem__("observer", f)
         torch._C = C
         torch._state = state
-        # The allocator's segments: the largest is 64 MiB on device 0.
-        state["segments"] = [{"device": 0, "total_size": 2 << 20}, {"device": 0, "total_size": 64 << 20,
-                                                                      "is_expandable": False}]
+        # The allocator's segments: the largest with room free is 64 MiB on
+        # device 0 (its blocks free at a step's end); the larger one is
+        # wholly in use (a parameter's), and strands nothing.
+        state["segments"] = [{"device": 0, "total_size": 2 << 20, "allocated_size": 1 << 20},
+                             {"device": 0, "total_size": 64 << 20, "is_expandable": False,
+                              "blocks": [{"size": 64 << 20, "state": "inactive"}]},
+                             {"device": 0, "total_size": 256 << 20, "allocated_size": 256 << 20}]
         torch.cuda.memory_snapshot = lambda: state["segments"]
         return torch
 ''')
