@@ -195,6 +195,14 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
 			time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
 	}
+	if l := g.LargestSegmentBytes; l != nil {
+		most := ""
+		if g.MostSegments != nil {
+			most = fmt.Sprintf("; at most %d segments at once", *g.MostSegments)
+		}
+		fmt.Fprintf(w, "Largest allocator segment with room free: %s, the largest request that comes and goes (what the allocator may strand at the limit: compare --by adds it)%s\n",
+			analysis.FormatBytes(*l), most)
+	}
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 	}

@@ -301,4 +301,9 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.By.Words)
 		}
 	}
+	// analyze says what the probe measured: BERT-base's fp32 logits at 64.
+	out, errs, code := run(t, db, "", "analyze", "bert-bs64")
+	if want := "Largest allocator segment with room free: 3.73 GiB"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("analyze lacks %q (%d %s):\n%s", want, code, errs, out)
+	}
 }
