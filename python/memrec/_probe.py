@@ -436,8 +436,11 @@ class Probe:
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
                 if self.steps_seen >= SEGMENTS_AFTER_STEPS and t >= self.segments_due_ns:
+                    # After the sample's cost is measured; this step's
+                    # samples carry what it saw (a trial may end here).
                     self.segments_due_ns = t + int(SEGMENTS_INTERVAL * 1e9)
                     self.look_at_segments(torch)
+                    samples = [(g, st, f, self.largest.get(g, 0)) for g, st, f, _ in samples]
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))

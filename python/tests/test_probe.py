@@ -219,8 +219,10 @@ class ProbeTest(unittest.TestCase):
         finally:
             del os.environ["MEMREC_STEP_SAMPLE_MS"]
         samples = [l for l in lines if l["type"] == "torch"]
-        # Not looked at before the third step: the field is left out.
-        self.assertNotIn("largest_segment_bytes", samples[0])
+        # Not looked at before the third step: the field is left out; the
+        # third step's own sample carries it (a fit trial may end there).
+        self.assertNotIn("largest_segment_bytes", samples[1])
+        self.assertEqual(samples[2]["largest_segment_bytes"], 64 << 20)
         self.assertEqual(samples[-1]["largest_segment_bytes"], 64 << 20)
         # A snapshot that fails leaves what was seen.
         torch.cuda.memory_snapshot = lambda: (_ for _ in ()).throw(RuntimeError("no"))
