@@ -202,7 +202,7 @@ func storeLatest[K comparable, V any](mu *sync.Mutex, table *atomic.Pointer[map[
 // dashboards can join the two on any of them (docs/metrics.md).
 type descs struct {
 	used, resv, free, total, proc                      *prometheus.Desc
-	alloc, tresv, peak, split, retries, ooms           *prometheus.Desc
+	alloc, tresv, peak, split, largest, retries, ooms  *prometheus.Desc
 	ticks, missed, dropped, epoch, step, info, started *prometheus.Desc
 }
 
@@ -233,6 +233,7 @@ func newDescs(legacy bool) *descs {
 		tresv:   d("memrec_torch_reserved_bytes", "Memory the rank's caching allocator holds from the driver (JAX: its pool).", rank, nil),
 		peak:    d("memrec_torch_step_peak_allocated_bytes", "Peak of allocated memory since the rank's previous report (its last step).", rank, nil),
 		split:   d("memrec_torch_inactive_split_bytes", "Reserved memory in split blocks no tensor uses (fragmentation).", rank, nil),
+		largest: d("memrec_torch_largest_segment_bytes", "The largest segment with room free the rank's allocator was seen to hold: its largest request that comes and goes. Absent until the probe has looked (after the third step).", rank, nil),
 		retries: d("memrec_torch_alloc_retries_total", "Allocations the rank's allocator retried after freeing its cache.", rank, nil),
 		ooms:    d("memrec_torch_ooms_total", "Out-of-memory errors the rank's allocator raised.", rank, nil),
 		ticks:   d("memrec_recorder_ticks_total", "Sampling ticks the recorder took.", run, nil),
@@ -246,7 +247,7 @@ func newDescs(legacy bool) *descs {
 }
 
 func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.used, d.resv, d.free, d.total, d.proc, d.alloc, d.tresv, d.peak, d.split, d.retries, d.ooms,
+	return []*prometheus.Desc{d.used, d.resv, d.free, d.total, d.proc, d.alloc, d.tresv, d.peak, d.split, d.largest, d.retries, d.ooms,
 		d.ticks, d.missed, d.dropped, d.epoch, d.step, d.info, d.started}
 }
 
@@ -327,6 +328,9 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 		gauge(D.tresv, s.Reserved, labels...)
 		gauge(D.peak, s.PeakAllocated, labels...)
 		gauge(D.split, s.InactiveSplit, labels...)
+		if s.LargestSegment > 0 {
+			gauge(D.largest, s.LargestSegment, labels...)
+		}
 		counter(D.retries, s.AllocRetries, labels...)
 		counter(D.ooms, s.OOMs, labels...)
 	}
