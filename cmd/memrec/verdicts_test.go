@@ -207,28 +207,11 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, limit := range map[string]float64{"resnet50": 1696, "vit_b_16": 2128} {
-		var names []string
-		for _, b := range []string{"16", "32", "64"} {
-			name := model + "-bs" + b
-			if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join("testdata", "h200-fit", name+".jsonl.gz")); code != 0 {
-				t.Fatal(errs)
-			}
-			names = append(names, name)
-		}
-		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
-		var c struct {
-			By struct {
-				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
-				Words      string   `json:"interval_words"`
-			} `json:"by_tag"`
-		}
-		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
-			t.Fatalf("%s: %d %s", model, code, errs)
-		}
-		p := *c.By.NoHeadroom
-		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, limit, 100*(limit-p)/limit, c.By.Words)
-		if p > limit || p < 0.84*limit || strings.Contains(c.By.Words, "carried on") {
-			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, limit, c.By.Words)
+		by := predictFromSmallRuns(t, db, filepath.Join("testdata", "h200-fit"), model, []string{"16", "32", "64"})
+		p := by.NoHeadroom
+		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, limit, 100*(limit-p)/limit, by.Words)
+		if p > limit || p < 0.84*limit || strings.Contains(by.Words, "carried on") {
+			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, limit, by.Words)
 		}
 	}
 }
@@ -270,35 +253,17 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 		if !ok {
 			batches = []string{"16", "32", "64"}
 		}
-		var names []string
-		for _, b := range batches {
-			name := model + "-bs" + b
-			if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join(dir, name+".jsonl.gz")); code != 0 {
-				t.Fatal(errs)
-			}
-			names = append(names, name)
-		}
-		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
-		var c struct {
-			By struct {
-				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
-				Basis      string   `json:"allowance_basis"`
-				Words      string   `json:"interval_words"`
-			} `json:"by_tag"`
-		}
-		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
-			t.Fatalf("%s: %d %s", model, code, errs)
-		}
-		p, low := *c.By.NoHeadroom, 0.9
+		by := predictFromSmallRuns(t, db, dir, model, batches)
+		p, low := by.NoHeadroom, 0.9
 		if l, ok := loose[model]; ok {
 			low = l
 		}
-		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, 100*(lim.Limit-p)/lim.Limit, c.By.Words)
-		if c.By.Basis != "largest_segment" || !strings.Contains(c.By.Words, "largest segment") {
-			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, c.By.Basis, c.By.Words)
+		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, 100*(lim.Limit-p)/lim.Limit, by.Words)
+		if by.Basis != "largest_segment" || !strings.Contains(by.Words, "largest segment") {
+			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, by.Basis, by.Words)
 		}
 		if p > lim.Limit || p < low*lim.Limit {
-			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.By.Words)
+			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, by.Words)
 		}
 	}
 	// analyze says what the probe measured: BERT-base's fp32 logits at 64.
@@ -306,4 +271,38 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	if want := "Largest allocator segment with room free: 3.73 GiB"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("analyze lacks %q (%d %s):\n%s", want, code, errs, out)
 	}
+}
+
+// smallRunsPrediction is what compare --by batch_size --headroom 0% --json
+// says of a model's runs at small batches.
+type smallRunsPrediction struct {
+	NoHeadroom float64
+	Basis      string // allowance_basis
+	Words      string // interval_words
+}
+
+// predictFromSmallRuns imports dir's MODEL-bsB.jsonl.gz for each batch B
+// into db and projects the largest batch from them.
+func predictFromSmallRuns(t *testing.T, db, dir, model string, batches []string) smallRunsPrediction {
+	t.Helper()
+	var names []string
+	for _, b := range batches {
+		name := model + "-bs" + b
+		if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join(dir, name+".jsonl.gz")); code != 0 {
+			t.Fatal(errs)
+		}
+		names = append(names, name)
+	}
+	out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+	var c struct {
+		By struct {
+			NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
+			Basis      string   `json:"allowance_basis"`
+			Words      string   `json:"interval_words"`
+		} `json:"by_tag"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
+		t.Fatalf("%s: %d %s", model, code, errs)
+	}
+	return smallRunsPrediction{NoHeadroom: *c.By.NoHeadroom, Basis: c.By.Basis, Words: c.By.Words}
 }
