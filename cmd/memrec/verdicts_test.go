@@ -271,6 +271,15 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	if want := "Largest allocator segment with room free: 3.73 GiB"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("analyze lacks %q (%d %s):\n%s", want, code, errs, out)
 	}
+	// and so does the report's page.
+	repDir := filepath.Join(t.TempDir(), "rep")
+	if _, errs, code := run(t, db, "", "report", "bert-bs64", "-o", repDir, "--width", "600", "--height", "300"); code != 0 {
+		t.Fatal(errs)
+	}
+	page, err := os.ReadFile(filepath.Join(repDir, "index.html"))
+	if want := "Largest allocator segment with room free: 3.73 GiB"; err != nil || !strings.Contains(string(page), want) {
+		t.Errorf("the page lacks %q (%v)", want, err)
+	}
 }
 
 // smallRunsPrediction is what compare --by batch_size --headroom 0% --json
