@@ -71,8 +71,9 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 	sink.AppendProc(storage.ProcSample{T: 2 * sec, GPU: 0, PID: 42, Used: 250}) // a newer list without 41
 	sink.AppendProc(storage.ProcSample{T: 2 * sec, GPU: 3, PID: 43, Used: 600})
 	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 3, PID: 43, Rank: 5, Allocated: 11, Reserved: 22, PeakAllocated: 33, InactiveSplit: 4, AllocRetries: 2, OOMs: 1, LargestSegment: 55})
-	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 0, PID: 42, Rank: 0, Allocated: 1}) // not looked at yet: no largest segment
-	for _, s := range []int{3, 7, 6} {                                                    // ranks report out of order
+	// Not looked at yet: no largest segment.
+	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 0, PID: 42, Rank: 0, Allocated: 1})
+	for _, s := range []int{3, 7, 6} { // ranks report out of order
 		m := storage.NewMark(sec, wire.MarkStep)
 		m.Step = s
 		sink.AppendMark(m)
