@@ -60,9 +60,11 @@ type RunSummary struct {
 //
 // With allocator samples in every run the projection is of what the job
 // needs (Basis "step_peak_allocated"): the probe's true per-step peak
-// allocated, fitted by least squares against the tag (NeedFit), plus
-// AllowanceFraction of it for the allocator's rounding and splitting, plus
-// the memory PyTorch does not see (UnseenBytes: CUDA context, library
+// allocated, fitted by least squares against the tag (NeedFit), plus what
+// the allocator may hold beyond it at the limit (one largest segment at
+// the value and the segments' rounding, SegmentLine and RoundingBytes,
+// where the probe measured them; else AllowanceFraction of the peak),
+// plus the memory PyTorch does not see (UnseenBytes: CUDA context, library
 // workspaces), against the GPU's total less the driver's reservation and
 // the headroom. Without them it falls back to peak device memory (Basis
 // "device_used"), which includes the allocator's cache and so errs low.
@@ -81,7 +83,9 @@ type ByTag struct {
 	AllowanceFraction float64 `json:"allowance_fraction"`
 	// AllowanceBasis is "measured" (AllowanceRun reached the GPU's limit:
 	// its allocator retried, and its reserved memory exceeded the step's
-	// peak by AllowanceFraction) or "default" (AllocatorAllowance).
+	// peak by AllowanceFraction), "largest_segment" (every run's probe
+	// measured the allocator's largest segment: SegmentLine, and
+	// AllowanceFraction is 0) or "default" (AllocatorAllowance).
 	AllowanceBasis string `json:"allowance_basis,omitempty"`
 	AllowanceRun   string `json:"allowance_run,omitempty"`
 	// SegmentLine is, with AllowanceBasis "largest_segment", the largest
