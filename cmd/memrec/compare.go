@@ -36,9 +36,13 @@ func newCompareCmd(g *globals) *cobra.Command {
 fragmentation and time per step, each with its ratio to the baseline (the first
 run unless --baseline), and overlay charts aligned by step, epoch or time.
 
-With --by TAG, peak device memory is fitted against a numeric tag (batch size,
-sequence length) over the given runs, or over every run that has the tag, and
-the largest value that still fits on the GPU with --headroom is stated.`,
+With --by TAG, what the job needs is projected against a numeric tag (batch
+size, sequence length) over the given runs, or over every run that has the tag:
+its per-step peak allocated (peak device memory without the probe), plus what
+the allocator may strand at the limit (one of its largest segments, which the
+probe measures; else 18 % of the peak), plus what PyTorch does not see. The
+largest value that still fits on the GPU with --headroom is stated, with the
+interval of the projection and how far it reaches.`,
 		Example: `  memrec compare bs64 bs64-amp bs64-ckpt -o cmp
   memrec compare --by batch_size --headroom 5%
   memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
