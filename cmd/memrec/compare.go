@@ -252,6 +252,14 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if b.IntervalWords != "" {
 			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
+		if b.MaxFittingValueNoHeadroom != nil {
+			runs := make([]string, len(b.Points))
+			for i, p := range b.Points {
+				runs[i] = p.Run
+			}
+			fmt.Fprintf(w, "  a projection, not a trial: memrec fit --by %s --runs %s -- COMMAND ... {} finds the limit by running the job\n",
+				b.Tag, strings.Join(runs, ","))
+		}
 		if len(b.Help) > 0 {
 			fmt.Fprintf(w, "What would help run %q, each batch that would then fit from the runs' need curve:\n", b.HelpRun)
 			for i, h := range (&analysis.Budget{Help: b.Help}).HelpWords(len(b.Help)) {

@@ -71,7 +71,7 @@ ran used; with a full recording of the job among --runs it also leaves room for
 what that run needed after its first steps (the rise of its step peak over the
 run, or its memory's growth per step times its steps, whichever is larger).`,
 		Example: `  memrec fit -- python train.py --batch-size {}
-  memrec fit --multiple 8 --runs bs16 bs32 -- torchrun --nproc-per-node 8 train.py --bs {}
+  memrec fit --multiple 8 --runs bs16,bs32 -- torchrun --nproc-per-node 8 train.py --bs {}
   memrec fit --by seq_len --min 512 --multiple 128 -- python train.py --seq-len {}`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
@@ -79,6 +79,10 @@ run, or its memory's growth per step times its steps, whichever is larger).`,
 				args = args[:dash]
 			}
 			if len(args) > 0 {
+				if cmd.Flags().Changed("runs") {
+					return fmt.Errorf("unexpected argument %q: give --runs its runs with commas (--runs %s), and put the command after --",
+						args[0], strings.Join(append(append([]string{}, o.runs...), args...), ","))
+				}
 				return fmt.Errorf("unexpected argument %q: put the command after --", args[0])
 			}
 			return runFit(cmd.Context(), o)

@@ -529,6 +529,11 @@ func TestFitBadInput(t *testing.T) {
 	if _, err := os.Stat(db); err == nil {
 		t.Error("a database was made for a command that cannot run")
 	}
+	// Runs given to --runs with spaces: the second looks like a stray argument.
+	if _, errs, code := run(t, db, "", "fit", "--runs", "bs16", "bs32", "--", "python3", "train.py", "{}"); code != 1 ||
+		!strings.Contains(errs, `unexpected argument "bs32": give --runs its runs with commas (--runs bs16,bs32)`) {
+		t.Fatalf("--runs with spaces: %d %s", code, errs)
+	}
 
 	r, errs, code := fitJSON(t, db, append([]string{"--min", "200", "--id", "big"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
 	if code != 1 || !strings.Contains(errs, "batch_size=200 does not fit (--min)") || len(r.Trials) != 1 || r.Trials[0].Outcome != fitOOM {
