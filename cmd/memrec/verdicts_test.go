@@ -271,7 +271,12 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	if want := "Largest allocator segment with room free: 3.73 GiB"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("analyze lacks %q (%d %s):\n%s", want, code, errs, out)
 	}
-	// and so does the report's page.
+	// compare --by points at the check by trial.
+	out, errs, code = run(t, db, "", "compare", "--by", "batch_size", "bert-bs16", "bert-bs32", "bert-bs64")
+	if want := "memrec fit --by batch_size --runs bert-bs16,bert-bs32,bert-bs64 -- COMMAND ... {}"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("compare lacks %q (%d %s):\n%s", want, code, errs, out)
+	}
+	// and the report's page says what analyze does.
 	repDir := filepath.Join(t.TempDir(), "rep")
 	if _, errs, code := run(t, db, "", "report", "bert-bs64", "-o", repDir, "--width", "600", "--height", "300"); code != 0 {
 		t.Fatal(errs)
