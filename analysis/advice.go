@@ -444,14 +444,13 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
 	allowance, perSample, reserve := AllocatorAllowance, float64(act)*factor/f.ctx.batch, 0.0
-	if s := f.ctx.segment; s > 0 {
-		allowance, perSample, reserve = 0, perSample+float64(s)/f.ctx.batch, float64(f.ctx.rounding)
-	}
 	if c := f.ctx.curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
 		// the curve's bytes a sample.
 		allowance, perSample, reserve = c.allowance, c.bytes*factor+c.segment, c.rounding
 		fx += act - f.ctx.scaling(act)
+	} else if s := f.ctx.segment; s > 0 {
+		allowance, perSample, reserve = 0, perSample+float64(s)/f.ctx.batch, float64(f.ctx.rounding)
 	}
 	room := (float64(f.ctx.total-f.ctx.driverReserved-unseen-others)-reserve)/(1+allowance) - float64(fx)
 	v := math.Floor(room / perSample)

@@ -333,8 +333,9 @@ func (a *gpuAnalysis) budgetPass() error {
 		b.Notes = append(b.Notes, "the allocator retried allocations (it freed its cache to make room): reserved at the end of a step may be below what it was at the peak")
 	}
 	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
+	seg, rounding := a.gr.strandable()
 	advise(b, adviceContext{batch: batch, total: a.g.TotalBytes, driverReserved: orZero(a.gr.DriverReservedBytes),
-		sampleAllocated: p.Allocated, segment: orZero(a.gr.LargestSegmentBytes), rounding: orZero(a.gr.MostSegments) * segmentRounding})
+		sampleAllocated: p.Allocated, segment: seg, rounding: rounding})
 	a.gr.Budget = b
 	for i := range a.gr.OOMs {
 		o := &a.gr.OOMs[i]
@@ -348,6 +349,14 @@ func (a *gpuAnalysis) budgetPass() error {
 		o.Budget = oomBudget(o, ob, batch)
 	}
 	return nil
+}
+
+// strandable is what the GPU's allocator may hold beyond the step's peak
+// at the limit, by compare --by's rule: its largest segment and 2 MiB for
+// each of the most segments it held; 0, 0 where the probe did not measure
+// them.
+func (g *GPUReport) strandable() (segment, rounding int64) {
+	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * segmentRounding
 }
 
 func orZero(p *int64) int64 {

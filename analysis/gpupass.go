@@ -1054,7 +1054,8 @@ func (a *gpuAnalysis) oomOutcomes() {
 				peak = i64(p.Bytes)
 			}
 		}
-		oomAdvice(o, batch, peak, orZero(gr.LargestSegmentBytes), orZero(gr.MostSegments)*segmentRounding)
+		seg, rounding := gr.strandable()
+		oomAdvice(o, batch, peak, seg, rounding)
 	}
 }
 

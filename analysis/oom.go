@@ -158,9 +158,9 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // at the OOM's batch, which grows with it) and the segments' rounding where
 // the probe measured them, else AllocatorAllowance; with only the lower
 // bound of the need it is an upper bound (FitKind), with no allowance
-// taken off (the allocator holds at least what it allocates). The batch that fits is then
-// smaller, by as much as the step would have gone on to allocate: nothing
-// in a run that completed no step says how much that is.
+// taken off (the allocator holds at least what it allocates). The batch
+// that fits is then smaller, by as much as the step would have gone on to
+// allocate: nothing in a run that completed no step says how much that is.
 func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) {
 	if o.RequestedBytes == nil || o.FreeBytes == nil {
 		return

@@ -30,8 +30,8 @@ Once after the third step and then at most once a minute, a step sample also
 looks at the allocator's segments (one ``torch.cuda.memory_snapshot()``):
 the largest with room free is the size of the job's largest request that
 comes and goes, which compare --by adds at the limit (what the allocator may
-hold there beyond the peak). Each
-sample after it carries it as ``largest_segment_bytes``.
+hold there beyond the peak). Each sample from that step on carries it as
+``largest_segment_bytes``.
 """
 
 from __future__ import annotations

@@ -129,11 +129,25 @@ func readFields[T any](f *fields, v *T, fs []Field[T]) {
 	}
 }
 
-// appendFields appends v's fields of fs, leaving absent optional ones out.
+// omitted is the value a written line leaves the field out for: None
+// for an optional field, 0 for a later one; ok is false for a field that
+// is always written.
+func (f *Field[T]) omitted() (v int64, ok bool) {
+	switch {
+	case f.Optional:
+		return None, true
+	case f.Later:
+		return 0, true
+	}
+	return 0, false
+}
+
+// appendFields appends v's fields of fs, leaving out those at their
+// omitted value.
 func appendFields[T any](b []byte, v *T, fs []Field[T]) []byte {
 	for i := range fs {
 		n := fs[i].Get(*v)
-		if fs[i].Optional && n == None || fs[i].Later && n == 0 {
+		if o, ok := fs[i].omitted(); ok && n == o {
 			continue
 		}
 		b = appendKV(b, fs[i].Name, n)

@@ -414,14 +414,10 @@ func NewSeriesFormat[T any](typ Type, gpu int, fs []Field[T], key T) *SeriesForm
 			fixed = appendKV(fixed, d.Name, d.Get(key))
 			continue
 		}
-		omits := d.Optional || d.Later
+		omitted, omits := d.omitted()
 		if omits && len(fixed) > 0 { // written even when the value is not
 			f.steps = append(f.steps, formatStep[T]{text: fixed})
 			fixed = nil
-		}
-		omitted := int64(0)
-		if d.Optional {
-			omitted = None
 		}
 		name := appendKV(fixed, d.Name, 0)
 		f.steps = append(f.steps, formatStep[T]{text: name[:len(name)-1], get: d.Get, omits: omits, omitted: omitted})
