@@ -9,11 +9,17 @@ Three more, kept out of the allowance's derivation to check it on shapes it
 was not built from: lm_wide (a Llama-style model, 8 layers of 1 024, 1 024
 tokens, a vocabulary of 256 000), bert (BERT-base masked LM, 512 tokens) and
 convnext_tiny, each with bf16 autocast and AdamW.
+
+Two more, added after the rule for the allocator near the limit was set,
+to check it on shapes it had not seen: t5 (T5-base: an encoder-decoder of
+12 + 12 layers of 768, 512 tokens in and 128 out, vocabulary 32 128) with
+bf16 autocast and AdamW, and deeplab (DeepLabV3 with a ResNet-50 backbone,
+21 classes, 512×512 images, a dense per-pixel loss) in fp32 with SGD.
 """
 import torch
 import torch.nn as nn
 
-MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny")
+MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab")
 
 
 def build(name):
@@ -34,6 +40,28 @@ def build(name):
         def loss(net, x, y):
             return lossf(net(x), y)
         return net, make_opt, amp, make_batch, loss
+    if name == "deeplab":
+        import torchvision
+        net = torchvision.models.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None, num_classes=21)
+        lossf = nn.CrossEntropyLoss()
+
+        def make_batch(b, dev):
+            return torch.randn(b, 3, 512, 512, device=dev), torch.randint(0, 21, (b, 512, 512), device=dev)
+
+        def loss(net, x, y):
+            return lossf(net(x)["out"], y)
+        return net, (lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)), None, make_batch, loss
+    if name == "t5":
+        import transformers as tf
+        net = tf.T5ForConditionalGeneration(tf.T5Config(vocab_size=32128, d_model=768, d_ff=3072, num_layers=12,
+                                                        num_decoder_layers=12, num_heads=12))
+
+        def make_batch(b, dev):
+            return torch.randint(0, 32128, (b, 512), device=dev), torch.randint(0, 32128, (b, 128), device=dev)
+
+        def loss(net, ids, labels):
+            return net(input_ids=ids, labels=labels).loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
     if name in ("lm_wide", "bert"):

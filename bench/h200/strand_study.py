@@ -21,6 +21,7 @@ ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--trace", type=int, default=1, help="the step whose allocator history is replayed")
 ap.add_argument("--log", default="")
+ap.add_argument("--dump", default="", help="write the traced step's segments at its start and its events (gzip JSON)")
 a = ap.parse_args()
 log = open(a.log, "a") if a.log else sys.stdout
 
@@ -143,6 +144,15 @@ try:
             n0 = sum(len(tr) for tr in start.get("device_traces", []))
             for e in events[n0:]:
                 r.event(e)
+            if a.dump:
+                import gzip
+                segs = [{"address": g["address"], "total_size": g["total_size"], "stream": g.get("stream", 0),
+                         "pool": g.get("segment_type", ""),
+                         "blocks": [[b["size"], b["state"]] for b in g["blocks"]]} for g in start["segments"]]
+                evs = [[e["action"], e["addr"], e["size"], e.get("stream", 0)] for e in events[n0:]]
+                with gzip.open(a.dump, "wt") as f:
+                    json.dump({"model": a.model, "batch": a.batch, "total": total, "free_at_start": free0,
+                               "segments": segs, "events": evs}, f)
             sizes = sorted((g["total_size"] for g in end["segments"]), reverse=True)
             row.update(pinned_max=r.best[0], live_at_pinned_max=r.best[1], live_max=r.top_live[0],
                        pinned_at_live_max=r.top_live[1], events=len(events) - n0, largest_segments=sizes[:4],

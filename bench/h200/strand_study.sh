@@ -3,7 +3,7 @@
 # on one H200: the small batches side by side, then the limit (the largest
 # batch that ran, cmd/memrec/testdata/h200-segments/limits.json) alone, each
 # in a fresh process. Writes $1/NAME-bsB.log (one JSON line per step) and
-# $1/study.tar.gz of them. Run from the repo root: bash bench/h200/strand_study.sh OUT
+# $1/NAME-bsB.trace.json.gz (the traced step) and $1/study.tar.gz of them. Run from the repo root: bash bench/h200/strand_study.sh OUT
 set -u
 DEST=${1:?usage: bash bench/h200/strand_study.sh OUTDIR}
 mkdir -p "$DEST"
@@ -12,10 +12,10 @@ START=$(date +%s)
 for spec in $MODELS; do
   IFS=: read -r m limit smalls <<< "$spec"
   for b in ${smalls//,/ }; do
-    timeout 120 python3 bench/h200/strand_study.py --model "$m" --batch "$b" --log "$DEST/$m-bs$b.log" 2> "$DEST/$m-bs$b.err" &
+    timeout 120 python3 bench/h200/strand_study.py --model "$m" --batch "$b" --log "$DEST/$m-bs$b.log" --dump "$DEST/$m-bs$b.trace.json.gz" 2> "$DEST/$m-bs$b.err" &
   done
   wait
-  [ "$limit" -gt 0 ] && timeout 180 python3 bench/h200/strand_study.py --model "$m" --batch "$limit" --log "$DEST/$m-bs$limit.log" 2> "$DEST/$m-bs$limit.err"
+  [ "$limit" -gt 0 ] && timeout 180 python3 bench/h200/strand_study.py --model "$m" --batch "$limit" --log "$DEST/$m-bs$limit.log" --dump "$DEST/$m-bs$limit.trace.json.gz" 2> "$DEST/$m-bs$limit.err"
   echo "$m done at $(( $(date +%s) - START )) s"
 done
 tar -C "$DEST" -czf "$DEST/study.tar.gz" --exclude study.tar.gz .

@@ -136,6 +136,11 @@ type fitTrial struct {
 	OOMMarks      int        `json:"oom_marks"`
 	ExitCode      int        `json:"exit_code"`
 	StepPeakBytes *int64     `json:"step_peak_bytes"` // of the fullest GPU
+	// ReservedBytes is the most the allocator reserved on the fullest
+	// GPU, and AllocRetries how often it freed its cache and tried again
+	// there (nil where no allocator sample came).
+	ReservedBytes *int64 `json:"reserved_bytes,omitempty"`
+	AllocRetries  *int64 `json:"alloc_retries,omitempty"`
 	Seconds       float64    `json:"seconds"`
 	// Repeat is the how-manieth trial of the value this is, from 2 (a
 	// value run again where processes share a GPU); 0 for the first.
@@ -264,8 +269,14 @@ type fitter struct {
 	lo, hi float64
 	// loPeak is the step peak of the largest value that ran.
 	loPeak int64
-	// plan are the values to try next: the prediction's ends.
-	plan []float64
+	// plan are the values to try next: the prediction's ends; pessimistic
+	// is its first, once tried.
+	plan        []float64
+	pessimistic float64
+	// closeAt is the last value held put one precision above the largest
+	// that ran, and closings how many such trials ran in a row.
+	closeAt  float64
+	closings int
 	// guessed is the last value tried from a trial's OOM (guess), and
 	// confirm is set while the value one precision above it, once it ran,
 	// is still to try.
@@ -430,6 +441,9 @@ func (f *fitter) next(step *float64) (float64, bool) {
 					f.plan = append(f.plan, f.clamp(*c))
 				}
 			}
+			if p.Value != nil {
+				f.pessimistic = f.clamp(*p.Value)
+			}
 			if p.Value != nil && p.Optimistic != nil {
 				*step = math.Abs(*p.Optimistic - *p.Value)
 			}
@@ -440,6 +454,10 @@ func (f *fitter) next(step *float64) (float64, bool) {
 				*step = max(u, 0.05*f.lo)
 			}
 		}
+	}
+	if v, words, ok := f.held(); ok && inside(v) {
+		fmt.Fprintln(f.log, words)
+		return v, true
 	}
 	for len(f.plan) > 0 {
 		v := f.plan[0]
@@ -507,6 +525,69 @@ func (f *fitter) filled() (float64, bool) {
 		return 0, false
 	}
 	return f.clamp(f.lo + left/by.Need.MarginalBytesPerUnit), true
+}
+
+// maxClosing is how many trials in a row held may put one precision
+// above the largest value that ran, each of which ran: its reserved
+// memory, read as the step's need, was then more than that need, and the
+// bracket's own steps take over.
+const maxClosing = 2
+
+// held is where the allocator's reserved memory, at the last trial, which
+// ran at the largest value that ran (at or above the prediction's
+// pessimistic end) without the allocator ever freeing its cache and
+// trying again, grown by the cost of a unit, reaches the GPU's memory.
+// Without a retry the allocator never gave back a segment, so what it
+// reserved holds at least what the step needed at once: the segments with
+// live tensors and the room stranded in them (docs/analysis.md, "The
+// allocator near the limit"). The cost of a unit is the need curve's
+// marginal cost plus the largest segment's growth, the most the stranded
+// room grows, so the limit is not below the value held gives, as far as
+// the cost stays that: it is tried. Where that is less than one precision
+// above the largest that ran, the value one precision above it is tried
+// to close the bracket (maxClosing times in a row). False where the
+// allocator retried (its reserved memory was the GPU's, not the need),
+// where processes share a GPU, or without a curve or the figures.
+func (f *fitter) held() (v float64, words string, ok bool) {
+	n := len(f.res.Trials)
+	if n == 0 || math.IsNaN(f.lo) || f.pessimistic == 0 || f.lo < f.pessimistic {
+		return 0, "", false
+	}
+	last := f.res.Trials[n-1]
+	if !last.Outcome.ran() || last.Value != f.lo || last.ReservedBytes == nil || last.AllocRetries == nil || *last.AllocRetries > 0 {
+		return 0, "", false
+	}
+	if _, _, shared := f.shared(); shared {
+		return 0, "", false
+	}
+	by := f.byTag()
+	if by == nil || by.Need == nil || by.Need.MarginalBytesPerUnit <= 0 {
+		return 0, "", false
+	}
+	unit := by.Need.MarginalBytesPerUnit
+	if l := by.SegmentLine; l != nil && l.SlopeBytesPerUnit > 0 {
+		unit += l.SlopeBytesPerUnit
+	}
+	reserved := float64(*last.ReservedBytes)
+	left := by.Available(0) - reserved
+	v = f.clamp(f.lo + max(left, 0)/unit)
+	said := fmt.Sprintf("at %s=%s the allocator reserved %s and never freed its cache: %s left, at %s a unit,",
+		f.o.by, num(f.lo), analysis.FormatBytes(int64(reserved)), analysis.FormatBytes(int64(max(left, 0))), analysis.FormatBytes(int64(unit)))
+	if v >= f.lo+f.precision() {
+		f.closings = 0
+		return v, said + " puts the limit at or above " + num(v), true
+	}
+	if last.Value == f.closeAt {
+		f.closings++ // the closing trial before ran
+	} else {
+		f.closings = 0
+	}
+	if f.closings >= maxClosing {
+		return 0, "", false
+	}
+	v = f.clamp(f.lo + f.precision())
+	f.closeAt = v
+	return v, said + " " + num(v) + " should not fit", true
 }
 
 // guess is the value where the need curve of the runs and trials so far,
@@ -725,6 +806,19 @@ func stepPeak(r *analysis.Report) *int64 {
 	return p
 }
 
+// heldBy is the most the allocator reserved on the run's fullest GPU (by
+// reserved memory) and how often it retried there; nil without allocator
+// samples from a probe that reads the allocator's segments (one that
+// sends the retries with them: PyTorch's, without expandable segments).
+func heldBy(r *analysis.Report) (reserved, retries *int64) {
+	for _, g := range r.GPUs {
+		if g.PeakReservedBytes != nil && g.LargestSegmentBytes != nil && (reserved == nil || *g.PeakReservedBytes > *reserved) {
+			reserved, retries = g.PeakReservedBytes, g.AllocRetries
+		}
+	}
+	return reserved, retries
+}
+
 // trial runs the command at value v, records it, and reads its outcome.
 // It returns an error for a trial that failed for another reason than
 // memory, and for Ctrl-C.
@@ -783,6 +877,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	if run, err := f.db.Run(t.Run); err == nil {
 		if rep, err = analysis.Analyze(f.db, run, analysis.Options{}); err == nil {
 			t.StepPeakBytes = stepPeak(rep)
+			t.ReservedBytes, t.AllocRetries = heldBy(rep)
 		}
 	}
 	stopped, interrupted := w.ended()

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -47,6 +48,8 @@ func fakeJob(args []string) int {
 	world := fs.Int("world", 1, "")
 	markPID := fs.Bool("mark-pid", true, "step marks name the process (an older probe's did not)")
 	stranded := fs.Float64("stranded", -1, "at an OOM, the allocator sample the probe sends: reserved beyond allocated by this share of allocated plus the 2 GiB asked for")
+	cached := fs.Float64("cached", -1, "the allocator reserves this share beyond the step peak and never retries; its largest segment is that share of the peak (the probe of a recent PyTorch sends both)")
+	retried := fs.Bool("retried", false, "with --cached: the allocator freed its cache and retried once")
 	flakyAbove := fs.Float64("flaky-above", 1e9, "above this value the job runs the first time it starts at a value and runs out of memory every time after, as processes sharing a GPU may (--pid-dir keeps the values started)")
 	if fs.Parse(args) != nil {
 		return 2
@@ -144,8 +147,17 @@ func fakeJob(args []string) int {
 			p *= 1 + *rise
 		}
 		alloc := int64(peak/4) + int64(i)**leak
-		send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
-			now, os.Getpid(), rankField, alloc, int64(p*1.1), int64(p))
+		if *cached >= 0 {
+			retries := 0
+			if *retried {
+				retries = 1
+			}
+			send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":%d,"largest_segment_bytes":%d}`,
+				now, os.Getpid(), rankField, alloc, int64(p*(1+*cached)), int64(p), retries, int64(p**cached))
+		} else {
+			send(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
+				now, os.Getpid(), rankField, alloc, int64(p*1.1), int64(p))
+		}
 		if *markPID {
 			send(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"gpu":0,"pid":%d%s}`, now, i, os.Getpid(), rankField)
 		} else {
@@ -307,6 +319,87 @@ func TestFitGuessesFromTheOOM(t *testing.T) {
 		t.Errorf("%d trials with the OOM's figures, %d without", r.TrialsUsed, plain.TrialsUsed)
 	}
 	t.Logf("%d trials with the OOM's figures, %d without", r.TrialsUsed, plain.TrialsUsed)
+}
+
+// availableTo is compare --by's memory for the job on the GPU of fit
+// id's trials (ByTag.Available without headroom).
+func availableTo(t *testing.T, db, id string) float64 {
+	t.Helper()
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	runs, err := d.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []*analysis.Report
+	for _, run := range runs {
+		if run.Tags["fit"] == id {
+			r, err := analysis.Analyze(d, run, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps = append(reps, r)
+		}
+	}
+	c, err := analysis.Compare(reps, "", "")
+	if err != nil || analysis.FitByTag(c, "batch_size", 0) != nil || c.By == nil {
+		t.Fatalf("compare of %d trials: %v", len(reps), err)
+	}
+	return c.By.Available(0)
+}
+
+// TestFitFromWhatTheAllocatorReserved: a job whose allocator never freed
+// its cache reserved at least what its step needed at once; from a trial
+// that ran near the limit, fit puts the next one where that reserved
+// memory, grown by the cost of a unit, fills the GPU, then one step above
+// to close the bracket. The fake's need is its reserved memory, (1 GiB +
+// v GiB) × (1 + share), its limit where that fills the GPU. Where its
+// allocator retried, its reserved memory says nothing of the need, and
+// fit does not use it.
+func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	const limit = 123
+	// The GPU's memory, from two trials that ran.
+	if _, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--max", "16", "--multiple", "1", "--id", "r1"}, fakeCommand(t, "--value", "{}")...)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	avail := availableTo(t, db, "r1")
+	share := (avail-0.5*(1<<30))/((1+limit)*(1<<30)) - 1
+	cmd := fakeCommand(t, "--value", "{}", "--limit", strconv.Itoa(limit), "--cached", strconv.FormatFloat(share, 'f', 6, 64))
+	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--id", "r2"}, cmd...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != limit || f64v(r.SmallestFailed) != limit+1 {
+		t.Fatalf("limit %v..%v, want %d..%d:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), limit, limit+1, errs)
+	}
+	if !strings.Contains(errs, "never freed its cache") || !strings.Contains(errs, "should not fit") {
+		t.Errorf("no step from the reserved memory:\n%s", errs)
+	}
+	// 4 and 16 to predict, the prediction (at most one below the limit:
+	// its pessimistic end adds one largest segment, which the fake's
+	// reserved memory holds), the limit, one above.
+	if r.TrialsUsed > 5 {
+		t.Errorf("%d trials:\n%s", r.TrialsUsed, errs)
+	}
+	for _, tr := range r.Trials {
+		if tr.Outcome.ran() && (tr.ReservedBytes == nil || tr.AllocRetries == nil || *tr.AllocRetries != 0) {
+			t.Errorf("trial %d: reserved %v, retries %v", tr.N, tr.ReservedBytes, tr.AllocRetries)
+		}
+	}
+	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--id", "r3"}, append(cmd, "--retried")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	if f64v(r.LargestRan) != limit || f64v(r.SmallestFailed) != limit+1 || strings.Contains(errs, "never freed its cache") {
+		t.Errorf("retried: limit %v..%v:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+	}
 }
 
 // TestFitStopsWhereTheGPUIsFull: a job that packs tightly runs until its
