@@ -139,9 +139,9 @@ type fitTrial struct {
 	// ReservedBytes is the most the allocator reserved on the fullest
 	// GPU, and AllocRetries how often it freed its cache and tried again
 	// there (nil where no allocator sample came).
-	ReservedBytes *int64 `json:"reserved_bytes,omitempty"`
-	AllocRetries  *int64 `json:"alloc_retries,omitempty"`
-	Seconds       float64    `json:"seconds"`
+	ReservedBytes *int64  `json:"reserved_bytes,omitempty"`
+	AllocRetries  *int64  `json:"alloc_retries,omitempty"`
+	Seconds       float64 `json:"seconds"`
 	// Repeat is the how-manieth trial of the value this is, from 2 (a
 	// value run again where processes share a GPU); 0 for the first.
 	Repeat int `json:"repeat,omitempty"`
