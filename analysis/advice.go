@@ -420,12 +420,13 @@ func FormatCount(n int64) string {
 // needs its peak allocated plus what the allocator may hold beyond it at
 // the limit, plus the memory PyTorch does not see, within the GPU's memory
 // less the driver's reservation. The peak is the model's own tensors F
-// plus the activations, which are per sample: A/batch each. With the
-// allocator's largest segment S measured (and R, its segments' rounding)
-// the allocator may hold one more segment, which grows with the batch too:
-// the largest batch is (total − driver − unseen − R − F) / ((A + S)/batch).
-// Without it, AllocatorAllowance of the peak:
-// ((total − driver − unseen)/(1 + allowance) − F) / (A/batch).
+// plus the activations, which are per sample: A/batch each. The allocator
+// may hold AllocatorAllowance of the peak beyond it:
+// ((total − driver − unseen)/(1 + allowance) − F) / (A/batch). With its
+// largest segment S measured (and R, its segments' rounding) it holds at
+// most the smaller of that and StrandedSegments segments, which grow with
+// the batch too: the larger of the batch above and
+// (total − driver − unseen − R − F) / ((A + 2S)/batch).
 type fitter struct {
 	b   *Budget
 	ctx adviceContext
@@ -443,20 +444,22 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	}
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
-	allowance, perSample, reserve := AllocatorAllowance, float64(act)*factor/f.ctx.batch, 0.0
+	share, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	var segment, rounding float64 // the largest segment a sample, the segments' rounding
 	if c := f.ctx.curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
 		// the curve's bytes a sample.
-		allowance, perSample, reserve = c.allowance, c.bytes*factor+c.segment, c.rounding
+		share, perSample, segment, rounding = c.allowance, c.bytes*factor, c.segment, c.rounding
 		fx += act - f.ctx.scaling(act)
 	} else if s := f.ctx.segment; s > 0 {
-		allowance, perSample, reserve = 0, perSample+float64(s)/f.ctx.batch, float64(f.ctx.rounding)
+		segment, rounding = float64(s)/f.ctx.batch, float64(f.ctx.rounding)
 	}
-	room := (float64(f.ctx.total-f.ctx.driverReserved-unseen-others)-reserve)/(1+allowance) - float64(fx)
-	v := math.Floor(room / perSample)
-	if v < 0 {
-		v = 0
+	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
+	v := (avail/(1+share) - float64(fx)) / perSample
+	if segment > 0 { // the smaller of the two bounds: the larger batch
+		v = max(v, (avail-rounding-float64(fx))/(perSample+StrandedSegments*segment))
 	}
+	v = max(math.Floor(v), 0)
 	return &v
 }
 

@@ -351,8 +351,8 @@ func (a *gpuAnalysis) budgetPass() error {
 	return nil
 }
 
-// strandable is what the GPU's allocator may hold beyond the step's peak
-// at the limit, by compare --by's rule: its largest segment and 2 MiB for
+// strandable is what the segment bound of compare --by's rule counts for
+// the GPU's allocator at the limit: its largest segment and 2 MiB for
 // each of the most segments it held; 0, 0 where the probe did not measure
 // them.
 func (g *GPUReport) strandable() (segment, rounding int64) {

@@ -254,11 +254,20 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 }
 
 // TestFitByBatchSizeWithTheLargestSegment: runs whose probe measured the
-// allocator's largest segment (4 MiB a sample, after the warm-up) are
-// projected with it: the pessimistic end adds one segment at the value
-// and the rounding of the segments held (2 MiB each), the middle half of
-// both, the optimistic end none; no share of the peak is added.
+// allocator's largest segment (1 MiB a sample, after the warm-up) are
+// projected with it: the pessimistic end adds the smaller of two segments
+// at the value with the rounding of the segments held (2 MiB each) and
+// the share of the peak, the middle the smaller of half of those segments
+// and the share, the optimistic end nothing. With 20 MiB a sample, the
+// segments (2 MiB a sample) are the smaller; with 4 MiB a segment (8 MiB
+// a sample), the share.
 func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
+	for _, segMiB := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d MiB a sample", segMiB), func(t *testing.T) { fitWithTheLargestSegment(t, segMiB) })
+	}
+}
+
+func fitWithTheLargestSegment(t *testing.T, segMiB int) {
 	g := &gen{}
 	for _, b := range []int{32, 64, 128} {
 		peak := int64(200*MiB) + int64(b)*20*MiB
@@ -268,7 +277,7 @@ func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
 			tt := t0 + int64(i)*100e6
 			seg := ""
 			if i >= 3 {
-				seg = fmt.Sprintf(`,"largest_segment_bytes":%d`, int64(b)*4*MiB)
+				seg = fmt.Sprintf(`,"largest_segment_bytes":%d`, int64(b*segMiB)*MiB)
 			}
 			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, tt-5e6, 2*peak+700*MiB, 600*MiB)
 			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, tt, i)
@@ -277,7 +286,7 @@ func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
 		}
 	}
 	reps := analyzeJSONL(t, g.b.String())
-	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != 256*MiB || s.MostSegments == nil || *s.MostSegments != 12 {
+	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != int64(64*segMiB)*MiB || s.MostSegments == nil || *s.MostSegments != 12 {
 		t.Fatalf("largest segment %v, most segments %v", deref64(s.LargestSegmentBytes), deref64(s.MostSegments))
 	}
 	c, err := Compare([]*Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
@@ -288,29 +297,37 @@ func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.By
-	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != 0 || b.SegmentLine == nil ||
-		math.Abs(b.SegmentLine.SlopeBytesPerUnit-4*MiB) > 1 || math.Abs(b.SegmentLine.InterceptBytes) > 1 || b.RoundingBytes != 12*2*MiB {
+	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != AllocatorAllowance || b.SegmentLine == nil ||
+		math.Abs(b.SegmentLine.SlopeBytesPerUnit-float64(segMiB)*MiB) > 1 || math.Abs(b.SegmentLine.InterceptBytes) > 1 || b.RoundingBytes != 12*2*MiB {
 		t.Fatalf("allowance %g (%s), segment line %+v, rounding %g", b.AllowanceFraction, b.AllowanceBasis, b.SegmentLine, b.RoundingBytes)
 	}
 	// The largest v whose need, counted up, fits 80 GiB less the driver's
 	// 600 MiB and the 700 MiB PyTorch does not see.
-	largest := func(k float64) float64 {
+	// The largest v whose peak, with the smaller of k × (two segments and
+	// the rounding) and the share, fits 80 GiB less the driver's 600 MiB
+	// and the 700 MiB PyTorch does not see.
+	largest := func(k, share float64) float64 {
 		v := 0
-		for float64(200*MiB+(v+1)*20*MiB)+k*float64((v+1)*4*MiB+24*MiB) <= 80*GiB-600*MiB-700*MiB {
+		for {
+			w := float64(v + 1)
+			peak := 200*MiB + w*20*MiB
+			if peak+min(k*(2*w*float64(segMiB)*MiB+24*MiB), share*peak) > 80*GiB-600*MiB-700*MiB {
+				return float64(v)
+			}
 			v++
 		}
-		return float64(v)
 	}
 	for _, c := range []struct {
-		name string
-		got  *float64
-		k    float64
-	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1}, {"middle", b.MaxFittingValueMiddle, 0.5}, {"optimistic", b.MaxFittingValueOptimistic, 0}} {
-		if c.got == nil || *c.got != largest(c.k) {
-			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k))
+		name     string
+		got      *float64
+		k, share float64
+	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1, AllocatorAllowance}, {"middle", b.MaxFittingValueMiddle, 0.5, AllocatorAllowance},
+		{"optimistic", b.MaxFittingValueOptimistic, 0, 0}} {
+		if c.got == nil || *c.got != largest(c.k, c.share) {
+			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k, c.share))
 		}
 	}
-	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "+ the largest segment") {
+	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "the smaller of 2 largest segments") {
 		t.Errorf("words: %s / %s", b.BasisWords, b.IntervalWords)
 	}
 }

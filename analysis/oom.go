@@ -154,9 +154,10 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // memory is not known then, so the peak + the shortfall), else only its
 // lower bound, allocated + requested; the batch scales the need in
 // proportion. With the step's peak it is an estimate, with compare --by's
-// allowance for the allocator at the limit: one largest segment (segment,
-// at the OOM's batch, which grows with it) and the segments' rounding where
-// the probe measured them, else AllocatorAllowance; with only the lower
+// allowance for the allocator at the limit: AllocatorAllowance, or where
+// the probe measured them the smaller of that and StrandedSegments largest
+// segments (segment, at the OOM's batch, which grows with it) with the
+// segments' rounding; with only the lower
 // bound of the need it is an upper bound (FitKind), with no allowance
 // taken off (the allocator holds at least what it allocates). The batch
 // that fits is then smaller, by as much as the step would have gone on to
@@ -192,8 +193,8 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	switch {
 	case kind == FitUpperBound:
 		v = math.Floor(batch * have / need)
-	case segment > 0:
-		v = math.Floor(batch * (have - float64(rounding)) / (need + float64(segment)))
+	case segment > 0: // the smaller of the two bounds: the larger batch
+		v = math.Floor(batch * max((have-float64(rounding))/(need+StrandedSegments*float64(segment)), have/need/(1+AllocatorAllowance)))
 	default:
 		v = math.Floor(batch * have / need / (1 + AllocatorAllowance))
 	}

@@ -368,12 +368,19 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
-	// With the largest segment measured (6 GiB at batch 100, 200 segments):
-	// 100 × (71 GiB − 400 MiB) / (82 + 6 GiB), the rule of compare --by.
+	// With the largest segment measured (3 GiB at batch 100, 200 segments):
+	// 100 × (71 GiB − 400 MiB) / (82 + 2 × 3 GiB), the rule of compare --by,
+	// since two segments are less than the share of the need.
 	s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&s, 100, i64(78*GiB), 6*GiB, 200*segmentRounding)
+	oomAdvice(&s, 100, i64(78*GiB), 3*GiB, 200*segmentRounding)
 	if want := math.Floor(100 * (71*GiB - 400*MiB) / (88 * GiB)); s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
 		t.Fatalf("fitting batch with the largest segment %v, want %v", deref(s.FittingBatch), want)
+	}
+	// Two segments of 10 GiB are more than the share: the share's batch.
+	s = OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
+	oomAdvice(&s, 100, i64(78*GiB), 10*GiB, 200*segmentRounding)
+	if want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance)); s.FittingBatch == nil || *s.FittingBatch != want {
+		t.Fatalf("fitting batch with a large segment %v, want %v", deref(s.FittingBatch), want)
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.
 	if *o.ShortBytes != 4*GiB || *o.CachedFreeBytes != 2*GiB || *o.CacheWouldHelp {

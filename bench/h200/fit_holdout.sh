@@ -32,13 +32,17 @@ within() {
 MODELS=${MODELS:-"lm_wide:1:2,4,8 bert:1:16,32,64 convnext_tiny:8:16,32,64"}
 for spec in $MODELS; do
   IFS=: read -r m mult smalls <<< "$spec"
-  runs=""
+  runs="" ok=y
   for b in ${smalls//,/ }; do
     within 90 "$BIN" --db "$DB" record --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
       python3 bench/h200/fitjob.py --model "$m" --batch "$b" --steps 3 --probe --snap --log "$DEST/$m-bs$b.log" \
-      > "$DEST/$m-rec-bs$b.txt" 2>&1
+      > "$DEST/$m-rec-bs$b.txt" 2>&1 || ok=n
     runs="$runs${runs:+,}$m-bs$b"
   done
+  if [ "$ok" = n ]; then  # the job itself is broken: nothing to fit
+    echo "$m 0 $mult n y" >> "$DEST/verified.txt"
+    continue
+  fi
   within 30 "$BIN" --db "$DB" compare --by batch_size --headroom 0% --json ${runs//,/ } > "$DEST/$m-predict.json" 2> "$DEST/$m-predict.err"
   [ "$mult" = 0 ] && continue
   within 300 "$BIN" --db "$DB" fit --id "$m" --steps 3 --multiple "$mult" --runs "$runs" --json -- \

@@ -53,8 +53,9 @@ def build(name):
         return net, (lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)), None, make_batch, loss
     if name == "t5":
         import transformers as tf
-        net = tf.T5ForConditionalGeneration(tf.T5Config(vocab_size=32128, d_model=768, d_ff=3072, num_layers=12,
-                                                        num_decoder_layers=12, num_heads=12))
+        cfg = tf.T5Config(vocab_size=32128, d_model=768, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12)
+        cfg.decoder_start_token_id, cfg.pad_token_id = 0, 0  # the labels shifted right start with it
+        net = tf.T5ForConditionalGeneration(cfg)
 
         def make_batch(b, dev):
             return torch.randint(0, 32128, (b, 512), device=dev), torch.randint(0, 32128, (b, 128), device=dev)

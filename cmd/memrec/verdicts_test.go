@@ -217,15 +217,14 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 }
 
 // TestLargestBatchFromSegmentsOnTheH200: compare --by batch_size on real
-// H200 runs at three small batches of eight models (testdata/h200-segments:
+// H200 runs at three small batches of ten models (testdata/h200-segments:
 // CNNs, ViT, GPT-2-shaped models with vocabularies of 50 257 to 256 000,
-// BERT), recorded by the probe that measures the allocator's largest
-// segment, against the largest batch that ran in a fresh process: never
-// above it (BERT needed one whole segment beyond its peak and is predicted
-// at its limit), and within 10 % below it except where the largest
-// segment is never held unusable (ResNet-18, whose conv1 output is 18 % of
-// its peak, 15.6 % below) or barely half of it (the Llama-style model,
-// 14.7 % below).
+// BERT, T5, DeepLabV3), recorded by the probe that measures the
+// allocator's largest segment, against the largest batch that ran in a
+// fresh process: never above it (BERT-base needed 17.5 % of its peak,
+// DeepLabV3 1.75 largest segments, each just under its bound), and within
+// 10 % below it except where the allocator strands nothing and the
+// share is the smaller bound (ResNet-18, 15.5 % below).
 func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
@@ -238,8 +237,8 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 		t.Fatal(err)
 	}
 	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
-		"lm_wide": {"2", "4", "8"}}
-	loose := map[string]float64{"resnet18": 0.84, "lm_wide": 0.84}
+		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}}
+	loose := map[string]float64{"resnet18": 0.84}
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, msg := range limits {
 		if model == "about" {
