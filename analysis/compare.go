@@ -6,6 +6,10 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Comparison sets several analysed runs side by side.
@@ -129,7 +133,8 @@ type ByTag struct {
 	Help    []Remedy `json:"what_would_help,omitempty"`
 	HelpRun string   `json:"help_run,omitempty"`
 
-	integer bool // every value tried is an integer
+	integer bool     // every value tried is an integer
+	leftOut []string // why runs are not points, for the notes
 }
 
 // AllocatorAllowance is the share of the projected per-step peak that
@@ -379,11 +384,15 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 	if err != nil {
 		return err
 	}
+	c.Notes = append(c.Notes, by.leftOut...)
 	distinct := map[float64]bool{}
 	for _, p := range by.Points {
 		distinct[p.Value] = true
 	}
 	if len(distinct) < 2 {
+		if len(by.leftOut) > 0 {
+			return fmt.Errorf("%w of %s: %s", ErrTooFewTagValues, tag, strings.Join(by.leftOut, "; "))
+		}
 		return fmt.Errorf("%w of %s", ErrTooFewTagValues, tag)
 	}
 	xs := make([]float64, len(by.Points))
@@ -528,6 +537,23 @@ func (by *ByTag) interval() {
 		by.Tag, num(p), curvature, allowance, num(by.MaxFittingValueMiddle), num(by.MaxFittingValueOptimistic), reach)
 }
 
+// FailedBeforeAStep reports whether the run's job exited with an error
+// (not an OOM: collect takes those first) before it marked a step, and
+// its exit code: what it allocated was not a training step's (a script
+// that crashed in its first forward pass). A run without step marks that
+// exited 0 (a probe that does not mark steps) is kept.
+func FailedBeforeAStep(r *Report) (int, bool) {
+	if r.Marks.Steps > 0 {
+		return 0, false
+	}
+	for i := len(r.Events) - 1; i >= 0; i-- {
+		if m := r.Events[i]; m.Kind == wire.MarkExit {
+			return int(m.Code), m.Code != 0 && m.Code != storage.None
+		}
+	}
+	return 0, false
+}
+
 // collect sets by's points, one per run with device samples sorted by the
 // tag's value, and the smallest GPU's total and the driver's reserve. It
 // reports whether every point has a per-step allocator peak.
@@ -549,9 +575,13 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
 			continue
 		}
+		if code, failed := FailedBeforeAStep(r); failed {
+			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step, without running out of memory: its peak is not a step's; left out of the fit", r.Run, code))
+			continue
+		}
 		s := Summarize(r)
 		if s.PeakUsedBytes == nil {
-			c.Notes = append(c.Notes, fmt.Sprintf("run %q has no device samples: left out of the fit", r.Run))
+			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q has no device samples: left out of the fit", r.Run))
 			continue
 		}
 		p := TagPoint{Run: r.Run, Value: v, PeakUsedBytes: *s.PeakUsedBytes}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,6 +212,49 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	if b.MaxFittingValue == nil || *b.MaxFittingValue != 3399 || *b.MaxFittingValueNoHeadroom != 3399 ||
 		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=3400`) {
 		t.Fatalf("max fitting %v / %v: %s", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), b.Statement)
+	}
+}
+
+// TestFitByBatchSizeLeavesOutAJobThatCrashed: a run whose script failed
+// before its first step without running out of memory (exit 1, no step
+// marks: a model that cannot be built at that batch, a typo) is not a
+// point of the fit, whatever it allocated, and the notes say so; the
+// prediction is that of the other runs.
+func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
+	g := &gen{}
+	probeBatchRuns(g, []int{32, 64})
+	var o strings.Builder
+	fmt.Fprintf(&o, `{"type":"run","name":"crash","start_ns":%d,"tags":{"batch_size":"128"}}`+"\n", t0)
+	fmt.Fprintf(&o, `{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`+"\n", int64(80*GiB))
+	fmt.Fprintf(&o, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", t0+1e9, int64(GiB))
+	fmt.Fprintf(&o, `{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`+"\n",
+		t0+2e9, int64(100*MiB), int64(GiB), int64(900*MiB))
+	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
+	reps := analyzeJSONL(t, g.b.String()+o.String())
+	fit := func(names ...string) *ByTag {
+		var rs []*Report
+		for _, n := range names {
+			rs = append(rs, reps[n])
+		}
+		c, err := Compare(rs, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := FitByTag(c, "batch_size", 0); err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 3 && !slices.ContainsFunc(c.Notes, func(n string) bool {
+			return strings.Contains(n, `run "crash" exited 1 before its first step, without running out of memory`)
+		}) {
+			t.Errorf("notes %q", c.Notes)
+		}
+		return c.By
+	}
+	with, without := fit("p32", "p64", "crash"), fit("p32", "p64")
+	if len(with.Points) != 2 || len(with.Failed) != 0 || with.MaxFittingValueNoHeadroom == nil ||
+		*with.MaxFittingValueNoHeadroom != *without.MaxFittingValueNoHeadroom {
+		t.Fatalf("points %d, failed %d, predicted %v, without the crash %v", len(with.Points), len(with.Failed),
+			deref(with.MaxFittingValueNoHeadroom), deref(without.MaxFittingValueNoHeadroom))
 	}
 }
 

@@ -218,6 +218,9 @@ func runFit(ctx context.Context, o *fitOptions) error {
 			fmt.Fprintf(o.rec.io.Err, "memrec: fit interrupted; the %d trials so far are kept as runs (memrec runs)\n", len(f.res.Trials))
 			return exitError{code: 130}
 		}
+		if len(f.res.Trials) == 0 {
+			return searchErr
+		}
 		return fmt.Errorf("%w; the %d trials so far are kept as runs (memrec runs)", searchErr, len(f.res.Trials))
 	}
 	return nil
@@ -720,6 +723,10 @@ func (f *fitter) readRuns() error {
 		v, ok := f.valueOf(r)
 		if !ok {
 			return fmt.Errorf("--runs: run %q has %s=%q: not a number", r.Run, f.o.by, r.Tags[f.o.by])
+		}
+		if code, failed := analysis.FailedBeforeAStep(r); failed && !fatal(r) {
+			return fmt.Errorf("--runs: run %q exited %d before its first step without running out of memory: it says nothing of what %s=%s needs (see memrec analyze %s)",
+				r.Run, code, f.o.by, num(v), r.Run)
 		}
 		f.given = append(f.given, r)
 		if fatal(r) {

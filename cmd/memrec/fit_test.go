@@ -644,6 +644,11 @@ func TestFitBadInput(t *testing.T) {
 		t.Fatalf("other failure: %d %+v\n%s", code, r.Trials, errs)
 	}
 	checkTrials(t, db, r)
+	// That failed trial is no run to predict from: it never stepped.
+	_, errs, code = fitJSON(t, db, append([]string{"--id", "bug2", "--runs", r.Trials[0].Run + "," + last.Run}, fakeCommand(t, "--value", "{}")...)...)
+	if want := fmt.Sprintf("--runs: run %q exited 1 before its first step without running out of memory", last.Run); code != 1 || !strings.Contains(errs, want) {
+		t.Fatalf("a crashed run in --runs: %d, want %q:\n%s", code, want, errs)
+	}
 }
 
 // Ctrl-C ends the running trial (its process group), keeps its run and
