@@ -59,9 +59,14 @@ not call memrec.step) a trial runs until the command exits: give it a short one.
 
 The search starts from the prediction of earlier runs given with --runs (as
 compare --by makes it), or of two small trials it runs itself (--min and four
-times it), tries the pessimistic and optimistic ends of the prediction, steps
-by the interval's width (doubling) until a value has run and one has failed, and
-bisects to --multiple (or 2 %). Where several processes share a GPU (ranks of
+times it), tries the pessimistic end of the prediction, then where the
+allocator's reserved memory in that trial, grown by the cost of a unit, fills
+the GPU (where it never freed its cache: that memory held what the step needed),
+or the optimistic end; a trial's OOM, with the allocator's state, puts the next
+value where it says the limit is. It steps by the interval's width (doubling)
+until a value has run and one has failed, and bisects to --multiple (or 2 %).
+Runs given with --runs must have trained: one that exited with an error before
+its first step is refused. Where several processes share a GPU (ranks of
 one job on one GPU), whether a value near the limit runs varies from run to
 run: the largest value that ran is run again, in fresh processes, until it has
 run 3 times, and a value that fails once counts as failed.
