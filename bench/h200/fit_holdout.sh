@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks compare --by's prediction and memrec fit on models the allocator
-# allowance was not derived from (bench/h200/fitmodels.py: lm_wide, bert,
-# convnext_tiny), on one H200. For each MODELS entry name:multiple:small-batches:
+# Checks compare --by's prediction and memrec fit on models a rule for the
+# allocator at the limit was not derived from (bench/h200/fitmodels.py:
+# lm_wide, bert and convnext_tiny for the fixed share, t5 and deeplab for one
+# largest segment), on one H200. For each MODELS entry name:multiple:small-batches:
 #   1. the small batches are recorded with the probe (and the allocator's
 #      largest segments logged after the steps, --snap);
 #   2. compare --by batch_size --headroom 0% predicts the largest batch;
@@ -9,7 +10,8 @@
 #   4. fit's result must run 3 steps in a fresh process and result + M must
 #      not (the limit is then exact to M), and the prediction must not be
 #      above it.
-# A multiple of 0 records the small batches only (steps 1 and 2), for a
+# A model whose small runs fail (the job itself broken) is skipped and
+# counted as a failure. A multiple of 0 records the small batches only (steps 1 and 2), for a
 # model whose limit is known (fit_limits.json).
 # Writes into $1: summary.txt, each model's prediction and fit JSON, the
 # fitjob logs, and the database (holdout.db). Run from the repo root with

@@ -1,6 +1,6 @@
 """What the caching allocator holds beyond the live tensors, step by step, for
 one of fitmodels.MODELS at one batch: the data behind the largest-batch
-allowance (docs/analysis.md, "The allocator near the limit").
+allowance (docs/analysis.md, "The allowance").
 
 Runs --steps steps. After each it logs torch's per-step peaks (allocated,
 active, inactive split, reserved; reset after each step). For step --trace

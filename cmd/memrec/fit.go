@@ -548,7 +548,7 @@ const maxClosing = 2
 // Without a retry the allocator never gave back a segment, so what it
 // reserved holds at least what the step needed at once: the segments with
 // live tensors and the room stranded in them (docs/analysis.md, "The
-// allocator near the limit"). The cost of a unit is the need curve's
+// allowance"). The cost of a unit is the need curve's
 // marginal cost plus the largest segment's growth, the most the stranded
 // room grows, so the limit is not below the value held gives, as far as
 // the cost stays that: it is tried. Where that is less than one precision
