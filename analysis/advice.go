@@ -160,8 +160,9 @@ type adviceContext struct {
 	// segment is the allocator's largest segment at the run's batch (the
 	// GPU's LargestSegmentBytes), rounding 2 MiB for each of the most
 	// segments it held; 0 when the probe did not measure them. With a
-	// segment the allowance is it, grown with the batch, and the rounding
-	// (compare --by's rule), not a share of the peak.
+	// segment the allowance is the smaller of StrandedSegments of it,
+	// grown with the batch, with the rounding, and the share of the peak
+	// (compare --by's rule).
 	segment, rounding int64
 }
 
