@@ -392,6 +392,30 @@ func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
 			t.Errorf("trial %d: reserved %v, retries %v", tr.N, tr.ReservedBytes, tr.AllocRetries)
 		}
 	}
+	// A job whose allocator reserves far more than its step needs (30 %
+	// beyond the peak, more than the GPU near the limit): the reserved
+	// memory says each next value should not fit, and it does; after two
+	// such trials the bracket's own steps take over and find the limit.
+	loose := fakeCommand(t, "--value", "{}", "--limit", strconv.Itoa(limit), "--cached", "0.3")
+	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--id", "r4"}, loose...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkTrials(t, db, r)
+	// The prediction (117 here), then 118 and 119, which ran; not 120.
+	var after []float64
+	for i, tr := range r.Trials {
+		if i > 0 && r.Trials[i-1].Value == *r.Prediction.Value {
+			after = append(after, tr.Value)
+		} else if len(after) > 0 && len(after) < maxClosing+1 {
+			after = append(after, tr.Value)
+		}
+	}
+	p := *r.Prediction.Value
+	if f64v(r.LargestRan) != limit || f64v(r.SmallestFailed) != limit+1 || len(after) != maxClosing+1 ||
+		after[0] != p+1 || after[1] != p+2 || after[2] == p+3 {
+		t.Errorf("reserved beyond the need: limit %v..%v, after the prediction %v tried %v:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), p, after, errs)
+	}
 	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--id", "r3"}, append(cmd, "--retried")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
