@@ -538,12 +538,12 @@ func (by *ByTag) interval() {
 }
 
 // FailedBeforeAStep reports whether the run's job exited with an error
-// (not an OOM: collect takes those first) before it marked a step, and
-// its exit code: what it allocated was not a training step's (a script
-// that crashed in its first forward pass). A run without step marks that
-// exited 0 (a probe that does not mark steps) is kept.
+// other than a fatal OOM before it marked a step, and its exit code: what
+// it allocated was not a training step's (a script that crashed in its
+// first forward pass). A run without step marks that exited 0 (a probe
+// that does not mark steps) is kept.
 func FailedBeforeAStep(r *Report) (int, bool) {
-	if r.Marks.Steps > 0 {
+	if r.Marks.Steps > 0 || fatalOOM(r) {
 		return 0, false
 	}
 	for i := len(r.Events) - 1; i >= 0; i-- {

@@ -729,7 +729,7 @@ func (f *fitter) readRuns() error {
 		if !ok {
 			return fmt.Errorf("--runs: run %q has %s=%q: not a number", r.Run, f.o.by, r.Tags[f.o.by])
 		}
-		if code, failed := analysis.FailedBeforeAStep(r); failed && !fatal(r) {
+		if code, failed := analysis.FailedBeforeAStep(r); failed {
 			return fmt.Errorf("--runs: run %q exited %d before its first step without running out of memory: it says nothing of what %s=%s needs (see memrec analyze %s)",
 				r.Run, code, f.o.by, num(v), r.Run)
 		}
