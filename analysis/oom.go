@@ -189,15 +189,14 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	if need <= 0 {
 		return
 	}
-	var v float64
-	switch {
-	case kind == FitUpperBound:
-		v = math.Floor(batch * have / need)
-	case segment > 0: // the smaller of the two bounds: the larger batch
-		v = math.Floor(batch * max((have-float64(rounding))/(need+StrandedSegments*float64(segment)), have/need/(1+AllocatorAllowance)))
-	default:
-		v = math.Floor(batch * have / need / (1 + AllocatorAllowance))
+	share := have / need // an upper bound takes no allowance
+	if kind == FitEstimate {
+		share /= 1 + AllocatorAllowance
+		if segment > 0 { // the smaller of the two bounds: the larger batch
+			share = max(share, (have-float64(rounding))/(need+StrandedSegments*float64(segment)))
+		}
 	}
+	v := math.Floor(batch * share)
 	o.FittingBatch, o.FitBasis, o.FitKind = &v, basis, kind
 }
 
