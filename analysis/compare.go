@@ -543,7 +543,7 @@ func (by *ByTag) interval() {
 // first forward pass). A run without step marks that exited 0 (a probe
 // that does not mark steps) is kept.
 func FailedBeforeAStep(r *Report) (int, bool) {
-	if r.Marks.Steps > 0 || fatalOOM(r) {
+	if r.Marks.Steps > 0 || FatalOOM(r) {
 		return 0, false
 	}
 	for i := len(r.Events) - 1; i >= 0; i-- {
@@ -571,7 +571,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 		if math.Abs(v) > maxTagValue {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagOutOfRange)
 		}
-		if fatalOOM(r) {
+		if FatalOOM(r) {
 			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
 			continue
 		}
@@ -611,8 +611,8 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 	return allProbe, nil
 }
 
-// fatalOOM reports whether an out-of-memory error ended the run.
-func fatalOOM(r *Report) bool {
+// FatalOOM reports whether an out-of-memory error ended the run.
+func FatalOOM(r *Report) bool {
 	for _, g := range r.GPUs {
 		for _, o := range g.OOMs {
 			if o.Outcome == OOMFatal {
@@ -727,7 +727,7 @@ func (by *ByTag) advise(c *Comparison) {
 	var value float64
 	for _, r := range c.Reports {
 		v, _ := strconv.ParseFloat(r.Tags[by.Tag], 64)
-		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !fatalOOM(r) && (best == nil || v > value) {
+		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !FatalOOM(r) && (best == nil || v > value) {
 			best, bestRun, value = s.Budget, r.Run, v
 		}
 	}

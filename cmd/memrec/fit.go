@@ -370,7 +370,7 @@ func (f *fitter) trialsAt(v float64) (ran, tried int) {
 func (f *fitter) ranValues() int {
 	seen := map[float64]bool{}
 	for _, r := range f.reports() {
-		if v, ok := f.valueOf(r); ok && !fatal(r) {
+		if v, ok := f.valueOf(r); ok && !analysis.FatalOOM(r) {
 			seen[v] = true
 		}
 	}
@@ -734,7 +734,7 @@ func (f *fitter) readRuns() error {
 				r.Run, code, f.o.by, num(v), r.Run)
 		}
 		f.given = append(f.given, r)
-		if fatal(r) {
+		if analysis.FatalOOM(r) {
 			f.failedAt(v)
 		} else {
 			f.ranAt(v, stepPeak(r))
@@ -782,7 +782,7 @@ func (f *fitter) failedAt(v float64) {
 	}
 	f.lo, f.loPeak = math.NaN(), 0
 	for _, r := range f.given {
-		if x, ok := f.valueOf(r); ok && !fatal(r) {
+		if x, ok := f.valueOf(r); ok && !analysis.FatalOOM(r) {
 			f.ranAt(x, stepPeak(r))
 		}
 	}
@@ -791,18 +791,6 @@ func (f *fitter) failedAt(v float64) {
 			f.ranAt(t.Value, t.StepPeakBytes)
 		}
 	}
-}
-
-// fatal reports whether an out-of-memory error ended the run.
-func fatal(r *analysis.Report) bool {
-	for _, g := range r.GPUs {
-		for _, o := range g.OOMs {
-			if o.Outcome == analysis.OOMFatal {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // stepPeak is the highest per-step peak allocated over the run's GPUs
@@ -900,7 +888,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		t.Outcome = fitStopped
 	case res.ExitCode == 0:
 		t.Outcome = fitCompleted
-	case t.OOMMarks > 0 || (rep != nil && fatal(rep)):
+	case t.OOMMarks > 0 || (rep != nil && analysis.FatalOOM(rep)):
 		t.Outcome = fitOOM
 	default:
 		t.Outcome = fitFailed
@@ -1225,7 +1213,7 @@ func (f *fitter) recommend() *float64 {
 		reps = f.reports()
 	}
 	for _, r := range reps {
-		if r == nil || fatal(r) {
+		if r == nil || analysis.FatalOOM(r) {
 			continue
 		}
 		for _, g := range r.GPUs {
