@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -334,15 +335,10 @@ func availableTo(t *testing.T, db, id string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reps []*analysis.Report
-	for _, run := range runs {
-		if run.Tags["fit"] == id {
-			r, err := analysis.Analyze(d, run, analysis.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reps = append(reps, r)
-		}
+	runs = slices.DeleteFunc(runs, func(r storage.Run) bool { return r.Tags["fit"] != id })
+	reps, err := analyzeAll(d, runs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, err := analysis.Compare(reps, "", "")
 	if err != nil || analysis.FitByTag(c, "batch_size", 0) != nil || c.By == nil {
