@@ -72,8 +72,8 @@ except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
     if not isinstance(e, torch.cuda.OutOfMemoryError) and "ALLOC_FAILED" not in str(e) and "out of memory" not in str(e):
         raise
     note(oom=str(e).splitlines()[0], step=s)
-    if a.probe and memrec: memrec.flush()
-    print("OOM at batch", a.batch, "step", s, file=sys.stderr)
+    if a.probe and memrec: memrec.report_oom(e); memrec.flush()
+    print("OOM at batch", a.batch, "step", s, "-", str(e).splitlines()[0][:200], file=sys.stderr)
     sys.exit(3)
 note(done=True, steps=s)
 if a.snap:

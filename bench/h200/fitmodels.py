@@ -15,21 +15,30 @@ to check it on shapes it had not seen: t5 (T5-base: an encoder-decoder of
 12 + 12 layers of 768, 512 tokens in and 128 out, vocabulary 32 128) with
 bf16 autocast and AdamW, and deeplab (DeepLabV3 with a ResNet-50 backbone,
 21 classes, 512×512 images, a dense per-pixel loss) in fp32 with SGD.
+
+Three more, added after the rule of two bounds (two largest segments, 18 % of
+the peak) was set, to check it on shapes it had not seen: efficientnet_b0
+(depthwise convolutions, many small activations) in fp32 with SGD, swin_t
+(shifted-window attention) with bf16 autocast and AdamW, and lm_1b (a
+Llama-style model of 1.1 billion parameters: 16 layers of 2 048, grouped-query
+attention with 4 key-value heads, 2 048 tokens, vocabulary 32 000, so that
+weights and AdamW's state are a large fixed part) with bf16 autocast and AdamW.
 """
 import torch
 import torch.nn as nn
 
-MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab")
+MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
+          "efficientnet_b0", "swin_t", "lm_1b")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
-    if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny"):
+    if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
-        if name in ("vit_b_16", "convnext_tiny"):
+        if name in ("vit_b_16", "convnext_tiny", "swin_t"):
             make_opt, amp = (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16
         else:
             make_opt, amp = (lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)), None
@@ -65,9 +74,14 @@ def build(name):
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
-    if name in ("lm_wide", "bert"):
+    if name in ("lm_wide", "bert", "lm_1b"):
         import transformers as tf
-        if name == "lm_wide":
+        if name == "lm_1b":
+            seq, vocab = 2048, 32000
+            net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=2048, intermediate_size=5632,
+                                                     num_hidden_layers=16, num_attention_heads=16,
+                                                     num_key_value_heads=4, max_position_embeddings=seq))
+        elif name == "lm_wide":
             seq, vocab = 1024, 256000
             net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=1024, intermediate_size=2816,
                                                      num_hidden_layers=8, num_attention_heads=16,

@@ -147,6 +147,9 @@ type fitTrial struct {
 	ReservedBytes *int64  `json:"reserved_bytes,omitempty"`
 	AllocRetries  *int64  `json:"alloc_retries,omitempty"`
 	Seconds       float64 `json:"seconds"`
+	// GPUFull says why a trial without OOM marks counts as out of memory:
+	// the fullest GPU's use at its peak, of its total ("" otherwise).
+	GPUFull string `json:"gpu_full,omitempty"`
 	// Repeat is the how-manieth trial of the value this is, from 2 (a
 	// value run again where processes share a GPU); 0 for the first.
 	Repeat int `json:"repeat,omitempty"`
@@ -795,6 +798,25 @@ func (f *fitter) failedAt(v float64) {
 
 // stepPeak is the highest per-step peak allocated over the run's GPUs
 // (the fullest rank's), or nil without allocator samples.
+// fullFree is the share of a GPU left free at most, at a failed trial's
+// peak, for memrec fit to count it as out of memory without an OOM mark.
+// An allocation outside PyTorch's caching allocator (cuDNN's or cuBLAS's
+// workspace, NCCL's buffers) that fails raises no OOM mark, and a job that
+// catches its OOM error and exits has none either; one that ends before its
+// steps with its GPU this full most likely ran out of memory.
+const fullFree = 0.02
+
+// fullAtExit is "USED of TOTAL" of the run's fullest GPU (device memory in
+// use at its peak) where less than fullFree of it was left, else "".
+func fullAtExit(r *analysis.Report) string {
+	for _, g := range r.GPUs {
+		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < fullFree*float64(g.TotalBytes) {
+			return analysis.FormatBytes(*g.PeakUsedBytes) + " of " + analysis.FormatBytes(g.TotalBytes)
+		}
+	}
+	return ""
+}
+
 func stepPeak(r *analysis.Report) *int64 {
 	var p *int64
 	for _, g := range r.GPUs {
@@ -890,6 +912,8 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		t.Outcome = fitCompleted
 	case t.OOMMarks > 0 || (rep != nil && analysis.FatalOOM(rep)):
 		t.Outcome = fitOOM
+	case rep != nil && fullAtExit(rep) != "":
+		t.Outcome, t.GPUFull = fitOOM, fullAtExit(rep)
 	default:
 		t.Outcome = fitFailed
 	}
@@ -1111,6 +1135,9 @@ func (f *fitter) printTrial(t fitTrial) {
 		fitFailed:      fmt.Sprintf("FAILED: exit %d after %d steps, no OOM", t.ExitCode, t.Steps),
 		fitInterrupted: "interrupted",
 	}[t.Outcome]
+	if t.GPUFull != "" {
+		what += fmt.Sprintf(" (exit %d, no OOM mark, the GPU full: %s used)", t.ExitCode, t.GPUFull)
+	}
 	ranks := ""
 	if t.Ranks > 1 {
 		ranks = fmt.Sprintf(" (%d ranks)", t.Ranks)

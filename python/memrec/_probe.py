@@ -626,7 +626,9 @@ class Probe:
         torch = sys.modules.get("torch")
         oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
         if oom_type is None or not isinstance(exc, oom_type):
-            if "out of memory" not in str(exc):
+            # cuBLAS and cuDNN report their own allocations' failures as a
+            # RuntimeError, outside the caching allocator and its observer.
+            if not any(s in str(exc) for s in _OOM_TEXTS):
                 return
         device = 0
         try:
@@ -634,6 +636,9 @@ class Probe:
         except Exception:
             pass
         self.report_oom(device, str(exc).split("\n")[0])
+
+
+_OOM_TEXTS = ("out of memory", "ALLOC_FAILED", "cudaErrorMemoryAllocation")
 
 
 def _env_seconds(name: str, default: float) -> float:

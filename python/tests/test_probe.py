@@ -467,6 +467,21 @@ class ProbeTest(unittest.TestCase):
         self.assertIn("epoch_end", [l.get("kind") for l in srv.wait(lambda ls: any(l.get("kind") == "epoch_end" for l in ls))])
         p.close()
 
+    def test_oom_of_cublas_and_cudnn(self):
+        # Their own allocations fail outside the caching allocator: no
+        # observer call, a RuntimeError with their status; a script that
+        # catches it reports it with report_oom. Other errors are ignored.
+        srv = Server()
+        sys.modules["torch"] = make_fake_torch(observer=False)
+        p = self.probe(srv)
+        memrec.report_oom(RuntimeError("shape mismatch"))
+        memrec.report_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+        lines = srv.wait(lambda ls: any(l.get("kind") == "oom" for l in ls))
+        ooms = [l for l in lines if l.get("kind") == "oom"]
+        self.assertEqual(len(ooms), 1)
+        self.assertIn("CUBLAS_STATUS_ALLOC_FAILED", ooms[0]["text"])
+        p.close()
+
     def test_full_queue_drops_and_reports(self):
         srv = Server()
         p = _probe.Probe(path=srv.path, timer=0)
