@@ -796,8 +796,6 @@ func (f *fitter) failedAt(v float64) {
 	}
 }
 
-// stepPeak is the highest per-step peak allocated over the run's GPUs
-// (the fullest rank's), or nil without allocator samples.
 // fullFree is the share of a GPU left free at most, at a failed trial's
 // peak, for memrec fit to count it as out of memory without an OOM mark.
 // An allocation outside PyTorch's caching allocator (cuDNN's or cuBLAS's
@@ -806,8 +804,8 @@ func (f *fitter) failedAt(v float64) {
 // steps with its GPU this full most likely ran out of memory.
 const fullFree = 0.02
 
-// fullAtExit is "USED of TOTAL" of the run's fullest GPU (device memory in
-// use at its peak) where less than fullFree of it was left, else "".
+// fullAtExit is "USED of TOTAL" (device memory in use at its peak) of the
+// first of the run's GPUs that had less than fullFree of it left, else "".
 func fullAtExit(r *analysis.Report) string {
 	for _, g := range r.GPUs {
 		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < fullFree*float64(g.TotalBytes) {
@@ -817,6 +815,8 @@ func fullAtExit(r *analysis.Report) string {
 	return ""
 }
 
+// stepPeak is the highest per-step peak allocated over the run's GPUs
+// (the fullest rank's), or nil without allocator samples.
 func stepPeak(r *analysis.Report) *int64 {
 	var p *int64
 	for _, g := range r.GPUs {
@@ -902,6 +902,10 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 			t.ReservedBytes, t.AllocRetries = heldBy(rep)
 		}
 	}
+	full := ""
+	if rep != nil {
+		full = fullAtExit(rep)
+	}
 	stopped, interrupted := w.ended()
 	switch {
 	case interrupted:
@@ -912,8 +916,8 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		t.Outcome = fitCompleted
 	case t.OOMMarks > 0 || (rep != nil && analysis.FatalOOM(rep)):
 		t.Outcome = fitOOM
-	case rep != nil && fullAtExit(rep) != "":
-		t.Outcome, t.GPUFull = fitOOM, fullAtExit(rep)
+	case full != "":
+		t.Outcome, t.GPUFull = fitOOM, full
 	default:
 		t.Outcome = fitFailed
 	}

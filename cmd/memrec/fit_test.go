@@ -738,8 +738,9 @@ func TestFitWholeRunMargin(t *testing.T) {
 
 // A trial that exits before its steps without an OOM mark counts as out of
 // memory only where its GPU was full at its peak: an allocation outside
-// PyTorch's allocator (cuDNN's workspace) raises none. On an H200 an
-// EfficientNet-B0 at batch 1680 failed so, with 139.76 of 140.40 GiB used.
+// PyTorch's allocator (cuBLAS's handle, cuDNN's workspace) raises none. On
+// an H200 an EfficientNet-B0 at batch 1680 failed so
+// (CUBLAS_STATUS_ALLOC_FAILED), with 139.76 of 140.40 GiB used.
 func TestFullAtExit(t *testing.T) {
 	gpu := func(used, total int64) analysis.GPUReport {
 		return analysis.GPUReport{PeakUsedBytes: &used, TotalBytes: total}
