@@ -65,8 +65,8 @@ func TestAllocatorSumsRetireAGoneProcess(t *testing.T) {
 	}
 }
 
-func torchAt(t int64, pid int, allocated, reserved int64) storage.TorchSample {
-	return storage.TorchSample{T: t, PID: pid, Allocated: allocated, Reserved: reserved}
+func torchAt(t int64, pid int, allocated, reserved int64) *storage.TorchSample {
+	return &storage.TorchSample{T: t, PID: pid, Allocated: allocated, Reserved: reserved}
 }
 
 // Two ranks of a data-parallel job share one GPU: the GPU's step peak, the

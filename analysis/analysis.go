@@ -157,24 +157,18 @@ type GPUReport struct {
 	StepPeaks        []FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
-	Steps []StepMark `json:"-"`
-}
-
-// StepMark is one step mark: the step ends at TNS.
-type StepMark struct {
-	TNS  int64
-	Step int
+	Steps *Steps `json:"-"`
 }
 
 // StepAt is the training step a time falls in: the step of the first step
 // mark at or after it (a mark ends its step), and false after the last one
 // or without step marks.
 func (g *GPUReport) StepAt(t int64) (int, bool) {
-	i := sort.Search(len(g.Steps), func(i int) bool { return g.Steps[i].TNS >= t })
-	if i == len(g.Steps) {
+	i := g.Steps.Search(t)
+	if i == g.Steps.Len() {
 		return 0, false
 	}
-	return g.Steps[i].Step, true
+	return g.Steps.Step(i), true
 }
 
 // Peak is the highest value of one series, and where it happened.
@@ -348,12 +342,12 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	}
 	rep.Marks = MarkCounts{Epochs: len(marks.epochs), StepMarks: marks.stepCount, Events: len(marks.events), OOMs: len(marks.ooms)}
 	for rank, steps := range marks.steps {
-		rep.Marks.Steps = max(rep.Marks.Steps, len(steps))
+		rep.Marks.Steps = max(rep.Marks.Steps, steps.Len())
 		if len(marks.steps) > 1 {
 			if rep.Marks.StepsByRank == nil {
 				rep.Marks.StepsByRank = map[string]int{}
 			}
-			rep.Marks.StepsByRank[strconv.Itoa(rank)] = len(steps)
+			rep.Marks.StepsByRank[strconv.Itoa(rank)] = steps.Len()
 		}
 	}
 	rep.Events = marks.other
@@ -512,14 +506,14 @@ func linesSizes(run storage.Run, series []storage.SeriesRef) (device, allocator 
 
 // markIndex is a run's marks, sorted and grouped.
 //
-// A long run has millions of step marks: they are kept as StepMarks (16
-// bytes each) and no other copy of them, so a 24-hour run of 8 ranks costs
-// about 45 MB here.
+// A long run has millions of step marks: they are kept as Steps (8 bytes
+// each) and no other copy of them, so a week of 8 ranks costs about 150 MB
+// here.
 type markIndex struct {
 	other     []storage.Mark // every mark but steps and epoch bounds, in time order
 	exit      *storage.Mark  // the last exit mark
 	epochs    []epochSpan
-	steps     map[int][]StepMark // by rank (None for unranked)
+	steps     map[int]*Steps // by rank (None for unranked)
 	stepCount int
 	events    []storage.Mark
 	ooms      []storage.Mark
@@ -536,10 +530,13 @@ type epochSpan struct {
 
 // perGPUShare is about how many of count (one of the run's counts, kept
 // whole through a window) a GPU or rank has in what is analysed: count
-// shared by the run's GPUs, and by the window's part of the run's time.
-// Slices sized by it are made once: a week of steps is millions.
+// shared by the run's GPUs, and by the window's part of the run's time,
+// and 1/64 more (GPUs' shares differ by a few, and a slice one short of
+// them grows by a quarter, a copy and the zeroing of a new array). Slices
+// sized by it are made once: a week of steps is millions.
 func perGPUShare(run storage.Run, count int64) int64 {
 	n := count / int64(max(1, len(run.GPUs)))
+	n += n/64 + 16
 	if _, _, ok := run.Window(); ok {
 		whole := float64(max(1, run.RunEndNS()-run.RunStartNS()))
 		part := float64(max(0, run.EndNS-run.StartNS))
@@ -549,7 +546,7 @@ func perGPUShare(run storage.Run, count int64) int64 {
 }
 
 func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
-	mi := &markIndex{steps: map[int][]StepMark{}, endNS: run.EndNS}
+	mi := &markIndex{steps: map[int]*Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
 	for it.Next() {
@@ -569,9 +566,10 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 		case wire.MarkStep:
 			steps, ok := mi.steps[m.Rank]
 			if !ok {
-				steps = make([]StepMark, 0, perGPUShare(run, run.Counts.Marks)+16)
+				steps = newSteps(int(perGPUShare(run, run.Counts.Marks)))
+				mi.steps[m.Rank] = steps
 			}
-			mi.steps[m.Rank] = append(steps, StepMark{TNS: m.T, Step: m.Step})
+			steps.add(m.T, m.Step)
 			mi.stepCount++
 			continue
 		case wire.MarkProbe:
@@ -643,7 +641,7 @@ func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
 }
 
 // stepsFor returns the step marks for the rank that runs on a GPU.
-func (mi *markIndex) stepsFor(rank int) []StepMark {
+func (mi *markIndex) stepsFor(rank int) *Steps {
 	if s, ok := mi.steps[rank]; ok && rank != storage.None {
 		return s
 	}
@@ -661,12 +659,12 @@ func (mi *markIndex) stepsFor(rank int) []StepMark {
 
 func (mi *markIndex) stepTime() float64 {
 	s := mi.stepsFor(0)
-	if len(s) < 3 {
+	if s.Len() < 3 {
 		return math.NaN()
 	}
-	var d []float64
-	for i := 1; i < len(s); i++ {
-		d = append(d, float64(s[i].TNS-s[i-1].TNS)/1e9)
+	d := make([]float64, 0, s.Len()-1)
+	for i := 1; i < s.Len(); i++ {
+		d = append(d, float64(s.T(i)-s.T(i-1))/1e9)
 	}
 	slices.Sort(d)
 	return median(d)
@@ -682,12 +680,11 @@ func (mi *markIndex) epochAt(t int64) *int {
 	return nil
 }
 
-func stepAt(steps []StepMark, t int64) *int {
+func stepAt(steps *Steps, t int64) *int {
 	// The step a time falls in: the first step mark at or after it (marks
 	// end their step).
-	i := sort.Search(len(steps), func(i int) bool { return steps[i].TNS >= t })
-	if i < len(steps) {
-		return intp(steps[i].Step)
+	if i := steps.Search(t); i < steps.Len() {
+		return intp(steps.Step(i))
 	}
 	return nil
 }

@@ -384,14 +384,14 @@ func (a *gpuAnalysis) ranks() int {
 // timer took inside a step that never ended (the run's last): then the
 // step before's end. nil without a sample at that mark.
 func (a *gpuAnalysis) heldAtStepEnd(p storage.TorchSample) (*int64, error) {
-	i, _ := slices.BinarySearchFunc(a.steps, p.T, func(s StepMark, t int64) int { return cmp.Compare(s.TNS, t) })
-	if i == len(a.steps) {
+	i := a.steps.Search(p.T)
+	if i == a.steps.Len() {
 		i--
 	}
 	if i < 0 {
 		return nil, nil
 	}
-	end := a.steps[i].TNS
+	end := a.steps.T(i)
 	it := a.db.TorchSamples(a.run, a.g.Index, p.PID, end, end+1)
 	var at *storage.TorchSample
 	for it.Next() {

@@ -100,7 +100,7 @@ func (a *gpuAnalysis) floorIn(from, to int64) (int64, bool, error) {
 // basis, or says why none were inferred. A read error is left for the
 // device pass to report.
 func (a *gpuAnalysis) inferEpochs() {
-	if !a.hasDevice || len(a.mi.epochs) > 0 || len(a.steps) >= 2 || a.run.EndNS <= a.run.StartNS {
+	if !a.hasDevice || len(a.mi.epochs) > 0 || a.steps.Len() >= 2 || a.run.EndNS <= a.run.StartNS {
 		return
 	}
 	gr := a.gr

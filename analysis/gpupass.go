@@ -29,7 +29,7 @@ type gpuAnalysis struct {
 	gpuSeries
 	hasTorch   bool
 	procs      []*procTrack   // procPIDs', filled by the device pass
-	steps      []StepMark     // of the rank on this GPU
+	steps      *Steps         // of the rank on this GPU
 	ooms       []storage.Mark // that concern this GPU
 	slices     []epochSpan    // ten time slices, when there are no epochs
 	start, end int64          // the timeline's span
@@ -258,13 +258,14 @@ func (a *gpuAnalysis) queryTimes() {
 	slices.Sort(few)
 	// The steps, hundreds of thousands in a day, come in time order: they
 	// are merged with the few other times rather than sorted with them.
-	q := make([]int64, 0, len(few)+len(a.steps))
+	q := make([]int64, 0, len(few)+a.steps.Len())
 	i := 0
-	for _, s := range a.steps {
-		for ; i < len(few) && few[i] < s.TNS; i++ {
+	for k := range a.steps.Len() {
+		t := a.steps.T(k)
+		for ; i < len(few) && few[i] < t; i++ {
 			q = append(q, few[i])
 		}
-		q = append(q, s.TNS)
+		q = append(q, t)
 	}
 	q = append(q, few[i:]...)
 	if !slices.IsSorted(q) { // (steps out of order)
@@ -280,19 +281,19 @@ func (a *gpuAnalysis) index(t int64) int { i, _ := slices.BinarySearch(a.q, t); 
 // per step (from its mark to the next), or 300 time slices.
 func (a *gpuAnalysis) floorSpans() {
 	steps, run := a.steps, a.run
-	if len(steps) >= 2 {
+	if n := steps.Len(); n >= 2 {
 		a.per = "step"
 		// Sized once: a day-long run has hundreds of thousands of steps.
-		a.fx = make([]float64, 0, len(steps))
-		if ascending(steps) && steps[len(steps)-1].TNS <= a.mi.endNS {
+		a.fx = make([]float64, 0, n)
+		if ascending(steps) && steps.T(n-1) <= a.mi.endNS {
 			// Each step's span ends where the next begins: one array of
 			// bounds serves both ends (a week of steps is 19 MB).
-			b := make([]int64, len(steps)+1)
-			for i, s := range steps {
-				a.fx, b[i] = append(a.fx, float64(s.Step)), s.TNS
+			b := make([]int64, n+1)
+			for i := range n {
+				a.fx, b[i] = append(a.fx, float64(steps.Step(i))), steps.T(i)
 			}
-			b[len(steps)] = a.mi.endNS + 1
-			a.flo, a.fhi = b[:len(steps)], b[1:]
+			b[n] = a.mi.endNS + 1
+			a.flo, a.fhi = b[:n], b[1:]
 		} else {
 			a.stepSpans()
 		}
@@ -339,26 +340,26 @@ func (a *gpuAnalysis) floorSpans() {
 // order (or one lies past the run's end): a step whose span would be
 // empty is left out.
 func (a *gpuAnalysis) stepSpans() {
-	steps := a.steps
-	a.flo, a.fhi = make([]int64, 0, len(steps)), make([]int64, 0, len(steps))
-	for i := range steps {
+	steps, n := a.steps, a.steps.Len()
+	a.flo, a.fhi = make([]int64, 0, n), make([]int64, 0, n)
+	for i := range n {
 		end := a.mi.endNS + 1
-		if i+1 < len(steps) {
-			end = steps[i+1].TNS
+		if i+1 < n {
+			end = steps.T(i + 1)
 		}
-		if end <= steps[i].TNS {
+		if end <= steps.T(i) {
 			continue
 		}
-		a.fx = append(a.fx, float64(steps[i].Step))
-		a.flo = append(a.flo, steps[i].TNS)
+		a.fx = append(a.fx, float64(steps.Step(i)))
+		a.flo = append(a.flo, steps.T(i))
 		a.fhi = append(a.fhi, end)
 	}
 }
 
 // ascending says whether each step mark is after the one before it.
-func ascending(steps []StepMark) bool {
-	for i := 1; i < len(steps); i++ {
-		if steps[i].TNS <= steps[i-1].TNS {
+func ascending(steps *Steps) bool {
+	for i := 1; i < steps.Len(); i++ {
+		if steps.T(i) <= steps.T(i-1) {
 			return false
 		}
 	}
@@ -537,7 +538,7 @@ const allocatorLife = int64(2 * time.Second)
 
 // take makes x its process's last sample and moves the sums by what
 // changed since that process's sample before, which it returns.
-func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
+func (s *allocSum) take(x *storage.TorchSample) (prev storage.TorchSample) {
 	l := s.lastOf
 	if l == nil || s.lastPID != x.PID {
 		if l = s.last[x.PID]; l == nil {
@@ -546,7 +547,7 @@ func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
 		}
 		s.lastPID, s.lastOf = x.PID, l
 	}
-	prev, *l = *l, x
+	prev, *l = *l, *x
 	c := &s.cur
 	c.allocated += x.Allocated - prev.Allocated
 	c.reserved += x.Reserved - prev.Reserved
@@ -557,7 +558,7 @@ func (s *allocSum) take(x storage.TorchSample) (prev storage.TorchSample) {
 	return prev
 }
 
-func (s *allocSum) add(x storage.TorchSample) {
+func (s *allocSum) add(x *storage.TorchSample) {
 	if len(s.last) > 1 || len(s.last) == 1 && s.lastPID != x.PID { // (one process: lastPID's)
 		s.retire(x.T)
 	}
@@ -593,7 +594,7 @@ func (s *allocSum) add(x storage.TorchSample) {
 		s.peakS = storage.TorchSample{T: x.T, PeakAllocated: c.peak}
 	}
 	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
-		s.budgetPeak, s.budgetSum = x, s.cur
+		s.budgetPeak, s.budgetSum = *x, s.cur
 	}
 }
 
@@ -611,7 +612,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
 	// Sized for this GPU's share of the run's samples: a day-long run has
 	// millions, and growing by copying would double the peak.
-	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples)+16)
+	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples))
 	if err := a.carryIn(sum); err != nil {
 		return err
 	}
@@ -636,7 +637,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
 	}
 	var n int64 // samples merged so far
-	err := a.eachTorch(func(s storage.TorchSample) {
+	err := a.eachTorch(func(s *storage.TorchSample) {
 		n++
 		for tq < len(a.q) && a.q[tq] < s.T {
 			a.atQuery(tq, sum.cur)
@@ -709,7 +710,7 @@ func (a *gpuAnalysis) carryIn(sum *allocSum) error {
 	var last int64
 	for merged.Next() {
 		x := merged.At()
-		sum.take(x)
+		sum.take(&x)
 		last = x.T
 	}
 	if err := merged.Err(); err != nil {
@@ -921,7 +922,7 @@ func (a *gpuAnalysis) unseen() {
 	}
 	u := Unseen{ToleranceNS: pairTolerance(a.run)}
 	var sum int64
-	var vals []float64
+	vals := make([]float64, 0, len(a.q)) // sized once: a week of steps is millions
 	for i := range a.q {
 		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
 			continue
@@ -1123,7 +1124,7 @@ func (t *procTrack) add(ts, used []int64) {
 
 // eachTorch calls f with every allocator sample of the GPU's processes in
 // time order: one process's a chunk at a time, several merged.
-func (a *gpuAnalysis) eachTorch(f func(storage.TorchSample)) error {
+func (a *gpuAnalysis) eachTorch(f func(*storage.TorchSample)) error {
 	lines := a.opts.Lines
 	if len(a.torchPIDs) == 1 {
 		pid := a.torchPIDs[0]
@@ -1131,8 +1132,8 @@ func (a *gpuAnalysis) eachTorch(f func(storage.TorchSample)) error {
 		var rows []storage.TorchSample
 		for b.Next() {
 			rows = b.TorchRows(rows[:0])
-			for _, s := range rows {
-				f(s)
+			for i := range rows {
+				f(&rows[i])
 			}
 			if lines != nil {
 				lines.AddTorchColumns(a.g.Index, pid, b.T(), b.Ints(storage.TorchAllocated), b.Ints(storage.TorchReserved))
@@ -1153,7 +1154,7 @@ func (a *gpuAnalysis) eachTorch(f func(storage.TorchSample)) error {
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
 	for merged.Next() {
 		s := merged.At()
-		f(s)
+		f(&s)
 		if lines == nil {
 			continue
 		}
@@ -1182,6 +1183,6 @@ func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByT
 	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
 }
 
-func makePeak(what string, v, t int64, mi *markIndex, steps []StepMark) Peak {
+func makePeak(what string, v, t int64, mi *markIndex, steps *Steps) Peak {
 	return Peak{What: what, Bytes: v, TNS: t, Epoch: mi.epochAt(t), Step: stepAt(steps, t), NearMark: mi.nearestMark(t)}
 }

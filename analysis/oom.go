@@ -42,7 +42,7 @@ func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), n
 // fatal when the run's exit mark has a non-zero code; survived when the
 // exit code is 0 (the script caught it and finished); unknown without an
 // exit mark. why says what decided each.
-func classifyOOMs(ooms []storage.Mark, steps []StepMark, exit *storage.Mark) (out []OOMOutcome, why []string) {
+func classifyOOMs(ooms []storage.Mark, steps *Steps, exit *storage.Mark) (out []OOMOutcome, why []string) {
 	out, why = make([]OOMOutcome, len(ooms)), make([]string, len(ooms))
 	for i, m := range ooms {
 		if j := nextOOMOfProcess(ooms, i); j >= 0 {
@@ -50,7 +50,7 @@ func classifyOOMs(ooms []storage.Mark, steps []StepMark, exit *storage.Mark) (ou
 			continue
 		}
 		if k := firstStepAfter(steps, m.T); k >= 0 {
-			out[i], why[i] = OOMSurvived, fmt.Sprintf("the job went on: step %d ended %.2f s later", steps[k].Step, float64(steps[k].TNS-m.T)/1e9)
+			out[i], why[i] = OOMSurvived, fmt.Sprintf("the job went on: step %d ended %.2f s later", steps.Step(k), float64(steps.T(k)-m.T)/1e9)
 			continue
 		}
 		switch {
@@ -74,9 +74,9 @@ func nextOOMOfProcess(ooms []storage.Mark, i int) int {
 	return -1
 }
 
-func firstStepAfter(steps []StepMark, t int64) int {
-	for k, s := range steps {
-		if s.TNS > t {
+func firstStepAfter(steps *Steps, t int64) int {
+	for k := range steps.Len() {
+		if steps.T(k) > t {
 			return k
 		}
 	}

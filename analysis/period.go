@@ -141,7 +141,7 @@ func (a *gpuAnalysis) stepPattern() (stepPattern, error) {
 // inferStepTime looks for a step period in the job's device memory when
 // the run has no step marks.
 func (a *gpuAnalysis) inferStepTime() error {
-	if !a.hasDevice || len(a.steps) >= 2 {
+	if !a.hasDevice || a.steps.Len() >= 2 {
 		return nil
 	}
 	p, err := a.stepPattern()

@@ -73,8 +73,8 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 	withMarks := importFixtures(t, map[string][]byte{"leak": fixtures.Read(t, fixtures.LeakRun)})[fixtures.LeakRun]
 	steps := withMarks.GPUs[0].Steps
 	var after []StepMark
-	for _, s := range steps {
-		if s.TNS > withMarks.GPUs[0].Epochs[0].EndNS {
+	for i := range steps.Len() {
+		if s := steps.At(i); s.TNS > withMarks.GPUs[0].Epochs[0].EndNS {
 			after = append(after, s)
 		}
 	}
@@ -296,7 +296,7 @@ func TestClassifyOOMs(t *testing.T) {
 		{"no exit mark", []storage.Mark{oom(10, 1)}, nil, nil, []OOMOutcome{OOMUnknown}},
 		{"two processes", []storage.Mark{oom(10, 1), oom(20, 2)}, nil, exit(50, 1), []OOMOutcome{OOMFatal, OOMFatal}},
 	} {
-		got, why := classifyOOMs(tc.ooms, tc.steps, tc.exit)
+		got, why := classifyOOMs(tc.ooms, StepsOf(tc.steps...), tc.exit)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v (%v), want %v", tc.name, got, why, tc.want)
 		}

@@ -195,7 +195,7 @@ func appendSnaps(out []siteSnap, pid int, rows []storage.SiteSample) []siteSnap 
 // time, each series settling on its own.
 func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
 	a := &gpuAnalysis{run: run, g: storage.GPU{Index: gpu}, gr: &GPUReport{},
-		mi: &markIndex{steps: map[int][]StepMark{}, endNS: run.EndNS}}
+		mi: &markIndex{steps: map[int]*Steps{}, endNS: run.EndNS}}
 	byPID := map[int][]storage.SiteSample{}
 	var pids []int
 	for _, r := range rows {
@@ -489,10 +489,10 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 }
 
 // stepsBetween counts the step marks in (from, to].
-func stepsBetween(steps []StepMark, from, to int64) int {
+func stepsBetween(steps *Steps, from, to int64) int {
 	n := 0
-	for _, s := range steps {
-		if s.TNS > from && s.TNS <= to {
+	for i := range steps.Len() {
+		if t := steps.T(i); t > from && t <= to {
 			n++
 		}
 	}

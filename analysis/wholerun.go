@@ -41,10 +41,10 @@ func WholeRunMargin(rep *Report, firstSteps int) (WholeRun, bool) {
 			g = c
 		}
 	}
-	if g == nil || len(g.Steps) <= firstSteps {
+	if g == nil || g.Steps.Len() <= firstSteps {
 		return WholeRun{}, false
 	}
-	w := WholeRun{Run: rep.Run, GPU: g.GPU, Steps: len(g.Steps), FirstSteps: firstSteps}
+	w := WholeRun{Run: rep.Run, GPU: g.GPU, Steps: g.Steps.Len(), FirstSteps: firstSteps}
 	x0 := g.StepPeaks[0].X
 	for _, p := range g.StepPeaks {
 		if p.X < x0+float64(firstSteps) || w.FirstPeakBytes == 0 {

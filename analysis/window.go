@@ -144,19 +144,19 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 		steps := mi.stepsFor(0)
 		i := stepIndex(steps, b.N)
 		if i < 0 {
-			return 0, fmt.Errorf("%w: step %d (the run has %d step marks)", ErrNoSuchMark, b.N, len(steps))
+			return 0, fmt.Errorf("%w: step %d (the run has %d step marks)", ErrNoSuchMark, b.N, steps.Len())
 		}
 		if end {
-			return steps[i].TNS + 1, nil
+			return steps.T(i) + 1, nil
 		}
 		// A step starts where the one before it ended, or where its
 		// epoch started, whichever is later.
 		start := run.StartNS
 		if i > 0 {
-			start = steps[i-1].TNS + 1
+			start = steps.T(i-1) + 1
 		}
 		for _, e := range mi.epochs {
-			if e.start <= steps[i].TNS && e.start > start {
+			if e.start <= steps.T(i) && e.start > start {
 				start = e.start
 			}
 		}
@@ -167,20 +167,21 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 
 // stepIndex finds step n among step marks: by the number on the marks when
 // those increase over the run, else by position. It returns -1 if none.
-func stepIndex(steps []StepMark, n int) int {
-	increasing := len(steps) > 0
-	for i := 1; i < len(steps) && increasing; i++ {
-		increasing = steps[i].Step > steps[i-1].Step
+func stepIndex(steps *Steps, n int) int {
+	count := steps.Len()
+	increasing := count > 0
+	for i := 1; i < count && increasing; i++ {
+		increasing = steps.Step(i) > steps.Step(i-1)
 	}
-	if increasing && steps[0].Step != storage.None {
-		for i, s := range steps {
-			if s.Step == n {
+	if increasing && steps.Step(0) != storage.None {
+		for i := range count {
+			if steps.Step(i) == n {
 				return i
 			}
 		}
 		return -1
 	}
-	if n < 0 || n >= len(steps) {
+	if n < 0 || n >= count {
 		return -1
 	}
 	return n

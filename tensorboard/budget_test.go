@@ -13,7 +13,7 @@ import (
 func TestExportBudget(t *testing.T) {
 	rep := syntheticReport()
 	g := &rep.GPUs[0]
-	peak := g.Steps[1].TNS // the end of step 2
+	peak := g.Steps.T(1) // the end of step 2
 	g.Budget = &analysis.Budget{TNS: peak, Parts: []analysis.BudgetSlice{
 		{Part: analysis.PartParams, Bytes: 3 << 20}, {Part: analysis.PartOptimizer, Bytes: 6 << 20},
 		{Part: analysis.PartActivations, Bytes: 40 << 20}, {Part: analysis.PartUnseen, Bytes: 1 << 19}}}

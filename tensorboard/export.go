@@ -68,13 +68,13 @@ func Export(out io.Writer, rep *analysis.Report, points int) error {
 	for i := range rep.GPUs {
 		g := &rep.GPUs[i]
 		step := func(t, index int64) int64 {
-			if len(g.Steps) == 0 {
+			if g.Steps.Len() == 0 {
 				return index
 			}
 			if s, ok := g.StepAt(t); ok {
 				return int64(s)
 			}
-			return int64(g.Steps[len(g.Steps)-1].Step)
+			return int64(g.Steps.Last().Step)
 		}
 		for _, s := range []struct {
 			figure string

@@ -65,7 +65,7 @@ func syntheticReport() *analysis.Report {
 	g.Timeline.Used = analysis.Series{T: []int64{ms(0), ms(10), ms(20), ms(30)}, V: []int64{1 << 30, 3 << 29, 5 << 20, 7 << 20}, I: []int64{0, 7, 9, 12}}
 	g.Timeline.Allocated = analysis.Series{T: []int64{ms(5), ms(25)}, V: []int64{100 << 20, 200 << 20}, I: []int64{0, 1}}
 	g.Timeline.Reserved = analysis.Series{T: []int64{ms(5), ms(25)}, V: []int64{300 << 20, 400 << 20}, I: []int64{0, 1}}
-	g.Steps = []analysis.StepMark{{TNS: ms(12), Step: 1}, {TNS: ms(22), Step: 2}}
+	g.Steps = analysis.StepsOf(analysis.StepMark{TNS: ms(12), Step: 1}, analysis.StepMark{TNS: ms(22), Step: 2})
 	g.StepPeaks = []analysis.FloorPoint{{X: 1, TNS: ms(2), Bytes: 250 << 20}, {X: 2, TNS: ms(12), Bytes: 260 << 20}}
 	g.FragSeries = []analysis.FragPoint{{TNS: ms(5), Frag: 0.25, Stuck: 0.125, I: 0}, {TNS: ms(25), Frag: 0.5, Stuck: 0.0625, I: 1}}
 	g.Epochs = []analysis.EpochDelta{{Epoch: 0, EndNS: ms(15), DeltaUsedBytes: i64(-4 << 20), DeltaAllocatedBytes: i64(6 << 20)}, {Epoch: 1, EndNS: ms(30)}}
@@ -222,7 +222,7 @@ func TestExportRealRun(t *testing.T) {
 		t.Errorf("%d epoch deltas, the run has %d epochs", n, want)
 	}
 	// Steps follow the training: never negative, and the last is the run's last step.
-	last := rep.GPUs[0].Steps[len(rep.GPUs[0].Steps)-1].Step
+	last := rep.GPUs[0].Steps.Last().Step
 	if s := got[len(got)-1].Step; s != int64(last) {
 		t.Errorf("last device_used step %d, the run's last step is %d", s, last)
 	}
