@@ -538,12 +538,19 @@ func (by *ByTag) interval() {
 }
 
 // FailedBeforeAStep reports whether the run's job exited with an error
-// other than a fatal OOM before it marked a step, and its exit code: what
-// it allocated was not a training step's (a script that crashed in its
-// first forward pass). A run without step marks that exited 0 (a probe
-// that does not mark steps) is kept.
+// before it marked a step without running out of memory (RanOutOfMemory),
+// and its exit code: what it allocated was not a training step's (a script
+// that crashed in its first forward pass). A run without step marks that
+// exited 0 (a probe that does not mark steps) is kept.
 func FailedBeforeAStep(r *Report) (int, bool) {
-	if r.Marks.Steps > 0 || FatalOOM(r) {
+	code, ok := exitBeforeAStep(r)
+	return code, ok && !RanOutOfMemory(r)
+}
+
+// exitBeforeAStep is the run's exit code when its job exited with an error
+// before it marked a step.
+func exitBeforeAStep(r *Report) (int, bool) {
+	if r.Marks.Steps > 0 {
 		return 0, false
 	}
 	for i := len(r.Events) - 1; i >= 0; i-- {
@@ -552,6 +559,37 @@ func FailedBeforeAStep(r *Report) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// FullFree is the share of a GPU left free at most, at its peak, for a job
+// that exited with an error before its steps to count as out of memory
+// without an OOM mark. An allocation outside PyTorch's caching allocator
+// (cuBLAS's or cuDNN's workspace, NCCL's buffers) that fails raises no OOM
+// mark (CUBLAS_STATUS_ALLOC_FAILED is a plain RuntimeError), and a script
+// that catches its OOM error and exits leaves none either; a job that ends
+// before its steps with its GPU this full most likely ran out of memory.
+const FullFree = 0.02
+
+// FullGPU is "USED of TOTAL" (device memory in use at its peak) of the
+// first of the run's GPUs that had less than FullFree of it free, else "".
+func FullGPU(r *Report) string {
+	for _, g := range r.GPUs {
+		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < FullFree*float64(g.TotalBytes) {
+			return FormatBytes(*g.PeakUsedBytes) + " of " + FormatBytes(g.TotalBytes)
+		}
+	}
+	return ""
+}
+
+// RanOutOfMemory reports whether the run ended by running out of memory:
+// a fatal OOM, or an exit with an error before its first step with a GPU
+// full (FullGPU).
+func RanOutOfMemory(r *Report) bool {
+	if FatalOOM(r) {
+		return true
+	}
+	_, failed := exitBeforeAStep(r)
+	return failed && FullGPU(r) != ""
 }
 
 // collect sets by's points, one per run with device samples sorted by the
@@ -573,6 +611,12 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 		}
 		if FatalOOM(r) {
 			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
+			continue
+		}
+		if RanOutOfMemory(r) {
+			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
+			code, _ := exitBeforeAStep(r)
+			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step with no OOM mark but its GPU full (%s in use): counted as out of memory (an allocation outside PyTorch's allocator, such as cuBLAS's, failed)", r.Run, code, FullGPU(r)))
 			continue
 		}
 		if code, failed := FailedBeforeAStep(r); failed {
@@ -727,7 +771,7 @@ func (by *ByTag) advise(c *Comparison) {
 	var value float64
 	for _, r := range c.Reports {
 		v, _ := strconv.ParseFloat(r.Tags[by.Tag], 64)
-		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !FatalOOM(r) && (best == nil || v > value) {
+		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !RanOutOfMemory(r) && (best == nil || v > value) {
 			best, bestRun, value = s.Budget, r.Run, v
 		}
 	}

@@ -258,6 +258,81 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 	}
 }
 
+// TestFitByBatchSizeCountsAFullGPUAsOutOfMemory: a run that exited 1
+// before its first step with no OOM mark but with its GPU full (cuBLAS's
+// CUBLAS_STATUS_ALLOC_FAILED raises a plain RuntimeError) ran out of
+// memory: it caps the prediction below its value, as an OOM does, and the
+// notes say why; with the GPU 3 % free, the same run is a crash, left out.
+func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
+	g := &gen{}
+	probeBatchRuns(g, []int{32, 64})
+	run := func(name string, used int64) string {
+		var o strings.Builder
+		fmt.Fprintf(&o, `{"type":"run","name":%q,"start_ns":%d,"tags":{"batch_size":"1000"}}`+"\n", name, t0)
+		fmt.Fprintf(&o, `{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`+"\n", int64(80*GiB))
+		fmt.Fprintf(&o, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", t0+1e9, used)
+		fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
+		return o.String()
+	}
+	reps := analyzeJSONL(t, g.b.String()+run("full", 79*GiB)+run("crash", 776*GiB/10))
+	if !RanOutOfMemory(reps["full"]) || RanOutOfMemory(reps["crash"]) || RanOutOfMemory(reps["p32"]) {
+		t.Fatalf("ran out of memory: full %v, crash %v, p32 %v", RanOutOfMemory(reps["full"]), RanOutOfMemory(reps["crash"]), RanOutOfMemory(reps["p32"]))
+	}
+	if _, failed := FailedBeforeAStep(reps["full"]); failed {
+		t.Error("the full GPU's run counted as a crash")
+	}
+	if code, failed := FailedBeforeAStep(reps["crash"]); !failed || code != 1 {
+		t.Errorf("the crash: failed %v, code %d", failed, code)
+	}
+	fit := func(last string) *Comparison {
+		c, err := Compare([]*Report{reps["p32"], reps["p64"], reps[last]}, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := FitByTag(c, "batch_size", 0); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := fit("full")
+	if len(c.By.Points) != 2 || len(c.By.Failed) != 1 || c.By.Failed[0].Run != "full" ||
+		c.By.MaxFittingValueNoHeadroom == nil || *c.By.MaxFittingValueNoHeadroom != 999 {
+		t.Fatalf("points %d, failed %+v, predicted %v", len(c.By.Points), c.By.Failed, deref(c.By.MaxFittingValueNoHeadroom))
+	}
+	if !slices.ContainsFunc(c.Notes, func(n string) bool {
+		return strings.Contains(n, `run "full" exited 1 before its first step with no OOM mark but its GPU full (79.00 GiB of 80.00 GiB in use)`)
+	}) {
+		t.Errorf("notes %q", c.Notes)
+	}
+	if c := fit("crash"); len(c.By.Failed) != 0 || *c.By.MaxFittingValueNoHeadroom <= 1000 {
+		t.Errorf("with the crash: failed %+v, predicted %v", c.By.Failed, deref(c.By.MaxFittingValueNoHeadroom))
+	}
+}
+
+// FullGPU names the first GPU with less than FullFree free at its peak. On
+// an H200 an EfficientNet-B0 at batch 1680 failed so
+// (CUBLAS_STATUS_ALLOC_FAILED), with 139.76 of 140.40 GiB used.
+func TestFullGPU(t *testing.T) {
+	gpu := func(used, total int64) GPUReport {
+		return GPUReport{PeakUsedBytes: &used, TotalBytes: total}
+	}
+	const gib = int64(1) << 30
+	for _, c := range []struct {
+		gpus []GPUReport
+		want string
+	}{
+		{[]GPUReport{gpu(139760*gib/1000, 140400*gib/1000)}, "139.76 GiB of 140.40 GiB"},
+		{[]GPUReport{gpu(20*gib, 140*gib), gpu(138*gib, 140*gib)}, "138.00 GiB of 140.00 GiB"},
+		{[]GPUReport{gpu(136*gib, 140*gib)}, ""}, // 2.9 % free: failed for another reason
+		{[]GPUReport{{TotalBytes: 140 * gib}}, ""},
+		{nil, ""},
+	} {
+		if got := FullGPU(&Report{GPUs: c.gpus}); got != c.want {
+			t.Errorf("FullGPU(%v) = %q, want %q", c.gpus, got, c.want)
+		}
+	}
+}
+
 func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 	g := &gen{}
 	probeBatchRuns(g, []int{32, 64, 128})

@@ -373,7 +373,7 @@ func (f *fitter) trialsAt(v float64) (ran, tried int) {
 func (f *fitter) ranValues() int {
 	seen := map[float64]bool{}
 	for _, r := range f.reports() {
-		if v, ok := f.valueOf(r); ok && !analysis.FatalOOM(r) {
+		if v, ok := f.valueOf(r); ok && !analysis.RanOutOfMemory(r) {
 			seen[v] = true
 		}
 	}
@@ -737,7 +737,7 @@ func (f *fitter) readRuns() error {
 				r.Run, code, f.o.by, num(v), r.Run)
 		}
 		f.given = append(f.given, r)
-		if analysis.FatalOOM(r) {
+		if analysis.RanOutOfMemory(r) {
 			f.failedAt(v)
 		} else {
 			f.ranAt(v, stepPeak(r))
@@ -785,7 +785,7 @@ func (f *fitter) failedAt(v float64) {
 	}
 	f.lo, f.loPeak = math.NaN(), 0
 	for _, r := range f.given {
-		if x, ok := f.valueOf(r); ok && !analysis.FatalOOM(r) {
+		if x, ok := f.valueOf(r); ok && !analysis.RanOutOfMemory(r) {
 			f.ranAt(x, stepPeak(r))
 		}
 	}
@@ -794,25 +794,6 @@ func (f *fitter) failedAt(v float64) {
 			f.ranAt(t.Value, t.StepPeakBytes)
 		}
 	}
-}
-
-// fullFree is the share of a GPU left free at most, at a failed trial's
-// peak, for memrec fit to count it as out of memory without an OOM mark.
-// An allocation outside PyTorch's caching allocator (cuDNN's or cuBLAS's
-// workspace, NCCL's buffers) that fails raises no OOM mark, and a job that
-// catches its OOM error and exits has none either; one that ends before its
-// steps with its GPU this full most likely ran out of memory.
-const fullFree = 0.02
-
-// fullAtExit is "USED of TOTAL" (device memory in use at its peak) of the
-// first of the run's GPUs that had less than fullFree of it left, else "".
-func fullAtExit(r *analysis.Report) string {
-	for _, g := range r.GPUs {
-		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < fullFree*float64(g.TotalBytes) {
-			return analysis.FormatBytes(*g.PeakUsedBytes) + " of " + analysis.FormatBytes(g.TotalBytes)
-		}
-	}
-	return ""
 }
 
 // stepPeak is the highest per-step peak allocated over the run's GPUs
@@ -904,7 +885,9 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	}
 	full := ""
 	if rep != nil {
-		full = fullAtExit(rep)
+		// A trial that failed before its --steps with its GPU full ran out
+		// of memory (analysis.FullFree), after its first step as well.
+		full = analysis.FullGPU(rep)
 	}
 	stopped, interrupted := w.ended()
 	switch {
@@ -918,6 +901,9 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		t.Outcome = fitOOM
 	case full != "":
 		t.Outcome, t.GPUFull = fitOOM, full
+		// Its report has no OOM mark and may have steps: the projections
+		// would take it for one that ran. Its failure is in the bracket.
+		rep = nil
 	default:
 		t.Outcome = fitFailed
 	}
@@ -1244,7 +1230,7 @@ func (f *fitter) recommend() *float64 {
 		reps = f.reports()
 	}
 	for _, r := range reps {
-		if r == nil || analysis.FatalOOM(r) {
+		if r == nil || analysis.RanOutOfMemory(r) {
 			continue
 		}
 		for _, g := range r.GPUs {

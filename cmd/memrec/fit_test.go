@@ -735,29 +735,3 @@ func TestFitWholeRunMargin(t *testing.T) {
 		t.Errorf("recommended %v, want %v", f64v(r.Recommended), want)
 	}
 }
-
-// A trial that exits before its steps without an OOM mark counts as out of
-// memory only where its GPU was full at its peak: an allocation outside
-// PyTorch's allocator (cuBLAS's handle, cuDNN's workspace) raises none. On
-// an H200 an EfficientNet-B0 at batch 1680 failed so
-// (CUBLAS_STATUS_ALLOC_FAILED), with 139.76 of 140.40 GiB used.
-func TestFullAtExit(t *testing.T) {
-	gpu := func(used, total int64) analysis.GPUReport {
-		return analysis.GPUReport{PeakUsedBytes: &used, TotalBytes: total}
-	}
-	const gib = int64(1) << 30
-	for _, c := range []struct {
-		gpus []analysis.GPUReport
-		want string
-	}{
-		{[]analysis.GPUReport{gpu(139760*gib/1000, 140400*gib/1000)}, "139.76 GiB of 140.40 GiB"},
-		{[]analysis.GPUReport{gpu(20*gib, 140*gib), gpu(138*gib, 140*gib)}, "138.00 GiB of 140.00 GiB"},
-		{[]analysis.GPUReport{gpu(136*gib, 140*gib)}, ""}, // 2.9 % free: failed for another reason
-		{[]analysis.GPUReport{{TotalBytes: 140 * gib}}, ""},
-		{nil, ""},
-	} {
-		if got := fullAtExit(&analysis.Report{GPUs: c.gpus}); got != c.want {
-			t.Errorf("fullAtExit(%v) = %q, want %q", c.gpus, got, c.want)
-		}
-	}
-}
