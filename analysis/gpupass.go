@@ -804,7 +804,7 @@ func (a *gpuAnalysis) leak() {
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= minSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
-	gr.Floors = a.floorPoints(floors)
+	gr.Floors = a.floorPoints(floors, nil)
 	if a.per == "step" {
 		gr.StepPeaks = make([]FloorPoint, 0, countNonEmpty(a.stepPeaks))
 		for i := range a.fx {
@@ -823,15 +823,20 @@ func (a *gpuAnalysis) leak() {
 		return growthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
 	}
 	growths := []Growth{growth(basis, gr.Floors)}
+	// The other series are only judged, one at a time, in one array: a
+	// week of steps is 58 MB a series.
+	var scratch []FloorPoint
+	judge := func(quantity string, floors []FloorPoint) {
+		growths, scratch = append(growths, growth(quantity, floors)), floors
+	}
 	if basis == "allocated" {
-		growths = append(growths, growth("reserved", a.floorPoints(a.resFloors)))
+		judge("reserved", a.floorPoints(a.resFloors, scratch))
 		if a.hasDevice {
-			growths = append(growths, growth("device_used", a.floorPoints(a.used.floors)))
+			judge("device_used", a.floorPoints(a.used.floors, scratch))
 		}
-		// One series at a time: a week of steps is 58 MB a series.
-		if c := a.cacheFloors(false); len(c) > 0 {
-			growths = append(growths, growth("reserved_beyond_peak", c))
-			growths = append(growths, growth("step_peak_high", a.cacheFloors(true)))
+		if c := a.cacheFloors(false, scratch); len(c) > 0 {
+			judge("reserved_beyond_peak", c)
+			judge("step_peak_high", a.cacheFloors(true, scratch))
 		}
 	}
 	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
@@ -849,13 +854,14 @@ func (a *gpuAnalysis) leak() {
 // cacheFloors splits reserved memory at each step in two: the largest
 // step peak so far (high, when high is true), which the allocator must
 // hold, and reserved beyond it (else), the cache the job never needed at
-// once, which grows only with fragmentation. Nil without step peaks.
-func (a *gpuAnalysis) cacheFloors(high bool) []FloorPoint {
+// once, which grows only with fragmentation. Nil without step peaks; else
+// in dst's array, when it is large enough.
+func (a *gpuAnalysis) cacheFloors(high bool, dst []FloorPoint) []FloorPoint {
 	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
 		return nil
 	}
 	var most int64 = -1
-	out := make([]FloorPoint, 0, len(a.fx))
+	out := slices.Grow(dst[:0], len(a.fx))
 	for i := range a.fx {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
@@ -872,9 +878,10 @@ func (a *gpuAnalysis) cacheFloors(high bool) []FloorPoint {
 	return out
 }
 
-// floorPoints are the floors of the spans that hold a sample.
-func (a *gpuAnalysis) floorPoints(s *spans) []FloorPoint {
-	out := make([]FloorPoint, 0, countNonEmpty(s))
+// floorPoints are the floors of the spans that hold a sample, in dst's
+// array when it is large enough (nil: one of their own).
+func (a *gpuAnalysis) floorPoints(s *spans, dst []FloorPoint) []FloorPoint {
+	out := slices.Grow(dst[:0], countNonEmpty(s))
 	for i := range a.fx {
 		if s.has(i) {
 			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
@@ -1086,10 +1093,11 @@ func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
 // device pass read: its peak, timeline and the growth of its floors.
 func (a *gpuAnalysis) processes() {
 	gr := a.gr
+	var scratch []FloorPoint // each process's floors are judged in turn
 	for _, t := range a.procs {
 		t.tl.flush()
-		if fs := a.floorPoints(t.floors); len(fs) > 0 {
-			g := growthOfFloors("used", fs, a.mi.warm, a.per == "step", a.run.StartNS)
+		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {
+			g := growthOfFloors("used", scratch, a.mi.warm, a.per == "step", a.run.StartNS)
 			t.p.Growth = &g
 		}
 		gr.Processes = append(gr.Processes, t.p)
