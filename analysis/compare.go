@@ -613,14 +613,13 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
 			continue
 		}
-		if RanOutOfMemory(r) {
-			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
-			code, _ := exitBeforeAStep(r)
-			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step with no OOM mark but its GPU full (%s in use): counted as out of memory (an allocation outside PyTorch's allocator, such as cuBLAS's, failed)", r.Run, code, FullGPU(r)))
-			continue
-		}
-		if code, failed := FailedBeforeAStep(r); failed {
-			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step, without running out of memory: its peak is not a step's; left out of the fit", r.Run, code))
+		if code, failed := exitBeforeAStep(r); failed { // out of memory where a GPU was full (RanOutOfMemory)
+			if full := FullGPU(r); full != "" {
+				by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
+				by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step with no OOM mark but its GPU full (%s in use): counted as out of memory (an allocation outside PyTorch's allocator, such as cuBLAS's, failed)", r.Run, code, full))
+			} else {
+				by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step, without running out of memory: its peak is not a step's; left out of the fit", r.Run, code))
+			}
 			continue
 		}
 		s := Summarize(r)
