@@ -10,16 +10,17 @@ type StepMark struct {
 
 // Steps are one rank's step marks, in the order they came. A week of
 // training is millions of them a rank, so they are kept as their times and,
-// for their numbers, the runs in which each mark's step is one more than the
-// one before (a job's marks are almost always one such run): 8 bytes a mark,
-// where a StepMark is 16. A nil *Steps has no marks.
+// for their numbers, the runs in which each mark's step is the one before's
+// plus the same stride (a job's marks are almost always one such run: every
+// step, every tenth, or none numbered): 8 bytes a mark, where a StepMark is
+// 16. A nil *Steps has no marks.
 type Steps struct {
 	t    []int64
 	runs []stepRun // by first mark; runs[0].i is 0 when there are marks
 }
 
-// stepRun: from mark i until the next run, mark j is step n + j − i.
-type stepRun struct{ i, n int }
+// stepRun: from mark i until the next run, mark j is step n + d·(j − i).
+type stepRun struct{ i, n, d int }
 
 // StepsOf makes Steps of the marks, in their order.
 func StepsOf(marks ...StepMark) *Steps {
@@ -35,11 +36,18 @@ func newSteps(n int) *Steps { return &Steps{t: make([]int64, 0, n)} }
 
 // add appends the mark of step n at t.
 func (s *Steps) add(t int64, n int) {
-	if k := len(s.runs); k == 0 || s.runs[k-1].n+len(s.t)-s.runs[k-1].i != n {
+	k := len(s.runs)
+	switch {
+	case k > 0 && len(s.t)-s.runs[k-1].i == 1: // a run's second mark sets its stride
+		s.runs[k-1].d = n - s.runs[k-1].n
+	case k == 0 || s.stepOf(s.runs[k-1], len(s.t)) != n:
 		s.runs = append(s.runs, stepRun{i: len(s.t), n: n})
 	}
 	s.t = append(s.t, t)
 }
+
+// stepOf is the step of mark j in run r.
+func (s *Steps) stepOf(r stepRun, j int) int { return r.n + r.d*(j-r.i) }
 
 // Len is how many marks there are.
 func (s *Steps) Len() int {
@@ -55,7 +63,7 @@ func (s *Steps) T(i int) int64 { return s.t[i] }
 // Step is mark i's step.
 func (s *Steps) Step(i int) int {
 	k := sort.Search(len(s.runs), func(k int) bool { return s.runs[k].i > i }) - 1
-	return s.runs[k].n + i - s.runs[k].i
+	return s.stepOf(s.runs[k], i)
 }
 
 // At is mark i.
