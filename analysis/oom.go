@@ -155,9 +155,10 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // lower bound, allocated + requested; the batch scales the need in
 // proportion. With the step's peak it is an estimate, with compare --by's
 // allowance for the allocator at the limit: AllocatorAllowance, or where
-// the probe measured them the smaller of that and StrandedSegments largest
-// segments (segment, at the OOM's batch, which grows with it) with the
-// segments' rounding; with only the lower
+// the probe measured them SegmentShare held between LeastStrandedSegments
+// and StrandedSegments largest segments (segment, at the OOM's batch,
+// which grows with it) with the segments' rounding (Stranded); with only
+// the lower
 // bound of the need it is an upper bound (FitKind), with no allowance
 // taken off (the allocator holds at least what it allocates). The batch
 // that fits is then smaller, by as much as the step would have gone on to
@@ -191,9 +192,11 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	}
 	share := have / need // an upper bound takes no allowance
 	if kind == FitEstimate {
-		share /= 1 + AllocatorAllowance
-		if segment > 0 { // the smaller of the two bounds: the larger batch
-			share = max(share, (have-float64(rounding))/(need+StrandedSegments*float64(segment)))
+		if segment > 0 { // the share, held between the segments' bounds
+			bySegs := func(n float64) float64 { return (have - float64(rounding)) / (need + n*float64(segment)) }
+			share = Stranded(share/(1+SegmentShare), bySegs(LeastStrandedSegments), bySegs(StrandedSegments))
+		} else {
+			share /= 1 + AllocatorAllowance
 		}
 	}
 	v := math.Floor(batch * share)

@@ -142,9 +142,9 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 
 // TestLargestBatchOnRealRuns predicts the largest batch from real runs at
 // three small batch sizes and checks it against the limit found by
-// bisection on the same H200: without headroom within 10 % below the
-// largest batch that ran and at most 3 % above it, with 5 % headroom no
-// more than the largest batch that ran.
+// bisection on the same H200: without headroom never above the largest
+// batch that ran (and, with the default allowance, within 30 % below it),
+// with 5 % headroom no more than it.
 func TestLargestBatchOnRealRuns(t *testing.T) {
 	truth := fixtures.ReadTruth(t)
 	for model, files := range map[string][]string{"r18": fixtures.H200R18, "gpt": fixtures.H200GPT} {
@@ -172,10 +172,11 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d", model, p, h, lim.Largest)
 		// Never above the limit. These runs' probe did not measure the
 		// allocator's largest segment, so the default allowance holds:
-		// the most eight models needed (BERT's 17.5 %). ResNet-18 packs
-		// tightly at its limit (it needed nothing beyond its peak), so
-		// that puts it 15.5 % below.
-		if p < 0.84*float64(lim.Largest) || p > float64(lim.Largest) {
+		// the most eighteen models needed (VGG-16's 36 %, rounded up to
+		// 40 %). ResNet-18 packs tightly at its limit (it needed nothing
+		// beyond its peak) and GPT-2 needed 7.6 %: about 29 % and 24 %
+		// below.
+		if p < 0.7*float64(lim.Largest) || p > float64(lim.Largest) {
 			t.Errorf("%s: predicted %v without headroom, the largest batch that ran is %d", model, p, lim.Largest)
 		}
 		if h > float64(lim.Largest) {
@@ -368,19 +369,25 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
-	// With the largest segment measured (3 GiB at batch 100, 200 segments):
-	// 100 × (71 GiB − 400 MiB) / (82 + 2 × 3 GiB), the rule of compare --by,
-	// since two segments are less than the share of the need.
-	s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&s, 100, i64(78*GiB), 3*GiB, 200*segmentRounding)
-	if want := math.Floor(100 * (71*GiB - 400*MiB) / (88 * GiB)); s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
-		t.Fatalf("fitting batch with the largest segment %v, want %v", deref(s.FittingBatch), want)
-	}
-	// Two segments of 10 GiB are more than the share: the share's batch.
-	s = OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&s, 100, i64(78*GiB), 10*GiB, 200*segmentRounding)
-	if want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance)); s.FittingBatch == nil || *s.FittingBatch != want {
-		t.Fatalf("fitting batch with a large segment %v, want %v", deref(s.FittingBatch), want)
+	// With the largest segment measured (200 segments held: 400 MiB of
+	// rounding), the rule of compare --by: SegmentShare of the need, but
+	// at least 1.25 segments and at most 2. Segments of 2 GiB: 1.25 of
+	// them (2.5 GiB) are less than 8 % of 82 GiB (6.56 GiB), two (4 GiB)
+	// too: the share's batch.
+	segs := func(seg, n float64) float64 { return math.Floor(100 * (71*GiB - 400*MiB) / (82*GiB + n*seg)) }
+	for _, c := range []struct {
+		seg  int64
+		want float64
+	}{
+		{2 * GiB, segs(2*GiB, StrandedSegments)},        // two segments (4 GiB) are less than the share
+		{3 * GiB, math.Floor(100 * 71 / 82.0 / 1.08)},   // the share (6.56 GiB) lies between 3.75 and 6 GiB
+		{10 * GiB, segs(10*GiB, LeastStrandedSegments)}, // 1.25 segments (12.5 GiB) are more than the share
+	} {
+		s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
+		oomAdvice(&s, 100, i64(78*GiB), c.seg, 200*segmentRounding)
+		if s.FittingBatch == nil || *s.FittingBatch != c.want || s.FitKind != FitEstimate {
+			t.Errorf("segment %s: fitting batch %v, want %v", FormatBytes(c.seg), deref(s.FittingBatch), c.want)
+		}
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.
 	if *o.ShortBytes != 4*GiB || *o.CachedFreeBytes != 2*GiB || *o.CacheWouldHelp {

@@ -23,18 +23,28 @@ the peak) was set, to check it on shapes it had not seen: efficientnet_b0
 Llama-style model of 1.1 billion parameters: 16 layers of 2 048, grouped-query
 attention with 4 key-value heads, 2 048 tokens, vocabulary 32 000, so that
 weights and AdamW's state are a large fixed part) with bf16 autocast and AdamW.
+
+Four more, added after this version's rule was set, to check it on shapes it
+had not seen: resnet34 (the stem of ResNet-18 with twice its blocks), vgg11
+(no residuals, its largest activations at full resolution, a 100 MiB
+classifier) and densenet121 (every layer's output concatenated: activations of
+many different sizes), in fp32 with SGD; and gpt2_medium (24 layers of 1 024,
+2 048 tokens, vocabulary 50 257) with bf16 autocast and AdamW. vgg11 set the
+rule's least of one largest segment; densenet121, gpt2_medium and vgg16 (two
+convolutions at full resolution where vgg11 has one) were recorded after it.
 """
 import torch
 import torch.nn as nn
 
 MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
-          "efficientnet_b0", "swin_t", "lm_1b")
+          "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
-    if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t"):
+    if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t", "resnet34", "vgg11",
+                "densenet121", "vgg16"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
@@ -97,8 +107,10 @@ def build(name):
             return net(input_ids=ids, labels=ids).loss
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     from transformers import GPT2Config, GPT2LMHeadModel
-    seq, vocab = (512, 50257) if name == "gpt2" else (1024, 128256)
-    net = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=seq, vocab_size=vocab))
+    seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257)}.get(name, (1024, 128256))
+    wide = name == "gpt2_medium"
+    net = GPT2LMHeadModel(GPT2Config(n_layer=24 if wide else 12, n_embd=1024 if wide else 768, n_head=16 if wide else 12,
+                                     n_positions=seq, vocab_size=vocab))
 
     def make_batch(b, dev):
         return (torch.randint(0, vocab, (b, seq), device=dev),)

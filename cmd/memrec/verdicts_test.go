@@ -198,8 +198,9 @@ func TestReservedGrowthOnTheH200(t *testing.T) {
 // probe that did not yet measure the allocator's largest segment, against
 // the largest batch that ran 3 steps in a fresh process, bisected there
 // (memrec fit found the same): never above it. The default allowance is
-// the most eight models needed (BERT's 17.5 %), so these two, which need
-// 2 % at most, come out up to 16 % below.
+// the most eighteen models needed (VGG-16's 36 %, rounded up to 40 %), so
+// these two, which need 2 % at most, come out about 29 % below: what not
+// measuring the largest segment costs.
 // ResNet-50's marginal cost rose from 16→32 to 32→64; a batch's sample
 // costs the same at any batch, so that rise is not carried on (carried
 // on, the projection said 1074).
@@ -210,22 +211,25 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 		by := predictFromSmallRuns(t, db, filepath.Join("testdata", "h200-fit"), model, []string{"16", "32", "64"})
 		p := by.NoHeadroom
 		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, limit, 100*(limit-p)/limit, by.Words)
-		if p > limit || p < 0.84*limit || strings.Contains(by.Words, "carried on") {
+		if p > limit || p < 0.7*limit || strings.Contains(by.Words, "carried on") {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, limit, by.Words)
 		}
 	}
 }
 
 // TestLargestBatchFromSegmentsOnTheH200: compare --by batch_size on real
-// H200 runs at three small batches of thirteen models (testdata/h200-segments:
-// CNNs, ViT, Swin-T, GPT-2-shaped models with vocabularies of 50 257 to
-// 256 000, a Llama-style 1.1 B model, BERT, T5, DeepLabV3; the last three
-// models added held out from the rule), recorded by the probe that measures the
-// allocator's largest segment, against the largest batch that ran in a
-// fresh process: never above it (BERT-base needed 17.5 % of its peak,
-// DeepLabV3 1.75 largest segments, each just under its bound), and within
-// 10 % below it except where the allocator strands nothing and the
-// share is the smaller bound (ResNet-18, 15.5 % below).
+// H200 runs at three small batches of eighteen models (testdata/h200-segments:
+// CNNs from ResNet-18 to VGG-16 and DenseNet-121, ViT, Swin-T, GPT-2-shaped
+// models with vocabularies of 50 257 to 256 000 and up to 2 048 tokens,
+// Llama-style models, BERT, T5, DeepLabV3), recorded by the probe that
+// measures the allocator's largest segment, against the largest batch that
+// ran in a fresh process: never above it (VGG-16 needed 1.1 largest
+// segments, DeepLabV3 1.75 small ones, 5.9 % of its peak), and within 10 %
+// below it except where the allocator strands much less than the bound of
+// 1.25 largest segments it must keep for jobs like VGG-16: the ResNets,
+// whose largest segment is a sixth of the peak and packs to nothing, and
+// the language models with a vocabulary of 128 256 and more, whose logits
+// strand half a segment.
 func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
@@ -238,8 +242,8 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 		t.Fatal(err)
 	}
 	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
-		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}}
-	loose := map[string]float64{"resnet18": 0.84}
+		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
+	loose := map[string]float64{"resnet18": 0.8, "resnet34": 0.85, "lm_long": 0.85, "lm_wide": 0.8}
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, msg := range limits {
 		if model == "about" {
