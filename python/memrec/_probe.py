@@ -27,7 +27,9 @@ For the same reason the background thread skips its timer sample when a
 step took one since its last wake, and wakes four times a second.
 
 Once after the third step and then at most once a minute, a step sample also
-looks at the allocator's segments (one ``torch.cuda.memory_snapshot()``):
+looks at the allocator's segments (one ``torch.cuda.memory_snapshot()``;
+that step is sampled however close the last sample was: a 3-step fit trial
+of a fast job ends right after it):
 the largest with room free is the size of the job's largest request that
 comes and goes, which compare --by adds at the limit (what the allocator may
 hold there beyond the peak). Each sample from that step on carries it as
@@ -409,7 +411,10 @@ class Probe:
         long_step = t - self.last_step_ns >= LONG_STEP_NS
         self.last_step_ns = t
         self.steps_seen += 1
-        if t - self.last_step_sample_ns < self.step_sample_ns and not long_step and not self.sites.armed:
+        # The look at the segments is due: this step is sampled, however
+        # close the last sample (a 3-step fit trial ends after it).
+        segments_due = self.steps_seen >= SEGMENTS_AFTER_STEPS and t >= self.segments_due_ns
+        if t - self.last_step_sample_ns < self.step_sample_ns and not long_step and not segments_due and not self.sites.armed:
             if len(q) < MAX_QUEUE:
                 q.append((_STEP, t, i, self.step_rank, ()))
             else:
@@ -417,7 +422,7 @@ class Probe:
                 self.dropped_total += 1
             return
         samples = ()
-        if t - self.last_step_sample_ns >= self.step_sample_ns or long_step:
+        if t - self.last_step_sample_ns >= self.step_sample_ns or long_step or segments_due:
             c0 = time.perf_counter_ns()
             self.step_rank = self.rank()  # refreshed with each sample
             torch = self._torch()
@@ -435,7 +440,7 @@ class Probe:
                     C._cuda_resetPeakMemoryStats(d)
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
-                if self.steps_seen >= SEGMENTS_AFTER_STEPS and t >= self.segments_due_ns:
+                if segments_due:
                     # After the sample's cost is measured; this step's
                     # samples carry what it saw (a trial may end here).
                     self.segments_due_ns = t + int(SEGMENTS_INTERVAL * 1e9)
