@@ -160,9 +160,8 @@ type adviceContext struct {
 	// segment is the allocator's largest segment at the run's batch (the
 	// GPU's LargestSegmentBytes), rounding 2 MiB for each of the most
 	// segments it held; 0 when the probe did not measure them. With a
-	// segment the allowance is SegmentShare of the peak held between
-	// LeastStrandedSegments and StrandedSegments of it, grown with the
-	// batch, with the rounding (compare --by's rule, Stranded).
+	// segment the allowance is StrandedSegments of it, grown with the
+	// batch, with the rounding (compare --by's rule).
 	segment, rounding int64
 }
 
@@ -424,11 +423,9 @@ func FormatCount(n int64) string {
 // plus the activations, which are per sample: A/batch each. The allocator
 // may hold AllocatorAllowance of the peak beyond it:
 // ((total − driver − unseen)/(1 + allowance) − F) / (A/batch). With its
-// largest segment S measured (and R, its segments' rounding) the share is
-// SegmentShare, held between LeastStrandedSegments and StrandedSegments
-// segments, which grow with the batch too
-// (Stranded of the batch above and (total − driver − unseen − R − F) /
-// ((A + nS)/batch) for n = 1.25, 2).
+// largest segment S measured (and R, its segments' rounding) it holds at
+// most StrandedSegments segments instead, which grow with the batch too:
+// (total − driver − unseen − R − F) / ((A + 2S)/batch).
 type fitter struct {
 	b   *Budget
 	ctx adviceContext
@@ -454,13 +451,12 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 		share, perSample, segment, rounding = c.allowance, c.bytes*factor, c.segment, c.rounding
 		fx += act - f.ctx.scaling(act)
 	} else if s := f.ctx.segment; s > 0 {
-		share, segment, rounding = SegmentShare, float64(s)/f.ctx.batch, float64(f.ctx.rounding)
+		segment, rounding = float64(s)/f.ctx.batch, float64(f.ctx.rounding)
 	}
 	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
 	v := (avail/(1+share) - float64(fx)) / perSample
-	if segment > 0 { // the share, held between one segment and two
-		bySegs := func(n float64) float64 { return (avail - rounding - float64(fx)) / (perSample + n*segment) }
-		v = Stranded(v, bySegs(LeastStrandedSegments), bySegs(StrandedSegments))
+	if segment > 0 { // the segments bound it, not the share
+		v = (avail - rounding - float64(fx)) / (perSample + StrandedSegments*segment)
 	}
 	v = max(math.Floor(v), 0)
 	return &v

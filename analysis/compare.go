@@ -66,10 +66,9 @@ type RunSummary struct {
 // needs (Basis "step_peak_allocated"): the probe's true per-step peak
 // allocated, fitted by least squares against the tag (NeedFit), plus what
 // the allocator may hold beyond it at the limit (where the probe measured
-// them, AllowanceFraction of the peak, held between LeastStrandedSegments
-// and StrandedSegments largest segments at the value with the segments'
-// rounding, SegmentLine and RoundingBytes (Stranded); else
-// AllowanceFraction of the peak),
+// them, StrandedSegments largest segments at the value with the segments'
+// rounding, SegmentLine and RoundingBytes; else AllowanceFraction of the
+// peak),
 // plus the memory PyTorch does not see (UnseenBytes: CUDA context, library
 // workspaces), against the GPU's total less the driver's reservation and
 // the headroom. Without them it falls back to peak device memory (Basis
@@ -90,18 +89,15 @@ type ByTag struct {
 	// AllowanceBasis is "measured" (AllowanceRun reached the GPU's limit:
 	// its allocator retried, and its reserved memory exceeded the step's
 	// peak by AllowanceFraction), "largest_segment" (every run's probe
-	// measured the allocator's largest segment: SegmentLine, and the share
-	// is held between one and two of them, Stranded) or "default"
-	// (AllocatorAllowance).
+	// measured the allocator's largest segment: SegmentLine, and
+	// AllowanceFraction is 0) or "default" (AllocatorAllowance).
 	AllowanceBasis string `json:"allowance_basis,omitempty"`
 	AllowanceRun   string `json:"allowance_run,omitempty"`
 	// SegmentLine is, with AllowanceBasis "largest_segment", the largest
 	// segment of the allocator against the value: the line through the
 	// largest value's segment with the larger of its size per unit and its
-	// growth from the value below. The need's pessimistic end adds the
-	// share AllowanceFraction of the peak, held between
-	// LeastStrandedSegments and StrandedSegments such segments (Stranded),
-	// its middle half as many segments.
+	// growth from the value below. The need's pessimistic end adds
+	// StrandedSegments such segments, its middle half as many.
 	SegmentLine *Fit `json:"largest_segment_line,omitempty"`
 	// RoundingBytes is, with SegmentLine, what the allocator's rounding of
 	// segments may hold beyond the peak: 2 MiB (its rounding of a large
@@ -151,8 +147,9 @@ type ByTag struct {
 // ConvNeXt-T, ViT-B/16: their large blocks come in equal sizes that reuse
 // each other's space) through 2.5 % (T5-base), 5.9 % (DeepLabV3), 7.6 to
 // 13.5 % (GPT-2-shaped and Llama-style models, their fp32 logits) and
-// 17.5 % (BERT-base) to 21.5 % (VGG-11) and 36 % (VGG-16, whose two
-// full-resolution activations strand 1.1 of its largest segments). The
+// 17.5 % (BERT-base) to 21.5 to 32 % (VGG-11, on two hosts) and 36 %
+// (VGG-16, whose two full-resolution activations strand 1.1 of its
+// largest segments). The
 // allocator's counters at small batches do not tell these apart (its
 // cache hides the packing), so without the largest segment (probes before
 // it, JAX, expandable segments) the value errs low for most jobs; a run
@@ -160,44 +157,23 @@ type ByTag struct {
 // memrec fit finds the limit by trial.
 const AllocatorAllowance = 0.40
 
-// SegmentShare is the share of the peak the allowance takes where the
-// probe measured the allocator's largest segment, held between
-// LeastStrandedSegments and StrandedSegments of them (Stranded): a job
-// whose largest segment is small strands several, a few percent of its
-// peak (DeepLabV3 5.9 %, 1.75 segments; T5-base 2.5 %, 1.3).
-const SegmentShare = 0.08
-
-// StrandedSegments is the most of the allocator's largest segments it may
-// strand at the limit, at the pessimistic end. The room stranded lies in
-// segments that hold live blocks; on the eighteen jobs it was from none
-// (the ResNets, ViT-B/16, ConvNeXt-T) through about half of one (the
-// GPT-2-shaped models' fp32 logits), 0.86 (VGG-11), one (BERT-base) and
-// 1.1 (VGG-16) to 1.3 (T5-base) and 1.75 (DeepLabV3, whose atrous
-// branches hold several segments of about the same size), measured at
-// their OOM just above the limit. Two bound all of them.
+// StrandedSegments is how many of the allocator's largest segments it may
+// strand at the limit, where the probe measured the largest (the
+// allowance then, at the pessimistic end, with the segments' rounding).
+// The room stranded lies in segments that hold live blocks; on eighteen
+// jobs on H200s it was from none (the ResNets, ViT-B/16, ConvNeXt-T: their
+// large blocks come in equal sizes that reuse each other's space) through
+// about half of one (the GPT-2-shaped and Llama-style models' fp32
+// logits), 0.86 to 1.3 (VGG-11: on two hosts its limits were 2368 and
+// 2176, as cuDNN chose its convolutions by the memory left), one
+// (BERT-base) and 1.1 (VGG-16) to 1.3 (T5-base) and 1.75 (DeepLabV3,
+// whose atrous branches hold several segments of about the same size),
+// measured at the limit. Two bound all of them. A share of the peak does
+// not: VGG-16 needed 37 % of it, ResNet-18 none, with the same largest
+// segment to peak (a sixth); so the jobs that strand little (the ResNets,
+// the language models) come out 13 to 29 % below their limit, which memrec
+// fit finds by trial.
 const StrandedSegments = 2
-
-// LeastStrandedSegments is how many largest segments the allowance never
-// goes below: a job whose largest segment is a large share of its peak
-// may strand more than one of them (VGG-16 1.1, 37 % of its peak; BERT-base
-// 1.0; VGG-11 0.86, where the earlier bound of 18 % of the peak put it 3 %
-// above its limit, and VGG-16, recorded after one segment was set, 2 %).
-// A quarter of a segment above the most seen: the language models, whose
-// logits strand about half of one, pay for it (up to 18 % below their
-// limit).
-const LeastStrandedSegments = 1.25
-
-// Stranded combines the three bounds on what the allocator holds beyond
-// the peak at the limit into the value they allow, from the largest value
-// each lets fit: byShare with a share of the peak (SegmentShare, or one
-// measured), byOne with LeastStrandedSegments largest segments, byTwo with
-// StrandedSegments (each with the segments' rounding). The allowance is
-// the share, but at least LeastStrandedSegments segments and at most
-// StrandedSegments: every caller (compare --by, the OOM's advice, the
-// budget's batches) uses this rule.
-func Stranded(byShare, byOne, byTwo float64) float64 {
-	return max(min(byShare, byOne), byTwo)
-}
 
 // TagFailure is a run that ran out of memory at a tag value.
 type TagFailure struct {
@@ -477,35 +453,19 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 }
 
 // fitting is the largest value whose need at end e of the interval is at
-// most avail bytes: the peak with the share AllowanceFraction (none at
-// the optimistic end) and, where the runs measured the largest segment,
-// that share held between one segment and two (Stranded; half as many in
-// the middle).
+// most avail bytes: the peak with StrandedSegments of the allocator's
+// largest segments and their rounding where the runs measured them (half
+// in the middle), else with the share AllowanceFraction; nothing at the
+// optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
-	share := by.AllowanceFraction
 	if e == Optimistic {
-		share = 0
+		return by.Need.Solve(avail, e)
 	}
-	v, ok := by.Need.Solve(avail/(1+share), e)
-	if by.SegmentLine == nil || e == Optimistic {
-		return v, ok
+	if l := by.SegmentLine; l != nil {
+		k := map[End]float64{Middle: 0.5, Pessimistic: 1}[e]
+		return by.Need.Plus(k*(StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
 	}
-	one, ok1 := by.needTo(e, LeastStrandedSegments).Solve(avail, e)
-	two, ok2 := by.needTo(e, StrandedSegments).Solve(avail, e)
-	if !ok || !ok1 || !ok2 {
-		return v, ok && ok1 && ok2
-	}
-	return Stranded(v, one, two), true
-}
-
-// needTo is the need curve with n of the allocator's largest segments
-// (SegmentLine) and the segments' rounding beyond the peak at end e of
-// the interval: all of them at the pessimistic end, half in the middle,
-// none at the optimistic end.
-func (by *ByTag) needTo(e End, n float64) NeedCurve {
-	l := by.SegmentLine
-	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
-	return by.Need.Plus(k*(n*l.InterceptBytes+by.RoundingBytes), k*n*l.SlopeBytesPerUnit)
+	return by.Need.Solve(avail/(1+by.AllowanceFraction), e)
 }
 
 // round rounds v down to an integer when the values tried are integers.
@@ -546,12 +506,10 @@ func (by *ByTag) interval() {
 	}
 	allowance := "no allowance"
 	if l := by.SegmentLine; l != nil {
-		seg := func(n float64) float64 { return n*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes }
+		segs := StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
 		_, _, peak := c.At(*p)
-		share := by.AllowanceFraction * peak
-		allowance = fmt.Sprintf("+ %s at %s: %.0f %% of the peak (%s), but at least %g largest segments (%s) and at most %d (%s), with their rounding; in the middle half those segments",
-			FormatBytes(int64(min(seg(StrandedSegments), max(share, seg(LeastStrandedSegments))))), num(p), 100*by.AllowanceFraction, FormatBytes(int64(share)),
-			LeastStrandedSegments, FormatBytes(int64(seg(LeastStrandedSegments))), StrandedSegments, FormatBytes(int64(seg(StrandedSegments))))
+		allowance = fmt.Sprintf("+ %s at %s, %d largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
+			FormatBytes(int64(segs)), num(p), StrandedSegments, 100*segs/peak)
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%", 100*by.AllowanceFraction)
 	}
@@ -721,7 +679,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	}
 	if by.AllowanceBasis == "default" {
 		if l, ok := segmentLine(by.Points); ok {
-			allowance, by.AllowanceBasis, by.SegmentLine = SegmentShare, "largest_segment", &l
+			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
 			for _, p := range by.Points {
 				if p.MostSegments != nil {
 					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*segmentRounding)
@@ -737,12 +695,13 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.1f %% for the allocator's rounding and splitting (%s) + %s PyTorch does not see",
 		100*allowance, how, FormatBytes(by.UnseenBytes))
 	if by.SegmentLine != nil {
-		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.0f %% of the peak, but at least %g and at most %d of the allocator's largest segments at the value, "+
+		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %d of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks, "+
-			"which on eighteen models on an H200 was from none to 1.75 largest segments and from 0 to 36 %% of the peak: the ResNets none, GPT-2-shaped models half a segment, VGG-11 0.86, BERT-base one, VGG-16 1.1, DeepLabV3 1.75) "+
+			"which on eighteen models on H200s was from none to 1.75 largest segments: the ResNets none, GPT-2-shaped models half a segment, VGG-11 0.86 to 1.3, BERT-base one, VGG-16 1.1, DeepLabV3 1.75; "+
+			"for a job that strands little the value errs low, and memrec fit finds the limit by trial) "+
 			"+ %s PyTorch does not see",
-			100*allowance, LeastStrandedSegments, StrandedSegments, FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))
+			StrandedSegments, FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))

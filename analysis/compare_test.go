@@ -375,15 +375,12 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 
 // TestFitByBatchSizeWithTheLargestSegment: runs whose probe measured the
 // allocator's largest segment (after the warm-up) are projected with it:
-// the pessimistic end adds SegmentShare of the peak, but at least 1.25
-// segments at the value and at most two, each with the rounding of the
-// segments held (2 MiB each); the middle the same with half as many
-// segments; the optimistic end nothing. With 20 MiB a sample, a segment
-// of 0.5 MiB a sample makes two segments the bound (5 %, less than the
-// share of 8 %), one of 1 MiB the share (between 6.25 % and 10 %), one of
-// 4 MiB 1.25 segments (25 %).
+// the pessimistic end adds two segments at the value with the rounding of
+// the segments held (2 MiB each), the middle half of that, the optimistic
+// end nothing, whether the segments are small (1 MiB a sample beside 20
+// MiB a sample of peak) or large (8 MiB a sample).
 func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
-	for _, segMiB := range []float64{0.5, 1, 4} {
+	for _, segMiB := range []float64{1, 8} {
 		t.Run(fmt.Sprintf("%g MiB a sample", segMiB), func(t *testing.T) { fitWithTheLargestSegment(t, segMiB) })
 	}
 }
@@ -418,37 +415,34 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 		t.Fatal(err)
 	}
 	b := c.By
-	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != SegmentShare || b.SegmentLine == nil ||
+	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != 0 || b.SegmentLine == nil ||
 		math.Abs(b.SegmentLine.SlopeBytesPerUnit-segMiB*MiB) > 1 || math.Abs(b.SegmentLine.InterceptBytes) > 1 || b.RoundingBytes != 12*2*MiB {
 		t.Fatalf("allowance %g (%s), segment line %+v, rounding %g", b.AllowanceFraction, b.AllowanceBasis, b.SegmentLine, b.RoundingBytes)
 	}
-	// The largest v whose peak, with the share held between k × (one
-	// segment and the rounding) and k × (two and the rounding), fits
-	// 80 GiB less the driver's 600 MiB and the 700 MiB PyTorch does not
-	// see.
-	largest := func(k, share float64) float64 {
+	// The largest v whose peak, with k × (two segments and the rounding),
+	// fits 80 GiB less the driver's 600 MiB and the 700 MiB PyTorch does
+	// not see.
+	largest := func(k float64) float64 {
 		v := 0
 		for {
 			w := float64(v + 1)
 			peak := 200*MiB + w*20*MiB
-			segs := func(n float64) float64 { return k * (n*w*segMiB*MiB + 24*MiB) }
-			if peak+min(segs(StrandedSegments), max(share*peak, segs(LeastStrandedSegments))) > 80*GiB-600*MiB-700*MiB {
+			if peak+k*(StrandedSegments*w*segMiB*MiB+24*MiB) > 80*GiB-600*MiB-700*MiB {
 				return float64(v)
 			}
 			v++
 		}
 	}
 	for _, c := range []struct {
-		name     string
-		got      *float64
-		k, share float64
-	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1, SegmentShare}, {"middle", b.MaxFittingValueMiddle, 0.5, SegmentShare},
-		{"optimistic", b.MaxFittingValueOptimistic, 0, 0}} {
-		if c.got == nil || *c.got != largest(c.k, c.share) {
-			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k, c.share))
+		name string
+		got  *float64
+		k    float64
+	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1}, {"middle", b.MaxFittingValueMiddle, 0.5}, {"optimistic", b.MaxFittingValueOptimistic, 0}} {
+		if c.got == nil || *c.got != largest(c.k) {
+			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k))
 		}
 	}
-	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "but at least 1.25 largest segments") {
+	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "2 largest segments with their rounding") {
 		t.Errorf("words: %s / %s", b.BasisWords, b.IntervalWords)
 	}
 }

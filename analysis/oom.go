@@ -155,10 +155,9 @@ func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // lower bound, allocated + requested; the batch scales the need in
 // proportion. With the step's peak it is an estimate, with compare --by's
 // allowance for the allocator at the limit: AllocatorAllowance, or where
-// the probe measured them SegmentShare held between LeastStrandedSegments
-// and StrandedSegments largest segments (segment, at the OOM's batch,
-// which grows with it) with the segments' rounding (Stranded); with only
-// the lower
+// the probe measured them StrandedSegments largest segments (segment, at
+// the OOM's batch, which grows with it) with the segments' rounding; with
+// only the lower
 // bound of the need it is an upper bound (FitKind), with no allowance
 // taken off (the allocator holds at least what it allocates). The batch
 // that fits is then smaller, by as much as the step would have gone on to
@@ -192,9 +191,8 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	}
 	share := have / need // an upper bound takes no allowance
 	if kind == FitEstimate {
-		if segment > 0 { // the share, held between the segments' bounds
-			bySegs := func(n float64) float64 { return (have - float64(rounding)) / (need + n*float64(segment)) }
-			share = Stranded(share/(1+SegmentShare), bySegs(LeastStrandedSegments), bySegs(StrandedSegments))
+		if segment > 0 {
+			share = (have - float64(rounding)) / (need + StrandedSegments*float64(segment))
 		} else {
 			share /= 1 + AllocatorAllowance
 		}

@@ -370,23 +370,15 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
 	// With the largest segment measured (200 segments held: 400 MiB of
-	// rounding), the rule of compare --by: SegmentShare of the need, but
-	// at least 1.25 segments and at most 2. Segments of 2 GiB: 1.25 of
-	// them (2.5 GiB) are less than 8 % of 82 GiB (6.56 GiB), two (4 GiB)
-	// too: the share's batch.
-	segs := func(seg, n float64) float64 { return math.Floor(100 * (71*GiB - 400*MiB) / (82*GiB + n*seg)) }
-	for _, c := range []struct {
-		seg  int64
-		want float64
-	}{
-		{2 * GiB, segs(2*GiB, StrandedSegments)},        // two segments (4 GiB) are less than the share
-		{3 * GiB, math.Floor(100 * 71 / 82.0 / 1.08)},   // the share (6.56 GiB) lies between 3.75 and 6 GiB
-		{10 * GiB, segs(10*GiB, LeastStrandedSegments)}, // 1.25 segments (12.5 GiB) are more than the share
-	} {
+	// rounding): 100 × (71 GiB − 400 MiB) / (82 GiB + 2 segments), the rule
+	// of compare --by, however small or large a share of the need two
+	// segments are.
+	for _, seg := range []int64{GiB, 3 * GiB, 20 * GiB} {
 		s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-		oomAdvice(&s, 100, i64(78*GiB), c.seg, 200*segmentRounding)
-		if s.FittingBatch == nil || *s.FittingBatch != c.want || s.FitKind != FitEstimate {
-			t.Errorf("segment %s: fitting batch %v, want %v", FormatBytes(c.seg), deref(s.FittingBatch), c.want)
+		oomAdvice(&s, 100, i64(78*GiB), seg, 200*segmentRounding)
+		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+StrandedSegments*seg))
+		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
+			t.Errorf("segment %s: fitting batch %v, want %v", FormatBytes(seg), deref(s.FittingBatch), want)
 		}
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.

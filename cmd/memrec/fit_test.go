@@ -378,7 +378,7 @@ func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
 		t.Errorf("no step from the reserved memory:\n%s", errs)
 	}
 	// 4 and 16 to predict, the prediction (a few below the limit: its
-	// pessimistic end adds 1.25 largest segments, where the fake's
+	// pessimistic end adds two largest segments, where the fake's
 	// reserved memory holds one), the limit (where that reserved memory
 	// puts it), one above.
 	if r.TrialsUsed > 5 {

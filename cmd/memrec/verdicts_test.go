@@ -223,13 +223,12 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 // models with vocabularies of 50 257 to 256 000 and up to 2 048 tokens,
 // Llama-style models, BERT, T5, DeepLabV3), recorded by the probe that
 // measures the allocator's largest segment, against the largest batch that
-// ran in a fresh process: never above it (VGG-16 needed 1.1 largest
-// segments, DeepLabV3 1.75 small ones, 5.9 % of its peak), and within 10 %
-// below it except where the allocator strands much less than the bound of
-// 1.25 largest segments it must keep for jobs like VGG-16: the ResNets,
-// whose largest segment is a sixth of the peak and packs to nothing, and
-// the language models with a vocabulary of 128 256 and more, whose logits
-// strand half a segment.
+// ran in a fresh process (the lowest of the hosts where it was found): never
+// above it (DeepLabV3 needed 1.75 largest segments, VGG-11 up to 1.3 of its
+// large ones), and no more than 30 % below it. The jobs that strand much
+// less than the two segments of the bound (the ResNets and the language
+// models, none to half a segment) are the ones more than 10 % below: nine
+// of the eighteen.
 func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
@@ -243,7 +242,7 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	}
 	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
 		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
-	loose := map[string]float64{"resnet18": 0.8, "resnet34": 0.85, "lm_long": 0.85, "lm_wide": 0.8}
+	var beyond []string // more than 10 % below
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, msg := range limits {
 		if model == "about" {
@@ -258,17 +257,20 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 			batches = []string{"16", "32", "64"}
 		}
 		by := predictFromSmallRuns(t, db, dir, model, batches)
-		p, low := by.NoHeadroom, 0.9
-		if l, ok := loose[model]; ok {
-			low = l
+		p := by.NoHeadroom
+		if p < 0.9*lim.Limit {
+			beyond = append(beyond, model)
 		}
 		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, 100*(lim.Limit-p)/lim.Limit, by.Words)
 		if by.Basis != "largest_segment" || !strings.Contains(by.Words, "largest segment") {
 			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, by.Basis, by.Words)
 		}
-		if p > lim.Limit || p < low*lim.Limit {
+		if p > lim.Limit || p < 0.7*lim.Limit {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, by.Words)
 		}
+	}
+	if len(beyond) > 9 {
+		t.Errorf("%d models more than 10 %% below their limit (%v), where nine were", len(beyond), beyond)
 	}
 	// analyze says what the probe measured: BERT-base's fp32 logits at 64.
 	out, errs, code := run(t, db, "", "analyze", "bert-bs64")
