@@ -139,7 +139,7 @@ func (g *GroupBlocks) load() {
 			return nil
 		}
 		g.lastKey = append(g.lastKey[:0], k...)
-		body, err := chunk.Body(v)
+		body, err := g.db.checked.body(g.run, k, v)
 		if err == nil {
 			err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows)
 		}

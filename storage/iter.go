@@ -180,7 +180,11 @@ func (it *Iter[T]) load() {
 				}
 				it.pieces = it.pieces[:0] // the range cuts the chunk: its samples
 			}
-			found, err := chunk.DecodeSeries(v, it.id, it.d)
+			body, err := it.db.checked.body(it.run, k, v)
+			found := false
+			if err == nil {
+				found, err = chunk.DecodeSeriesBody(body, it.id, it.d)
+			}
 			if err == nil && found {
 				err = it.schema.checkCols(it.d)
 			}

@@ -81,6 +81,7 @@ type DB struct {
 	// that never started), so a command that stored nothing leaves no
 	// empty database behind.
 	created bool
+	checked checkedChunks // the chunks read whose checksum was verified
 }
 
 // Open opens the database at path; a writer creates it unless MustExist
