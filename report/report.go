@@ -422,7 +422,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{else}}<p class="note">No allocator samples: fragmentation is unknown (run the job with the probe, or memrec record --torch).</p>{{end}}
 {{with .JobSpan}}<p>Job: {{since $.R.StartNS .FromNS}} to {{since $.R.StartNS .ToNS}} ({{if eq .Basis "processes"}}where its processes hold memory{{else}}from the first sustained rise of device memory to its final fall{{end}}); start-up and teardown are left out of the leak fit.</p>{{end}}
 {{with .Unseen}}<p>Memory PyTorch does not see (CUDA context, libraries, other processes): median {{bytesv .MedianBytes}}, max {{bytesv .MaxBytes}}.</p>{{end}}
-{{with .LargestSegmentBytes}}<p>Largest allocator segment with room free: {{bytes .}}, the largest request that comes and goes: what the allocator may strand at the limit, which compare --by adds.</p>{{end}}
+{{with .LargestSegmentBytes}}<p>Largest allocator segment with room free: {{bytes .}}, the largest request that comes and goes: what the allocator may strand at the limit, two of which compare --by adds.</p>{{end}}
 {{if pos .AllocRetries}}<p class="note">The allocator retried {{deref .AllocRetries}} allocations after freeing its cache: memory was tight.</p>{{end}}
 {{with .Budget}}<h3>Budget at the peak</h3>
 <p>At {{since $.R.StartNS .TNS}} (step {{opt .Step}}): step peak allocated {{bytesv .PeakAllocatedBytes}}, {{if .UsedBytes}}device used {{bytes .UsedBytes}}{{else}}reserved {{bytesv .TotalBytes}} (no device sample near){{end}}.{{if .Watched}} Model: {{.ParamCount}} parameters, {{.DType}}, optimizer {{.Optimizer}}, autocast {{.Autocast}}, gradients at the peak: {{.GradsAtPeak}}.{{end}}</p>

@@ -200,7 +200,7 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		if g.MostSegments != nil {
 			most = fmt.Sprintf("; at most %d segments at once", *g.MostSegments)
 		}
-		fmt.Fprintf(w, "Largest allocator segment with room free: %s, the largest request that comes and goes (what the allocator may strand at the limit: compare --by adds it)%s\n",
+		fmt.Fprintf(w, "Largest allocator segment with room free: %s, the largest request that comes and goes (what the allocator may strand at the limit: compare --by adds two of them)%s\n",
 			analysis.FormatBytes(*l), most)
 	}
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
