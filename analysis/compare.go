@@ -149,12 +149,11 @@ type ByTag struct {
 // 13.5 % (GPT-2-shaped and Llama-style models, their fp32 logits) and
 // 17.5 % (BERT-base) to 21.5 to 32 % (VGG-11, on two hosts) and 36 %
 // (VGG-16, whose two full-resolution activations strand 1.1 of its
-// largest segments). The
-// allocator's counters at small batches do not tell these apart (its
-// cache hides the packing), so without the largest segment (probes before
-// it, JAX, expandable segments) the value errs low for most jobs; a run
-// that did reach the limit measures it (GPUReport.NearLimitOverhead);
-// memrec fit finds the limit by trial.
+// largest segments). The allocator's counters at small batches do not
+// tell these apart (its cache hides the packing), so without the largest
+// segment (probes before it, JAX, expandable segments) the value errs low
+// for most jobs; a run that did reach the limit measures it
+// (GPUReport.NearLimitOverhead); memrec fit finds the limit by trial.
 const AllocatorAllowance = 0.40
 
 // StrandedSegments is how many of the allocator's largest segments it may
@@ -454,18 +453,15 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 
 // fitting is the largest value whose need at end e of the interval is at
 // most avail bytes: the peak with StrandedSegments of the allocator's
-// largest segments and their rounding where the runs measured them (half
-// in the middle), else with the share AllowanceFraction; nothing at the
-// optimistic end.
+// largest segments and their rounding where the runs measured them, else
+// with the share AllowanceFraction of it; half of that in the middle,
+// nothing at the optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
-	if e == Optimistic {
-		return by.Need.Solve(avail, e)
-	}
+	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
 	if l := by.SegmentLine; l != nil {
-		k := map[End]float64{Middle: 0.5, Pessimistic: 1}[e]
 		return by.Need.Plus(k*(StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
 	}
-	return by.Need.Solve(avail/(1+by.AllowanceFraction), e)
+	return by.Need.Solve(avail/(1+k*by.AllowanceFraction), e)
 }
 
 // round rounds v down to an integer when the values tried are integers.
@@ -511,7 +507,7 @@ func (by *ByTag) interval() {
 		allowance = fmt.Sprintf("+ %s at %s, %d largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
 			FormatBytes(int64(segs)), num(p), StrandedSegments, 100*segs/peak)
 	} else if by.AllowanceFraction > 0 {
-		allowance = fmt.Sprintf("+ %.1f %%", 100*by.AllowanceFraction)
+		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
 	curvature := "the steepest reading of the runs"
 	if len(c.Values) == 2 {

@@ -54,8 +54,9 @@ func countUp(need func(v float64) float64, allowance float64) float64 {
 // marginal costs and pulls its intercept down, is not the pessimistic
 // end; the line through the largest run with the steepest marginal cost
 // is. The prediction without headroom is that line's, the middle the
-// line with the last marginal cost, the optimistic end the flattest
-// without allowance, and the statement says how far it reaches.
+// line with the last marginal cost and half the allowance, the optimistic
+// end the flattest without allowance, and the statement says how far it
+// reaches.
 func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	peaks := map[int]int64{4: 1200 * MiB, 8: 1600 * MiB, 16: 2300 * MiB} // 100 MiB a sample, then 87.5
 	b := curveRuns(t, []int{4, 8, 16}, func(v int) int64 { return peaks[v] })
@@ -70,8 +71,8 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	if countUp(lsq, AllocatorAllowance) <= want {
 		t.Fatalf("least squares says %v, not above %v: the test does not test the curvature", countUp(lsq, AllocatorAllowance), want)
 	}
-	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, AllocatorAllowance) {
-		t.Errorf("middle %v, want %v", deref(m), countUp(last, AllocatorAllowance))
+	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, AllocatorAllowance/2) {
+		t.Errorf("middle %v, want %v (the last marginal cost, half the allowance)", deref(m), countUp(last, AllocatorAllowance/2))
 	}
 	if o := b.MaxFittingValueOptimistic; o == nil || *o != countUp(last, 0) {
 		t.Errorf("optimistic %v, want %v", deref(o), countUp(last, 0))
