@@ -162,12 +162,13 @@ const AllocatorAllowance = 0.40
 // The room stranded lies in segments that hold live blocks; on eighteen
 // jobs on H200s it was from none (the ResNets, ViT-B/16, ConvNeXt-T: their
 // large blocks come in equal sizes that reuse each other's space) through
-// about half of one (the GPT-2-shaped and Llama-style models' fp32
-// logits), 0.86 to 1.3 (VGG-11: on two hosts its limits were 2368 and
-// 2176, as cuDNN chose its convolutions by the memory left), one
-// (BERT-base) and 1.1 (VGG-16) to 1.3 (T5-base) and 1.75 (DeepLabV3,
-// whose atrous branches hold several segments of about the same size),
-// measured at the limit. Two bound all of them. A share of the peak does
+// about half of one (the GPT-2-shaped models' fp32 logits), 0.86 to 1.3
+// (VGG-11: on two hosts its limits were 2368 and 2176, as cuDNN chose its
+// convolutions by the memory left), one (BERT-base), 1.1 (VGG-16, and
+// DenseNet-121 at most), 1.26 (a Llama-style 1.1 B) to 1.56 (T5-base)
+// and 1.75 (DeepLabV3 in its OOM's figures, whose atrous branches hold
+// several segments of about the same size), measured at the limit. Two
+// bound all of them. A share of the peak does
 // not: VGG-16 needed 37 % of it, ResNet-18 none, with the same largest
 // segment to peak (a sixth); so the jobs that strand little (the ResNets,
 // the language models) come out 13 to 29 % below their limit, which memrec
@@ -694,7 +695,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %d of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks, "+
-			"which on eighteen models on H200s was from none to 1.75 largest segments: the ResNets none, GPT-2-shaped models half a segment, VGG-11 0.86 to 1.3, BERT-base one, VGG-16 1.1, DeepLabV3 1.75; "+
+			"which on eighteen models on H200s was from none to 1.75 largest segments: the ResNets none, GPT-2-shaped models half a segment, VGG-11 0.86 to 1.3, BERT-base one, VGG-16 1.1, T5-base up to 1.56, DeepLabV3 1.75; "+
 			"for a job that strands little the value errs low, and memrec fit finds the limit by trial) "+
 			"+ %s PyTorch does not see",
 			StrandedSegments, FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))
