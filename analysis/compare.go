@@ -168,11 +168,11 @@ const AllocatorAllowance = 0.40
 // DenseNet-121 at most), 1.26 (a Llama-style 1.1 B) to 1.56 (T5-base)
 // and 1.75 (DeepLabV3 in its OOM's figures, whose atrous branches hold
 // several segments of about the same size), measured at the limit. Two
-// bound all of them. A share of the peak does
-// not: VGG-16 needed 37 % of it, ResNet-18 none, with the same largest
-// segment to peak (a sixth); so the jobs that strand little (the ResNets,
-// the language models) come out 13 to 29 % below their limit, which memrec
-// fit finds by trial.
+// bound all of them. A share of the peak does not: VGG-16 needed 37 % of
+// it, ResNet-18 none, with the same largest segment to peak (a sixth); so
+// the jobs that strand much less than two segments (ResNet-18 and -34, the
+// language models, the VGGs) come out 11.8 to 29.4 % below their limit,
+// which memrec fit finds by trial.
 const StrandedSegments = 2
 
 // TagFailure is a run that ran out of memory at a tag value.
