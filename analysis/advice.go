@@ -454,9 +454,11 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 		segment, rounding = float64(s)/f.ctx.batch, float64(f.ctx.rounding)
 	}
 	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
-	v := (avail/(1+share) - float64(fx)) / perSample
+	var v float64
 	if segment > 0 { // the segments bound it, not the share
 		v = (avail - rounding - float64(fx)) / (perSample + StrandedSegments*segment)
+	} else {
+		v = (avail/(1+share) - float64(fx)) / perSample
 	}
 	v = max(math.Floor(v), 0)
 	return &v
