@@ -22,12 +22,28 @@ ap.add_argument("--epochs", type=int, default=1)
 ap.add_argument("--log", default="")
 ap.add_argument("--probe", action="store_true")
 ap.add_argument("--snap", action="store_true", help="after the steps, log the allocator's segments (largest, count)")
+ap.add_argument("--trace", default="", help="record the allocator's history from the start and write it (gzip JSON) here at the end")
 a = ap.parse_args()
 log = open(a.log, "a") if a.log else None
 def note(**kv):
     if log:
         log.write(json.dumps({"t_ns": time.time_ns(), "model": a.model, "batch": a.batch, **kv}) + "\n"); log.flush()
 dev = torch.device("cuda")
+if a.trace:
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=5_000_000)
+def dump_trace(outcome):
+    # the allocator's events in order: action, address, size (an alloc's is the request)
+    if not a.trace:
+        return
+    import gzip
+    snap = torch.cuda.memory._snapshot()
+    ev = [[e["action"], e.get("addr", 0), e.get("size", 0)] for e in snap["device_traces"][dev.index or 0]]
+    free, total = torch.cuda.mem_get_info(dev)
+    with gzip.open(a.trace, "wt") as f:
+        json.dump({"model": a.model, "batch": a.batch, "outcome": outcome, "steps": s, "events": ev,
+                   "total": total, "free": free, "reserved": torch.cuda.memory_reserved(dev),
+                   "max_reserved": torch.cuda.max_memory_reserved(dev),
+                   "stats": {k: v for k, v in torch.cuda.memory_stats(dev).items() if k.endswith(".all.peak") or k.startswith("num_")}}, f)
 world = int(os.environ.get("WORLD_SIZE", "1"))
 if world > 1:
     import torch.distributed as dist
@@ -73,9 +89,11 @@ except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
         raise
     note(oom=str(e).splitlines()[0], step=s)
     if a.probe and memrec: memrec.report_oom(e); memrec.flush()
+    dump_trace("oom")
     print("OOM at batch", a.batch, "step", s, "-", str(e).splitlines()[0][:200], file=sys.stderr)
     sys.exit(3)
 note(done=True, steps=s)
+dump_trace("ran")
 if a.snap:
     t0 = time.perf_counter()
     segs = torch.cuda.memory_snapshot()

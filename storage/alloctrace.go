@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// An allocator trace is what one process asked of PyTorch's caching
+// allocator on one GPU, in order, from its first request to the end of its
+// first steps: each allocation's requested size and each free. The probe
+// records it (torch.cuda.memory._record_memory_history from CUDA's
+// initialisation, MEMREC_ALLOC_TRACE=1) and sends it as marks of kind
+// "alloc_trace", so that it travels wherever marks do (files, exports,
+// merges). analysis replays it through a model of the allocator, scaled to
+// a larger batch, to find what fits.
+//
+// Its bytes, every integer an unsigned LEB128 varint:
+//
+//	version (1) · gpu · pid · steps · segments · segment bytes · ops · op…
+//
+// steps is how many steps the trace covers; segments and segment bytes are
+// what the allocator itself took from the device in that time (the replay
+// checks itself against them). An op is 2·size for an allocation of size
+// bytes (as requested, before rounding) and 2·back+1 for the free of the
+// allocation made back ops before it.
+//
+// A mark's text carries one piece: "i/n " and the base64 (standard, padded)
+// of the i-th of n pieces of those bytes; the pieces of one trace share the
+// mark's time, gpu and pid.
+
+// MarkAllocTrace is the kind of the marks that carry an allocator trace.
+const MarkAllocTrace wire.MarkKind = "alloc_trace"
+
+// AllocOp is one request to the caching allocator: an allocation of Size
+// bytes, or with Free the release of the allocation made by op Of.
+type AllocOp struct {
+	Free bool
+	Of   int32
+	Size int64
+}
+
+// AllocTrace is one process's requests on one GPU (see above). The zero
+// value is an empty trace.
+type AllocTrace struct {
+	GPU, PID int
+	// Steps is how many steps the trace covers.
+	Steps int
+	// Segments and SegmentBytes are what the allocator took from the
+	// device over the trace, by its own count.
+	Segments     int
+	SegmentBytes int64
+	Ops          []AllocOp
+}
+
+// allocTracePiece is the most bytes of trace one mark carries: its base64
+// fits the recorder's longest line with room for the mark's fields.
+const allocTracePiece = 36 << 10
+
+// ErrAllocTrace is wrapped by every error about a malformed trace.
+var ErrAllocTrace = errors.New("malformed allocator trace")
+
+// Encode returns the trace's bytes.
+func (t AllocTrace) Encode() []byte {
+	b := make([]byte, 0, 16+3*len(t.Ops))
+	for _, v := range []uint64{1, uint64(t.GPU), uint64(t.PID), uint64(t.Steps), uint64(t.Segments), uint64(t.SegmentBytes), uint64(len(t.Ops))} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for i, op := range t.Ops {
+		if op.Free {
+			b = binary.AppendUvarint(b, uint64(i-int(op.Of))<<1|1)
+		} else {
+			b = binary.AppendUvarint(b, uint64(op.Size)<<1)
+		}
+	}
+	return b
+}
+
+// DecodeAllocTrace reads a trace's bytes. A free must release an
+// allocation made before it and not yet freed.
+func DecodeAllocTrace(b []byte) (AllocTrace, error) {
+	next := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: %s: bad varint", ErrAllocTrace, what)
+		}
+		b = b[n:]
+		return v, nil
+	}
+	var head [7]uint64
+	for i, what := range []string{"version", "gpu", "pid", "steps", "segments", "segment bytes", "ops"} {
+		v, err := next(what)
+		if err != nil {
+			return AllocTrace{}, err
+		}
+		head[i] = v
+	}
+	if head[0] != 1 {
+		return AllocTrace{}, fmt.Errorf("%w: version %d (want 1)", ErrAllocTrace, head[0])
+	}
+	if head[6] > uint64(len(b)) || head[1] > MaxGPUIndex || head[2] > 1<<31 || head[3] > 1<<31 || head[4] > 1<<31 || head[5] > 1<<62 {
+		return AllocTrace{}, fmt.Errorf("%w: header out of range", ErrAllocTrace)
+	}
+	t := AllocTrace{GPU: int(head[1]), PID: int(head[2]), Steps: int(head[3]), Segments: int(head[4]),
+		SegmentBytes: int64(head[5]), Ops: make([]AllocOp, head[6])}
+	live := make([]bool, len(t.Ops))
+	for i := range t.Ops {
+		v, err := next("op " + strconv.Itoa(i))
+		if err != nil {
+			return AllocTrace{}, err
+		}
+		if v&1 == 0 {
+			if v>>1 > 1<<50 {
+				return AllocTrace{}, fmt.Errorf("%w: op %d allocates %d bytes", ErrAllocTrace, i, v>>1)
+			}
+			t.Ops[i], live[i] = AllocOp{Size: int64(v >> 1)}, true
+			continue
+		}
+		back := v >> 1
+		if back == 0 || back > uint64(i) || !live[i-int(back)] {
+			return AllocTrace{}, fmt.Errorf("%w: op %d frees nothing live (%d back)", ErrAllocTrace, i, back)
+		}
+		of := i - int(back)
+		live[of] = false
+		t.Ops[i] = AllocOp{Free: true, Of: int32(of)}
+	}
+	if len(b) != 0 {
+		return AllocTrace{}, fmt.Errorf("%w: %d bytes after the last op", ErrAllocTrace, len(b))
+	}
+	return t, nil
+}
+
+// Marks returns the marks that carry the trace, at time t.
+func (tr AllocTrace) Marks(t int64) []Mark {
+	b := tr.Encode()
+	n := (len(b) + allocTracePiece - 1) / allocTracePiece
+	out := make([]Mark, 0, n)
+	for i := 0; i < n; i++ {
+		m := NewMark(t, MarkAllocTrace)
+		m.GPU, m.PID = tr.GPU, tr.PID
+		m.Text = fmt.Sprintf("%d/%d %s", i, n, base64.StdEncoding.EncodeToString(b[i*allocTracePiece:min(len(b), (i+1)*allocTracePiece)]))
+		out = append(out, m)
+	}
+	return out
+}
+
+// AllocTraces reassembles the traces carried by marks of kind
+// MarkAllocTrace (others are ignored), ordered by GPU then PID. A trace
+// whose pieces are missing, repeated or malformed is left out, and the
+// error says which.
+func AllocTraces(marks []Mark) ([]AllocTrace, error) {
+	type key struct {
+		t        int64
+		gpu, pid int
+	}
+	pieces := map[key][]string{}
+	var keys []key
+	var errs []error
+	for _, m := range marks {
+		if m.Kind != MarkAllocTrace {
+			continue
+		}
+		k := key{m.T, m.GPU, m.PID}
+		head, data, _ := strings.Cut(m.Text, " ")
+		is, ns, _ := strings.Cut(head, "/")
+		i, err1 := strconv.Atoi(is)
+		n, err2 := strconv.Atoi(ns)
+		if err1 != nil || err2 != nil || n < 1 || n > 1<<16 || i < 0 || i >= n {
+			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %q", ErrAllocTrace, m.GPU, m.PID, head))
+			continue
+		}
+		p, ok := pieces[k]
+		if !ok {
+			p = make([]string, n)
+			keys = append(keys, k)
+		}
+		if len(p) != n || p[i] != "" {
+			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %s repeated or of another trace", ErrAllocTrace, m.GPU, m.PID, head))
+			continue
+		}
+		p[i] = data
+		pieces[k] = p
+	}
+	var out []AllocTrace
+	for _, k := range keys {
+		var b []byte
+		ok := true
+		for i, s := range pieces[k] {
+			d, err := base64.StdEncoding.DecodeString(s)
+			if s == "" || err != nil {
+				errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %d of %d missing or not base64", ErrAllocTrace, k.gpu, k.pid, i, len(pieces[k])))
+				ok = false
+				break
+			}
+			b = append(b, d...)
+		}
+		if !ok {
+			continue
+		}
+		t, err := DecodeAllocTrace(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gpu %d pid %d: %w", k.gpu, k.pid, err))
+			continue
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].GPU != out[j].GPU {
+			return out[i].GPU < out[j].GPU
+		}
+		return out[i].PID < out[j].PID
+	})
+	return out, errors.Join(errs...)
+}

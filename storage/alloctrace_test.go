@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestAllocTraceRoundTrip(t *testing.T) {
+	tr := AllocTrace{GPU: 3, PID: 4242, Steps: 3, Segments: 2, SegmentBytes: 22 << 20,
+		Ops: []AllocOp{{Size: 8}, {Size: 3 << 20}, {Free: true, Of: 0}, {Size: 1 << 40}, {Free: true, Of: 3}, {Free: true, Of: 1}}}
+	got, err := DecodeAllocTrace(tr.Encode())
+	if err != nil || !reflect.DeepEqual(got, tr) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, tr)
+	}
+	// Many ops span several marks, which reassemble in any order.
+	big := AllocTrace{GPU: 1, PID: 7, Steps: 3}
+	for i := 0; i < 40000; i++ {
+		big.Ops = append(big.Ops, AllocOp{Size: int64(i*4096 + 1)}, AllocOp{Free: true, Of: int32(2 * i)})
+	}
+	marks := big.Marks(99)
+	if len(marks) < 2 {
+		t.Fatalf("%d marks", len(marks))
+	}
+	for _, m := range marks {
+		if len(m.Text) > 60<<10 || m.Kind != MarkAllocTrace || m.GPU != 1 || m.PID != 7 {
+			t.Fatalf("mark %v: %d bytes of text", m.Kind, len(m.Text))
+		}
+	}
+	marks[0], marks[1] = marks[1], marks[0]
+	other := tr.Marks(5)
+	all := append(append([]Mark{NewMark(1, "step")}, marks...), other...)
+	trs, err := AllocTraces(all)
+	if err != nil || len(trs) != 2 || !reflect.DeepEqual(trs[0], big) || !reflect.DeepEqual(trs[1], tr) {
+		t.Fatalf("reassembled %d traces, %v", len(trs), err)
+	}
+	// A piece lost leaves that trace out and says so.
+	trs, err = AllocTraces(append(marks[1:], other...))
+	if len(trs) != 1 || !errors.Is(err, ErrAllocTrace) {
+		t.Fatalf("with a piece lost: %d traces, %v", len(trs), err)
+	}
+}
+
+func TestAllocTraceMalformed(t *testing.T) {
+	good := AllocTrace{Steps: 1, Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}}}.Encode()
+	for name, b := range map[string][]byte{
+		"empty":               {},
+		"version 2":           append([]byte{2}, good[1:]...),
+		"truncated":           good[:len(good)-1],
+		"trailing bytes":      append(append([]byte(nil), good...), 0),
+		"free of nothing":     AllocTrace{Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}, {Free: true, Of: 0}}}.Encode(),
+		"more ops than bytes": {1, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03},
+	} {
+		if _, err := DecodeAllocTrace(b); !errors.Is(err, ErrAllocTrace) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzAllocTrace(f *testing.F) {
+	f.Add(AllocTrace{Steps: 1, Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}}}.Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, err := DecodeAllocTrace(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeAllocTrace(tr.Encode())
+		if err != nil || !reflect.DeepEqual(again, tr) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
