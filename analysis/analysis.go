@@ -132,6 +132,12 @@ type GPUReport struct {
 	LargestSegmentBytes *int64 `json:"largest_segment_bytes,omitempty"`
 	// MostSegments is the most segments the GPU's allocators held at once.
 	MostSegments *int64 `json:"most_segments,omitempty"`
+	// AllocTrace is the allocator trace of the GPU's one process
+	// (MEMREC_ALLOC_TRACE), which compare --by replays; nil where there is
+	// none or several processes sent one. AllocTraceRequests counts its
+	// requests.
+	AllocTrace         *storage.AllocTrace `json:"-"`
+	AllocTraceRequests int                 `json:"alloc_trace_requests,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
@@ -436,6 +442,9 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 	case run.Counts.TorchSamples == 0:
 		notes = append(notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
 	}
+	if marks.traceErr != nil {
+		notes = append(notes, "an allocator trace is left out: "+marks.traceErr.Error())
+	}
 	return notes
 }
 
@@ -518,8 +527,13 @@ type markIndex struct {
 	events    []storage.Mark
 	ooms      []storage.Mark
 	probe     []string // the probe's notes about itself, once each
-	endNS     int64
-	warm      warmup // where the run's warm-up ends (runWarmup)
+	// traces are the allocator traces the marks carry (storage.AllocTraces),
+	// traceErr what was wrong with any; traceMarks their marks until read.
+	traces     []storage.AllocTrace
+	traceErr   error
+	traceMarks []storage.Mark
+	endNS      int64
+	warm       warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {
@@ -572,6 +586,9 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 			steps.add(m.T, m.Step)
 			mi.stepCount++
 			continue
+		case storage.MarkAllocTrace:
+			mi.traceMarks = append(mi.traceMarks, m)
+			continue
 		case wire.MarkProbe:
 			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
 				mi.probe = append(mi.probe, m.Text)
@@ -592,6 +609,10 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
+	}
+	if len(mi.traceMarks) > 0 {
+		mi.traces, mi.traceErr = storage.AllocTraces(mi.traceMarks)
+		mi.traceMarks = nil
 	}
 	for n, s := range starts { // an epoch that never ended (the job died)
 		mi.epochs = append(mi.epochs, epochSpan{n: n, start: s, end: run.EndNS, open: true})

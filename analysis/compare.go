@@ -132,8 +132,44 @@ type ByTag struct {
 	Help    []Remedy `json:"what_would_help,omitempty"`
 	HelpRun string   `json:"help_run,omitempty"`
 
+	// Replay is, with Basis "allocator_replay", how the allocator's replay
+	// was made and checked (ReplayFigures).
+	Replay *ReplayFigures `json:"allocator_replay,omitempty"`
+
 	integer bool     // every value tried is an integer
 	leftOut []string // why runs are not points, for the notes
+	replay  *ReplayScale
+}
+
+// ReplayFigures say how compare --by replayed the caching allocator: the
+// requests of run HighRun (at HighValue) scaled on the line through the
+// matching requests of run LowRun (at LowValue), Matched of Requests
+// matched. Checks replay each traced run as it was: the segments the
+// replay took against those the allocator took. At the value without
+// headroom (MaxFittingValueNoHeadroom) the replay stranded StrandedBytes
+// at the peak and released its cache Retries times. BeyondTraceBytes is
+// how much the highest run's per-step peak over the whole run exceeded
+// its trace's (a later step, evaluation): the device is taken as that
+// much smaller.
+type ReplayFigures struct {
+	LowRun           string        `json:"low_run"`
+	LowValue         float64       `json:"low_value"`
+	HighRun          string        `json:"high_run"`
+	HighValue        float64       `json:"high_value"`
+	Requests         int           `json:"requests"`
+	Matched          int           `json:"matched"`
+	Checks           []ReplayCheck `json:"checks"`
+	StrandedBytes    int64         `json:"stranded_bytes_at_peak"`
+	Retries          int           `json:"retries"`
+	BeyondTraceBytes int64         `json:"beyond_trace_bytes,omitempty"`
+}
+
+// ReplayCheck is one traced run replayed as recorded.
+type ReplayCheck struct {
+	Run                string  `json:"run"`
+	Value              float64 `json:"value"`
+	SegmentBytes       int64   `json:"allocator_segment_bytes"`
+	ReplaySegmentBytes int64   `json:"replay_segment_bytes"`
 }
 
 // AllocatorAllowance is the share of the projected per-step peak that
@@ -183,9 +219,10 @@ type TagFailure struct {
 
 // TagPoint is one run's tag value and peaks.
 type TagPoint struct {
-	Run           string  `json:"run"`
-	Value         float64 `json:"value"`
-	PeakUsedBytes int64   `json:"peak_used_bytes"`
+	trace         *storage.AllocTrace // the allocator trace of its GPU of the highest step peak
+	Run           string              `json:"run"`
+	Value         float64             `json:"value"`
+	PeakUsedBytes int64               `json:"peak_used_bytes"`
 	// StepPeakBytes is the probe's highest per-step peak allocated (of the
 	// run's worst GPU); UnseenBytes the median memory PyTorch does not see.
 	StepPeakBytes *int64 `json:"step_peak_allocated_bytes,omitempty"`
@@ -416,6 +453,7 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 	}
 	if curve, err := newCurve(xs, ys); err == nil && by.TotalBytes > 0 {
 		by.Need = &curve
+		by.chooseReplay()
 		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
 		by.interval()
 		if IsBatchTag(tag) {
@@ -458,6 +496,10 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 // with the share AllowanceFraction of it; half of that in the middle,
 // nothing at the optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
+	if r := by.replay; r != nil {
+		v, _, ok := r.Fitting(*by.Need, avail-float64(by.Replay.BeyondTraceBytes), e, by.integer)
+		return v, ok
+	}
 	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
 	if l := by.SegmentLine; l != nil {
 		return by.Need.Plus(k*(StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
@@ -502,7 +544,12 @@ func (by *ByTag) interval() {
 		reach = fmt.Sprintf("within the values measured (up to %s)", num(&from))
 	}
 	allowance := "no allowance"
-	if l := by.SegmentLine; l != nil {
+	if by.replay != nil {
+		if _, r, ok := by.replay.Fitting(*c, by.Available(0)-float64(by.Replay.BeyondTraceBytes), Pessimistic, by.integer); ok {
+			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
+			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %d times", num(p), FormatBytes(r.StrandedAtPeak), r.Retries)
+		}
+	} else if l := by.SegmentLine; l != nil {
 		segs := StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
 		_, _, peak := c.At(*p)
 		allowance = fmt.Sprintf("+ %s at %s, %d largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
@@ -627,6 +674,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 					p.UnseenBytes = i64(g.Unseen.MedianBytes)
 				}
 				p.LargestSegmentBytes, p.MostSegments = g.LargestSegmentBytes, g.MostSegments
+				p.trace = g.AllocTrace
 			}
 		}
 		allProbe = allProbe && p.StepPeakBytes != nil
@@ -705,6 +753,93 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	}
 	return peaks
 }
+
+// chooseReplay makes the replay the basis where every point has an
+// allocator trace: the two largest values' (the run of the highest step
+// peak at each), checked by replaying each traced run as recorded. A
+// replay whose segments at a value measured are off the allocator's by
+// more than ReplayTolerance is not used (an allocator configured
+// otherwise, another version's rules) and the notes say so.
+func (by *ByTag) chooseReplay() {
+	if by.Basis != "step_peak_allocated" {
+		return
+	}
+	best := map[float64]TagPoint{}
+	var checks []ReplayCheck
+	for _, p := range by.Points {
+		if p.trace == nil {
+			return
+		}
+		r, err := ReplayAllocator(p.trace.Ops, 0)
+		if err != nil {
+			return
+		}
+		checks = append(checks, ReplayCheck{Run: p.Run, Value: p.Value, SegmentBytes: p.trace.SegmentBytes, ReplaySegmentBytes: r.PeakReserved})
+		if d := float64(r.PeakReserved-p.trace.SegmentBytes) / float64(max(1, p.trace.SegmentBytes)); math.Abs(d) > ReplayTolerance {
+			by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q took %s of segments where its allocator took %s (more than %.0f %% off: its allocator is configured otherwise or follows other rules): no replay",
+				p.Run, FormatBytes(r.PeakReserved), FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
+			return
+		}
+		if b, ok := best[p.Value]; !ok || *p.StepPeakBytes > *b.StepPeakBytes {
+			best[p.Value] = p
+		}
+	}
+	vals := make([]float64, 0, len(best))
+	for v := range best {
+		vals = append(vals, v)
+	}
+	sort.Float64s(vals)
+	if len(vals) < 2 || vals[0] <= 0 {
+		return
+	}
+	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
+	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace)
+	by.replay = &s
+	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks}
+	if r, err := ReplayAllocator(hi.trace.Ops, 0); err == nil && *hi.StepPeakBytes > r.PeakAllocated {
+		f.BeyondTraceBytes = *hi.StepPeakBytes - r.PeakAllocated
+	}
+	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
+	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
+		"each sized on the line through its size there and at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones grown with the value), "+
+		"against the total less %s the driver reserves and %s PyTorch does not see%s; "+
+		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's, the optimistic end adds what the flattest takes away; "+
+		"%s",
+		hi.Run, s.Requests, fmtNum(hi.Value), fmtNum(lo.Value), lo.Run, s.Matched,
+		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks))
+}
+
+// ReplayTolerance is how far the replay of a traced run as recorded may be
+// off the segments its allocator took: among free blocks of one size the
+// allocator takes the lowest address, which the replay cannot know; on
+// eighteen models on an H200 it was exact in 36 of 54 runs and at most
+// 15 % off (VGG-16 at batch 16, 3.9 GiB), which the limits do not show.
+const ReplayTolerance = 0.20
+
+func beyondWords(b int64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step)", FormatBytes(b))
+}
+
+func checkWords(checks []ReplayCheck) string {
+	exact, worst := 0, 0.0
+	for _, c := range checks {
+		d := float64(c.ReplaySegmentBytes-c.SegmentBytes) / float64(max(1, c.SegmentBytes))
+		if d == 0 {
+			exact++
+		}
+		worst = max(worst, math.Abs(d))
+	}
+	if exact == len(checks) {
+		return fmt.Sprintf("replayed as recorded, each of the %d runs took the allocator's segments exactly", len(checks))
+	}
+	return fmt.Sprintf("replayed as recorded, %d of the %d runs took the allocator's segments exactly, the others within %.1f %% (ties among free blocks of one size go to the lowest address, which the replay cannot know)",
+		exact, len(checks), 100*worst)
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // segmentRounding is what PyTorch's caching allocator rounds a large
 // segment up to a multiple of (kRoundLarge): the most a segment holds

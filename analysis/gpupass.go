@@ -107,7 +107,27 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 		return nil, err
 	}
 	a.processes()
+	a.allocTrace()
 	return a.gr, nil
+}
+
+// allocTrace attaches the allocator trace of the GPU's one traced process.
+func (a *gpuAnalysis) allocTrace() {
+	var on []storage.AllocTrace
+	for _, t := range a.mi.traces {
+		if t.GPU == a.gr.GPU {
+			on = append(on, t)
+		}
+	}
+	if len(on) != 1 {
+		return
+	}
+	a.gr.AllocTrace = &on[0]
+	for _, op := range on[0].Ops {
+		if !op.Free {
+			a.gr.AllocTraceRequests++
+		}
+	}
 }
 
 // passes runs the device pass and the allocator pass at once: they read

@@ -60,8 +60,9 @@ type AllocTrace struct {
 }
 
 // allocTracePiece is the most bytes of trace one mark carries: its base64
-// fits the recorder's longest line with room for the mark's fields.
-const allocTracePiece = 36 << 10
+// (4 000 characters) and the "i/n " before it fit the longest mark text the
+// recorder keeps (recorder.MaxMarkText, 4 KiB).
+const allocTracePiece = 3000
 
 // ErrAllocTrace is wrapped by every error about a malformed trace.
 var ErrAllocTrace = errors.New("malformed allocator trace")

@@ -23,7 +23,7 @@ func TestAllocTraceRoundTrip(t *testing.T) {
 		t.Fatalf("%d marks", len(marks))
 	}
 	for _, m := range marks {
-		if len(m.Text) > 60<<10 || m.Kind != MarkAllocTrace || m.GPU != 1 || m.PID != 7 {
+		if len(m.Text) > 4<<10 || m.Kind != MarkAllocTrace || m.GPU != 1 || m.PID != 7 {
 			t.Fatalf("mark %v: %d bytes of text", m.Kind, len(m.Text))
 		}
 	}
@@ -38,6 +38,16 @@ func TestAllocTraceRoundTrip(t *testing.T) {
 	trs, err = AllocTraces(append(marks[1:], other...))
 	if len(trs) != 1 || !errors.Is(err, ErrAllocTrace) {
 		t.Fatalf("with a piece lost: %d traces, %v", len(trs), err)
+	}
+}
+
+// TestAllocTraceFromTheProbe decodes the bytes python/tests/test_alloctrace.py
+// has the probe encode.
+func TestAllocTraceFromTheProbe(t *testing.T) {
+	b := []byte{1, 0, 7, 3, 1, 0x80, 0x80, 0x80, 0x01, 3, 0x10, 0xD0, 0x0F, 0x05}
+	want := AllocTrace{PID: 7, Steps: 3, Segments: 1, SegmentBytes: 2 << 20, Ops: []AllocOp{{Size: 8}, {Size: 1000}, {Free: true, Of: 0}}}
+	if got, err := DecodeAllocTrace(b); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v, %v", got, err)
 	}
 }
 

@@ -498,11 +498,14 @@ func AddMarksAndBudgets(db *storage.DB, run storage.Run, x *series.Index) error 
 	return addMarks(db, run, x)
 }
 
-// addMarks adds a run's marks to x.
+// addMarks adds a run's marks to x, but for the allocator trace's (data
+// for the replay, not events to show).
 func addMarks(db *storage.DB, run storage.Run, x *series.Index) error {
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	for it.Next() {
-		x.AddMark(it.At())
+		if m := it.At(); m.Kind != storage.MarkAllocTrace {
+			x.AddMark(m)
+		}
 	}
 	return it.Err()
 }

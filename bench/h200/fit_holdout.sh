@@ -4,7 +4,9 @@
 # lm_wide, bert and convnext_tiny for the fixed share, t5 and deeplab for one
 # largest segment), on one H200. For each MODELS entry name:multiple:small-batches:
 #   1. the small batches are recorded with the probe (and the allocator's
-#      largest segments logged after the steps, --snap);
+#      largest segments logged after the steps, --snap; with ALLOC_TRACE=1
+#      the allocator's requests traced too, record --alloc-trace, for the
+#      replay);
 #   2. compare --by batch_size --headroom 0% predicts the largest batch;
 #   3. memrec fit --runs (those) --steps 3 --multiple M finds the limit;
 #   4. fit's result must run 3 steps in a fresh process and result + M must
@@ -36,7 +38,7 @@ for spec in $MODELS; do
   IFS=: read -r m mult smalls <<< "$spec"
   runs="" ok=y
   for b in ${smalls//,/ }; do
-    within 90 "$BIN" --db "$DB" record --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
+    within 90 "$BIN" --db "$DB" record ${ALLOC_TRACE:+--alloc-trace} --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
       python3 bench/h200/fitjob.py --model "$m" --batch "$b" --steps 3 --probe --snap --log "$DEST/$m-bs$b.log" \
       > "$DEST/$m-rec-bs$b.txt" 2>&1 || ok=n
     runs="$runs${runs:+,}$m-bs$b"
@@ -82,7 +84,7 @@ for line in open(os.path.join(dest, "verified.txt")):
         print("FAIL %s: no prediction" % m); fails += 1; continue
     ok = p <= L
     fails += not ok
-    print(("PASS " if ok else "FAIL ") + "%s: predicted %d, limit %d (%.1f %% below; allowance %.1f %%, %s)" % (m, p, L, 100 * (L - p) / L, 100 * b.get("allowance_fraction", 0), b.get("interval_words", "")))
+    print(("PASS " if ok else "FAIL ") + "%s: predicted %d, limit %d (%.1f %% below; allowance %.1f %%, %s)" % (m, p, L, 100 * (L - p) / L, 100 * b.get("allowance_fraction", 0), b.get("basis", "") + ": " + b.get("interval_words", "")))
     print("     trials %s, %s s" % (fit.get("trials_used"), fit.get("seconds") and round(fit["seconds"])))
 print("fit_holdout: " + ("PASS" if fails == 0 else "FAIL (%d)" % fails))
 PY

@@ -836,6 +836,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	}
 	o := f.o.rec
 	o.name = t.Run
+	o.allocTrace = true // its requests, for the replay (ignored by a job without PyTorch)
 	o.command = make([]string, len(f.o.command))
 	for i, a := range f.o.command {
 		o.command[i] = strings.ReplaceAll(a, "{}", num(v))

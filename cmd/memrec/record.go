@@ -44,6 +44,7 @@ type recordOptions struct {
 	job         string
 	host        string
 	sites       bool
+	allocTrace  bool
 	// metricsLegacyHostname spells the host label "Hostname" (dcgm-exporter before its rename).
 	metricsLegacyHostname bool
 	// openNVML opens NVML; tests open go-nvml's mocks.
@@ -107,6 +108,7 @@ machine without a GPU.`,
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
 	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
+	f.BoolVar(&o.allocTrace, "alloc-trace", false, "have the probe trace PyTorch's allocator from CUDA's start to the third step (MEMREC_ALLOC_TRACE=1; with --torch or a job that imports memrec): compare --by and memrec fit replay the traces of runs at two batches to find the largest that fits")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
@@ -362,6 +364,12 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 			return cleanup, errors.New("--sites needs a command whose probe records them")
 		}
 		opts.Env = append(opts.Env, "MEMREC_SITES=1")
+	}
+	if o.allocTrace {
+		if len(o.command) == 0 {
+			return cleanup, errors.New("--alloc-trace needs a command whose probe traces the allocator")
+		}
+		opts.Env = append(opts.Env, "MEMREC_ALLOC_TRACE=1")
 	}
 	return cleanup, nil
 }

@@ -378,3 +378,10 @@ def _autostart():
     atexit.register(p.flush, 1.0)
     if p.sites.on:
         _at_exit(p)
+
+
+# The allocator trace (MEMREC_ALLOC_TRACE) starts inside CUDA's
+# initialisation: the probe is made at import, before the job uses CUDA.
+if os.environ.get("MEMREC_SOCKET") and _probe._alloctrace.wanted():
+    _get()
+

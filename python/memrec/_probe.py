@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import _budget, _sites
+from . import _alloctrace, _budget, _sites
 
 MAX_QUEUE = 10000
 TIMER_INTERVAL = 0.25  # an allocator sample this often when no step took one
@@ -169,7 +169,10 @@ class Probe:
         self.watch: Optional[_budget.Watch] = None  # memrec.watch's model and optimizer
         if os.environ.get("MEMREC_SITES", "") not in ("", "0"):
             self.sites.on = True
+        # MEMREC_ALLOC_TRACE: the allocator's requests until the third step.
+        self.alloc_trace = _alloctrace.AllocTrace(lambda text: self.mark("probe", text=text, pid=self.pid))
         if self.enabled:
+            self.alloc_trace.arm(self.sites.on)
             self._start_threads()
 
     # ---- the background thread -------------------------------------------
@@ -446,6 +449,9 @@ class Probe:
                     self.segments_due_ns = t + int(SEGMENTS_INTERVAL * 1e9)
                     self.look_at_segments(torch)
                     samples = [(g, st, f, self.largest.get(g, 0)) for g, st, f, _ in samples]
+                    for line in self.alloc_trace.finish(torch, self.devices(torch), lambda d: self.gpu(torch, d),
+                                                        self.pid, self.steps_seen, t, mark_line):
+                        self.put_line(line)
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))

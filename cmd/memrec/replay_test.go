@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// TestLargestBatchFromReplayOnTheH200 is compare --by on the H200
+// recordings of testdata/h200-segments with the allocator trace of each
+// model at each small batch (analysis/testdata/h200-alloc, recorded on an
+// H200 the same way) added as the probe sends it: the replay is the basis,
+// and its value without headroom is never above the limit (nor, for
+// ResNet-50, above the batch between its limit and the step above, which
+// was not tried) and within 10.5 % below it.
+func TestLargestBatchFromReplayOnTheH200(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "h200-segments")
+	traces := filepath.Join("..", "..", "analysis", "testdata", "h200-alloc")
+	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limits map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &limits); err != nil {
+		t.Fatal(err)
+	}
+	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
+		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
+	db := filepath.Join(t.TempDir(), "m.db")
+	within := 0
+	for model, msg := range limits {
+		if model == "about" {
+			continue
+		}
+		var lim struct{ Limit, Step float64 }
+		if err := json.Unmarshal(msg, &lim); err != nil {
+			t.Fatal(err)
+		}
+		batches, ok := smalls[model]
+		if !ok {
+			batches = []string{"16", "32", "64"}
+		}
+		var names []string
+		for _, b := range batches {
+			name := model + "-bs" + b
+			file := withTrace(t, filepath.Join(dir, name+".jsonl.gz"), filepath.Join(traces, name+".trace.gz"))
+			if _, errs, code := run(t, db, "", "import", "--name", name, file); code != 0 {
+				t.Fatal(errs)
+			}
+			names = append(names, name)
+		}
+		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+		var c struct {
+			By struct {
+				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
+				Basis      string   `json:"basis"`
+				Words      string   `json:"interval_words"`
+				Made       string   `json:"basis_words"`
+			} `json:"by_tag"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
+			t.Fatalf("%s: %d %s", model, code, errs)
+		}
+		p := *c.By.NoHeadroom
+		below := 100 * (lim.Limit - p) / lim.Limit
+		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, below, c.By.Words)
+		if c.By.Basis != "allocator_replay" || !strings.Contains(c.By.Made, "replayed") {
+			t.Errorf("%s: basis %q, %s", model, c.By.Basis, c.By.Made)
+		}
+		if p >= lim.Limit+lim.Step || below > 10.5 {
+			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.By.Words)
+		}
+		if below >= 0 && below <= 10 {
+			within++
+		}
+	}
+	if within < 16 {
+		t.Errorf("%d models within 10 %% below their limit", within)
+	}
+}
+
+// withTrace writes a copy of a recording (JSON lines, gzip) with the
+// allocator trace (storage.AllocTrace's bytes, gzip) added as the probe's
+// marks, on the recording's GPU and process, and returns its path.
+func withTrace(t *testing.T, recording, trace string) string {
+	t.Helper()
+	tr := readTrace(t, trace)
+	f, err := os.Open(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(strings.TrimSuffix(recording, ".gz")))
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sc := bufio.NewScanner(z)
+	sc.Buffer(nil, 1<<20)
+	var last string
+	pid := -1
+	for sc.Scan() {
+		l := sc.Text()
+		var head struct {
+			Type string `json:"type"`
+			T    int64  `json:"t_ns"`
+			GPU  int    `json:"gpu"`
+			PID  int    `json:"pid"`
+		}
+		json.Unmarshal([]byte(l), &head)
+		if head.Type == "torch" && pid < 0 {
+			pid, tr.GPU = head.PID, head.GPU
+		}
+		if head.T > 0 {
+			last = strconv.FormatInt(head.T, 10)
+		}
+		io.WriteString(w, l+"\n")
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	tr.PID = pid
+	at, _ := strconv.ParseInt(last, 10, 64)
+	for _, m := range tr.Marks(at) {
+		b, _ := json.Marshal(map[string]any{"type": "mark", "t_ns": m.T, "kind": string(m.Kind), "gpu": m.GPU, "pid": m.PID, "text": m.Text})
+		w.Write(append(b, '\n'))
+	}
+	return out
+}
+
+func readTrace(t *testing.T, path string) storage.AllocTrace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := storage.DecodeAllocTrace(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// allocTraceScript has the probe send an allocator trace of 6 000 requests
+// (several marks) through the recorder's socket.
+const allocTraceScript = `
+import os, time
+import memrec
+from memrec import _alloctrace, _probe
+ev = []
+for i in range(6000):
+    ev.append({"action": "alloc", "addr": 4096 * (i + 1), "size": 512 * (i + 1)})
+    if i % 2:
+        ev.append({"action": "free_completed", "addr": 4096 * (i + 1), "size": 512 * (i + 1)})
+data = _alloctrace.encode(ev, 0, os.getpid(), 3)
+p = memrec._get()
+for l in _alloctrace.mark_lines(data, time.time_ns(), 0, os.getpid(), _probe.mark_line):
+    p.put_line(l)
+memrec.flush()
+`
+
+// TestRecordAllocTrace: a trace the probe sends arrives whole, over the
+// socket, in marks the recorder keeps, and analyze reads it back.
+func TestRecordAllocTrace(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	script := filepath.Join(dir, "train.py")
+	os.WriteFile(script, []byte(allocTraceScript), 0o644)
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--interval", "10ms", "--name", "a", "--torch", "--alloc-trace",
+		"--", "python3", script)
+	if code != 0 || strings.Contains(errs, "cut") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out, errs, code := run(t, db, "", "analyze", "--json", "a")
+	var rep struct {
+		GPUs []struct {
+			Requests int `json:"alloc_trace_requests"`
+		} `json:"gpus"`
+		Notes []string `json:"notes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 6000 {
+		t.Fatalf("analyze: %d %s\n%s", code, errs, out)
+	}
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "allocator trace") {
+			t.Errorf("note: %s", n)
+		}
+	}
+}

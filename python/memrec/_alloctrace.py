@@ -1,0 +1,201 @@
+"""The allocator trace: every request a process makes of PyTorch's caching
+allocator, from CUDA's initialisation to the end of its third step, sent
+once as marks of kind "alloc_trace" (storage/alloctrace.go has the bytes).
+compare --by and memrec fit replay the traces of runs at two small batches
+through a model of the allocator, scaled, to find the largest batch that
+fits (docs/analysis.md, "The allocator replay").
+
+On with MEMREC_ALLOC_TRACE=1 (``memrec record --alloc-trace``; memrec fit
+sets it in its trials). The history must start before the job's first
+allocation, so the probe queues its start with ``torch.cuda._lazy_call``,
+which runs it inside CUDA's initialisation; if torch is not imported yet,
+an import hook does that once ``torch.cuda`` is loaded. The probe never
+initialises CUDA itself (a context on the wrong device would cost a rank
+500 MiB). Where CUDA was up before, or the allocator is configured
+(PYTORCH_CUDA_ALLOC_CONF: its rules are then not the replay's), or sites
+use the history, there is no trace and a probe mark says why.
+
+Cost (an H200, ResNet-18): the history without stacks costs a few µs a
+request, for three steps; the snapshot and the encoding at the third step's
+end 20 to 120 ms for 2 000 to 30 000 requests, once.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.abc
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+MAX_ENTRIES = 1_000_000  # the history's ring; a trace that filled it is not sent
+PIECE = 3000  # bytes of trace per mark (storage.allocTracePiece): its base64 fits a mark text (4 KiB)
+AFTER_STEPS = 3
+
+
+def wanted() -> bool:
+    return os.environ.get("MEMREC_ALLOC_TRACE", "") not in ("", "0")
+
+
+def configured() -> str:
+    """The allocator's configuration where one is set ("" if none)."""
+    for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        v = os.environ.get(k, "").strip()
+        if v:
+            return "%s=%s" % (k, v)
+    return ""
+
+
+def _uvarint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> Optional[bytes]:
+    """The trace's bytes from one device's entries of
+    torch.cuda.memory._snapshot()["device_traces"]; None where the entries
+    do not start at the allocator's first request (a free of a block the
+    history never saw) or show an out-of-memory error."""
+    ops = bytearray()
+    n = 0
+    live = {}
+    segments = seg_bytes = 0
+    for e in events:
+        a = e.get("action")
+        if a == "alloc":
+            live[e["addr"]] = n
+            _uvarint(ops, int(e["size"]) << 1)
+            n += 1
+        elif a == "free_completed":
+            of = live.pop(e["addr"], None)
+            if of is None:
+                return None
+            _uvarint(ops, (n - of) << 1 | 1)
+            n += 1
+        elif a == "segment_alloc":
+            segments += 1
+            seg_bytes += int(e["size"])
+        elif a in ("oom", "segment_map", "segment_unmap"):
+            return None
+    head = bytearray()
+    for v in (1, gpu, pid, steps, segments, seg_bytes, n):
+        _uvarint(head, v)
+    return bytes(head + ops)
+
+
+def mark_lines(data: bytes, t_ns: int, gpu: int, pid: int, line: Callable[..., str]) -> List[str]:
+    pieces = [data[i:i + PIECE] for i in range(0, len(data), PIECE)] or [b""]
+    return [line(t_ns, "alloc_trace", {"gpu": gpu, "pid": pid,
+                                       "text": "%d/%d %s" % (i, len(pieces), base64.b64encode(p).decode())})
+            for i, p in enumerate(pieces)]
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Runs a callback once torch.cuda has been loaded."""
+
+    def __init__(self, then: Callable[[Any], None]) -> None:
+        self.then = then
+        self.done = False
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch.cuda" or self.done:
+            return None
+        self.done = True
+        try:
+            spec = importlib.util.find_spec(name)  # the other finders', this one is done
+        except Exception:
+            return None
+        loader = getattr(spec, "loader", None) if spec else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return None
+        run, then = loader.exec_module, self.then
+
+        def exec_module(module):
+            run(module)
+            try:
+                then(module)
+            except Exception:
+                pass
+
+        loader.exec_module = exec_module
+        return spec
+
+
+class AllocTrace:
+    """The probe's trace. note(text) sends a probe mark; its methods never
+    raise."""
+
+    def __init__(self, note: Callable[[str], None]) -> None:
+        self.note = note
+        self.state = "off"  # off, armed, on, done
+
+    def arm(self, sites_on: bool) -> None:
+        if self.state != "off" or not wanted():
+            return
+        self.state = "done"
+        conf = configured()
+        if conf:
+            self.note("allocator configured (%s): its rules are not the replay's, no allocator trace" % conf)
+            return
+        if sites_on:
+            self.note("sites use the allocator's history: no allocator trace")
+            return
+        cuda = sys.modules.get("torch.cuda")
+        if cuda is not None:
+            self._queue(cuda)
+            return
+        self.state = "armed"
+        sys.meta_path.insert(0, _Finder(self._queue))
+
+    def _queue(self, cuda: Any) -> None:
+        try:
+            if cuda.is_initialized():
+                self.state = "done"
+                self.note("CUDA was up before the probe: no allocator trace (it must start at the first request)")
+                return
+            self.state = "armed"
+            cuda._lazy_call(self._start)
+        except Exception:
+            self.state = "done"
+
+    def _start(self) -> None:
+        try:
+            import torch
+            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
+            self.state = "on"
+        except Exception:
+            self.state = "done"
+
+    def finish(self, torch: Any, devices: List[int], gpu: Callable[[int], int], pid: int, steps: int,
+               t_ns: int, line: Callable[..., str]) -> List[str]:
+        """At the end of step AFTER_STEPS: the marks of each device's trace,
+        and the history off."""
+        if self.state != "on":
+            return []
+        self.state = "done"
+        out = []
+        try:
+            snap = torch.cuda.memory._snapshot()
+            traces = snap.get("device_traces") or []
+            for d in devices:
+                if d >= len(traces):
+                    continue
+                ev = traces[d]
+                if len(ev) >= MAX_ENTRIES:
+                    self.note("the allocator's history filled its %d entries by step %d: no allocator trace" % (MAX_ENTRIES, steps))
+                    continue
+                data = encode(ev, gpu(d), pid, steps)
+                if data is None:
+                    self.note("the allocator's history on device %d does not start at its first request or shows an OOM: no allocator trace" % d)
+                    continue
+                out += mark_lines(data, t_ns, gpu(d), pid, line)
+        except Exception:
+            pass
+        try:
+            torch.cuda.memory._record_memory_history(enabled=None)
+        except Exception:
+            pass
+        return out

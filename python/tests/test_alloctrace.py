@@ -1,0 +1,149 @@
+"""Tests of the allocator trace (memrec._alloctrace) with a fake torch.
+
+Run: python3 -m unittest discover -s python/tests
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import types
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.dirname(HERE)
+sys.path.insert(0, PKG)
+
+from memrec import _alloctrace, _probe  # noqa: E402
+
+EVENTS = [
+    {"action": "segment_alloc", "addr": 100, "size": 2 << 20},
+    {"action": "alloc", "addr": 100, "size": 8},
+    {"action": "alloc", "addr": 612, "size": 1000},
+    {"action": "free_requested", "addr": 100, "size": 8},
+    {"action": "free_completed", "addr": 100, "size": 8},
+]
+# The bytes storage.DecodeAllocTrace reads (storage/alloctrace_test.go
+# decodes the same): version 1, gpu 0, pid 7, 3 steps, 1 segment of 2 MiB,
+# 3 ops: alloc 8, alloc 1000, the free of op 0.
+WANT = bytes([1, 0, 7, 3, 1, 0x80, 0x80, 0x80, 0x01, 3, 0x10, 0xD0, 0x0F, 0x05])
+
+
+class EncodeTest(unittest.TestCase):
+    def test_bytes(self):
+        self.assertEqual(_alloctrace.encode(EVENTS, 0, 7, 3), WANT)
+
+    def test_not_from_the_start_or_with_an_oom(self):
+        self.assertIsNone(_alloctrace.encode([{"action": "free_completed", "addr": 5, "size": 8}], 0, 7, 3))
+        self.assertIsNone(_alloctrace.encode(EVENTS + [{"action": "oom", "size": 1 << 30}], 0, 7, 3))
+
+    def test_pieces(self):
+        data = bytes(range(256)) * 40  # 10 KiB: four pieces
+        lines = _alloctrace.mark_lines(data, 5, 2, 7, _probe.mark_line)
+        self.assertEqual(len(lines), 4)
+        got = b""
+        for i, l in enumerate(lines):
+            m = json.loads(l)
+            self.assertEqual((m["kind"], m["gpu"], m["pid"], m["t_ns"]), ("alloc_trace", 2, 7, 5))
+            head, b64 = m["text"].split(" ")
+            self.assertEqual(head, "%d/4" % i)
+            self.assertLessEqual(len(m["text"]), 4 << 10)  # the recorder's longest mark text
+            got += base64.b64decode(b64)
+        self.assertEqual(got, data)
+
+
+def fake_cuda(initialized=False):
+    calls = {"history": [], "queued": []}
+    cuda = types.SimpleNamespace(is_initialized=lambda: initialized,
+                                 _lazy_call=lambda f: calls["queued"].append(f))
+    cuda.memory = types.SimpleNamespace(
+        _record_memory_history=lambda enabled="all", **kw: calls["history"].append(enabled),
+        _snapshot=lambda: {"device_traces": [EVENTS]})
+    torch = types.SimpleNamespace(cuda=cuda)
+    return torch, calls
+
+
+class ArmTest(unittest.TestCase):
+    def setUp(self):
+        self.notes = []
+        self.env = mock.patch.dict(os.environ, {"MEMREC_ALLOC_TRACE": "1"})
+        self.env.start()
+        for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+            os.environ.pop(k, None)
+
+    def tearDown(self):
+        self.env.stop()
+
+    def arm(self, torch, sites=False):
+        t = _alloctrace.AllocTrace(self.notes.append)
+        with mock.patch.dict(sys.modules, {"torch": torch, "torch.cuda": torch.cuda}):
+            t.arm(sites)
+        return t
+
+    def test_starts_inside_cuda_init_and_sends_at_the_third_step(self):
+        torch, calls = fake_cuda()
+        t = self.arm(torch)
+        self.assertEqual(len(calls["queued"]), 1)  # queued for CUDA's initialisation
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()
+        self.assertEqual(calls["history"], ["all"])
+        lines = t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line)
+        self.assertEqual(calls["history"], ["all", None])  # and off again
+        self.assertEqual(len(lines), 1)
+        m = json.loads(lines[0])
+        self.assertEqual(m["gpu"], 4)
+        data = base64.b64decode(m["text"].split(" ")[1])
+        self.assertEqual(data[1], 4)  # the trace names memrec's GPU
+        self.assertEqual(t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line), [])  # once
+
+    def test_refuses_where_it_cannot_be_whole(self):
+        torch, calls = fake_cuda(initialized=True)
+        self.arm(torch)
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+        self.arm(fake_cuda()[0])
+        del os.environ["PYTORCH_CUDA_ALLOC_CONF"]
+        self.arm(fake_cuda()[0], sites=True)
+        self.assertEqual(len(self.notes), 3, self.notes)
+        self.assertIn("CUDA was up", self.notes[0])
+        self.assertIn("expandable_segments", self.notes[1])
+        self.assertIn("sites", self.notes[2])
+        self.assertEqual(calls["queued"], [])
+
+    def test_off_without_the_variable(self):
+        os.environ["MEMREC_ALLOC_TRACE"] = "0"
+        torch, calls = fake_cuda()
+        self.arm(torch)
+        self.assertEqual((calls["queued"], self.notes), ([], []))
+
+    def test_import_hook(self):
+        # A torch not imported yet: the hook queues the start once torch.cuda
+        # has loaded (a fake package on disk, in a fresh interpreter).
+        d = tempfile.mkdtemp()
+        os.makedirs(os.path.join(d, "torch", "cuda"))
+        with open(os.path.join(d, "torch", "__init__.py"), "w") as f:
+            f.write("from . import cuda\n")
+        with open(os.path.join(d, "torch", "cuda", "__init__.py"), "w") as f:
+            f.write(textwrap.dedent('''
+                queued = []
+                def is_initialized(): return False
+                def _lazy_call(f): queued.append(f)
+            '''))
+        code = textwrap.dedent('''
+            import sys
+            sys.path[:0] = [%r, %r]
+            from memrec import _alloctrace
+            t = _alloctrace.AllocTrace(print)
+            t.arm(False)
+            import torch
+            print(len(torch.cuda.queued), t.state)
+        ''' % (PKG, d))
+        out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MEMREC_ALLOC_TRACE="1"),
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.stdout.strip(), "1 armed", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
