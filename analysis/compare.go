@@ -162,6 +162,11 @@ type ReplayFigures struct {
 	StrandedBytes    int64         `json:"stranded_bytes_at_peak"`
 	Retries          int           `json:"retries"`
 	BeyondTraceBytes int64         `json:"beyond_trace_bytes,omitempty"`
+	// ShapeChosenBytes is the largest request of the higher run that the
+	// lower did not make (a workspace a library sized for the shape), at
+	// the higher value; the pessimistic end holds it, grown with the
+	// value, beyond the replay.
+	ShapeChosenBytes int64 `json:"shape_chosen_bytes"`
 }
 
 // ReplayCheck is one traced run replayed as recorded.
@@ -548,6 +553,10 @@ func (by *ByTag) interval() {
 		if _, r, ok := by.replay.Fitting(*c, by.Available(0)-float64(by.Replay.BeyondTraceBytes), Pessimistic, by.integer); ok {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
 			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %d times", num(p), FormatBytes(r.StrandedAtPeak), r.Retries)
+			if ch := by.replay.Chosen; ch > 0 {
+				allowance += fmt.Sprintf("; + %s for a request sized for the shape (%s at %s, grown with the value)",
+					FormatBytes(int64(float64(ch)**p/by.replay.HighValue)), FormatBytes(ch), num(&by.replay.HighValue))
+			}
 		}
 	} else if l := by.SegmentLine; l != nil {
 		segs := StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
@@ -795,7 +804,7 @@ func (by *ByTag) chooseReplay() {
 	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
 	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace)
 	by.replay = &s
-	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks}
+	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
 	if r, err := ReplayAllocator(hi.trace.Ops, 0); err == nil && *hi.StepPeakBytes > r.PeakAllocated {
 		f.BeyondTraceBytes = *hi.StepPeakBytes - r.PeakAllocated
 	}
@@ -803,7 +812,8 @@ func (by *ByTag) chooseReplay() {
 	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
 		"each sized on the line through its size there and at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones grown with the value), "+
 		"against the total less %s the driver reserves and %s PyTorch does not see%s; "+
-		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's, the optimistic end adds what the flattest takes away; "+
+		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's and the largest request the lower run did not make, grown with the value "+
+		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
 		"%s",
 		hi.Run, s.Requests, fmtNum(hi.Value), fmtNum(lo.Value), lo.Run, s.Matched,
 		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks))

@@ -32,19 +32,31 @@ many different sizes), in fp32 with SGD; and gpt2_medium (24 layers of 1 024,
 2 048 tokens, vocabulary 50 257) with bf16 autocast and AdamW. vgg11 set the
 rule's least of one largest segment; densenet121, gpt2_medium and vgg16 (two
 convolutions at full resolution where vgg11 has one) were recorded after it.
+
+Two more, added after the allocator replay was written, to check it on shapes
+it had not seen: mobilenet_v3_large (inverted residuals, hard-swish, many
+small activations) in fp32 with SGD, and qwen_05b (a Qwen2-style model of
+0.5 billion parameters: 24 layers of 896, grouped-query attention with 2
+key-value heads, 1 024 tokens, a vocabulary of 151 936 with tied embeddings)
+with bf16 autocast and AdamW. And two more after the replay's edge was made
+to hold for every value below it: regnet_y_3_2gf (grouped convolutions,
+squeeze-and-excitation) in fp32 with SGD, and gpt2_ckpt (GPT-2 small with
+1 024 tokens and activation checkpointing: each block's forward runs again
+in the backward pass) with bf16 autocast and AdamW.
 """
 import torch
 import torch.nn as nn
 
 MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
-          "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16")
+          "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16",
+          "mobilenet_v3_large", "qwen_05b", "regnet_y_3_2gf", "gpt2_ckpt")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
     if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t", "resnet34", "vgg11",
-                "densenet121", "vgg16"):
+                "densenet121", "vgg16", "mobilenet_v3_large", "regnet_y_3_2gf"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
@@ -84,9 +96,15 @@ def build(name):
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
-    if name in ("lm_wide", "bert", "lm_1b"):
+    if name in ("lm_wide", "bert", "lm_1b", "qwen_05b"):
         import transformers as tf
-        if name == "lm_1b":
+        if name == "qwen_05b":
+            seq, vocab = 1024, 151936
+            net = tf.Qwen2ForCausalLM(tf.Qwen2Config(vocab_size=vocab, hidden_size=896, intermediate_size=4864,
+                                                     num_hidden_layers=24, num_attention_heads=14,
+                                                     num_key_value_heads=2, max_position_embeddings=seq,
+                                                     tie_word_embeddings=True))
+        elif name == "lm_1b":
             seq, vocab = 2048, 32000
             net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=2048, intermediate_size=5632,
                                                      num_hidden_layers=16, num_attention_heads=16,
@@ -107,10 +125,12 @@ def build(name):
             return net(input_ids=ids, labels=ids).loss
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     from transformers import GPT2Config, GPT2LMHeadModel
-    seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257)}.get(name, (1024, 128256))
+    seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257), "gpt2_ckpt": (1024, 50257)}.get(name, (1024, 128256))
     wide = name == "gpt2_medium"
     net = GPT2LMHeadModel(GPT2Config(n_layer=24 if wide else 12, n_embd=1024 if wide else 768, n_head=16 if wide else 12,
                                      n_positions=seq, vocab_size=vocab))
+    if name == "gpt2_ckpt":
+        net.gradient_checkpointing_enable()
 
     def make_batch(b, dev):
         return (torch.randint(0, vocab, (b, seq), device=dev),)
