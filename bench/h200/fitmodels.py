@@ -42,21 +42,26 @@ with bf16 autocast and AdamW. And two more after the replay's edge was made
 to hold for every value below it: regnet_y_3_2gf (grouped convolutions,
 squeeze-and-excitation) in fp32 with SGD, and gpt2_ckpt (GPT-2 small with
 1 024 tokens and activation checkpointing: each block's forward runs again
-in the backward pass) with bf16 autocast and AdamW.
+in the backward pass) with bf16 autocast and AdamW. And two after the
+pessimistic end held a request sized for the shape: efficientnet_v2_s
+(fused inverted residuals) in fp32 with SGD, and lm_4k (a Llama-style
+model, 8 layers of 1 024, 4 096 tokens, vocabulary 32 000) with bf16
+autocast and AdamW.
 """
 import torch
 import torch.nn as nn
 
 MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
           "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16",
-          "mobilenet_v3_large", "qwen_05b", "regnet_y_3_2gf", "gpt2_ckpt")
+          "mobilenet_v3_large", "qwen_05b", "regnet_y_3_2gf", "gpt2_ckpt",
+          "efficientnet_v2_s", "lm_4k")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
     if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t", "resnet34", "vgg11",
-                "densenet121", "vgg16", "mobilenet_v3_large", "regnet_y_3_2gf"):
+                "densenet121", "vgg16", "mobilenet_v3_large", "regnet_y_3_2gf", "efficientnet_v2_s"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
@@ -96,9 +101,14 @@ def build(name):
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
-    if name in ("lm_wide", "bert", "lm_1b", "qwen_05b"):
+    if name in ("lm_wide", "bert", "lm_1b", "qwen_05b", "lm_4k"):
         import transformers as tf
-        if name == "qwen_05b":
+        if name == "lm_4k":
+            seq, vocab = 4096, 32000
+            net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=1024, intermediate_size=2816,
+                                                     num_hidden_layers=8, num_attention_heads=16,
+                                                     max_position_embeddings=seq))
+        elif name == "qwen_05b":
             seq, vocab = 1024, 151936
             net = tf.Qwen2ForCausalLM(tf.Qwen2Config(vocab_size=vocab, hidden_size=896, intermediate_size=4864,
                                                      num_hidden_layers=24, num_attention_heads=14,
