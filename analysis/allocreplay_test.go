@@ -129,10 +129,9 @@ func TestReplayMatchesTheAllocatorOnTheH200(t *testing.T) {
 				// more outside the allocator: a run that ran replays
 				// with that much more, one that failed fails with that
 				// much less.
-				const known = 32 << 20
-				c := h.Capacity + known
+				c := h.Capacity + ReplayCapacityKnown
 				if lr.Outcome == "oom" {
-					c = h.Capacity - known
+					c = h.Capacity - ReplayCapacityKnown
 				}
 				r, err := ReplayAllocator(ops, c)
 				if err != nil {

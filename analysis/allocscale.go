@@ -246,7 +246,8 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 	}
 }
 
-// Fitting is the largest value (from HighValue up) whose requests replay
+// Fitting is the largest value (from HighValue up: the higher run went
+// through its steps there) whose requests replay
 // within avail bytes at end e of need's interval: at the pessimistic end
 // the device is short of what the steepest reading of the runs adds to
 // the middle one (the line through the two largest values, which the
@@ -261,7 +262,7 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 // were 4× those of batch 128 grown with the batch, and the replay without
 // Chosen put the limit 0.4 % above the batch that ran.
 func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool) (float64, ReplayResult, bool) {
-	return s.Largest(func(v float64) float64 {
+	v, r, ok := s.Largest(func(v float64) float64 {
 		lo, mid, hi := need.At(v)
 		switch e {
 		case Pessimistic:
@@ -271,4 +272,19 @@ func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool)
 		}
 		return avail
 	}, integer)
+	if !ok {
+		// The higher run went through its steps at HighValue (its trace
+		// ends after them): less room than it had is an end too far.
+		return s.HighValue, r, true
+	}
+	if e != Pessimistic {
+		return v, r, ok
+	}
+	// Less room is not always a smaller value near the limit (the
+	// allocator frees its cache at other moments and packs otherwise): the
+	// pessimistic end is never above the middle.
+	if vm, rm, okm := s.Fitting(need, avail, Middle, integer); okm && vm < v {
+		return vm, rm, true
+	}
+	return v, r, ok
 }

@@ -185,6 +185,46 @@ for l in _alloctrace.mark_lines(data, time.time_ns(), 0, os.getpid(), _probe.mar
 memrec.flush()
 `
 
+// TestReplayWithARunNearTheLimit is compare --by on MobileNetV3's runs
+// recorded through the probe on an H200 (testdata/h200-probe: batches 32,
+// 64, 128 and a memrec fit trial at 3 232, whose allocator freed its cache
+// and retried). 3 240 ran there and 3 244 did not. From the small batches
+// the replay is the basis and not above 3 240; with the trial too the
+// trial's run is checked on the device rather than by its segments (its
+// allocator's count sums the segments it took again), and the value is
+// from 3 232, which ran, to 3 240.
+func TestReplayWithARunNearTheLimit(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "m.db")
+	var names []string
+	for _, b := range []string{"bs32", "bs64", "bs128", "3232"} {
+		name := "mobilenet_v3_large-" + b
+		if _, errs, code := run(t, db, "", "import", filepath.Join("testdata", "h200-probe", name+".jsonl.gz")); code != 0 {
+			t.Fatal(errs)
+		}
+		names = append(names, name)
+	}
+	for _, c := range []struct {
+		runs     []string
+		min, max float64
+	}{{names[:3], 2900, 3240}, {names, 3232, 3240}} {
+		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, c.runs...)...)
+		var got struct {
+			By struct {
+				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
+				Basis      string   `json:"basis"`
+				LeftOut    []string `json:"left_out"`
+			} `json:"by_tag"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.By.NoHeadroom == nil {
+			t.Fatalf("%v: %d %s\n%s", c.runs, code, errs, out)
+		}
+		if v := *got.By.NoHeadroom; got.By.Basis != "allocator_replay" || v < c.min || v > c.max {
+			t.Errorf("%d runs: %v on %s (%v), want from %v to %v", len(c.runs), v, got.By.Basis, got.By.LeftOut, c.min, c.max)
+		}
+	}
+}
+
 // TestRecordAllocTrace: a trace the probe sends arrives whole, over the
 // socket, in marks the recorder keeps, and analyze reads it back.
 func TestRecordAllocTrace(t *testing.T) {
