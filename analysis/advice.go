@@ -174,6 +174,10 @@ type sampleCost struct {
 	// segments' rounding, where the runs measured it (ByTag.SegmentLine).
 	segment, rounding float64
 	runs              int
+	// fits, where the runs' allocator was replayed (compare --by's basis
+	// allocator_replay), is the largest batch at the pessimistic end on a
+	// GPU with plus(v) more bytes at batch v.
+	fits func(plus func(v float64) float64) (float64, bool)
 }
 
 // scaling is the part of activations act that grows with the batch: all
@@ -443,6 +447,17 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	}
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
+	if c := f.ctx.curve; c != nil && c.fits != nil {
+		// What the remedy frees at batch v: its change to the fixed bytes,
+		// and the share of a sample's cost it takes away.
+		saved, perSample := float64(f.b.fixed()-fx), c.bytes*(1-factor)
+		v, ok := c.fits(func(v float64) float64 { return saved + perSample*v })
+		if !ok {
+			return nil
+		}
+		v = max(math.Floor(v), 0)
+		return &v
+	}
 	share, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
 	var segment, rounding float64 // the largest segment a sample, the segments' rounding
 	if c := f.ctx.curve; c != nil {
@@ -492,6 +507,9 @@ func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
 
 // basis says where a batch that would fit comes from.
 func (f fitter) basis() string {
+	if c := f.ctx.curve; c != nil && c.fits != nil {
+		return fmt.Sprintf("from the allocator replayed over the requests of %d runs at several batch sizes, with what it frees at each batch (%s a sample) added to the GPU", c.runs, FormatBytes(int64(c.bytes)))
+	}
 	if c := f.ctx.curve; c != nil {
 		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.runs, FormatBytes(int64(c.bytes)))
 	}

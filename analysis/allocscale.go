@@ -262,15 +262,25 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 // were 4× those of batch 128 grown with the batch, and the replay without
 // Chosen put the limit 0.4 % above the batch that ran.
 func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool) (float64, ReplayResult, bool) {
+	return s.FittingPlus(need, avail, nil, e, integer)
+}
+
+// FittingPlus is Fitting on a device with plus(v) more bytes at value v
+// (what a remedy frees there); nil is none.
+func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v float64) float64, e End, integer bool) (float64, ReplayResult, bool) {
 	v, r, ok := s.Largest(func(v float64) float64 {
+		a := avail
+		if plus != nil {
+			a += plus(v)
+		}
 		lo, mid, hi := need.At(v)
 		switch e {
 		case Pessimistic:
-			return avail - (hi - mid) - float64(s.Chosen)*v/s.HighValue
+			return a - (hi - mid) - float64(s.Chosen)*v/s.HighValue
 		case Optimistic:
-			return avail + (mid - lo)
+			return a + (mid - lo)
 		}
-		return avail
+		return a
 	}, integer)
 	if !ok {
 		// The higher run went through its steps at HighValue (its trace
@@ -283,7 +293,7 @@ func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool)
 	// Less room is not always a smaller value near the limit (the
 	// allocator frees its cache at other moments and packs otherwise): the
 	// pessimistic end is never above the middle.
-	if vm, rm, okm := s.Fitting(need, avail, Middle, integer); okm && vm < v {
+	if vm, rm, okm := s.FittingPlus(need, avail, plus, Middle, integer); okm && vm < v {
 		return vm, rm, true
 	}
 	return v, r, ok

@@ -411,3 +411,79 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 		t.Errorf("batch that fits %v, want %v (by the default share %v)", deref(b.FitsBatch), want, byShare)
 	}
 }
+
+// TestAdviceFromTheReplay is TestAdviceFromTheNeedCurve's runs with an
+// allocator trace each (the model's tensors allocated once, then three
+// steps of a 1 GiB workspace and 64 MiB a sample): the replay is the
+// basis, and each remedy's batch that fits is the replay's with what the
+// remedy frees at each batch added to the GPU. Accumulation over k holds
+// the same micro-batch as nothing (its gradients are held at the peak
+// already), so its effective batch is k of it; checkpointing frees a share
+// of every sample and fits more.
+func TestAdviceFromTheReplay(t *testing.T) {
+	const workspace, perSample = 1 * GiB, 64 * MiB
+	j := testJob(1)
+	s := j.Split(29, 1)
+	var runs []*Report
+	for _, b := range []int64{16, 32, 64} {
+		j.Activations = workspace + perSample*b
+		name := fmt.Sprintf("b%d", b)
+		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
+		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
+		tr := storage.AllocTrace{GPU: 0, PID: 100, Steps: 3}
+		for _, size := range []int64{s.Params, s.Grads, j.Optimizer} {
+			tr.Ops = append(tr.Ops, storage.AllocOp{Size: size})
+		}
+		for step := 0; step < 3; step++ {
+			first := int32(len(tr.Ops))
+			tr.Ops = append(tr.Ops, storage.AllocOp{Size: workspace})
+			for i := 0; i < 4; i++ {
+				tr.Ops = append(tr.Ops, storage.AllocOp{Size: perSample * b / 4})
+			}
+			for i := int32(0); i < 5; i++ {
+				tr.Ops = append(tr.Ops, storage.AllocOp{Free: true, Of: first + i})
+			}
+		}
+		r, err := ReplayAllocator(tr.Ops, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Segments, tr.SegmentBytes = r.Segments, r.PeakReserved
+		for _, m := range tr.Marks(t0 + 2e9) {
+			run += fmt.Sprintf(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":100,"text":%q}`+"\n", m.T, m.Text)
+		}
+		runs = append(runs, analyzeJSONL(t, run)[name])
+	}
+	c, err := Compare(runs, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	by := c.By
+	if by.Basis != "allocator_replay" || by.HelpRun != "b64" || by.MaxFittingValueNoHeadroom == nil {
+		t.Fatalf("basis %q, help of %q, %v", by.Basis, by.HelpRun, by.leftOut)
+	}
+	base := *by.MaxFittingValueNoHeadroom
+	got := map[string]float64{}
+	for _, r := range by.Help {
+		if r.FitsBatch == nil {
+			continue
+		}
+		if !strings.Contains(r.FitsWhy, "allocator replayed") {
+			t.Errorf("%s: %s", r.Title, r.FitsWhy)
+		}
+		key := r.Kind.String()
+		if r.N > 0 {
+			key += fmt.Sprintf("/%d", r.N)
+		}
+		got[key] = *r.FitsBatch
+	}
+	if got["gradient_accumulation/2"] != 2*base || got["gradient_accumulation/4"] != 4*base {
+		t.Errorf("accumulation fits %v and %v, want 2 and 4 times %v", got["gradient_accumulation/2"], got["gradient_accumulation/4"], base)
+	}
+	if got["activation_checkpointing"] <= base*1.2 {
+		t.Errorf("checkpointing fits %v, no more than %v", got["activation_checkpointing"], base)
+	}
+}

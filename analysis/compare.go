@@ -904,7 +904,7 @@ func segmentLine(points []TagPoint) (Fit, bool) {
 // cost between the two largest values): a batch that fits after each
 // remedy then keeps what does not grow with the batch.
 func (by *ByTag) advise(c *Comparison) {
-	if by.Need == nil || by.Basis != "step_peak_allocated" {
+	if by.Need == nil || by.Basis != "step_peak_allocated" && by.Basis != "allocator_replay" {
 		return
 	}
 	var best *Budget
@@ -929,8 +929,21 @@ func (by *ByTag) advise(c *Comparison) {
 	advise(&b, adviceContext{batch: value, total: by.TotalBytes, driverReserved: by.DriverReservedBytes,
 		sampleAllocated: b.PeakAllocatedBytes - sampled,
 		curve: &sampleCost{bytes: by.Need.MarginalBytesPerUnit, allowance: by.AllowanceFraction,
-			segment: segPerUnit, rounding: by.RoundingBytes, runs: len(by.Points)}})
+			segment: segPerUnit, rounding: by.RoundingBytes, runs: len(by.Points), fits: by.replayFits()}})
 	by.Help, by.HelpRun = b.Help, bestRun
+}
+
+// replayFits is the remedies' batch that fits where the replay is the
+// basis: its pessimistic end with what a remedy frees added to the GPU;
+// nil without a replay.
+func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool) {
+	if by.replay == nil {
+		return nil
+	}
+	return func(plus func(v float64) float64) (float64, bool) {
+		v, _, ok := by.replay.FittingPlus(*by.Need, by.Available(0)-float64(by.Replay.BeyondTraceBytes), plus, Pessimistic, by.integer)
+		return v, ok
+	}
 }
 
 // belowFailed caps v below the smallest value that ran out of memory:
