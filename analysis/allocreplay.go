@@ -27,6 +27,11 @@ import (
 //     fails the job is out of memory;
 //   - a freed block merges with the free blocks beside it in its segment.
 //
+// A request the job made and caught the out-of-memory error of (cuDNN
+// trying a smaller workspace next) is tried the same way; where the replay
+// serves it, it is given back at once (a workspace used and freed), and
+// where not, the cache has been released and the replay goes on.
+//
 // The replay knows one stream (a block is free when torch's trace says its
 // free completed) and no expandable segments.
 const (
@@ -250,10 +255,15 @@ func ReplayAllocator(ops []storage.AllocOp, capacity int64) (ReplayResult, error
 			continue
 		}
 		b := a.malloc(op.Size)
-		if b == nil {
+		switch {
+		case op.Failed && b != nil:
+			a.free(b) // served here: a workspace used and given back
+		case op.Failed:
+		case b == nil:
 			return a.result(false, i), nil
+		default:
+			live[i] = b
 		}
-		live[i] = b
 	}
 	return a.result(true, 0), nil
 }

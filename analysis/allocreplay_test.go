@@ -269,3 +269,20 @@ func TestReplayLargestBelowEveryFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayFailedRequest: a request whose OOM the job caught goes on
+// either way. Where the device has no room for it, the cache is released
+// (a cached segment of 20 MiB given back) and nothing is allocated; where
+// it has room, it is served and given back at once, its segment cached.
+func TestReplayFailedRequest(t *testing.T) {
+	const mib = 1 << 20
+	ops := []storage.AllocOp{{Size: 20 * mib}, {Size: 20 * mib}, {Free: true, Of: 1}, {Failed: true, Size: 64 * mib}, {Size: 8 * mib}}
+	r, err := ReplayAllocator(ops, 60*mib)
+	if err != nil || !r.OK || r.Retries != 1 || r.PeakReserved != 40*mib || r.Segments != 3 {
+		t.Errorf("no room: %+v, %v", r, err)
+	}
+	r, err = ReplayAllocator(ops, 0)
+	if err != nil || !r.OK || r.Retries != 0 || r.PeakReserved != 104*mib || r.PeakAllocated != 84*mib {
+		t.Errorf("room: %+v, %v", r, err)
+	}
+}

@@ -176,11 +176,11 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 }
 
 // LargestWindow is how far below the edge a bisection finds Largest tries
-// the values again (a share of the edge), and largestProbes in how many
-// steps at most: the stranded room of the allocator changes by up to a
-// few largest segments between neighbouring values, which near the limit
-// is a few per cent of the value.
-// largestRounds bounds how often the window moves down.
+// the values again, as a share of the edge; largestProbes is in how many
+// steps at most, largestRounds how often the window may move down. The
+// room the allocator strands changes by up to a few of its largest
+// segments between neighbouring values, a few per cent of the value near
+// the limit.
 const (
 	LargestWindow = 0.03
 	largestProbes = 96

@@ -29,7 +29,10 @@ import (
 // what the allocator itself took from the device in that time (the replay
 // checks itself against them). An op is 2·size for an allocation of size
 // bytes (as requested, before rounding) and 2·back+1 for the free of the
-// allocation made back ops before it.
+// allocation made back ops before it. Version 2 adds the request that
+// failed with an out-of-memory error the job caught (cuDNN trying a smaller
+// workspace): 1 (a free of nothing) followed by its size. A trace without
+// one is written as version 1.
 //
 // A mark's text carries one piece: "i/n " and the base64 (standard, padded)
 // of the i-th of n pieces of those bytes; the pieces of one trace share the
@@ -39,11 +42,14 @@ import (
 const MarkAllocTrace wire.MarkKind = "alloc_trace"
 
 // AllocOp is one request to the caching allocator: an allocation of Size
-// bytes, or with Free the release of the allocation made by op Of.
+// bytes, or with Free the release of the allocation made by op Of; with
+// Failed, an allocation of Size that ran out of memory and was caught (the
+// allocator had released its cache; nothing was allocated).
 type AllocOp struct {
-	Free bool
-	Of   int32
-	Size int64
+	Free   bool
+	Failed bool
+	Of     int32
+	Size   int64
 }
 
 // AllocTrace is one process's requests on one GPU (see above). The zero
@@ -69,14 +75,23 @@ var ErrAllocTrace = errors.New("malformed allocator trace")
 
 // Encode returns the trace's bytes.
 func (t AllocTrace) Encode() []byte {
+	version := uint64(1)
+	for _, op := range t.Ops {
+		if op.Failed {
+			version = 2
+		}
+	}
 	b := make([]byte, 0, 16+3*len(t.Ops))
-	for _, v := range []uint64{1, uint64(t.GPU), uint64(t.PID), uint64(t.Steps), uint64(t.Segments), uint64(t.SegmentBytes), uint64(len(t.Ops))} {
+	for _, v := range []uint64{version, uint64(t.GPU), uint64(t.PID), uint64(t.Steps), uint64(t.Segments), uint64(t.SegmentBytes), uint64(len(t.Ops))} {
 		b = binary.AppendUvarint(b, v)
 	}
 	for i, op := range t.Ops {
-		if op.Free {
+		switch {
+		case op.Failed:
+			b = binary.AppendUvarint(binary.AppendUvarint(b, 1), uint64(op.Size))
+		case op.Free:
 			b = binary.AppendUvarint(b, uint64(i-int(op.Of))<<1|1)
-		} else {
+		default:
 			b = binary.AppendUvarint(b, uint64(op.Size)<<1)
 		}
 	}
@@ -102,8 +117,8 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 		}
 		head[i] = v
 	}
-	if head[0] != 1 {
-		return AllocTrace{}, fmt.Errorf("%w: version %d (want 1)", ErrAllocTrace, head[0])
+	if head[0] != 1 && head[0] != 2 {
+		return AllocTrace{}, fmt.Errorf("%w: version %d (want 1 or 2)", ErrAllocTrace, head[0])
 	}
 	if head[6] > uint64(len(b)) || head[1] > MaxGPUIndex || head[2] > 1<<31 || head[3] > 1<<31 || head[4] > 1<<31 || head[5] > 1<<62 {
 		return AllocTrace{}, fmt.Errorf("%w: header out of range", ErrAllocTrace)
@@ -124,6 +139,17 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 			continue
 		}
 		back := v >> 1
+		if back == 0 && head[0] == 2 {
+			size, err := next("op " + strconv.Itoa(i) + "'s size")
+			if err != nil {
+				return AllocTrace{}, err
+			}
+			if size > 1<<50 {
+				return AllocTrace{}, fmt.Errorf("%w: op %d asks for %d bytes", ErrAllocTrace, i, size)
+			}
+			t.Ops[i] = AllocOp{Failed: true, Size: int64(size)}
+			continue
+		}
 		if back == 0 || back > uint64(i) || !live[i-int(back)] {
 			return AllocTrace{}, fmt.Errorf("%w: op %d frees nothing live (%d back)", ErrAllocTrace, i, back)
 		}

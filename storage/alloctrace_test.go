@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -49,17 +50,29 @@ func TestAllocTraceFromTheProbe(t *testing.T) {
 	if got, err := DecodeAllocTrace(b); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("%+v, %v", got, err)
 	}
+	// test_a_caught_oom_is_a_failed_request: version 2, a request of 1 GiB
+	// that failed, then the free of op 1.
+	b2 := append([]byte{2}, b[1:9]...)
+	b2 = append(b2, 5, 0x10, 0xD0, 0x0F, 0x05, 0x01, 0x80, 0x80, 0x80, 0x80, 0x04, 0x07)
+	want.Ops = append(want.Ops, AllocOp{Failed: true, Size: 1 << 30}, AllocOp{Free: true, Of: 1})
+	if got, err := DecodeAllocTrace(b2); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	if !bytes.Equal(want.Encode(), b2) {
+		t.Errorf("encoded %x, want %x", want.Encode(), b2)
+	}
 }
 
 func TestAllocTraceMalformed(t *testing.T) {
 	good := AllocTrace{Steps: 1, Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}}}.Encode()
 	for name, b := range map[string][]byte{
-		"empty":               {},
-		"version 2":           append([]byte{2}, good[1:]...),
-		"truncated":           good[:len(good)-1],
-		"trailing bytes":      append(append([]byte(nil), good...), 0),
-		"free of nothing":     AllocTrace{Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}, {Free: true, Of: 0}}}.Encode(),
-		"more ops than bytes": {1, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03},
+		"empty":                         {},
+		"version 3":                     append([]byte{3}, good[1:]...),
+		"a failed request in version 1": {1, 0, 0, 0, 0, 0, 1, 1, 0x80, 0x04},
+		"truncated":                     good[:len(good)-1],
+		"trailing bytes":                append(append([]byte(nil), good...), 0),
+		"free of nothing":               AllocTrace{Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}, {Free: true, Of: 0}}}.Encode(),
+		"more ops than bytes":           {1, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03},
 	} {
 		if _, err := DecodeAllocTrace(b); !errors.Is(err, ErrAllocTrace) {
 			t.Errorf("%s: %v", name, err)
@@ -69,6 +82,7 @@ func TestAllocTraceMalformed(t *testing.T) {
 
 func FuzzAllocTrace(f *testing.F) {
 	f.Add(AllocTrace{Steps: 1, Ops: []AllocOp{{Size: 512}, {Free: true, Of: 0}}}.Encode())
+	f.Add(AllocTrace{Steps: 1, Ops: []AllocOp{{Size: 512}, {Failed: true, Size: 1 << 30}, {Free: true, Of: 0}}}.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, err := DecodeAllocTrace(b)
 		if err != nil {

@@ -58,9 +58,12 @@ def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> Opti
     """The trace's bytes from one device's entries of
     torch.cuda.memory._snapshot()["device_traces"]; None where the entries
     do not start at the allocator's first request (a free of a block the
-    history never saw) or show an out-of-memory error."""
+    history never saw) or show expandable segments. An out-of-memory error
+    the job went on from (cuDNN trying a smaller workspace) is a failed
+    request: 1 and its size, in a trace of version 2."""
     ops = bytearray()
     n = 0
+    version = 1
     live = {}
     segments = seg_bytes = 0
     for e in events:
@@ -78,10 +81,15 @@ def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> Opti
         elif a == "segment_alloc":
             segments += 1
             seg_bytes += int(e["size"])
-        elif a in ("oom", "segment_map", "segment_unmap"):
+        elif a == "oom":
+            _uvarint(ops, 1)
+            _uvarint(ops, int(e["size"]))
+            n += 1
+            version = 2
+        elif a in ("segment_map", "segment_unmap"):
             return None
     head = bytearray()
-    for v in (1, gpu, pid, steps, segments, seg_bytes, n):
+    for v in (version, gpu, pid, steps, segments, seg_bytes, n):
         _uvarint(head, v)
     return bytes(head + ops)
 
@@ -189,7 +197,7 @@ class AllocTrace:
                     continue
                 data = encode(ev, gpu(d), pid, steps)
                 if data is None:
-                    self.note("the allocator's history on device %d does not start at its first request or shows an OOM: no allocator trace" % d)
+                    self.note("the allocator's history on device %d does not start at its first request or has expandable segments: no allocator trace" % d)
                     continue
                 out += mark_lines(data, t_ns, gpu(d), pid, line)
         except Exception:

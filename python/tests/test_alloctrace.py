@@ -36,9 +36,17 @@ class EncodeTest(unittest.TestCase):
     def test_bytes(self):
         self.assertEqual(_alloctrace.encode(EVENTS, 0, 7, 3), WANT)
 
-    def test_not_from_the_start_or_with_an_oom(self):
+    def test_not_from_the_start_or_expandable(self):
         self.assertIsNone(_alloctrace.encode([{"action": "free_completed", "addr": 5, "size": 8}], 0, 7, 3))
-        self.assertIsNone(_alloctrace.encode(EVENTS + [{"action": "oom", "size": 1 << 30}], 0, 7, 3))
+        self.assertIsNone(_alloctrace.encode(EVENTS + [{"action": "segment_map", "addr": 0, "size": 2 << 20}], 0, 7, 3))
+
+    def test_a_caught_oom_is_a_failed_request(self):
+        # Version 2; op 3 failed asking for 1 GiB (1, then the size), op 4
+        # frees op 1 (back 3). storage/alloctrace_test.go decodes the same.
+        events = EVENTS + [{"action": "oom", "addr": 0, "size": 1 << 30},
+                           {"action": "free_completed", "addr": 612, "size": 1000}]
+        want = bytes([2]) + WANT[1:9] + bytes([5, 0x10, 0xD0, 0x0F, 0x05, 0x01, 0x80, 0x80, 0x80, 0x80, 0x04, 0x07])
+        self.assertEqual(_alloctrace.encode(events, 0, 7, 3), want)
 
     def test_pieces(self):
         data = bytes(range(256)) * 40  # 10 KiB: four pieces
