@@ -257,3 +257,58 @@ func TestRecordAllocTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokenAllocTrace: a run whose allocator trace lost a piece (an
+// imported file cut by hand, a mark dropped) is analysed as it is, with a
+// note that names what is wrong, and compare --by of runs of which one has
+// no whole trace uses the rule of the largest segments instead.
+func TestBrokenAllocTrace(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "h200-segments")
+	traces := filepath.Join("..", "..", "analysis", "testdata", "h200-alloc")
+	db := filepath.Join(t.TempDir(), "m.db")
+	var names []string
+	for i, b := range []string{"16", "32", "64"} {
+		name := "bert-bs" + b
+		file := withTrace(t, filepath.Join(dir, name+".jsonl.gz"), filepath.Join(traces, name+".trace.gz"))
+		if i == 0 { // drop the trace's second piece
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, l := range strings.SplitAfter(string(raw), "\n") {
+				if !strings.Contains(l, `"text":"1/`) {
+					kept = append(kept, l)
+				}
+			}
+			os.WriteFile(file, []byte(strings.Join(kept, "")), 0o644)
+		}
+		if _, errs, code := run(t, db, "", "import", "--name", name, file); code != 0 {
+			t.Fatal(errs)
+		}
+		names = append(names, name)
+	}
+	out, errs, code := run(t, db, "", "analyze", "--json", names[0])
+	var rep struct {
+		GPUs []struct {
+			Requests int `json:"alloc_trace_requests"`
+		} `json:"gpus"`
+		Notes []string `json:"notes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 0 {
+		t.Fatalf("analyze: %d %s\n%s", code, errs, out)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "allocator trace is left out") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+	out, errs, code = run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+	var c struct {
+		By struct {
+			Basis string `json:"basis"`
+		} `json:"by_tag"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.Basis != "step_peak_allocated" {
+		t.Errorf("compare: %d %s, basis %q", code, errs, c.By.Basis)
+	}
+}
