@@ -261,9 +261,16 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 			}
 			fmt.Fprintf(w, "  a projection, not a trial: memrec fit --by %s --runs %s -- COMMAND ... {} finds the limit by running the job\n",
 				b.Tag, strings.Join(runs, ","))
+			if b.Basis == "step_peak_allocated" {
+				fmt.Fprintln(w, "  with runs recorded by memrec record --alloc-trace (as memrec fit's trials are), the allocator is replayed over their requests instead of bounded")
+			}
 		}
 		if len(b.Help) > 0 {
-			fmt.Fprintf(w, "What would help run %q, each batch that would then fit from the runs' need curve:\n", b.HelpRun)
+			from := "the runs' need curve"
+			if b.Basis == "allocator_replay" {
+				from = "the allocator replayed"
+			}
+			fmt.Fprintf(w, "What would help run %q, each batch that would then fit from %s:\n", b.HelpRun, from)
 			for i, h := range (&analysis.Budget{Help: b.Help}).HelpWords(len(b.Help)) {
 				fmt.Fprintf(w, "  %d. %s\n", i+1, h)
 			}
