@@ -27,11 +27,15 @@ import importlib.abc
 import importlib.util
 import os
 import sys
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 MAX_ENTRIES = 1_000_000  # the history's ring; a trace that filled it is not sent
 PIECE = 3000  # bytes of trace per mark (storage.allocTracePiece): its base64 fits a mark text (4 KiB)
 AFTER_STEPS = 3
+# A job that marks no steps (--torch without memrec.step) would keep the
+# history on for its whole run: it is turned off this long after it started.
+MAX_SECONDS = 120.0
 
 
 def wanted() -> bool:
@@ -139,6 +143,7 @@ class AllocTrace:
     def __init__(self, note: Callable[[str], None]) -> None:
         self.note = note
         self.state = "off"  # off, armed, on, done
+        self.started = 0.0  # time.monotonic() when the history went on
 
     def arm(self, sites_on: bool) -> None:
         if self.state != "off" or not wanted():
@@ -173,9 +178,23 @@ class AllocTrace:
         try:
             import torch
             torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
+            self.started = time.monotonic()
             self.state = "on"
         except Exception:
             self.state = "done"
+
+    def expire(self, torch: Any, steps: int) -> None:
+        """From the probe's timer: the history off where it has been on for
+        MAX_SECONDS without reaching step AFTER_STEPS."""
+        if self.state != "on" or time.monotonic() - self.started < MAX_SECONDS:
+            return
+        self.state = "done"
+        try:
+            torch.cuda.memory._record_memory_history(enabled=None)
+        except Exception:
+            pass
+        self.note("%d of %d steps marked in %.0f s (memrec.step() marks them): the allocator's history is off, no allocator trace"
+                  % (steps, AFTER_STEPS, MAX_SECONDS))
 
     def finish(self, torch: Any, devices: List[int], gpu: Callable[[int], int], pid: int, steps: int,
                t_ns: int, line: Callable[..., str]) -> List[str]:

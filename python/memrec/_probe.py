@@ -286,6 +286,8 @@ class Probe:
             torch = self._torch()
             if torch is not None and time.monotonic() - self.devices_checked > 5.0:
                 self.devices(torch, rescan=True)
+            if torch is not None:
+                self.alloc_trace.expire(torch, self.steps_seen)
             if time.time_ns() - self.last_step_sample_ns >= self.timer_interval * 1e9:
                 self.sample()  # no step took one since the last wake
         except Exception:

@@ -107,6 +107,21 @@ class ArmTest(unittest.TestCase):
         self.assertEqual(data[1], 4)  # the trace names memrec's GPU
         self.assertEqual(t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line), [])  # once
 
+    def test_off_again_without_steps(self):
+        # A job that marks no steps: the timer turns the history off after
+        # MAX_SECONDS, with a note, and no trace is sent after it.
+        torch, calls = fake_cuda()
+        t = self.arm(torch)
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()
+        t.expire(torch, 0)
+        self.assertEqual(calls["history"], ["all"])  # not yet
+        t.started -= _alloctrace.MAX_SECONDS
+        t.expire(torch, 1)
+        self.assertEqual(calls["history"], ["all", None])
+        self.assertIn("1 of 3 steps marked", self.notes[-1])
+        self.assertEqual(t.finish(torch, [0], lambda d: 0, 7, 3, 9, _probe.mark_line), [])
+
     def test_refuses_where_it_cannot_be_whole(self):
         torch, calls = fake_cuda(initialized=True)
         self.arm(torch)
