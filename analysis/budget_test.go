@@ -301,22 +301,7 @@ func partDetail(b *Budget, p BudgetPart) (string, bool) {
 func TestAdviceFromTheNeedCurve(t *testing.T) {
 	const workspace, perSample = 1 * GiB, 64 * MiB
 	j := testJob(1)
-	var runs []*Report
-	for _, b := range []int64{16, 32, 64} {
-		j.Activations = workspace + perSample*b
-		name := fmt.Sprintf("b%d", b)
-		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
-		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
-		runs = append(runs, analyzeJSONL(t, run)[name])
-	}
-	c, err := Compare(runs, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0.05); err != nil {
-		t.Fatal(err)
-	}
-	by := c.By
+	by, runs := byBatchOfWatchedRuns(t, j, workspace, perSample, nil)
 	if by.HelpRun != "b64" || by.Need == nil || by.Need.MarginalBytesPerUnit != perSample {
 		t.Fatalf("help of %q, curve %+v", by.HelpRun, by.Need)
 	}
@@ -412,6 +397,32 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 	}
 }
 
+// byBatchOfWatchedRuns is compare --by batch_size of three watched runs
+// of j at batches 16, 32 and 64 whose activations are workspace and
+// perSample a sample, each with the lines more(b) appends (nil: none).
+func byBatchOfWatchedRuns(t *testing.T, j jobmodel.Job, workspace, perSample int64, more func(b int64) string) (*ByTag, []*Report) {
+	t.Helper()
+	var runs []*Report
+	for _, b := range []int64{16, 32, 64} {
+		j.Activations = workspace + perSample*b
+		name := fmt.Sprintf("b%d", b)
+		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
+		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
+		if more != nil {
+			run += more(b)
+		}
+		runs = append(runs, analyzeJSONL(t, run)[name])
+	}
+	c, err := Compare(runs, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0.05); err != nil {
+		t.Fatal(err)
+	}
+	return c.By, runs
+}
+
 // TestAdviceFromTheReplay is TestAdviceFromTheNeedCurve's runs with an
 // allocator trace each (the model's tensors allocated once, then three
 // steps of a 1 GiB workspace and 64 MiB a sample): the replay is the
@@ -424,12 +435,7 @@ func TestAdviceFromTheReplay(t *testing.T) {
 	const workspace, perSample = 1 * GiB, 64 * MiB
 	j := testJob(1)
 	s := j.Split(29, 1)
-	var runs []*Report
-	for _, b := range []int64{16, 32, 64} {
-		j.Activations = workspace + perSample*b
-		name := fmt.Sprintf("b%d", b)
-		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
-		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
+	by, _ := byBatchOfWatchedRuns(t, j, workspace, perSample, func(b int64) string {
 		tr := storage.AllocTrace{GPU: 0, PID: 100, Steps: 3}
 		for _, size := range []int64{s.Params, s.Grads, j.Optimizer} {
 			tr.Ops = append(tr.Ops, storage.AllocOp{Size: size})
@@ -449,19 +455,12 @@ func TestAdviceFromTheReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.Segments, tr.SegmentBytes = r.Segments, r.PeakReserved
+		var lines string
 		for _, m := range tr.Marks(t0 + 2e9) {
-			run += fmt.Sprintf(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":100,"text":%q}`+"\n", m.T, m.Text)
+			lines += fmt.Sprintf(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":100,"text":%q}`+"\n", m.T, m.Text)
 		}
-		runs = append(runs, analyzeJSONL(t, run)[name])
-	}
-	c, err := Compare(runs, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0.05); err != nil {
-		t.Fatal(err)
-	}
-	by := c.By
+		return lines
+	})
 	if by.Basis != "allocator_replay" || by.HelpRun != "b64" || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, help of %q, %v", by.Basis, by.HelpRun, by.leftOut)
 	}
