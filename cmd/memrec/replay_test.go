@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"io"
@@ -28,16 +29,7 @@ func TestLargestBatchFromReplayOnTheH200(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
 	traces := filepath.Join("..", "..", "analysis", "testdata", "h200-alloc")
-	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var limits map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &limits); err != nil {
-		t.Fatal(err)
-	}
-	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
-		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
+	limits, smalls := h200SegmentsLimits(t, dir)
 	db := filepath.Join(t.TempDir(), "m.db")
 	within := 0
 	for model, msg := range limits {
@@ -97,15 +89,7 @@ func TestLargestBatchFromReplayOnTheH200(t *testing.T) {
 func withTrace(t *testing.T, recording, trace string) string {
 	t.Helper()
 	tr := readTrace(t, trace)
-	f, err := os.Open(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := bytes.NewReader(gunzipFile(t, recording))
 	out := filepath.Join(t.TempDir(), filepath.Base(strings.TrimSuffix(recording, ".gz")))
 	w, err := os.Create(out)
 	if err != nil {
@@ -147,6 +131,16 @@ func withTrace(t *testing.T, recording, trace string) string {
 
 func readTrace(t *testing.T, path string) storage.AllocTrace {
 	t.Helper()
+	tr, err := storage.DecodeAllocTrace(gunzipFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// gunzipFile is the gzip file's contents.
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -160,11 +154,7 @@ func readTrace(t *testing.T, path string) storage.AllocTrace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := storage.DecodeAllocTrace(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return b
 }
 
 // allocTraceScript has the probe send an allocator trace of 6 000 requests

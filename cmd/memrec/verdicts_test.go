@@ -232,16 +232,7 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
-	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var limits map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &limits); err != nil {
-		t.Fatal(err)
-	}
-	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
-		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
+	limits, smalls := h200SegmentsLimits(t, dir)
 	var beyond []string // more than 10 % below
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, msg := range limits {
@@ -325,4 +316,22 @@ func predictFromSmallRuns(t *testing.T, db, dir, model string, batches []string)
 		t.Fatalf("%s: %d %s", model, code, errs)
 	}
 	return smallRunsPrediction{NoHeadroom: *c.By.NoHeadroom, Basis: c.By.Basis, Words: c.By.Words}
+}
+
+// h200SegmentsLimits reads the limits of the recordings in dir
+// (testdata/h200-segments: each model's limits.json entry, and "about")
+// and names the small batches recorded of each model not at 16, 32 and 64.
+func h200SegmentsLimits(t *testing.T, dir string) (map[string]json.RawMessage, map[string][]string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limits map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &limits); err != nil {
+		t.Fatal(err)
+	}
+	smalls := map[string][]string{"resnet18": {"32", "64", "128"}, "gpt2": {"4", "8", "16"}, "lm_long": {"4", "8", "16"},
+		"lm_wide": {"2", "4", "8"}, "t5": {"8", "16", "32"}, "deeplab": {"4", "8", "16"}, "lm_1b": {"1", "2", "4"}, "resnet34": {"32", "64", "128"}, "gpt2_medium": {"1", "2", "4"}}
+	return limits, smalls
 }
