@@ -92,8 +92,9 @@ func (s ReplayScale) At(v float64) []storage.AllocOp {
 
 // Largest returns the largest value from HighValue up (an integer where
 // integer) below which every value's requests replay on a device of
-// capacity(v) bytes of segments, the replay there, and false when not even
-// HighValue does.
+// capacity(v) bytes of segments, and the replay there. Where HighValue does
+// not replay, the largest between LowValue and it that does; false when
+// not even LowValue does.
 //
 // Near the limit whether a value fits is not monotone in the value: which
 // segments end up split, and how much room they strand, changes with every
@@ -110,7 +111,9 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 	lo := s.HighValue
 	best, ok := try(lo)
 	if !ok {
-		return 0, best, false
+		// Below the higher run's value (less room than it had: headroom,
+		// or the pessimistic end): bisected down to the lower's.
+		return s.below(try, integer)
 	}
 	hi := lo * 2
 	for {
@@ -170,6 +173,33 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 		}
 		if !moved {
 			break
+		}
+	}
+	return lo, best, true
+}
+
+// below is Largest between LowValue and HighValue, where HighValue does
+// not replay.
+func (s ReplayScale) below(try func(v float64) (ReplayResult, bool), integer bool) (float64, ReplayResult, bool) {
+	lo, hi := s.LowValue, s.HighValue
+	best, ok := try(lo)
+	if !ok {
+		return 0, best, false
+	}
+	for {
+		mid := (lo + hi) / 2
+		if integer {
+			if hi-lo <= 1 {
+				break
+			}
+			mid = math.Floor(mid)
+		} else if hi-lo <= lo*1e-4 {
+			break
+		}
+		if r, ok := try(mid); ok {
+			lo, best = mid, r
+		} else {
+			hi = mid
 		}
 	}
 	return lo, best, true
@@ -246,8 +276,7 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 	}
 }
 
-// Fitting is the largest value (from HighValue up: the higher run went
-// through its steps there) whose requests replay
+// Fitting is the largest value whose requests replay
 // within avail bytes at end e of need's interval: at the pessimistic end
 // the device is short of what the steepest reading of the runs adds to
 // the middle one (the line through the two largest values, which the
@@ -282,12 +311,7 @@ func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v floa
 		}
 		return a
 	}, integer)
-	if !ok {
-		// The higher run went through its steps at HighValue (its trace
-		// ends after them): less room than it had is an end too far.
-		return s.HighValue, r, true
-	}
-	if e != Pessimistic {
+	if !ok || e != Pessimistic {
 		return v, r, ok
 	}
 	// Less room is not always a smaller value near the limit (the

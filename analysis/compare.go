@@ -503,6 +503,11 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
 	if r := by.replay; r != nil {
 		v, _, ok := r.Fitting(*by.Need, avail-float64(by.Replay.BeyondTraceBytes), e, by.integer)
+		if avail >= by.Available(0) && (!ok || v < r.HighValue) {
+			// The higher run went through its steps at its value, on this
+			// GPU: without headroom, that value fits.
+			return r.HighValue, true
+		}
 		return v, ok
 	}
 	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
@@ -942,6 +947,9 @@ func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool)
 	}
 	return func(plus func(v float64) float64) (float64, bool) {
 		v, _, ok := by.replay.FittingPlus(*by.Need, by.Available(0)-float64(by.Replay.BeyondTraceBytes), plus, Pessimistic, by.integer)
+		if !ok || v < by.replay.HighValue {
+			return by.replay.HighValue, true // it ran there, with no remedy
+		}
 		return v, ok
 	}
 }

@@ -182,7 +182,7 @@ memrec.flush()
 // the replay is the basis and not above 3 240; with the trial too the
 // trial's run is checked on the device rather than by its segments (its
 // allocator's count sums the segments it took again), and the value is
-// from 3 232, which ran, to 3 240.
+// from 3 232, which ran, to 3 240; with 5 % headroom below 3 232.
 func TestReplayWithARunNearTheLimit(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
@@ -212,6 +212,17 @@ func TestReplayWithARunNearTheLimit(t *testing.T) {
 		if v := *got.By.NoHeadroom; got.By.Basis != "allocator_replay" || v < c.min || v > c.max {
 			t.Errorf("%d runs: %v on %s (%v), want from %v to %v", len(c.runs), v, got.By.Basis, got.By.LeftOut, c.min, c.max)
 		}
+	}
+	// With 5 % of the GPU kept free the value is below the trial's, which
+	// ran with less free.
+	out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--json"}, names...)...)
+	var got struct {
+		By struct {
+			Value *float64 `json:"max_fitting_value"`
+		} `json:"by_tag"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.By.Value == nil || *got.By.Value >= 3232 || *got.By.Value < 2800 {
+		t.Errorf("with headroom: %d %s\n%s", code, errs, out)
 	}
 }
 
