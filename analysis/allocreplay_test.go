@@ -31,7 +31,7 @@ type h200Alloc struct {
 	traces map[string]map[int]storage.AllocTrace // model, batch
 }
 
-func loadH200Alloc(t *testing.T) h200Alloc {
+func loadH200Alloc(t testing.TB) h200Alloc {
 	t.Helper()
 	dir := filepath.Join("testdata", "h200-alloc")
 	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
@@ -285,4 +285,42 @@ func TestReplayFailedRequest(t *testing.T) {
 	if err != nil || !r.OK || r.Retries != 0 || r.PeakReserved != 104*mib || r.PeakAllocated != 84*mib {
 		t.Errorf("room: %+v, %v", r, err)
 	}
+}
+
+// BenchmarkReplay is one replay of the longest stored trace (Qwen2-style
+// at batch 8: 25 458 ops) at the H200's capacity; one of it repeated 40
+// times over (a million ops, as a long job's three steps), unbounded; and
+// the whole search of the largest batch from Qwen2's two traces.
+func BenchmarkReplay(b *testing.B) {
+	h := loadH200Alloc(b)
+	tr := h.traces["qwen_05b"]
+	long := tr[8].Ops
+	for i := 1; i < 40; i++ {
+		base := int32(len(long))
+		for _, op := range tr[8].Ops {
+			if op.Free {
+				op.Of += base
+			}
+			long = append(long, op)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		ops      []storage.AllocOp
+		capacity int64
+	}{{"25k", tr[8].Ops, h.Capacity}, {"1M", long, 0}} { // the long one holds 40 models: on no GPU
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ReplayAllocator(c.ops, c.capacity); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("largest", func(b *testing.B) {
+		s := NewReplayScale(4, tr[4], 8, tr[8])
+		for b.Loop() {
+			s.Largest(func(float64) float64 { return float64(h.Capacity) }, true)
+		}
+	})
 }
