@@ -423,6 +423,92 @@ func byBatchOfWatchedRuns(t *testing.T, j jobmodel.Job, workspace, perSample int
 	return c.By, runs
 }
 
+// stepsTrace is the allocator trace of a job whose model's tensors take
+// fixed bytes (allocated once) and whose steps each take a workspace and
+// act bytes of activations in four requests, freed at the step's end.
+// With failed, the job ran out of memory at its first step's last
+// request, and the trace ends there.
+func stepsTrace(t *testing.T, fixed, workspace, act int64, steps int, failed bool) storage.AllocTrace {
+	t.Helper()
+	tr := storage.AllocTrace{GPU: 0, PID: 100, Steps: steps, Ops: []storage.AllocOp{{Size: fixed}}}
+	for step := 0; step < steps; step++ {
+		first := int32(len(tr.Ops))
+		tr.Ops = append(tr.Ops, storage.AllocOp{Size: workspace})
+		for i := 0; i < 4; i++ {
+			tr.Ops = append(tr.Ops, storage.AllocOp{Size: act / 4, Failed: failed && i == 3})
+		}
+		if failed {
+			break
+		}
+		for i := int32(0); i < 5; i++ {
+			tr.Ops = append(tr.Ops, storage.AllocOp{Free: true, Of: first + i})
+		}
+	}
+	r, err := ReplayAllocator(tr.Ops, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Segments, tr.SegmentBytes = r.Segments, r.PeakReserved
+	return tr
+}
+
+// traceLines is tr as the probe's marks, JSON lines.
+func traceLines(t *testing.T, tr storage.AllocTrace) string {
+	var lines string
+	for _, m := range tr.Marks(t0 + 2e9) {
+		lines += fmt.Sprintf(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":100,"text":%q}`+"\n", m.T, m.Text)
+	}
+	return lines
+}
+
+// TestReplayCheckedByAFailure: the runs of TestAdviceFromTheReplay and
+// one that ran out of memory at its first step, with its trace to the
+// request that failed. Far above the replay's limit the replay refuses
+// that request too and nothing changes; far below it the replay serves
+// it, the room it had to spare is taken off the GPU, and the value falls
+// below the failure.
+func TestReplayCheckedByAFailure(t *testing.T) {
+	const workspace, perSample = 1 * GiB, 64 * MiB
+	j := testJob(1)
+	s := j.Split(29, 1)
+	fixed := s.Params + s.Grads + j.Optimizer
+	by, runs := byBatchOfWatchedRuns(t, j, workspace, perSample, func(b int64) string {
+		return traceLines(t, stepsTrace(t, fixed, workspace, perSample*b, 3, false))
+	})
+	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
+		t.Fatalf("basis %q", by.Basis)
+	}
+	base := *by.MaxFittingValueNoHeadroom
+	failedAt := func(v float64) *ByTag {
+		var o strings.Builder
+		fmt.Fprintf(&o, `{"type":"run","name":"oom","start_ns":%d,"tags":{"batch_size":"%v"}}`+"\n", t0, v)
+		fmt.Fprintf(&o, `{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`+"\n", j.Total)
+		fmt.Fprintf(&o, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", t0+1e9, j.Total-GiB)
+		fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":100,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
+		o.WriteString(traceLines(t, stepsTrace(t, fixed, workspace, int64(perSample*v), 1, true)))
+		fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
+		c, err := Compare(append(runs[:3:3], analyzeJSONL(t, o.String())["oom"]), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := FitByTag(c, "batch_size", 0.05); err != nil {
+			t.Fatal(err)
+		}
+		if c.By.Replay == nil || len(c.By.Replay.FailureChecks) != 1 {
+			t.Fatalf("at %v: %+v", v, c.By.Replay)
+		}
+		return c.By
+	}
+	if by := failedAt(2 * base); by.Replay.MarginBytes != 0 || *by.MaxFittingValueNoHeadroom != base || !strings.Contains(by.BasisWords, "the replay refuses") {
+		t.Errorf("above: margin %d, value %v (%v): %s", by.Replay.MarginBytes, *by.MaxFittingValueNoHeadroom, base, by.BasisWords)
+	}
+	below := math.Floor(base / 2)
+	by = failedAt(below)
+	if m := by.Replay.MarginBytes; m < 10*GiB || *by.MaxFittingValueNoHeadroom >= below || !strings.Contains(by.BasisWords, "taken off the GPU") {
+		t.Errorf("below: margin %d, value %v (failed at %v): %s", m, *by.MaxFittingValueNoHeadroom, below, by.BasisWords)
+	}
+}
+
 // TestAdviceFromTheReplay is TestAdviceFromTheNeedCurve's runs with an
 // allocator trace each (the model's tensors allocated once, then three
 // steps of a 1 GiB workspace and 64 MiB a sample): the replay is the
@@ -436,30 +522,7 @@ func TestAdviceFromTheReplay(t *testing.T) {
 	j := testJob(1)
 	s := j.Split(29, 1)
 	by, _ := byBatchOfWatchedRuns(t, j, workspace, perSample, func(b int64) string {
-		tr := storage.AllocTrace{GPU: 0, PID: 100, Steps: 3}
-		for _, size := range []int64{s.Params, s.Grads, j.Optimizer} {
-			tr.Ops = append(tr.Ops, storage.AllocOp{Size: size})
-		}
-		for step := 0; step < 3; step++ {
-			first := int32(len(tr.Ops))
-			tr.Ops = append(tr.Ops, storage.AllocOp{Size: workspace})
-			for i := 0; i < 4; i++ {
-				tr.Ops = append(tr.Ops, storage.AllocOp{Size: perSample * b / 4})
-			}
-			for i := int32(0); i < 5; i++ {
-				tr.Ops = append(tr.Ops, storage.AllocOp{Free: true, Of: first + i})
-			}
-		}
-		r, err := ReplayAllocator(tr.Ops, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.Segments, tr.SegmentBytes = r.Segments, r.PeakReserved
-		var lines string
-		for _, m := range tr.Marks(t0 + 2e9) {
-			lines += fmt.Sprintf(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":100,"text":%q}`+"\n", m.T, m.Text)
-		}
-		return lines
+		return traceLines(t, stepsTrace(t, s.Params+s.Grads+j.Optimizer, workspace, perSample*b, 3, false))
 	})
 	if by.Basis != "allocator_replay" || by.HelpRun != "b64" || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, help of %q, %v", by.Basis, by.HelpRun, by.leftOut)

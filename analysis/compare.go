@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,6 +168,21 @@ type ReplayFigures struct {
 	// the higher value; the pessimistic end holds it, grown with the
 	// value, beyond the replay.
 	ShapeChosenBytes int64 `json:"shape_chosen_bytes"`
+	// FailureChecks are the runs that ran out of memory with a trace,
+	// replayed to the request that failed; MarginBytes the most room the
+	// replay had to spare at one, taken off the GPU for every value.
+	FailureChecks []ReplayFailureCheck `json:"failure_checks,omitempty"`
+	MarginBytes   int64                `json:"margin_bytes,omitempty"`
+}
+
+// ReplayFailureCheck is one run that ran out of memory, replayed to the
+// request that failed on the GPU: MarginBytes 0 where the replay refused
+// it too, else the room the replay had to spare.
+type ReplayFailureCheck struct {
+	Run          string  `json:"run"`
+	Value        float64 `json:"value"`
+	RequestBytes int64   `json:"request_bytes"`
+	MarginBytes  int64   `json:"margin_bytes"`
 }
 
 // ReplayCheck is one traced run replayed as recorded.
@@ -218,8 +234,9 @@ const StrandedSegments = 2
 
 // TagFailure is a run that ran out of memory at a tag value.
 type TagFailure struct {
-	Run   string  `json:"run"`
-	Value float64 `json:"value"`
+	trace *storage.AllocTrace // the allocator trace of its GPU that ran out, to the failed request
+	Run   string              `json:"run"`
+	Value float64             `json:"value"`
 }
 
 // TagPoint is one run's tag value and peaks.
@@ -502,7 +519,7 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 // nothing at the optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
 	if r := by.replay; r != nil {
-		v, _, ok := r.Fitting(*by.Need, avail-float64(by.Replay.BeyondTraceBytes), e, by.integer)
+		v, _, ok := r.Fitting(*by.Need, by.replayRoom(avail), e, by.integer)
 		if avail >= by.Available(0) && (!ok || v < r.HighValue) {
 			// The higher run went through its steps at its value, on this
 			// GPU: without headroom, that value fits.
@@ -555,7 +572,7 @@ func (by *ByTag) interval() {
 	}
 	allowance := "no allowance"
 	if by.replay != nil {
-		if _, r, ok := by.replay.Fitting(*c, by.Available(0)-float64(by.Replay.BeyondTraceBytes), Pessimistic, by.integer); ok {
+		if _, r, ok := by.replay.Fitting(*c, by.replayRoom(by.Available(0)), Pessimistic, by.integer); ok {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
 			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
 			if ch := by.replay.Chosen; ch > 0 {
@@ -654,7 +671,13 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagOutOfRange)
 		}
 		if FatalOOM(r) {
-			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
+			f := TagFailure{Run: r.Run, Value: v}
+			for _, g := range r.GPUs {
+				if g.AllocTrace != nil && lastFailed(g.AllocTrace.Ops) >= 0 {
+					f.trace = g.AllocTrace
+				}
+			}
+			by.Failed = append(by.Failed, f)
 			continue
 		}
 		if code, failed := exitBeforeAStep(r); failed { // out of memory where a GPU was full (RanOutOfMemory)
@@ -821,6 +844,7 @@ func (by *ByTag) chooseReplay() {
 		f.BeyondTraceBytes = *hi.StepPeakBytes - r.PeakAllocated
 	}
 	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
+	by.checkFailures()
 	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
 		"each sized on the line through its size there and at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones grown with the value), "+
 		"against the total less %s the driver reserves and %s PyTorch does not see%s; "+
@@ -828,7 +852,7 @@ func (by *ByTag) chooseReplay() {
 		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
 		"%s",
 		hi.Run, s.Requests, fmtNum(hi.Value), fmtNum(lo.Value), lo.Run, s.Matched,
-		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks))
+		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
 }
 
 // ReplayTolerance is how far the replay of a traced run as recorded may be
@@ -938,6 +962,77 @@ func (by *ByTag) advise(c *Comparison) {
 	by.Help, by.HelpRun = b.Help, bestRun
 }
 
+// replayRoom is what the replay may fill of avail bytes: less what the
+// higher run's per-step peak exceeded its trace's, and the room the replay
+// had to spare where a run ran out of memory (ReplayFigures.MarginBytes).
+func (by *ByTag) replayRoom(avail float64) float64 {
+	return avail - float64(by.Replay.BeyondTraceBytes) - float64(by.Replay.MarginBytes)
+}
+
+// checkFailures replays the trace of each run that ran out of memory up
+// to the request that failed, on the GPU: where the replay serves it, the
+// GPU held that run more than the replay knows, and the room the replay
+// had to spare (the least the GPU must be cut by for it to fail too;
+// bisected, to 2 MiB) is taken off for every value.
+func (by *ByTag) checkFailures() {
+	capacity := by.replayRoom(by.Available(0))
+	for _, fl := range by.Failed {
+		if fl.trace == nil {
+			continue
+		}
+		k := lastFailed(fl.trace.Ops)
+		if k < 0 {
+			continue
+		}
+		ops := append(slices.Clone(fl.trace.Ops[:k]), storage.AllocOp{Size: fl.trace.Ops[k].Size})
+		fails := func(cut float64) bool {
+			r, err := ReplayAllocator(ops, int64(capacity-cut))
+			return err != nil || !r.OK
+		}
+		c := ReplayFailureCheck{Run: fl.Run, Value: fl.Value, RequestBytes: fl.trace.Ops[k].Size}
+		if !fails(0) {
+			lo, hi := 0.0, capacity
+			for hi-lo > 2<<20 {
+				if mid := (lo + hi) / 2; fails(mid) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			c.MarginBytes = int64(hi)
+		}
+		by.Replay.FailureChecks = append(by.Replay.FailureChecks, c)
+		by.Replay.MarginBytes = max(by.Replay.MarginBytes, c.MarginBytes)
+	}
+}
+
+// lastFailed is the index of the last failed request of ops (the one that
+// ended a run that ran out of memory), or -1.
+func lastFailed(ops []storage.AllocOp) int {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Failed {
+			return i
+		}
+	}
+	return -1
+}
+
+func failureWords(checks []ReplayFailureCheck) string {
+	var out []string
+	for _, c := range checks {
+		if c.MarginBytes > 0 {
+			out = append(out, fmt.Sprintf("run %q ran out of memory asking for %s where the replay served it with %s to spare: %s is taken off the GPU",
+				c.Run, FormatBytes(c.RequestBytes), FormatBytes(c.MarginBytes), FormatBytes(c.MarginBytes)))
+		} else {
+			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, FormatBytes(c.RequestBytes)))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
+}
+
 // replayFits is the remedies' batch that fits where the replay is the
 // basis: its pessimistic end with what a remedy frees added to the GPU;
 // nil without a replay.
@@ -946,7 +1041,7 @@ func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool)
 		return nil
 	}
 	return func(plus func(v float64) float64) (float64, bool) {
-		v, _, ok := by.replay.FittingPlus(*by.Need, by.Available(0)-float64(by.Replay.BeyondTraceBytes), plus, Pessimistic, by.integer)
+		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), plus, Pessimistic, by.integer)
 		if !ok || v < by.replay.HighValue {
 			return by.replay.HighValue, true // it ran there, with no remedy
 		}

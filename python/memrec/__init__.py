@@ -80,6 +80,10 @@ def _make():
                 _instance = _probe.Probe(path="")
             if _instance.enabled and _instance.sites.on:  # MEMREC_SITES=1
                 _at_exit(_instance)
+            if _instance.enabled and _instance.alloc_trace.state in ("armed", "on"):  # MEMREC_ALLOC_TRACE=1
+                import atexit
+
+                atexit.register(_instance.trace_at_exit)
         return _instance
 
 

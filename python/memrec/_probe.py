@@ -458,6 +458,23 @@ class Probe:
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
 
+    def trace_at_exit(self) -> None:
+        """At exit before the third step (an OOM ended the job, or it was
+        short): the allocator trace so far, whose last failed request is
+        the one that ended it. Never raises."""
+        try:
+            if not self.enabled or self.alloc_trace.state != "on":
+                return
+            torch = self._torch()
+            if torch is None:
+                return
+            for line in self.alloc_trace.finish(torch, self.devices(torch), lambda d: self.gpu(torch, d),
+                                                self.pid, self.steps_seen, time.time_ns(), mark_line):
+                self.put_line(line)
+            self.flush(2.0)
+        except Exception:
+            pass
+
     def look_at_segments(self, torch: Any) -> None:
         """Keeps, per GPU, the largest segment of the caching allocator that
         has room free (at a step's end the activations' segments are free;

@@ -170,3 +170,43 @@ class ArmTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AtExitTest(unittest.TestCase):
+    def test_a_job_that_ends_before_its_third_step_sends_its_trace(self):
+        # An OOM ended the job at its first step: at exit the trace so far
+        # is sent, the fatal request last (version 2), and the history off.
+        from test_probe import Server
+        srv = Server()
+        try:
+            p = _probe.Probe(path=srv.path, timer=0)
+            torch, calls = fake_cuda()
+            events = EVENTS + [{"action": "oom", "addr": 0, "size": 1 << 30}]
+            torch.cuda.memory._snapshot = lambda: {"device_traces": [events]}
+            p._torch = lambda: torch
+            p.devices = lambda t, rescan=False: [0]
+            p.gpu = lambda t, d: 0
+            p.alloc_trace.state = "on"
+            p.steps_seen = 1
+            p.trace_at_exit()
+            lines = srv.wait(lambda ls: any(l.get("kind") == "alloc_trace" for l in ls))
+            traces = [l for l in lines if l.get("kind") == "alloc_trace"]
+            self.assertEqual(len(traces), 1, lines)
+            data = base64.b64decode(traces[0]["text"].split(" ")[1])
+            head, i = [], 0
+            while len(head) < 4:  # version, gpu, pid, steps: LEB128
+                v = shift = 0
+                while True:
+                    b = data[i]
+                    i += 1
+                    v |= (b & 0x7F) << shift
+                    shift += 7
+                    if b < 0x80:
+                        break
+                head.append(v)
+            self.assertEqual((head[0], head[2], head[3]), (2, os.getpid(), 1))  # version 2, this process, one step
+            self.assertEqual(calls["history"], [None])
+            p.trace_at_exit()  # once
+            self.assertEqual(len([l for l in srv.lines if l.get("kind") == "alloc_trace"]), 1)
+        finally:
+            srv.close()
