@@ -1,0 +1,266 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memrec/memrec/storage"
+)
+
+// compare --by's allocator replay: where it is chosen as the basis, how
+// each traced run checks it (as recorded, and to the request that failed
+// where a run ran out of memory), and the words and figures it reports.
+// The allocator's rules are in allocreplay.go, the scaling to other values
+// and the ends of the interval in allocscale.go.
+
+// ReplayFigures say how compare --by replayed the caching allocator: the
+// requests of run HighRun (at HighValue) scaled on the line through the
+// matching requests of run LowRun (at LowValue), Matched of Requests
+// matched. Checks replay each traced run as it was: the segments the
+// replay took against those the allocator took. At the value without
+// headroom (MaxFittingValueNoHeadroom) the replay stranded StrandedBytes
+// at the peak and released its cache Retries times. BeyondTraceBytes is
+// how much the highest run's per-step peak over the whole run exceeded
+// its trace's (a later step, evaluation): the device is taken as that
+// much smaller.
+type ReplayFigures struct {
+	LowRun           string        `json:"low_run"`
+	LowValue         float64       `json:"low_value"`
+	HighRun          string        `json:"high_run"`
+	HighValue        float64       `json:"high_value"`
+	Requests         int           `json:"requests"`
+	Matched          int           `json:"matched"`
+	Checks           []ReplayCheck `json:"checks"`
+	StrandedBytes    int64         `json:"stranded_bytes_at_peak"`
+	Retries          int           `json:"retries"`
+	BeyondTraceBytes int64         `json:"beyond_trace_bytes,omitempty"`
+	// ShapeChosenBytes is the largest request of the higher run that the
+	// lower did not make (a workspace a library sized for the shape), at
+	// the higher value; the pessimistic end holds it, grown with the
+	// value, beyond the replay.
+	ShapeChosenBytes int64 `json:"shape_chosen_bytes"`
+	// FailureChecks are the runs that ran out of memory with a trace,
+	// replayed to the request that failed; MarginBytes the most room the
+	// replay had to spare at one, taken off the GPU for every value.
+	FailureChecks []ReplayFailureCheck `json:"failure_checks,omitempty"`
+	MarginBytes   int64                `json:"margin_bytes,omitempty"`
+}
+
+// ReplayFailureCheck is one run that ran out of memory, replayed to the
+// request that failed on the GPU: MarginBytes 0 where the replay refused
+// it too, else the room the replay had to spare.
+type ReplayFailureCheck struct {
+	Run          string  `json:"run"`
+	Value        float64 `json:"value"`
+	RequestBytes int64   `json:"request_bytes"`
+	MarginBytes  int64   `json:"margin_bytes"`
+}
+
+// ReplayCheck is one traced run replayed as recorded.
+type ReplayCheck struct {
+	Run                string  `json:"run"`
+	Value              float64 `json:"value"`
+	SegmentBytes       int64   `json:"allocator_segment_bytes"`
+	ReplaySegmentBytes int64   `json:"replay_segment_bytes"`
+}
+
+// chooseReplay makes the replay the basis where every point has an
+// allocator trace: the two largest values' (the run of the highest step
+// peak at each), checked by replaying each traced run as recorded. A
+// replay whose segments at a value measured are off the allocator's by
+// more than ReplayTolerance is not used (an allocator configured
+// otherwise, another version's rules) and the notes say so.
+func (by *ByTag) chooseReplay() {
+	if by.Basis != "step_peak_allocated" {
+		return
+	}
+	best := map[float64]TagPoint{}
+	var checks []ReplayCheck
+	for _, p := range by.Points {
+		if p.trace == nil {
+			return
+		}
+		r, err := ReplayAllocator(p.trace.Ops, 0)
+		if err != nil {
+			return
+		}
+		if capacity := int64(by.Available(0)) + ReplayCapacityKnown; by.TotalBytes > 0 && r.PeakReserved > capacity {
+			// Near the limit the allocator freed its cache (its own count
+			// sums every segment it took): the run went through its
+			// steps, so the replay must serve it on the device.
+			if c, _ := ReplayAllocator(p.trace.Ops, capacity); !c.OK {
+				by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q does not fit on the GPU where the run went through its steps (its allocator is configured otherwise or follows other rules): no replay", p.Run))
+				return
+			}
+		} else if checks = append(checks, ReplayCheck{Run: p.Run, Value: p.Value, SegmentBytes: p.trace.SegmentBytes, ReplaySegmentBytes: r.PeakReserved}); math.Abs(float64(r.PeakReserved-p.trace.SegmentBytes)/float64(max(1, p.trace.SegmentBytes))) > ReplayTolerance {
+			by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q took %s of segments where its allocator took %s (more than %.0f %% off: its allocator is configured otherwise or follows other rules): no replay",
+				p.Run, FormatBytes(r.PeakReserved), FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
+			return
+		}
+		if b, ok := best[p.Value]; !ok || *p.StepPeakBytes > *b.StepPeakBytes {
+			best[p.Value] = p
+		}
+	}
+	vals := make([]float64, 0, len(best))
+	for v := range best {
+		vals = append(vals, v)
+	}
+	sort.Float64s(vals)
+	if len(vals) < 2 || vals[0] <= 0 {
+		return
+	}
+	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
+	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace)
+	by.replay = &s
+	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
+	if r, err := ReplayAllocator(hi.trace.Ops, 0); err == nil && *hi.StepPeakBytes > r.PeakAllocated {
+		f.BeyondTraceBytes = *hi.StepPeakBytes - r.PeakAllocated
+	}
+	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
+	by.checkFailures()
+	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
+		"each sized on the line through its size there and at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones grown with the value), "+
+		"against the total less %s the driver reserves and %s PyTorch does not see%s; "+
+		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's and the largest request the lower run did not make, grown with the value "+
+		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
+		"%s",
+		hi.Run, s.Requests, fmtNum(hi.Value), fmtNum(lo.Value), lo.Run, s.Matched,
+		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
+}
+
+// ReplayTolerance is how far the replay of a traced run as recorded may be
+// off the segments its allocator took: among free blocks of one size the
+// allocator takes the lowest address, which the replay cannot know; on
+// 24 models on H200s it was exact in 51 of 72 runs at small batches and
+// from 14.9 % below (VGG-16 at batch 16, 3.9 GiB) to 3.8 % above.
+const ReplayTolerance = 0.20
+
+// ReplayCapacityKnown is how well the room for the allocator's segments
+// is known: the CUDA total less what the process holds outside the
+// allocator, which the traces' own events put within 24 MiB on an H200,
+// and which another H200 of the same total held 4 MiB more of.
+const ReplayCapacityKnown = 32 << 20
+
+func beyondWords(b int64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step)", FormatBytes(b))
+}
+
+func checkWords(checks []ReplayCheck) string {
+	exact, worst := 0, 0.0
+	for _, c := range checks {
+		d := float64(c.ReplaySegmentBytes-c.SegmentBytes) / float64(max(1, c.SegmentBytes))
+		if d == 0 {
+			exact++
+		}
+		worst = max(worst, math.Abs(d))
+	}
+	if exact == len(checks) {
+		return fmt.Sprintf("replayed as recorded, each of the %d runs took the allocator's segments exactly", len(checks))
+	}
+	return fmt.Sprintf("replayed as recorded, %d of the %d runs took the allocator's segments exactly, the others within %.1f %% (ties among free blocks of one size go to the lowest address, which the replay cannot know)",
+		exact, len(checks), 100*worst)
+}
+
+// replayRoom is what the replay may fill of avail bytes: less what the
+// higher run's per-step peak exceeded its trace's, and the room the replay
+// had to spare where a run ran out of memory (ReplayFigures.MarginBytes).
+func (by *ByTag) replayRoom(avail float64) float64 {
+	return avail - float64(by.Replay.BeyondTraceBytes) - float64(by.Replay.MarginBytes)
+}
+
+// checkFailures replays the trace of each run that ran out of memory up
+// to the request that failed, on the GPU: where the replay serves it, the
+// GPU held that run more than the replay knows, and the room the replay
+// had to spare (the least the GPU must be cut by for it to fail too;
+// bisected, to 2 MiB) is taken off for every value.
+func (by *ByTag) checkFailures() {
+	capacity := by.replayRoom(by.Available(0))
+	for _, fl := range by.Failed {
+		if fl.trace == nil {
+			continue
+		}
+		k := lastFailed(fl.trace.Ops)
+		if k < 0 {
+			continue
+		}
+		ops := append(slices.Clone(fl.trace.Ops[:k]), storage.AllocOp{Size: fl.trace.Ops[k].Size})
+		fails := func(cut float64) bool {
+			r, err := ReplayAllocator(ops, int64(capacity-cut))
+			return err != nil || !r.OK
+		}
+		c := ReplayFailureCheck{Run: fl.Run, Value: fl.Value, RequestBytes: fl.trace.Ops[k].Size}
+		if !fails(0) {
+			lo, hi := 0.0, capacity
+			for hi-lo > 2<<20 {
+				if mid := (lo + hi) / 2; fails(mid) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			c.MarginBytes = int64(hi)
+		}
+		by.Replay.FailureChecks = append(by.Replay.FailureChecks, c)
+		by.Replay.MarginBytes = max(by.Replay.MarginBytes, c.MarginBytes)
+	}
+}
+
+// lastFailed is the index of the last failed request of ops (the one that
+// ended a run that ran out of memory), or -1.
+func lastFailed(ops []storage.AllocOp) int {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Failed {
+			return i
+		}
+	}
+	return -1
+}
+
+func failureWords(checks []ReplayFailureCheck) string {
+	var out []string
+	for _, c := range checks {
+		if c.MarginBytes > 0 {
+			out = append(out, fmt.Sprintf("run %q ran out of memory asking for %s where the replay served it with %s to spare: %s is taken off the GPU",
+				c.Run, FormatBytes(c.RequestBytes), FormatBytes(c.MarginBytes), FormatBytes(c.MarginBytes)))
+		} else {
+			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, FormatBytes(c.RequestBytes)))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
+}
+
+// replayFits is the remedies' batch that fits where the replay is the
+// basis: its pessimistic end with what a remedy frees added to the GPU;
+// nil without a replay.
+func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool) {
+	if by.replay == nil {
+		return nil
+	}
+	return func(plus func(v float64) float64) (float64, bool) {
+		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), plus, Pessimistic, by.integer)
+		if !ok || v < by.replay.HighValue {
+			return by.replay.HighValue, true // it ran there, with no remedy
+		}
+		return v, ok
+	}
+}
+
+func timesWords(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
+}
