@@ -203,6 +203,10 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		fmt.Fprintf(w, "Largest allocator segment with room free: %s, the largest request that comes and goes (what the allocator may strand at the limit: compare --by adds two of them)%s\n",
 			analysis.FormatBytes(*l), most)
 	}
+	if tr := g.AllocTrace; tr != nil {
+		fmt.Fprintf(w, "Allocator trace: %d requests from CUDA's start over %d steps (compare --by of runs at several values replays the caching allocator over them)\n",
+			g.AllocTraceRequests, tr.Steps)
+	}
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 	}
