@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +38,9 @@ import (
 // one is written as version 1.
 //
 // A mark's text carries one piece: "i/n " and the base64 (standard, padded)
-// of the i-th of n pieces of those bytes; the pieces of one trace share the
+// of the i-th of n pieces of those bytes, or of their zlib stream (what the
+// probe sends: a fifth to a tenth of them, within the socket's 1 MiB a
+// second for a million requests); the pieces of one trace share the
 // mark's time, gpu and pid.
 
 // MarkAllocTrace is the kind of the marks that carry an allocator trace.
@@ -163,9 +168,38 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 	return t, nil
 }
 
+// maxTraceBytes bounds a trace's bytes once inflated: a million requests
+// take about 3 MB.
+const maxTraceBytes = 256 << 20
+
+// inflateTrace returns the trace bytes b carries: as they are where b
+// starts with a version (1 or 2), else b's zlib stream (its first byte
+// 0x78), inflated to at most maxTraceBytes.
+func inflateTrace(b []byte) ([]byte, error) {
+	if len(b) == 0 || b[0] != 0x78 {
+		return b, nil
+	}
+	z, err := zlib.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(z, maxTraceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxTraceBytes {
+		return nil, fmt.Errorf("more than %d bytes inflated", maxTraceBytes)
+	}
+	return out, nil
+}
+
 // Marks returns the marks that carry the trace, at time t.
 func (tr AllocTrace) Marks(t int64) []Mark {
-	b := tr.Encode()
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(tr.Encode())
+	w.Close()
+	b := z.Bytes()
 	n := (len(b) + allocTracePiece - 1) / allocTracePiece
 	out := make([]Mark, 0, n)
 	for i := 0; i < n; i++ {
@@ -228,6 +262,11 @@ func AllocTraces(marks []Mark) ([]AllocTrace, error) {
 			b = append(b, d...)
 		}
 		if !ok {
+			continue
+		}
+		b, err := inflateTrace(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: %v", ErrAllocTrace, k.gpu, k.pid, err))
 			continue
 		}
 		t, err := DecodeAllocTrace(b)

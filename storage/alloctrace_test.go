@@ -2,8 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"compress/zlib"
+	"encoding/base64"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -93,4 +96,29 @@ func FuzzAllocTrace(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// TestAllocTracePiecesRawOrCompressed: marks carry the trace's zlib
+// stream (what Marks and the probe send) or, from probes before it, its
+// bytes as they are; both read back. A stream cut short is an error that
+// names the trace.
+func TestAllocTracePiecesRawOrCompressed(t *testing.T) {
+	tr := AllocTrace{GPU: 2, PID: 9, Steps: 3, Ops: []AllocOp{{Size: 512}, {Failed: true, Size: 1 << 30}, {Free: true, Of: 0}}}
+	piece := func(b []byte) []Mark {
+		m := NewMark(5, MarkAllocTrace)
+		m.GPU, m.PID, m.Text = 2, 9, "0/1 "+base64.StdEncoding.EncodeToString(b)
+		return []Mark{m}
+	}
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(tr.Encode())
+	w.Close()
+	for name, marks := range map[string][]Mark{"raw": piece(tr.Encode()), "zlib": piece(z.Bytes()), "Marks": tr.Marks(5)} {
+		if got, err := AllocTraces(marks); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], tr) {
+			t.Errorf("%s: %+v, %v", name, got, err)
+		}
+	}
+	if got, err := AllocTraces(piece(z.Bytes()[:z.Len()-3])); len(got) != 0 || !errors.Is(err, ErrAllocTrace) || !strings.Contains(err.Error(), "gpu 2 pid 9") {
+		t.Errorf("cut stream: %d traces, %v", len(got), err)
+	}
 }

@@ -28,6 +28,7 @@ import importlib.util
 import os
 import sys
 import time
+import zlib
 from typing import Any, Callable, Dict, List, Optional
 
 MAX_ENTRIES = 1_000_000  # the history's ring; a trace that filled it is not sent
@@ -218,7 +219,7 @@ class AllocTrace:
                 if data is None:
                     self.note("the allocator's history on device %d does not start at its first request or has expandable segments: no allocator trace" % d)
                     continue
-                out += mark_lines(data, t_ns, gpu(d), pid, line)
+                out += mark_lines(zlib.compress(data, 6), t_ns, gpu(d), pid, line)
         except Exception:
             pass
         try:

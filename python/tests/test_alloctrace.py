@@ -11,6 +11,7 @@ import tempfile
 import textwrap
 import types
 import unittest
+import zlib
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,7 +104,7 @@ class ArmTest(unittest.TestCase):
         self.assertEqual(len(lines), 1)
         m = json.loads(lines[0])
         self.assertEqual(m["gpu"], 4)
-        data = base64.b64decode(m["text"].split(" ")[1])
+        data = zlib.decompress(base64.b64decode(m["text"].split(" ")[1]))  # sent compressed
         self.assertEqual(data[1], 4)  # the trace names memrec's GPU
         self.assertEqual(t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line), [])  # once
 
@@ -192,7 +193,7 @@ class AtExitTest(unittest.TestCase):
             lines = srv.wait(lambda ls: any(l.get("kind") == "alloc_trace" for l in ls))
             traces = [l for l in lines if l.get("kind") == "alloc_trace"]
             self.assertEqual(len(traces), 1, lines)
-            data = base64.b64decode(traces[0]["text"].split(" ")[1])
+            data = zlib.decompress(base64.b64decode(traces[0]["text"].split(" ")[1]))
             head, i = [], 0
             while len(head) < 4:  # version, gpu, pid, steps: LEB128
                 v = shift = 0
