@@ -126,22 +126,7 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 			return lo, best, true
 		}
 	}
-	for {
-		mid := (lo + hi) / 2
-		if integer {
-			if hi-lo <= 1 {
-				break
-			}
-			mid = math.Floor(mid)
-		} else if hi-lo <= lo*1e-4 {
-			break
-		}
-		if r, ok := try(mid); ok {
-			lo, best = mid, r
-		} else {
-			hi = mid
-		}
-	}
+	lo, best = bisectReplay(lo, hi, best, try, integer)
 	// The window below the edge, from its bottom up: at the first failure
 	// there the edge moves to the value tried before it, and the window
 	// with it.
@@ -181,11 +166,18 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 // below is Largest between LowValue and HighValue, where HighValue does
 // not replay.
 func (s ReplayScale) below(try func(v float64) (ReplayResult, bool), integer bool) (float64, ReplayResult, bool) {
-	lo, hi := s.LowValue, s.HighValue
-	best, ok := try(lo)
+	best, ok := try(s.LowValue)
 	if !ok {
 		return 0, best, false
 	}
+	v, r := bisectReplay(s.LowValue, s.HighValue, best, try, integer)
+	return v, r, true
+}
+
+// bisectReplay narrows lo, which replays (its replay best), and hi, which
+// does not, to within one (integer) or 1e-4 of lo, and returns the low end
+// and its replay.
+func bisectReplay(lo, hi float64, best ReplayResult, try func(v float64) (ReplayResult, bool), integer bool) (float64, ReplayResult) {
 	for {
 		mid := (lo + hi) / 2
 		if integer {
@@ -202,7 +194,7 @@ func (s ReplayScale) below(try func(v float64) (ReplayResult, bool), integer boo
 			hi = mid
 		}
 	}
-	return lo, best, true
+	return lo, best
 }
 
 // LargestWindow is how far below the edge a bisection finds Largest tries
