@@ -44,35 +44,17 @@ func TestLargestBatchFromReplayOnTheH200(t *testing.T) {
 		if !ok {
 			batches = []string{"16", "32", "64"}
 		}
-		var names []string
-		for _, b := range batches {
-			name := model + "-bs" + b
-			file := withTrace(t, filepath.Join(dir, name+".jsonl.gz"), filepath.Join(traces, name+".trace.gz"))
-			if _, errs, code := run(t, db, "", "import", "--name", name, file); code != 0 {
-				t.Fatal(errs)
-			}
-			names = append(names, name)
-		}
-		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
-		var c struct {
-			By struct {
-				NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
-				Basis      string   `json:"basis"`
-				Words      string   `json:"interval_words"`
-				Made       string   `json:"basis_words"`
-			} `json:"by_tag"`
-		}
-		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
-			t.Fatalf("%s: %d %s", model, code, errs)
-		}
-		p := *c.By.NoHeadroom
+		c := predictFromSmallRuns(t, db, func(name string) string {
+			return withTrace(t, filepath.Join(dir, name+".jsonl.gz"), filepath.Join(traces, name+".trace.gz"))
+		}, model, batches)
+		p := c.NoHeadroom
 		below := 100 * (lim.Limit - p) / lim.Limit
-		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, below, c.By.Words)
-		if c.By.Basis != "allocator_replay" || !strings.Contains(c.By.Made, "replayed") {
-			t.Errorf("%s: basis %q, %s", model, c.By.Basis, c.By.Made)
+		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, below, c.Words)
+		if c.Basis != "allocator_replay" || !strings.Contains(c.Made, "replayed") {
+			t.Errorf("%s: basis %q, %s", model, c.Basis, c.Made)
 		}
 		if p >= lim.Limit+lim.Step || below > 10 && (model != "vgg11" || below > 17) {
-			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.By.Words)
+			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, c.Words)
 		}
 		if below >= 0 && below <= 10 {
 			within++

@@ -208,7 +208,7 @@ func TestLargestBatchFromSmallRunsOnTheH200(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	for model, limit := range map[string]float64{"resnet50": 1696, "vit_b_16": 2128} {
-		by := predictFromSmallRuns(t, db, filepath.Join("testdata", "h200-fit"), model, []string{"16", "32", "64"})
+		by := predictFromSmallRuns(t, db, inDir(filepath.Join("testdata", "h200-fit")), model, []string{"16", "32", "64"})
 		p := by.NoHeadroom
 		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, limit, 100*(limit-p)/limit, by.Words)
 		if p > limit || p < 0.7*limit || strings.Contains(by.Words, "carried on") {
@@ -247,14 +247,14 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 		if !ok {
 			batches = []string{"16", "32", "64"}
 		}
-		by := predictFromSmallRuns(t, db, dir, model, batches)
+		by := predictFromSmallRuns(t, db, inDir(dir), model, batches)
 		p := by.NoHeadroom
 		if p < 0.9*lim.Limit {
 			beyond = append(beyond, model)
 		}
 		t.Logf("%s: %v, the limit %v (%.1f %% below): %s", model, p, lim.Limit, 100*(lim.Limit-p)/lim.Limit, by.Words)
-		if by.Basis != "largest_segment" || !strings.Contains(by.Words, "largest segment") {
-			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, by.Basis, by.Words)
+		if by.AllowanceBasis != "largest_segment" || !strings.Contains(by.Words, "largest segment") {
+			t.Errorf("%s: allowance %q, %s: want the largest segment's", model, by.AllowanceBasis, by.Words)
 		}
 		if p > lim.Limit || p < 0.7*lim.Limit {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, by.Words)
@@ -287,19 +287,27 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 // smallRunsPrediction is what compare --by batch_size --headroom 0% --json
 // says of a model's runs at small batches.
 type smallRunsPrediction struct {
-	NoHeadroom float64
-	Basis      string // allowance_basis
-	Words      string // interval_words
+	NoHeadroom     float64
+	Basis          string // basis
+	AllowanceBasis string // allowance_basis
+	Words          string // interval_words
+	Made           string // basis_words
 }
 
-// predictFromSmallRuns imports dir's MODEL-bsB.jsonl.gz for each batch B
-// into db and projects the largest batch from them.
-func predictFromSmallRuns(t *testing.T, db, dir, model string, batches []string) smallRunsPrediction {
+// inDir is the recording MODEL-bsB.jsonl.gz of run name in dir, for
+// predictFromSmallRuns.
+func inDir(dir string) func(name string) string {
+	return func(name string) string { return filepath.Join(dir, name+".jsonl.gz") }
+}
+
+// predictFromSmallRuns imports file(MODEL-bsB) for each batch B into db
+// and projects the largest batch from them.
+func predictFromSmallRuns(t *testing.T, db string, file func(name string) string, model string, batches []string) smallRunsPrediction {
 	t.Helper()
 	var names []string
 	for _, b := range batches {
 		name := model + "-bs" + b
-		if _, errs, code := run(t, db, "", "import", "--name", name, filepath.Join(dir, name+".jsonl.gz")); code != 0 {
+		if _, errs, code := run(t, db, "", "import", "--name", name, file(name)); code != 0 {
 			t.Fatal(errs)
 		}
 		names = append(names, name)
@@ -307,15 +315,17 @@ func predictFromSmallRuns(t *testing.T, db, dir, model string, batches []string)
 	out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
 	var c struct {
 		By struct {
-			NoHeadroom *float64 `json:"max_fitting_value_no_headroom"`
-			Basis      string   `json:"allowance_basis"`
-			Words      string   `json:"interval_words"`
+			NoHeadroom     *float64 `json:"max_fitting_value_no_headroom"`
+			Basis          string   `json:"basis"`
+			AllowanceBasis string   `json:"allowance_basis"`
+			Words          string   `json:"interval_words"`
+			Made           string   `json:"basis_words"`
 		} `json:"by_tag"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.NoHeadroom == nil {
 		t.Fatalf("%s: %d %s", model, code, errs)
 	}
-	return smallRunsPrediction{NoHeadroom: *c.By.NoHeadroom, Basis: c.By.Basis, Words: c.By.Words}
+	return smallRunsPrediction{NoHeadroom: *c.By.NoHeadroom, Basis: c.By.Basis, AllowanceBasis: c.By.AllowanceBasis, Words: c.By.Words, Made: c.By.Made}
 }
 
 // h200SegmentsLimits reads the limits of the recordings in dir
