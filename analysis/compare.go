@@ -139,6 +139,7 @@ type ByTag struct {
 	integer bool     // every value tried is an integer
 	leftOut []string // why runs are not points, for the notes
 	replay  *ReplayScale
+	atLimit *ReplayResult // the replay at the pessimistic end without headroom
 }
 
 // AllocatorAllowance is the share of the projected per-step peak that
@@ -467,13 +468,11 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 // nothing at the optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
 	if r := by.replay; r != nil {
-		v, _, ok := r.Fitting(*by.Need, by.replayRoom(avail), e, by.integer)
-		if avail >= by.Available(0) && (!ok || v < r.HighValue) {
-			// The higher run went through its steps at its value, on this
-			// GPU: without headroom, that value fits.
-			return r.HighValue, true
+		v, res, ok := r.Fitting(*by.Need, by.replayRoom(avail), e, by.integer)
+		if ok && e == Pessimistic && avail == by.Available(0) {
+			by.atLimit = &res // for the interval's words
 		}
-		return v, ok
+		return by.floorAtHigh(avail, v, ok)
 	}
 	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
 	if l := by.SegmentLine; l != nil {
@@ -520,7 +519,7 @@ func (by *ByTag) interval() {
 	}
 	allowance := "no allowance"
 	if by.replay != nil {
-		if _, r, ok := by.replay.Fitting(*c, by.replayRoom(by.Available(0)), Pessimistic, by.integer); ok {
+		if r := by.atLimit; r != nil {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
 			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
 			if ch := by.replay.Chosen; ch > 0 {

@@ -79,6 +79,7 @@ func (by *ByTag) chooseReplay() {
 		return
 	}
 	best := map[float64]TagPoint{}
+	allocated := map[string]int64{} // each run's peak allocated, replayed as recorded
 	var checks []ReplayCheck
 	for _, p := range by.Points {
 		if p.trace == nil {
@@ -88,6 +89,7 @@ func (by *ByTag) chooseReplay() {
 		if err != nil {
 			return
 		}
+		allocated[p.Run] = r.PeakAllocated
 		if capacity := int64(by.Available(0)) + ReplayCapacityKnown; by.TotalBytes > 0 && r.PeakReserved > capacity {
 			// Near the limit the allocator freed its cache (its own count
 			// sums every segment it took): the run went through its
@@ -117,8 +119,8 @@ func (by *ByTag) chooseReplay() {
 	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace)
 	by.replay = &s
 	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
-	if r, err := ReplayAllocator(hi.trace.Ops, 0); err == nil && *hi.StepPeakBytes > r.PeakAllocated {
-		f.BeyondTraceBytes = *hi.StepPeakBytes - r.PeakAllocated
+	if a := allocated[hi.Run]; *hi.StepPeakBytes > a {
+		f.BeyondTraceBytes = *hi.StepPeakBytes - a
 	}
 	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
 	by.checkFailures()
@@ -248,11 +250,18 @@ func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool)
 	}
 	return func(plus func(v float64) float64) (float64, bool) {
 		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), plus, Pessimistic, by.integer)
-		if !ok || v < by.replay.HighValue {
-			return by.replay.HighValue, true // it ran there, with no remedy
-		}
-		return v, ok
+		return by.floorAtHigh(by.Available(0), v, ok)
 	}
+}
+
+// floorAtHigh is the replay's answer v (ok: one was found) on avail bytes:
+// without headroom (avail at least the GPU's) never below the higher run's
+// value, which went through its steps on this GPU.
+func (by *ByTag) floorAtHigh(avail, v float64, ok bool) (float64, bool) {
+	if avail >= by.Available(0) && (!ok || v < by.replay.HighValue) {
+		return by.replay.HighValue, true
+	}
+	return v, ok
 }
 
 func timesWords(n int) string {
