@@ -451,12 +451,16 @@ class Probe:
                     self.segments_due_ns = t + int(SEGMENTS_INTERVAL * 1e9)
                     self.look_at_segments(torch)
                     samples = [(g, st, f, self.largest.get(g, 0)) for g, st, f, _ in samples]
-                    for line in self.alloc_trace.finish(torch, self.devices(torch), lambda d: self.gpu(torch, d),
-                                                        self.pid, self.steps_seen, t, mark_line):
-                        self.put_line(line)
+                    self._send_trace(torch, t)
         self._put((_STEP, t, i, self.step_rank, samples))
         if self.sites.armed:
             self.sites.step(sys.modules.get("torch"))
+
+    def _send_trace(self, torch: Any, t: int) -> None:
+        """Queues the allocator trace's marks (once: the history is then off)."""
+        for line in self.alloc_trace.finish(torch, self.devices(torch), lambda d: self.gpu(torch, d),
+                                            self.pid, self.steps_seen, t, mark_line):
+            self.put_line(line)
 
     def trace_at_exit(self) -> None:
         """At exit before the third step (an OOM ended the job, or it was
@@ -468,9 +472,7 @@ class Probe:
             torch = self._torch()
             if torch is None:
                 return
-            for line in self.alloc_trace.finish(torch, self.devices(torch), lambda d: self.gpu(torch, d),
-                                                self.pid, self.steps_seen, time.time_ns(), mark_line):
-                self.put_line(line)
+            self._send_trace(torch, time.time_ns())
             self.flush(2.0)
         except Exception:
             pass
