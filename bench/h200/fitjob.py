@@ -61,13 +61,19 @@ opt = make_opt(net.parameters())
 batch = make_batch(a.batch, dev)
 def fwd():
     return loss_of(net, *batch)
+# fp16 autocast needs its loss scaled (bf16 does not)
+scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None
 def step():
     if amp is not None:
         with torch.autocast("cuda", dtype=amp):
             loss = fwd()
     else:
         loss = fwd()
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    if scaler is not None:
+        scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
+    else:
+        loss.backward(); opt.step()
+    opt.zero_grad(set_to_none=True)
 note(pid=os.getpid())
 s = 0
 try:

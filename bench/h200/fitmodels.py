@@ -46,7 +46,11 @@ in the backward pass) with bf16 autocast and AdamW. And two after the
 pessimistic end held a request sized for the shape: efficientnet_v2_s
 (fused inverted residuals) in fp32 with SGD, and lm_4k (a Llama-style
 model, 8 layers of 1 024, 4 096 tokens, vocabulary 32 000) with bf16
-autocast and AdamW.
+autocast and AdamW. And two after the replay's failure checks and compressed
+traces: resnext50_32x4d (grouped convolutions of 32 groups in a ResNet-50
+layout) in fp32 with SGD, and opt_2k (an OPT-style decoder: 16 layers of
+1 024, learned positions, 2 048 tokens, vocabulary 50 272, ReLU feed-forward
+of 4 096) with fp16 autocast, a GradScaler and AdamW.
 """
 import torch
 import torch.nn as nn
@@ -54,14 +58,15 @@ import torch.nn as nn
 MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
           "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16",
           "mobilenet_v3_large", "qwen_05b", "regnet_y_3_2gf", "gpt2_ckpt",
-          "efficientnet_v2_s", "lm_4k")
+          "efficientnet_v2_s", "lm_4k", "resnext50_32x4d", "opt_2k")
 
 
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
     if name in ("resnet18", "resnet50", "vit_b_16", "convnext_tiny", "efficientnet_b0", "swin_t", "resnet34", "vgg11",
-                "densenet121", "vgg16", "mobilenet_v3_large", "regnet_y_3_2gf", "efficientnet_v2_s"):
+                "densenet121", "vgg16", "mobilenet_v3_large", "regnet_y_3_2gf", "efficientnet_v2_s",
+                "resnext50_32x4d"):
         import torchvision
         net = getattr(torchvision.models, name)(num_classes=1000)
         lossf = nn.CrossEntropyLoss()
@@ -134,6 +139,19 @@ def build(name):
         def loss(net, ids):
             return net(input_ids=ids, labels=ids).loss
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
+    if name == "opt_2k":
+        import transformers as tf
+        seq, vocab = 2048, 50272
+        net = tf.OPTForCausalLM(tf.OPTConfig(vocab_size=vocab, hidden_size=1024, num_hidden_layers=16, ffn_dim=4096,
+                                             num_attention_heads=16, max_position_embeddings=seq,
+                                             word_embed_proj_dim=1024))
+
+        def make_batch(b, dev):
+            return (torch.randint(0, vocab, (b, seq), device=dev),)
+
+        def loss(net, ids):
+            return net(input_ids=ids, labels=ids).loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.float16, make_batch, loss
     from transformers import GPT2Config, GPT2LMHeadModel
     seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257), "gpt2_ckpt": (1024, 50257)}.get(name, (1024, 128256))
     wide = name == "gpt2_medium"

@@ -13,7 +13,11 @@ an import hook does that once ``torch.cuda`` is loaded. The probe never
 initialises CUDA itself (a context on the wrong device would cost a rank
 500 MiB). Where CUDA was up before, or the allocator is configured
 (PYTORCH_CUDA_ALLOC_CONF: its rules are then not the replay's), or sites
-use the history, there is no trace and a probe mark says why.
+use the history, there is no trace and a probe mark says why; the same
+where the job allocates on more than one stream (the replay knows one).
+Where the job records the history itself (a snapshot of its own), the
+history is the job's from its first call: the probe gives up its trace
+with a note and never turns the history off.
 
 Cost (an H200, ResNet-18): the history without stacks costs a few µs a
 request, for three steps; the snapshot and the encoding at the third step's
@@ -59,28 +63,38 @@ def _uvarint(out: bytearray, v: int) -> None:
     out.append(v)
 
 
-def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> Optional[bytes]:
+class Refused(Exception):
+    """A history the replay cannot follow; its text says why."""
+
+
+def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> bytes:
     """The trace's bytes from one device's entries of
-    torch.cuda.memory._snapshot()["device_traces"]; None where the entries
-    do not start at the allocator's first request (a free of a block the
-    history never saw) or show expandable segments. An out-of-memory error
-    the job went on from (cuDNN trying a smaller workspace) is a failed
-    request: 1 and its size, in a trace of version 2."""
+    torch.cuda.memory._snapshot()["device_traces"]. Refused where the
+    entries do not start at the allocator's first request (a free of a
+    block the history never saw), show expandable segments, or allocate on
+    more than one stream (each stream has its own free blocks; the replay
+    knows one). An out-of-memory error the job went on from (cuDNN trying a
+    smaller workspace) is a failed request: 1 and its size, in a trace of
+    version 2."""
     ops = bytearray()
     n = 0
     version = 1
     live = {}
+    streams = set()
     segments = seg_bytes = 0
     for e in events:
         a = e.get("action")
         if a == "alloc":
             live[e["addr"]] = n
+            streams.add(e.get("stream", 0))
+            if len(streams) > 1:
+                raise Refused("requests on more than one CUDA stream (the replay knows one)")
             _uvarint(ops, int(e["size"]) << 1)
             n += 1
         elif a == "free_completed":
             of = live.pop(e["addr"], None)
             if of is None:
-                return None
+                raise Refused("the history does not start at the allocator's first request")
             _uvarint(ops, (n - of) << 1 | 1)
             n += 1
         elif a == "segment_alloc":
@@ -92,7 +106,7 @@ def encode(events: List[Dict[str, Any]], gpu: int, pid: int, steps: int) -> Opti
             n += 1
             version = 2
         elif a in ("segment_map", "segment_unmap"):
-            return None
+            raise Refused("expandable segments (their rules are not the replay's)")
     head = bytearray()
     for v in (version, gpu, pid, steps, segments, seg_bytes, n):
         _uvarint(head, v)
@@ -178,11 +192,44 @@ class AllocTrace:
     def _start(self) -> None:
         try:
             import torch
-            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
+            memory = torch.cuda.memory
+            record = memory._record_memory_history
+            record(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
             self.started = time.monotonic()
             self.state = "on"
+            self._hand_over(memory, record)
         except Exception:
             self.state = "done"
+
+    def _hand_over(self, memory: Any, record: Callable[..., Any]) -> None:
+        """Where the job records the allocator's history itself (a snapshot
+        of its own), the history is the job's from its first call on: the
+        trace is given up, with a note, and never turned off by the probe.
+        record is put back in place at that call."""
+        def job_records(*args: Any, **kwargs: Any) -> Any:
+            if getattr(memory, "_record_memory_history", None) is job_records:
+                memory._record_memory_history = record
+            if self.state == "on":
+                self.state = "done"
+                self.note("the job records the allocator's history itself: no allocator trace, its history left as it sets it")
+            return record(*args, **kwargs)
+        self._record = record
+        memory._record_memory_history = job_records
+
+    def _off(self, torch: Any) -> None:
+        """The history off, through the function the probe turned it on with
+        (the job's calls go through the one in its place)."""
+        try:
+            record = getattr(self, "_record", None) or torch.cuda.memory._record_memory_history
+            record(enabled=None)
+        except Exception:
+            pass
+        try:
+            memory = torch.cuda.memory
+            if getattr(self, "_record", None) is not None and memory._record_memory_history is not self._record:
+                memory._record_memory_history = self._record
+        except Exception:
+            pass
 
     def expire(self, torch: Any, steps: int) -> None:
         """From the probe's timer: the history off where it has been on for
@@ -190,10 +237,7 @@ class AllocTrace:
         if self.state != "on" or time.monotonic() - self.started < MAX_SECONDS:
             return
         self.state = "done"
-        try:
-            torch.cuda.memory._record_memory_history(enabled=None)
-        except Exception:
-            pass
+        self._off(torch)
         self.note("%d of %d steps marked in %.0f s (memrec.step() marks them): the allocator's history is off, no allocator trace"
                   % (steps, AFTER_STEPS, MAX_SECONDS))
 
@@ -215,15 +259,13 @@ class AllocTrace:
                 if len(ev) >= MAX_ENTRIES:
                     self.note("the allocator's history filled its %d entries by step %d: no allocator trace" % (MAX_ENTRIES, steps))
                     continue
-                data = encode(ev, gpu(d), pid, steps)
-                if data is None:
-                    self.note("the allocator's history on device %d does not start at its first request or has expandable segments: no allocator trace" % d)
+                try:
+                    data = encode(ev, gpu(d), pid, steps)
+                except Refused as e:
+                    self.note("the allocator's history on device %d: %s: no allocator trace" % (d, e))
                     continue
                 out += mark_lines(zlib.compress(data, 6), t_ns, gpu(d), pid, line)
         except Exception:
             pass
-        try:
-            torch.cuda.memory._record_memory_history(enabled=None)
-        except Exception:
-            pass
+        self._off(torch)
         return out

@@ -37,9 +37,16 @@ class EncodeTest(unittest.TestCase):
     def test_bytes(self):
         self.assertEqual(_alloctrace.encode(EVENTS, 0, 7, 3), WANT)
 
-    def test_not_from_the_start_or_expandable(self):
-        self.assertIsNone(_alloctrace.encode([{"action": "free_completed", "addr": 5, "size": 8}], 0, 7, 3))
-        self.assertIsNone(_alloctrace.encode(EVENTS + [{"action": "segment_map", "addr": 0, "size": 2 << 20}], 0, 7, 3))
+    def test_refused_where_the_replay_cannot_follow(self):
+        for events, why in (([{"action": "free_completed", "addr": 5, "size": 8}], "first request"),
+                            (EVENTS + [{"action": "segment_map", "addr": 0, "size": 2 << 20}], "expandable"),
+                            (EVENTS + [{"action": "alloc", "addr": 9000, "size": 8, "stream": 77}], "more than one CUDA stream")):
+            with self.assertRaises(_alloctrace.Refused) as e:
+                _alloctrace.encode(events, 0, 7, 3)
+            self.assertIn(why, str(e.exception))
+        # One stream other than the default is one stream.
+        one = [dict(e, stream=77) for e in EVENTS]
+        self.assertEqual(_alloctrace.encode(one, 0, 7, 3), WANT)
 
     def test_a_caught_oom_is_a_failed_request(self):
         # Version 2; op 3 failed asking for 1 GiB (1, then the size), op 4
@@ -94,6 +101,7 @@ class ArmTest(unittest.TestCase):
 
     def test_starts_inside_cuda_init_and_sends_at_the_third_step(self):
         torch, calls = fake_cuda()
+        original = torch.cuda.memory._record_memory_history
         t = self.arm(torch)
         self.assertEqual(len(calls["queued"]), 1)  # queued for CUDA's initialisation
         with mock.patch.dict(sys.modules, {"torch": torch}):
@@ -101,12 +109,44 @@ class ArmTest(unittest.TestCase):
         self.assertEqual(calls["history"], ["all"])
         lines = t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line)
         self.assertEqual(calls["history"], ["all", None])  # and off again
+        self.assertIs(torch.cuda.memory._record_memory_history, original)  # torch's own again
         self.assertEqual(len(lines), 1)
         m = json.loads(lines[0])
         self.assertEqual(m["gpu"], 4)
         data = zlib.decompress(base64.b64decode(m["text"].split(" ")[1]))  # sent compressed
         self.assertEqual(data[1], 4)  # the trace names memrec's GPU
         self.assertEqual(t.finish(torch, [0], lambda d: 4, 7, 3, 9, _probe.mark_line), [])  # once
+
+    def test_the_job_records_the_history_itself(self):
+        # The job turns the history on for a snapshot of its own: the trace
+        # is given up with a note, the probe never turns the history off,
+        # and the job's later calls go straight to torch.
+        torch, calls = fake_cuda()
+        t = self.arm(torch)
+        original = torch.cuda.memory._record_memory_history
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()
+        torch.cuda.memory._record_memory_history(enabled="all")
+        self.assertIs(torch.cuda.memory._record_memory_history, original)
+        self.assertEqual(calls["history"], ["all", "all"])
+        self.assertIn("records the allocator's history itself", self.notes[-1])
+        self.assertEqual(t.finish(torch, [0], lambda d: 0, 7, 3, 9, _probe.mark_line), [])
+        t.started -= _alloctrace.MAX_SECONDS
+        t.expire(torch, 0)
+        self.assertEqual(calls["history"], ["all", "all"])  # never off
+        torch.cuda.memory._record_memory_history(enabled=None)
+        self.assertEqual(calls["history"], ["all", "all", None])
+
+    def test_a_trace_on_two_streams_is_refused_with_a_note(self):
+        torch, calls = fake_cuda()
+        torch.cuda.memory._snapshot = lambda: {"device_traces": [EVENTS + [{"action": "alloc", "addr": 9000, "size": 8, "stream": 5}]]}
+        t = self.arm(torch)
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()
+        self.assertEqual(t.finish(torch, [0], lambda d: 0, 7, 3, 9, _probe.mark_line), [])
+        self.assertIn("more than one CUDA stream", self.notes[-1])
+        self.assertEqual(calls["history"], ["all", None])  # off again
+        self.assertIsNot(torch.cuda.memory._record_memory_history, None)
 
     def test_off_again_without_steps(self):
         # A job that marks no steps: the timer turns the history off after
