@@ -441,6 +441,14 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 		}
 	case run.Counts.TorchSamples == 0:
 		notes = append(notes, "no allocator samples (no probe): allocated, reserved and fragmentation are unknown; the leak is judged on device memory")
+	default:
+		// Why there is no allocator trace (its other notes, such as an
+		// allocator view missing before CUDA started, say nothing here).
+		for _, p := range marks.probe {
+			if strings.Contains(p, "allocator trace") {
+				notes = append(notes, "the probe says "+p)
+			}
+		}
 	}
 	if marks.traceErr != nil {
 		notes = append(notes, "an allocator trace is left out: "+marks.traceErr.Error())

@@ -434,3 +434,32 @@ func TestProbeNoteReplacesNoProbe(t *testing.T) {
 		t.Errorf("notes %q, events %+v", rep.Notes, rep.Events)
 	}
 }
+
+// TestProbeSaysWhyThereIsNoAllocatorTrace: with allocator samples, the
+// probe's note on its allocator trace (the job recorded the history
+// itself) is one of the run's notes; a note from before CUDA started (no
+// allocator view yet) is not, the samples having come.
+func TestProbeSaysWhyThereIsNoAllocatorTrace(t *testing.T) {
+	g := &gen{}
+	g.line(`{"type":"run","name":"own","start_ns":%d}`, t0)
+	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(80*GiB))
+	g.line(`{"type":"mark","t_ns":%d,"kind":"probe","pid":7,"text":"torch 2.11.0 without CUDA: no allocator view"}`, t0+1)
+	for i := range 20 {
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8, 600*MiB)
+		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d}`, t0+int64(i)*1e8+7, 100*MiB, 200*MiB)
+	}
+	g.line(`{"type":"mark","t_ns":%d,"kind":"probe","pid":7,"text":"the job records the allocator's history itself: no allocator trace, its history left as it sets it"}`, t0+5e8)
+	rep := analyzeJSONL(t, g.b.String())["own"]
+	var trace, view int
+	for _, n := range rep.Notes {
+		if n == "the probe says the job records the allocator's history itself: no allocator trace, its history left as it sets it" {
+			trace++
+		}
+		if strings.Contains(n, "no allocator view") {
+			view++
+		}
+	}
+	if trace != 1 || view != 0 {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}

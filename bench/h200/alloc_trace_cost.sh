@@ -15,9 +15,10 @@ BIN=${MEMREC:-$PWD/memrec}
 for r in $(seq "${ROUNDS:-2}"); do
   for m in ${MODELS:-gpt2:16 resnet50:64}; do
     IFS=: read -r n b <<< "$m"
-    for tr in "" "--alloc-trace"; do
-      k=$n${tr:+-trace}-r$r
-      timeout 60 "$BIN" --db "$OUT/c.db" record $tr --name "$k" -- \
+    for tr in false true; do
+      k=$n; [ "$tr" = true ] && k=$n-trace
+      k=$k-r$r
+      timeout 60 "$BIN" --db "$OUT/c.db" record --alloc-trace=$tr --name "$k" -- \
         python3 bench/h200/fitjob.py --model "$n" --batch "$b" --steps 10 --probe --log "$OUT/$k.log" > "$OUT/$k.txt" 2>&1
       python3 - "$OUT/$k.log" "$k" <<'PY' | tee -a "$OUT/steps.txt"
 import json, sys

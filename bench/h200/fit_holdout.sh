@@ -4,9 +4,9 @@
 # lm_wide, bert and convnext_tiny for the fixed share, t5 and deeplab for one
 # largest segment), on one H200. For each MODELS entry name:multiple:small-batches:
 #   1. the small batches are recorded with the probe (and the allocator's
-#      largest segments logged after the steps, --snap; with ALLOC_TRACE=1
-#      the allocator's requests traced too, record --alloc-trace, for the
-#      replay);
+#      largest segments logged after the steps, --snap; the allocator's
+#      requests traced too, record's --alloc-trace, for the replay, unless
+#      ALLOC_TRACE=0);
 #   2. compare --by batch_size --headroom 0% predicts the largest batch;
 #   3. memrec fit --runs (those) --steps 3 --multiple M finds the limit;
 #   4. fit's result must run 3 steps in a fresh process and result + M must
@@ -38,7 +38,7 @@ for spec in $MODELS; do
   IFS=: read -r m mult smalls <<< "$spec"
   runs="" ok=y
   for b in ${smalls//,/ }; do
-    within 90 "$BIN" --db "$DB" record ${ALLOC_TRACE:+--alloc-trace} --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
+    within 90 "$BIN" --db "$DB" record --alloc-trace=${ALLOC_TRACE:-1} --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
       python3 bench/h200/fitjob.py --model "$m" --batch "$b" --steps 3 --probe --snap --log "$DEST/$m-bs$b.log" \
       > "$DEST/$m-rec-bs$b.txt" 2>&1 || ok=n
     runs="$runs${runs:+,}$m-bs$b"

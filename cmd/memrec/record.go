@@ -45,6 +45,9 @@ type recordOptions struct {
 	host        string
 	sites       bool
 	allocTrace  bool
+	// allocTraceAsked: --alloc-trace given on the command line (not only
+	// its default).
+	allocTraceAsked bool
 	// metricsLegacyHostname spells the host label "Hostname" (dcgm-exporter before its rename).
 	metricsLegacyHostname bool
 	// openNVML opens NVML; tests open go-nvml's mocks.
@@ -82,6 +85,7 @@ machine without a GPU.`,
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q: put the command after --", args[0])
 			}
+			o.allocTraceAsked = cmd.Flags().Changed("alloc-trace") && o.allocTrace
 			return runF(cmd.Context(), o)
 		},
 	}
@@ -108,7 +112,7 @@ machine without a GPU.`,
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
 	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
-	f.BoolVar(&o.allocTrace, "alloc-trace", false, "have the probe trace PyTorch's allocator from CUDA's start to the third step (MEMREC_ALLOC_TRACE=1; with --torch or a job that imports memrec): compare --by and memrec fit replay the traces of runs at two batches to find the largest that fits")
+	f.BoolVar(&o.allocTrace, "alloc-trace", true, "have the probe trace PyTorch's allocator from CUDA's start to the third step (MEMREC_ALLOC_TRACE=1; with --torch or a job that imports memrec; --alloc-trace=false: not): compare --by and memrec fit replay the traces of runs at two batches to find the largest that fits")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the recorder to this file")
@@ -336,7 +340,8 @@ func openSource(o *recordOptions, now time.Time) (recorder.Source, error) {
 }
 
 // probeEnv sets the command's environment for --torch and --jax (the
-// probe installed in a temporary folder that cleanup removes) and --sites.
+// probe installed in a temporary folder that cleanup removes), --sites and
+// the allocator trace.
 func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err error) {
 	cleanup = func() {}
 	if o.torch || o.jax {
@@ -365,10 +370,12 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 		}
 		opts.Env = append(opts.Env, "MEMREC_SITES=1")
 	}
-	if o.allocTrace {
-		if len(o.command) == 0 {
-			return cleanup, errors.New("--alloc-trace needs a command whose probe traces the allocator")
-		}
+	switch {
+	case o.allocTraceAsked && len(o.command) == 0:
+		return cleanup, errors.New("--alloc-trace needs a command whose probe traces the allocator")
+	case o.allocTrace && len(o.command) > 0 && (!o.sites || o.allocTraceAsked):
+		// On unless turned off; --sites uses the allocator's history for
+		// itself, so it goes without unless asked (the probe then says why).
 		opts.Env = append(opts.Env, "MEMREC_ALLOC_TRACE=1")
 	}
 	return cleanup, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memrec/memrec/recorder"
 )
 
 // parseRecord runs the record command's flag parsing alone: what the
@@ -71,5 +73,45 @@ func TestRecordFlagErrors(t *testing.T) {
 		if o != nil {
 			t.Errorf("%v: the command would have run", tc.args)
 		}
+	}
+}
+
+// TestAllocTraceByDefault: a command recorded gets the allocator trace
+// unless --alloc-trace=false, or --sites (which uses the allocator's
+// history) without --alloc-trace given; --alloc-trace given without a
+// command is refused by name.
+func TestAllocTraceByDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--", "python", "train.py"}, true},
+		{[]string{"--alloc-trace=false", "--", "python", "train.py"}, false},
+		{[]string{"--sites", "--", "python", "train.py"}, false},
+		{[]string{"--sites", "--alloc-trace", "--", "python", "train.py"}, true},
+		{[]string{"--source", "sim"}, false},
+	} {
+		o, err := parseRecord(t, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var opts recorder.Options
+		cleanup, err := probeEnv(o, &opts)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		cleanup()
+		if got := slices.Contains(opts.Env, "MEMREC_ALLOC_TRACE=1"); got != tc.want {
+			t.Errorf("%v: MEMREC_ALLOC_TRACE=1 in the env %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	o, err := parseRecord(t, "--source", "sim", "--alloc-trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts recorder.Options
+	if _, err := probeEnv(o, &opts); err == nil || !strings.Contains(err.Error(), "--alloc-trace needs a command") {
+		t.Errorf("--alloc-trace without a command: %v", err)
 	}
 }

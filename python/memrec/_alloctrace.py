@@ -5,7 +5,7 @@ compare --by and memrec fit replay the traces of runs at two small batches
 through a model of the allocator, scaled, to find the largest batch that
 fits (docs/analysis.md, "The allocator replay").
 
-On with MEMREC_ALLOC_TRACE=1 (``memrec record --alloc-trace``; memrec fit
+On with MEMREC_ALLOC_TRACE=1 (``memrec record`` sets it unless ``--alloc-trace=false``; memrec fit
 sets it in its trials). The history must start before the job's first
 allocation, so the probe queues its start with ``torch.cuda._lazy_call``,
 which runs it inside CUDA's initialisation; if torch is not imported yet,
@@ -37,6 +37,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 MAX_ENTRIES = 1_000_000  # the history's ring; a trace that filled it is not sent
 PIECE = 3000  # bytes of trace per mark (storage.allocTracePiece): its base64 fits a mark text (4 KiB)
+# The most compressed trace bytes a process sends (all its devices): in
+# base64 a third more, half the recorder's 1 MiB a second for one process,
+# so that the step's samples and marks sent with it are never dropped.
+MAX_SENT = 384 << 10
 AFTER_STEPS = 3
 # A job that marks no steps (--torch without memrec.step) would keep the
 # history on for its whole run: it is turned off this long after it started.
@@ -248,7 +252,8 @@ class AllocTrace:
         if self.state != "on":
             return []
         self.state = "done"
-        out = []
+        out: List[str] = []
+        sent = 0
         try:
             snap = torch.cuda.memory._snapshot()
             traces = snap.get("device_traces") or []
@@ -264,7 +269,14 @@ class AllocTrace:
                 except Refused as e:
                     self.note("the allocator's history on device %d: %s: no allocator trace" % (d, e))
                     continue
-                out += mark_lines(zlib.compress(data, 6), t_ns, gpu(d), pid, line)
+                z = zlib.compress(data, 6)
+                if sent + len(z) > MAX_SENT:
+                    self.note("the allocator trace on device %d is %d KiB compressed, more than the probe sends at once "
+                              "(%d KiB: the socket takes 1 MiB a second, and the step's own lines come with it): no allocator trace"
+                              % (d, len(z) >> 10, MAX_SENT >> 10))
+                    continue
+                sent += len(z)
+                out += mark_lines(z, t_ns, gpu(d), pid, line)
         except Exception:
             pass
         self._off(torch)

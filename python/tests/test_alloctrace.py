@@ -148,6 +148,23 @@ class ArmTest(unittest.TestCase):
         self.assertEqual(calls["history"], ["all", None])  # off again
         self.assertIsNot(torch.cuda.memory._record_memory_history, None)
 
+    def test_a_trace_too_large_to_send_at_once_is_left_out_with_a_note(self):
+        # Incompressible sizes past MAX_SENT: a note instead of pieces that
+        # would push the step's own lines past the recorder's budget.
+        import random
+        rnd = random.Random(1)
+        events = []
+        for i in range(_alloctrace.MAX_SENT // 3):
+            events.append({"action": "alloc", "addr": i, "size": rnd.randrange(1 << 40)})
+        torch, calls = fake_cuda()
+        torch.cuda.memory._snapshot = lambda: {"device_traces": [events]}
+        t = self.arm(torch)
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()
+        self.assertEqual(t.finish(torch, [0], lambda d: 0, 7, 3, 9, _probe.mark_line), [])
+        self.assertIn("more than the probe sends at once", self.notes[-1])
+        self.assertEqual(calls["history"], ["all", None])
+
     def test_off_again_without_steps(self):
         # A job that marks no steps: the timer turns the history off after
         # MAX_SECONDS, with a note, and no trace is sent after it.
