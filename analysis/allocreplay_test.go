@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,23 +49,7 @@ func loadH200Alloc(t testing.TB) h200Alloc {
 		name := strings.TrimSuffix(filepath.Base(p), ".trace.gz")
 		model, bs, _ := strings.Cut(name, "-bs")
 		b, _ := strconv.Atoi(bs)
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(z)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := storage.DecodeAllocTrace(data)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+		tr := readTraceFile(t, p)
 		if h.traces[model] == nil {
 			h.traces[model] = map[int]storage.AllocTrace{}
 		}
@@ -323,4 +308,71 @@ func BenchmarkReplay(b *testing.B) {
 			s.Largest(func(float64) float64 { return float64(h.Capacity) }, true)
 		}
 	})
+}
+
+// TestReplayRefusesTheH200sFatalOOMs replays the traces of four trials
+// that ran out of memory on an H200 (testdata/h200-oom, sent by the probe
+// at the job's exit) to the request that ended each: the replay refuses
+// every one, as the GPU did, even with the capacity's uncertainty
+// (ReplayCapacityKnown) on the generous side; the caught OOMs before it
+// (RegNetY's cuDNN workspaces) are read as failed requests and replayed on.
+func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
+	dir := filepath.Join("testdata", "h200-oom")
+	raw, err := os.ReadFile(filepath.Join(dir, "about.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var about struct {
+		Capacity int64 `json:"capacity_bytes"`
+	}
+	if err := json.Unmarshal(raw, &about); err != nil {
+		t.Fatal(err)
+	}
+	caught := map[string]int{"regnet_y_3_2gf-bs1424": 3, "regnet_y_3_2gf-bs1440": 6, "regnet_y_3_2gf-bs1472": 0, "vit_b_16-bs2144": 0}
+	for name, want := range caught {
+		tr := readTraceFile(t, filepath.Join(dir, name+".trace.gz"))
+		k := lastFailed(tr.Ops)
+		if k < 0 {
+			t.Fatalf("%s: no failed request", name)
+		}
+		n := 0
+		for _, op := range tr.Ops[:k] {
+			if op.Failed {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d caught OOMs before the fatal one, want %d", name, n, want)
+		}
+		ops := append(slices.Clone(tr.Ops[:k]), storage.AllocOp{Size: tr.Ops[k].Size})
+		r, err := ReplayAllocator(ops, about.Capacity+ReplayCapacityKnown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OK || r.FailedAt != k {
+			t.Errorf("%s: the replay served the request of %s that ran out of memory (ok=%v, failed at op %d of %d)", name, FormatBytes(tr.Ops[k].Size), r.OK, r.FailedAt, k)
+		}
+	}
+}
+
+func readTraceFile(t testing.TB, path string) storage.AllocTrace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := storage.DecodeAllocTrace(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tr
 }
