@@ -1,10 +1,8 @@
 package analysis
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -373,20 +372,7 @@ func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
 
 func readTraceFile(t testing.TB, path string) storage.AllocTrace {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := storage.DecodeAllocTrace(data)
+	tr, err := storage.DecodeAllocTrace(fixtures.Gunzip(t, path))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
