@@ -373,9 +373,10 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 	switch {
 	case o.allocTraceAsked && len(o.command) == 0:
 		return cleanup, errors.New("--alloc-trace needs a command whose probe traces the allocator")
-	case o.allocTrace && len(o.command) > 0 && (!o.sites || o.allocTraceAsked):
+	case o.allocTrace && len(o.command) > 0 && (!o.sites && !o.jax || o.allocTraceAsked):
 		// On unless turned off; --sites uses the allocator's history for
-		// itself, so it goes without unless asked (the probe then says why).
+		// itself and --jax reads JAX's allocators, so they go without
+		// unless asked (with --sites the probe then says why).
 		opts.Env = append(opts.Env, "MEMREC_ALLOC_TRACE=1")
 	}
 	return cleanup, nil

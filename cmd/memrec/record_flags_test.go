@@ -78,8 +78,8 @@ func TestRecordFlagErrors(t *testing.T) {
 
 // TestAllocTraceByDefault: a command recorded gets the allocator trace
 // unless --alloc-trace=false, or --sites (which uses the allocator's
-// history) without --alloc-trace given; --alloc-trace given without a
-// command is refused by name.
+// history) or --jax without --alloc-trace given; --alloc-trace given
+// without a command is refused by name.
 func TestAllocTraceByDefault(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -90,6 +90,7 @@ func TestAllocTraceByDefault(t *testing.T) {
 		{[]string{"--alloc-trace=false", "--", "python", "train.py"}, false},
 		{[]string{"--sites", "--", "python", "train.py"}, false},
 		{[]string{"--sites", "--alloc-trace", "--", "python", "train.py"}, true},
+		{[]string{"--jax", "--", "python", "train.py"}, false},
 		{[]string{"--source", "sim"}, false},
 	} {
 		o, err := parseRecord(t, tc.args...)
