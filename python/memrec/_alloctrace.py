@@ -189,31 +189,33 @@ class AllocTrace:
                 self.note("CUDA was up before the probe: no allocator trace (it must start at the first request)")
                 return
             self.state = "armed"
+            self._hand_over(cuda.memory)
             cuda._lazy_call(self._start)
         except Exception:
             self.state = "done"
 
     def _start(self) -> None:
+        if self.state != "armed":  # the job took the history first
+            return
         try:
-            import torch
-            memory = torch.cuda.memory
-            record = memory._record_memory_history
-            record(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
+            self._record(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
             self.started = time.monotonic()
             self.state = "on"
-            self._hand_over(memory, record)
         except Exception:
             self.state = "done"
 
-    def _hand_over(self, memory: Any, record: Callable[..., Any]) -> None:
+    def _hand_over(self, memory: Any) -> None:
         """Where the job records the allocator's history itself (a snapshot
-        of its own), the history is the job's from its first call on: the
-        trace is given up, with a note, and never turned off by the probe.
-        record is put back in place at that call."""
+        of its own), before CUDA is up or after, the history is the job's
+        from its first call on: the trace is given up, with a note, and the
+        probe neither turns the history on nor off. torch's function is put
+        back in place at that call."""
+        record = memory._record_memory_history
+
         def job_records(*args: Any, **kwargs: Any) -> Any:
             if getattr(memory, "_record_memory_history", None) is job_records:
                 memory._record_memory_history = record
-            if self.state == "on":
+            if self.state in ("armed", "on"):
                 self.state = "done"
                 self.note("the job records the allocator's history itself: no allocator trace, its history left as it sets it")
             return record(*args, **kwargs)

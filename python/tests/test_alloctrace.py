@@ -122,8 +122,8 @@ class ArmTest(unittest.TestCase):
         # is given up with a note, the probe never turns the history off,
         # and the job's later calls go straight to torch.
         torch, calls = fake_cuda()
-        t = self.arm(torch)
         original = torch.cuda.memory._record_memory_history
+        t = self.arm(torch)
         with mock.patch.dict(sys.modules, {"torch": torch}):
             calls["queued"][0]()
         torch.cuda.memory._record_memory_history(enabled="all")
@@ -136,6 +136,22 @@ class ArmTest(unittest.TestCase):
         self.assertEqual(calls["history"], ["all", "all"])  # never off
         torch.cuda.memory._record_memory_history(enabled=None)
         self.assertEqual(calls["history"], ["all", "all", None])
+
+    def test_the_job_records_the_history_before_cuda_is_up(self):
+        # The job's call comes before CUDA's initialisation (or starts it):
+        # the probe's queued start then does nothing, and it never turns the
+        # job's history off.
+        torch, calls = fake_cuda()
+        original = torch.cuda.memory._record_memory_history
+        t = self.arm(torch)
+        torch.cuda.memory._record_memory_history(enabled="all", context="all")
+        self.assertIs(torch.cuda.memory._record_memory_history, original)
+        with mock.patch.dict(sys.modules, {"torch": torch}):
+            calls["queued"][0]()  # CUDA's initialisation
+        self.assertEqual(calls["history"], ["all"])  # the job's call only
+        self.assertIn("records the allocator's history itself", self.notes[-1])
+        self.assertEqual(t.finish(torch, [0], lambda d: 0, 7, 3, 9, _probe.mark_line), [])
+        self.assertEqual(calls["history"], ["all"])
 
     def test_a_trace_on_two_streams_is_refused_with_a_note(self):
         torch, calls = fake_cuda()
@@ -208,7 +224,9 @@ class ArmTest(unittest.TestCase):
             f.write("from . import cuda\n")
         with open(os.path.join(d, "torch", "cuda", "__init__.py"), "w") as f:
             f.write(textwrap.dedent('''
+                import types
                 queued = []
+                memory = types.SimpleNamespace(_record_memory_history=lambda *a, **k: None)
                 def is_initialized(): return False
                 def _lazy_call(f): queued.append(f)
             '''))
