@@ -184,7 +184,7 @@ func TestReplayLargestBatchOnTheH200(t *testing.T) {
 			t.Fatal(err)
 		}
 		lo, hi := small[len(small)-2], small[len(small)-1]
-		s := NewReplayScale(float64(lo), h.traces[m][lo], float64(hi), h.traces[m][hi])
+		s := NewReplayScale(float64(lo), h.traces[m][lo], float64(hi), h.traces[m][hi], true)
 		v, _, ok := s.Fitting(need, float64(h.Capacity), Pessimistic, true)
 		if !ok {
 			t.Errorf("%s: nothing fits", m)
@@ -257,7 +257,7 @@ func TestCommonSubsequence(t *testing.T) {
 func TestReplayLargestBelowEveryFailure(t *testing.T) {
 	h := loadH200Alloc(t)
 	tr := h.traces["mobilenet_v3_large"]
-	s := NewReplayScale(128, tr[128], 3232, tr[3232])
+	s := NewReplayScale(128, tr[128], 3232, tr[3232], true)
 	capacity := func(float64) float64 { return float64(h.Capacity) }
 	v, r, ok := s.Largest(capacity, true)
 	if !ok || !r.OK || v < 3200 || v >= 3244 {
@@ -318,7 +318,7 @@ func BenchmarkReplay(b *testing.B) {
 		})
 	}
 	b.Run("largest", func(b *testing.B) {
-		s := NewReplayScale(4, tr[4], 8, tr[8])
+		s := NewReplayScale(4, tr[4], 8, tr[8], true)
 		for b.Loop() {
 			s.Largest(func(float64) float64 { return float64(h.Capacity) }, true)
 		}
@@ -377,4 +377,75 @@ func readTraceFile(t testing.TB, path string) storage.AllocTrace {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return tr
+}
+
+// synthAttention is the trace of a toy transformer at sequence length s:
+// its weights, then 3 steps of a forward pass that keeps each layer's
+// activations (linear in s) and eager attention's scores (quadratic in
+// s), and a backward pass that frees them, with a temporary the size of
+// the scores.
+func synthAttention(s int64) storage.AllocTrace {
+	var ops []storage.AllocOp
+	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
+	free := func(i int32) { ops = append(ops, storage.AllocOp{Free: true, Of: i}) }
+	for range 24 {
+		alloc(48 << 20)
+	}
+	const layers, batch, heads, width = 12, 8, 16, 1024
+	for range 3 {
+		var acts, scores []int32
+		for range layers {
+			acts = append(acts, alloc(batch*s*width*2*4))
+			scores = append(scores, alloc(batch*heads*s*s*2))
+		}
+		for l := layers - 1; l >= 0; l-- {
+			free(alloc(batch * heads * s * s * 2))
+			free(scores[l])
+			free(acts[l])
+		}
+		for range 24 {
+			free(alloc(48 << 20)) // the optimizer's temporaries
+		}
+	}
+	return storage.AllocTrace{Steps: 3, Ops: ops}
+}
+
+// TestReplayFollowsEachRequestsGrowth: for a sequence length, whose
+// attention scores grow with its square, each request grows as the two
+// runs show (the square for the scores): from runs at two or three
+// lengths the replay's value is the limit of the job's own trace there,
+// not above it (before, the scores grew on their line and the value was
+// 2.3 times the limit; and where the steepest reading left no room the
+// replay ran on an unlimited device).
+func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
+	const capacity = 80 << 30
+	lo, hi := int64(512), int64(20000) // lo replays, hi does not
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthAttention(m).Ops, capacity); return r.OK }() {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	limit := float64(lo)
+	for _, runs := range [][]int64{{1024, 2048}, {512, 1024, 2048}, {256, 512, 1024}} {
+		var vals, needs []float64
+		for _, s := range runs {
+			r, _ := ReplayAllocator(synthAttention(s).Ops, 0)
+			vals, needs = append(vals, float64(s)), append(needs, float64(r.PeakAllocated))
+		}
+		need, err := NewNeedCurve(vals, needs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := runs[len(runs)-2], runs[len(runs)-1]
+		s := NewReplayScale(float64(a), synthAttention(a), float64(b), synthAttention(b), false)
+		v, _, ok := s.Fitting(need, capacity, Pessimistic, true)
+		if !ok || v > limit || v < 0.98*limit {
+			t.Errorf("runs at %v: %v (ok %v), the limit %v", runs, v, ok, limit)
+		}
+		if s.Matched != s.Requests {
+			t.Errorf("runs at %v: %d of %d requests matched", runs, s.Matched, s.Requests)
+		}
+	}
 }

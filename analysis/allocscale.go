@@ -7,14 +7,21 @@ import (
 )
 
 // ReplayScale is a job's requests to the caching allocator at any value of
-// a setting (a batch size), from its traces at two values: the higher
-// value's requests, in its order, each sized on the line through its size
-// there and the size of the matching request at the lower value.
+// a setting (a batch size, a sequence length), from its traces at two
+// values: the higher value's requests, in its order, each sized from its
+// size there and the size of the matching request at the lower value, on
+// the line through the two; for a setting other than a batch size, on the
+// larger of that line and the power of the value the two show (a request
+// that grew with the square of a sequence length, an attention's scores,
+// grows so on; one that grew less than in proportion keeps to its line).
+// A batch's requests are a sample's times the batch, plus what does not
+// depend on it: they grow on their line.
 //
 // The requests of the two runs are matched by their longest common
 // subsequence (Myers' diff) under "the same request": of equal size, or
 // of a size that grew with the value (within 5 % and 64 KiB of the
-// lower's times the values' ratio). Runs at two batches make the same
+// lower's times the values' ratio, or, for a setting other than a batch
+// size, times its square). Runs at two batches make the same
 // requests in the same order except where a library chose otherwise for
 // the shape (cuDNN's workspaces, an algorithm per batch). A request only the
 // higher run made keeps its size where it is at most 1 MiB and grows with
@@ -29,13 +36,17 @@ type ReplayScale struct {
 	// lower did not make: one a library sized for the shape.
 	Chosen int64
 
-	ops   []storage.AllocOp // the higher run's
-	lower []int64           // per op of ops: the matching request's size at LowValue, or -1
+	perSample bool              // a batch size: no request grows faster than the value
+	ops       []storage.AllocOp // the higher run's
+	lower     []int64           // per op of ops: the matching request's size at LowValue, or -1
 }
 
 // NewReplayScale matches the requests of the runs at low and high
 // (low < high).
-func NewReplayScale(lowValue float64, low storage.AllocTrace, highValue float64, high storage.AllocTrace) ReplayScale {
+//
+// perSample is set for a batch size (IsBatchTag): a sample's requests do
+// not grow with the number of samples, so none is matched by the square.
+func NewReplayScale(lowValue float64, low storage.AllocTrace, highValue float64, high storage.AllocTrace, perSample bool) ReplayScale {
 	var ia, ib []int
 	for i, o := range low.Ops {
 		if !o.Free {
@@ -53,9 +64,9 @@ func NewReplayScale(lowValue float64, low storage.AllocTrace, highValue float64,
 		if s1 == s2 {
 			return true
 		}
-		return math.Abs(s2-r*s1) < 0.05*r*s1+64<<10
+		return math.Abs(s2-r*s1) < 0.05*r*s1+64<<10 || !perSample && math.Abs(s2-r*r*s1) < 0.05*r*r*s1+64<<10
 	})
-	s := ReplayScale{LowValue: lowValue, HighValue: highValue, Requests: len(ib), ops: high.Ops, lower: make([]int64, len(high.Ops))}
+	s := ReplayScale{LowValue: lowValue, HighValue: highValue, Requests: len(ib), perSample: perSample, ops: high.Ops, lower: make([]int64, len(high.Ops))}
 	for i := range s.lower {
 		s.lower[i] = -1
 	}
@@ -81,7 +92,12 @@ func (s ReplayScale) At(v float64) []storage.AllocOp {
 		size := float64(o.Size)
 		switch lo := s.lower[i]; {
 		case lo >= 0:
-			size += (size - float64(lo)) * (v - s.HighValue) / (s.HighValue - s.LowValue)
+			line := size + (size-float64(lo))*(v-s.HighValue)/(s.HighValue-s.LowValue)
+			if !s.perSample && lo > 0 && size > float64(lo) && v > s.HighValue {
+				k := math.Log(size/float64(lo)) / math.Log(s.HighValue/s.LowValue)
+				line = max(line, size*math.Pow(v/s.HighValue, k))
+			}
+			size = line
 		case o.Size > replaySmallSize:
 			size *= v / s.HighValue
 		}
@@ -105,7 +121,11 @@ func (s ReplayScale) At(v float64) []storage.AllocOp {
 // to largestProbes steps, and the first failure among them sets the answer.
 func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (float64, ReplayResult, bool) {
 	try := func(v float64) (ReplayResult, bool) {
-		r, err := ReplayAllocator(s.At(v), int64(capacity(v)))
+		c := capacity(v)
+		if c < 1 { // no room (ReplayAllocator reads 0 as unlimited)
+			return ReplayResult{}, false
+		}
+		r, err := ReplayAllocator(s.At(v), int64(c))
 		return r, err == nil && r.OK
 	}
 	lo := s.HighValue
@@ -297,7 +317,14 @@ func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v floa
 		lo, mid, hi := need.At(v)
 		switch e {
 		case Pessimistic:
-			return a - (hi - mid) - float64(s.Chosen)*v/s.HighValue
+			if !s.perSample && hi > mid {
+				// The requests' own growth (a power of the value) may
+				// already hold some of what the steepest reading adds.
+				if r, err := ReplayAllocator(s.At(v), 0); err == nil {
+					mid = max(mid, float64(r.PeakAllocated))
+				}
+			}
+			return a - max(0, hi-mid) - float64(s.Chosen)*v/s.HighValue
 		case Optimistic:
 			return a + (mid - lo)
 		}

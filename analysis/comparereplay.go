@@ -116,7 +116,7 @@ func (by *ByTag) chooseReplay() {
 		return
 	}
 	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
-	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace)
+	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace, IsBatchTag(by.Tag))
 	by.replay = &s
 	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
 	if a := allocated[hi.Run]; *hi.StepPeakBytes > a {
@@ -194,6 +194,9 @@ func (by *ByTag) checkFailures() {
 		}
 		ops := append(slices.Clone(fl.trace.Ops[:k]), storage.AllocOp{Size: fl.trace.Ops[k].Size})
 		fails := func(cut float64) bool {
+			if capacity-cut < 1 { // no room (0 is unlimited to ReplayAllocator)
+				return true
+			}
 			r, err := ReplayAllocator(ops, int64(capacity-cut))
 			return err != nil || !r.OK
 		}
