@@ -383,7 +383,7 @@ func readTraceFile(t testing.TB, path string) storage.AllocTrace {
 // its weights, then 3 steps of a forward pass that keeps each layer's
 // activations (linear in s) and eager attention's scores (quadratic in
 // s), and a backward pass that frees them, with a temporary the size of
-// the scores.
+// the scores (and from 1536 on a workspace of that size too).
 func synthAttention(s int64) storage.AllocTrace {
 	var ops []storage.AllocOp
 	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
@@ -400,6 +400,11 @@ func synthAttention(s int64) storage.AllocTrace {
 		}
 		for l := layers - 1; l >= 0; l-- {
 			free(alloc(batch * heads * s * s * 2))
+			if s >= 1536 {
+				// a workspace a library takes from this length on, the
+				// size of the scores
+				free(alloc(batch * heads * s * s * 2))
+			}
 			free(scores[l])
 			free(acts[l])
 		}
@@ -412,11 +417,12 @@ func synthAttention(s int64) storage.AllocTrace {
 
 // TestReplayFollowsEachRequestsGrowth: for a sequence length, whose
 // attention scores grow with its square, each request grows as the two
-// runs show (the square for the scores): from runs at two or three
-// lengths the replay's value is the limit of the job's own trace there,
-// not above it (before, the scores grew on their line and the value was
-// 2.3 times the limit; and where the steepest reading left no room the
-// replay ran on an unlimited device).
+// runs show (the square for the scores), and one only the higher run made
+// (a workspace taken from 1536 on) as the job's peak did: from runs at two
+// or three lengths the replay's value is within 3 % below the limit of the
+// job's own trace, never above it (before, the scores grew on their line
+// and the value was 2.3 times the limit; and where the steepest reading
+// left no room the replay ran on an unlimited device).
 func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
 	const capacity = 80 << 30
 	lo, hi := int64(512), int64(20000) // lo replays, hi does not
@@ -441,10 +447,17 @@ func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
 		a, b := runs[len(runs)-2], runs[len(runs)-1]
 		s := NewReplayScale(float64(a), synthAttention(a), float64(b), synthAttention(b), false)
 		v, _, ok := s.Fitting(need, capacity, Pessimistic, true)
-		if !ok || v > limit || v < 0.98*limit {
+		if !ok || v > limit || v < 0.97*limit {
 			t.Errorf("runs at %v: %v (ok %v), the limit %v", runs, v, ok, limit)
 		}
-		if s.Matched != s.Requests {
+		// Every request but the workspaces only the higher run took
+		// (one a layer in each of 3 steps) is matched, the scores by the
+		// square of the ratio.
+		unmatched := 0
+		if b >= 1536 && a < 1536 {
+			unmatched = 36
+		}
+		if s.Requests-s.Matched != unmatched {
 			t.Errorf("runs at %v: %d of %d requests matched", runs, s.Matched, s.Requests)
 		}
 	}

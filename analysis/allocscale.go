@@ -36,9 +36,13 @@ type ReplayScale struct {
 	// lower did not make: one a library sized for the shape.
 	Chosen int64
 
-	perSample bool              // a batch size: no request grows faster than the value
-	ops       []storage.AllocOp // the higher run's
-	lower     []int64           // per op of ops: the matching request's size at LowValue, or -1
+	perSample bool // a batch size: no request grows faster than the value
+	// Power is how an unmatched request grows: with the value to this
+	// power, 1 for a batch size, for another setting the power the job's
+	// peak allocated grew by between the two runs (at least 1).
+	Power float64
+	ops   []storage.AllocOp // the higher run's
+	lower []int64           // per op of ops: the matching request's size at LowValue, or -1
 }
 
 // NewReplayScale matches the requests of the runs at low and high
@@ -70,6 +74,14 @@ func NewReplayScale(lowValue float64, low storage.AllocTrace, highValue float64,
 	for i := range s.lower {
 		s.lower[i] = -1
 	}
+	s.Power = 1
+	if !perSample {
+		a, errA := ReplayAllocator(low.Ops, 0)
+		b, errB := ReplayAllocator(high.Ops, 0)
+		if errA == nil && errB == nil && a.PeakAllocated > 0 && b.PeakAllocated > a.PeakAllocated {
+			s.Power = max(1, math.Log(float64(b.PeakAllocated)/float64(a.PeakAllocated))/math.Log(r))
+		}
+	}
 	for j, i := range ib {
 		if match[j] >= 0 {
 			s.lower[i] = low.Ops[ia[match[j]]].Size
@@ -99,11 +111,19 @@ func (s ReplayScale) At(v float64) []storage.AllocOp {
 			}
 			size = line
 		case o.Size > replaySmallSize:
-			size *= v / s.HighValue
+			size *= s.grown(v)
 		}
 		out[i].Size = max(1, int64(size))
 	}
 	return out
+}
+
+// grown is how much an unmatched request grows from HighValue to v.
+func (s ReplayScale) grown(v float64) float64 {
+	if s.Power == 1 {
+		return v / s.HighValue
+	}
+	return math.Pow(v/s.HighValue, s.Power)
 }
 
 // Largest returns the largest value from HighValue up (an integer where
@@ -324,7 +344,7 @@ func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v floa
 					mid = max(mid, float64(r.PeakAllocated))
 				}
 			}
-			return a - max(0, hi-mid) - float64(s.Chosen)*v/s.HighValue
+			return a - max(0, hi-mid) - float64(s.Chosen)*s.grown(v)
 		case Optimistic:
 			return a + (mid - lo)
 		}
