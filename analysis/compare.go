@@ -540,10 +540,13 @@ func (by *ByTag) interval() {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
 	curvature := "the steepest reading of the runs"
-	if len(c.Values) == 2 {
-		curvature = "two values show no curvature"
-	} else if c.Quadratic != nil {
+	switch {
+	case c.Quadratic != nil:
 		curvature = "the marginal cost rose, carried on"
+	case c.Power > 1:
+		curvature = fmt.Sprintf("the need grew with the value to the power %.2f, carried on", c.Power)
+	case len(c.Values) == 2:
+		curvature = "two values show no curvature"
 	}
 	optimistic := "the flattest reading, no allowance"
 	if by.replay != nil {

@@ -53,6 +53,11 @@ type NeedCurve struct {
 	// Quadratic is a + b·v + c·v² through the three largest points, set
 	// when the marginal cost rose (c > 0).
 	Quadratic *[3]float64 `json:"quadratic,omitempty"`
+	// Power is k where the need grew faster than the value between the two
+	// largest points (bytes ∝ value^k there, k > 1), for a setting other
+	// than a batch size: the pessimistic end carries it on, as two points
+	// can show (a sequence length's attention scores grow with its square).
+	Power float64 `json:"power,omitempty"`
 }
 
 // ErrFlatNeed is NewNeedCurve's error when the need does not grow with
@@ -111,6 +116,9 @@ func newNeedCurve(values, bytes []float64, perSample bool) (NeedCurve, error) {
 	if c.MarginalBytesPerUnit <= 0 {
 		return c, ErrFlatNeed
 	}
+	if !perSample {
+		c.Power = power(c.Values[n-2], c.Bytes[n-2], c.Values[n-1], c.Bytes[n-1])
+	}
 	if n >= 3 && !perSample {
 		x0, x1, x2 := c.Values[n-3], c.Values[n-2], c.Values[n-1]
 		y0, y1, y2 := c.Bytes[n-3], c.Bytes[n-2], c.Bytes[n-1]
@@ -122,6 +130,17 @@ func newNeedCurve(values, bytes []float64, perSample bool) (NeedCurve, error) {
 		}
 	}
 	return c, nil
+}
+
+// power is k where y1/y0 = (x1/x0)^k with k > 1, else 0.
+func power(x0, y0, x1, y1 float64) float64 {
+	if x0 <= 0 || y0 <= 0 || x1 <= x0 || y1 <= y0 {
+		return 0
+	}
+	if k := math.Log(y1/y0) / math.Log(x1/x0); k > 1 && finite(k) {
+		return k
+	}
+	return 0
 }
 
 // Largest is the largest value measured.
@@ -144,6 +163,9 @@ func (c NeedCurve) At(v float64) (low, mid, high float64) {
 	if q := c.Quadratic; q != nil && v > c.Largest() {
 		high = max(high, q[0]+q[1]*v+q[2]*v*v)
 	}
+	if n := len(c.Values) - 1; c.Power > 1 && v > c.Largest() {
+		high = max(high, c.Bytes[n]*math.Pow(v/c.Values[n], c.Power))
+	}
 	return low, mid, high
 }
 
@@ -161,6 +183,9 @@ func (c NeedCurve) Plus(a, b float64) NeedCurve {
 	c.MaxMarginal += b
 	if q := c.Quadratic; q != nil {
 		c.Quadratic = &[3]float64{q[0] + a, q[1] + b, q[2]}
+	}
+	if n := len(c.Values) - 1; c.Power > 0 && n >= 1 {
+		c.Power = power(c.Values[n-1], c.Bytes[n-1], c.Values[n], c.Bytes[n])
 	}
 	return c
 }
@@ -211,6 +236,9 @@ func (c NeedCurve) Solve(avail float64, e End) (float64, bool) {
 	if q := c.Quadratic; q != nil {
 		a, b, cc := q[0]-avail, q[1], q[2]
 		add((-b+math.Sqrt(b*b-4*cc*a))/(2*cc), b*b-4*cc*a >= 0)
+	}
+	if c.Power > 1 && yn > 0 {
+		add(xn*math.Pow(avail/yn, 1/c.Power), true)
 	}
 	return slices.Min(answers), true
 }

@@ -145,3 +145,39 @@ func TestNeedCurveTwoValues(t *testing.T) {
 		t.Errorf("falling need: %v", err)
 	}
 }
+
+// A setting other than a batch size whose need grew faster than the value
+// between two runs (a sequence length: 1 to 3.5 GiB from 1024 to 2048,
+// the power 1.81) is carried on with that power at the pessimistic end,
+// as two points can show; a batch size's is not, nor a need that grew
+// less than in proportion.
+func TestNeedCurveTwoValuesThatGrewFaster(t *testing.T) {
+	c, err := NewNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := math.Log(3.5) / math.Log(2)
+	if math.Abs(c.Power-k) > 1e-9 {
+		t.Fatalf("power %v, want %v", c.Power, k)
+	}
+	want := 3.5 * GiB * math.Pow(2, k)
+	if _, mid, high := c.At(4096); math.Abs(high-want) > 1 || mid >= high {
+		t.Errorf("at 4096: middle %v, pessimistic %v, want %v", mid, high, want)
+	}
+	if v, ok := c.Solve(want, Pessimistic); !ok || math.Abs(v-4096) > 1e-6 {
+		t.Errorf("pessimistic solve %v %v, want 4096", v, ok)
+	}
+	if v, _ := c.Solve(want, Middle); v <= 4096 {
+		t.Errorf("middle %v: the line of the last marginal cost reaches further", v)
+	}
+	if b, _ := NewBatchNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB}); b.Power != 0 {
+		t.Errorf("batch size: power %v", b.Power)
+	}
+	if l, _ := NewNeedCurve([]float64{8, 16}, []float64{1 * GiB, 1.8 * GiB}); l.Power != 0 {
+		t.Errorf("less than in proportion: power %v", l.Power)
+	}
+	by := curveRunsBy(t, "seq_len", []int{1024, 2048}, func(b int) int64 { return int64(GiB * math.Pow(float64(b)/1024, k)) })
+	if !strings.Contains(by.IntervalWords, "to the power 1.81, carried on") {
+		t.Errorf("interval words %q", by.IntervalWords)
+	}
+}
