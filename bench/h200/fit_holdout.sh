@@ -7,7 +7,8 @@
 #      largest segments logged after the steps, --snap; the allocator's
 #      requests traced too, record's --alloc-trace, for the replay, unless
 #      ALLOC_TRACE=0);
-#   2. compare --by batch_size --headroom 0% predicts the largest batch;
+#   2. compare --by batch_size --headroom 0% predicts the largest batch
+#      (--by $TAG: TAG=seq_len with gpt2_seq, whose value is the sequence length);
 #   3. memrec fit --runs (those) --steps 3 --multiple M finds the limit;
 #   4. fit's result must run 3 steps in a fresh process and result + M must
 #      not (the limit is then exact to M), and the prediction must not be
@@ -34,11 +35,12 @@ within() {
   timeout "$s" "$@"
 }
 MODELS=${MODELS:-"lm_wide:1:2,4,8 bert:1:16,32,64 convnext_tiny:8:16,32,64"}
+TAG=${TAG:-batch_size}  # the value's tag: seq_len for gpt2_seq (a sequence length, not a batch)
 for spec in $MODELS; do
   IFS=: read -r m mult smalls <<< "$spec"
   runs="" ok=y
   for b in ${smalls//,/ }; do
-    within 90 "$BIN" --db "$DB" record --alloc-trace=${ALLOC_TRACE:-1} --name "$m-bs$b" --tag "batch_size=$b" --tag "model=$m" -- \
+    within 90 "$BIN" --db "$DB" record --alloc-trace=${ALLOC_TRACE:-1} --name "$m-bs$b" --tag "$TAG=$b" --tag "model=$m" -- \
       python3 bench/h200/fitjob.py --model "$m" --batch "$b" --steps 3 --probe --snap --log "$DEST/$m-bs$b.log" \
       > "$DEST/$m-rec-bs$b.txt" 2>&1 || ok=n
     runs="$runs${runs:+,}$m-bs$b"
@@ -47,9 +49,9 @@ for spec in $MODELS; do
     echo "$m 0 $mult n y" >> "$DEST/verified.txt"
     continue
   fi
-  within 30 "$BIN" --db "$DB" compare --by batch_size --headroom 0% --json ${runs//,/ } > "$DEST/$m-predict.json" 2> "$DEST/$m-predict.err"
+  within 30 "$BIN" --db "$DB" compare --by "$TAG" --headroom 0% --json ${runs//,/ } > "$DEST/$m-predict.json" 2> "$DEST/$m-predict.err"
   [ "$mult" = 0 ] && continue
-  within 300 "$BIN" --db "$DB" fit --id "$m" --steps 3 --multiple "$mult" --runs "$runs" --json -- \
+  within 300 "$BIN" --db "$DB" fit --by "$TAG" --id "$m" --steps 3 --multiple "$mult" --runs "$runs" --json -- \
     python3 bench/h200/fitjob.py --model "$m" --batch {} --steps 100000 --probe > "$DEST/$m-fit.json" 2> "$DEST/$m-fit.txt"
   echo "fit exit $?" >> "$DEST/$m-fit.txt"
   L=$(python3 -c "import json; print(int(json.load(open('$DEST/$m-fit.json'))['largest_ran']))" 2>/dev/null || echo 0)

@@ -50,7 +50,11 @@ autocast and AdamW. And two after the replay's failure checks and compressed
 traces: resnext50_32x4d (grouped convolutions of 32 groups in a ResNet-50
 layout) in fp32 with SGD, and opt_2k (an OPT-style decoder: 16 layers of
 1 024, learned positions, 2 048 tokens, vocabulary 50 272, ReLU feed-forward
-of 4 096) with fp16 autocast, a GradScaler and AdamW.
+of 4 096) with fp16 autocast, a GradScaler and AdamW. And gpt2_seq, whose
+value is the sequence length, not the batch (GPT-2 small, 8 sequences a step,
+eager attention, whose scores grow with the square of the length), for
+compare --by seq_len and memrec fit --by seq_len (fit_holdout.sh with
+TAG=seq_len MODELS="gpt2_seq:64:256,512,1024").
 """
 import torch
 import torch.nn as nn
@@ -58,7 +62,7 @@ import torch.nn as nn
 MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "bert", "convnext_tiny", "t5", "deeplab",
           "efficientnet_b0", "swin_t", "lm_1b", "resnet34", "vgg11", "densenet121", "gpt2_medium", "vgg16",
           "mobilenet_v3_large", "qwen_05b", "regnet_y_3_2gf", "gpt2_ckpt",
-          "efficientnet_v2_s", "lm_4k", "resnext50_32x4d", "opt_2k")
+          "efficientnet_v2_s", "lm_4k", "resnext50_32x4d", "opt_2k", "gpt2_seq")
 
 
 def build(name):
@@ -152,6 +156,19 @@ def build(name):
         def loss(net, ids):
             return net(input_ids=ids, labels=ids).loss
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.float16, make_batch, loss
+    if name == "gpt2_seq":
+        # The value is the sequence length (fitjob.py's --batch), 8 sequences
+        # a step, eager attention: its scores grow with the square of it.
+        from transformers import GPT2Config, GPT2LMHeadModel
+        net = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=32768, vocab_size=50257,
+                                         attn_implementation="eager"))
+
+        def make_batch(s, dev):
+            return (torch.randint(0, 50257, (8, s), device=dev),)
+
+        def loss(net, ids):
+            return net(input_ids=ids, labels=ids).loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     from transformers import GPT2Config, GPT2LMHeadModel
     seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257), "gpt2_ckpt": (1024, 50257)}.get(name, (1024, 128256))
     wide = name == "gpt2_medium"

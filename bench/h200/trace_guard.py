@@ -1,8 +1,10 @@
 """A small PyTorch job for the allocator trace's guards, under memrec record
-(its default trace):  python3 bench/h200/trace_guard.py --mode own|streams|plain
+(its default trace):  python3 bench/h200/trace_guard.py --mode own|early|streams|plain
   own      the job turns the allocator's history on itself at its second
            step (a snapshot of its own): the probe must leave it on (its
            entries still grow after the third step) and send no trace;
+  early    the same before its first CUDA call (the probe's start, queued
+           for CUDA's initialisation, must then do nothing);
   streams  one request on a side stream: no trace, a note;
   plain    the trace is sent.
 Prints one JSON line: the mode, the history's entries at the third and the
@@ -20,8 +22,10 @@ except ImportError:
     memrec = None
 
 a = argparse.ArgumentParser()
-a.add_argument("--mode", choices=("own", "streams", "plain"), default="plain")
+a.add_argument("--mode", choices=("own", "early", "streams", "plain"), default="plain")
 a = a.parse_args()
+if a.mode == "early":
+    torch.cuda.memory._record_memory_history(max_entries=100000)
 dev = torch.device("cuda")
 net = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).to(dev)
 opt = torch.optim.SGD(net.parameters(), lr=0.01)
@@ -42,9 +46,9 @@ for i in range(6):
     torch.cuda.synchronize()
     if memrec:
         memrec.step(i)
-    if a.mode == "own" and i in (2, 5):
+    if a.mode in ("own", "early") and i in (2, 5):
         out["entries_step%d" % (i + 1)] = len(torch.cuda.memory._snapshot()["device_traces"][0])
-if a.mode == "own":
+if a.mode in ("own", "early"):
     path = os.path.join(tempfile.mkdtemp(), "snap.pickle")
     torch.cuda.memory._dump_snapshot(path)
     out["snapshot_bytes"] = os.path.getsize(path)
