@@ -462,3 +462,58 @@ func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareBySeqLenReplaysEachRequestsGrowth is compare --by seq_len of
+// two probe runs of the toy transformer (synthAttention) with their
+// allocator traces: the replay is the basis, each request grows as its
+// two runs show, and the value without headroom is the limit of the
+// job's own trace on that GPU or within 3 % below it; by a batch-size tag
+// the same runs would be read on their lines.
+func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
+	g := &gen{}
+	for _, s := range []int64{1024, 2048} {
+		tr := synthAttention(s)
+		r, err := ReplayAllocator(tr.Ops, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.PID, tr.SegmentBytes, tr.Segments = 1, r.PeakReserved, r.Segments
+		g.line(`{"type":"run","name":"s%d","start_ns":%d,"interval_ns":10000000,"tags":{"seq_len":"%d"}}`, s, t0, s)
+		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+		for i := range 10 {
+			at := t0 + int64(i)*100e6
+			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, at-5e6, r.PeakReserved+700*MiB, 600*MiB)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, at, i)
+			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
+				at, 100*MiB, r.PeakReserved, r.PeakAllocated)
+		}
+		for _, m := range tr.Marks(t0 + 2e9) {
+			text, _ := json.Marshal(m.Text)
+			g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":%s}`, m.T, text)
+		}
+	}
+	reps := analyzeJSONL(t, g.b.String())
+	c, err := Compare([]*Report{reps["s1024"], reps["s2048"]}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "seq_len", 0); err != nil {
+		t.Fatal(err)
+	}
+	by := c.By
+	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
+		t.Fatalf("basis %q, value %v: %v", by.Basis, by.MaxFittingValueNoHeadroom, by.leftOut)
+	}
+	capacity := int64(by.Available(0))
+	lo, hi := int64(2048), int64(20000)
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthAttention(m).Ops, capacity); return r.OK }() {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	if v := *by.MaxFittingValueNoHeadroom; v > float64(lo) || v < 0.97*float64(lo) {
+		t.Errorf("seq_len up to %v without headroom, the limit %d: %s", v, lo, by.IntervalWords)
+	}
+}
