@@ -323,6 +323,29 @@ func BenchmarkReplay(b *testing.B) {
 			s.Largest(func(float64) float64 { return float64(h.Capacity) }, true)
 		}
 	})
+	// The pessimistic end, read as a batch size and as another setting
+	// (which replays each value once more, on no GPU, for the requests'
+	// own growth).
+	var vals, needs []float64
+	for _, v := range []int{2, 4, 8} {
+		r, _ := ReplayAllocator(tr[v].Ops, 0)
+		vals, needs = append(vals, float64(v)), append(needs, float64(r.PeakAllocated))
+	}
+	for _, c := range []struct {
+		name      string
+		perSample bool
+	}{{"pessimistic", true}, {"pessimistic-other", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			need, err := newNeedCurve(vals, needs, c.perSample)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := NewReplayScale(4, tr[4], 8, tr[8], c.perSample)
+			for b.Loop() {
+				s.Fitting(need, float64(h.Capacity), Pessimistic, true)
+			}
+		})
+	}
 }
 
 // TestReplayRefusesTheH200sFatalOOMs replays the traces of four trials
