@@ -68,9 +68,11 @@ type ReplayCheck struct {
 	ReplaySegmentBytes int64   `json:"replay_segment_bytes"`
 }
 
-// chooseReplay makes the replay the basis where every point has an
-// allocator trace: the two largest values' (the run of the highest step
-// peak at each), checked by replaying each traced run as recorded. A
+// chooseReplay makes the replay the basis where the two largest values'
+// points (the run of the highest step peak at each) have allocator
+// traces: theirs are replayed, and each traced run is checked by
+// replaying it as recorded (runs below them without a trace, an older
+// probe's, hold the need curve only). A
 // replay whose segments at a value measured are off the allocator's by
 // more than ReplayTolerance is not used (an allocator configured
 // otherwise, another version's rules) and the notes say so.
@@ -78,12 +80,29 @@ func (by *ByTag) chooseReplay() {
 	if by.Basis != "step_peak_allocated" {
 		return
 	}
-	best := map[float64]TagPoint{}
+	best := map[float64]TagPoint{} // the run of the highest step peak at each value, traced or not
+	for _, p := range by.Points {
+		if b, ok := best[p.Value]; !ok || *p.StepPeakBytes > *b.StepPeakBytes {
+			best[p.Value] = p
+		}
+	}
+	vals := make([]float64, 0, len(best))
+	for v := range best {
+		vals = append(vals, v)
+	}
+	sort.Float64s(vals)
+	if len(vals) < 2 || vals[0] <= 0 {
+		return
+	}
+	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
+	if lo.trace == nil || hi.trace == nil {
+		return
+	}
 	allocated := map[string]int64{} // each run's peak allocated, replayed as recorded
 	var checks []ReplayCheck
 	for _, p := range by.Points {
-		if p.trace == nil {
-			return
+		if p.trace == nil { // an untraced run below the two: it holds the need curve only
+			continue
 		}
 		r, err := ReplayAllocator(p.trace.Ops, 0)
 		if err != nil {
@@ -103,19 +122,7 @@ func (by *ByTag) chooseReplay() {
 				p.Run, FormatBytes(r.PeakReserved), FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
 			return
 		}
-		if b, ok := best[p.Value]; !ok || *p.StepPeakBytes > *b.StepPeakBytes {
-			best[p.Value] = p
-		}
 	}
-	vals := make([]float64, 0, len(best))
-	for v := range best {
-		vals = append(vals, v)
-	}
-	sort.Float64s(vals)
-	if len(vals) < 2 || vals[0] <= 0 {
-		return
-	}
-	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
 	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace, IsBatchTag(by.Tag))
 	by.replay = &s
 	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}

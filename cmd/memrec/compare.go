@@ -262,7 +262,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 			fmt.Fprintf(w, "  a projection, not a trial: memrec fit --by %s --runs %s -- COMMAND ... {} finds the limit by running the job\n",
 				b.Tag, strings.Join(runs, ","))
 			if b.Basis == "step_peak_allocated" {
-				fmt.Fprintln(w, "  with an allocator trace in each run (memrec record's default for PyTorch, as in memrec fit's trials; these have none: --alloc-trace=false, an older memrec, or a probe note says why), the caching allocator is replayed over their requests instead of bounded")
+				fmt.Fprintln(w, "  with allocator traces in the runs at the two largest values (memrec record's default for PyTorch, as in memrec fit's trials; these have none: --alloc-trace=false, an older memrec, or a probe note says why), the caching allocator is replayed over their requests instead of bounded")
 			}
 		}
 		if len(b.Help) > 0 {

@@ -233,10 +233,44 @@ func TestRecordAllocTrace(t *testing.T) {
 
 // TestBrokenAllocTrace: a run whose allocator trace lost a piece (an
 // imported file cut by hand, a mark dropped) is analysed as it is, with a
-// note that names what is wrong, and compare --by of runs of which one has
-// no whole trace uses the rule of the largest segments instead.
+// note that names what is wrong. compare --by replays the allocator where
+// the runs at the two largest values have whole traces (a run below them
+// without one holds the need curve only), and uses the rule of the
+// largest segments where one of those two has none.
 func TestBrokenAllocTrace(t *testing.T) {
 	t.Parallel()
+	for broken, basis := range map[int]string{0: "allocator_replay", 2: "step_peak_allocated"} {
+		names, db := importBert(t, broken)
+		out, errs, code := run(t, db, "", "analyze", "--json", names[broken])
+		var rep struct {
+			GPUs []struct {
+				Requests int `json:"alloc_trace_requests"`
+			} `json:"gpus"`
+			Notes []string `json:"notes"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 0 {
+			t.Fatalf("analyze: %d %s\n%s", code, errs, out)
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "allocator trace is left out") {
+			t.Errorf("notes: %q", rep.Notes)
+		}
+		out, errs, code = run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+		var c struct {
+			By struct {
+				Basis string `json:"basis"`
+			} `json:"by_tag"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.Basis != basis {
+			t.Errorf("the trace of %s broken: compare %d %s, basis %q, want %q", names[broken], code, errs, c.By.Basis, basis)
+		}
+	}
+}
+
+// importBert imports BERT-base's runs at batches 16, 32 and 64 with their
+// allocator traces into a database of its own, the trace of run broken
+// without its second piece.
+func importBert(t *testing.T, broken int) ([]string, string) {
+	t.Helper()
 	dir := filepath.Join("testdata", "h200-segments")
 	traces := filepath.Join("..", "..", "analysis", "testdata", "h200-alloc")
 	db := filepath.Join(t.TempDir(), "m.db")
@@ -244,7 +278,7 @@ func TestBrokenAllocTrace(t *testing.T) {
 	for i, b := range []string{"16", "32", "64"} {
 		name := "bert-bs" + b
 		file := withTrace(t, filepath.Join(dir, name+".jsonl.gz"), filepath.Join(traces, name+".trace.gz"))
-		if i == 0 { // drop the trace's second piece
+		if i == broken {
 			raw, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -262,26 +296,5 @@ func TestBrokenAllocTrace(t *testing.T) {
 		}
 		names = append(names, name)
 	}
-	out, errs, code := run(t, db, "", "analyze", "--json", names[0])
-	var rep struct {
-		GPUs []struct {
-			Requests int `json:"alloc_trace_requests"`
-		} `json:"gpus"`
-		Notes []string `json:"notes"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 0 {
-		t.Fatalf("analyze: %d %s\n%s", code, errs, out)
-	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "allocator trace is left out") {
-		t.Errorf("notes: %q", rep.Notes)
-	}
-	out, errs, code = run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
-	var c struct {
-		By struct {
-			Basis string `json:"basis"`
-		} `json:"by_tag"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.By.Basis != "step_peak_allocated" {
-		t.Errorf("compare: %d %s, basis %q", code, errs, c.By.Basis)
-	}
+	return names, db
 }
