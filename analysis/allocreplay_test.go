@@ -496,24 +496,8 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 	g := &gen{}
 	for _, s := range []int64{1024, 2048} {
 		tr := synthAttention(s)
-		r, err := ReplayAllocator(tr.Ops, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.PID, tr.SegmentBytes, tr.Segments = 1, r.PeakReserved, r.Segments
-		g.line(`{"type":"run","name":"s%d","start_ns":%d,"interval_ns":10000000,"tags":{"seq_len":"%d"}}`, s, t0, s)
-		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
-		for i := range 10 {
-			at := t0 + int64(i)*100e6
-			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, at-5e6, r.PeakReserved+700*MiB, 600*MiB)
-			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, at, i)
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
-				at, 100*MiB, r.PeakReserved, r.PeakAllocated)
-		}
-		for _, m := range tr.Marks(t0 + 2e9) {
-			text, _ := json.Marshal(m.Text)
-			g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":%s}`, m.T, text)
-		}
+		r, _ := ReplayAllocator(tr.Ops, 0)
+		tracedRun(g, "s", "seq_len", s, tr, r.PeakAllocated)
 	}
 	reps := analyzeJSONL(t, g.b.String())
 	c, err := Compare([]*Report{reps["s1024"], reps["s2048"]}, "", "")
@@ -538,5 +522,105 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 	}
 	if v := *by.MaxFittingValueNoHeadroom; v > float64(lo) || v < 0.97*float64(lo) {
 		t.Errorf("seq_len up to %v without headroom, the limit %d: %s", v, lo, by.IntervalWords)
+	}
+}
+
+// tracedRun writes a probe run named prefix+value, tagged tag=value, on an
+// 80 GiB GPU (600 MiB reserved by the driver, 700 MiB unseen), whose steps
+// peak at peak bytes allocated, with the allocator trace tr.
+func tracedRun(g *gen, prefix, tag string, value int64, tr storage.AllocTrace, peak int64) {
+	r, _ := ReplayAllocator(tr.Ops, 0)
+	tr.PID, tr.SegmentBytes, tr.Segments = 1, r.PeakReserved, r.Segments
+	g.line(`{"type":"run","name":"%s%d","start_ns":%d,"interval_ns":10000000,"tags":{"%s":"%d"}}`, prefix, value, t0, tag, value)
+	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+	for i := range 10 {
+		at := t0 + int64(i)*100e6
+		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, at-5e6, r.PeakReserved+700*MiB, 600*MiB)
+		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, at, i)
+		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
+			at, 100*MiB, r.PeakReserved, peak)
+	}
+	for _, m := range tr.Marks(t0 + 2e9) {
+		text, _ := json.Marshal(m.Text)
+		g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":%s}`, m.T, text)
+	}
+}
+
+// synthBatch is a toy network at batch b: its weights, then steps of a
+// forward pass that keeps 12 activations of 4 MiB a sample and a backward
+// pass that frees them; evalMiB a sample more is held through the forward
+// pass of one step after the three (an evaluation's), when eval is set.
+func synthBatch(b int64, eval bool) storage.AllocTrace {
+	var ops []storage.AllocOp
+	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
+	free := func(i int32) { ops = append(ops, storage.AllocOp{Free: true, Of: i}) }
+	for range 24 {
+		alloc(48 << 20)
+	}
+	steps := 3
+	if eval {
+		steps = 4
+	}
+	for k := range steps {
+		var extra int32 = -1
+		if k == 3 {
+			extra = alloc(b * evalMiB << 20)
+		}
+		var acts []int32
+		for range 12 {
+			acts = append(acts, alloc(b*4<<20))
+		}
+		for l := len(acts) - 1; l >= 0; l-- {
+			free(acts[l])
+		}
+		if extra >= 0 {
+			free(extra)
+		}
+	}
+	return storage.AllocTrace{Steps: 3, Ops: ops}
+}
+
+const evalMiB = 6
+
+// TestReplayGrowsWhatLaterStepsAdded: runs whose per-step peak, over the
+// whole run, exceeded their three-step traces' (an evaluation holding
+// 6 MiB a sample more) are projected with that excess grown with the
+// value at the pessimistic end: not above the limit of the job with its
+// evaluation, where the excess kept at the higher run's size would be.
+func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
+	g := &gen{}
+	for _, b := range []int64{32, 64} {
+		r, _ := ReplayAllocator(synthBatch(b, true).Ops, 0)
+		tracedRun(g, "b", "batch_size", b, synthBatch(b, false), r.PeakAllocated)
+	}
+	reps := analyzeJSONL(t, g.b.String())
+	c, err := Compare([]*Report{reps["b32"], reps["b64"]}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0); err != nil {
+		t.Fatal(err)
+	}
+	by := c.By
+	if by.Basis != "allocator_replay" || by.Replay.BeyondTraceBytes != 64*evalMiB<<20 || by.MaxFittingValueNoHeadroom == nil {
+		t.Fatalf("basis %q, beyond %d, value %v: %v", by.Basis, by.Replay.BeyondTraceBytes, by.MaxFittingValueNoHeadroom, by.leftOut)
+	}
+	capacity := int64(by.Available(0))
+	lo, hi := int64(64), int64(100000)
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthBatch(m, true).Ops, capacity); return r.OK }() {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	v := *by.MaxFittingValueNoHeadroom
+	if v > float64(lo) || v < 0.97*float64(lo) {
+		t.Errorf("batch_size up to %v without headroom, the limit with the evaluation %d: %s", v, lo, by.IntervalWords)
+	}
+	// The excess kept at the higher run's size puts it above.
+	kept, _, _ := by.replay.Fitting(*by.Need, by.replayRoom(by.Available(0)), Pessimistic, true)
+	if kept <= float64(lo) {
+		t.Errorf("with the excess kept at 64's size: %v, not above the limit %d: the test does not tell", kept, lo)
 	}
 }

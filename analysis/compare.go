@@ -468,7 +468,11 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 // nothing at the optimistic end.
 func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
 	if r := by.replay; r != nil {
-		v, res, ok := r.Fitting(*by.Need, by.replayRoom(avail), e, by.integer)
+		var plus func(v float64) float64
+		if e == Pessimistic {
+			plus = by.beyondGrowth
+		}
+		v, res, ok := r.FittingPlus(*by.Need, by.replayRoom(avail), plus, e, by.integer)
 		if ok && e == Pessimistic && avail == by.Available(0) {
 			by.atLimit = &res // for the interval's words
 		}

@@ -158,7 +158,7 @@ func beyondWords(b int64) string {
 	if b <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step)", FormatBytes(b))
+	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step; at the pessimistic end grown with the value)", FormatBytes(b))
 }
 
 func checkWords(checks []ReplayCheck) string {
@@ -259,9 +259,23 @@ func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool)
 		return nil
 	}
 	return func(plus func(v float64) float64) (float64, bool) {
-		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), plus, Pessimistic, by.integer)
+		all := func(v float64) float64 { return plus(v) + by.beyondGrowth(v) }
+		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), all, Pessimistic, by.integer)
 		return by.floorAtHigh(by.Available(0), v, ok)
 	}
+}
+
+// beyondGrowth is what the pessimistic end takes off the GPU at value v
+// beyond replayRoom's: what the higher run's per-step peak exceeded its
+// trace's (a later step, evaluation) grown with the value as an unmatched
+// request grows, the part above the higher run's value (a negative
+// number of bytes: room less).
+func (by *ByTag) beyondGrowth(v float64) float64 {
+	b := float64(by.Replay.BeyondTraceBytes)
+	if b <= 0 || v <= by.replay.HighValue {
+		return 0
+	}
+	return -b * (by.replay.grown(v) - 1)
 }
 
 // floorAtHigh is the replay's answer v (ok: one was found) on avail bytes:
