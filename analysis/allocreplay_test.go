@@ -511,6 +511,9 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, value %v: %v", by.Basis, by.MaxFittingValueNoHeadroom, by.leftOut)
 	}
+	if p := by.Replay.UnmatchedPower; p < 1.5 || p > 2 { // the peak grew 2^1.6 from 1024 to 2048
+		t.Errorf("unmatched power %v", p)
+	}
 	capacity := int64(by.Available(0))
 	lo, hi := int64(2048), int64(20000)
 	for hi-lo > 1 {

@@ -43,6 +43,10 @@ type ReplayFigures struct {
 	// the higher value; the pessimistic end holds it, grown with the
 	// value, beyond the replay.
 	ShapeChosenBytes int64 `json:"shape_chosen_bytes"`
+	// UnmatchedPower is the power of the value an unmatched request grows
+	// with, where it is not 1 (a setting other than a batch size whose
+	// peak grew faster than the value).
+	UnmatchedPower float64 `json:"unmatched_power,omitempty"`
 	// FailureChecks are the runs that ran out of memory with a trace,
 	// replayed to the request that failed; MarginBytes the most room the
 	// replay had to spare at one, taken off the GPU for every value.
@@ -126,6 +130,9 @@ func (by *ByTag) chooseReplay() {
 	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace, IsBatchTag(by.Tag))
 	by.replay = &s
 	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
+	if s.Power != 1 {
+		f.UnmatchedPower = s.Power
+	}
 	if a := allocated[hi.Run]; *hi.StepPeakBytes > a {
 		f.BeyondTraceBytes = *hi.StepPeakBytes - a
 	}
