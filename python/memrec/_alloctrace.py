@@ -163,6 +163,11 @@ class AllocTrace:
         self.note = note
         self.state = "off"  # off, armed, on, done
         self.started = 0.0  # time.monotonic() when the history went on
+        # torch's _record_memory_history, the module it lives in, and the
+        # function the probe put in its place (_hand_over)
+        self._record: Optional[Callable[..., Any]] = None
+        self._memory: Any = None
+        self._in_place: Optional[Callable[..., Any]] = None
 
     def arm(self, sites_on: bool) -> None:
         if self.state != "off" or not wanted():
@@ -213,29 +218,30 @@ class AllocTrace:
         record = memory._record_memory_history
 
         def job_records(*args: Any, **kwargs: Any) -> Any:
-            if getattr(memory, "_record_memory_history", None) is job_records:
-                memory._record_memory_history = record
+            self._put_back()
             if self.state in ("armed", "on"):
                 self.state = "done"
                 self.note("the job records the allocator's history itself: no allocator trace, its history left as it sets it")
             return record(*args, **kwargs)
-        self._record = record
+        self._record, self._memory, self._in_place = record, memory, job_records
         memory._record_memory_history = job_records
 
+    def _put_back(self) -> None:
+        """torch's function in its place again, where the probe's still is."""
+        try:
+            if self._in_place is not None and self._memory._record_memory_history is self._in_place:
+                self._memory._record_memory_history = self._record
+        except Exception:
+            pass
+
     def _off(self, torch: Any) -> None:
-        """The history off, through the function the probe turned it on with
-        (the job's calls go through the one in its place)."""
+        """The history off, through torch's function (the one _hand_over
+        kept, else torch's), which is put back in place."""
         try:
-            record = getattr(self, "_record", None) or torch.cuda.memory._record_memory_history
-            record(enabled=None)
+            (self._record or torch.cuda.memory._record_memory_history)(enabled=None)
         except Exception:
             pass
-        try:
-            memory = torch.cuda.memory
-            if getattr(self, "_record", None) is not None and memory._record_memory_history is not self._record:
-                memory._record_memory_history = self._record
-        except Exception:
-            pass
+        self._put_back()
 
     def expire(self, torch: Any, steps: int) -> None:
         """From the probe's timer: the history off where it has been on for
