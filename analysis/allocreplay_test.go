@@ -448,15 +448,7 @@ func synthAttention(s int64) storage.AllocTrace {
 // left no room the replay ran on an unlimited device).
 func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
 	const capacity = 80 << 30
-	lo, hi := int64(512), int64(20000) // lo replays, hi does not
-	for hi-lo > 1 {
-		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthAttention(m).Ops, capacity); return r.OK }() {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	limit := float64(lo)
+	limit := float64(limitOf(synthAttention, 512, 20000, capacity))
 	for _, runs := range [][]int64{{1024, 2048}, {512, 1024, 2048}, {256, 512, 1024}} {
 		var vals, needs []float64
 		for _, s := range runs {
@@ -499,15 +491,7 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 		r, _ := ReplayAllocator(tr.Ops, 0)
 		tracedRun(g, "s", "seq_len", s, tr, r.PeakAllocated)
 	}
-	reps := analyzeJSONL(t, g.b.String())
-	c, err := Compare([]*Report{reps["s1024"], reps["s2048"]}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "seq_len", 0); err != nil {
-		t.Fatal(err)
-	}
-	by := c.By
+	by := byTagOf(t, g.b.String(), "seq_len", "s1024", "s2048")
 	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, value %v: %v", by.Basis, by.MaxFittingValueNoHeadroom, by.leftOut)
 	}
@@ -515,14 +499,7 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 		t.Errorf("unmatched power %v", p)
 	}
 	capacity := int64(by.Available(0))
-	lo, hi := int64(2048), int64(20000)
-	for hi-lo > 1 {
-		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthAttention(m).Ops, capacity); return r.OK }() {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
+	lo := limitOf(synthAttention, 2048, 20000, capacity)
 	if v := *by.MaxFittingValueNoHeadroom; v > float64(lo) || v < 0.97*float64(lo) {
 		t.Errorf("seq_len up to %v without headroom, the limit %d: %s", v, lo, by.IntervalWords)
 	}
@@ -596,27 +573,12 @@ func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
 		r, _ := ReplayAllocator(synthBatch(b, true).Ops, 0)
 		tracedRun(g, "b", "batch_size", b, synthBatch(b, false), r.PeakAllocated)
 	}
-	reps := analyzeJSONL(t, g.b.String())
-	c, err := Compare([]*Report{reps["b32"], reps["b64"]}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0); err != nil {
-		t.Fatal(err)
-	}
-	by := c.By
+	by := byTagOf(t, g.b.String(), "batch_size", "b32", "b64")
 	if by.Basis != "allocator_replay" || by.Replay.BeyondTraceBytes != 64*evalMiB<<20 || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, beyond %d, value %v: %v", by.Basis, by.Replay.BeyondTraceBytes, by.MaxFittingValueNoHeadroom, by.leftOut)
 	}
 	capacity := int64(by.Available(0))
-	lo, hi := int64(64), int64(100000)
-	for hi-lo > 1 {
-		if m := (lo + hi) / 2; func() bool { r, _ := ReplayAllocator(synthBatch(m, true).Ops, capacity); return r.OK }() {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
+	lo := limitOf(func(b int64) storage.AllocTrace { return synthBatch(b, true) }, 64, 100000, capacity)
 	v := *by.MaxFittingValueNoHeadroom
 	if v > float64(lo) || v < 0.97*float64(lo) {
 		t.Errorf("batch_size up to %v without headroom, the limit with the evaluation %d: %s", v, lo, by.IntervalWords)
@@ -626,4 +588,18 @@ func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
 	if kept <= float64(lo) {
 		t.Errorf("with the excess kept at 64's size: %v, not above the limit %d: the test does not tell", kept, lo)
 	}
+}
+
+// limitOf is the largest value between lo, whose trace replays on capacity
+// bytes, and hi, whose trace does not: the synthetic job's own limit.
+func limitOf(trace func(v int64) storage.AllocTrace, lo, hi, capacity int64) int64 {
+	for hi-lo > 1 {
+		m := (lo + hi) / 2
+		if r, _ := ReplayAllocator(trace(m).Ops, capacity); r.OK {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }

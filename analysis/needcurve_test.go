@@ -23,10 +23,21 @@ func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64
 	for _, b := range batches {
 		probeRun(g, b, peak(b), 0)
 	}
-	reps := analyzeJSONL(t, strings.ReplaceAll(g.b.String(), `"batch_size":`, strconv.Quote(tag)+":"))
-	var list []*Report
+	var names []string
 	for _, b := range batches {
-		list = append(list, reps["p"+strconv.Itoa(b)])
+		names = append(names, "p"+strconv.Itoa(b))
+	}
+	return byTagOf(t, strings.ReplaceAll(g.b.String(), `"batch_size":`, strconv.Quote(tag)+":"), tag, names...)
+}
+
+// byTagOf is compare --by tag of the runs named, in that order, from a
+// recording's lines.
+func byTagOf(t *testing.T, jsonl, tag string, names ...string) *ByTag {
+	t.Helper()
+	reps := analyzeJSONL(t, jsonl)
+	var list []*Report
+	for _, n := range names {
+		list = append(list, reps[n])
 	}
 	c, err := Compare(list, "", "")
 	if err != nil {
