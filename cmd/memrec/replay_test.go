@@ -211,15 +211,9 @@ func TestRecordAllocTrace(t *testing.T) {
 	if code != 0 || strings.Contains(errs, "cut") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	out, errs, code := run(t, db, "", "analyze", "--json", "a")
-	var rep struct {
-		GPUs []struct {
-			Requests int `json:"alloc_trace_requests"`
-		} `json:"gpus"`
-		Notes []string `json:"notes"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 6000 {
-		t.Fatalf("analyze: %d %s\n%s", code, errs, out)
+	rep := analyzeTrace(t, db, "a")
+	if len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 6000 {
+		t.Fatalf("analyze: %+v", rep)
 	}
 	for _, n := range rep.Notes {
 		if strings.Contains(n, "allocator trace") {
@@ -241,20 +235,14 @@ func TestBrokenAllocTrace(t *testing.T) {
 	t.Parallel()
 	for broken, basis := range map[int]string{0: "allocator_replay", 2: "step_peak_allocated"} {
 		names, db := importBert(t, broken)
-		out, errs, code := run(t, db, "", "analyze", "--json", names[broken])
-		var rep struct {
-			GPUs []struct {
-				Requests int `json:"alloc_trace_requests"`
-			} `json:"gpus"`
-			Notes []string `json:"notes"`
-		}
-		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 0 {
-			t.Fatalf("analyze: %d %s\n%s", code, errs, out)
+		rep := analyzeTrace(t, db, names[broken])
+		if len(rep.GPUs) != 1 || rep.GPUs[0].Requests != 0 {
+			t.Fatalf("analyze: %+v", rep)
 		}
 		if !strings.Contains(strings.Join(rep.Notes, "\n"), "allocator trace is left out") {
 			t.Errorf("notes: %q", rep.Notes)
 		}
-		out, errs, code = run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
+		out, errs, code := run(t, db, "", append([]string{"compare", "--by", "batch_size", "--headroom", "0%", "--json"}, names...)...)
 		var c struct {
 			By struct {
 				Basis string `json:"basis"`
@@ -264,6 +252,25 @@ func TestBrokenAllocTrace(t *testing.T) {
 			t.Errorf("the trace of %s broken: compare %d %s, basis %q, want %q", names[broken], code, errs, c.By.Basis, basis)
 		}
 	}
+}
+
+// traceReport is what analyze --json says of a run's allocator trace.
+type traceReport struct {
+	GPUs []struct {
+		Requests int `json:"alloc_trace_requests"`
+	} `json:"gpus"`
+	Notes []string `json:"notes"`
+}
+
+// analyzeTrace is analyze --json of run name, which must succeed.
+func analyzeTrace(t *testing.T, db, name string) traceReport {
+	t.Helper()
+	out, errs, code := run(t, db, "", "analyze", "--json", name)
+	var rep traceReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("analyze %s: %d %s\n%s", name, code, errs, out)
+	}
+	return rep
 }
 
 // importBert imports BERT-base's runs at batches 16, 32 and 64 with their
