@@ -65,6 +65,11 @@ MODELS = ("resnet18", "resnet50", "vit_b_16", "gpt2", "lm_long", "lm_wide", "ber
           "efficientnet_v2_s", "lm_4k", "resnext50_32x4d", "opt_2k", "gpt2_seq")
 
 
+def lm_loss(net, ids):
+    """A language model's loss on its own tokens."""
+    return net(input_ids=ids, labels=ids).loss
+
+
 def build(name):
     """Returns (net on the CPU, make_opt(params), autocast dtype or None,
     make_batch(b, device) -> tuple of tensors, loss(net, *batch))."""
@@ -110,7 +115,7 @@ def build(name):
         return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
     if name not in MODELS:
         raise SystemExit("unknown model %r (want one of %s)" % (name, ", ".join(MODELS)))
-    if name in ("lm_wide", "bert", "lm_1b", "qwen_05b", "lm_4k"):
+    if name in ("lm_wide", "bert", "lm_1b", "qwen_05b", "lm_4k", "opt_2k"):
         import transformers as tf
         if name == "lm_4k":
             seq, vocab = 4096, 32000
@@ -128,6 +133,11 @@ def build(name):
             net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=2048, intermediate_size=5632,
                                                      num_hidden_layers=16, num_attention_heads=16,
                                                      num_key_value_heads=4, max_position_embeddings=seq))
+        elif name == "opt_2k":
+            seq, vocab = 2048, 50272
+            net = tf.OPTForCausalLM(tf.OPTConfig(vocab_size=vocab, hidden_size=1024, num_hidden_layers=16, ffn_dim=4096,
+                                                 num_attention_heads=16, max_position_embeddings=seq,
+                                                 word_embed_proj_dim=1024))
         elif name == "lm_wide":
             seq, vocab = 1024, 256000
             net = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=vocab, hidden_size=1024, intermediate_size=2816,
@@ -139,23 +149,8 @@ def build(name):
 
         def make_batch(b, dev):
             return (torch.randint(0, vocab, (b, seq), device=dev),)
-
-        def loss(net, ids):
-            return net(input_ids=ids, labels=ids).loss
-        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
-    if name == "opt_2k":
-        import transformers as tf
-        seq, vocab = 2048, 50272
-        net = tf.OPTForCausalLM(tf.OPTConfig(vocab_size=vocab, hidden_size=1024, num_hidden_layers=16, ffn_dim=4096,
-                                             num_attention_heads=16, max_position_embeddings=seq,
-                                             word_embed_proj_dim=1024))
-
-        def make_batch(b, dev):
-            return (torch.randint(0, vocab, (b, seq), device=dev),)
-
-        def loss(net, ids):
-            return net(input_ids=ids, labels=ids).loss
-        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.float16, make_batch, loss
+        amp = torch.float16 if name == "opt_2k" else torch.bfloat16  # fp16: fitjob.py scales its loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), amp, make_batch, lm_loss
     if name == "gpt2_seq":
         # The value is the sequence length (fitjob.py's --batch), 8 sequences
         # a step, eager attention: its scores grow with the square of it.
@@ -165,10 +160,7 @@ def build(name):
 
         def make_batch(s, dev):
             return (torch.randint(0, 50257, (8, s), device=dev),)
-
-        def loss(net, ids):
-            return net(input_ids=ids, labels=ids).loss
-        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
+        return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, lm_loss
     from transformers import GPT2Config, GPT2LMHeadModel
     seq, vocab = {"gpt2": (512, 50257), "gpt2_medium": (2048, 50257), "gpt2_ckpt": (1024, 50257)}.get(name, (1024, 128256))
     wide = name == "gpt2_medium"
@@ -179,7 +171,4 @@ def build(name):
 
     def make_batch(b, dev):
         return (torch.randint(0, vocab, (b, seq), device=dev),)
-
-    def loss(net, ids):
-        return net(input_ids=ids, labels=ids).loss
-    return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, loss
+    return net, (lambda p: torch.optim.AdamW(p, lr=1e-4)), torch.bfloat16, make_batch, lm_loss
