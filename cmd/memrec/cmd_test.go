@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -194,4 +195,19 @@ func TestLimitMemory(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != softMemoryLimit {
 		t.Errorf("limit %d, want %d", got, softMemoryLimit)
 	}
+}
+
+// pythonScript writes a Python script into a folder of its own beside a
+// database path there (the test is skipped without python3).
+func pythonScript(t *testing.T, text string) (db, script string) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	script = filepath.Join(dir, "train.py")
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "m.db"), script
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,13 +32,7 @@ memrec.flush()
 // bytes in use at that step.
 func TestRecordJAX(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not found")
-	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "m.db")
-	script := filepath.Join(dir, "train.py")
-	os.WriteFile(script, []byte(fakeJAXScript), 0o644)
+	db, script := pythonScript(t, fakeJAXScript)
 	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--interval", "10ms", "--name", "j", "--jax",
 		"--", "env", "MEMREC_STEP_SAMPLE_MS=0", "python3", script)
 	if code != 0 {

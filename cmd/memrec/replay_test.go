@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -199,13 +198,7 @@ func TestReplayWithARunNearTheLimit(t *testing.T) {
 // socket, in marks the recorder keeps, and analyze reads it back.
 func TestRecordAllocTrace(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not found")
-	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "m.db")
-	script := filepath.Join(dir, "train.py")
-	os.WriteFile(script, []byte(allocTraceScript), 0o644)
+	db, script := pythonScript(t, allocTraceScript)
 	_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--interval", "10ms", "--name", "a", "--torch", "--alloc-trace",
 		"--", "python3", script)
 	if code != 0 || strings.Contains(errs, "cut") {
