@@ -498,6 +498,9 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 	if p := by.Replay.UnmatchedPower; p < 1.5 || p > 2 { // the peak grew 2^1.6 from 1024 to 2048
 		t.Errorf("unmatched power %v", p)
 	}
+	if !strings.Contains(by.BasisWords, "the power of the value its sizes show") || !strings.Contains(by.BasisWords, "grown with the value to the power 1.6") {
+		t.Errorf("basis words %q", by.BasisWords)
+	}
 	capacity := int64(by.Available(0))
 	lo := limitOf(synthAttention, 2048, 20000, capacity)
 	if v := *by.MaxFittingValueNoHeadroom; v > float64(lo) || v < 0.97*float64(lo) {

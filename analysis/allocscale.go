@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/memrec/memrec/storage"
@@ -124,6 +125,14 @@ func (s ReplayScale) grown(v float64) float64 {
 		return v / s.HighValue
 	}
 	return math.Pow(v/s.HighValue, s.Power)
+}
+
+// grownWords says how an unmatched request grows.
+func (s ReplayScale) grownWords() string {
+	if s.Power == 1 {
+		return "grown with the value"
+	}
+	return fmt.Sprintf("grown with the value to the power %.2f, as the job's peak", s.Power)
 }
 
 // Largest returns the largest value from HighValue up (an integer where

@@ -527,12 +527,8 @@ func (by *ByTag) interval() {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
 			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
 			if ch := by.replay.Chosen; ch > 0 {
-				grown := "grown with the value"
-				if pw := by.replay.Power; pw != 1 {
-					grown = fmt.Sprintf("grown with the value to the power %.2f, as the job's peak", pw)
-				}
 				allowance += fmt.Sprintf("; + %s for a request sized for the shape (%s at %s, %s)",
-					FormatBytes(int64(float64(ch)*by.replay.grown(*p))), FormatBytes(ch), num(&by.replay.HighValue), grown)
+					FormatBytes(int64(float64(ch)*by.replay.grown(*p))), FormatBytes(ch), num(&by.replay.HighValue), by.replay.grownWords())
 			}
 		}
 	} else if l := by.SegmentLine; l != nil {

@@ -138,13 +138,17 @@ func (by *ByTag) chooseReplay() {
 	}
 	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
 	by.checkFailures()
+	sized := "on the line through its size there and"
+	if !s.perSample {
+		sized = "on the larger of the line through its size there and the power of the value its sizes show, there and"
+	}
 	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
-		"each sized on the line through its size there and at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones grown with the value), "+
+		"each sized %s at %s (run %q, %d matched; the others at most 1 MiB kept, larger ones %s), "+
 		"against the total less %s the driver reserves and %s PyTorch does not see%s; "+
 		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's and the largest request the lower run did not make, grown with the value "+
 		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
 		"%s",
-		hi.Run, s.Requests, fmtNum(hi.Value), fmtNum(lo.Value), lo.Run, s.Matched,
+		hi.Run, s.Requests, fmtNum(hi.Value), sized, fmtNum(lo.Value), lo.Run, s.Matched, s.grownWords(),
 		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
 }
 
