@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What memrec costs the job it watches, end to end: the same job run in
+# alternating rounds without memrec and under each recording mode, the median
+# step time after warm-up, and the one-off costs (start-up to the first step,
+# the step that takes the allocator trace, exit).
+#
+#   bench/perf/overhead.sh MEMREC_BIN [JOBS] [ROUNDS] [SECONDS]
+#   JOBS: comma-separated from transformer,short,loader (default all three)
+#   MODES_ONLY (env): a regular expression of the modes to run (off always runs)
+#
+# Writes $OUT/overhead.jsonl (one line a run) and prints the table
+# (bench/perf/overhead_table.py).
+set -u
+BIN=$(readlink -f "${1:?memrec binary}"); JOBS=${2:-transformer,short,loader}
+ROUNDS=${3:-3}; SECS=${4:-8}
+OUT=${OUT:-/tmp/memrec-overhead}; mkdir -p "$OUT"
+HERE=$(cd "$(dirname "$0")" && pwd)
+JOB="python3 $HERE/overhead_job.py"
+export PYTHONUNBUFFERED=1
+: > "$OUT/overhead.jsonl"
+
+# mode name, then the memrec command that wraps the job ("" for none), then
+# the job's own extra flags.
+MODES=(
+  "off||"
+  "rec10ms|record --interval 10ms --alloc-trace=false|"
+  "rec1ms|record --interval 1ms --alloc-trace=false|"
+  "rec1ms_procs|record --interval 1ms --procs --procs-every 0 --alloc-trace=false|"
+  "watch_budget|record --interval 10ms --alloc-trace=false|--watch"
+  "sites|record --interval 10ms --sites|"
+  "alloc_trace|record --interval 10ms|"
+)
+
+run() { # job round mode wrap extra
+  local job=$1 round=$2 mode=$3 wrap=$4 extra=$5 log="$OUT/$1-$3-$2.jsonl"
+  local db="$OUT/$1-$3-$2.db"; rm -f "$db"
+  local t0 t1
+  t0=$(date +%s%N)
+  if [ -z "$wrap" ]; then
+    $JOB --job "$job" --seconds "$SECS" --log "$log" $extra > /dev/null 2>&1
+  else
+    $BIN --db "$db" $wrap --name "$job-$mode-$round" -- $JOB --job "$job" --seconds "$SECS" --log "$log" $extra > /dev/null 2> "$log.err"
+  fi
+  local rc=$?
+  t1=$(date +%s%N)
+  echo "{\"job\":\"$job\",\"mode\":\"$mode\",\"round\":$round,\"rc\":$rc,\"launch_ns\":$t0,\"done_ns\":$t1,\"log\":\"$log\"}" >> "$OUT/overhead.jsonl"
+  rm -f "$db"
+}
+
+for job in ${JOBS//,/ }; do
+  run "$job" 0 off "" ""   # a first run warms the caches (kernels, files): not counted
+  for ((r = 1; r <= ROUNDS; r++)); do
+    # Rotate the order each round so that no mode always follows the same one.
+    for ((k = 0; k < ${#MODES[@]}; k++)); do
+      m=${MODES[$(( (k + r) % ${#MODES[@]} ))]}
+      IFS='|' read -r mode wrap extra <<< "$m"
+      if [ "$mode" != off ] && [ -n "${MODES_ONLY:-}" ] && ! [[ $mode =~ $MODES_ONLY ]]; then continue; fi
+      run "$job" "$r" "$mode" "$wrap" "$extra"
+    done
+  done
+done
+python3 "$HERE/overhead_table.py" "$OUT/overhead.jsonl"

@@ -1,0 +1,128 @@
+"""One training job of three kinds, timed step by step, for the end-to-end
+overhead benchmark (bench/perf/overhead.sh).
+
+    python3 overhead_job.py --job transformer|short|loader --seconds 8 --log steps.jsonl [--watch]
+
+transformer: a compute-bound decoder step (about 100 ms on an H100).
+short:       a small MLP step (a few ms), where per-step probe work shows.
+loader:      a DataLoader with CPU work per sample feeding a small model, so
+             the step waits on the loader's workers, not the GPU.
+
+Every step ends with loss.item() (the host waits for the GPU, as most loops
+do when they log a loss), calls memrec.step() (a no-op without memrec) and
+writes its wall time; the first --warmup seconds are marked so the summary
+leaves them out.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import memrec  # noqa: E402
+
+
+def transformer(dev):
+    layer = nn.TransformerEncoderLayer(d_model=2048, nhead=16, dim_feedforward=8192, batch_first=True, norm_first=True)
+    net = nn.TransformerEncoder(layer, num_layers=12).to(dev, torch.bfloat16)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    x = torch.randn(8, 1024, 2048, device=dev, dtype=torch.bfloat16)
+
+    def step(_batch):
+        opt.zero_grad(set_to_none=True)
+        loss = net(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return net, opt, step, None
+
+
+def short(dev):
+    net = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 10)).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(512, 1024, device=dev)
+    y = torch.randint(0, 10, (512,), device=dev)
+    lossf = nn.CrossEntropyLoss()
+
+    def step(_batch):
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return net, opt, step, None
+
+
+class Images(torch.utils.data.Dataset):
+    """Decoding stands in as a few CPU matrix products per sample."""
+
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        a = torch.randn(96, 96, generator=g)
+        for _ in range(6):
+            a = torch.tanh(a @ a.T / 96)
+        return torch.randn(3, 64, 64, generator=g) + a.mean(), i % 10
+
+
+def loader(dev):
+    torch.set_num_threads(1)
+    net = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    lossf = nn.CrossEntropyLoss()
+    dl = torch.utils.data.DataLoader(Images(), batch_size=64, num_workers=4, persistent_workers=True, prefetch_factor=2)
+
+    def step(batch):
+        x, y = batch
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(net(x.to(dev, non_blocking=True)), y.to(dev, non_blocking=True))
+        loss.backward()
+        opt.step()
+        return loss
+
+    return net, opt, step, dl
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--job", choices=["transformer", "short", "loader"], required=True)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--warmup", type=float, default=3)
+    ap.add_argument("--watch", action="store_true", help="memrec.watch(model, optimizer): the step budget")
+    ap.add_argument("--log", required=True)
+    a = ap.parse_args()
+    dev = torch.device("cuda")
+    net, opt, step, dl = {"transformer": transformer, "short": short, "loader": loader}[a.job](dev)
+    if a.watch:
+        memrec.watch(net, opt)
+    batches = iter(dl) if dl is not None else None
+    out = open(a.log, "w")
+    out.write(json.dumps({"ready_ns": time.time_ns()}) + "\n")
+    memrec.epoch_start(0)
+    t0 = time.perf_counter()
+    i = 0
+    while True:
+        s = time.perf_counter()
+        batch = next(batches) if batches is not None else None
+        step(batch).item()
+        memrec.step(i)
+        e = time.perf_counter()
+        out.write(json.dumps({"step": i, "s": e - s, "warm": e - t0 < a.warmup}) + "\n")
+        i += 1
+        if e - t0 > a.warmup + a.seconds:
+            break
+    memrec.epoch_end(0)
+    out.write(json.dumps({"steps": i, "end_ns": time.time_ns()}) + "\n")
+    out.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The overhead table from bench/perf/overhead.sh's runs.
+
+    python3 overhead_table.py overhead.jsonl
+
+Per job and mode: the median step time after warm-up (the median of each
+round's median), its ratio to the same job without memrec in the same round,
+the spread of that ratio over the rounds, and the one-off costs against the
+rounds without memrec: start-up (launch to the first timed step), the third
+step (where the allocator trace is taken and turned off) and exit (the job's
+last step to the command's return).
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+
+def read(path):
+    rows = [json.loads(l) for l in open(path)]
+    for r in rows:
+        steps, r["ready_ns"], r["end_ns"] = [], None, None
+        try:
+            for l in open(r["log"]):
+                d = json.loads(l)
+                if "ready_ns" in d:
+                    r["ready_ns"] = d["ready_ns"]
+                elif "end_ns" in d:
+                    r["end_ns"] = d["end_ns"]
+                elif "s" in d:
+                    steps.append(d)
+        except FileNotFoundError:
+            pass
+        r["steps"] = steps
+        r["median"] = statistics.median([s["s"] for s in steps if not s["warm"]]) if steps else None
+        r["third"] = steps[2]["s"] if len(steps) > 2 else None
+    return [r for r in rows if r["round"] > 0]
+
+
+def main():
+    rows = read(sys.argv[1])
+    by = defaultdict(list)
+    for r in rows:
+        by[(r["job"], r["mode"])].append(r)
+    jobs = sorted({r["job"] for r in rows}, key=["transformer", "short", "loader"].index)
+    modes = []
+    for r in rows:
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    modes.sort(key=lambda m: (m != "off", m))
+    print("| job | mode | median step | ratio to off (spread over rounds) | rounds | start-up | 3rd step | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for job in jobs:
+        off = {r["round"]: r for r in by[(job, "off")] if r["median"]}
+        offmed = statistics.median([r["median"] for r in off.values()])
+        spread = (max(r["median"] for r in off.values()) - min(r["median"] for r in off.values())) / offmed
+        for mode in modes:
+            rs = [r for r in by[(job, mode)] if r["median"] and r["rc"] == 0]
+            bad = len(by[(job, mode)]) - len(rs)
+            if not rs:
+                print(f"| {job} | {mode} | failed | | {len(by[(job, mode)])} | | | |")
+                continue
+            med = statistics.median([r["median"] for r in rs])
+            ratios = [r["median"] / off[r["round"]]["median"] for r in rs if r["round"] in off]
+            start = statistics.median([(r["ready_ns"] - r["launch_ns"]) / 1e9 for r in rs if r["ready_ns"]])
+            exit_ = statistics.median([(r["done_ns"] - r["end_ns"]) / 1e9 for r in rs if r["end_ns"]])
+            third = statistics.median([r["third"] for r in rs if r["third"]])
+            if mode == "off":
+                rat = f"1 (off rounds differ by {100 * spread:.2f} %)"
+            else:
+                rat = f"{statistics.median(ratios):.4f} ({min(ratios):.4f}–{max(ratios):.4f})"
+            note = f" ({bad} failed)" if bad else ""
+            print(f"| {job} | {mode} | {1e3 * med:.3f} ms | {rat} | {len(rs)}{note} | {start:.2f} s | {1e3 * third:.1f} ms | {exit_:.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
