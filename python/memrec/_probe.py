@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import _alloctrace, _budget, _sites
+from . import _alloctrace, _budget, _peaks, _sites
 
 MAX_QUEUE = 10000
 TIMER_INTERVAL = 0.25  # an allocator sample this often when no step took one
@@ -162,6 +162,7 @@ class Probe:
         self.allocator_seen = False  # an allocator sample was queued
         self.noted = False  # the probe note (no allocator view) was sent
         self.stopped = False
+        self.views: List[_peaks.JobView] = []  # the job's view of its peaks, per torch._C
         # JAX (memrec.jax): read JAX's allocators instead of torch's.
         self.jax_wanted = os.environ.get("MEMREC_JAX", "") not in ("", "0")
         self.jax_allocator = None
@@ -270,6 +271,7 @@ class Probe:
                     self.enabled = False
                     self.stopped = True
                     q.clear()
+                    self._stop_views()
             except Exception:
                 pass
             finally:
@@ -306,6 +308,7 @@ class Probe:
     def close(self) -> None:
         self.flush()
         self.stopped = True
+        self._stop_views()
         self.wake.set()
         if self.sock is not None:
             try:
@@ -346,6 +349,24 @@ class Probe:
             self.sites.arm(torch)
         return torch
 
+    def view(self, torch: Any) -> _peaks.JobView:
+        """The allocator's counters as the probe reads and resets them,
+        leaving the job its own view of its peaks (_peaks)."""
+        for v in self.views:
+            if v.C is torch._C:
+                return v
+        v = _peaks.view(torch._C)
+        v.start()
+        self.views.append(v)
+        return v
+
+    def _stop_views(self) -> None:
+        for v in self.views:
+            try:
+                v.stop()
+            except Exception:
+                pass
+
     def rank(self) -> Optional[int]:
         if self._rank is not None:
             return self._rank
@@ -370,7 +391,7 @@ class Probe:
         devs = []
         try:
             for d in range(int(torch.cuda.device_count())):
-                st = torch._C._cuda_memoryStats(d)
+                st = self.view(torch).read(d)
                 if st.get("reserved_bytes", {}).get("all", {}).get("current", 0) > 0:
                     devs.append(d)
         except Exception:
@@ -394,10 +415,9 @@ class Probe:
             t = time.time_ns()
         rank = self.rank()
         figs = self._budget()
+        view = self.view(torch)
         for d in self.devices(torch):
-            stats = torch._C._cuda_memoryStats(d)
-            if reset_peak:
-                torch._C._cuda_resetPeakMemoryStats(d)
+            stats = view.read_and_reset(d) if reset_peak else view.read(d)
             g = self.gpu(torch, d)
             self._put((_TORCH, t, g, rank, stats, None, figs.get(d), self.largest.get(g, 0)))
 
@@ -436,13 +456,12 @@ class Probe:
             else:
                 self.allocator_seen = True
                 self.last_step_sample_ns = t
-                C = torch._C
+                view = self.view(torch)
                 samples = []
                 figs = self._budget()
                 for d in self.devices(torch):
                     g = self.gpu(torch, d)
-                    samples.append((g, C._cuda_memoryStats(d), figs.get(d), self.largest.get(g, 0)))
-                    C._cuda_resetPeakMemoryStats(d)
+                    samples.append((g, view.read_and_reset(d), figs.get(d), self.largest.get(g, 0)))
                 if self.space_by_cost:
                     self._space_samples(time.perf_counter_ns() - c0)
                 if segments_due:
@@ -640,7 +659,7 @@ class Probe:
         self.mark("oom", gpu=gpu, pid=self.pid, text=text[: 60 << 10])
         try:
             t = time.time_ns()
-            self._put((_TORCH, t, gpu, self.rank(), torch._C._cuda_memoryStats(device), None, self._budget().get(device),
+            self._put((_TORCH, t, gpu, self.rank(), self.view(torch).read(device), None, self._budget().get(device),
                        self.largest.get(gpu, 0)))
         except Exception:
             pass
