@@ -168,14 +168,15 @@ _classes = {}
 
 
 def _make(name: str) -> type:
-    """LightningCallback or TransformersCallback, made once: memrec's hooks
-    over the framework's base class."""
-    cls = _classes.get(name)
-    if cls is not None:
-        return cls
+    """LightningCallback or TransformersCallback: memrec's hooks over the
+    framework's base class, made once per base (the same class at each use,
+    so a Trainer's remove_callback(cls) finds it)."""
     hooks, base = {"LightningCallback": (_Lightning, _lightning_base),
                    "TransformersCallback": (_Transformers, _transformers_base)}[name]
     b = base()
+    cls = _classes.get((name, b))
+    if cls is not None:
+        return cls
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if b is not object:
@@ -184,7 +185,7 @@ def _make(name: str) -> type:
 
     bases = (hooks,) if b is object else (hooks, b)
     cls = type(name, bases, {"__init__": __init__, "__module__": __name__, "__doc__": hooks.__doc__})
-    _classes[name] = cls
+    _classes[(name, b)] = cls
     return cls
 
 
