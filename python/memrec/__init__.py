@@ -96,7 +96,9 @@ def step(i: "int | None" = None) -> None:
     """Marks the end of step i and sends one allocator sample per CUDA device
     in use, with the peak allocated since the previous sample (then reset).
     Short steps share one sample, spaced by the sample's own cost; a step
-    of 10 ms or more has its own (MEMREC_STEP_SAMPLE_MS fixes the spacing)."""
+    of 10 ms or more has its own (MEMREC_STEP_SAMPLE_MS fixes the spacing).
+    The job's own torch.cuda.max_memory_allocated() and memory_stats()
+    still read its peaks since its own last reset (memrec/_peaks.py)."""
     p = _get()
     if not p.enabled:
         return

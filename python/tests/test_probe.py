@@ -141,7 +141,6 @@ class ProbeTest(unittest.TestCase):
         os.environ.clear()
         os.environ.update(self.env)
         memrec._instance = None
-        _probe.MAX_QUEUE = 10000
 
     def probe(self, server, timer=0):
         p = _probe.Probe(path=server.path, timer=timer)
@@ -493,7 +492,7 @@ class ProbeTest(unittest.TestCase):
         srv = Server()
         p = _probe.Probe(path=srv.path, timer=0)
         memrec._instance = p
-        _probe.MAX_QUEUE = 10
+        p.max_queue = 10
         with p.lock:  # hold the sender so the queue fills
             for i in range(25):
                 memrec.mark("m%d" % i)
