@@ -36,6 +36,8 @@ type timelineData struct {
 	Bytes   int `json:"bytes,omitempty"`
 	Budget  int `json:"budget,omitempty"`
 	Buckets int `json:"page_buckets"` // PageBuckets
+	// TimeUnit is the run's (TimeUnitFor): the axis is written in it.
+	TimeUnit TimeUnit `json:"time_unit"`
 }
 
 type gpuTimeline struct {
@@ -287,6 +289,7 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Op
 		d = pyramidOf(rep, shown, opts)
 	}
 	d.Buckets = PageBuckets
+	d.TimeUnit = TimeUnitFor(rep.DurationS)
 	has := false
 	for _, g := range d.GPUs {
 		has = has || len(g.Series) > 0
