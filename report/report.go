@@ -37,7 +37,10 @@ type Options struct {
 	// Raw reads a line's samples, for the levels finer than the index's
 	// buckets; nil: the finest level is the index's buckets.
 	Raw func(series.Key) series.RawReader
-	// PageBytes bounds the timeline data the page embeds (0: 5 MB).
+	// PageBytes bounds the page (0: 5 MB): the timeline's finer levels
+	// are added while the page, its charts and tables included, stays
+	// within it. A page whose charts, tables and coarsest timeline alone
+	// pass it is written whole.
 	PageBytes int
 	// Context stops Write and WriteCompare once done (the first Ctrl-C):
 	// no chart is begun after it, and the folder is left as it was, what
@@ -274,11 +277,25 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	case quiet > 0:
 		view.Quiet = fmt.Sprintf("The other %d GPUs: no leak, no OOM, no allocation retried; they are drawn in the heat map and in the table below.", quiet)
 	}
-	var b strings.Builder
-	if err := pageTmpl.Execute(&b, view); err != nil {
-		return nil, err
+	bound := opts.PageBytes
+	if bound <= 0 {
+		bound = DefaultPageBytes
 	}
-	return []byte(b.String()), nil
+	for {
+		var b strings.Builder
+		if err := pageTmpl.Execute(&b, view); err != nil {
+			return nil, err
+		}
+		if b.Len() <= bound || view.Interactive == nil {
+			return []byte(b.String()), nil
+		}
+		// Over the bound: the timeline's finest level goes first.
+		if more, err := view.Interactive.dropFinest(); err != nil {
+			return nil, err
+		} else if !more {
+			return []byte(b.String()), nil
+		}
+	}
 }
 
 // shownRemedies is how many remedies a GPU's section lists before the
