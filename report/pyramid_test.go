@@ -150,7 +150,7 @@ func TestVerdictsBeforeCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(page)
-	summary := strings.Index(s, `<section id="summary">`)
+	summary := strings.Index(s, `<section id="verdicts">`)
 	verdict := strings.Index(s, `<div class="verdict`)
 	first := len(s)
 	for _, mark := range []string{"<img ", `<section id="timeline">`, "<canvas"} {

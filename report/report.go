@@ -379,7 +379,7 @@ img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; } .meta td { text
 details.gpu { margin-top: 1.5em; border-top: 1px solid #ddd; } details.gpu > summary { cursor: pointer; padding: .4em 0; }
 details.gpu > summary h2 { display: inline; border: 0; margin: 0; font-size: 1.3em; } details.gpu > summary .verdict { margin: .4em 0 0 1.2em; }
 tr.open td { color: #777; background: repeating-linear-gradient(135deg, #fff, #fff 4px, #f0f0f0 4px, #f0f0f0 8px); }
-#summary .verdict { margin: .3em 0; } .worst { font-size: 1.05em; }
+#verdicts .verdict { margin: .3em 0; } .worst { font-size: 1.05em; }
 .base { background: #f6fbff; } .leak { color: #b00; font-weight: bold; } .statement { font-size: 1.15em; padding: .6em .9em; background: #eef6ee; border: 1px solid #9c9; border-radius: 6px; }
 </style>{{end}}
 {{define "imgcheck"}}<script>
@@ -399,7 +399,7 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 </head>
 <body data-images-loaded="pending">
 <h1>memrec report: {{.R.Run}}</h1>
-<section id="summary">
+<section id="verdicts">
 {{with .R.Worst}}<p class="worst"><b>Worst GPU: {{.Label}}</b>: {{.Reason}}</p>{{end}}
 {{range .GPUs}}<div class="verdict {{.Leak.Judgement}}">{{.Sentence}}</div>
 {{end}}{{with .Quiet}}<p>{{.}}</p>{{end}}
