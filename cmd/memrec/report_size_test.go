@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memrec/memrec/report"
 )
 
 // Chart sizes past a 4K screen are refused before any work (100000x100000
@@ -30,31 +28,5 @@ func TestReportChartSizeBounded(t *testing.T) {
 	}
 	if _, errs, code := run(t, db, "", "report", "real-resnet18-bs128", "-o", out, "--png-only", "--width", "3840", "--height", "2160"); code != 0 {
 		t.Errorf("the largest size: %d %q", code, errs)
-	}
-}
-
-// A day of eight simulated GPUs makes a page within the default bound
-// (report.DefaultPageBytes), charts and tables included. Slow: the run
-// is recorded and reported in full.
-func TestReportPageOfADayOfEightGPUs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("records and reports 24 h of 8 GPUs")
-	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "m.db")
-	if _, errs, code := run(t, db, "", "record", "--name", "day", "--source", "sim", "--sim-gpus", "8", "--sim-scenario", "leak",
-		"--duration", "24h", "--interval", "100ms", "--sim-speed", "2000"); code != 0 {
-		t.Fatal(errs)
-	}
-	out := filepath.Join(dir, "r")
-	if _, errs, code := run(t, db, "", "report", "day", "-o", out); code != 0 {
-		t.Fatal(errs)
-	}
-	fi, err := os.Stat(filepath.Join(out, "index.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() > report.DefaultPageBytes {
-		t.Errorf("the page is %d B, over the bound of %d B", fi.Size(), report.DefaultPageBytes)
 	}
 }
