@@ -92,3 +92,22 @@ func gpuBudgetChart(g analysis.GPUReport) *plot.Plot {
 	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, analysis.FormatBytes(b.TotalBytes)),
 		[]string{g.Label()}, []*analysis.Budget{b})
 }
+
+// budgetParts is the number of parts the budgets' chart lists.
+func budgetParts(budgets []*analysis.Budget) int {
+	seen := map[analysis.BudgetPart]bool{}
+	for _, b := range budgets {
+		for _, s := range b.Parts {
+			seen[s.Part] = true
+		}
+	}
+	return len(seen)
+}
+
+// budgetHeight is the height of a budget chart of bars bars and parts
+// legend entries: the frame holds the bars, not the height of a
+// timeline, and the legend beside it; at most h.
+func budgetHeight(h vg.Length, bars, parts int) vg.Length {
+	const frame = 72 // title, x axis and its label, in points
+	return min(h, vg.Length(frame)+max(vg.Length(bars)*vg.Points(36), vg.Length(parts)*vg.Points(14)))
+}

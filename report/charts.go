@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -34,6 +35,25 @@ var (
 		{R: 227, G: 119, B: 194, A: 255}, {R: 127, G: 127, B: 127, A: 255}, {R: 188, G: 189, B: 34, A: 255}, {R: 23, G: 190, B: 207, A: 255}}
 )
 
+// runColours tell runs apart in a chart of several (compare's overlays,
+// memrec view): Tableau 10, whose colours stay apart for most readers.
+// view.js lists the same.
+var runColours = []color.RGBA{
+	{R: 31, G: 119, B: 180, A: 255}, {R: 255, G: 127, B: 14, A: 255}, {R: 44, G: 160, B: 44, A: 255},
+	{R: 214, G: 39, B: 40, A: 255}, {R: 148, G: 103, B: 189, A: 255}, {R: 140, G: 86, B: 75, A: 255},
+	{R: 227, G: 119, B: 194, A: 255}, {R: 127, G: 127, B: 127, A: 255}, {R: 188, G: 189, B: 34, A: 255},
+	{R: 23, G: 190, B: 207, A: 255},
+}
+
+// lineSwatch is a legend entry drawn as a short line of one colour.
+type lineSwatch struct{ c color.Color }
+
+// Thumbnail implements plot.Thumbnailer.
+func (l lineSwatch) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(draw.LineStyle{Color: l.c, Width: vg.Points(2.5)}, c.Min.X, y, c.Max.X, y)
+}
+
 // byteUnit picks GiB or MiB for values up to max.
 func byteUnit(max float64) (float64, string) {
 	if max >= 2<<30 {
@@ -45,7 +65,7 @@ func byteUnit(max float64) (float64, string) {
 	return 1 << 10, "KiB"
 }
 
-// timeAxis maps Unix ns to minutes or seconds since the run's start.
+// timeAxis maps Unix ns to the run's time unit since its start.
 type timeAxis struct {
 	start int64
 	div   float64
@@ -53,10 +73,8 @@ type timeAxis struct {
 }
 
 func newTimeAxis(rep *analysis.Report) timeAxis {
-	if rep.DurationS > 180 {
-		return timeAxis{rep.StartNS, 60e9, "minutes since start"}
-	}
-	return timeAxis{rep.StartNS, 1e9, "seconds since start"}
+	u := TimeUnitFor(rep.DurationS)
+	return timeAxis{rep.StartNS, u.Seconds * 1e9, u.Label()}
 }
 
 func (a timeAxis) x(t int64) float64 { return float64(t-a.start) / a.div }
@@ -299,23 +317,32 @@ func timelineChart(rep *analysis.Report, g analysis.GPUReport, title string, yMa
 	p.Y.Min, p.Y.Max = 0, top/unit*1.05
 	p.X.Min, p.X.Max = 0, math.Max(ax.x(tl.EndNS), 1e-9)
 	addEpochsAndMarks(p, rep, g, ax, 0, p.Y.Max)
+	// The legend lists the lines as they lie, top down: the GPU's total,
+	// device used (which holds reserved), reserved (which holds
+	// allocated), allocated; the lines are drawn the other way round, so
+	// device used is on top where they meet.
+	var entries []legendEntry
+	if showTotal || (yMax > 0 && g.TotalBytes > 0 && float64(g.TotalBytes) <= yMax) {
+		t := line(plotter.XYs{{X: 0, Y: float64(g.TotalBytes) / unit}, {X: p.X.Max, Y: float64(g.TotalBytes) / unit}}, colTotal, vg.Points(1))
+		t.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		entries = append(entries, legendEntry{"GPU total", t})
+	}
 	for _, s := range []struct {
 		s analysis.Series
 		c color.Color
-	}{{tl.Reserved, colReserved}, {tl.Allocated, colAllocated}, {tl.Used, colUsed}} {
+	}{{tl.Used, colUsed}, {tl.Reserved, colReserved}, {tl.Allocated, colAllocated}} {
 		if len(s.s.T) == 0 {
 			continue
 		}
 		if e := envelope(seriesXY(s.s, ax, unit), s.c, p.Y.Max*0.006); e != nil {
-			p.Add(e)
-			p.Legend.Add(s.s.Name, e)
+			entries = append(entries, legendEntry{s.s.Name, e})
 		}
 	}
-	if showTotal || (yMax > 0 && g.TotalBytes > 0 && float64(g.TotalBytes) <= yMax) {
-		t := line(plotter.XYs{{X: 0, Y: float64(g.TotalBytes) / unit}, {X: p.X.Max, Y: float64(g.TotalBytes) / unit}}, colTotal, vg.Points(1))
-		t.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-		p.Add(t)
-		p.Legend.Add("GPU total", t)
+	for i := len(entries) - 1; i >= 0; i-- {
+		p.Add(entries[i].thumb.(plot.Plotter))
+	}
+	for _, e := range entries {
+		p.Legend.Add(e.name, e.thumb)
 	}
 	return p
 }
@@ -331,8 +358,14 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 		rows, what = g.Intervals, "time slice"
 	}
 	var used, alloc []float64
-	var names []string
+	var names, open []string
 	for _, e := range rows {
+		if e.Open {
+			// The run ended inside it: its change is not growth, and is
+			// left out rather than drawn as a bar.
+			open = append(open, strconv.Itoa(e.Epoch))
+			continue
+		}
 		u, a := 0.0, 0.0
 		if e.DeltaUsedBytes != nil {
 			u = float64(*e.DeltaUsedBytes)
@@ -376,7 +409,11 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 	}
 	unit, uname := byteUnit(top)
 	title := fmt.Sprintf("%s: memory added per %s", g.Label(), what)
-	p := newPlot(title, what, uname)
+	xlabel := what
+	if len(open) > 0 {
+		xlabel = fmt.Sprintf("%s (open, left out: %s %s, the run ended inside it)", what, what, strings.Join(open, ", "))
+	}
+	p := newPlot(title, xlabel, uname)
 	if len(used) == 0 {
 		return p
 	}
@@ -478,7 +515,8 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	xlabel := "step"
 	xdiv := 1.0
 	if l.Per == "time" {
-		xlabel, xdiv = "minutes since start", 60
+		u := TimeUnitFor(rep.DurationS)
+		xlabel, xdiv = u.Label(), u.Seconds
 	}
 	top := 1.0
 	for _, f := range g.Floors {
@@ -492,7 +530,7 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	if len(l.Growth) > 0 {
 		drawn = l.Growth[0].Quantity
 	}
-	p := newPlot(fmt.Sprintf("%s: steady-state floor (%s) — %s", g.Label(), drawn, l.Judgement()), xlabel, uname)
+	p := newPlot(fmt.Sprintf("%s: steady-state floor (%s): %s", g.Label(), drawn, verdictText(l.Judgement())), xlabel, uname)
 	if len(g.Floors) == 0 {
 		return p
 	}
@@ -509,21 +547,21 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 	} else if l.SlopeBytesPerHour != nil {
 		slope = *l.SlopeBytesPerHour / 3600
 	}
-	// The fit is drawn first, thin and dashed, so the floors it fits stay
-	// visible over it.
+	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
+		p.Add(e)
+		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
+	}
+	// The fit is drawn over the floors, dashed with gaps and wider than
+	// them, so that both show where they coincide (a clean leak).
 	if drawn == l.Basis && l.SlopeBytesPerHour != nil && g.SteadyFloorBytes != nil {
 		first := g.FitFromX
 		last := g.Floors[len(g.Floors)-1].X
 		fit := line(plotter.XYs{
 			{X: first / xdiv, Y: (l.FitIntercept + slope*first) / unit},
-			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(1.5))
-		fit.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(2.5))
+		fit.Dashes = []vg.Length{vg.Points(8), vg.Points(5)}
 		p.Add(fit)
-		defer p.Legend.Add("Theil–Sen fit", fit)
-	}
-	if e := envelope(xy, colAllocated, bandOf(xy)); e != nil {
-		p.Add(e)
-		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
+		p.Legend.Add("Theil–Sen fit", fit)
 	}
 	return p
 }
@@ -680,20 +718,30 @@ func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 		top = 1
 	}
 	plots := make([][]*plot.Plot, n)
+	var leg plot.Legend
 	for i, g := range rep.GPUs {
 		p := timelineChart(rep, g, g.Label(), top)
-		if i > 0 {
-			p.Legend = plot.NewLegend()
+		if i == 0 {
+			leg = p.Legend
 		}
+		p.Legend = plot.NewLegend()
 		plots[i] = []*plot.Plot{p}
 	}
 	img := vgimg.New(w, rowH*vg.Length(n))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: n, Cols: 1, PadTop: vg.Points(2), PadBottom: vg.Points(2), PadY: vg.Points(4)}
-	canvases := plot.Align(plots, tiles, dc)
+	// The first row's legend (every row has the same lines) stands beside
+	// it, right of the data, as in the charts of one GPU.
+	leg.Padding = legendRowGap
+	lw := leg.Rectangle(dc).Max.X - leg.Rectangle(dc).Min.X + vg.Points(4)
+	tiles := draw.Tiles{Rows: n, Cols: 1, PadTop: titleTop, PadBottom: vg.Points(2), PadY: vg.Points(4) + titleTop}
+	canvases := plot.Align(plots, tiles, draw.Crop(dc, 0, -(lw+2*legendGapRight), 0, 0))
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
+	first := canvases[0][0]
+	strip := draw.Crop(dc, w-lw-legendGapRight, -legendGapRight, first.Min.Y, -(dc.Max.Y-first.Max.Y)-plots[0][0].Title.TextStyle.Rectangle("M").Max.Y-vg.Points(14))
+	leg.Top, leg.Left, leg.XOffs, leg.YOffs = true, true, 0, 0
+	leg.Draw(strip)
 	return encodePNG(img)
 }
 

@@ -72,7 +72,12 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		top = math.Max(top, maxOf(pick(g)))
 	}
 	unit, uname := byteUnit(top)
-	xlabel := map[analysis.Align]string{analysis.AlignStep: "step", analysis.AlignEpoch: "epoch", analysis.AlignTime: "seconds since start"}[c.Align]
+	longest := 0.0
+	for _, r := range c.Reports {
+		longest = math.Max(longest, r.DurationS)
+	}
+	tu := TimeUnitFor(longest)
+	xlabel := map[analysis.Align]string{analysis.AlignStep: "step", analysis.AlignEpoch: "epoch", analysis.AlignTime: tu.Label()}[c.Align]
 	p := newPlot(fmt.Sprintf("%s of each run's worst GPU, aligned by %s", map[string]string{"used": "Device used", "allocated": "Allocated"}[what], c.Align), xlabel, uname)
 	for i, r := range c.Reports {
 		g := worstGPU(r, c.Runs[i].WorstGPU)
@@ -80,15 +85,22 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		if len(s.T) == 0 {
 			continue
 		}
-		x, _ := alignX(r, g, c.Align)
+		x, aligned := alignX(r, g, c.Align)
+		div := 1.0
+		if c.Align == analysis.AlignTime || !aligned {
+			div = tu.Seconds
+		}
 		xy := make(plotter.XYs, len(s.T))
 		for k := range s.T {
-			xy[k].X, xy[k].Y = x(s.T[k]), float64(s.V[k])/unit
+			xy[k].X, xy[k].Y = x(s.T[k])/div, float64(s.V[k])/unit
 		}
 		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
-		if e := envelope(xy, palette[i%len(palette)], top/unit*0.006); e != nil {
+		col := runColours[i%len(runColours)]
+		if e := envelope(xy, col, top/unit*0.006); e != nil {
 			p.Add(e)
-			p.Legend.Add(r.Run, e)
+			// Every run's swatch is a line, whether it is drawn as a
+			// line or as a band.
+			p.Legend.Add(r.Run, lineSwatch{col})
 		}
 	}
 	p.Y.Min = 0
@@ -176,9 +188,12 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 		}
 	}
 	if len(budgets) > 0 {
-		if err := add("budgets.png", "Budget at the peak, runs side by side", budgetChart("budget at the peak (each run's worst GPU)", names, budgets)); err != nil {
-			return nil, err
+		bh := budgetHeight(h, len(budgets), budgetParts(budgets))
+		b, err := render(budgetChart("budget at the peak (each run's worst GPU)", names, budgets), w, bh)
+		if err != nil {
+			return nil, fmt.Errorf("budgets.png: %w", err)
 		}
+		out = append(out, Chart{File: "budgets.png", Title: "Budget at the peak, runs side by side", GPU: -1, PNG: b})
 	}
 	if c.By != nil {
 		if err := add("by-"+c.By.Tag+".png", "Peak memory by "+c.By.Tag, byTagChart(c.By)); err != nil {

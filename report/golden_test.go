@@ -1,6 +1,7 @@
 package report
 
 import (
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,21 +76,42 @@ func syntheticEpochs(n int) analysis.GPUReport {
 	return g
 }
 
-// TestEpochTableFolded: a run of 300 epochs shows the first shownRows rows
-// of its table and folds the other 280 under one click.
-func TestEpochTableFolded(t *testing.T) {
+// TestEpochTableBucketed: a run of 300 epochs, the last open, shows
+// at most maxEpochRows rows, its closed epochs in buckets of 20 summed
+// (derived: 299 closed epochs in 19 rows need 16, rounded up to 20), the
+// largest named, and the open epoch on a row of its own whose Δ reads
+// "open", never a number.
+func TestEpochTableBucketed(t *testing.T) {
 	rep := realReport(t, fixtures.LeakRun)
 	rep.GPUs[0].Epochs = syntheticEpochs(300).Epochs
+	big := int64(5 << 30)
+	rep.GPUs[0].Epochs[299].Open = true
+	rep.GPUs[0].Epochs[299].DeltaAllocatedBytes = &big
 	page, err := Page(rep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(page)
-	if !strings.Contains(s, "<details><summary>280 more epochs</summary>") {
-		t.Errorf("no folded rows for 300 epochs")
+	s := html.UnescapeString(string(page))
+	i := strings.Index(s, `<table class="epochs">`)
+	if i < 0 {
+		t.Fatal("no epoch table")
 	}
-	head := s[:strings.Index(s, "<details><summary>280 more epochs")]
-	if n := strings.Count(head[strings.LastIndex(head, `<table class="epochs">`):], "<tr><td>"); n != shownRows {
-		t.Errorf("%d rows before the fold, want %d", n, shownRows)
+	table := s[i : i+strings.Index(s[i:], "</table>")]
+	if n := strings.Count(table, "<tr") - 1; n > maxEpochRows || n != 16 {
+		t.Errorf("%d rows, want 15 buckets of 20 and the open epoch", n)
+	}
+	if !strings.Contains(table, "<td>0–19</td>") || !strings.Contains(table, "<td>280–298</td>") {
+		t.Errorf("buckets are not named by their epochs:\n%s", table)
+	}
+	if !strings.Contains(s, "buckets of 20") || !strings.Contains(s, "the largest epoch: epoch 0: +2.54 GiB allocated") {
+		t.Errorf("the buckets and the largest epoch are not said: %q", s[strings.Index(s, "Epochs in buckets"):][:160])
+	}
+	open := table[strings.Index(table, `<tr class="open">`):]
+	if !strings.Contains(open, "<td>299 (open)</td>") || strings.Contains(open, "5.00 GiB") || strings.Count(open, "<td>open</td>") != 2 {
+		t.Errorf("the open epoch's row shows growth: %s", open)
+	}
+	// Bucket 20–39 sums twenty epochs of 30 MiB allocated.
+	if !strings.Contains(table, "<td>20–39</td>") || !strings.Contains(table[strings.Index(table, "<td>20–39</td>"):], "600.0 MiB") {
+		t.Errorf("bucket 20–39 is not the sum of its epochs")
 	}
 }

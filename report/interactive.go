@@ -36,6 +36,8 @@ type timelineData struct {
 	Bytes   int `json:"bytes,omitempty"`
 	Budget  int `json:"budget,omitempty"`
 	Buckets int `json:"page_buckets"` // PageBuckets
+	// TimeUnit is the run's (TimeUnitFor): the axis is written in it.
+	TimeUnit TimeUnit `json:"time_unit"`
 }
 
 type gpuTimeline struct {
@@ -67,8 +69,8 @@ type levelTimeline struct {
 	DV    []int64 `json:"dv_kib"`
 }
 
-// DefaultPageBytes is the timeline data a page embeds at most when it
-// holds a pyramid of levels.
+// DefaultPageBytes bounds a page: its timeline's levels are added, and
+// then dropped, finest first, until the whole page is within it.
 const DefaultPageBytes = 5 << 20
 
 type markTimeline struct {
@@ -279,6 +281,38 @@ type interactiveView struct {
 	Script  template.JS
 	CSS     template.CSS
 	License string
+	data    timelineData
+}
+
+// dropFinest drops the finest level held by any series of the view's
+// data and encodes it again; false when no series has a level past its
+// base left to drop.
+func (iv *interactiveView) dropFinest() (bool, error) {
+	deepest := 0
+	for _, g := range iv.data.GPUs {
+		for _, s := range g.Series {
+			deepest = max(deepest, len(s.Levels))
+		}
+	}
+	if deepest == 0 {
+		return false, nil
+	}
+	for gi := range iv.data.GPUs {
+		for si := range iv.data.GPUs[gi].Series {
+			s := &iv.data.GPUs[gi].Series[si]
+			if len(s.Levels) == deepest {
+				last := s.Levels[deepest-1]
+				iv.data.Bytes -= jsonSize(last.DT, last.DV)
+				s.Levels = s.Levels[:deepest-1]
+			}
+		}
+	}
+	b, err := json.Marshal(iv.data)
+	if err != nil {
+		return false, err
+	}
+	iv.Data = template.JS(b)
+	return true, nil
 }
 
 func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Options) (interactiveView, error) {
@@ -287,6 +321,7 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Op
 		d = pyramidOf(rep, shown, opts)
 	}
 	d.Buckets = PageBuckets
+	d.TimeUnit = TimeUnitFor(rep.DurationS)
 	has := false
 	for _, g := range d.GPUs {
 		has = has || len(g.Series) > 0
@@ -296,7 +331,7 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Op
 		return interactiveView{}, err
 	}
 	return interactiveView{HasData: has, Data: template.JS(b), UPlot: template.JS(uplot.JS), Script: template.JS(timelineJS),
-		CSS: template.CSS(uplot.CSS), License: uplot.License}, nil
+		CSS: template.CSS(uplot.CSS), License: uplot.License, data: d}, nil
 }
 
 // interactiveTmpl is the timeline's section and its scripts. The page puts

@@ -27,7 +27,7 @@ const legendGap = vg.Length(12)
 // in the middle. The plot's own legend is not drawn.
 func renderLegendBelow(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, error) {
 	c := vgimg.New(w, h)
-	dc := draw.New(c)
+	dc := draw.Crop(draw.New(c), 0, 0, 0, -titleTop)
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true
 	sty := leg.TextStyle

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"html"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +107,62 @@ func TestPagePyramid(t *testing.T) {
 		t.Errorf("with 200 KiB: %d B in %d levels, finest of %d samples", small.Bytes, len(ss.Levels), ss.lastEvery())
 	}
 	t.Logf("5 MB: %d levels, %d B; 200 KiB: %d levels, %d B, finest of %d samples", len(s.Levels), d.Bytes, len(ss.Levels), small.Bytes, ss.lastEvery())
+}
+
+// TestPageWithinBound: PageBytes bounds the whole page, not only its
+// timeline data. The bound is set halfway between the page with the
+// timeline's base level only and the page with every level that fits
+// in 64 MiB, so levels must be dropped, and some kept.
+func TestPageWithinBound(t *testing.T) {
+	rep, opts, _ := pyramidRun(t)
+	base, err := pageOf(rep, nil, &Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.PageBytes = 64 << 20
+	full, err := pageOf(rep, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) <= len(base) {
+		t.Fatalf("the levels add nothing: %d B with them, %d B without", len(full), len(base))
+	}
+	opts.PageBytes = (len(full) + len(base)) / 2
+	page, err := pageOf(rep, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) > opts.PageBytes || len(page) <= len(base) {
+		t.Errorf("page %d B, want at most the bound %d B and more than the base page's %d B", len(page), opts.PageBytes, len(base))
+	}
+}
+
+// TestVerdictsBeforeCharts: the page opens with the verdicts in words and
+// the worst GPU, before any chart or the timeline.
+func TestVerdictsBeforeCharts(t *testing.T) {
+	rep, opts, _ := pyramidRun(t)
+	charts, err := Charts(rep, Options{Width: 400, Height: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := pageOf(rep, charts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	summary := strings.Index(s, `<section id="verdicts">`)
+	verdict := strings.Index(s, `<div class="verdict`)
+	first := len(s)
+	for _, mark := range []string{"<img ", `<section id="timeline">`, "<canvas"} {
+		if i := strings.Index(s, mark); i >= 0 {
+			first = min(first, i)
+		}
+	}
+	if summary < 0 || verdict < summary || verdict > first {
+		t.Errorf("summary at %d, first verdict at %d, first chart at %d: the verdicts do not come first", summary, verdict, first)
+	}
+	want := html.EscapeString(rep.GPUs[0].Leak.SentenceFor(rep.GPUs[0].Label()))
+	if i := strings.Index(s, want); i < 0 || i > first {
+		t.Errorf("the verdict %q is not said before the charts", want)
+	}
 }

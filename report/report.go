@@ -37,7 +37,10 @@ type Options struct {
 	// Raw reads a line's samples, for the levels finer than the index's
 	// buckets; nil: the finest level is the index's buckets.
 	Raw func(series.Key) series.RawReader
-	// PageBytes bounds the timeline data the page embeds (0: 5 MB).
+	// PageBytes bounds the page (0: 5 MB): the timeline's finer levels
+	// are added while the page, its charts and tables included, stays
+	// within it. A page whose charts, tables and coarsest timeline alone
+	// pass it is written whole.
 	PageBytes int
 	// Context stops Write and WriteCompare once done (the first Ctrl-C):
 	// no chart is begun after it, and the folder is left as it was, what
@@ -101,7 +104,9 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 			add(pre+"steppeak.png", "Peak allocated per step", g.GPU, func() *plot.Plot { return stepPeakChart(g) })
 		}
 		if g.Budget != nil {
-			add(pre+"budget.png", "Budget at the peak", g.GPU, func() *plot.Plot { return gpuBudgetChart(g) })
+			jobs = append(jobs, job{Chart{File: pre + "budget.png", Title: "Budget at the peak", GPU: g.GPU}, func() ([]byte, error) {
+				return render(gpuBudgetChart(g), w, budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget})))
+			}})
 		}
 		if len(g.FragSeries) > 0 {
 			add(pre+"fragmentation.png", "Fragmentation", g.GPU, func() *plot.Plot { return fragChart(rep, g) })
@@ -211,6 +216,8 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 		Label    string
 		Sentence string
 		Charts   []chartView
+		Open     bool // the worst GPU's section is open, the others closed
+		Verdict  string
 	}
 	view := struct {
 		R        *analysis.Report
@@ -260,7 +267,8 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 		}
 		s := g.Leak.SentenceFor(g.Label())
 		view.Verdicts = append(view.Verdicts, s)
-		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Label: g.Label(), Sentence: s, Charts: byGPU[g.GPU]})
+		view.GPUs = append(view.GPUs, gpuView{GPUReport: g, Label: g.Label(), Sentence: s, Charts: byGPU[g.GPU],
+			Open: g.GPU == worstOf(rep), Verdict: verdictText(g.Leak.Judgement())})
 	}
 	switch {
 	case unshown > 0:
@@ -269,25 +277,54 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	case quiet > 0:
 		view.Quiet = fmt.Sprintf("The other %d GPUs: no leak, no OOM, no allocation retried; they are drawn in the heat map and in the table below.", quiet)
 	}
-	var b strings.Builder
-	if err := pageTmpl.Execute(&b, view); err != nil {
-		return nil, err
+	bound := opts.PageBytes
+	if bound <= 0 {
+		bound = DefaultPageBytes
 	}
-	return []byte(b.String()), nil
+	for {
+		var b strings.Builder
+		if err := pageTmpl.Execute(&b, view); err != nil {
+			return nil, err
+		}
+		if b.Len() <= bound || view.Interactive == nil {
+			return []byte(b.String()), nil
+		}
+		// Over the bound: the timeline's finest level goes first.
+		if more, err := view.Interactive.dropFinest(); err != nil {
+			return nil, err
+		} else if !more {
+			return []byte(b.String()), nil
+		}
+	}
 }
 
-// shownRows is how many rows of a long table the page shows before
-// the rest, which a click unfolds: a run of 7 000 epochs is then a page
-// to read, not 200 000 px to scroll.
-const shownRows = 20
+// shownRemedies is how many remedies a GPU's section lists before the
+// rest, which a click unfolds.
+const shownRemedies = 3
+
+// worstOf is the GPU whose section the page opens: the one the analysis
+// names worst, else the first of the most severe verdict.
+func worstOf(rep *analysis.Report) int {
+	if rep.Worst != nil {
+		return rep.Worst.GPU
+	}
+	best, sev := -1, -1
+	for _, g := range rep.GPUs {
+		if s := g.Leak.Judgement().Severity(); s > sev {
+			best, sev = g.GPU, s
+		}
+	}
+	return best
+}
 
 var funcs = template.FuncMap{
-	"firstRows": func(rows []analysis.EpochDelta) []analysis.EpochDelta { return rows[:min(len(rows), shownRows)] },
-	"moreRows": func(rows []analysis.EpochDelta) []analysis.EpochDelta {
-		if len(rows) <= shownRows {
+	"epochTable":    epochTableOf,
+	"firstRemedies": func(rs []analysis.Remedy) []analysis.Remedy { return rs[:min(len(rs), shownRemedies)] },
+	"moreRemedies": func(rs []analysis.Remedy) []analysis.Remedy {
+		if len(rs) <= shownRemedies {
 			return nil
 		}
-		return rows[shownRows:]
+		return rs[shownRemedies:]
 	},
 	"bytes":  analysis.FormatBytesPtr,
 	"bytesv": analysis.FormatBytes,
@@ -339,6 +376,10 @@ th { background: #f4f4f8; } td.l, th.l { text-align: left; }
 .note { color: #8a5a00; } .oom { background: #fff0f0; border-left: 4px solid #d62728; padding: .5em 1em; margin: 1em 0; }
 pre { background: #f7f7f7; padding: .6em; overflow-x: auto; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; } .meta td { text-align: left; }
+details.gpu { margin-top: 1.5em; border-top: 1px solid #ddd; } details.gpu > summary { cursor: pointer; padding: .4em 0; }
+details.gpu > summary h2 { display: inline; border: 0; margin: 0; font-size: 1.3em; } details.gpu > summary .verdict { margin: .4em 0 0 1.2em; }
+tr.open td { color: #777; background: repeating-linear-gradient(135deg, #fff, #fff 4px, #f0f0f0 4px, #f0f0f0 8px); }
+#verdicts .verdict { margin: .3em 0; } .worst { font-size: 1.05em; }
 .base { background: #f6fbff; } .leak { color: #b00; font-weight: bold; } .statement { font-size: 1.15em; padding: .6em .9em; background: #eef6ee; border: 1px solid #9c9; border-radius: 6px; }
 </style>{{end}}
 {{define "imgcheck"}}<script>
@@ -358,6 +399,13 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 </head>
 <body data-images-loaded="pending">
 <h1>memrec report: {{.R.Run}}</h1>
+<section id="verdicts">
+{{with .R.Worst}}<p class="worst"><b>Worst GPU: {{.Label}}</b>: {{.Reason}}</p>{{end}}
+{{range .GPUs}}<div class="verdict {{.Leak.Judgement}}">{{.Sentence}}</div>
+{{end}}{{with .Quiet}}<p>{{.}}</p>{{end}}
+{{with .R.Imbalance}}<p>Imbalance: peak {{.Basis}} across ranks, max/min {{printf "%.2f" .Ratio}} (max {{bytesv .MaxBytes}} on {{.MaxGPU}}, min {{bytesv .MinBytes}} on {{.MinGPU}})</p>{{end}}
+<p>OOMs: {{.R.Marks.OOMs}}. Each GPU's section below opens with a click{{if gt (len .GPUs) 1}}; the worst is open{{end}}.</p>
+</section>
 <section id="run">
 <table class="meta">
 <tr><th class="l">run</th><td>{{.R.Run}} (id {{.R.RunID}}){{if not .R.Complete}} — <b>incomplete</b>: the recorder did not finish{{end}}</td></tr>
@@ -372,13 +420,6 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 </table>
 {{range .R.Notes}}<p class="note">Note: {{.}}</p>{{end}}
 </section>
-<section id="verdicts">
-<h2>Verdicts</h2>
-{{range .GPUs}}<div class="verdict {{.Leak.Judgement}}">{{.Sentence}}</div>
-{{end}}{{with .Quiet}}<p>{{.}}</p>{{end}}
-{{with .R.Worst}}<p><b>Worst GPU: {{.Label}}</b>: {{.Reason}}</p>{{end}}
-{{with .R.Imbalance}}<p>Imbalance: peak {{.Basis}} across ranks, max/min {{printf "%.2f" .Ratio}} (max {{bytesv .MaxBytes}} on {{.MaxGPU}}, min {{bytesv .MinBytes}} on {{.MinGPU}})</p>{{end}}
-</section>
 {{template "timeline" .}}
 {{template "timeline-scripts" .}}
 {{with .Overview}}<section id="overview"><h2>{{.Title}}</h2><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"></section>{{end}}
@@ -391,21 +432,16 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{range .R.GPUs}}<tr><td class="l">{{.Label}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td><td>{{bytes .PeakStepBytes}}</td><td class="l">{{.Leak.Judgement}}</td></tr>
 {{end}}</table></section>{{end}}
 {{range .GPUs}}{{$g := .}}
-<section id="gpu{{.GPU}}" class="gpu">
-<h2>{{.Label}}{{if .Name}} — {{.Name}}{{end}}{{if .TotalBytes}}, {{bytesv .TotalBytes}}{{end}}</h2>
+<details id="gpu{{.GPU}}" class="gpu"{{if or .Open (eq (len $.GPUs) 1)}} open{{end}}>
+<summary><h2>{{.Label}}{{if .Name}} — {{.Name}}{{end}}{{if .TotalBytes}}, {{bytesv .TotalBytes}}{{end}}: {{.Verdict}}</h2></summary>
 <h3>Peaks</h3>
 <table><tr><th class="l">what</th><th>bytes</th><th>when</th><th>epoch</th><th>step</th><th class="l">nearest mark</th></tr>
 {{range .Peaks}}<tr><td class="l">{{.What}}</td><td>{{bytesv .Bytes}}</td><td>{{since $.R.StartNS .TNS}}</td><td>{{opt .Epoch}}</td><td>{{opt .Step}}</td><td class="l">{{.NearMark}}</td></tr>
 {{else}}<tr><td class="l" colspan="6">no samples</td></tr>{{end}}</table>
 <h3>Per epoch</h3>
-{{if .Epochs}}<table class="epochs">{{template "epochhead"}}
-{{range firstRows .Epochs}}{{template "epochrow" .}}{{end}}</table>
-{{with moreRows .Epochs}}<details><summary>{{len .}} more epochs</summary><table class="epochs">{{template "epochhead"}}
-{{range .}}{{template "epochrow" .}}{{end}}</table></details>{{end}}
+{{if .Epochs}}{{template "epochtable" (epochTable .Epochs)}}
 {{else if .InferredEpochs}}<p class="note">No epoch marks: epochs inferred from device memory. {{.InferredEpochBasis}}.</p>
-<table class="epochs"><tr><th>inferred epoch</th><th>start</th><th>end</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
-{{range .InferredEpochs}}<tr><td>{{.Epoch}}</td><td>{{since $.R.StartNS .StartNS}}</td><td>{{since $.R.StartNS .EndNS}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
-{{end}}</table>
+{{template "epochtable" (epochTable .InferredEpochs)}}
 {{else if .Intervals}}<p class="note">No epoch marks: deltas over ten equal slices of the run instead.{{with .EpochsNotInferred}} No epochs inferred: {{.}}.{{end}}</p>
 <table class="epochs"><tr><th>slice</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>Δ allocated</th></tr>
 {{range .Intervals}}<tr><td>{{.Epoch}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td></tr>
@@ -432,8 +468,9 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 <p class="note">{{.Basis}}.{{range .Notes}} {{.}}.{{end}}</p>
 {{if .Help}}<h4>What would help, by what it frees at the peak</h4>
 <table><tr><th class="l">remedy</th><th>frees</th><th>peak after</th><th>batch that fits</th><th class="l">basis and assumptions</th></tr>
-{{range .Help}}<tr><td class="l">{{.Title}}</td><td>{{.SavedWords}}</td><td>{{if .LowersPeak}}{{bytesv .PeakAfterBytes}}{{else}}unchanged{{end}}</td><td>{{if .FitsBatch}}{{num .FitsBatch}}{{end}}</td><td class="l">{{.Basis}}.{{range .Assumptions}} Assumes {{.}}.{{end}}</td></tr>
-{{end}}</table>{{end}}
+{{range firstRemedies .Help}}{{template "remedy" .}}{{end}}</table>
+{{with moreRemedies .Help}}<details><summary>{{len .}} more remedies</summary><table><tr><th class="l">remedy</th><th>frees</th><th>peak after</th><th>batch that fits</th><th class="l">basis and assumptions</th></tr>
+{{range .}}{{template "remedy" .}}{{end}}</table></details>{{end}}{{end}}
 {{range .Skipped}}<p class="note">Not applicable: {{.}}.</p>{{end}}
 {{range .Missing}}<p class="note">Missing: {{.}}.</p>{{end}}
 {{end}}
@@ -462,10 +499,14 @@ At the OOM (samples at most {{ms .PairToleranceNS}} from it): device used {{byte
 <h3>Charts</h3>
 {{range .Charts}}<figure><img src="{{.Src}}" alt="{{.Title}}" data-file="{{.File}}"><figcaption>{{.Title}}</figcaption></figure>
 {{end}}
-</section>
+</details>
 {{end}}
-{{define "epochhead"}}<tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>{{end}}{{define "epochrow"}}<tr><td>{{.Epoch}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStartBytes}}</td><td>{{bytes .UsedEndBytes}}</td><td>{{bytes .DeltaUsedBytes}}</td><td>{{bytes .PeakUsedBytes}}</td><td>{{bytes .AllocatedStartBytes}}</td><td>{{bytes .AllocatedEndBytes}}</td><td>{{bytes .DeltaAllocatedBytes}}</td><td>{{bytes .PeakAllocatedBytes}}</td></tr>
-{{end}}{{define "sitefigs"}}<table class="sites"><tr><th class="l">site</th><th class="l">function</th><th>live</th><th>blocks</th><th>share</th><th class="l">called from</th></tr>
+{{define "remedy"}}<tr><td class="l">{{.Title}}</td><td>{{.SavedWords}}</td><td>{{if .LowersPeak}}{{bytesv .PeakAfterBytes}}{{else}}unchanged{{end}}</td><td>{{if .FitsBatch}}{{num .FitsBatch}}{{end}}</td><td class="l">{{.Basis}}.{{range .Assumptions}} Assumes {{.}}.{{end}}</td></tr>
+{{end}}{{define "epochtable"}}{{if gt .Per 1}}<p>Epochs in buckets of {{.Per}}, each bucket's Δ the sum of its epochs'; the largest epoch: {{.Largest}}.</p>{{end}}
+<table class="epochs">{{template "epochhead"}}
+{{range .Rows}}<tr{{if .Open}} class="open"{{end}}><td>{{.Name}}{{if .Open}} (open){{end}}</td><td>{{bytes .UsedStart}}</td><td>{{bytes .UsedEnd}}</td><td>{{if .Open}}open{{else}}{{bytes .DeltaUsed}}{{end}}</td><td>{{bytes .PeakUsed}}</td><td>{{bytes .AllocStart}}</td><td>{{bytes .AllocEnd}}</td><td>{{if .Open}}open{{else}}{{bytes .DeltaAlloc}}{{end}}</td><td>{{bytes .PeakAlloc}}</td></tr>
+{{end}}</table>{{range .Rows}}{{if .Open}}<p class="note">Epoch {{.Name}} is open: the run ended inside it, so its change is not compared with the others' and is not growth.</p>{{end}}{{end}}{{end}}
+{{define "epochhead"}}<tr><th>epoch</th><th>used at start</th><th>used at end</th><th>Δ used</th><th>peak used</th><th>allocated at start</th><th>allocated at end</th><th>Δ allocated</th><th>peak allocated</th></tr>{{end}}{{define "sitefigs"}}<table class="sites"><tr><th class="l">site</th><th class="l">function</th><th>live</th><th>blocks</th><th>share</th><th class="l">called from</th></tr>
 {{range .}}<tr><td class="l"><code>{{.Site}}</code></td><td class="l">{{.Func}}</td><td>{{bytesv .LiveBytes}}</td><td>{{.LiveBlocks}}</td><td>{{pct .Share}}</td><td class="l">{{join .Stack}}</td></tr>
 {{end}}</table>{{end}}
 <footer><p>Written by memrec. Every number above comes from the run's samples and marks; the charts are also in this folder as PNG files.</p></footer>

@@ -79,19 +79,28 @@ func groupDigits(n int64) string {
 	return s
 }
 
-// legendGapRight is the space between the plot and a legend beside it.
-const legendGapRight = vg.Length(8)
+// legendGapRight is the space between the plot and a legend beside it,
+// and between the legend and the chart's right edge.
+const legendGapRight = vg.Length(10)
+
+// titleTop is the space above a chart's title.
+const titleTop = vg.Length(8)
+
+// legendRowGap is the space between a legend's entries.
+const legendRowGap = vg.Length(3)
 
 // renderLegendRight draws p into a PNG of w×h with its legend to the right
 // of the plot, outside the data: the plot is drawn in what is left of the
 // width. A legend wider than a third of the chart stays inside.
 func renderLegendRight(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	c := vgimg.New(w, h)
-	dc := draw.New(c)
+	dc := draw.Crop(draw.New(c), 0, 0, 0, -titleTop)
 	leg := p.Legend
+	leg.Padding = legendRowGap
 	r := leg.Rectangle(dc)
-	lw := r.Max.X - r.Min.X + leg.Padding*2 + vg.Points(4)
+	lw := r.Max.X - r.Min.X + vg.Points(4)
 	if lw <= 0 || lw > w/3 {
+		p.Legend = leg
 		p.Draw(dc)
 		return encodePNG(c)
 	}
@@ -100,7 +109,7 @@ func renderLegendRight(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	plotArea := draw.Crop(dc, 0, -(lw + 2*legendGapRight), 0, 0)
 	p.Draw(plotArea)
 	// Level with the top of the data, under the title.
-	strip := draw.Crop(dc, w-lw-legendGapRight, 0, 0, -p.Title.TextStyle.Rectangle("M").Max.Y-p.Title.Padding-vg.Points(14))
+	strip := draw.Crop(dc, w-lw-legendGapRight, -legendGapRight, 0, -p.Title.TextStyle.Rectangle("M").Max.Y-p.Title.Padding-vg.Points(14))
 	leg.Top, leg.Left, leg.XOffs, leg.YOffs = true, true, 0, 0
 	leg.Draw(strip)
 	return encodePNG(c)

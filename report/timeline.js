@@ -21,7 +21,15 @@
     return [x, y];
   }
 
-  function fmtTime(v) { return v == null ? "–" : "+" + v.toFixed(3) + " s"; }
+  // The run's time unit (report.TimeUnitFor): x stays in seconds, the
+  // axis and the hover are written in the unit, its ticks at 1, 2, 5 × 10^k
+  // of it.
+  var TU = data.time_unit || { name: "s", seconds: 1 };
+  var TU_LABEL = { s: "seconds", min: "minutes", h: "hours" }[TU.name] + " since start";
+  var tuIncrs = [];
+  for (var k = -3; k < 7; k++) [1, 2, 5].forEach(function (m) { tuIncrs.push(m * Math.pow(10, k) * TU.seconds); });
+  function fmtUnit(v) { var x = v / TU.seconds; return +x.toPrecision(6) + ""; }
+  function fmtTime(v) { return v == null ? "–" : "+" + (TU.seconds === 1 ? v.toFixed(3) : (v / TU.seconds).toFixed(3)) + " " + TU.name; }
 
   // Epochs shaded (every other one) under the series.
   function epochs(g) {
@@ -173,7 +181,7 @@
       width: Math.max(400, el.clientWidth || 1200), height: 340,
       series: series,
       scales: { x: { time: false }, y: { range: function (u) { return yFit(u); } } },
-      axes: [{ label: "seconds since start" }, { label: unit[1], size: 60 }],
+      axes: [{ label: TU_LABEL, incrs: tuIncrs, values: function (u, splits) { return splits.map(fmtUnit); } }, { label: unit[1], size: 60 }],
       cursor: { drag: { x: true, y: false }, sync: { key: "memrec" } },
       hooks: { drawClear: [epochs(g)], draw: [marks(drawn, unit)], setScale: [syncX, function (u, key) { if (key === "x") pick(u); }] }
     };

@@ -2,10 +2,12 @@ package viewer
 
 import (
 	_ "embed"
+	"encoding/json"
 	"net/http"
 	"strings"
 
 	"github.com/memrec/memrec/internal/uplot"
+	"github.com/memrec/memrec/report"
 )
 
 var (
@@ -22,7 +24,18 @@ var page = strings.NewReplacer(
 	"{{UPLOT_LICENSE}}", strings.ReplaceAll(uplot.License, "*/", "* /"),
 	"{{UPLOT_JS}}", uplot.JS,
 	"{{VIEW_JS}}", viewJS,
+	"{{TIME_UNITS}}", timeUnits(),
 ).Replace(pageHTML)
+
+// timeUnits is report.TimeUnits as JSON: the page picks a run's time unit
+// by the rule the report's charts use.
+func timeUnits() string {
+	b, err := json.Marshal(report.TimeUnits)
+	if err != nil {
+		panic(err) // a fixed table of plain fields
+	}
+	return string(b)
+}
 
 func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

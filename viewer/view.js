@@ -16,7 +16,21 @@
   var siteColours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
   function siteColour(b, i) { return b.kind === "other" ? "#a0a0a0" : b.kind === "untracked" ? "#cfcfcf" : siteColours[i % siteColours.length]; }
   function fillOf(c) { var n = parseInt(c.slice(1), 16); return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + ",0.35)"; }
-  var dashes = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
+  // Several runs: a colour each (Tableau 10, as compare's charts), and
+  // the line's field told by its dash.
+  var runColours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var fieldDashes = { used: [], allocated: [8, 4], reserved: [2, 3], driver: [10, 3, 2, 3],
+    params: [], grads: [6, 3], optimizer: [2, 2], buffers: [12, 4, 2, 4] };
+  // The time units by the run's length, from the server's page
+  // (report.TimeUnits): the longest run shown picks one.
+  var TIME_UNITS = JSON.parse(document.getElementById("memrec-time-units").textContent);
+  function timeUnit() {
+    var longest = 0;
+    state.runs.forEach(function (r) { longest = Math.max(longest, r.end_us / 1e6); });
+    for (var i = 0; i < TIME_UNITS.length; i++) if (!TIME_UNITS[i].up_to_s || longest <= TIME_UNITS[i].up_to_s) return TIME_UNITS[i];
+    return TIME_UNITS[TIME_UNITS.length - 1];
+  }
+  var unitWords = { s: "seconds", min: "minutes", h: "hours" };
   var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
   window.memrecView = state;
   state.zoom = function (a, b) { zoom(a, b); };
@@ -112,8 +126,12 @@
   function xAxis() {
     var ax = { label: { seconds: "seconds since start", clock: "clock time", step: "step", epoch: "epoch" }[state.mode], labelSize: 20, size: 40 };
     if (state.mode === "seconds") {
-      ax.incrs = secIncrs;
-      ax.values = function (u, splits) { var span = u.scales.x.max - u.scales.x.min; return splits.map(function (s) { return fmtSecs(s, span); }); };
+      var tu = timeUnit();
+      ax.label = unitWords[tu.name] + " since start";
+      ax.incrs = tu.seconds === 1 ? secIncrs : intIncrs.concat(intIncrs.map(function (v) { return v / 1000; })).sort(function (a, b) { return a - b; }).map(function (v) { return v * tu.seconds; });
+      ax.values = tu.seconds === 1 ?
+        function (u, splits) { var span = u.scales.x.max - u.scales.x.min; return splits.map(function (s) { return fmtSecs(s, span); }); } :
+        function (u, splits) { return splits.map(function (s) { return +(s / tu.seconds).toPrecision(6) + ""; }); };
     } else if (state.mode !== "clock") {
       ax.incrs = intIncrs;
       ax.values = function (u, splits) { return splits.map(function (s) { return Math.round(s).toLocaleString("en"); }); };
@@ -257,10 +275,11 @@
         var stack = null;
         lines.forEach(function (l) {
           ch.lines.push({ run: r, line: l });
-          var c = colours[l.field] || "#9467bd", part = stacked.indexOf(l.field) >= 0;
+          var several = state.runs.length > 1, part = stacked.indexOf(l.field) >= 0;
+          var c = several ? runColours[ri % runColours.length] : colours[l.field] || "#9467bd";
           series.push({
-            label: (state.runs.length > 1 ? r.name + ": " : "") + l.label + (part ? " (stacked)" : ""), stroke: c,
-            dash: dashes[ri % dashes.length], width: part ? 1 : 1.4, spanGaps: true, points: { show: false },
+            label: (several ? r.name + ": " : "") + l.label + (part ? " (stacked)" : ""), stroke: c,
+            dash: several ? fieldDashes[l.field] || [] : [], width: part ? 1 : 1.4, spanGaps: true, points: { show: false },
             fill: part ? fillOf(c) : undefined
           });
           if (part) {

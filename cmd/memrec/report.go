@@ -30,7 +30,7 @@ func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
 	f.BoolVar(&o.pngOnly, "png-only", false, "write only the PNG charts")
 	f.IntVar(&o.width, "width", 1200, "chart width in pixels")
 	f.IntVar(&o.height, "height", 500, "chart height in pixels")
-	f.IntVar(&o.pageBytes, "page-bytes", report.DefaultPageBytes, "bound on the timeline data the page embeds: levels each 4× finer are added while they fit")
+	f.IntVar(&o.pageBytes, "page-bytes", report.DefaultPageBytes, "bound on the page's size, charts included: its timeline's levels each 4× finer are added while they fit")
 }
 
 func newReportCmd(g *globals) *cobra.Command {

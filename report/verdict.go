@@ -1,0 +1,29 @@
+package report
+
+import "github.com/memrec/memrec/analysis"
+
+// verdictWords are the leak verdicts as a chart title or a page's heading
+// says them: words, not the JSON report's keys.
+var verdictWords = map[analysis.Verdict]string{
+	analysis.VerdictLeak:         "leak",
+	analysis.VerdictCacheGrowth:  "cache growth",
+	analysis.VerdictUnseenGrowth: "growth PyTorch does not see",
+	analysis.VerdictStartup:      "start-up only",
+	analysis.VerdictNoLeak:       "no leak",
+	analysis.VerdictInsufficient: "not enough data",
+}
+
+// verdictText is v in words; a verdict this table does not know (one
+// from a later version's JSON) is its key with spaces.
+func verdictText(v analysis.Verdict) string {
+	if w, ok := verdictWords[v]; ok {
+		return w
+	}
+	b := []byte(v.String())
+	for i := range b {
+		if b[i] == '_' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
