@@ -97,7 +97,7 @@ machine without a GPU.`,
 	f.BoolVar(&o.procs, "procs", false, "also record per-process memory (listed when a GPU's used memory changes)")
 	durationVar(f, &o.procsEvery, "procs-every", time.Second, "with --procs: list processes at least this often while memory holds still (0: at every tick)")
 	durationVar(f, &o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
-	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
+	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml, or sim (a simulated job on 140 GiB GPUs whose activations grow with its batch_size and seq_len tags)")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
 	f.StringVar(&o.simClock, "sim-clock", "real", "with --source sim: real, or fake to record --duration of simulated time as fast as it can be computed (benchmarks)")
