@@ -21,11 +21,9 @@ import (
 //     Gradients are then held across the micro-batches (they are, at the
 //     peak, already: see budget.go). What is still allocated at the step's
 //     end beyond the model's tensors (the data, cuBLAS's workspaces) is not
-//     made by the step and stays: on an H200 that was 92 MiB of a CNN's
-//     995 MiB of activations, and leaving it out put the prediction 7 %
-//     below the measured peak; kept, the three models measured were within
-//     1 %. The same part is left out of what autocast and checkpointing
-//     act on.
+//     made by the step and stays; counting it as halved puts the prediction
+//     below the measured peak (bench/README.md, the budget check). The same
+//     part is left out of what autocast and checkpointing act on.
 //   - bf16 autocast, where the parameters are float32 and autocast was off:
 //     the outputs of matmuls and convolutions, most of the saved
 //     activations, become 2 bytes instead of 4; the ops autocast keeps in
@@ -371,7 +369,7 @@ func advise(b *Budget, ctx adviceContext) {
 		r := Remedy{Kind: RemedyExpandableSegments, Title: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
 			Basis: fmt.Sprintf("at the peak the allocator held %s beyond the tensors: %s in inactive split blocks and %s cached free; with expandable segments it grows segments instead of keeping blocks it cannot reuse",
 				FormatBytes(split+cached), FormatBytes(split), FormatBytes(cached)),
-			Assumptions: []string{"it frees at most all of the cache at the peak, and may free none of it: split blocks of the small pool (allocations under 1 MiB) and the rounding of segments stay (on an H200, a GPT's reserved fell 0.37 GiB where its split blocks held 0.47 GiB); allocated memory does not change"}}
+			Assumptions: []string{"it frees at most all of the cache at the peak, and may free none of it: split blocks of the small pool (allocations under 1 MiB) and the rounding of segments stay; allocated memory does not change"}}
 		r.SavedLowBytes, r.SavedHighBytes = 0, split+cached
 		r.SavedBytes = (r.SavedLowBytes + r.SavedHighBytes) / 2
 		r.PeakAllocatedAfterBytes = b.PeakAllocatedBytes

@@ -556,11 +556,11 @@ func (by *ByTag) interval() {
 		by.Tag, num(p), curvature, allowance, num(by.MaxFittingValueMiddle), num(by.MaxFittingValueOptimistic), optimistic, reach)
 }
 
-// replayNotABound says how far the replay's optimistic end is from a
-// bound: the replay sizes a library's workspace as the runs did, and near
-// the limit cuDNN takes a smaller one where memory is short
-// (TestReplayLargestBatchOnTheH200's models).
-const replayNotABound = "; not a bound: where a library such as cuDNN takes a smaller workspace when memory is short, the limit is above it, on H200s for 9 of 24 models, all with convolutions, by up to 4.8 % (VGG-11 13.6 %)"
+// replayNotABound says why the replay's optimistic end is not a bound:
+// the replay sizes a library's workspace as the runs did, and near the
+// limit cuDNN takes a smaller one where memory is short (how far, on real
+// models: bench/README.md, TestReplayLargestBatchOnTheH200).
+const replayNotABound = "; not a bound: where a library such as cuDNN takes a smaller workspace when memory is short (convolutions), the limit can lie a few per cent above it"
 
 // FailedBeforeAStep reports whether the run's job exited with an error
 // before it marked a step without running out of memory (RanOutOfMemory),
@@ -734,7 +734,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		}
 	}
 	by.AllowanceFraction = allowance
-	how := "the most eighteen models needed at their limit on an H200, from 0 % for the ResNets to 36 % for VGG-16, so for most jobs the value errs low; no run here reached its limit, and the probe did not measure the allocator's largest segment, which bounds it closer"
+	how := "a bound on what the allocator keeps beyond the step's peak at its limit, more than most jobs keep, so the value usually errs low; no run here reached its limit, and the probe did not measure the allocator's largest segment, which bounds it closer"
 	if by.AllowanceBasis == "measured" {
 		how = fmt.Sprintf("measured in run %q, which reached the GPU's limit: its allocator freed its cache and retried, and kept this much beyond the step's peak", by.AllowanceRun)
 	}
@@ -744,7 +744,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %d of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks, "+
-			"which on eighteen models on H200s was from none to 1.75 largest segments: the ResNets none, GPT-2-shaped models half a segment, VGG-11 0.86 to 1.3, BERT-base one, VGG-16 1.1, T5-base up to 1.56, DeepLabV3 1.75; "+
+			"from none to under two of its largest segments, depending on the model; "+
 			"for a job that strands little the value errs low, and memrec fit finds the limit by trial) "+
 			"+ %s PyTorch does not see",
 			StrandedSegments, FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))

@@ -11,9 +11,8 @@ import (
 
 // OOM outcomes: a job survives most out-of-memory errors it meets. cuDNN
 // and cuBLAS ask for a large workspace, catch the error and fall back to a
-// smaller one; scripts catch it and skip a batch. On a real ResNet-18 run
-// at too large a batch, 31 OOMs in 240 ms were such fallbacks, and only the
-// last ended the job.
+// smaller one; scripts catch it and skip a batch. A run at too large a
+// batch may show a burst of such fallbacks before the one that ends it.
 type OOMOutcome uint8
 
 const (

@@ -385,14 +385,15 @@ func TestSimScenarios(t *testing.T) {
 				}
 			case ScenarioOOM:
 				// A step's peak of 7 GiB + s · 512 MiB of leak first
-				// exceeds what the allocator can have, 24 GiB less the
-				// idle GPU (3.25 MiB), the 512 MiB context and NCCL's
-				// 256 MiB (23.246 GiB), at s = 33: GPU 1 marks steps 0
-				// to 32, then dies. Device used never passes the total,
-				// nor reserved what the process can have.
-				free := float64(24<<30-sim.job.Idle-sim.job.Context-sim.job.NCCL) / (1 << 30)
+				// exceeds what the allocator can have, 24 GiB less what
+				// the driver reserves (615.1 MiB), the idle GPU (3.25 MiB),
+				// the 512 MiB context and NCCL's 256 MiB (22.646 GiB), at
+				// s = 32: GPU 1 marks steps 0 to 31, then dies. Device used
+				// never passes the total, nor reserved what the process
+				// can have.
+				free := float64(24<<30-simDriverReserved-sim.job.Idle-sim.job.Context-sim.job.NCCL) / (1 << 30)
 				want := int(math.Floor((free-7)/0.5)) + 1
-				if ooms != 1 || used[1][len(used[1])-1] != sim.job.Idle || steps[1] != want || want != 33 {
+				if ooms != 1 || used[1][len(used[1])-1] != sim.job.Idle || steps[1] != want || want != 32 {
 					t.Fatalf("ooms %d, last used %d, steps %d, want %d", ooms, used[1][len(used[1])-1], steps[1], want)
 				}
 				for g := range used {

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -9,6 +10,12 @@ import (
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+)
+
+// The run tags a simulated job reads its shape from.
+const (
+	SimBatchTag  = "batch_size"
+	SimSeqLenTag = "seq_len"
 )
 
 // Scenarios of the simulated source.
@@ -32,7 +39,20 @@ type SimConfig struct {
 	// multi-node job (node k of 8-GPU nodes has RankBase 8k). Only global
 	// rank 0 marks epochs.
 	RankBase int
+	// BatchSize and SeqLen scale the activations, as the run's batch_size
+	// and seq_len tags would for a real job: SimRefBatch samples of
+	// SimRefSeqLen tokens hold the job's 4 GiB, and activations grow in
+	// proportion to both (no part grows with the square of the length).
+	// 0 means the reference value.
+	BatchSize, SeqLen float64
 }
+
+// The batch and length at which the simulated job holds its reference
+// activations.
+const (
+	SimRefBatch  = 64
+	SimRefSeqLen = 512
+)
 
 // When the simulated job's memory appears; its sizes are jobmodel.H200's.
 const (
@@ -40,6 +60,9 @@ const (
 	simModelAt = 600 * time.Millisecond // the weights
 	simTrainAt = time.Second            // the first step
 	simPID0    = 20000
+	// simDriverReserved is what NVML says the driver keeps of each GPU:
+	// neither used nor free, so no process can have it.
+	simDriverReserved = 644939776
 )
 
 // Sim is a simulated source: GPUs whose memory follows a training job, and
@@ -55,11 +78,63 @@ type Sim struct {
 	ranks []simRank
 }
 
+// OOM reports whether the simulated job ran out of memory, as a real job
+// would: the first rank whose step did not fit, and that step. Safe for
+// concurrent use.
+func (s *Sim) OOM() (rank, step int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r, rk := range s.ranks {
+		if rk.oomed {
+			return r, rk.stepsDone, true
+		}
+	}
+	return 0, 0, false
+}
+
+// SpeedHint says what to do when a simulated recording at speed took only
+// onTime (0 to 1) of its ticks on time: the machine could not keep up, the
+// run has gaps, and a speed it can keep up with is the rate it achieved
+// (speed × onTime) with a fifth to spare. Empty when 99 % were on time.
+func SpeedHint(speed, onTime float64) string {
+	if onTime >= 0.99 || speed <= 1 {
+		return ""
+	}
+	next := math.Floor(speed * onTime * 0.8)
+	try := fmt.Sprintf("try --sim-speed %g or lower", max(next, 1))
+	if next <= 1 {
+		try = "try it at real time (--sim-speed 1), or with fewer --sim-gpus"
+	}
+	return fmt.Sprintf("this machine kept up with %.1f %% of the ticks at --sim-speed %g, so its device samples have gaps: %s",
+		100*onTime, speed, try)
+}
+
 type simRank struct {
 	stepsDone int       // step marks sent
 	nextTimer time.Time // next timer sample
 	oomed     bool
 	oomAt     time.Time
+}
+
+// SetTags sets BatchSize and SeqLen from a run's batch_size and seq_len
+// tags, where it has them; a tag that is not a number above 0 is an error
+// that names it.
+func (c *SimConfig) SetTags(tags map[string]string) error {
+	for _, t := range []struct {
+		key string
+		to  *float64
+	}{{SimBatchTag, &c.BatchSize}, {SimSeqLenTag, &c.SeqLen}} {
+		v, ok := tags[t.key]
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return fmt.Errorf("tag %s=%s: the simulated job wants a number above 0", t.key, v)
+		}
+		*t.to = f
+	}
+	return nil
 }
 
 // NewSim returns a simulated job that starts at start.
@@ -96,8 +171,20 @@ func NewSim(cfg SimConfig, start time.Time) (*Sim, error) {
 			cfg.LeakPerStep = 512 << 20
 		}
 	}
+	if cfg.BatchSize < 0 || cfg.SeqLen < 0 {
+		return nil, fmt.Errorf("simulated batch %g, length %g: want values above 0", cfg.BatchSize, cfg.SeqLen)
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = SimRefBatch
+	}
+	if cfg.SeqLen == 0 {
+		cfg.SeqLen = SimRefSeqLen
+	}
 	job := jobmodel.H200(cfg.GPUs, cfg.EpochSteps)
 	job.Total = cfg.TotalBytes
+	// Past a pebibyte no GPU holds the step: a cap keeps the sums in int64.
+	act := min(float64(job.Activations)*cfg.BatchSize/SimRefBatch*cfg.SeqLen/SimRefSeqLen, 1<<50)
+	job.Activations = int64(act) / 512 * 512
 	job.Fragmenting = cfg.Scenario == ScenarioFragmentation
 	if cfg.Scenario == ScenarioLeak || cfg.Scenario == ScenarioOOM {
 		job.Leak = make([]int64, cfg.GPUs) // the last GPU leaks
@@ -144,10 +231,10 @@ func (s *Sim) step(r int, t time.Time) (int, float64) {
 }
 
 // capacity is what the allocator of a rank's process can reserve: the
-// GPU's total less what NVML shows besides (the idle GPU, the CUDA
-// context, NCCL's buffers with more than one GPU).
+// GPU's total less what the driver reserves and what NVML shows besides
+// (the idle GPU, the CUDA context, NCCL's buffers with more than one GPU).
 func (s *Sim) capacity() int64 {
-	c := s.cfg.TotalBytes - s.job.Idle - s.job.Context
+	c := s.cfg.TotalBytes - simDriverReserved - s.job.Idle - s.job.Context
 	if s.cfg.GPUs > 1 {
 		c -= s.job.NCCL
 	}
@@ -177,7 +264,7 @@ func (s *Sim) alloc(r int, t time.Time) jobmodel.Alloc {
 // Read implements Source.
 func (s *Sim) Read(gpu int, t time.Time, r *Reading) error {
 	used, _, err := s.used(gpu, t)
-	r.Invalid, r.Used, r.Reserved = 0, used, 644939776
+	r.Invalid, r.Used, r.Reserved = 0, used, simDriverReserved
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,60 @@ demo shows the same on an idle laptop and on a loaded server.`,
 	return cmd
 }
 
+// The demo's runs: the job at demoBatch, reported, and at demoSmallBatch,
+// the second point compare --by needs to predict the largest batch.
+const (
+	demoBatch      = 64
+	demoSmallBatch = 16
+)
+
+// recordDemo records the simulated job at batch into db as name, on a
+// fake clock: every tick of the simulated job is taken, however loaded the
+// machine (a real-time recording misses ticks there and may have too few
+// points to judge the leak).
+func recordDemo(ctx context.Context, o *demoOptions, db *storage.DB, sim *recorder.Sim, name string, batch int, now time.Time) (recorder.Result, error) {
+	return recorder.Record(ctx, recorder.Options{
+		Open:   func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) },
+		Run:    storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", recorder.SimBatchTag: strconv.Itoa(batch)}},
+		Source: sim, Interval: 10 * time.Millisecond, Procs: true, Duration: o.duration, Log: o.io.Err,
+		Clock: recorder.NewFakeClock(now),
+	})
+}
+
+// demoPrediction records the job again at the small batch and prints what
+// compare --by predicts from the two runs: the largest batch that fits.
+func demoPrediction(ctx context.Context, o *demoOptions, db *storage.DB, big *analysis.Report, now time.Time) error {
+	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak, BatchSize: demoSmallBatch}, now)
+	if err != nil {
+		return err
+	}
+	name, err := db.FreeName(big.Run + "-bs" + strconv.Itoa(demoSmallBatch))
+	if err != nil {
+		return err
+	}
+	res, err := recordDemo(ctx, o, db, sim, name, demoSmallBatch, now)
+	if err != nil {
+		return err
+	}
+	small, err := analysis.Analyze(db, res.Run, analysis.Options{})
+	if err != nil {
+		return err
+	}
+	c, err := analysis.Compare([]*analysis.Report{small, big}, "", analysis.Align("step"))
+	if err != nil {
+		return err
+	}
+	if err := analysis.FitByTag(c, recorder.SimBatchTag, 0.05); err != nil {
+		// Too short a demo to have steps: say so, the rest still holds.
+		fmt.Fprintf(o.io.Out, "  no prediction of the largest batch: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(o.io.Out, "  from batch_size %d and %d: %s\n", demoSmallBatch, demoBatch, c.By.Statement)
+	fmt.Fprintf(o.io.Out, "  memrec compare --by batch_size %s %s explains it; memrec fit --source sim --sim-gpus 2 --runs %s,%s tries it\n",
+		small.Run, big.Run, small.Run, big.Run)
+	return nil
+}
+
 func runDemo(ctx context.Context, o *demoOptions) error {
 	if err := o.checkSize(); err != nil {
 		return err
@@ -47,7 +102,7 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 		return outputError(err)
 	}
 	now := time.Now()
-	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak}, now)
+	sim, err := recorder.NewSim(recorder.SimConfig{GPUs: 2, Scenario: recorder.ScenarioLeak, BatchSize: demoBatch}, now)
 	if err != nil {
 		return err
 	}
@@ -62,15 +117,7 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.io.Out, "recording %s of a simulated 2-GPU job (GPU 1 leaks) into %s as %q...\n", o.duration, db.Path(), name)
-	res, err := recorder.Record(ctx, recorder.Options{
-		Open:   func(run storage.Run) (recorder.Store, error) { return recorder.DBStore(db, run, o.io.Err) },
-		Run:    storage.Run{Name: name, Tags: map[string]string{"source": "sim", "scenario": "leak", "batch_size": "64"}},
-		Source: sim, Interval: 10 * time.Millisecond, Procs: true, Duration: o.duration, Log: o.io.Err,
-		// A fake clock: every tick of the simulated job is taken, however
-		// loaded the machine (a real-time recording misses ticks there and
-		// may have too few points to judge the leak).
-		Clock: recorder.NewFakeClock(now),
-	})
+	res, err := recordDemo(ctx, o, db, sim, name, demoBatch, now)
 	if err != nil {
 		return err
 	}
@@ -81,6 +128,9 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	}
 	for _, g := range rep.GPUs {
 		fmt.Fprintf(o.io.Out, "  %s\n", g.Leak.Sentence(g.GPU))
+	}
+	if err := demoPrediction(ctx, o, db, rep, now); err != nil {
+		return err
 	}
 	if err := viewer.AddMarksAndBudgets(db, res.Run, x); err != nil {
 		return err

@@ -74,10 +74,17 @@ run 3 times, and a value that fails once counts as failed.
 The recommended value keeps --headroom free under what the largest value that
 ran used; with a full recording of the job among --runs it also leaves room for
 what that run needed after its first steps (the rise of its step peak over the
-run, or its memory's growth per step times its steps, whichever is larger).`,
+run, or its memory's growth per step times its steps, whichever is larger).
+
+Without a GPU, --source sim and no command runs each trial as memrec's
+simulated job (the one memrec record --source sim records) with the value as
+its --by tag (batch_size or seq_len, which scale its activations), on a
+simulated GPU of fixed size: a value whose step does not fit runs out of
+memory as a real job does.`,
 		Example: `  memrec fit -- python train.py --batch-size {}
   memrec fit --multiple 8 --runs bs16,bs32 -- torchrun --nproc-per-node 8 train.py --bs {}
-  memrec fit --by seq_len --min 512 --multiple 128 -- python train.py --seq-len {}`,
+  memrec fit --by seq_len --min 512 --multiple 128 -- python train.py --seq-len {}
+  memrec fit --source sim --runs sim-bs16,sim-bs64 --multiple 8`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				o.command = args[dash:]
@@ -108,10 +115,8 @@ run, or its memory's growth per step times its steps, whichever is larger).`,
 	f.StringVar(&o.rec.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
 	f.BoolVar(&o.rec.procs, "procs", false, "also record per-process memory")
 	f.BoolVar(&o.rec.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (its OOM marks; step marks still need memrec.step or a framework callback)")
-	f.StringVar(&o.rec.source, "source", "nvml", "where memory is read: nvml or sim")
-	f.MarkHidden("source")
+	f.StringVar(&o.rec.source, "source", "nvml", "where memory is read: nvml, or sim for a simulated GPU (without a command, each trial is the simulated job at the value)")
 	f.IntVar(&o.rec.simGPUs, "sim-gpus", 1, "with --source sim: number of simulated GPUs")
-	f.MarkHidden("sim-gpus")
 	return cmd
 }
 
@@ -236,10 +241,10 @@ func runFit(ctx context.Context, o *fitOptions) error {
 
 // checkFitFlags refuses what cannot be searched.
 func checkFitFlags(o *fitOptions) error {
-	if len(o.command) == 0 {
+	if len(o.command) == 0 && o.rec.source != "sim" {
 		return errors.New("fit needs a command, after --, with {} where the value goes: memrec fit -- python train.py --batch-size {}")
 	}
-	has := false
+	has := len(o.command) == 0 // the simulated job takes the value as its tag
 	for _, a := range o.command {
 		has = has || strings.Contains(a, "{}")
 	}
@@ -842,6 +847,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		o.command[i] = strings.ReplaceAll(a, "{}", num(v))
 	}
 	tags := map[string]string{f.o.by: num(v), "fit": f.res.ID}
+	o.tags = []string{f.o.by + "=" + num(v)} // the simulated job's shape, with --source sim
 	now := time.Now()
 	src, err := openSource(&o, now)
 	if err != nil {
@@ -875,7 +881,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	}
 	w.waitGroup()
 	t.Seconds = time.Since(start).Seconds()
-	t.ExitCode = res.ExitCode
+	t.ExitCode = max(res.ExitCode, simExit(src))
 	t.Steps, t.Ranks, t.OOMMarks = w.counts()
 	var rep *analysis.Report
 	if run, err := f.db.Run(t.Run); err == nil {
@@ -896,7 +902,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 		t.Outcome = fitInterrupted
 	case stopped:
 		t.Outcome = fitStopped
-	case res.ExitCode == 0:
+	case t.ExitCode == 0:
 		t.Outcome = fitCompleted
 	case t.OOMMarks > 0 || (rep != nil && analysis.FatalOOM(rep)):
 		t.Outcome = fitOOM

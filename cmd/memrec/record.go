@@ -97,7 +97,7 @@ machine without a GPU.`,
 	f.BoolVar(&o.procs, "procs", false, "also record per-process memory (listed when a GPU's used memory changes)")
 	durationVar(f, &o.procsEvery, "procs-every", time.Second, "with --procs: list processes at least this often while memory holds still (0: at every tick)")
 	durationVar(f, &o.duration, "duration", 0, "stop recording after this long (0: until the command exits or Ctrl-C)")
-	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml or sim")
+	f.StringVar(&o.source, "source", "nvml", "where memory is read: nvml, or sim (a simulated job on 140 GiB GPUs whose activations grow with its batch_size and seq_len tags)")
 	f.StringVar(&o.simScenario, "sim-scenario", "none", "with --source sim: none, leak, fragmentation or oom")
 	f.IntVar(&o.simGPUs, "sim-gpus", 2, "with --source sim: number of simulated GPUs")
 	f.StringVar(&o.simClock, "sim-clock", "real", "with --source sim: real, or fake to record --duration of simulated time as fast as it can be computed (benchmarks)")
@@ -242,7 +242,23 @@ func runRecord(ctx context.Context, o *recordOptions) error {
 	if res.ExitCode != 0 {
 		return exitError{code: res.ExitCode}
 	}
+	if code := simExit(src); code != 0 {
+		_, step, _ := src.(*recorder.Sim).OOM()
+		fmt.Fprintf(o.io.Err, "memrec: the simulated job ran out of memory at step %d (memrec analyze shows the OOM)\n", step)
+		return exitError{code: code}
+	}
 	return nil
+}
+
+// simExit is the simulated job's exit status: 1 once it ran out of
+// memory, as an uncaught error ends a Python job; 0 for any other source.
+func simExit(src recorder.Source) int {
+	if sim, ok := src.(*recorder.Sim); ok {
+		if _, _, oom := sim.OOM(); oom {
+			return 1
+		}
+	}
+	return 0
 }
 
 // compactAfterRecord rewrites the database without its free pages when
@@ -334,7 +350,15 @@ func openSource(o *recordOptions, now time.Time) (recorder.Source, error) {
 		}
 		return src, err
 	case "sim":
-		return recorder.NewSim(recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario, RankBase: o.simRankBase}, now)
+		cfg := recorder.SimConfig{GPUs: o.simGPUs, Scenario: o.simScenario, RankBase: o.simRankBase}
+		tags, err := parseTags(o.tags)
+		if err == nil {
+			err = cfg.SetTags(tags) // the job's shape: batch_size, seq_len
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--tag: %w", err)
+		}
+		return recorder.NewSim(cfg, now)
 	}
 	return nil, fmt.Errorf("--source %q: want nvml or sim", o.source)
 }
@@ -512,6 +536,11 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	fmt.Fprintf(w, "\nmemrec: recorded %s\n", res.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
+	if o.source == "sim" {
+		if hint := recorder.SpeedHint(o.simSpeed, s.OnTime()); hint != "" {
+			fmt.Fprintf(w, "  WARNING     %s\n", hint)
+		}
+	}
 	fmt.Fprintf(w, "  samples     %d device, %d process, %d allocator; %d readings dropped as invalid, %d failed or lost\n",
 		s.Samples, s.Procs, res.Torch, s.Invalid, s.Errors+res.DBUnstored.Samples+res.DBLost.Samples)
 	ls := res.Listener

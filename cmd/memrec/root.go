@@ -56,6 +56,7 @@ peaks, what happened before an OOM.`,
 	root.SetErr(g.io.Err)
 	root.AddCommand(newRecordCmd(g, nil), newAnnotateCmd(g), newAnalyzeCmd(g), newReportCmd(g), newDemoCmd(g), newCompareCmd(g), newRunsCmd(g), newExportCmd(g), newImportCmd(g), newSitesCmd(g), newMergeCmd(g), newRmCmd(g), newTagCmd(g), newViewCmd(g), newFitCmd(g), newCompactCmd(g))
 	addCompletion(root, g)
+	root.AddCommand(newGendocsCmd(g))
 	return root
 }
 

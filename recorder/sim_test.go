@@ -1,0 +1,67 @@
+package recorder
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSimScalesWithBatchAndSeqLen: the step's peak allocation grows in
+// proportion to batch × length beyond the model's fixed memory, from the
+// tags; a bad tag names itself.
+func TestSimScalesWithBatchAndSeqLen(t *testing.T) {
+	peak := func(tags map[string]string) int64 {
+		t.Helper()
+		var cfg SimConfig
+		if err := cfg.SetTags(tags); err != nil {
+			t.Fatal(err)
+		}
+		cfg.GPUs = 1
+		s, err := NewSim(cfg, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.job.Peak(0, 5)
+	}
+	ref := peak(nil)
+	fixed := ref - 4<<30 // the reference job holds 4 GiB of activations
+	for _, tc := range []struct {
+		tags   map[string]string
+		factor float64
+	}{
+		{map[string]string{"batch_size": "64"}, 1},
+		{map[string]string{"batch_size": "16"}, 0.25},
+		{map[string]string{"batch_size": "128", "seq_len": "256"}, 1},
+		{map[string]string{"seq_len": "2048"}, 4},
+		{map[string]string{"batch_size": "1e30"}, float64(1<<50) / (4 << 30)}, // capped, not wrapped round
+	} {
+		want := fixed + int64(tc.factor*(4<<30))/512*512
+		if got := peak(tc.tags); got != want {
+			t.Errorf("%v: peak %d, want %d", tc.tags, got, want)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "NaN", "Inf", "x"} {
+		var cfg SimConfig
+		err := cfg.SetTags(map[string]string{"seq_len": bad})
+		if err == nil || !strings.Contains(err.Error(), "seq_len="+bad) {
+			t.Errorf("seq_len=%s: %v", bad, err)
+		}
+	}
+}
+
+func TestSimSpeedHint(t *testing.T) {
+	for _, tc := range []struct {
+		speed, onTime float64
+		want          string
+	}{
+		{400, 0.308, "kept up with 30.8 % of the ticks at --sim-speed 400, so its device samples have gaps: try --sim-speed 98 or lower"},
+		{100, 0.995, ""},
+		{1, 0.5, ""},
+		{2, 0.3, "try it at real time (--sim-speed 1)"},
+	} {
+		got := SpeedHint(tc.speed, tc.onTime)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("SpeedHint(%g, %g) = %q, want %q", tc.speed, tc.onTime, got, tc.want)
+		}
+	}
+}
