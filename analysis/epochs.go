@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // This file infers epochs from device memory alone, for a run without
@@ -171,4 +172,97 @@ func (a *gpuAnalysis) inferEpochs() {
 // its window).
 func (a *gpuAnalysis) sinceStart(t int64) string {
 	return fmt.Sprintf("%+.2f s", float64(t-a.run.StartNS)/1e9)
+}
+
+// An epoch's Δ compares like with like: memory between steps at both of
+// its ends. The value at the epoch's first and last instant may sit on a
+// step's activations (a run that stops mid-step ends on them), and the
+// difference of two such instants is a step's sawtooth, not growth.
+
+// DeltaBasis is what an epoch's start, end and Δ were read from.
+type DeltaBasis string
+
+// The bases of an epoch's Δ.
+const (
+	// DeltaStepFloors: the floor of the epoch's first step and of its
+	// last (the lowest sample from a step's mark to the next mark).
+	DeltaStepFloors DeltaBasis = "step_floors"
+	// DeltaTimeFloors: without step marks, the median of the floors of
+	// the first and of the last timeFloorWindow time slices inside the
+	// epoch (each the lowest sample of its slice).
+	DeltaTimeFloors DeltaBasis = "time_floors"
+	// DeltaBounds: the samples at the epoch's start and end, where it
+	// holds fewer than two floors (an epoch shorter than a step or slice).
+	DeltaBounds DeltaBasis = "bounds"
+)
+
+// String is the basis as the JSON report spells it.
+func (b DeltaBasis) String() string { return string(b) }
+
+// timeFloorWindow is how many time slices at each end of an epoch make
+// its floor without step marks: one slice's minimum can sit in a dip (a
+// pause that frees the cache), the median of three does not.
+const timeFloorWindow = 3
+
+// epochNoiseShare and minLeakGrowth make the noise rule of an epoch's Δ:
+// below the larger of minLeakGrowth and this share of the floor at its
+// start, a change is noise (growthNoise).
+const epochNoiseShare = 0.01
+
+// growthNoise is the largest change of a floor at level that is noise.
+func growthNoise(level int64) int64 {
+	return max(minLeakGrowth, int64(epochNoiseShare*float64(max(level, 0))))
+}
+
+// Judged says whether the epoch's Δ may be read as growth: a closed epoch
+// after the warm-up. An open epoch ends where the run stopped, and the
+// warm-up's Δ is the job settling in (the optimizer's state, the cache).
+func (e EpochDelta) Judged() bool { return !e.Open && !e.Warmup }
+
+// Grows says whether a judged epoch's memory grew by more than noise: its
+// allocated memory where known, else its device used.
+func (e EpochDelta) Grows() bool {
+	if !e.Judged() {
+		return false
+	}
+	d, start := e.DeltaAllocatedBytes, e.AllocatedStartBytes
+	if d == nil {
+		d, start = e.DeltaUsedBytes, e.UsedStartBytes
+	}
+	return d != nil && start != nil && *d > growthNoise(*start)
+}
+
+// floorRange is the index range [i, j) of the floor spans that start
+// inside [start, end] (the spans are sorted by their start).
+func (a *gpuAnalysis) floorRange(start, end int64) (int, int) {
+	i := sort.Search(len(a.flo), func(k int) bool { return a.flo[k] >= start })
+	j := sort.Search(len(a.flo), func(k int) bool { return a.flo[k] > end })
+	return i, j
+}
+
+// epochFloors is a series' floors at the start and end of the floor spans
+// [i, j) and the basis they were read on, or false where fewer than two of
+// the spans hold a sample.
+func (a *gpuAnalysis) epochFloors(s *spans, i, j int) (lo, hi int64, basis DeltaBasis, ok bool) {
+	var have []int64
+	for k := i; k < j; k++ {
+		if s.has(k) {
+			have = append(have, s.min[k])
+		}
+	}
+	if len(have) < 2 {
+		return 0, 0, DeltaBounds, false
+	}
+	if a.per == "step" {
+		return have[0], have[len(have)-1], DeltaStepFloors, true
+	}
+	w := min(timeFloorWindow, len(have)/2)
+	return medianInt(have[:w]), medianInt(have[len(have)-w:]), DeltaTimeFloors, true
+}
+
+// medianInt is the median of v (not empty), which it leaves as it is.
+func medianInt(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -783,26 +783,39 @@ func (a *gpuAnalysis) epochDeltas() {
 	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred)
 }
 
-// deltas is the change of used and allocated memory over each span.
-func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDelta {
+// deltas is the change of used and allocated memory over each span, from
+// its floors at both ends (epochFloors), or from the samples at its
+// bounds where it holds fewer than two floors.
+func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans) []EpochDelta {
 	var out []EpochDelta
-	for i, e := range spans {
-		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open}
+	for i, e := range epochs {
+		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open,
+			Warmup: a.mi.warm.byEpoch && e.start < a.mi.warm.endNS && e.end <= a.mi.warm.endNS}
 		is, ie := a.index(e.start), a.index(e.end)
-		if a.hasDevice {
-			d.UsedStartBytes, d.UsedEndBytes = a.used.at.at(is), a.used.at.at(ie)
-			if d.UsedStartBytes != nil && d.UsedEndBytes != nil {
-				d.DeltaUsedBytes = i64(*d.UsedEndBytes - *d.UsedStartBytes)
+		fi, fj := a.floorRange(e.start, e.end)
+		read := func(floors *spans, at *atTimes) (start, end, delta *int64) {
+			lo, hi, basis, ok := a.epochFloors(floors, fi, fj)
+			if ok {
+				start, end = i64(lo), i64(hi)
+			} else {
+				start, end = at.at(is), at.at(ie)
 			}
+			if d.DeltaBasis == "" || basis == DeltaBounds {
+				d.DeltaBasis = basis
+			}
+			if start != nil && end != nil {
+				delta = i64(*end - *start)
+			}
+			return start, end, delta
+		}
+		if a.hasDevice {
+			d.UsedStartBytes, d.UsedEndBytes, d.DeltaUsedBytes = read(a.used.floors, a.used.at)
 			if usedS.has(i) {
 				d.PeakUsedBytes = i64(usedS.max[i])
 			}
 		}
 		if a.hasTorch {
-			d.AllocatedStartBytes, d.AllocatedEndBytes = a.alloc.at.at(is), a.alloc.at.at(ie)
-			if d.AllocatedStartBytes != nil && d.AllocatedEndBytes != nil {
-				d.DeltaAllocatedBytes = i64(*d.AllocatedEndBytes - *d.AllocatedStartBytes)
-			}
+			d.AllocatedStartBytes, d.AllocatedEndBytes, d.DeltaAllocatedBytes = read(a.alloc.floors, a.alloc.at)
 			if allocS.has(i) {
 				d.PeakAllocatedBytes = i64(allocS.max[i])
 			}
