@@ -192,7 +192,8 @@ const (
 	// epoch (each the lowest sample of its slice).
 	DeltaTimeFloors DeltaBasis = "time_floors"
 	// DeltaBounds: the samples at the epoch's start and end, where it
-	// holds fewer than two floors (an epoch shorter than a step or slice).
+	// holds fewer than two whole floor spans (an epoch of one or two
+	// steps, or shorter than two time slices).
 	DeltaBounds DeltaBasis = "bounds"
 )
 
@@ -204,14 +205,15 @@ func (b DeltaBasis) String() string { return string(b) }
 // pause that frees the cache), the median of three does not.
 const timeFloorWindow = 3
 
-// epochNoiseShare and minLeakGrowth make the noise rule of an epoch's Δ:
-// below the larger of minLeakGrowth and this share of the floor at its
-// start, a change is noise (growthNoise).
-const epochNoiseShare = 0.01
+// An epoch's Δ is noise below the larger of settleMin (the growth rule's
+// smallest band) and epochNoiseShare of the floor at its start: device
+// memory moves in the driver's pages and the cache's segments, a few MiB
+// at a time, without growing.
+const epochNoiseShare = 0.0025
 
 // growthNoise is the largest change of a floor at level that is noise.
 func growthNoise(level int64) int64 {
-	return max(minLeakGrowth, int64(epochNoiseShare*float64(max(level, 0))))
+	return max(settleMin, int64(epochNoiseShare*float64(max(level, 0))))
 }
 
 // Judged says whether the epoch's Δ may be read as growth: a closed epoch
@@ -219,25 +221,27 @@ func growthNoise(level int64) int64 {
 // warm-up's Δ is the job settling in (the optimizer's state, the cache).
 func (e EpochDelta) Judged() bool { return !e.Open && !e.Warmup }
 
-// Grows says whether a judged epoch's memory grew by more than noise: its
-// allocated memory where known, else its device used.
+// Grows says whether a judged epoch's memory grew by more than noise:
+// its allocated memory or its device used.
 func (e EpochDelta) Grows() bool {
 	if !e.Judged() {
 		return false
 	}
-	d, start := e.DeltaAllocatedBytes, e.AllocatedStartBytes
-	if d == nil {
-		d, start = e.DeltaUsedBytes, e.UsedStartBytes
-	}
-	return d != nil && start != nil && *d > growthNoise(*start)
+	above := func(d, start *int64) bool { return d != nil && start != nil && *d > growthNoise(*start) }
+	return above(e.DeltaAllocatedBytes, e.AllocatedStartBytes) || above(e.DeltaUsedBytes, e.UsedStartBytes)
 }
 
-// floorRange is the index range [i, j) of the floor spans that start
-// inside [start, end] (the spans are sorted by their start).
+// floorRange is the index range [i, j) of the floor spans that lie
+// wholly inside [start, end] and inside the job's span where it is known
+// (the spans are sorted): the span after an epoch's last step mark runs
+// into the next epoch, or into the job's teardown.
 func (a *gpuAnalysis) floorRange(start, end int64) (int, int) {
+	if a.job != nil {
+		start, end = max(start, a.job.FromNS), min(end, a.job.ToNS)
+	}
 	i := sort.Search(len(a.flo), func(k int) bool { return a.flo[k] >= start })
-	j := sort.Search(len(a.flo), func(k int) bool { return a.flo[k] > end })
-	return i, j
+	j := sort.Search(len(a.fhi), func(k int) bool { return a.fhi[k]-1 > end })
+	return i, max(i, j)
 }
 
 // epochFloors is a series' floors at the start and end of the floor spans
@@ -265,4 +269,16 @@ func medianInt(v []int64) int64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// warmIntervals marks the time slices of a run without epochs that begin
+// before its series settled (the growth rule's warm-up, leak): their Δ is
+// the job starting, not growth.
+func (a *gpuAnalysis) warmIntervals() {
+	if a.settledNS == 0 {
+		return
+	}
+	for i := range a.gr.Intervals {
+		a.gr.Intervals[i].Warmup = a.gr.Intervals[i].StartNS < a.settledNS
+	}
 }

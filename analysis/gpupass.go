@@ -53,6 +53,7 @@ type gpuAnalysis struct {
 	stepPeaks *spans       // the probe's per-step peak, by floor span
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
+	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
@@ -94,8 +95,8 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 		return nil, err
 	}
 	a.unseen() // first: the sample times it pairs are dropped after it
-	a.epochDeltas()
 	a.leak()
+	a.epochDeltas() // after leak: it reads the job's span and the warm-up
 	if err := a.inferStepTime(); err != nil {
 		return nil, err
 	}
@@ -779,6 +780,7 @@ func (a *gpuAnalysis) epochDeltas() {
 	}
 	if len(a.mi.epochs) == 0 {
 		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices)
+		a.warmIntervals()
 	}
 	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred)
 }
@@ -875,6 +877,9 @@ func (a *gpuAnalysis) leak() {
 	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
+		if gr.Leak.SkippedWarmup > 0 {
+			a.settledNS = steady[0].TNS
+		}
 		v := make([]float64, len(steady))
 		for i, f := range steady {
 			v[i] = float64(f.Bytes)
