@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
@@ -184,26 +185,32 @@ type DeltaBasis string
 
 // The bases of an epoch's Δ.
 const (
-	// DeltaStepFloors: the floor of the epoch's first step and of its
-	// last (the lowest sample from a step's mark to the next mark).
+	// DeltaStepFloors: the floors between steps (the lowest sample from a
+	// step's mark to the next): the one after the last step before the
+	// epoch, and the one after its own last step. An epoch's Δ is then
+	// the growth of its own steps, and the epochs' Δ add up to the run's.
+	// The first epoch, with no step before it, starts from the sample at
+	// its start, before any step's activations.
 	DeltaStepFloors DeltaBasis = "step_floors"
-	// DeltaTimeFloors: without step marks, the median of the floors of
-	// the first and of the last timeFloorWindow time slices inside the
-	// epoch (each the lowest sample of its slice).
+	// DeltaTimeFloors: without step marks, the lowest sample of a window
+	// of time slices at each end of the epoch (floorWindow).
 	DeltaTimeFloors DeltaBasis = "time_floors"
+	// DeltaFloorBounds: the samples at the epoch's bounds, which were
+	// placed at floors (epochs inferred from device memory).
+	DeltaFloorBounds DeltaBasis = "floor_bounds"
 	// DeltaBounds: the samples at the epoch's start and end, where it
-	// holds fewer than two whole floor spans (an epoch of one or two
-	// steps, or shorter than two time slices).
+	// holds too few floors (an epoch of one step, or within one slice).
 	DeltaBounds DeltaBasis = "bounds"
 )
 
 // String is the basis as the JSON report spells it.
 func (b DeltaBasis) String() string { return string(b) }
 
-// timeFloorWindow is how many time slices at each end of an epoch make
-// its floor without step marks: one slice's minimum can sit in a dip (a
-// pause that frees the cache), the median of three does not.
-const timeFloorWindow = 3
+// timeFloorSlices is the fewest time slices at each end of an epoch whose
+// lowest sample is its floor there without step marks; where the device
+// shows a step pattern, the window spans two step times at least, so that
+// it holds a moment between steps.
+const timeFloorSlices = 3
 
 // An epoch's Δ is noise below the larger of settleMin (the growth rule's
 // smallest band) and epochNoiseShare of the floor at its start: device
@@ -231,44 +238,120 @@ func (e EpochDelta) Grows() bool {
 	return above(e.DeltaAllocatedBytes, e.AllocatedStartBytes) || above(e.DeltaUsedBytes, e.UsedStartBytes)
 }
 
-// floorRange is the index range [i, j) of the floor spans that lie
-// wholly inside [start, end] and inside the job's span where it is known
-// (the spans are sorted): the span after an epoch's last step mark runs
-// into the next epoch, or into the job's teardown.
-func (a *gpuAnalysis) floorRange(start, end int64) (int, int) {
-	if a.job != nil {
-		start, end = max(start, a.job.FromNS), min(end, a.job.ToNS)
+// usable says whether floor span k of the series holds a floor of the
+// job: it has a sample and lies inside the job's span where that is
+// known. The span after the run's last step mark runs to the end of the
+// recording: it may hold the job's teardown, and serves only where the
+// job's span bounds it, or for the allocator (the probe reports while the
+// process lives, and a script's cleanup is a fall, never growth).
+func (a *gpuAnalysis) usable(s *spans, k int, allocator bool) bool {
+	if !s.has(k) {
+		return false
 	}
-	i := sort.Search(len(a.flo), func(k int) bool { return a.flo[k] >= start })
-	j := sort.Search(len(a.fhi), func(k int) bool { return a.fhi[k]-1 > end })
-	return i, max(i, j)
+	if a.per == "step" && k == len(a.flo)-1 && a.fhi[k] > a.mi.endNS && !allocator && a.job == nil {
+		return false
+	}
+	return a.job == nil || a.flo[k] >= a.job.FromNS && a.fhi[k]-1 <= a.job.ToNS
 }
 
-// epochFloors is a series' floors at the start and end of the floor spans
-// [i, j) and the basis they were read on, or false where fewer than two of
-// the spans hold a sample.
-func (a *gpuAnalysis) epochFloors(s *spans, i, j int) (lo, hi int64, basis DeltaBasis, ok bool) {
-	var have []int64
-	for k := i; k < j; k++ {
-		if s.has(k) {
-			have = append(have, s.min[k])
+// epochEnds is a series' level at the start and end of epoch e (the
+// query-time indexes of its bounds is and ie, whose samples at looks up)
+// and the basis it was read on (DeltaBasis).
+func (a *gpuAnalysis) epochEnds(s *spans, at *atTimes, e epochSpan, is, ie int, atFloors, allocator bool) (start, end *int64, basis DeltaBasis) {
+	if atFloors {
+		return at.at(is), at.at(ie), DeltaFloorBounds
+	}
+	n := len(a.flo)
+	switch a.per {
+	case "step":
+		// i holds the start (the span after the last step before it), when
+		// one does; j is the last usable span to begin by the end. A rank's
+		// marks lag the epoch marks (rank 0's) a little: a step that ends
+		// within half a step time of an epoch's bound is the epoch's before.
+		tol := a.halfStep()
+		i := sort.Search(n, func(k int) bool { return a.flo[k] > e.start+tol }) - 1
+		j := sort.Search(n, func(k int) bool { return a.flo[k] > e.end+tol }) - 1
+		for j >= 0 && j > i && !a.usable(s, j, allocator) {
+			j--
+		}
+		if j <= i {
+			break
+		}
+		if i >= 0 && a.fhi[i] > e.start+tol {
+			// The first epoch after the warm-up starts after its own first
+			// step, as the leak rule's fit does: the step before is the
+			// warm-up's.
+			w := a.mi.warm
+			first := w.byEpoch && e.start >= w.endNS && a.flo[i] < w.endNS+tol // the first epoch after the warm-up
+			if a.usable(s, i, allocator) && !first {
+				return i64(s.min[i]), i64(s.min[j]), DeltaStepFloors
+			}
+			for k := i + 1; k < j; k++ {
+				if a.usable(s, k, allocator) {
+					return i64(s.min[k]), i64(s.min[j]), DeltaStepFloors
+				}
+			}
+			break
+		}
+		// No step before the epoch: it starts from its first sample.
+		if v := at.at(is); v != nil {
+			return v, i64(s.min[j]), DeltaStepFloors
+		}
+	case "time":
+		i := sort.Search(n, func(k int) bool { return a.flo[k] >= e.start })
+		j := sort.Search(n, func(k int) bool { return a.fhi[k]-1 > e.end })
+		var have []int
+		for k := i; k < j; k++ {
+			if a.usable(s, k, allocator) {
+				have = append(have, k)
+			}
+		}
+		w := a.floorWindow()
+		if len(have) >= 2*w {
+			lo, hi := int64(math.MaxInt64), int64(math.MaxInt64)
+			for _, k := range have[:w] {
+				lo = min(lo, s.min[k])
+			}
+			for _, k := range have[len(have)-w:] {
+				hi = min(hi, s.min[k])
+			}
+			return i64(lo), i64(hi), DeltaTimeFloors
 		}
 	}
-	if len(have) < 2 {
-		return 0, 0, DeltaBounds, false
-	}
-	if a.per == "step" {
-		return have[0], have[len(have)-1], DeltaStepFloors, true
-	}
-	w := min(timeFloorWindow, len(have)/2)
-	return medianInt(have[:w]), medianInt(have[len(have)-w:]), DeltaTimeFloors, true
+	return at.at(is), at.at(ie), DeltaBounds
 }
 
-// medianInt is the median of v (not empty), which it leaves as it is.
-func medianInt(v []int64) int64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+// halfStep is half the median time between this GPU's step marks (of at
+// most a thousand, evenly spread), 0 without steps.
+func (a *gpuAnalysis) halfStep() int64 {
+	if a.stepHalf >= 0 {
+		return a.stepHalf
+	}
+	a.stepHalf = 0
+	n := len(a.flo)
+	if a.per != "step" || n < 2 {
+		return 0
+	}
+	var d []int64
+	for k := 0; k < n-1; k += max(1, n/1000) {
+		d = append(d, a.fhi[k]-a.flo[k])
+	}
+	slices.Sort(d)
+	a.stepHalf = d[len(d)/2] / 2
+	return a.stepHalf
+}
+
+// floorWindow is how many time slices make a floor at an epoch's end
+// (timeFloorSlices, or two step times of the device's step pattern where
+// one was found).
+func (a *gpuAnalysis) floorWindow() int {
+	w := timeFloorSlices
+	if p := a.pattern; p != nil && p.ok && len(a.flo) > 0 {
+		if width := a.fhi[0] - a.flo[0]; width > 0 {
+			w = max(w, int((2*p.period+width-1)/width))
+		}
+	}
+	return w
 }
 
 // warmIntervals marks the time slices of a run without epochs that begin

@@ -54,6 +54,7 @@ type gpuAnalysis struct {
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
 	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
+	stepHalf  int64        // half a step time (halfStep), -1 until known
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
@@ -192,7 +193,7 @@ func (gs gpuSeries) passCount() int {
 // newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
 // the query times and spans the passes fill.
 func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
-	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts,
+	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts, stepHalf: -1,
 		gr: &GPUReport{GPU: g.Index, Host: g.Host, HostGPU: g.HostGPU, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
 	a.gpuSeries = seriesOf(series, g.Index)
 	a.hasTorch = len(a.torchPIDs) > 0
@@ -774,34 +775,28 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 // epochDeltas fills the per-epoch deltas, or the deltas over time slices
 // for a run without epochs.
 func (a *gpuAnalysis) epochDeltas() {
-	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs)
+	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs, false)
 	if a.gr.Epochs == nil {
 		a.gr.Epochs = []EpochDelta{}
 	}
 	if len(a.mi.epochs) == 0 {
-		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices)
+		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices, false)
 		a.warmIntervals()
 	}
-	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred)
+	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred, true)
 }
 
 // deltas is the change of used and allocated memory over each span, from
-// its floors at both ends (epochFloors), or from the samples at its
-// bounds where it holds fewer than two floors.
-func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans) []EpochDelta {
+// its floors at both ends (epochEnds); atFloors says the spans' bounds
+// were placed at floors already (inferred epochs).
+func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors bool) []EpochDelta {
 	var out []EpochDelta
 	for i, e := range epochs {
 		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open,
 			Warmup: a.mi.warm.byEpoch && e.start < a.mi.warm.endNS && e.end <= a.mi.warm.endNS}
 		is, ie := a.index(e.start), a.index(e.end)
-		fi, fj := a.floorRange(e.start, e.end)
-		read := func(floors *spans, at *atTimes) (start, end, delta *int64) {
-			lo, hi, basis, ok := a.epochFloors(floors, fi, fj)
-			if ok {
-				start, end = i64(lo), i64(hi)
-			} else {
-				start, end = at.at(is), at.at(ie)
-			}
+		read := func(floors *spans, at *atTimes, allocator bool) (start, end, delta *int64) {
+			start, end, basis := a.epochEnds(floors, at, e, is, ie, atFloors, allocator)
 			if d.DeltaBasis == "" || basis == DeltaBounds {
 				d.DeltaBasis = basis
 			}
@@ -811,13 +806,13 @@ func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans) []EpochDe
 			return start, end, delta
 		}
 		if a.hasDevice {
-			d.UsedStartBytes, d.UsedEndBytes, d.DeltaUsedBytes = read(a.used.floors, a.used.at)
+			d.UsedStartBytes, d.UsedEndBytes, d.DeltaUsedBytes = read(a.used.floors, a.used.at, false)
 			if usedS.has(i) {
 				d.PeakUsedBytes = i64(usedS.max[i])
 			}
 		}
 		if a.hasTorch {
-			d.AllocatedStartBytes, d.AllocatedEndBytes, d.DeltaAllocatedBytes = read(a.alloc.floors, a.alloc.at)
+			d.AllocatedStartBytes, d.AllocatedEndBytes, d.DeltaAllocatedBytes = read(a.alloc.floors, a.alloc.at, true)
 			if allocS.has(i) {
 				d.PeakAllocatedBytes = i64(allocS.max[i])
 			}
