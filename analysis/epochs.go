@@ -186,11 +186,9 @@ type DeltaBasis string
 // The bases of an epoch's Δ.
 const (
 	// DeltaStepFloors: the floors between steps (the lowest sample from a
-	// step's mark to the next): the one after the last step before the
-	// epoch, and the one after its own last step. An epoch's Δ is then
-	// the growth of its own steps, and the epochs' Δ add up to the run's.
-	// The first epoch, with no step before it, starts from the sample at
-	// its start, before any step's activations.
+	// step's mark to the next) after the epoch's first step and after its
+	// last. They lie inside the epoch: a window that starts at the epoch,
+	// or a run cut there, reads the same.
 	DeltaStepFloors DeltaBasis = "step_floors"
 	// DeltaTimeFloors: without step marks, the lowest sample of a window
 	// of time slices at each end of the epoch (floorWindow).
@@ -224,9 +222,10 @@ func growthNoise(level int64) int64 {
 }
 
 // Judged says whether the epoch's Δ may be read as growth: a closed epoch
-// after the warm-up. An open epoch ends where the run stopped, and the
-// warm-up's Δ is the job settling in (the optimizer's state, the cache).
-func (e EpochDelta) Judged() bool { return !e.Open && !e.Warmup }
+// after the warm-up, read between floors. An open epoch ends where the run
+// stopped, the warm-up's Δ is the job settling in (the optimizer's state,
+// the cache), and a sample at a bound may sit on a step's activations.
+func (e EpochDelta) Judged() bool { return !e.Open && !e.Warmup && e.DeltaBasis != DeltaBounds }
 
 // Grows says whether a judged epoch's memory grew by more than noise:
 // its allocated memory or its device used.
@@ -264,38 +263,20 @@ func (a *gpuAnalysis) epochEnds(s *spans, at *atTimes, e epochSpan, is, ie int, 
 	n := len(a.flo)
 	switch a.per {
 	case "step":
-		// i holds the start (the span after the last step before it), when
-		// one does; j is the last usable span to begin by the end. A rank's
-		// marks lag the epoch marks (rank 0's) a little: a step that ends
-		// within half a step time of an epoch's bound is the epoch's before.
+		// The spans of the epoch's own steps: a rank's marks lag the epoch
+		// marks (rank 0's) a little, so a step that ends within half a step
+		// time after a bound is the epoch's before it.
 		tol := a.halfStep()
-		i := sort.Search(n, func(k int) bool { return a.flo[k] > e.start+tol }) - 1
+		i := sort.Search(n, func(k int) bool { return a.flo[k] > e.start+tol })
 		j := sort.Search(n, func(k int) bool { return a.flo[k] > e.end+tol }) - 1
-		for j >= 0 && j > i && !a.usable(s, j, allocator) {
+		for i < j && !a.usable(s, i, allocator) {
+			i++
+		}
+		for j > i && !a.usable(s, j, allocator) {
 			j--
 		}
-		if j <= i {
-			break
-		}
-		if i >= 0 && a.fhi[i] > e.start+tol {
-			// The first epoch after the warm-up starts after its own first
-			// step, as the leak rule's fit does: the step before is the
-			// warm-up's.
-			w := a.mi.warm
-			first := w.byEpoch && e.start >= w.endNS && a.flo[i] < w.endNS+tol // the first epoch after the warm-up
-			if a.usable(s, i, allocator) && !first {
-				return i64(s.min[i]), i64(s.min[j]), DeltaStepFloors
-			}
-			for k := i + 1; k < j; k++ {
-				if a.usable(s, k, allocator) {
-					return i64(s.min[k]), i64(s.min[j]), DeltaStepFloors
-				}
-			}
-			break
-		}
-		// No step before the epoch: it starts from its first sample.
-		if v := at.at(is); v != nil {
-			return v, i64(s.min[j]), DeltaStepFloors
+		if i < j {
+			return i64(s.min[i]), i64(s.min[j]), DeltaStepFloors
 		}
 	case "time":
 		i := sort.Search(n, func(k int) bool { return a.flo[k] >= e.start })

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -47,9 +48,10 @@ func TestAnalyzeSummaryFitsAScreen(t *testing.T) {
 	if rows := strings.Count(out[start:end], "\n") - 1; rows > summaryBuckets+1 || rows < 2 {
 		t.Errorf("%d epoch rows after the warm-up, want 2 to %d", rows, summaryBuckets+1)
 	}
-	// The leaking GPU's judged epochs grow by 20 steps of 16 MiB.
-	if !strings.Contains(out, "320.0 MiB at ") {
-		t.Errorf("no largest Δ of 320.0 MiB in:\n%s", out)
+	// The leaking GPU's judged epochs grow by 16 MiB a step from the floor
+	// after their first step to the floor after their last, the 20th.
+	if want := analysis.FormatBytes(19*16<<20) + " at "; !strings.Contains(out, want) {
+		t.Errorf("no largest Δ %q in:\n%s", want, out)
 	}
 	full, _, _ := run(t, path, "", "analyze", r.Name, "--full")
 	if n := strings.Count(full, "\n"); n <= len(lines) || !strings.Contains(full, "assumes") || !strings.Contains(full, "29  ") {
