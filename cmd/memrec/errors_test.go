@@ -84,3 +84,29 @@ func TestRunsCheckSaysOK(t *testing.T) {
 		t.Errorf("an imbalance line for one GPU:\n%s", full)
 	}
 }
+
+// Importing memrec's own CSV export says what it is and how to import the
+// run; a name already stored names the flags that resolve it.
+func TestImportMessagesNameWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	csv := filepath.Join(dir, "run.csv")
+	if _, errs, code := run(t, db, "", "export", "real-resnet18-bs128", "--format", "csv", "-o", csv); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", csv}, "memrec: import: " + csv + " is memrec's CSV export; import reads JSON Lines: write the run with memrec export RUN --format jsonl and import that (nothing was imported)"},
+		{[]string{"import", realRun}, "--name NEW imports it under another name, --replace replaces the stored run)"},
+	} {
+		_, errs, code := run(t, db, "", tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q\nwant %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
