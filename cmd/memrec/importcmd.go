@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
