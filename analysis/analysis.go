@@ -187,7 +187,8 @@ type Peak struct {
 	NearMark string `json:"near_mark,omitempty"`
 }
 
-// EpochDelta is memory at an epoch's start and end.
+// EpochDelta is memory at an epoch's start and end: its floors there
+// (DeltaBasis), so that Δ is growth, not a step's activations.
 type EpochDelta struct {
 	Epoch               int    `json:"epoch"`
 	StartNS             int64  `json:"start_ns"`
@@ -201,6 +202,10 @@ type EpochDelta struct {
 	PeakUsedBytes       *int64 `json:"peak_used_bytes"`
 	PeakAllocatedBytes  *int64 `json:"peak_allocated_bytes"`
 	Open                bool   `json:"open,omitempty"` // no epoch_end mark: ends at the run's end
+	// Warmup: the run's first epoch, whose growth is the job settling in.
+	Warmup bool `json:"warmup,omitempty"`
+	// DeltaBasis is what the start, end and Δ figures were read from.
+	DeltaBasis DeltaBasis `json:"delta_basis,omitempty"`
 }
 
 // Unseen is device memory PyTorch's allocator does not account for.

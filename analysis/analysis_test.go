@@ -195,9 +195,11 @@ func TestLeakOnOneGPUOfTwo(t *testing.T) {
 	}
 	last := c.epochs*c.stepsPerEpoch - 1
 	for gpu, gr := range rep.GPUs {
-		// Epoch deltas (±noise), once the first epoch has warmed up.
+		// Epoch deltas (±noise), once the first epoch has warmed up: from
+		// the floor after an epoch's first step to the floor after its
+		// last (DeltaStepFloors), one step's leak less than the epoch's.
 		for ep := 1; ep < c.epochs; ep++ {
-			want := float64(job.EpochDelta(gpu, ep))
+			want := float64(job.EpochDelta(gpu, ep) - job.LeakPerStep(gpu))
 			if d := gr.Epochs[ep].DeltaAllocatedBytes; d == nil || math.Abs(float64(*d)-want) > 2*float64(c.noise) {
 				t.Errorf("GPU %d epoch %d delta %v, want %v ± noise", gpu, ep, deref(d), want)
 			}
@@ -339,8 +341,16 @@ func TestRealRuns(t *testing.T) {
 	if v := rep.GPUs[0].Leak.Verdict; v != VerdictNoLeak {
 		t.Errorf("clean run: %v", rep.GPUs[0].Leak)
 	}
-	if len(rep.GPUs[0].Epochs) != 4 || *rep.GPUs[0].Epochs[0].DeltaUsedBytes <= 0 {
-		t.Errorf("epochs %+v", rep.GPUs[0].Epochs)
+	// Step-end allocated is flat after epoch 0 (the fixture's README), and
+	// epoch 0 is the warm-up.
+	if ep := rep.GPUs[0].Epochs; len(ep) != 4 || !ep[0].Warmup {
+		t.Errorf("epochs %+v", ep)
+	} else {
+		for _, e := range ep[1:] {
+			if e.Warmup || e.Open || e.DeltaAllocatedBytes == nil || *e.DeltaAllocatedBytes != 0 || e.DeltaBasis != DeltaStepFloors {
+				t.Errorf("epoch %d: Δ allocated %v (%s), want 0 between step floors", e.Epoch, deref64(e.DeltaAllocatedBytes), e.DeltaBasis)
+			}
+		}
 	}
 }
 

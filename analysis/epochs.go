@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 )
 
 // This file infers epochs from device memory alone, for a run without
@@ -171,4 +173,176 @@ func (a *gpuAnalysis) inferEpochs() {
 // its window).
 func (a *gpuAnalysis) sinceStart(t int64) string {
 	return fmt.Sprintf("%+.2f s", float64(t-a.run.StartNS)/1e9)
+}
+
+// An epoch's Δ compares like with like: memory between steps at both of
+// its ends. The value at the epoch's first and last instant may sit on a
+// step's activations (a run that stops mid-step ends on them), and the
+// difference of two such instants is a step's sawtooth, not growth.
+
+// DeltaBasis is what an epoch's start, end and Δ were read from.
+type DeltaBasis string
+
+// The bases of an epoch's Δ.
+const (
+	// DeltaStepFloors: the floors between steps (the lowest sample from a
+	// step's mark to the next) after the epoch's first step and after its
+	// last. They lie inside the epoch: a window that starts at the epoch,
+	// or a run cut there, reads the same.
+	DeltaStepFloors DeltaBasis = "step_floors"
+	// DeltaTimeFloors: without step marks, the lowest sample of a window
+	// of time slices at each end of the epoch (floorWindow).
+	DeltaTimeFloors DeltaBasis = "time_floors"
+	// DeltaFloorBounds: the samples at the epoch's bounds, which were
+	// placed at floors (epochs inferred from device memory).
+	DeltaFloorBounds DeltaBasis = "floor_bounds"
+	// DeltaBounds: the samples at the epoch's start and end, where it
+	// holds too few floors (an epoch of one step, or within one slice).
+	DeltaBounds DeltaBasis = "bounds"
+)
+
+// String is the basis as the JSON report spells it.
+func (b DeltaBasis) String() string { return string(b) }
+
+// timeFloorSlices is the fewest time slices at each end of an epoch whose
+// lowest sample is its floor there without step marks; where the device
+// shows a step pattern, the window spans two step times at least, so that
+// it holds a moment between steps.
+const timeFloorSlices = 3
+
+// An epoch's Δ is noise below the larger of settleMin (the growth rule's
+// smallest band) and epochNoiseShare of the floor at its start: device
+// memory moves in the driver's pages and the cache's segments, a few MiB
+// at a time, without growing.
+const epochNoiseShare = 0.0025
+
+// growthNoise is the largest change of a floor at level that is noise.
+func growthNoise(level int64) int64 {
+	return max(settleMin, int64(epochNoiseShare*float64(max(level, 0))))
+}
+
+// Judged says whether the epoch's Δ may be read as growth: a closed epoch
+// after the warm-up, read between floors. An open epoch ends where the run
+// stopped, the warm-up's Δ is the job settling in (the optimizer's state,
+// the cache), and a sample at a bound may sit on a step's activations.
+func (e EpochDelta) Judged() bool { return !e.Open && !e.Warmup && e.DeltaBasis != DeltaBounds }
+
+// Grows says whether a judged epoch's memory grew by more than noise:
+// its allocated memory or its device used.
+func (e EpochDelta) Grows() bool {
+	if !e.Judged() {
+		return false
+	}
+	above := func(d, start *int64) bool { return d != nil && start != nil && *d > growthNoise(*start) }
+	return above(e.DeltaAllocatedBytes, e.AllocatedStartBytes) || above(e.DeltaUsedBytes, e.UsedStartBytes)
+}
+
+// usable says whether floor span k of the series holds a floor of the
+// job: it has a sample and lies inside the job's span where that is
+// known. The span after the run's last step mark runs to the end of the
+// recording: it may hold the job's teardown, and serves only where the
+// job's span bounds it, or for the allocator (the probe reports while the
+// process lives, and a script's cleanup is a fall, never growth).
+func (a *gpuAnalysis) usable(s *spans, k int, allocator bool) bool {
+	if !s.has(k) {
+		return false
+	}
+	if a.per == "step" && k == len(a.flo)-1 && a.fhi[k] > a.mi.endNS && !allocator && a.job == nil {
+		return false
+	}
+	return a.job == nil || a.flo[k] >= a.job.FromNS && a.fhi[k]-1 <= a.job.ToNS
+}
+
+// epochEnds is a series' level at the start and end of epoch e (the
+// query-time indexes of its bounds is and ie, whose samples at looks up)
+// and the basis it was read on (DeltaBasis).
+func (a *gpuAnalysis) epochEnds(s *spans, at *atTimes, e epochSpan, is, ie int, atFloors, allocator bool) (start, end *int64, basis DeltaBasis) {
+	if atFloors {
+		return at.at(is), at.at(ie), DeltaFloorBounds
+	}
+	n := len(a.flo)
+	switch a.per {
+	case "step":
+		// The spans of the epoch's own steps: a rank's marks lag the epoch
+		// marks (rank 0's) a little, so a step that ends within half a step
+		// time after a bound is the epoch's before it.
+		tol := a.halfStep()
+		i := sort.Search(n, func(k int) bool { return a.flo[k] > e.start+tol })
+		j := sort.Search(n, func(k int) bool { return a.flo[k] > e.end+tol }) - 1
+		for i < j && !a.usable(s, i, allocator) {
+			i++
+		}
+		for j > i && !a.usable(s, j, allocator) {
+			j--
+		}
+		if i < j {
+			return i64(s.min[i]), i64(s.min[j]), DeltaStepFloors
+		}
+	case "time":
+		i := sort.Search(n, func(k int) bool { return a.flo[k] >= e.start })
+		j := sort.Search(n, func(k int) bool { return a.fhi[k]-1 > e.end })
+		var have []int
+		for k := i; k < j; k++ {
+			if a.usable(s, k, allocator) {
+				have = append(have, k)
+			}
+		}
+		w := a.floorWindow()
+		if len(have) >= 2*w {
+			lo, hi := int64(math.MaxInt64), int64(math.MaxInt64)
+			for _, k := range have[:w] {
+				lo = min(lo, s.min[k])
+			}
+			for _, k := range have[len(have)-w:] {
+				hi = min(hi, s.min[k])
+			}
+			return i64(lo), i64(hi), DeltaTimeFloors
+		}
+	}
+	return at.at(is), at.at(ie), DeltaBounds
+}
+
+// halfStep is half the median time between this GPU's step marks (of at
+// most a thousand, evenly spread), 0 without steps.
+func (a *gpuAnalysis) halfStep() int64 {
+	if a.stepHalf >= 0 {
+		return a.stepHalf
+	}
+	a.stepHalf = 0
+	n := len(a.flo)
+	if a.per != "step" || n < 2 {
+		return 0
+	}
+	var d []int64
+	for k := 0; k < n-1; k += max(1, n/1000) {
+		d = append(d, a.fhi[k]-a.flo[k])
+	}
+	slices.Sort(d)
+	a.stepHalf = d[len(d)/2] / 2
+	return a.stepHalf
+}
+
+// floorWindow is how many time slices make a floor at an epoch's end
+// (timeFloorSlices, or two step times of the device's step pattern where
+// one was found).
+func (a *gpuAnalysis) floorWindow() int {
+	w := timeFloorSlices
+	if p := a.pattern; p != nil && p.ok && len(a.flo) > 0 {
+		if width := a.fhi[0] - a.flo[0]; width > 0 {
+			w = max(w, int((2*p.period+width-1)/width))
+		}
+	}
+	return w
+}
+
+// warmIntervals marks the time slices of a run without epochs that begin
+// before its series settled (the growth rule's warm-up, leak): their Δ is
+// the job starting, not growth.
+func (a *gpuAnalysis) warmIntervals() {
+	if a.settledNS == 0 {
+		return
+	}
+	for i := range a.gr.Intervals {
+		a.gr.Intervals[i].Warmup = a.gr.Intervals[i].StartNS < a.settledNS
+	}
 }

@@ -53,6 +53,8 @@ type gpuAnalysis struct {
 	stepPeaks *spans       // the probe's per-step peak, by floor span
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
+	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
+	stepHalf  int64        // half a step time (halfStep), -1 until known
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
@@ -94,8 +96,8 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 		return nil, err
 	}
 	a.unseen() // first: the sample times it pairs are dropped after it
-	a.epochDeltas()
 	a.leak()
+	a.epochDeltas() // after leak: it reads the job's span and the warm-up
 	if err := a.inferStepTime(); err != nil {
 		return nil, err
 	}
@@ -191,7 +193,7 @@ func (gs gpuSeries) passCount() int {
 // newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
 // the query times and spans the passes fill.
 func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
-	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts,
+	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts, stepHalf: -1,
 		gr: &GPUReport{GPU: g.Index, Host: g.Host, HostGPU: g.HostGPU, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
 	a.gpuSeries = seriesOf(series, g.Index)
 	a.hasTorch = len(a.torchPIDs) > 0
@@ -773,36 +775,44 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 // epochDeltas fills the per-epoch deltas, or the deltas over time slices
 // for a run without epochs.
 func (a *gpuAnalysis) epochDeltas() {
-	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs)
+	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs, false)
 	if a.gr.Epochs == nil {
 		a.gr.Epochs = []EpochDelta{}
 	}
 	if len(a.mi.epochs) == 0 {
-		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices)
+		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices, false)
+		a.warmIntervals()
 	}
-	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred)
+	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred, true)
 }
 
-// deltas is the change of used and allocated memory over each span.
-func (a *gpuAnalysis) deltas(spans []epochSpan, usedS, allocS *spans) []EpochDelta {
+// deltas is the change of used and allocated memory over each span, from
+// its floors at both ends (epochEnds); atFloors says the spans' bounds
+// were placed at floors already (inferred epochs).
+func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors bool) []EpochDelta {
 	var out []EpochDelta
-	for i, e := range spans {
-		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open}
+	for i, e := range epochs {
+		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open,
+			Warmup: a.mi.warm.byEpoch && e.start < a.mi.warm.endNS && e.end <= a.mi.warm.endNS}
 		is, ie := a.index(e.start), a.index(e.end)
-		if a.hasDevice {
-			d.UsedStartBytes, d.UsedEndBytes = a.used.at.at(is), a.used.at.at(ie)
-			if d.UsedStartBytes != nil && d.UsedEndBytes != nil {
-				d.DeltaUsedBytes = i64(*d.UsedEndBytes - *d.UsedStartBytes)
+		read := func(floors *spans, at *atTimes, allocator bool) (start, end, delta *int64) {
+			start, end, basis := a.epochEnds(floors, at, e, is, ie, atFloors, allocator)
+			if d.DeltaBasis == "" || basis == DeltaBounds {
+				d.DeltaBasis = basis
 			}
+			if start != nil && end != nil {
+				delta = i64(*end - *start)
+			}
+			return start, end, delta
+		}
+		if a.hasDevice {
+			d.UsedStartBytes, d.UsedEndBytes, d.DeltaUsedBytes = read(a.used.floors, a.used.at, false)
 			if usedS.has(i) {
 				d.PeakUsedBytes = i64(usedS.max[i])
 			}
 		}
 		if a.hasTorch {
-			d.AllocatedStartBytes, d.AllocatedEndBytes = a.alloc.at.at(is), a.alloc.at.at(ie)
-			if d.AllocatedStartBytes != nil && d.AllocatedEndBytes != nil {
-				d.DeltaAllocatedBytes = i64(*d.AllocatedEndBytes - *d.AllocatedStartBytes)
-			}
+			d.AllocatedStartBytes, d.AllocatedEndBytes, d.DeltaAllocatedBytes = read(a.alloc.floors, a.alloc.at, true)
 			if allocS.has(i) {
 				d.PeakAllocatedBytes = i64(allocS.max[i])
 			}
@@ -862,6 +872,9 @@ func (a *gpuAnalysis) leak() {
 	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
+		if gr.Leak.SkippedWarmup > 0 {
+			a.settledNS = steady[0].TNS
+		}
 		v := make([]float64, len(steady))
 		for i, f := range steady {
 			v[i] = float64(f.Bytes)

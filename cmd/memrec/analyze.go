@@ -17,8 +17,10 @@ import (
 
 type analyzeOptions struct {
 	*globals
-	window windowOptions
-	json   bool
+	window   windowOptions
+	json     bool
+	full     bool
+	sections []string
 }
 
 func newAnalyzeCmd(g *globals) *cobra.Command {
@@ -27,6 +29,8 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 		Use:   "analyze RUN",
 		Short: "Per-epoch deltas, leak verdict, fragmentation, peaks and OOM post-mortems of a run",
 		Example: `  memrec analyze bs64
+  memrec analyze bs64 --full
+  memrec analyze bs64 --section epochs,remedies
   memrec analyze bs64 --json | jq '.gpus[].leak'
   memrec analyze bs64 --from epoch:2 --to epoch:3
   memrec analyze long-run --from 2h --to 2h1m`,
@@ -34,6 +38,8 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error { return runAnalyze(o, args[0]) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.full, "full", false, "print everything: every GPU's peaks, epochs, allocator, budget, remedies with their assumptions, OOMs and sites")
+	cmd.Flags().StringSliceVar(&o.sections, "section", nil, "print only these parts of each GPU's full section: "+sectionNames())
 	addWindowFlags(cmd, &o.window)
 	return cmd
 }
@@ -49,6 +55,9 @@ func analyzeRun(g *globals, ref string, w windowOptions) (*analysis.Report, erro
 }
 
 func runAnalyze(o *analyzeOptions, ref string) error {
+	if err := checkSections(o.sections); err != nil {
+		return err
+	}
 	rep, err := analyzeRun(o.globals, ref, o.window)
 	if err != nil {
 		return err
@@ -58,7 +67,14 @@ func runAnalyze(o *analyzeOptions, ref string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printAnalysis(o.io.Out, rep)
+	switch {
+	case o.full:
+		printAnalysis(o.io.Out, rep)
+	case len(o.sections) > 0:
+		printSections(o.io.Out, rep, o.sections)
+	default:
+		printSummary(o.io.Out, rep)
+	}
 	return nil
 }
 
@@ -116,8 +132,22 @@ func printRunHeader(w io.Writer, rep *analysis.Report) {
 // printGPUDetails writes one GPU's section: leak verdict, peaks, per-epoch
 // table, allocator, job span, unseen memory, OOMs and allocation sites.
 func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
-	B := analysis.FormatBytesPtr
+	printGPUHeading(w, g)
+	for _, p := range []gpuPrinter{printLeak, printPeaks, printEpochTable, printFragmentation, printJob, printEpochsNotInferred,
+		printMemory, printBudgetParts, printRemedies, printOOMs, printSites} {
+		p(w, rep, g)
+	}
+}
+
+// gpuPrinter writes one part of a GPU's section.
+type gpuPrinter func(io.Writer, *analysis.Report, analysis.GPUReport)
+
+func printGPUHeading(w io.Writer, g analysis.GPUReport) {
 	fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes))
+}
+
+// printLeak writes the leak verdict and its fit.
+func printLeak(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
 	if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
 		fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
@@ -131,41 +161,108 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if d, n := inferredGrowth(g); n > 0 && g.Leak.IsLeak() {
 		fmt.Fprintf(w, "      per inferred epoch: Δ used median %s (%d epochs found in device memory, not marked)\n", analysis.FormatBytes(d), n)
 	}
+}
+
+// printPeaks writes the table of peaks.
+func printPeaks(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
 	for _, p := range g.Peaks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, analysis.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
 	}
 	tw.Flush()
-	rows, label := g.Epochs, "Epoch"
+}
+
+// epochRows are the rows of a GPU's epoch table: its marked epochs, else
+// those inferred from device memory, else time slices; and their name.
+func epochRows(g analysis.GPUReport) ([]analysis.EpochDelta, string) {
 	switch {
-	case len(rows) > 0:
+	case len(g.Epochs) > 0:
+		return g.Epochs, "Epoch"
 	case len(g.InferredEpochs) > 0:
-		rows, label = g.InferredEpochs, "Inferred epoch"
-		fmt.Fprintf(w, "Epochs inferred from device memory, not marked: %s\n", g.InferredEpochBasis)
+		return g.InferredEpochs, "Inferred epoch"
 	case len(g.Intervals) > 0:
-		rows, label = g.Intervals, "Slice"
+		return g.Intervals, "Slice"
 	}
-	if len(rows) > 0 {
-		// Marked epochs are placed by their marks; inferred ones show
-		// where they were found.
-		inferred := len(g.Epochs) == 0 && len(g.InferredEpochs) > 0
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\t", label)
+	return nil, ""
+}
+
+// epochName is an epoch row's number, with what keeps its Δ from being
+// read as growth.
+func epochName(e analysis.EpochDelta) string {
+	switch {
+	case e.Open:
+		return fmt.Sprintf("%d (open)", e.Epoch)
+	case e.Warmup:
+		return fmt.Sprintf("%d (warm-up)", e.Epoch)
+	}
+	return fmt.Sprint(e.Epoch)
+}
+
+// printEpochTable writes a row per epoch (or inferred epoch, or slice).
+func printEpochTable(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
+	B := analysis.FormatBytesPtr
+	rows, label := epochRows(g)
+	if len(rows) == 0 {
+		return
+	}
+	// Marked epochs are placed by their marks; inferred ones show where
+	// they were found.
+	inferred := label == "Inferred epoch"
+	if inferred {
+		fmt.Fprintf(w, "Epochs inferred from device memory, not marked: %s\n", g.InferredEpochBasis)
+	}
+	fmt.Fprintf(w, "%s figures: %s\n", label, deltaBasisWords(rows))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\t", label)
+	if inferred {
+		fmt.Fprint(tw, "start\tend\t")
+	}
+	fmt.Fprintln(tw, "used start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t")
+	for _, e := range rows {
+		fmt.Fprintf(tw, "%s\t", epochName(e))
 		if inferred {
-			fmt.Fprint(tw, "start\tend\t")
+			fmt.Fprintf(tw, "%s\t%s\t", sinceStart(rep, e.StartNS), sinceStart(rep, e.EndNS))
 		}
-		fmt.Fprintln(tw, "used start\tused end\tΔ used\tpeak used\talloc start\talloc end\tΔ alloc\tpeak alloc\t")
-		for _, e := range rows {
-			fmt.Fprintf(tw, "%d\t", e.Epoch)
-			if inferred {
-				fmt.Fprintf(tw, "%s\t%s\t", sinceStart(rep, e.StartNS), sinceStart(rep, e.EndNS))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
-				B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
-		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", B(e.UsedStartBytes), B(e.UsedEndBytes), B(e.DeltaUsedBytes),
+			B(e.PeakUsedBytes), B(e.AllocatedStartBytes), B(e.AllocatedEndBytes), B(e.DeltaAllocatedBytes), B(e.PeakAllocatedBytes))
 	}
+	tw.Flush()
+}
+
+// deltaBasisWords says what the rows' start and end were read from, the
+// basis of most rows first.
+func deltaBasisWords(rows []analysis.EpochDelta) string {
+	words := map[analysis.DeltaBasis]string{
+		analysis.DeltaStepFloors:  "floors between steps",
+		analysis.DeltaTimeFloors:  "the lowest sample near each end",
+		analysis.DeltaFloorBounds: "the floors where each was found",
+		analysis.DeltaBounds:      "the samples at each bound",
+	}
+	count := map[analysis.DeltaBasis]int{}
+	var seen []analysis.DeltaBasis
+	for _, e := range rows {
+		if _, ok := words[e.DeltaBasis]; ok {
+			if count[e.DeltaBasis] == 0 {
+				seen = append(seen, e.DeltaBasis)
+			}
+			count[e.DeltaBasis]++
+		}
+	}
+	slices.SortStableFunc(seen, func(x, y analysis.DeltaBasis) int { return count[y] - count[x] })
+	out := "start and end at the samples at each bound"
+	for i, b := range seen {
+		if i == 0 {
+			out = "start and end at " + words[b]
+		} else {
+			out += fmt.Sprintf(", %d at %s", count[b], words[b])
+		}
+	}
+	return out + "; open and warm-up epochs are not growth"
+}
+
+// printFragmentation writes the allocator's cached and free memory.
+func printFragmentation(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if f := g.Fragmentation; f != nil {
 		fmt.Fprintf(w, "Allocator memory cached and free (reserved − allocated)/reserved, what empty_cache() would return: mean %.1f%%, p95 %.1f%%, max %.1f%%, final %.1f%%\n",
 			100*f.Mean, 100*f.P95, 100*f.Max, 100*f.Final)
@@ -178,6 +275,10 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	} else {
 		fmt.Fprintln(w, "Allocator memory: unknown (no allocator samples)")
 	}
+}
+
+// printJob writes the job's span and the step time read from the device.
+func printJob(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if j := g.JobSpan; j != nil {
 		how := "where its processes hold memory"
 		if j.Basis == "device_rise_fall" {
@@ -188,9 +289,17 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.InferredStepTimeS != nil {
 		fmt.Fprintf(w, "Step time without step marks: %.3f s, inferred: %s\n", *g.InferredStepTimeS, g.InferredStepBasis)
 	}
+}
+
+func printEpochsNotInferred(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if g.EpochsNotInferred != "" {
 		fmt.Fprintf(w, "Epochs without epoch marks: none inferred: %s\n", g.EpochsNotInferred)
 	}
+}
+
+// printMemory writes memory PyTorch does not see, the allocator's
+// segments, its trace and its retries.
+func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if u := g.Unseen; u != nil {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
 			time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
@@ -210,10 +319,21 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 	}
+}
+
+func printBudgetParts(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.Budget != nil {
 		printBudget(w, rep, g.Budget)
 	}
-	printOOMs(w, rep, g)
+}
+
+func printRemedies(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
+	if g.Budget != nil {
+		printHelp(w, g.Budget)
+	}
+}
+
+func printSites(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	if g.Where != nil {
 		printWhere(w, rep, g.Where, 5)
 	}
@@ -339,7 +459,8 @@ func notable(gpus []analysis.GPUReport) []analysis.GPUReport {
 
 // printTogether prints what the run's GPUs show together.
 func printTogether(w io.Writer, rep *analysis.Report) {
-	if im := rep.Imbalance; im != nil {
+	// One GPU, or GPUs alike, have no imbalance to tell.
+	if im := rep.Imbalance; im != nil && im.MaxGPU != im.MinGPU && im.MaxBytes != im.MinBytes {
 		fmt.Fprintf(w, "Imbalance: peak %s across ranks max/min %.2f (max %s on %s, min %s on %s)\n", im.Basis, im.Ratio,
 			analysis.FormatBytes(im.MaxBytes), im.MaxGPU, analysis.FormatBytes(im.MinBytes), im.MinGPU)
 	}

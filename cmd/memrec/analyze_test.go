@@ -19,7 +19,7 @@ func TestAnalyzeReportCompareCommands(t *testing.T) {
 	if _, errs, code := run(t, db, "", "import", realRun, leakRun); code != 0 {
 		t.Fatal(errs)
 	}
-	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs64-leak")
+	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs64-leak", "--full")
 	if code != 0 || !strings.Contains(out, "GPU 0 grows 250.0 KiB per step") || !strings.Contains(out, "cached and free") {
 		t.Fatalf("%d %s %s", code, out, errs)
 	}
@@ -112,7 +112,7 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 	if _, errs, code := run(t, db, "", "import", fixtures.Path(fixtures.H200OOM)); code != 0 {
 		t.Fatal(errs)
 	}
-	out, errs, code := run(t, db, "", "analyze", "r18-oom")
+	out, errs, code := run(t, db, "", "analyze", "r18-oom", "--full")
 	want := "at the OOM (samples at most 20ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
 	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "  left out: ") {
 		t.Fatalf("%d: output lacks %q or leaves something out:\n%s%s", code, want, out, errs)

@@ -57,7 +57,7 @@ func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
 			t.Errorf("%s: %d, want the simulator's %d", part, got, want)
 		}
 	}
-	text, _, _ := run(t, db, "", "analyze", list[0].Name)
+	text, _, _ := run(t, db, "", "analyze", list[0].Name, "--full")
 	for _, w := range []string{"Budget at the peak", "optimizer state              2.00 GiB", "What would help", "gradient accumulation over 2 micro-batches: frees 2.00 GiB"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("analyze lacks %q", w)

@@ -10,7 +10,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 )
 
-// printBudget writes "Budget at the peak" and "What would help" of one GPU.
+// printBudget writes "Budget at the peak" of one GPU.
 func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 	where := []string{sinceStart(rep, b.TNS)}
 	if b.Step != nil {
@@ -44,6 +44,10 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 	if b.FitsBatch != nil {
 		fmt.Fprintf(w, "  as it runs, a batch of %s would fit (batch_size %s now)\n", strconv.FormatFloat(*b.FitsBatch, 'f', -1, 64), strconv.FormatFloat(b.Batch, 'f', -1, 64))
 	}
+}
+
+// printHelp writes "What would help" of one GPU, an assumption once.
+func printHelp(w io.Writer, b *analysis.Budget) {
 	if len(b.Help) > 0 {
 		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", analysis.HelpAssumes)
 	}

@@ -13,7 +13,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// TestAnalyzeGolden pins `analyze`'s text and JSON on the real H200 runs,
+// TestAnalyzeGolden pins `analyze`'s summary, full text and JSON on the real H200 runs,
 // with and without the probe's data, and on a synthetic device-only run
 // whose epochs are inferred. After a deliberate change, run
 // `go test ./cmd/memrec -run TestAnalyzeGolden -update` and read the diff.
@@ -42,15 +42,15 @@ func TestAnalyzeGolden(t *testing.T) {
 	}
 	for _, name := range []string{fixtures.LeakRun, fixtures.CleanRun, fixtures.LeakRun + "-device", fixtures.CleanRun + "-device", "eval-pauses"} {
 		for _, c := range []struct {
-			ext  string
+			file string
 			args []string
-		}{{"txt", nil}, {"json", []string{"--json"}}} {
-			t.Run(name+"."+c.ext, func(t *testing.T) {
+		}{{".txt", nil}, {"-full.txt", []string{"--full"}}, {".json", []string{"--json"}}} {
+			t.Run(name+c.file, func(t *testing.T) {
 				out, errs, code := run(t, db, "", append([]string{"analyze", name}, c.args...)...)
 				if code != 0 {
 					t.Fatalf("exit %d: %s", code, errs)
 				}
-				checkGolden(t, filepath.Join("testdata", "golden", "analyze-"+name+"."+c.ext), out)
+				checkGolden(t, filepath.Join("testdata", "golden", "analyze-"+name+c.file), out)
 			})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -161,6 +162,12 @@ func checkInputs(files []string) error {
 	return nil
 }
 
+// memrecCSV says whether a first line is the header of memrec's CSV
+// export: its columns start with the tick's time (storage's CSV writer).
+func memrecCSV(head string) bool {
+	return strings.HasPrefix(head, "t_ns,time_s,")
+}
+
 // firstLine returns the first line of a file (or of standard input, which
 // it leaves unread) that is not blank, up to 4 KiB of it.
 func firstLine(o *importOptions, file string) string {
@@ -212,8 +219,12 @@ func runImport(o *importOptions, files []string) error {
 			return fmt.Errorf("import: --run adds PyTorch snapshots to a run, and %s is not one (nothing was imported)", files[0])
 		}
 		for _, f := range files {
-			if nvsmi.Looks(firstLine(o, f)) {
+			head := firstLine(o, f)
+			if nvsmi.Looks(head) {
 				return fmt.Errorf("import: %s is an nvidia-smi CSV log, not JSON Lines: import it with --format nvidia-smi (nothing was imported)", inputName(f))
+			}
+			if memrecCSV(head) {
+				return fmt.Errorf("import: %s is memrec's CSV export; import reads JSON Lines: write the run with memrec export RUN --format jsonl and import that (nothing was imported)", inputName(f))
 			}
 		}
 	case "nvidia-smi":
@@ -237,6 +248,9 @@ func runImport(o *importOptions, files []string) error {
 	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated, Context: o.ctx})
 	if errors.Is(err, storage.ErrTruncated) {
 		return fmt.Errorf("import: %w (nothing was imported; --allow-truncated imports its whole lines and marks the run incomplete)", err)
+	}
+	if errors.Is(err, storage.ErrExists) {
+		return fmt.Errorf("import: %w (nothing was imported; --name NEW imports it under another name, --replace replaces the stored run)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)

@@ -194,7 +194,7 @@ func TestMergeFourNodes(t *testing.T) {
 
 	// Analysed as one 32-GPU run: the leaking GPU is node2's last, named
 	// with its host, and no other GPU leaks.
-	stdout, errs, code = run(t, out, "", "analyze", "j42")
+	stdout, errs, code = run(t, out, "", "analyze", "j42", "--full")
 	if code != 0 {
 		t.Fatalf("analyze: %s", errs)
 	}

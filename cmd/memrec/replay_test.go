@@ -213,7 +213,7 @@ func TestRecordAllocTrace(t *testing.T) {
 			t.Errorf("note: %s", n)
 		}
 	}
-	if out, _, _ := run(t, db, "", "analyze", "a"); !strings.Contains(out, "Allocator trace: 6000 requests from CUDA's start over 3 steps") {
+	if out, _, _ := run(t, db, "", "analyze", "a", "--full"); !strings.Contains(out, "Allocator trace: 6000 requests from CUDA's start over 3 steps") {
 		t.Errorf("analyze does not say it has the trace:\n%s", out)
 	}
 }

@@ -264,7 +264,7 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 		t.Errorf("%d models more than 10 %% below their limit (%v), where nine were", len(beyond), beyond)
 	}
 	// analyze says what the probe measured: BERT-base's fp32 logits at 64.
-	out, errs, code := run(t, db, "", "analyze", "bert-bs64")
+	out, errs, code := run(t, db, "", "analyze", "bert-bs64", "--full")
 	if want := "Largest allocator segment with room free: 3.73 GiB"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("analyze lacks %q (%d %s):\n%s", want, code, errs, out)
 	}
