@@ -205,7 +205,7 @@ func TestIndexCacheBySize(t *testing.T) {
 		t.Fatal("an index of 0 bytes")
 	}
 	src.imu.Lock()
-	src.maxIndexBytes = one*5/2 // two of the three runs' (of the same length and rate)
+	src.maxIndexBytes = one * 5 / 2 // two of the three runs' (of the same length and rate)
 	src.imu.Unlock()
 	index(b)
 	index(a) // a is now newer than b
