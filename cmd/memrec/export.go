@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/internal/safefile"
+	"github.com/memrec/memrec/parquet"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/tensorboard"
 )
@@ -81,6 +82,8 @@ type exportOptions struct {
 	points int  // tensorboard: points per series
 	all    bool // every run (parquet)
 	procs  bool // csv: a column per process
+
+	parquet *parquet.Dataset // the runs written so far (parquet)
 }
 
 func newExportCmd(g *globals) *cobra.Command {
