@@ -130,7 +130,7 @@ replaces a memrec database.`,
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (folder formats: this folder)")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", strings.Join(exportFormatNames(), ", "))
-	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
+	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks); TensorBoard shows more only with --samples_per_plugin scalars=0")
 	cmd.Flags().BoolVar(&o.all, "all", false, "parquet: export every run of the database into -o DIR")
 	cmd.Flags().BoolVar(&o.procs, "procs", false, "csv: add a column per process and GPU (gpuN_pidP_used_bytes)")
 	addWindowFlags(cmd, &o.window)
