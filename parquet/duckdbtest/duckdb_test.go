@@ -254,7 +254,7 @@ func TestDuckDBTypesAndNames(t *testing.T) {
 		return "read_parquet('" + filepath.Join(dir, table, "*", "*", "*.parquet") + "', hive_partitioning = true" + opts + ")"
 	}
 	var tt, rn, et, st string
-	if err := duckdb.QueryRow("SELECT typeof(time), typeof(run_name), typeof(epoch), typeof(step) FROM " + scan("device", "") + " LIMIT 1").
+	if err := duckdb.QueryRow("SELECT typeof(time), typeof(run_name), typeof(epoch), typeof(step) FROM "+scan("device", "")+" LIMIT 1").
 		Scan(&tt, &rn, &et, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +263,8 @@ func TestDuckDBTypesAndNames(t *testing.T) {
 	}
 	for _, table := range []string{"device", "allocator"} {
 		var nulls, epochs int64
-		if err := duckdb.QueryRow("SELECT count(*) FILTER (epoch IS NULL OR step IS NULL), count(DISTINCT epoch) FROM " + scan(table, "") +
-			" WHERE run_name = '" + r.Name + "'").Scan(&nulls, &epochs); err != nil {
+		if err := duckdb.QueryRow("SELECT count(*) FILTER (epoch IS NULL OR step IS NULL), count(DISTINCT epoch) FROM "+scan(table, "")+
+			" WHERE run_name = '"+r.Name+"'").Scan(&nulls, &epochs); err != nil {
 			t.Fatal(err)
 		}
 		if nulls != 0 || epochs != 5 {
@@ -273,7 +273,7 @@ func TestDuckDBTypesAndNames(t *testing.T) {
 	}
 	var runType string
 	var n int64
-	if err := duckdb.QueryRow("SELECT any_value(typeof(run)), count(*) FROM " + scan("device", ", hive_types_autocast = false") +
+	if err := duckdb.QueryRow("SELECT any_value(typeof(run)), count(*) FROM "+scan("device", ", hive_types_autocast = false")+
 		" WHERE run = '20261207'").Scan(&runType, &n); err != nil {
 		t.Fatal(err)
 	}
