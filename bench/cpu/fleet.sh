@@ -22,8 +22,14 @@ tmp=${TMPDIR_FLEET:-$(mktemp -d)}
 keep=${KEEP:-}
 [[ -z $keep ]] && trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=1 CGO_CFLAGS=-Wno-deprecated-declarations
-go build -o "$tmp/memrec" ./cmd/memrec
-(cd parquet/duckdbtest && go test -c -o "$tmp/duckdbtest.test" .)
+# MEMREC_BIN and DUCKDB_TEST: binaries built elsewhere (a machine without Go).
+if [[ -n ${MEMREC_BIN:-} ]]; then
+  cp "$MEMREC_BIN" "$tmp/memrec"
+  cp "$DUCKDB_TEST" "$tmp/duckdbtest.test"
+else
+  go build -o "$tmp/memrec" ./cmd/memrec
+  (cd parquet/duckdbtest && go test -c -o "$tmp/duckdbtest.test" .)
+fi
 
 models=(resnet50 bert-base gpt2-medium vit-b16)
 batches=(16 32 64 128)
@@ -55,5 +61,5 @@ nruns=$(find "$tmp/fleet/runs" -name '*.parquet' | wc -l)
 printf 'runs %d of 8 GPUs, %s each: recorded in %.1f s (%d shards)\n' "$nruns" "$dur" "$rec" "$shards"
 printf 'export --all --format parquet: %.1f s; %d files, %.1f MB; databases %.1f MB\n' "$exp" "$files" \
   "$(echo "$pqbytes / 1000000" | bc -l)" "$(echo "$dbbytes / 1000000" | bc -l)"
-MEMREC_FLEET_DIR="$tmp/fleet" "$tmp/duckdbtest.test" -test.run TestFleetQueries -test.v 2>&1 | grep -E 'query|PASS|FAIL|ok'
+(cd parquet/duckdbtest && MEMREC_FLEET_DIR="$tmp/fleet" "$tmp/duckdbtest.test" -test.run TestFleetQueries -test.v 2>&1 | grep -E 'query|PASS|FAIL|ok')
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
