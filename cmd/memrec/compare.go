@@ -168,8 +168,10 @@ func compareRuns(o *compareOptions, db *storage.DB, refs []string) ([]storage.Ru
 // analyzeAll analyses the runs in parallel. Analyze already spreads a run's
 // GPUs over the cores, so runs go in parallel only as far as cores are left:
 // two 8-GPU runs one after the other, ten 1-GPU runs two at a time on two
-// cores. That keeps memory to one run's analyses in flight at a time.
+// cores. That keeps memory to one run's analyses in flight at a time. The
+// runs' allocator traces share one decoding budget.
 func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
+	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
 	reps := make([]*analysis.Report, len(runs))
 	errs := make([]error, len(runs))
 	gpus := 1
@@ -184,7 +186,7 @@ func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			reps[i], errs[i] = analysis.Analyze(db, r, analysis.Options{})
+			reps[i], errs[i] = analysis.Analyze(db, r, analysis.Options{Budget: budget})
 		}()
 	}
 	wg.Wait()
