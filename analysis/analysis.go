@@ -548,7 +548,7 @@ type markIndex struct {
 	traces   []storage.AllocTrace
 	traceErr error
 	endNS    int64
-	warm       warmup // where the run's warm-up ends (runWarmup)
+	warm     warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {

@@ -112,7 +112,7 @@ func TestAllocTracesBudgetIsShared(t *testing.T) {
 	if _, err := AllocTraces(marks, probe); err != nil {
 		t.Fatal(err)
 	}
-	b := NewDecodeBudget(probe.Used()*3/2)
+	b := NewDecodeBudget(probe.Used() * 3 / 2)
 	if trs, err := AllocTraces(marks, b); err != nil || len(trs) != 1 {
 		t.Fatalf("first run: %d traces, %v", len(trs), err)
 	}
