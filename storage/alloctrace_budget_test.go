@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -150,4 +151,58 @@ func TestAllocTracesManyBadPieces(t *testing.T) {
 	if msg := err.Error(); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "20000 ") || !strings.Contains(msg, "piece 1 of 65536 missing") {
 		t.Errorf("error %q: want one line with the count and the first", msg)
 	}
+}
+
+// FuzzAllocTraceMarks reads arbitrary marks as trace pieces (one mark a
+// line: its time, GPU and pid from the line's first bytes, its text the
+// rest) within a small budget: nothing panics, the budget is never
+// overspent, it counted every op it returned, and every trace read back
+// round-trips through its own marks.
+func FuzzAllocTraceMarks(f *testing.F) {
+	tr := AllocTrace{GPU: 1, PID: 7, Steps: 2, Ops: []AllocOp{{Size: 512}, {Failed: true, Size: 1 << 30}, {Free: true, Of: 0}}}
+	var seed []byte
+	for _, m := range tr.Marks(5) {
+		seed = append(append(append(seed, 5, 1, 7), m.Text...), '\n')
+	}
+	f.Add(seed)
+	f.Add([]byte("\x00\x00\x010/65536 AAAA\n\x01\x00\x010/65536 AAAA\n"))
+	f.Add([]byte("\x00\x00\x010/2 eJw=\n\x00\x00\x010/2 eJw=\n\x00\x00\x011/2 \n"))
+	big := bombMarks(5, 1<<16)
+	var b []byte
+	for _, m := range big {
+		b = append(append(append(b, 5, 0, 1), m.Text...), '\n')
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var marks []Mark
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			if len(line) < 3 {
+				continue
+			}
+			m := NewMark(int64(line[0]), MarkAllocTrace)
+			m.GPU, m.PID, m.Text = int(line[1]), int(line[2]), string(line[3:])
+			marks = append(marks, m)
+		}
+		budget := NewDecodeBudget(1 << 20)
+		trs, err := AllocTraces(marks, budget)
+		if budget.Used() > budget.Limit() {
+			t.Fatalf("budget overspent: %d of %d", budget.Used(), budget.Limit())
+		}
+		var ops int64
+		for _, tr := range trs {
+			ops += int64(len(tr.Ops))
+		}
+		if ops*allocOpCost > budget.Used() {
+			t.Fatalf("%d ops returned, %d bytes counted", ops, budget.Used())
+		}
+		if err != nil && strings.Count(err.Error(), "\n") > 0 {
+			t.Fatalf("error of several lines: %q", err)
+		}
+		for _, tr := range trs {
+			again, err := AllocTraces(tr.Marks(9), NewDecodeBudget(DefaultDecodeBudget))
+			if err != nil || len(again) != 1 || !reflect.DeepEqual(again[0], tr) {
+				t.Fatalf("round trip of %+v: %v", tr, err)
+			}
+		}
+	})
 }
