@@ -429,7 +429,7 @@ func (e *traceErrors) Error() string {
 		parts = append(parts, fmt.Sprintf("%d malformed pieces or traces, the first: %v", e.n, e.first))
 	}
 	if e.budget != nil {
-		parts = append(parts, fmt.Sprintf("left out past the budget (%d of its pieces and traces): %v", e.skipped, e.budget))
+		parts = append(parts, fmt.Sprintf("%d pieces or traces left out: %v", e.skipped, e.budget))
 	}
 	return strings.Join(parts, "; ")
 }
