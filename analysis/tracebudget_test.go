@@ -31,11 +31,11 @@ func hostileTraceRun(marks func(g *gen, t0 int64)) string {
 
 // TestAnalyzeOfHostileTracesStaysUnderTheHeapBound analyses runs whose
 // allocator traces claim far more than they hold: one trace whose few
-// hundred KiB of marks inflate to 256 MiB of ops (the old analysis took
-// 4.4 GB and minutes), three of them, and 20 000 marks each announcing a
-// trace of 65 536 pieces (the old one made a slot for each, 20 GB). Each
-// is analysed, within the heap bound counted as every byte allocated,
-// with one note that says what was left out.
+// hundred KiB of marks inflate to 256 MiB of ops (the old analysis
+// decoded them all, at 17 bytes an op), three of them, and 20 000 marks
+// each announcing a trace of 65 536 pieces (the old one made a slot for
+// each). Each is analysed within the heap bound, counted as every byte
+// allocated, with one note that says what was left out.
 func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
 	bomb := func(g *gen, at int64) {
 		var head []byte

@@ -22,10 +22,10 @@ type DecodeBudget struct {
 	limit, used int64
 }
 
-// DefaultDecodeBudget is the budget of one command: room for a hundred
-// real traces (the largest the probe sends is a few MiB once decoded),
-// and with the rest of an analysis well under the commands' soft heap
-// limit (cmd/memrec softMemoryLimit).
+// DefaultDecodeBudget is the budget of one command: room for many times
+// the largest trace the probe sends (it caps its compressed bytes per
+// process), and with the rest of an analysis under the commands' soft
+// heap limit (cmd/memrec softMemoryLimit).
 const DefaultDecodeBudget = 128 << 20
 
 // ErrDecodeBudget is wrapped by the error of a decoder that would take
