@@ -229,11 +229,12 @@ func copyDB(ctx context.Context, dst, src *bolt.DB, txMaxSize int64) (err error)
 	var size, n int64
 	// put writes k (a bucket when v is nil) under the bucket path.
 	put := func(path [][]byte, k, v []byte, seq uint64) error {
-		if n++; n%cancelEvery == 0 {
+		if n%cancelEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
+		n++
 		sz := int64(len(k) + len(v))
 		if size+sz > txMaxSize {
 			if err := tx.Commit(); err != nil {
