@@ -37,10 +37,10 @@ func hostileTraceRun(marks func(g *gen, t0 int64)) string {
 // each). Each is analysed within the heap bound, counted as every byte
 // allocated, with one note that says what was left out.
 func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
-	bomb := func(g *gen, at int64) {
+	bomb := func(g *gen, at int64, claim uint64) {
 		var head []byte
-		const ops = 256<<20 - 16
-		for _, v := range []uint64{1, 0, 1, 1, 0, 0, ops} {
+		ops := int(claim)
+		for _, v := range []uint64{1, 0, 1, 1, 0, 0, claim} {
 			head = binary.AppendUvarint(head, v)
 		}
 		var z bytes.Buffer
@@ -63,10 +63,11 @@ func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
 		marks func(g *gen, t0 int64)
 		note  string
 	}{
-		{"inflating trace", func(g *gen, t0 int64) { bomb(g, t0+int64(2e9)) }, "past the decoding budget"},
+		{"inflating trace", func(g *gen, t0 int64) { bomb(g, t0+int64(2e9), 256<<20-16) }, "ops, more than"},
+		// Each at the most ops a trace may have: the third is past the budget.
 		{"three inflating traces", func(g *gen, t0 int64) {
 			for i := int64(0); i < 3; i++ {
-				bomb(g, t0+int64(2e9)+i*int64(1e9))
+				bomb(g, t0+int64(2e9)+i*int64(1e9), storage.MaxTraceOps)
 			}
 		}, "past the decoding budget"},
 		{"20 000 announced pieces", func(g *gen, t0 int64) {

@@ -113,6 +113,12 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 	return decodeTrace(bytes.NewReader(b), uint64(len(b)), NewDecodeBudget(int64(len(b))*allocOpCost))
 }
 
+// MaxTraceOps bounds the ops of one trace: several times what the probe
+// can send of one process (it caps the trace's compressed bytes), so that
+// replaying a trace (compare --by), which holds a block for each live
+// allocation, stays within the commands' heap.
+const MaxTraceOps = 1 << 22
+
 // allocOpCost is what decoding takes for each op: the AllocOp and a flag
 // saying whether its allocation is live.
 const allocOpCost = int64(unsafe.Sizeof(AllocOp{})) + 1
@@ -147,8 +153,8 @@ func decodeTrace(r io.ByteReader, maxOps uint64, budget *DecodeBudget) (AllocTra
 	if head[6] > maxOps || head[1] > MaxGPUIndex || head[2] > 1<<31 || head[3] > 1<<31 || head[4] > 1<<31 || head[5] > 1<<62 {
 		return AllocTrace{}, fmt.Errorf("%w: header out of range", ErrAllocTrace)
 	}
-	if head[6] > math.MaxInt64/uint64(allocOpCost) {
-		return AllocTrace{}, fmt.Errorf("%w: %d ops", ErrAllocTrace, head[6])
+	if head[6] > MaxTraceOps {
+		return AllocTrace{}, fmt.Errorf("%w: %d ops, more than %d", ErrAllocTrace, head[6], MaxTraceOps)
 	}
 	if err := budget.take(int64(head[6])*allocOpCost, fmt.Sprintf("a trace of %d ops", head[6])); err != nil {
 		return AllocTrace{}, err

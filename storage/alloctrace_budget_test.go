@@ -95,12 +95,20 @@ func TestAllocTracesBudgetAtTheBound(t *testing.T) {
 			t.Errorf("%d ops one byte past the bound: allocated %d bytes, budget used %d of %d", ops, got, under.Used(), under.Limit())
 		}
 	}
-	// 256 Mi ops claimed in a few hundred KiB: refused at the header.
-	marks := bombMarks(5, 256<<20)
-	b := NewDecodeBudget(DefaultDecodeBudget)
+	// 256 Mi ops claimed in a few hundred KiB: refused at the header, past
+	// MaxTraceOps; the most ops a trace may have, past what is left of a
+	// budget: refused before they are allocated.
 	var err error
-	if got := allocated(func() { _, err = AllocTraces(marks, b) }); got > 4<<20 || !errors.Is(err, ErrDecodeBudget) {
+	marks := bombMarks(5, 256<<20)
+	if got := allocated(func() { _, err = AllocTraces(marks, NewDecodeBudget(DefaultDecodeBudget)) }); got > 4<<20 || !errors.Is(err, ErrAllocTrace) || !strings.Contains(err.Error(), "ops, more than") {
 		t.Errorf("a 256 MiB bomb: allocated %d bytes, %v", got, err)
+	}
+	marks = bombMarks(5, MaxTraceOps)
+	if got := allocated(func() { _, err = AllocTraces(marks, NewDecodeBudget(MaxTraceOps*allocOpCost-1)) }); got > 4<<20 || !errors.Is(err, ErrDecodeBudget) {
+		t.Errorf("MaxTraceOps past the budget: allocated %d bytes, %v", got, err)
+	}
+	if _, err := AllocTraces(bombMarks(5, MaxTraceOps+1), NewDecodeBudget(1<<40)); !errors.Is(err, ErrAllocTrace) {
+		t.Errorf("MaxTraceOps+1 ops: %v", err)
 	}
 }
 
