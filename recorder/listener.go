@@ -110,7 +110,7 @@ type Listener struct {
 
 	sink    Sink
 	ln      net.Listener
-	dir     string
+	dir     *OwnedDir
 	lim     Limits
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -151,21 +151,22 @@ type ListenerStats struct {
 
 // Listen creates a private directory under dir ("" for the system's
 // temporary folder) with a socket in it and starts accepting. Close it.
-// It first removes what killed recorders left there (RemoveStale).
+// It first removes what killed recorders provably left there
+// (RemoveStale); the folder it makes is an OwnedDir.
 func Listen(dir string, sink Sink, lim Limits) (*Listener, error) {
 	RemoveStale(dir)
-	d, err := os.MkdirTemp(dir, TempDirPattern(""))
+	d, err := MakeOwnedDir(dir, "")
 	if err != nil {
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}
-	if err := os.Chmod(d, 0o700); err != nil {
-		os.RemoveAll(d)
-		return nil, err
+	if err := d.Own("marks.sock"); err != nil {
+		d.Remove()
+		return nil, fmt.Errorf("marks socket: %w", err)
 	}
-	path := filepath.Join(d, "marks.sock")
+	path := filepath.Join(d.Path, "marks.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		os.RemoveAll(d)
+		d.Remove()
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}
 	os.Chmod(path, 0o600)
@@ -468,8 +469,8 @@ func (l *Listener) Close(grace time.Duration) error {
 		l.mu.Unlock()
 		<-done
 	}
-	if l.dir != "" {
-		os.RemoveAll(l.dir)
+	if l.dir != nil {
+		l.dir.Remove()
 	}
 	return err
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -353,12 +355,12 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 		if len(o.command) == 0 {
 			return cleanup, fmt.Errorf("%s needs a command to load the probe into", flag)
 		}
-		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
+		dir, err := recorder.MakeOwnedDir("", "probe")
 		if err != nil {
 			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
-		cleanup = func() { os.RemoveAll(dir) }
-		entries, err := python.Install(dir)
+		cleanup = func() { dir.Remove() }
+		entries, err := installProbe(dir)
 		if err != nil {
 			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
@@ -380,6 +382,28 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 		opts.Env = append(opts.Env, "MEMREC_ALLOC_TRACE=1")
 	}
 	return cleanup, nil
+}
+
+// installProbe writes the probe's files into dir and records each in its
+// marker, so that removing dir removes exactly them.
+func installProbe(dir *recorder.OwnedDir) ([]string, error) {
+	entries, err := python.Install(dir.Path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	err = filepath.WalkDir(dir.Path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == recorder.MarkerName {
+			return err
+		}
+		rel, err := filepath.Rel(dir.Path, p)
+		files = append(files, rel)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, dir.Own(files...)
 }
 
 // samplingClock sets how the recording samples and keeps time: --sampler,
