@@ -260,6 +260,13 @@ func (l *Listener) drop(err error) {
 func (l *Listener) serve(c net.Conn) {
 	defer l.wg.Done()
 	defer func() {
+		// A bug in reading one connection ends that connection, not the
+		// recording nor the job.
+		if v := recover(); v != nil {
+			l.drop(fmt.Errorf("reading a connection failed: %v", v))
+		}
+	}()
+	defer func() {
 		l.mu.Lock()
 		delete(l.conns, c)
 		l.mu.Unlock()

@@ -104,6 +104,9 @@ type Result struct {
 	// recording at its end that the file lacks. DBLost comes on top.
 	DBUnstored     storage.Counts
 	DBUnstoredSpan time.Duration
+	// Stopped says a bug stopped the recording before its end (said on
+	// Log); the command ran to its end all the same.
+	Stopped bool
 }
 
 // Record records until the command exits (or Duration passes, or SIGINT or
@@ -129,6 +132,8 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	g := &guard{log: o.Log}
+	store = &guardedStore{s: store, g: g}
 	sink, counted, live, ln, stopServing := startListening(o, &run, store)
 	defer stopServing()
 
@@ -150,11 +155,13 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
+		defer g.catch("sampler")
 		stats = sampler.Run(sctx)
 	}()
 	statusDone := make(chan struct{})
 	go func() {
 		defer close(statusDone)
+		defer g.catch("status line")
 		if o.Status != nil {
 			reportStatus(sctx, o.Status, live, o.Clock)
 		}
@@ -189,6 +196,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	cost.into(&res)
 	res.finishRun(run, stats, counted, store)
+	res.Stopped = g.tripped.Load()
 	return res, nil
 }
 

@@ -599,6 +599,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	if res.Run.Job != "" {
 		fmt.Fprintf(w, "  job         %s, node %s (memrec merge joins the nodes' databases)\n", res.Run.Job, res.Run.Host)
 	}
+	if res.Stopped {
+		fmt.Fprintf(w, "  STOPPED     the recording ended early on an internal error (said above); the command ran to its end\n")
+	}
 	if res.Child {
 		fmt.Fprintf(w, "  command     exited with %d\n", res.ExitCode)
 	}
