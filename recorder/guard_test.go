@@ -43,10 +43,10 @@ func TestPanicInStoreKeepsTheJob(t *testing.T) {
 		store := &panicStore{n: 3, finishPanics: finishPanics}
 		start := time.Now()
 		res, err := Record(context.Background(), Options{
-			Open:     func(storage.Run) (Store, error) { return store, nil },
-			Run:      storage.Run{Name: "bug"}, Source: simSource(t), Interval: 10 * time.Millisecond,
-			Command:  []string{"sh", "-c", "sleep 0.5; exit 3"},
-			Log:      &log, SocketDir: t.TempDir(),
+			Open: func(storage.Run) (Store, error) { return store, nil },
+			Run:  storage.Run{Name: "bug"}, Source: simSource(t), Interval: 10 * time.Millisecond,
+			Command: []string{"sh", "-c", "sleep 0.5; exit 3"},
+			Log:     &log, SocketDir: t.TempDir(),
 		})
 		if err != nil {
 			t.Fatal(err)
