@@ -177,7 +177,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	if len(o.Command) > 0 {
 		res.Child = true
-		res.ExitCode = runCommand(o, ln, all, run.Name, sigs, sink)
+		var notStarted error
+		res.ExitCode, notStarted = runCommand(o, ln, all, run.Name, sigs, sink)
+		if notStarted != nil {
+			run.Recorder.NotStarted = notStarted.Error()
+		}
 		stop() // the child is gone; with --duration left, stop sampling now too
 	} else {
 		select {
@@ -330,8 +334,8 @@ func (c cost) into(res *Result) {
 
 // runCommand runs the recording's command to its end, with the socket's
 // path and the GPU table in its environment, stores its exit as a mark and
-// returns its exit status.
-func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-chan os.Signal, sink Sink) int {
+// returns its exit status, and why it could not be started (nil if it was).
+func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-chan os.Signal, sink Sink) (int, error) {
 	socket := ""
 	if ln != nil {
 		socket = ln.Path
@@ -344,11 +348,15 @@ func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-c
 		exit.Text = err.Error()
 	}
 	sink.AppendMark(exit)
-	if err != nil && code == 127 {
-		fmt.Fprintf(o.Log, "memrec: %v\n", err)
+	if errors.Is(err, errNotStarted) {
+		fmt.Fprintf(o.Log, "memrec: %v; the run is stored as not started\n", err)
+		return code, err
 	}
-	return code
+	return code, nil
 }
+
+// errNotStarted is runChild's for a command it could not start.
+var errNotStarted = errors.New("the command could not be started")
 
 // openStore opens the recording's store; without one, or when it cannot be
 // opened and a command runs, the recording is discarded.
@@ -453,7 +461,7 @@ func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log
 	// once (to the whole group, as the terminal would).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return 127, fmt.Errorf("start %s: %w", argv[0], err)
+		return 127, fmt.Errorf("%w: %s: %w", errNotStarted, argv[0], err)
 	}
 	if started != nil {
 		started(cmd.Process.Pid)

@@ -566,7 +566,8 @@ func (a *Appender) Lost() Counts {
 }
 
 // Close stops the timer, marks the run complete and commits. The run stays
-// incomplete if the final commit fails.
+// incomplete if the final commit fails, or if its command never started
+// (Recorder.NotStarted).
 func (a *Appender) Close() error {
 	select {
 	case <-a.stop:
@@ -576,7 +577,7 @@ func (a *Appender) Close() error {
 	<-a.done
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.w.run.Complete = true
+	a.w.run.Complete = a.w.run.Recorder.NotStarted == ""
 	a.w.sealAll()
 	if err := a.commitLocked(); err != nil {
 		a.w.run.Complete = false

@@ -553,6 +553,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	if ls.DroppedBytes > 0 {
 		extra = append(extra, fmt.Sprintf("%.1f MiB read and dropped (over-long or past the bounds)", float64(ls.DroppedBytes)/(1<<20)))
 	}
+	if ls.BadCounts > 0 {
+		extra = append(extra, fmt.Sprintf("%d %s marks with an impossible count (below 0 or over %d) rejected", ls.BadCounts, recorder.ProbeDropped, recorder.MaxProbeDropped))
+	}
 	if ls.Cut > 0 {
 		extra = append(extra, fmt.Sprintf("%d mark texts cut to %d bytes", ls.Cut, recorder.MaxMarkText))
 	}

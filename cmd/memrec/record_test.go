@@ -451,3 +451,27 @@ func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
 		t.Fatalf("%d connections held; summary:\n%s", len(held), text)
 	}
 }
+
+// TestRecordCommandNotStarted: a command that cannot be started exits 127
+// with a message naming it, and its run is stored as not started, never
+// complete.
+func TestRecordCommandNotStarted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ns.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--name", "ns", "--", "nosuchcommand-memrec")
+	if code != 127 || !strings.Contains(errs, "nosuchcommand-memrec") || !strings.Contains(errs, "could not be started") {
+		t.Fatalf("exit %d, want 127 and a message naming the command:\n%s", code, errs)
+	}
+	out, _, _ := run(t, db, "", "runs")
+	if !strings.Contains(out, "command not started") || strings.Contains(out, "complete") {
+		t.Errorf("runs:\n%s", out)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.Run("ns")
+	if err != nil || r.Complete || r.Recorder.NotStarted == "" {
+		t.Errorf("stored %+v, %v: want incomplete and why", r, err)
+	}
+}
