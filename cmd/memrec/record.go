@@ -442,7 +442,7 @@ func samplingClock(o *recordOptions, now time.Time, opts *recorder.Options) erro
 // in the same second both run and are both stored.
 func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), dbErr, err error) {
 	closeDB = func() {}
-	db, dbErr := o.openWrite()
+	db, dbErr := openRecordDB(o)
 	switch {
 	case dbErr == nil:
 		closeDB = func() { db.Close() }
@@ -463,7 +463,7 @@ func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), 
 		}
 		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
 		opts.Open = func(run storage.Run) (recorder.Store, error) {
-			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
+			return recorder.HeldStore(func() (*storage.DB, error) { return openRecordDB(o) }, run, 0, o.io.Err), nil
 		}
 	case len(o.command) == 0:
 		return closeDB, dbErr, dbErr
@@ -471,6 +471,13 @@ func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), 
 		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
 	}
 	return closeDB, dbErr, nil
+}
+
+// openRecordDB opens the database for a recording: to write, creating it,
+// with the file's lock held only around each commit, so that every other
+// command can read the database while the recording runs (ShortLock).
+func openRecordDB(o *recordOptions) (*storage.DB, error) {
+	return storage.Open(o.dbPath, storage.Options{ShortLock: true})
 }
 
 // checkRunName refuses a --name a run in db has, and moves a made-up name
