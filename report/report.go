@@ -105,7 +105,8 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}
 		if g.Budget != nil {
 			jobs = append(jobs, job{Chart{File: pre + "budget.png", Title: "Budget at the peak", GPU: g.GPU}, func() ([]byte, error) {
-				return render(gpuBudgetChart(g), w, budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget})))
+				bh := budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget}))
+				return render(gpuBudgetChart(g, bh), w, bh)
 			}})
 		}
 		if len(g.FragSeries) > 0 {
