@@ -276,6 +276,11 @@ type OOM struct {
 	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
 	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
 	FitKind         FitKind  `json:"fitting_batch_kind,omitempty"`
+	// WhatIf is, for the fatal OOM of a GPU with an allocator trace, the
+	// trace up to the failed request replayed under the default allocator
+	// and each of WhatIfSettings on the room the allocator had at the OOM
+	// (reserved + free); WhatIfLines says it in words.
+	WhatIf []WhatIf `json:"what_if,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
 	Holders []SiteFigure `json:"holders,omitempty"`

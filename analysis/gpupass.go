@@ -1106,6 +1106,7 @@ func (a *gpuAnalysis) oomOutcomes() {
 		}
 		seg, rounding := gr.strandable()
 		oomAdvice(o, batch, peak, seg, rounding)
+		gr.oomWhatIfs(o)
 	}
 }
 

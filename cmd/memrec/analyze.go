@@ -411,6 +411,9 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 				fmt.Fprintf(w, "  the allocator held only %s cached and free: expandable_segments or empty_cache() would not have made room\n", B(o.CachedFreeBytes))
 			}
 		}
+		for _, l := range analysis.WhatIfLines(o) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 		if o.FittingBatch != nil {
 			b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
 			if o.FitKind == analysis.FitEstimate {
