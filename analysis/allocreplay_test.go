@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
@@ -388,7 +389,7 @@ func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r.OK || r.FailedAt != k {
-			t.Errorf("%s: the replay served the request of %s that ran out of memory (ok=%v, failed at op %d of %d)", name, FormatBytes(tr.Ops[k].Size), r.OK, r.FailedAt, k)
+			t.Errorf("%s: the replay served the request of %s that ran out of memory (ok=%v, failed at op %d of %d)", name, units.FormatBytes(tr.Ops[k].Size), r.OK, r.FailedAt, k)
 		}
 	}
 }

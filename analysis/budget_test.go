@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 )
@@ -136,8 +137,8 @@ func TestAdviceArithmetic(t *testing.T) {
 		case RemedyExpandableSegments:
 			w.lo, w.hi = 0, split+cached // the small pool's splits may all stay
 		case RemedyEmptyCache:
-			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, FormatBytes(a.Reserved-a.Allocated)) {
-				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, FormatBytes(a.Reserved-a.Allocated))
+			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, units.FormatBytes(a.Reserved-a.Allocated)) {
+				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, units.FormatBytes(a.Reserved-a.Allocated))
 			}
 		}
 		if r.SavedLowBytes != w.lo || r.SavedHighBytes != w.hi {

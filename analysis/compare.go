@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -36,8 +38,8 @@ type RunSummary struct {
 	PeakAllocatedByGPU []int64           `json:"peak_allocated_by_gpu_bytes,omitempty"`
 	SteadyBytes        *int64            `json:"steady_state_bytes"`
 	EpochDeltaBytes    *int64            `json:"epoch_delta_used_bytes"` // mean over epochs after the first
-	LeakVerdict        Verdict           `json:"leak_verdict"`           // LeakKind as earlier versions spelled it (Verdict.Legacy)
-	LeakKind           Verdict           `json:"leak_kind"`              // the most severe of the GPUs' (Verdict.Severity)
+	LeakVerdict        growth.Verdict    `json:"leak_verdict"`           // LeakKind as earlier versions spelled it (Verdict.Legacy)
+	LeakKind           growth.Verdict    `json:"leak_kind"`              // the most severe of the GPUs' (Verdict.Severity)
 	SlopeBytesPerStep  *float64          `json:"slope_bytes_per_step"`
 	SlopeBytesPerHour  *float64          `json:"slope_bytes_per_hour"`
 	FragmentationMean  *float64          `json:"fragmentation_mean"`
@@ -216,7 +218,7 @@ type Fit struct {
 
 // Summarize reduces a report to the figures compared.
 func Summarize(rep *Report) RunSummary {
-	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, LeakKind: VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
+	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: growth.VerdictInsufficient, LeakKind: growth.VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
 	if w := rep.Worst; w != nil {
 		s.WorstLabel, s.WorstReason = w.Label, w.Reason
 	}
@@ -525,17 +527,17 @@ func (by *ByTag) interval() {
 	if by.replay != nil {
 		if r := by.atLimit; r != nil {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
-			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
+			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), units.FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
 			if ch := by.replay.Chosen; ch > 0 {
 				allowance += fmt.Sprintf("; + %s for a request sized for the shape (%s at %s, %s)",
-					FormatBytes(int64(float64(ch)*by.replay.grown(*p))), FormatBytes(ch), num(&by.replay.HighValue), by.replay.grownWords())
+					units.FormatBytes(int64(float64(ch)*by.replay.grown(*p))), units.FormatBytes(ch), num(&by.replay.HighValue), by.replay.grownWords())
 			}
 		}
 	} else if l := by.SegmentLine; l != nil {
 		segs := StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
 		_, _, peak := c.At(*p)
 		allowance = fmt.Sprintf("+ %s at %s, %d largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
-			FormatBytes(int64(segs)), num(p), StrandedSegments, 100*segs/peak)
+			units.FormatBytes(int64(segs)), num(p), StrandedSegments, 100*segs/peak)
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
@@ -600,7 +602,7 @@ const FullFree = 0.02
 func FullGPU(r *Report) string {
 	for _, g := range r.GPUs {
 		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < FullFree*float64(g.TotalBytes) {
-			return FormatBytes(*g.PeakUsedBytes) + " of " + FormatBytes(g.TotalBytes)
+			return units.FormatBytes(*g.PeakUsedBytes) + " of " + units.FormatBytes(g.TotalBytes)
 		}
 	}
 	return ""
@@ -739,7 +741,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		how = fmt.Sprintf("measured in run %q, which reached the GPU's limit: its allocator freed its cache and retried, and kept this much beyond the step's peak", by.AllowanceRun)
 	}
 	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.1f %% for the allocator's rounding and splitting (%s) + %s PyTorch does not see",
-		100*allowance, how, FormatBytes(by.UnseenBytes))
+		100*allowance, how, units.FormatBytes(by.UnseenBytes))
 	if by.SegmentLine != nil {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %d of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
@@ -747,10 +749,10 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			"from none to under two of its largest segments, depending on the model; "+
 			"for a job that strands little the value errs low, and memrec fit finds the limit by trial) "+
 			"+ %s PyTorch does not see",
-			StrandedSegments, FormatBytes(int64(by.RoundingBytes)), FormatBytes(by.UnseenBytes))
+			StrandedSegments, units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
-		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
+		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))
 	}
 	return peaks
 }
@@ -849,7 +851,7 @@ func (by *ByTag) statement() string {
 			name = "this GPU"
 		}
 		st := fmt.Sprintf("%s up to %s fits on %s (%s) with %g %% headroom",
-			by.Tag, strconv.FormatFloat(v, 'f', -1, 64), name, FormatBytes(by.TotalBytes), 100*by.Headroom)
+			by.Tag, strconv.FormatFloat(v, 'f', -1, 64), name, units.FormatBytes(by.TotalBytes), 100*by.Headroom)
 		if v < by.Points[0].Value {
 			st += "; not even the smallest value tried fits"
 		}

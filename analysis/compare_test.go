@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/growth"
 )
 
 // batchRuns writes runs whose peak device memory is exactly
@@ -88,7 +90,7 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	for _, r := range c.Runs {
 		byName[r.Run] = r
 	}
-	if byName["clean"].LeakVerdict != VerdictNoLeak || byName["leaky"].LeakVerdict != VerdictLeak {
+	if byName["clean"].LeakVerdict != growth.VerdictNoLeak || byName["leaky"].LeakVerdict != growth.VerdictLeak {
 		t.Fatalf("verdicts %v %v", byName["clean"].LeakVerdict, byName["leaky"].LeakVerdict)
 	}
 	job := leaky.job()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -123,7 +124,7 @@ func (by *ByTag) chooseReplay() {
 			}
 		} else if checks = append(checks, ReplayCheck{Run: p.Run, Value: p.Value, SegmentBytes: p.trace.SegmentBytes, ReplaySegmentBytes: r.PeakReserved}); math.Abs(float64(r.PeakReserved-p.trace.SegmentBytes)/float64(max(1, p.trace.SegmentBytes))) > ReplayTolerance {
 			by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q took %s of segments where its allocator took %s (more than %.0f %% off: its allocator is configured otherwise or follows other rules): no replay",
-				p.Run, FormatBytes(r.PeakReserved), FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
+				p.Run, units.FormatBytes(r.PeakReserved), units.FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
 			return
 		}
 	}
@@ -149,7 +150,7 @@ func (by *ByTag) chooseReplay() {
 		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
 		"%s",
 		hi.Run, s.Requests, fmtNum(hi.Value), sized, fmtNum(lo.Value), lo.Run, s.Matched, s.grownWords(),
-		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
+		units.FormatBytes(by.DriverReservedBytes), units.FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
 }
 
 // ReplayTolerance is how far the replay of a traced run as recorded may be
@@ -169,7 +170,7 @@ func beyondWords(b int64) string {
 	if b <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step; at the pessimistic end grown with the value)", FormatBytes(b))
+	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step; at the pessimistic end grown with the value)", units.FormatBytes(b))
 }
 
 func checkWords(checks []ReplayCheck) string {
@@ -251,9 +252,9 @@ func failureWords(checks []ReplayFailureCheck) string {
 	for _, c := range checks {
 		if c.MarginBytes > 0 {
 			out = append(out, fmt.Sprintf("run %q ran out of memory asking for %s where the replay served it with %s to spare: %s is taken off the GPU",
-				c.Run, FormatBytes(c.RequestBytes), FormatBytes(c.MarginBytes), FormatBytes(c.MarginBytes)))
+				c.Run, units.FormatBytes(c.RequestBytes), units.FormatBytes(c.MarginBytes), units.FormatBytes(c.MarginBytes)))
 		} else {
-			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, FormatBytes(c.RequestBytes)))
+			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, units.FormatBytes(c.RequestBytes)))
 		}
 	}
 	if len(out) == 0 {

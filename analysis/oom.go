@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -41,7 +43,7 @@ func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), n
 // fatal when the run's exit mark has a non-zero code; survived when the
 // exit code is 0 (the script caught it and finished); unknown without an
 // exit mark. why says what decided each.
-func classifyOOMs(ooms []storage.Mark, steps *Steps, exit *storage.Mark) (out []OOMOutcome, why []string) {
+func classifyOOMs(ooms []storage.Mark, steps *growth.Steps, exit *storage.Mark) (out []OOMOutcome, why []string) {
 	out, why = make([]OOMOutcome, len(ooms)), make([]string, len(ooms))
 	for i, m := range ooms {
 		if j := nextOOMOfProcess(ooms, i); j >= 0 {
@@ -73,7 +75,7 @@ func nextOOMOfProcess(ooms []storage.Mark, i int) int {
 	return -1
 }
 
-func firstStepAfter(steps *Steps, t int64) int {
+func firstStepAfter(steps *growth.Steps, t int64) int {
 	for k := range steps.Len() {
 		if steps.T(k) > t {
 			return k
@@ -174,7 +176,7 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 			help := cached+free >= req
 			o.CacheWouldHelp = &help
 		} else {
-			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", FormatBytes(-cached)))
+			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", units.FormatBytes(-cached)))
 		}
 	}
 	if batch <= 0 || o.AllocatedBytes == nil {

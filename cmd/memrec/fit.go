@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -588,7 +589,7 @@ func (f *fitter) held() (v float64, words string, ok bool) {
 	left := by.Available(0) - reserved
 	v = f.clamp(f.lo + max(left, 0)/unit)
 	said := fmt.Sprintf("at %s=%s the allocator reserved %s and never freed its cache: %s left, at %s a unit,",
-		f.o.by, num(f.lo), analysis.FormatBytes(int64(reserved)), analysis.FormatBytes(int64(max(left, 0))), analysis.FormatBytes(int64(unit)))
+		f.o.by, num(f.lo), units.FormatBytes(int64(reserved)), units.FormatBytes(int64(max(left, 0))), units.FormatBytes(int64(unit)))
 	if v >= f.lo+f.precision() {
 		f.closings = 0
 		return v, said + " puts the limit at or above " + num(v), true
@@ -1123,7 +1124,7 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func (f *fitter) printTrial(t fitTrial) {
 	peak := "-"
 	if t.StepPeakBytes != nil {
-		peak = analysis.FormatBytes(*t.StepPeakBytes)
+		peak = units.FormatBytes(*t.StepPeakBytes)
 	}
 	what := map[fitOutcome]string{
 		fitStopped:     fmt.Sprintf("ran %d steps, stopped", t.Steps),
