@@ -33,7 +33,8 @@ import (
 // where not, the cache has been released and the replay goes on.
 //
 // The replay knows one stream (a block is free when torch's trace says its
-// free completed) and no expandable segments.
+// free completed). The settings of PYTORCH_CUDA_ALLOC_CONF that change
+// these rules are in allocsettings.go.
 const (
 	replayMinBlock   = 512
 	replaySmallSize  = 1 << 20
@@ -67,6 +68,7 @@ type replayBlock struct {
 	prev, next *replayBlock
 	allocated  bool
 	small      bool
+	freedAt    int64 // the allocator's count of large-pool searches when it was last put in its pool
 }
 
 type replaySeg struct {
@@ -112,6 +114,10 @@ type replayAllocator struct {
 	peakAllocated  int64
 	peakReserved   int64
 	strandedAtPeak int64
+	cfg            AllocSettings
+	searches       int64          // large-pool searches, the garbage collector's clock
+	exp            [2]*expSegment // with expandable segments: small, large
+	onPeak         func()         // called at each new most live bytes, where set
 }
 
 func replayRound(size int64) int64 {
@@ -140,16 +146,19 @@ func (a *replayAllocator) pool(small bool) *replayPool {
 
 // malloc serves one request, or returns nil where the device is full.
 func (a *replayAllocator) malloc(req int64) *replayBlock {
-	size := replayRound(req)
+	if a.cfg.ExpandableSegments {
+		return a.mallocExpandable(req)
+	}
+	size := a.round(req)
 	small := size <= replaySmallSize
 	p := a.pool(small)
 	var b *replayBlock
-	if i := p.search(size, 0); i < len(*p) {
-		b = (*p)[i]
+	if b = a.freeBlock(p, size, small); b != nil {
 		p.remove(b)
 	} else {
 		seg := replaySegmentSize(size)
-		if a.capacity > 0 && a.reserved+seg > a.capacity {
+		a.collectGarbage()
+		if a.capacity > 0 && a.reserved+seg > a.capacity && (!a.releaseOversize(size, small) || a.reserved+seg > a.capacity) {
 			a.releaseCached()
 			a.retries++
 			if a.reserved+seg > a.capacity {
@@ -164,9 +173,16 @@ func (a *replayAllocator) malloc(req int64) *replayBlock {
 		a.segments++
 		a.peakReserved = max(a.peakReserved, a.reserved)
 	}
+	return a.take(b, size, small)
+}
+
+// take serves a request of size bytes from the free block b, split where
+// the rules say.
+func (a *replayAllocator) take(b *replayBlock, size int64, small bool) *replayBlock {
+	p := a.pool(small)
 	rest := b.size - size
-	if small && rest >= replayMinBlock || !small && rest > replaySmallSize {
-		r := &replayBlock{ptr: b.ptr + size, size: rest, seg: b.seg, prev: b, next: b.next, small: small}
+	if a.shouldSplit(small, size, rest) {
+		r := &replayBlock{ptr: b.ptr + size, size: rest, seg: b.seg, prev: b, next: b.next, small: small, freedAt: a.searches}
 		if b.next != nil {
 			b.next.prev = r
 		}
@@ -180,6 +196,7 @@ func (a *replayAllocator) malloc(req int64) *replayBlock {
 	if a.allocated > a.peakAllocated {
 		a.peakAllocated = a.allocated
 		a.strandedAtPeak = a.stranded()
+		a.atPeak()
 	}
 	return b
 }
@@ -198,6 +215,9 @@ func (a *replayAllocator) stranded() int64 {
 }
 
 func (a *replayAllocator) free(b *replayBlock) {
+	if a.cfg.ExpandableSegments {
+		a.unref(b)
+	}
 	b.allocated = false
 	b.seg.live--
 	a.allocated -= b.size
@@ -219,11 +239,16 @@ func (a *replayAllocator) free(b *replayBlock) {
 			n.next.prev = b
 		}
 	}
+	b.freedAt = a.searches
 	p.insert(b)
 }
 
 // releaseCached gives back every segment that is one free block.
 func (a *replayAllocator) releaseCached() {
+	if a.cfg.ExpandableSegments {
+		a.unmapUnused()
+		return
+	}
 	for i := range a.pools {
 		kept := a.pools[i][:0]
 		for _, b := range a.pools[i] {
@@ -243,7 +268,17 @@ func (a *replayAllocator) releaseCached() {
 // first request that does not fit. An op that frees what was never
 // allocated is an error.
 func ReplayAllocator(ops []storage.AllocOp, capacity int64) (ReplayResult, error) {
-	a := &replayAllocator{capacity: capacity, segs: map[*replaySeg]struct{}{}}
+	return ReplayAllocatorWith(ops, capacity, AllocSettings{})
+}
+
+// ReplayAllocatorWith is ReplayAllocator with the allocator configured by
+// cfg (the zero value is PyTorch's default).
+func ReplayAllocatorWith(ops []storage.AllocOp, capacity int64, cfg AllocSettings) (ReplayResult, error) {
+	return newReplayAllocator(capacity, cfg).replay(ops)
+}
+
+// replay plays ops through a, leaving a as the last op left it.
+func (a *replayAllocator) replay(ops []storage.AllocOp) (ReplayResult, error) {
 	live := make([]*replayBlock, len(ops))
 	for i, op := range ops {
 		if op.Free {

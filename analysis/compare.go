@@ -106,6 +106,11 @@ type ByTag struct {
 	// segment) for each of the most segments a run held. The pessimistic
 	// end adds it, the middle half of it.
 	RoundingBytes float64 `json:"segment_rounding_bytes,omitempty"`
+	// StrandedSegments is, with SegmentLine, how many largest segments the
+	// pessimistic end adds (traceless.go), measured in StrandedRun's
+	// inactive split; without it the package's StrandedSegments.
+	StrandedSegments float64 `json:"stranded_segments,omitempty"`
+	StrandedRun      string  `json:"stranded_run,omitempty"`
 	// Failed are the runs that ended in an out-of-memory error: their peak
 	// is not what they needed, so they are not points of the fit, and the
 	// largest value that fits lies below the smallest of them.
@@ -207,6 +212,8 @@ type TagPoint struct {
 	LargestSegmentBytes *int64 `json:"largest_segment_bytes,omitempty"`
 	// MostSegments is that GPU's GPUReport.MostSegments.
 	MostSegments *int64 `json:"most_segments,omitempty"`
+	// MostInactiveSplitBytes is that GPU's GPUReport.MostInactiveSplitBytes.
+	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
 }
 
 // Fit is a least-squares line: bytes = slope·value + intercept.
@@ -482,7 +489,7 @@ func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
 	}
 	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
 	if l := by.SegmentLine; l != nil {
-		return by.Need.Plus(k*(StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
+		return by.Need.Plus(k*(by.StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*by.StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
 	}
 	return by.Need.Solve(avail/(1+k*by.AllowanceFraction), e)
 }
@@ -534,10 +541,10 @@ func (by *ByTag) interval() {
 			}
 		}
 	} else if l := by.SegmentLine; l != nil {
-		segs := StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
+		segs := by.StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
 		_, _, peak := c.At(*p)
-		allowance = fmt.Sprintf("+ %s at %s, %d largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
-			units.FormatBytes(int64(segs)), num(p), StrandedSegments, 100*segs/peak)
+		allowance = fmt.Sprintf("+ %s at %s, %.2f largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
+			units.FormatBytes(int64(segs)), num(p), by.StrandedSegments, 100*segs/peak)
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
@@ -676,7 +683,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 				if g.Unseen != nil {
 					p.UnseenBytes = i64(g.Unseen.MedianBytes)
 				}
-				p.LargestSegmentBytes, p.MostSegments = g.LargestSegmentBytes, g.MostSegments
+				p.LargestSegmentBytes, p.MostSegments, p.MostInactiveSplitBytes = g.LargestSegmentBytes, g.MostSegments, g.MostInactiveSplitBytes
 				p.trace = g.AllocTrace
 			}
 		}
@@ -728,6 +735,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	if by.AllowanceBasis == "default" {
 		if l, ok := segmentLine(by.Points); ok {
 			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
+			by.StrandedSegments, by.StrandedRun = strandedSegments(by.Points)
 			for _, p := range by.Points {
 				if p.MostSegments != nil {
 					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*segmentRounding)
@@ -743,13 +751,11 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.1f %% for the allocator's rounding and splitting (%s) + %s PyTorch does not see",
 		100*allowance, how, units.FormatBytes(by.UnseenBytes))
 	if by.SegmentLine != nil {
-		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %d of the allocator's largest segments at the value "+
+		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.2f of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
-			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks, "+
-			"from none to under two of its largest segments, depending on the model; "+
-			"for a job that strands little the value errs low, and memrec fit finds the limit by trial) "+
+			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks: %s) "+
 			"+ %s PyTorch does not see",
-			StrandedSegments, units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
+			by.StrandedSegments, units.FormatBytes(int64(by.RoundingBytes)), strandedWords(by.StrandedRun, by.StrandedSegments), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))

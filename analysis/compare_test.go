@@ -444,7 +444,7 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k))
 		}
 	}
-	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "2 largest segments with their rounding") {
+	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "2.00 largest segments with their rounding") {
 		t.Errorf("words: %s / %s", b.BasisWords, b.IntervalWords)
 	}
 }

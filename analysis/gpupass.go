@@ -550,6 +550,7 @@ type allocSum struct {
 	// largestSeg is the most the processes' largest segments added up to
 	// at once; mostSegs the most segments they held at once.
 	largestSeg, mostSegs int64
+	mostSplit            int64 // the most inactive split bytes at once
 }
 
 // allocatorLife is how long after a process's last allocator sample its
@@ -597,6 +598,7 @@ func (s *allocSum) add(x *storage.TorchSample) {
 		s.largestSeg = max(s.largestSeg, sum)
 	}
 	s.mostSegs = max(s.mostSegs, c.segments)
+	s.mostSplit = max(s.mostSplit, c.inactive)
 	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
 		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
 		if s.nearLimit == nil || r > *s.nearLimit {
@@ -756,6 +758,9 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	}
 	if sum.mostSegs > 0 {
 		gr.MostSegments = i64(sum.mostSegs)
+	}
+	if sum.mostSplit > 0 {
+		gr.MostInactiveSplitBytes = i64(sum.mostSplit)
 	}
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)

@@ -171,7 +171,7 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 			t.Fatalf("%s: limit %+v, by %+v", model, lim, b)
 		}
 		p, h := *b.MaxFittingValueNoHeadroom, *b.MaxFittingValue
-		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d", model, p, h, lim.Largest)
+		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d; %s; %s", model, p, h, lim.Largest, b.BasisWords, b.IntervalWords)
 		// Never above the limit. These runs' probe did not measure the
 		// allocator's largest segment, so the default allowance holds:
 		// the most eighteen models needed (VGG-16's 36 %, rounded up to

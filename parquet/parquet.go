@@ -16,11 +16,19 @@
 //	DIR/gpus/host=H/run=R/part-0.parquet       its GPUs, one row each
 //
 // A table is written only when the run has rows of it (runs and gpus
-// always). H and R are the host and run names made safe as one path
-// component (safefile.Name); the exact names are in the runs table. Every
-// column is typed, its unit in its name (_bytes, _ns), times both as
-// Unix ns (t_ns, INT64) and as a UTC timestamp (time, TIMESTAMP(NANOS)).
-// An absent optional value (a mark's epoch, a sample's rank) is null.
+// always). H and R are the host and run names escaped as Hive and Spark
+// escape a partition value (PartitionValue), so distinct names are distinct
+// folders; an export that would write two runs into one folder refuses the
+// second (Dataset). Every row also holds the exact names as strings
+// (host_name, run_name): an engine that infers a partition's type reads
+// run=20261207 as a number, a column is a string everywhere.
+//
+// Every column is typed, its unit in its name (_bytes, _ns), with the
+// field tables' names (storage/wire); times both as Unix ns (t_ns, INT64)
+// and as a UTC timestamp (time, TIMESTAMP(MICROS, adjusted to UTC)); no
+// unsigned types. Device and allocator rows carry the epoch and step of
+// the latest marks at their time (progress.go), -1 before the first. An
+// absent optional value (a mark's epoch, a sample's rank) is null.
 //
 // A file appears whole or not at all (safefile), and a run's partition is
 // replaced whole: a second export of the same run leaves no file of the
@@ -51,27 +59,33 @@ var Tables = []string{"runs", "gpus", "device", "process", "allocator", "marks",
 // Device is a row of the device table.
 type Device struct {
 	TNS                 int64  `parquet:"t_ns,delta"`
-	Time                int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	Time                int64  `parquet:"time,timestamp(microsecond:utc),delta"`
 	GPU                 int32  `parquet:"gpu"`
 	UUID                string `parquet:"uuid,dict"`
 	UsedBytes           int64  `parquet:"used_bytes,delta"`
 	DriverReservedBytes *int64 `parquet:"driver_reserved_bytes,optional"` // null: not reported
+	Epoch               int32  `parquet:"epoch"`                          // the latest epoch_start mark's (progress.go)
+	Step                int64  `parquet:"step,delta"`
+	HostName            string `parquet:"host_name,dict"`
+	RunName             string `parquet:"run_name,dict"`
 }
 
 // Process is a row of the process table.
 type Process struct {
-	TNS       int64 `parquet:"t_ns,delta"`
-	Time      int64 `parquet:"time,timestamp(nanosecond:utc),delta"`
-	GPU       int32 `parquet:"gpu"`
-	PID       int32 `parquet:"pid"`
-	UsedBytes int64 `parquet:"used_bytes,delta"`
+	TNS       int64  `parquet:"t_ns,delta"`
+	Time      int64  `parquet:"time,timestamp(microsecond:utc),delta"`
+	GPU       int32  `parquet:"gpu"`
+	PID       int32  `parquet:"pid"`
+	UsedBytes int64  `parquet:"used_bytes,delta"`
+	HostName  string `parquet:"host_name,dict"`
+	RunName   string `parquet:"run_name,dict"`
 }
 
 // Allocator is a row of the allocator table (PyTorch's caching allocator,
 // or JAX's through memrec.jax).
 type Allocator struct {
 	TNS                    int64  `parquet:"t_ns,delta"`
-	Time                   int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	Time                   int64  `parquet:"time,timestamp(microsecond:utc),delta"`
 	GPU                    int32  `parquet:"gpu"`
 	PID                    int32  `parquet:"pid"`
 	Rank                   *int32 `parquet:"rank,optional"`
@@ -85,27 +99,33 @@ type Allocator struct {
 	OOMs                   int64  `parquet:"ooms,delta"`
 	// LargestSegmentBytes is the largest segment the allocator was seen to
 	// hold so far; 0: not measured.
-	LargestSegmentBytes int64 `parquet:"largest_segment_bytes,delta"`
+	LargestSegmentBytes int64  `parquet:"largest_segment_bytes,delta"`
+	Epoch               int32  `parquet:"epoch"` // the latest epoch_start mark's (progress.go)
+	Step                int64  `parquet:"step,delta"`
+	HostName            string `parquet:"host_name,dict"`
+	RunName             string `parquet:"run_name,dict"`
 }
 
 // Mark is a row of the marks table.
 type Mark struct {
-	TNS   int64  `parquet:"t_ns,delta"`
-	Time  int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
-	Kind  string `parquet:"kind,dict"`
-	Epoch *int32 `parquet:"epoch,optional"`
-	Step  *int64 `parquet:"step,optional"`
-	Rank  *int32 `parquet:"rank,optional"`
-	GPU   *int32 `parquet:"gpu,optional"`
-	PID   *int32 `parquet:"pid,optional"`
-	Code  *int32 `parquet:"code,optional"` // exit status of an exit mark
-	Text  string `parquet:"text"`
+	TNS      int64  `parquet:"t_ns,delta"`
+	Time     int64  `parquet:"time,timestamp(microsecond:utc),delta"`
+	Kind     string `parquet:"kind,dict"`
+	Epoch    *int32 `parquet:"epoch,optional"`
+	Step     *int64 `parquet:"step,optional"`
+	Rank     *int32 `parquet:"rank,optional"`
+	GPU      *int32 `parquet:"gpu,optional"`
+	PID      *int32 `parquet:"pid,optional"`
+	Code     *int32 `parquet:"code,optional"` // exit status of an exit mark
+	Text     string `parquet:"text"`
+	HostName string `parquet:"host_name,dict"`
+	RunName  string `parquet:"run_name,dict"`
 }
 
 // Site is a row of the sites table: one site of one snapshot.
 type Site struct {
 	TNS        int64   `parquet:"t_ns,delta"`
-	Time       int64   `parquet:"time,timestamp(nanosecond:utc),delta"`
+	Time       int64   `parquet:"time,timestamp(microsecond:utc),delta"`
 	GPU        int32   `parquet:"gpu"`
 	PID        int32   `parquet:"pid"`
 	Rank       *int32  `parquet:"rank,optional"`
@@ -123,25 +143,29 @@ type Site struct {
 	Frees      int64   `parquet:"frees"`
 	SinceNS    int64   `parquet:"since_ns"`
 	Sampled    float64 `parquet:"sampled_every"`
+	HostName   string  `parquet:"host_name,dict"`
+	RunName    string  `parquet:"run_name,dict"`
 }
 
 // Budget is a row of the budget table.
 type Budget struct {
 	TNS                 int64  `parquet:"t_ns,delta"`
-	Time                int64  `parquet:"time,timestamp(nanosecond:utc),delta"`
+	Time                int64  `parquet:"time,timestamp(microsecond:utc),delta"`
 	GPU                 int32  `parquet:"gpu"`
 	PID                 int32  `parquet:"pid"`
 	Rank                *int32 `parquet:"rank,optional"`
 	ParamsBytes         int64  `parquet:"params_bytes"`
 	GradsBytes          int64  `parquet:"grads_bytes"`
-	OptimizerStateBytes int64  `parquet:"optimizer_state_bytes"`
+	OptimizerStateBytes int64  `parquet:"optimizer_bytes"`
 	BuffersBytes        int64  `parquet:"buffers_bytes"`
-	ParamCount          int64  `parquet:"param_count"`
-	Trainable           int64  `parquet:"trainable_params"`
+	ParamCount          int64  `parquet:"params"`            // elements
+	Trainable           int64  `parquet:"trainable"`         // elements
 	Autocast            *bool  `parquet:"autocast,optional"` // null: not seen yet
 	Optimizer           string `parquet:"optimizer,dict"`
-	OptimizerKeys       string `parquet:"optimizer_keys,dict"`
+	OptimizerKeys       string `parquet:"optimizer_state,dict"` // its state's tensor names
 	DType               string `parquet:"dtype,dict"`
+	HostName            string `parquet:"host_name,dict"`
+	RunName             string `parquet:"run_name,dict"`
 }
 
 // RunRow is the row of the runs table.
@@ -151,7 +175,7 @@ type RunRow struct {
 	ID          int64  `parquet:"run_id"`
 	Job         string `parquet:"job"`
 	StartNS     int64  `parquet:"start_ns"`
-	Start       int64  `parquet:"start_time,timestamp(nanosecond:utc)"`
+	Start       int64  `parquet:"start_time,timestamp(microsecond:utc)"`
 	EndNS       int64  `parquet:"end_ns"`
 	IntervalNS  int64  `parquet:"interval_ns"`
 	Complete    bool   `parquet:"complete"`
@@ -172,6 +196,8 @@ type GPURow struct {
 	Device     string `parquet:"device"`
 	Host       string `parquet:"node"` // a merged run's node
 	HostGPU    int32  `parquet:"node_gpu"`
+	HostName   string `parquet:"host_name,dict"`
+	RunName    string `parquet:"run_name,dict"`
 }
 
 // Stats count what Export wrote.
@@ -182,14 +208,27 @@ type Stats struct {
 }
 
 // Export writes run r of db into dir (made if missing), one partition per
-// table. It checks ctx between row groups: once ctx is done it stops, and
-// what it wrote of this run is removed. Safe to call while other readers
-// read db.
+// table; NewDataset(dir).Export, for one run.
 func Export(ctx context.Context, db *storage.DB, r storage.Run, dir string) (Stats, error) {
+	return NewDataset(dir).Export(ctx, db, r)
+}
+
+// Export writes run r of db into the Dataset's folder (made if missing),
+// one partition per table. It refuses a run whose partition this Dataset
+// wrote already (ErrPartitionTaken). It checks ctx between row groups:
+// once ctx is done it stops, and what it wrote of this run is removed.
+// Safe to call while other readers read db.
+func (d *Dataset) Export(ctx context.Context, db *storage.DB, r storage.Run) (Stats, error) {
 	st := Stats{Rows: map[string]int64{}}
-	part := filepath.Join("host="+safefile.Name(hostOf(r)), "run="+safefile.Name(r.Name))
-	e := &exporter{ctx: ctx, db: db, r: r, dir: dir, part: part, st: &st}
-	err := e.all()
+	part, err := Partition(r)
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := d.claim(r, part); err != nil {
+		return Stats{}, err
+	}
+	e := &exporter{ctx: ctx, db: db, r: r, dir: d.dir, part: part, st: &st}
+	err = e.all()
 	for _, f := range e.pending {
 		if err != nil {
 			f.Abort()
@@ -206,9 +245,10 @@ func Export(ctx context.Context, db *storage.DB, r storage.Run, dir string) (Sta
 	// same run may have had a table this one has not (a run re-imported).
 	for _, t := range Tables {
 		if _, ok := st.Rows[t]; !ok {
-			os.Remove(filepath.Join(dir, t, part, "part-0.parquet"))
+			os.Remove(filepath.Join(d.dir, t, part, "part-0.parquet"))
 		}
 	}
+	d.done(r, part)
 	return st, nil
 }
 
@@ -235,7 +275,8 @@ func (e *exporter) all() error {
 	if r.Tags == nil {
 		tags = []byte("{}")
 	}
-	if err := writeTable(e, "runs", []RunRow{{Run: r.Name, Host: hostOf(r), ID: int64(r.ID), Job: r.Job, StartNS: r.StartNS, Start: r.StartNS,
+	host := hostOf(r)
+	if err := writeTable(e, "runs", []RunRow{{Run: r.Name, Host: host, ID: int64(r.ID), Job: r.Job, StartNS: r.StartNS, Start: micros(r.StartNS),
 		EndNS: r.EndNS, IntervalNS: r.IntervalNS, Complete: r.Complete, Tags: string(tags), Source: r.Recorder.Source,
 		Driver: r.Recorder.Driver, Ticks: r.Recorder.Ticks, MissedTicks: r.Recorder.MissedTicks}}); err != nil {
 		return err
@@ -244,13 +285,21 @@ func (e *exporter) all() error {
 	uuid := map[int]string{}
 	for _, g := range r.GPUs {
 		gpus = append(gpus, GPURow{GPU: int32(g.Index), UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes, PCIBusID: g.PCIBusID,
-			Device: g.Device, Host: g.Host, HostGPU: int32(g.HostGPU)})
+			Device: g.Device, Host: g.Host, HostGPU: int32(g.HostGPU), HostName: host, RunName: r.Name})
 		uuid[g.Index] = g.UUID
 	}
 	if err := writeTable(e, "gpus", gpus); err != nil {
 		return err
 	}
 	series, err := e.db.Series(r)
+	if err != nil {
+		return err
+	}
+	marks, err := readProgress(e.db, r)
+	if err != nil {
+		return err
+	}
+	gpuRank, err := e.gpuRanks(series)
 	if err != nil {
 		return err
 	}
@@ -263,8 +312,14 @@ func (e *exporter) all() error {
 		var err error
 		switch s.Kind {
 		case storage.SeriesDevice:
+			rank, ok := gpuRank[s.GPU]
+			if !ok {
+				rank = storage.None
+			}
+			epoch, step := marks.cursors(rank)
 			err = each(dev, e.db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime), func(d storage.DeviceSample) Device {
-				row := Device{TNS: d.T, Time: d.T, GPU: int32(d.GPU), UUID: uuid[d.GPU], UsedBytes: d.Used}
+				row := Device{TNS: d.T, Time: micros(d.T), GPU: int32(d.GPU), UUID: uuid[d.GPU], UsedBytes: d.Used,
+					Epoch: int32(epoch.at(d.T)), Step: step.at(d.T), HostName: host, RunName: r.Name}
 				if d.Reserved != 0 {
 					row.DriverReservedBytes = &d.Reserved
 				}
@@ -272,25 +327,31 @@ func (e *exporter) all() error {
 			})
 		case storage.SeriesProc:
 			err = each(proc, e.db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(p storage.ProcSample) Process {
-				return Process{TNS: p.T, Time: p.T, GPU: int32(p.GPU), PID: int32(p.PID), UsedBytes: p.Used}
+				return Process{TNS: p.T, Time: micros(p.T), GPU: int32(p.GPU), PID: int32(p.PID), UsedBytes: p.Used, HostName: host, RunName: r.Name}
 			})
 		case storage.SeriesTorch:
+			var epoch, step cursor
+			first := true
 			err = each(alloc, e.db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(t storage.TorchSample) Allocator {
-				return Allocator{TNS: t.T, Time: t.T, GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank),
+				if first { // a series is one process: one rank
+					epoch, step = marks.cursors(t.Rank)
+					first = false
+				}
+				return Allocator{TNS: t.T, Time: micros(t.T), Epoch: int32(epoch.at(t.T)), Step: step.at(t.T), HostName: host, RunName: r.Name, GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank),
 					AllocatedBytes: t.Allocated, ReservedBytes: t.Reserved, ActiveBytes: t.Active, InactiveSplitBytes: t.InactiveSplit,
 					StepPeakAllocatedBytes: t.PeakAllocated, Segments: t.Segments, AllocRetries: t.AllocRetries, OOMs: t.OOMs,
 					LargestSegmentBytes: t.LargestSegment}
 			})
 		case storage.SeriesSites:
 			err = each(sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
-				return Site{TNS: x.T, Time: x.T, GPU: int32(x.GPU), PID: int32(x.PID), Rank: opt32(x.Rank), Reason: string(x.Reason),
+				return Site{TNS: x.T, Time: micros(x.T), HostName: host, RunName: r.Name, GPU: int32(x.GPU), PID: int32(x.PID), Rank: opt32(x.Rank), Reason: string(x.Reason),
 					Epoch: opt32(x.Epoch), Name: x.Name, File: x.File, Line: int32(x.Line), Func: x.Func, LiveBytes: x.LiveBytes,
 					LiveBlocks: x.LiveBlocks, AllocBytes: x.AllocBytes, Allocs: x.Allocs, FreedBytes: x.FreedBytes, Frees: x.Frees,
 					SinceNS: x.SinceNS, Sampled: x.SampledEvery}
 			})
 		case storage.SeriesBudget:
 			err = each(budget, e.db.BudgetSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(b storage.BudgetSample) Budget {
-				row := Budget{TNS: b.T, Time: b.T, GPU: int32(b.GPU), PID: int32(b.PID), Rank: opt32(b.Rank), ParamsBytes: b.Params,
+				row := Budget{TNS: b.T, Time: micros(b.T), HostName: host, RunName: r.Name, GPU: int32(b.GPU), PID: int32(b.PID), Rank: opt32(b.Rank), ParamsBytes: b.Params,
 					GradsBytes: b.Grads, OptimizerStateBytes: b.OptimizerState, BuffersBytes: b.Buffers, ParamCount: b.ParamCount,
 					Trainable: b.Trainable, Optimizer: b.Optimizer, OptimizerKeys: b.OptimizerKeys, DType: b.DType}
 				if b.Autocast != storage.AutocastUnknown {
@@ -304,9 +365,9 @@ func (e *exporter) all() error {
 			return err
 		}
 	}
-	marks := &table[Mark]{e: e, name: "marks"}
-	if err := each(marks, e.db.Marks(r, storage.MinTime, storage.MaxTime), func(m storage.Mark) Mark {
-		row := Mark{TNS: m.T, Time: m.T, Kind: string(m.Kind), Epoch: opt32(m.Epoch), Rank: opt32(m.Rank), GPU: opt32(m.GPU),
+	marksTable := &table[Mark]{e: e, name: "marks"}
+	if err := each(marksTable, e.db.Marks(r, storage.MinTime, storage.MaxTime), func(m storage.Mark) Mark {
+		row := Mark{TNS: m.T, Time: micros(m.T), HostName: host, RunName: r.Name, Kind: string(m.Kind), Epoch: opt32(m.Epoch), Rank: opt32(m.Rank), GPU: opt32(m.GPU),
 			PID: opt32(m.PID), Code: opt32(m.Code), Text: m.Text}
 		if m.Step != storage.None {
 			s := int64(m.Step)
@@ -316,12 +377,52 @@ func (e *exporter) all() error {
 	}); err != nil {
 		return err
 	}
-	for _, t := range []interface{ close() error }{dev, proc, alloc, sites, budget, marks} {
+	for _, t := range []interface{ close() error }{dev, proc, alloc, sites, budget, marksTable} {
 		if err := t.close(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gpuRanks maps each GPU whose allocator series all carry one rank to that
+// rank: the rank whose marks its device rows take.
+func (e *exporter) gpuRanks(series []storage.SeriesRef) (map[int]int, error) {
+	ranks := map[int]map[int]bool{}
+	for _, s := range series {
+		if s.Kind != storage.SeriesTorch {
+			continue
+		}
+		it := e.db.TorchSamples(e.r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)
+		if it.Next() {
+			if ranks[s.GPU] == nil {
+				ranks[s.GPU] = map[int]bool{}
+			}
+			ranks[s.GPU][it.At().Rank] = true
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out := map[int]int{}
+	for g, rs := range ranks {
+		if len(rs) == 1 {
+			for rk := range rs {
+				out[g] = rk
+			}
+		}
+	}
+	return out, nil
+}
+
+// micros is Unix ns as the time columns' Unix µs: TIMESTAMP(MICROS) is the
+// one timestamp Spark, Hive and BigQuery all read (Spark refuses NANOS);
+// t_ns keeps the nanoseconds. Floor, so a time never moves after itself.
+func micros(ns int64) int64 {
+	if ns < 0 && ns%1000 != 0 {
+		return ns/1000 - 1
+	}
+	return ns / 1000
 }
 
 func opt32(v int) *int32 {

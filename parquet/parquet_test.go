@@ -40,7 +40,7 @@ func TestExportLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := filepath.Join("host=_.._x_y", "run=real-resnet18-bs64-leak")
+	part := filepath.Join("host=%2F..%2Fx%3Dy", "run=real-resnet18-bs64-leak")
 	var tables []string
 	for _, tb := range Tables {
 		if _, err := os.Stat(filepath.Join(dir, tb, part, "part-0.parquet")); err == nil {
@@ -71,15 +71,15 @@ func TestExportLayout(t *testing.T) {
 			}
 			epochs++
 		}
-		if m.Time != m.TNS {
-			t.Fatalf("mark time %d, t_ns %d", m.Time, m.TNS)
+		if m.Time != m.TNS/1000 {
+			t.Fatalf("mark time %d µs, t_ns %d", m.Time, m.TNS)
 		}
 	}
 	if steps != 600 || epochs != 4 {
 		t.Errorf("%d step and %d epoch_start marks, want 600 and 4", steps, epochs)
 	}
 	runs, err := pq.ReadFile[RunRow](filepath.Join(dir, "runs", part, "part-0.parquet"))
-	if err != nil || len(runs) != 1 || runs[0].Host != "/../x=y" || runs[0].Run != r.Name {
+	if err != nil || len(runs) != 1 || runs[0].Host != "/../x=y" || runs[0].Run != r.Name || runs[0].Start != r.StartNS/1000 {
 		t.Fatalf("runs table: %v %+v", err, runs)
 	}
 

@@ -206,6 +206,11 @@ type descs struct {
 	ticks, missed, dropped, epoch, step, info, started *prometheus.Desc
 }
 
+// JobLabel names the run's job (--job) on memrec_run_info: not "job",
+// which is the scrape's own label (Prometheus would store memrec's as
+// exported_job).
+const JobLabel = "memrec_job"
+
 // HostnameLabel is the host label's name; LegacyHostnameLabel the one
 // dcgm-exporter used before (LiveOptions.LegacyHostname).
 const (
@@ -241,7 +246,7 @@ func newDescs(legacy bool) *descs {
 		dropped: d("memrec_recorder_dropped_messages_total", "Probe messages dropped (malformed, too long, unknown, or dropped by a probe's full queue).", run, nil),
 		epoch:   d("memrec_epoch", "The run's current epoch (from epoch_start marks); -1 before the first.", run, nil),
 		step:    d("memrec_step", "The furthest step any rank has finished (from step marks); -1 before the first.", run, nil),
-		info:    d("memrec_run_info", "The recording: always 1, with the run, its job and memrec's version as labels (for joins and Grafana annotations).", []string{host, "run", "job", "version"}, nil),
+		info:    d("memrec_run_info", "The recording: always 1, with the run, its job and memrec's version as labels (for joins and Grafana annotations).", []string{host, "run", JobLabel, "version"}, nil),
 		started: d("memrec_run_start_time_seconds", "When the run started, Unix seconds.", run, nil),
 	}
 }
@@ -351,24 +356,32 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 
 // Handler serves the live view at /metrics in the Prometheus exposition
 // format (text, or protobuf where the scraper asks for it), and the live
-// page at / and /api/ when the recording has one (Watch.Page).
-func (l *Live) Handler() http.Handler {
+// page at / and /api/ when the recording has one (Watch.Page). Every path
+// answers GET and HEAD only (405 otherwise). The page answers only
+// requests whose Host is an IP address, localhost or the machine's name
+// (HostGuard; Serve narrows it to the address bound); /metrics answers
+// any Host, since a scraper names its target as its service discovery
+// found it (an alias, a pod's IP).
+func (l *Live) Handler() http.Handler { return l.handler("", nil) }
+
+func (l *Live) handler(named string, bound net.Addr) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(l)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", newExposition(reg, DefaultServeLimits))
+	mux.Handle("/metrics", readOnly(newExposition(reg, DefaultServeLimits)))
 	if l.page != nil {
-		mux.Handle("/{$}", l.page)
-		mux.Handle("/api/", l.page)
+		page := HostGuard(readOnly(l.page), named, bound)
+		mux.Handle("/{$}", page)
+		mux.Handle("/api/", page)
 		return mux
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", readOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Write([]byte("memrec: metrics at /metrics\n"))
-	})
+	})))
 	return mux
 }
 
@@ -376,5 +389,5 @@ func (l *Live) Handler() http.Handler {
 // stop is called; stop waits at most a second for scrapes in flight and
 // closes ln.
 func (l *Live) Serve(ln net.Listener) (stop func()) {
-	return ServeHTTP(ln, l.Handler(), DefaultServeLimits)
+	return ServeHTTP(ln, l.handler("", ln.Addr()), DefaultServeLimits)
 }

@@ -104,7 +104,7 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 		"memrec_recorder_dropped_messages_total": {run: 4},
 		"memrec_step":                            {run: 7},
 		"memrec_epoch":                           {run: 2},
-		"memrec_run_info":                        {"hostname=node7,job=slurm-77,run=r1,version=v1.2.3": 1},
+		"memrec_run_info":                        {"hostname=node7,memrec_job=slurm-77,run=r1,version=v1.2.3": 1},
 		"memrec_run_start_time_seconds":          {run: 1_700_000_000.5},
 	}
 	r0 := "UUID=GPU-a,device=nvidia0,gpu=0,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:0F:00.0,pid=42,process_name=python3,rank=0,run=r1"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,63 @@ func ServeHTTP(ln net.Listener, h http.Handler, lim ServeLimits) (stop func()) {
 		}
 		<-done
 	}
+}
+
+// HostGuard answers 421 to a request whose Host header names another
+// host than the server's, so that a web page whose own name was made to
+// point at this machine (DNS rebinding) cannot read what h serves. The
+// names allowed: the host of named (the address as the user gave it,
+// "node1:8080"), the IP bound (from bound, the listener's address), the
+// machine's host name and, bound to loopback or every interface,
+// "localhost" and the loopback addresses; bound to every interface, any IP
+// address (an address cannot be rebound). The port is not compared. Safe
+// for concurrent use.
+func HostGuard(h http.Handler, named string, bound net.Addr) http.Handler {
+	allowed := map[string]bool{}
+	if host, _, err := net.SplitHostPort(named); err == nil && host != "" {
+		allowed[strings.ToLower(host)] = true
+	}
+	var ip net.IP
+	if a, ok := bound.(*net.TCPAddr); ok {
+		ip = a.IP
+		allowed[ip.String()] = true
+	}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		name = strings.ToLower(name)
+		allowed[name] = true
+		short, _, _ := strings.Cut(name, ".")
+		allowed[short] = true
+	}
+	wild := ip == nil || ip.IsUnspecified()
+	if wild || ip.IsLoopback() {
+		for _, n := range []string{"localhost", "127.0.0.1", "::1"} {
+			allowed[n] = true
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+		if !allowed[host] && !(wild && net.ParseIP(host) != nil) {
+			http.Error(w, "memrec: this server answers to the address it listens on (or localhost), not "+strconv.Quote(r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// readOnly answers 405 with Allow to a method other than GET and HEAD.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "memrec: read-only: GET or HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // exposition answers /metrics from bytes built at most once per

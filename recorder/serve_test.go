@@ -144,3 +144,98 @@ func gathererOf(l *Live) *prometheus.Registry {
 	reg.MustRegister(l)
 	return reg
 }
+
+// TestHostGuard: a request whose Host names another host than the
+// server's (a DNS-rebinding page's own name) gets 421; the address bound,
+// the name it was bound by, localhost on loopback and any IP address on
+// every interface are answered.
+func TestHostGuard(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	any := &net.TCPAddr{IP: net.IPv4zero, Port: 8080}
+	one := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 8080}
+	for _, c := range []struct {
+		named string
+		bound net.Addr
+		host  string
+		want  int
+	}{
+		{"127.0.0.1:0", loop, "127.0.0.1:8080", 200},
+		{"127.0.0.1:0", loop, "localhost:8080", 200},
+		{"127.0.0.1:0", loop, "LOCALHOST.:8080", 200},
+		{"127.0.0.1:0", loop, "[::1]:8080", 200},
+		{"127.0.0.1:0", loop, "attacker.example:8080", 421},
+		{"127.0.0.1:0", loop, "attacker.example", 421},
+		{"127.0.0.1:0", loop, "localhost.attacker.example", 421},
+		{"127.0.0.1:0", loop, "10.0.0.5:8080", 421},
+		{"127.0.0.1:0", loop, "", 421},
+		{"0.0.0.0:8080", any, "10.0.0.5:8080", 200},
+		{"0.0.0.0:8080", any, "localhost:8080", 200},
+		{"0.0.0.0:8080", any, "rebind.attacker.example:8080", 421},
+		{"node1.cluster:8080", one, "node1.cluster:8080", 200},
+		{"node1.cluster:8080", one, "10.0.0.5:8080", 200},
+		{"node1.cluster:8080", one, "localhost:8080", 421},
+		{"node1.cluster:8080", one, "10.0.0.6:8080", 421},
+		{"node1.cluster:8080", one, "evil.example:8080", 421},
+	} {
+		r := httptest.NewRequest("GET", "/api/runs", nil)
+		r.Host = c.host
+		w := httptest.NewRecorder()
+		HostGuard(ok, c.named, c.bound).ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("bound %s as %q, Host %q: %d, want %d", c.bound, c.named, c.host, w.Code, c.want)
+		}
+	}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = name + ":8080"
+		w := httptest.NewRecorder()
+		HostGuard(ok, "10.0.0.5:8080", one).ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Errorf("the machine's own name %q: %d", name, w.Code)
+		}
+	}
+}
+
+// TestServedMethodsAndHosts: on a real server, /metrics and the page
+// answer 405 with Allow to a method other than GET and HEAD; the page
+// answers 421 to a rebound Host, and /metrics is scraped whatever name
+// the scraper uses.
+func TestServedMethodsAndHosts(t *testing.T) {
+	l := NewLive(liveRun(), time.Second, LiveOptions{})
+	l.page = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := l.Serve(ln)
+	defer stop()
+	do := func(method, path, host string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+ln.Addr().String()+path, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, m := range []string{"DELETE", "POST", "PUT", "PATCH"} {
+		for _, p := range []string{"/metrics", "/", "/api/runs"} {
+			if r := do(m, p, "127.0.0.1"); r.StatusCode != 405 || r.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d, Allow %q; want 405 and GET, HEAD", m, p, r.StatusCode, r.Header.Get("Allow"))
+			}
+		}
+	}
+	if r := do("GET", "/api/runs", "rebind.attacker.example"); r.StatusCode != 421 {
+		t.Errorf("page with a rebound Host: %d, want 421", r.StatusCode)
+	}
+	if r := do("GET", "/metrics", "gpu-node-1.alias.example:9471"); r.StatusCode != 200 {
+		t.Errorf("/metrics by another name: %d, want 200", r.StatusCode)
+	}
+	if r := do("HEAD", "/metrics", "127.0.0.1"); r.StatusCode != 200 {
+		t.Errorf("HEAD /metrics: %d", r.StatusCode)
+	}
+}

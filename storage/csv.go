@@ -15,8 +15,11 @@ import (
 // CSV columns (docs/interop.md has the table):
 //
 //	t_ns, time_s, time     Unix ns; seconds since the run's start; ISO 8601 UTC
-//	epoch, step            the latest epoch_start and step mark at the tick
-//	epoch_rankR, step_rankR  the same per rank, where the run has marks of 2+ ranks
+//	epoch, step            the furthest epoch_start and step mark of any rank at the tick
+//	epoch_rankR, step_rankR  the latest of rank R, where the run has marks of 2+ ranks
+//
+// epoch and step are -1 before the first such mark, as in the Parquet
+// export and /metrics, so every cell is an integer (pandas reads int64).
 //
 // then per GPU N in index order:
 //
@@ -36,7 +39,7 @@ import (
 // samples). A cell is empty where its value is unknown: a figure with no
 // report yet, a GPU without a sample at that tick, a driver that does not
 // report its reserved memory (stored as 0), a process not in the GPU's
-// latest list, no mark yet. Never 0 for unknown.
+// latest list. Never 0 for unknown.
 var csvFigures = []string{"used_bytes", "driver_reserved_bytes", "allocated_bytes", "reserved_bytes",
 	"step_peak_allocated_bytes", "inactive_split_bytes"}
 
@@ -377,13 +380,12 @@ func (c *csvWriter) torchRows() error {
 	return c.torch.Err()
 }
 
-// optInt appends ",v", or "," where v is None.
-func optInt(row []byte, v int) []byte {
-	row = append(row, ',')
+// markInt appends ",v", or ",-1" where v is None (no mark yet).
+func markInt(row []byte, v int) []byte {
 	if v == None {
-		return row
+		v = -1
 	}
-	return strconv.AppendInt(row, int64(v), 10)
+	return strconv.AppendInt(append(row, ','), int64(v), 10)
 }
 
 func (c *csvWriter) flushRow(t int64) error {
@@ -395,9 +397,9 @@ func (c *csvWriter) flushRow(t int64) error {
 	row = strconv.AppendFloat(row, float64(t-c.start)/1e9, 'f', 6, 64)
 	row = append(row, ',')
 	row = time.Unix(0, t).UTC().AppendFormat(row, "2006-01-02T15:04:05.000000Z")
-	row = optInt(optInt(row, c.epoch), c.step)
+	row = markInt(markInt(row, c.epoch), c.step)
 	for i := range c.rankEpoch {
-		row = optInt(optInt(row, c.rankEpoch[i]), c.rankStep[i])
+		row = markInt(markInt(row, c.rankEpoch[i]), c.rankStep[i])
 	}
 	for i := 0; i < c.gpus; i++ {
 		if d := c.dev[i]; d != nil {

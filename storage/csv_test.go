@@ -51,9 +51,9 @@ func TestExportCSV(t *testing.T) {
 			"gpu0_used_bytes,gpu0_driver_reserved_bytes,gpu0_allocated_bytes,gpu0_reserved_bytes,gpu0_step_peak_allocated_bytes,gpu0_inactive_split_bytes,gpu0_pid10_used_bytes,gpu0_pid11_used_bytes," +
 			"gpu1_used_bytes,gpu1_driver_reserved_bytes,gpu1_allocated_bytes,gpu1_reserved_bytes,gpu1_step_peak_allocated_bytes,gpu1_inactive_split_bytes",
 		// epoch 0 on both ranks, no step yet, no allocator report; GPU 1's driver does not say
-		"1000000000,0.000000,1970-01-01T00:00:01.000000Z,0,,0,,0,,100,7,,,,,50,,200,,,,,",
+		"1000000000,0.000000,1970-01-01T00:00:01.000000Z,0,-1,0,-1,0,-1,100,7,,,,,50,,200,,,,,",
 		// rank 0 finished step 0; pid 10 reported at 1.005 s; GPU 1 missed this tick
-		"1010000000,0.010000,1970-01-01T00:00:01.010000Z,0,0,0,0,0,,110,7,30,40,35,3,50,,,,,,,",
+		"1010000000,0.010000,1970-01-01T00:00:01.010000Z,0,0,0,0,0,-1,110,7,30,40,35,3,50,,,,,,,",
 		// rank 0 at step 1, rank 1 at step 0; pid 11 joined (5/6/5/1), pid 10 moved (31/40/33/2); a new process list
 		"1020000000,0.020000,1970-01-01T00:00:01.020000Z,0,1,0,1,0,0,120,7,36,46,38,3,60,20,220,7,,,,",
 	}
@@ -85,7 +85,7 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "t_ns,time_s,time,epoch,step,gpu2_used_bytes,gpu2_driver_reserved_bytes,gpu2_allocated_bytes,gpu2_reserved_bytes,gpu2_step_peak_allocated_bytes,gpu2_inactive_split_bytes\n" +
-		"1000,0.000001,1970-01-01T00:00:00.000001Z,,,,,3,4,0,0\n3000,0.000003,1970-01-01T00:00:00.000003Z,,,,,5,8,0,0\n"
+		"1000,0.000001,1970-01-01T00:00:00.000001Z,-1,-1,,,3,4,0,0\n3000,0.000003,1970-01-01T00:00:00.000003Z,-1,-1,,,5,8,0,0\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}

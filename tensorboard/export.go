@@ -8,8 +8,17 @@ import (
 	"github.com/memrec/memrec/internal/safefile"
 )
 
-// DefaultPoints is the number of points per series when none is given.
-const DefaultPoints = 4000
+// DefaultPoints is the number of points per series when none is given:
+// what TensorBoard keeps of a scalar series by default. Past it,
+// TensorBoard's loader keeps a random sample (reservoir sampling), which
+// drops peaks; at or under it, every point, so the M4 downsampling here
+// decides what is kept and keeps each bucket's highest and lowest value.
+// More points need TensorBoard started with --samples_per_plugin scalars=0.
+const DefaultPoints = TensorBoardKeeps
+
+// TensorBoardKeeps is the number of points TensorBoard keeps of a scalar
+// series unless started with --samples_per_plugin scalars=N (0: all).
+const TensorBoardKeeps = 1000
 
 // Buckets is the analysis width (analysis.Options.Width) that gives at most
 // points points per timeline: M4 keeps up to four points per bucket.

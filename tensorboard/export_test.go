@@ -229,6 +229,48 @@ func TestExportRealRun(t *testing.T) {
 	}
 }
 
+// TestExportDefaultFitsTensorBoard: by default no series has more points
+// than TensorBoard keeps (so its loader keeps them all), and the device
+// series keeps the run's highest and lowest sample, on a run with
+// more samples than that.
+func TestExportDefaultFitsTensorBoard(t *testing.T) {
+	file, _, used := realExport(t, fixtures.LeakRun, 0)
+	if len(used) <= TensorBoardKeeps {
+		t.Fatalf("the run has %d samples: too few to need downsampling", len(used))
+	}
+	ef, err := readEventFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKeepsExtremes(t, ef.ByTag, used)
+}
+
+// checkKeepsExtremes: every series of byTag has at most TensorBoardKeeps
+// points, and device_used_MiB/gpu0 holds the highest and lowest of used.
+func checkKeepsExtremes(t *testing.T, byTag map[string][]scalar, used map[int64]int64) {
+	t.Helper()
+	peak, trough := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, u := range used {
+		peak, trough = max(peak, u), min(trough, u)
+	}
+	for tag, ss := range byTag {
+		if len(ss) > TensorBoardKeeps {
+			t.Errorf("%s: %d points, TensorBoard keeps %d", tag, len(ss), TensorBoardKeeps)
+		}
+	}
+	got := byTag["device_used_MiB/gpu0"]
+	hi, lo := float32(math.Inf(-1)), float32(math.Inf(1))
+	for _, s := range got {
+		hi, lo = max(hi, s.V), min(lo, s.V)
+	}
+	if want := float32(float64(peak) / (1 << 20)); hi != want {
+		t.Errorf("device_used: highest of %d points %v MiB, the run's peak %v MiB", len(got), hi, want)
+	}
+	if want := float32(float64(trough) / (1 << 20)); lo != want {
+		t.Errorf("device_used: lowest of %d points %v MiB, the run's lowest %v MiB", len(got), lo, want)
+	}
+}
+
 // FuzzEventRoundTrip: any scalar written reads back the same through the
 // tests' reader, framing and CRCs checked.
 func FuzzEventRoundTrip(f *testing.F) {

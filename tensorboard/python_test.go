@@ -31,7 +31,9 @@ func protobufPython(t *testing.T) (protoc, python string) {
 
 // TestPythonReadsEventFile compiles testdata's event.proto and summary.proto
 // (TensorFlow's field numbers) with protoc and reads an exported real run
-// back in Python: every scalar must match what the Go reader sees.
+// back in Python: every scalar must match what the Go reader sees, and at
+// the default points every series fits what TensorBoard keeps, the run's
+// peak and trough among them.
 func TestPythonReadsEventFile(t *testing.T) {
 	protoc, python := protobufPython(t)
 	dir := t.TempDir()
@@ -39,7 +41,7 @@ func TestPythonReadsEventFile(t *testing.T) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("protoc: %v\n%s", err, out)
 	}
-	file, _, _ := realExport(t, "real-resnet18-bs64-leak", 800)
+	file, _, used := realExport(t, "real-resnet18-bs64-leak", 0)
 	path := filepath.Join(dir, FileName(1700000000, "h", 1))
 	if err := os.WriteFile(path, file, 0o644); err != nil {
 		t.Fatal(err)
@@ -73,10 +75,13 @@ func TestPythonReadsEventFile(t *testing.T) {
 	if len(py.Scalars) != len(ef.Scalars) || len(py.Scalars) < 1000 {
 		t.Fatalf("Python reads %d scalars, Go %d", len(py.Scalars), len(ef.Scalars))
 	}
+	byTag := map[string][]scalar{}
 	for i, p := range py.Scalars {
 		g := ef.Scalars[i]
 		if p.Tag != g.Tag || p.Step != g.Step || p.Wall != g.Wall || float32(p.Value) != g.V || math.IsNaN(p.Value) {
 			t.Fatalf("scalar %d: Python reads %+v, Go %+v", i, p, g)
 		}
+		byTag[p.Tag] = append(byTag[p.Tag], scalar{Tag: p.Tag, Step: p.Step, Wall: p.Wall, V: float32(p.Value)})
 	}
+	checkKeepsExtremes(t, byTag, used)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"runtime"
@@ -38,15 +39,48 @@ type Options struct {
 	// Live says the source is a recording in progress: the page asks for
 	// new data every second.
 	Live bool
+	// Answers is how many /api/ answers are built and written at once
+	// (0: DefaultAnswers). An answer holds its figures until its client
+	// has read it; this, with the server's cap on connections, bounds
+	// what clients that never read can make the server hold.
+	Answers int
+	// WriteTimeout bounds each write of an answer (0: DefaultWriteTimeout):
+	// a client that takes longer to accept the next chunk is dropped. A
+	// request waits at most as long for its turn among Answers, then gets
+	// 503.
+	WriteTimeout time.Duration
 }
+
+// The defaults of Options.Answers and Options.WriteTimeout.
+const (
+	DefaultAnswers      = 4
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// chunkBytes is the most of an answer written at once: a window is
+// streamed in chunks of about this size, never built whole.
+const chunkBytes = 32 << 10
 
 // Handler serves the page at / and its API under /api/: runs, window, at,
 // marks and sites, all read-only GETs. Anything else is 404 (405 for another
 // method). A bad parameter is a 400 and an unknown run, line or GPU a 404,
 // each with a JSON {"error": "..."} that says what was wrong; a panic in a
 // handler is a 500 that says so, and the server goes on.
-func Handler(src Source, opts Options) http.Handler {
-	s := &server{src: src, opts: opts}
+//
+// The handler is safe for concurrent use. At most Options.Answers API
+// answers are in flight at once, each written with a deadline per write;
+// the caller bounds connections and checks the Host header (cmd serves it
+// through recorder.ServeHTTP and recorder.HostGuard).
+func Handler(src Source, opts Options) http.Handler { return newServer(src, opts) }
+
+func newServer(src Source, opts Options) *server {
+	if opts.Answers <= 0 {
+		opts.Answers = DefaultAnswers
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	s := &server{src: src, opts: opts, slots: make(chan struct{}, opts.Answers)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("/api/runs", s.runs)
@@ -54,32 +88,65 @@ func Handler(src Source, opts Options) http.Handler {
 	mux.HandleFunc("/api/at", s.at)
 	mux.HandleFunc("/api/marks", s.marks)
 	mux.HandleFunc("/api/sites", s.sites)
-	return guard(mux)
+	s.mux = mux
+	return s
 }
 
 type server struct {
-	src  Source
-	opts Options
+	src   Source
+	opts  Options
+	mux   *http.ServeMux
+	slots chan struct{} // one per API answer in flight
 }
 
-// guard allows GET and HEAD only and turns a panic into a 500.
-func guard(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			fail(w, http.StatusMethodNotAllowed, "the viewer is read-only: GET only")
+// ServeHTTP allows GET and HEAD only, gives each API answer its turn and
+// its write deadlines, and turns a panic into a 500.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		fail(w, http.StatusMethodNotAllowed, "the viewer is read-only: GET only")
+		return
+	}
+	w = &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: s.opts.WriteTimeout}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		wait := time.NewTimer(s.opts.WriteTimeout)
+		defer wait.Stop()
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-wait.C:
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "too many answers in flight; try again")
+			return
+		case <-r.Context().Done():
 			return
 		}
-		defer func() {
-			if p := recover(); p != nil {
-				fail(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
-			}
-		}()
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Cache-Control", "no-store")
-		h.ServeHTTP(w, r)
-	})
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			fail(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+		}
+	}()
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
 }
+
+// deadlineWriter gives each write of an answer its own deadline, so that
+// an answer may take as long as its client reads steadily, and a client
+// that stops reading lets go of it.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.rc.SetWriteDeadline(time.Now().Add(w.d)) // ErrNotSupported from a test's recorder: no deadline needed
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // httpError is an answer other than 200.
 type httpError struct {
@@ -448,10 +515,9 @@ func (rq *request) windowLine(k series.Key, from, to int64, points int, us func(
 	if err != nil {
 		return err
 	}
-	*lj = windowLineJSON{Key: k.String(), T: make([]int64, len(res.T)), V: res.V, Every: res.Every, Samples: res.Samples}
-	if lj.V == nil {
-		lj.V = []int64{}
-	}
+	// Copied to their length: the answer holds them until its client has
+	// read it, and the reducer's slices have grown by appending.
+	*lj = windowLineJSON{Key: k.String(), T: make([]int64, len(res.T)), V: append(make([]int64, 0, len(res.V)), res.V...), Every: res.Every, Samples: res.Samples}
 	for j, t := range res.T {
 		lj.T[j] = us(t)
 	}
@@ -548,13 +614,17 @@ func (s *server) window(w http.ResponseWriter, r *http.Request) {
 	}
 	out.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(out.appendJSON(nil))
+	out.writeJSON(w)
 }
 
-// appendJSON writes the window as encoding/json would, with the arrays
-// of numbers written directly: the page's points are most of the bytes,
-// and encoding them through reflection took a third of a window's time.
-func (wj *windowJSON) appendJSON(b []byte) []byte {
+// writeJSON writes the window as encoding/json would, with the arrays of
+// numbers written directly (the page's points are most of the bytes, and
+// encoding them through reflection took a third of a window's time), a
+// chunk of about chunkBytes at a time: an answer never holds its text
+// whole. It returns the first write's error.
+func (wj *windowJSON) writeJSON(w io.Writer) error {
+	c := &chunked{w: w, b: make([]byte, 0, chunkBytes+64)}
+	b := c.b
 	str := func(b []byte, s string) []byte {
 		q, _ := json.Marshal(s)
 		return append(b, q...)
@@ -566,6 +636,9 @@ func (wj *windowJSON) appendJSON(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = strconv.AppendInt(b, x, 10)
+			if len(b) >= chunkBytes {
+				b = c.flush(b)
+			}
 		}
 		return append(b, ']')
 	}
@@ -599,7 +672,23 @@ func (wj *windowJSON) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"took_ms":`...)
 	b = strconv.AppendFloat(b, wj.TookMS, 'f', -1, 64)
-	return append(b, '}', '\n')
+	c.flush(append(b, '}', '\n'))
+	return c.err
+}
+
+// chunked writes a buffer out and hands it back empty; after a failed
+// write it writes nothing more (the client is gone or too slow).
+type chunked struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+func (c *chunked) flush(b []byte) []byte {
+	if c.err == nil && len(b) > 0 {
+		_, c.err = c.w.Write(b)
+	}
+	return b[:0]
 }
 
 type atJSON struct {

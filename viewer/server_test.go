@@ -407,8 +407,9 @@ func TestWindowJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := w.appendJSON(nil); string(got) != string(want)+"\n" {
-			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
+		var got bytes.Buffer
+		if err := w.writeJSON(&got); err != nil || got.String() != string(want)+"\n" {
+			t.Errorf("writeJSON (%v):\n%s\nencoding/json:\n%s", err, got.String(), want)
 		}
 	}
 }

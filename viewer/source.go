@@ -3,6 +3,7 @@ package viewer
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -63,8 +64,9 @@ type DBSource struct {
 	users int
 	timer *time.Timer
 
-	imu     sync.Mutex // guards indexes
+	imu     sync.Mutex // guards indexes, sweep and each dbIndex's used and bytes
 	indexes map[uint64]*dbIndex
+	sweep   *time.Timer // the next idle sweep, while indexes are kept
 	// runs is the run list read last, kept for when the file is locked.
 	runs   []storage.Run
 	cmu    sync.Mutex  // guards recent
@@ -77,6 +79,11 @@ type DBSource struct {
 	// direct and refineMax are directSamples and refineSamples (tests set
 	// them lower).
 	direct, refineMax int64
+	// maxIndexBytes and idle bound the indexes kept: MaxIndexBytes and
+	// IndexIdle (tests set them lower); now is the clock they are kept by.
+	maxIndexBytes int64
+	idle          time.Duration
+	now           func() time.Time
 }
 
 type dbIndex struct {
@@ -90,7 +97,21 @@ type dbIndex struct {
 	// refined is closed once x is the index of every sample, or will not
 	// be (see refine).
 	refined chan struct{}
+	// used is when the index was last asked for, bytes what x takes (0
+	// until built): what eviction goes by.
+	used  time.Time
+	bytes int64
 }
+
+// The indexes a DBSource keeps: at most MaxIndexBytes of them, the least
+// recently used given up first (the one in use is kept whatever its
+// size), and none unused for IndexIdle. A run asked for again is indexed
+// again. The site snapshots read for the sites charts are given up with
+// their run's index.
+const (
+	MaxIndexBytes = 512 << 20
+	IndexIdle     = 5 * time.Minute
+)
 
 // How a run's index is built. An index of every sample takes about 0.85
 // bytes a sample and 13 ns a sample to build (132 MiB and 2.0 s for a day
@@ -112,7 +133,8 @@ const (
 // opened until the first request.
 func NewDBSource(path string) *DBSource {
 	return &DBSource{path: path, lockTimeout: 250 * time.Millisecond, linger: 200 * time.Millisecond, indexes: map[uint64]*dbIndex{},
-		sites: map[siteKey]*dbSites{}, direct: directSamples, refineMax: refineSamples}
+		sites: map[siteKey]*dbSites{}, direct: directSamples, refineMax: refineSamples,
+		maxIndexBytes: MaxIndexBytes, idle: IndexIdle, now: time.Now}
 }
 
 // with runs f with the database open (shared lock), opening it if no
@@ -157,6 +179,12 @@ func (s *DBSource) release() {
 
 // Close closes the file if it is open. No request may be in flight.
 func (s *DBSource) Close() error {
+	s.imu.Lock()
+	if s.sweep != nil {
+		s.sweep.Stop()
+		s.sweep = nil
+	}
+	s.imu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.timer != nil {
@@ -210,6 +238,7 @@ func (s *DBSource) Index(run storage.Run) (*series.Index, Reader, error) {
 	if di.x == nil && !di.done {
 		di.counts, di.end = run.Counts, run.EndNS
 	}
+	di.used = s.now()
 	s.indexes[run.ID] = di
 	s.imu.Unlock()
 	di.once.Do(func() {
@@ -224,6 +253,10 @@ func (s *DBSource) Index(run storage.Run) (*series.Index, Reader, error) {
 		})
 		s.imu.Lock()
 		di.x, di.err, di.done = x, err, true
+		if x != nil {
+			di.bytes = x.Bytes()
+		}
+		s.evictLocked(run.ID)
 		s.imu.Unlock()
 		if err == nil && s.Built != nil {
 			s.Built(run, x.Samples(), time.Since(start))
@@ -263,8 +296,84 @@ func (s *DBSource) refine(run storage.Run, di *dbIndex) {
 		return
 	}
 	s.imu.Lock()
-	di.x = x
+	di.x, di.bytes = x, x.Bytes()
+	if s.indexes[run.ID] == di {
+		s.evictLocked(run.ID)
+	}
 	s.imu.Unlock()
+}
+
+// evictLocked gives up the least recently used indexes but keep's until
+// those kept take at most maxIndexBytes, and arms the idle sweep. The
+// caller holds imu.
+func (s *DBSource) evictLocked(keep uint64) {
+	var total int64
+	for _, di := range s.indexes {
+		total += di.bytes
+	}
+	for total > s.maxIndexBytes {
+		var lru uint64
+		var oldest *dbIndex
+		for id, di := range s.indexes {
+			if id != keep && di.done && (oldest == nil || di.used.Before(oldest.used)) {
+				lru, oldest = id, di
+			}
+		}
+		if oldest == nil {
+			break
+		}
+		total -= oldest.bytes
+		s.dropLocked(lru)
+	}
+	if s.sweep == nil && len(s.indexes) > 0 {
+		s.sweep = time.AfterFunc(s.idle, s.sweepIdle)
+	}
+}
+
+// dropLocked gives up a run's index and its site snapshots. The caller
+// holds imu.
+func (s *DBSource) dropLocked(id uint64) {
+	delete(s.indexes, id)
+	s.smu.Lock()
+	for k := range s.sites {
+		if k.run == id {
+			delete(s.sites, k)
+		}
+	}
+	s.smu.Unlock()
+}
+
+// sweepIdle gives up the indexes unused for idle, and comes again while
+// any is kept. What was given up is handed back to the system at once: a
+// viewer left open holds no more than the indexes in use.
+func (s *DBSource) sweepIdle() {
+	s.imu.Lock()
+	s.sweep = nil
+	var freed int64
+	now := s.now()
+	for id, di := range s.indexes {
+		if di.done && now.Sub(di.used) >= s.idle {
+			freed += di.bytes
+			s.dropLocked(id)
+		}
+	}
+	if len(s.indexes) > 0 {
+		s.sweep = time.AfterFunc(s.idle/4+time.Millisecond, s.sweepIdle)
+	}
+	s.imu.Unlock()
+	if freed > 0 {
+		debug.FreeOSMemory()
+	}
+}
+
+// kept reports how many indexes are kept and the bytes they take (tests).
+func (s *DBSource) kept() (n int, bytes int64) {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	for _, di := range s.indexes {
+		bytes += di.bytes
+	}
+	return len(s.indexes), bytes
 }
 
 // waitRefined waits until the run's index is refined (refine) or will

@@ -63,7 +63,7 @@ var flagValues = map[string]map[string][]string{
 // runArgs are the commands whose positional arguments are runs: all of
 // them, or only the first.
 var runArgs = map[string]bool{"analyze": false, "report": false, "export": false, "sites": false, "tag": false,
-	"rm": true, "compare": true}
+	"rm": true, "compare": true, "view": true}
 
 // addCompletion adds the completion command and the dynamic completions to
 // the command tree: run names, compare --by tag keys, flag values.

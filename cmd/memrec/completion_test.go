@@ -86,6 +86,8 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		{"memrec --db " + db + " analyze bs", nil, []string{"bs256-amp"}},
 		{"memrec analyze ", []string{"MEMREC_DB=" + db}, []string{"bs256-amp", "real-resnet18-bs128"}},
 		{"memrec --db " + db + " compare real-resnet18-bs128 ", nil, []string{"bs256-amp"}},
+		{"memrec --db " + db + " view ", nil, []string{"bs256-amp", "real-resnet18-bs128"}},
+		{"memrec --db " + db + " view bs256-amp ", nil, []string{"real-resnet18-bs128"}},
 		{"memrec --db " + db + " compare --by ", nil, []string{"batch_size", "leak", "model", "seq_len", "torch"}},
 		{"memrec export x --format ", nil, []string{"csv", "jsonl", "parquet", "tensorboard"}},
 		{"memrec record --source ", nil, []string{"nvml", "sim"}},

@@ -25,16 +25,18 @@ out = {
     "time_is_utc": str(df["time"].dt.tz) == "UTC",
     "time_equals_t_ns": bool((df["time"].astype("int64") // 1000 == df["t_ns"] // 1000).all()),
     "epoch_dtype": str(df["epoch"].dtype),
-    "rows_before_epoch_0": int(df["epoch"].isna().sum()),
+    "step_dtype": str(df["step"].dtype),
+    "rows_before_epoch_0": int((df["epoch"] == -1).sum()),
     "alloc_na_before_first_report": bool(pd.isna(df["gpu0_allocated_bytes"].iloc[0])),
     "epochs": {str(int(e)): {"rows": int(len(x)), "max_used": int(x["gpu0_used_bytes"].max()),
                              "max_step_peak": int(x["gpu0_step_peak_allocated_bytes"].max()),
-                             "last_step": int(x["step"].max())} for e, x in g},
+                             "last_step": int(x["step"].max())} for e, x in g if e >= 0},
 }
 print(json.dumps(out))
 `
 
 // TestCSVWithPandas: the CSV of a real H200 run read by Debian's pandas;
+// epoch and step read as int64 (-1 before the first mark);
 // groupby("epoch") gives, per epoch, the rows, the highest device used, the
 // highest step peak and the last step that this test works out from the
 // stored samples and marks themselves.
@@ -63,6 +65,7 @@ func TestCSVWithPandas(t *testing.T) {
 		TimeIsUTC     bool   `json:"time_is_utc"`
 		TimeEqualsTNS bool   `json:"time_equals_t_ns"`
 		EpochDtype    string `json:"epoch_dtype"`
+		StepDtype     string `json:"step_dtype"`
 		RowsBefore    int    `json:"rows_before_epoch_0"`
 		AllocNA       bool   `json:"alloc_na_before_first_report"`
 		Epochs        map[string]struct {
@@ -142,9 +145,13 @@ func TestCSVWithPandas(t *testing.T) {
 		a.maxPeak = max(a.maxPeak, peak)
 		a.lastStep = max(a.lastStep, int64(step))
 	}
-	if !got.TimeIsUTC || !got.TimeEqualsTNS || got.RowsBefore != before || !got.AllocNA {
-		t.Errorf("pandas: time UTC %v, time = t_ns %v, %d rows before epoch 0 (want %d), allocated NaN before its first report %v",
+	if !got.TimeIsUTC || !got.TimeEqualsTNS || got.RowsBefore != before || before == 0 || !got.AllocNA {
+		t.Errorf("pandas: time UTC %v, time = t_ns %v, %d rows at epoch -1 (want %d), allocated NaN before its first report %v",
 			got.TimeIsUTC, got.TimeEqualsTNS, got.RowsBefore, before, got.AllocNA)
+	}
+	// -1 before the first mark: integers in every row.
+	if got.EpochDtype != "int64" || got.StepDtype != "int64" {
+		t.Errorf("pandas reads epoch as %s, step as %s; want int64", got.EpochDtype, got.StepDtype)
 	}
 	if len(got.Epochs) != len(want) || len(want) != 4 {
 		t.Fatalf("pandas groups %d epochs, the run has %d", len(got.Epochs), len(want))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/internal/safefile"
+	"github.com/memrec/memrec/parquet"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/tensorboard"
 )
@@ -81,6 +82,8 @@ type exportOptions struct {
 	points int  // tensorboard: points per series
 	all    bool // every run (parquet)
 	procs  bool // csv: a column per process
+
+	parquet *parquet.Dataset // the runs written so far (parquet)
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -127,7 +130,7 @@ replaces a memrec database.`,
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (folder formats: this folder)")
 	cmd.Flags().StringVar(&o.format, "format", "jsonl", strings.Join(exportFormatNames(), ", "))
-	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks)")
+	cmd.Flags().IntVar(&o.points, "points", tensorboard.DefaultPoints, "tensorboard: at most this many points per series (M4 downsampling keeps the peaks); TensorBoard shows more only with --samples_per_plugin scalars=0")
 	cmd.Flags().BoolVar(&o.all, "all", false, "parquet: export every run of the database into -o DIR")
 	cmd.Flags().BoolVar(&o.procs, "procs", false, "csv: add a column per process and GPU (gpuN_pidP_used_bytes)")
 	addWindowFlags(cmd, &o.window)

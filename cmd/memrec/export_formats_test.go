@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	pq "github.com/parquet-go/parquet-go"
+
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/parquet"
 )
 
 // TestExportFormats: CSV to stdout and to a file, a TensorBoard event file
@@ -67,14 +70,15 @@ func TestExportFormats(t *testing.T) {
 }
 
 // TestExportAllParquet: export --all --format parquet writes every run of
-// the database into one folder, a host=/run= partition each; --all takes
-// parquet only.
+// the database into one folder, a host=/run= partition each, the names
+// escaped so that runs the old rule put in one folder (bs 64/amp and
+// bs_64_amp) keep a folder each; --all takes parquet only.
 func TestExportAllParquet(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
-	for _, f := range []string{realRun, fixtures.Path(fixtures.LeakRun)} {
-		if _, errs, code := run(t, db, "", "import", f); code != 0 {
+	for _, args := range [][]string{{realRun}, {fixtures.Path(fixtures.LeakRun)}, {"--name", "bs 64/amp", realRun}, {"--name", "bs_64_amp", realRun}} {
+		if _, errs, code := run(t, db, "", append([]string{"import"}, args...)...); code != 0 {
 			t.Fatal(errs)
 		}
 	}
@@ -91,6 +95,12 @@ func TestExportAllParquet(t *testing.T) {
 		}
 		if !strings.Contains(errs, "wrote "+name) {
 			t.Errorf("stderr does not say it wrote %s: %s", name, errs)
+		}
+	}
+	for name, folder := range map[string]string{"bs 64/amp": "run=bs 64%2Famp", "bs_64_amp": "run=bs_64_amp"} {
+		rows, err := pq.ReadFile[parquet.RunRow](filepath.Join(out, "runs", "host=vm", folder, "part-0.parquet"))
+		if err != nil || len(rows) != 1 || rows[0].Run != name {
+			t.Errorf("run %q: %v, %+v in %s", name, err, rows, folder)
 		}
 	}
 	if _, errs, code := run(t, db, "", "export", "--all", "--format", "csv"); code != 1 || !strings.Contains(errs, "--all takes --format parquet") {

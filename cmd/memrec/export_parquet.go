@@ -10,9 +10,13 @@ import (
 )
 
 // exportParquet writes the run's tables into the folder o.output, in its
-// host=/run= partition (package parquet).
+// host=/run= partition (package parquet). The runs of one export share a
+// parquet.Dataset, which refuses to write two runs into one partition.
 func exportParquet(ctx context.Context, o *exportOptions, db *storage.DB, r storage.Run) error {
-	st, err := parquet.Export(ctx, db, r, o.output)
+	if o.parquet == nil {
+		o.parquet = parquet.NewDataset(o.output)
+	}
+	st, err := o.parquet.Export(ctx, db, r)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", r.Name, err)
 	}

@@ -32,6 +32,10 @@ func exportTensorBoard(ctx context.Context, o *exportOptions, db *storage.DB, r 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.io.Err, "wrote %s\n", name)
+	fmt.Fprintf(o.io.Err, "wrote %s: at most %d points a series, each bucket's highest and lowest kept\n", name, o.points)
+	if o.points > tensorboard.TensorBoardKeeps {
+		fmt.Fprintf(o.io.Err, "TensorBoard keeps a random %d of each series unless started with --samples_per_plugin scalars=0\n",
+			tensorboard.TensorBoardKeeps)
+	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,8 +56,21 @@ that runs --steps training steps. Steps are counted from the probe's step marks
 once each rank has done them, memrec ends the trial's whole process group and
 waits for it to exit before the next. A trial that reports an out-of-memory
 error (its OOM marks) failed; one that exits otherwise before its steps is an
-error that ends the search. Without step marks (no probe, or a script that does
-not call memrec.step) a trial runs until the command exits: give it a short one.
+error that ends the search. A trial that exits 0 without any step mark (no probe,
+or a script that does not call memrec.step) is an error too: it proves nothing
+about the value. With --steps 0 step marks are not counted: each trial runs
+until the command exits, and its exit code decides (0: the value runs; an OOM
+mark or a full GPU: it does not; anything else ends the search). Give it a
+short command.
+
+Values are bounded: --min and --max must be finite, above 0 and at most 2^31,
+--min at most --max. Without --max, no value is tried past 2^31, nor past --min
+plus four times what the GPU's memory holds at the per-unit growth that the
+trials measured (once two have run).
+
+Every process a trial starts ends with it: its process group is killed, and on
+Linux memrec adopts the trial's orphaned descendants (a child subreaper), so one
+started in a session of its own (setsid) is killed and waited for too.
 
 The search starts from the prediction of earlier runs given with --runs (as
 compare --by makes it), or of two small trials it runs itself (--min and four
@@ -103,7 +117,7 @@ memory as a real job does.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.by, "by", "batch_size", "the tag the value is stored under (batch_size, seq_len, ...)")
-	f.IntVar(&o.steps, "steps", 5, "training steps a trial must run (counted from the probe's step marks)")
+	f.IntVar(&o.steps, "steps", 5, "training steps a trial must run (counted from the probe's step marks); 0: the trial's exit code decides")
 	f.Float64Var(&o.min, "min", 1, "smallest value to try")
 	f.Float64Var(&o.max, "max", 0, "largest value to try (0: no limit)")
 	f.Float64Var(&o.multiple, "multiple", 0, "try only multiples of this, and stop when the largest that ran and the smallest that failed are this far apart (default: integers, to 2 %)")
@@ -195,6 +209,9 @@ func runFit(ctx context.Context, o *fitOptions) error {
 	if err := checkFitFlags(o); err != nil {
 		return err
 	}
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(o.rec.io.Err, "memrec: warning: cannot adopt the trials' orphans (%v): a process a trial starts in a session of its own may outlive it\n", err)
+	}
 	headroom, err := parseHeadroom(o.headroom)
 	if err != nil {
 		return err
@@ -253,12 +270,14 @@ func checkFitFlags(o *fitOptions) error {
 		return fmt.Errorf("the command %q has no {}: put {} where the value goes, e.g. memrec fit -- python train.py --batch-size {}", strings.Join(o.command, " "))
 	}
 	switch {
-	case o.steps < 1:
-		return fmt.Errorf("--steps %d: want at least 1", o.steps)
-	case o.min <= 0 || !finiteF(o.min):
-		return fmt.Errorf("--min %g: want a value above 0", o.min)
+	case o.steps < 0:
+		return fmt.Errorf("--steps %d: want 0 (the exit code decides) or more", o.steps)
+	case o.min <= 0 || !finiteF(o.min) || o.min > fitCeiling:
+		return fmt.Errorf("--min %g: want a finite value above 0, at most %d", o.min, int64(fitCeiling))
+	case o.max < 0 || !finiteF(o.max) || o.max > fitCeiling:
+		return fmt.Errorf("--max %g: want a finite value above 0, at most %d (or 0: none given)", o.max, int64(fitCeiling))
 	case o.max != 0 && o.max < o.min:
-		return fmt.Errorf("--max %g is below --min %g", o.max, o.min)
+		return fmt.Errorf("--max %g is below --min %g (equal: try that one value)", o.max, o.min)
 	case o.multiple < 0 || !finiteF(o.multiple):
 		return fmt.Errorf("--multiple %g: want a value above 0", o.multiple)
 	case o.by == "":
@@ -268,6 +287,32 @@ func checkFitFlags(o *fitOptions) error {
 }
 
 func finiteF(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fitCeiling is the largest value fit tries, whatever the flags: no batch
+// size or length a GPU holds comes near it, and values stay whole numbers
+// a float64 holds exactly.
+const fitCeiling = 1 << 31
+
+// maxValue is the largest value to try: --max; without it the smaller of
+// fitCeiling and --min plus four times the units the GPU's memory holds
+// at the growth per unit the trials measured (once there is one).
+func (f *fitter) maxValue() (v float64, words string) {
+	if f.o.max > 0 {
+		return f.o.max, "--max"
+	}
+	if f.maxDerived == 0 || f.maxAt != len(f.trials) {
+		f.maxAt, f.maxDerived = len(f.trials), fitCeiling
+		if by := f.byTag(); by != nil && by.Need != nil && by.Need.MarginalBytesPerUnit > 0 {
+			if avail := by.Available(0); avail > 0 {
+				f.maxDerived = min(fitCeiling, f.o.min+4*avail/by.Need.MarginalBytesPerUnit)
+			}
+		}
+	}
+	if f.maxDerived < fitCeiling {
+		return f.maxDerived, "four times what the GPU holds at the measured growth per unit; give --max to go further"
+	}
+	return f.maxDerived, "the ceiling of 2^31"
+}
 
 // fitter runs the search: its trials, their runs and what they showed.
 type fitter struct {
@@ -299,6 +344,9 @@ type fitter struct {
 	// is still to try.
 	guessed float64
 	confirm bool
+	// maxDerived is maxValue's bound without --max, as of maxAt trials.
+	maxDerived float64
+	maxAt      int
 }
 
 // search runs trials until the limit is bracketed to the precision.
@@ -404,10 +452,8 @@ func (f *fitter) clamp(v float64) float64 {
 	}
 	v = math.Floor(v/m+1e-9) * m
 	v = max(v, math.Ceil(f.o.min/m-1e-9)*m)
-	if f.o.max > 0 {
-		v = min(v, math.Floor(f.o.max/m+1e-9)*m)
-	}
-	return v
+	top, _ := f.maxValue()
+	return min(v, math.Floor(top/m+1e-9)*m)
 }
 
 // unit is the smallest step between two values tried.
@@ -444,8 +490,8 @@ func (f *fitter) next(step *float64) (float64, bool) {
 	if haveLo && haveHi && f.hi-f.lo <= f.precision() {
 		return 0, false
 	}
-	if haveLo && !haveHi && f.o.max > 0 && f.lo >= f.clamp(f.o.max) {
-		f.res.Note = fmt.Sprintf("%s=%s (--max) ran: the limit is at or above it", f.o.by, num(f.lo))
+	if top, words := f.maxValue(); haveLo && !haveHi && f.lo >= f.clamp(top) {
+		f.res.Note = fmt.Sprintf("%s=%s (%s) ran: the limit is at or above it", f.o.by, num(f.lo), words)
 		return 0, false
 	}
 	inside := func(v float64) bool { return !f.tried(v) && (!haveLo || v > f.lo) && (!haveHi || v < f.hi) }
@@ -861,7 +907,9 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	if err != nil {
 		return t, err
 	}
-	w := &trialWatch{steps: f.o.steps, perRank: map[int]int{}, sigs: make(chan os.Signal, 8), grace: f.o.grace, stall: 4 * f.o.grace}
+	w := &trialWatch{steps: f.o.steps, perRank: map[int]int{}, sigs: make(chan os.Signal, 8), grace: f.o.grace, stall: 4 * f.o.grace,
+		token: fmt.Sprintf("%d-%d", os.Getpid(), trialSeq.Add(1))}
+	opts.Env = append(opts.Env, trialEnv+"="+w.token)
 	opts.Signals = w.sigs
 	opts.Started = func(pid int) { w.mu.Lock(); w.pgid = pid; w.mu.Unlock() }
 	opts.Open = func(run storage.Run) (recorder.Store, error) {
@@ -926,6 +974,12 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 			t.N, f.o.by, num(v), t.ExitCode, t.Steps, t.Run, t.Run)
 	case fitOOM:
 		f.failedAt(v)
+	case fitCompleted:
+		if f.o.steps > 0 && t.Steps == 0 {
+			return t, fmt.Errorf("trial %d (%s=%s) exited 0 without a step mark: it shows nothing about the value (does the command call memrec.step, or a framework callback, and run under --torch?); give --steps 0 to let the exit code decide",
+				t.N, f.o.by, num(v))
+		}
+		fallthrough
 	default:
 		if t.Steps < f.o.steps && t.Steps > 0 {
 			fmt.Fprintf(f.log, "  note: it exited 0 after %d of %d steps; counted as running\n", t.Steps, f.o.steps)
@@ -955,6 +1009,9 @@ type trialWatch struct {
 	grace time.Duration
 	stall time.Duration // after an OOM mark without a step since: the trial has failed
 	sigs  chan os.Signal
+	// token marks the trial's processes (trialEnv in their environment):
+	// the orphans memrec may kill after it are those that carry it.
+	token string
 
 	mu          sync.Mutex
 	perRank     map[int]int
@@ -970,7 +1027,7 @@ func (w *trialWatch) AppendMark(m storage.Mark) error {
 	switch m.Kind {
 	case wire.MarkStep:
 		w.perRank[w.markKey(m)]++
-		if w.done() {
+		if w.steps > 0 && w.done() {
 			w.stopped = true
 			w.mu.Unlock()
 			w.end(syscall.SIGTERM)
@@ -1098,13 +1155,22 @@ func (w *trialWatch) ended() (stopped, interrupted bool) {
 	return w.stopped, w.interrupted
 }
 
+// trialEnv names the environment variable that marks a trial's processes.
+const trialEnv = "MEMREC_FIT_TRIAL"
+
+// trialSeq numbers the trials of this process, for their tokens.
+var trialSeq atomic.Int64
+
 // waitGroup waits until no process of the trial's group is left (the
 // launcher's workers may outlive it), killing the group after the grace
-// period: the next trial must find the GPU as this one found it.
+// period, and then kills and waits for the trial's orphans that left the
+// group (endOrphans): the next trial must find the GPU as this one found
+// it.
 func (w *trialWatch) waitGroup() {
 	w.mu.Lock()
 	pgid := w.pgid
 	w.mu.Unlock()
+	defer endOrphans(w.token, w.grace)
 	if pgid <= 0 {
 		return
 	}

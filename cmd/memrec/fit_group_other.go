@@ -2,7 +2,17 @@
 
 package main
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
+
+// becomeSubreaper does nothing where the system has no child subreapers:
+// a trial's descendants that leave its process group are not found.
+func becomeSubreaper() error { return nil }
+
+// endOrphans does nothing where memrec cannot adopt orphans.
+func endOrphans(token string, grace time.Duration) {}
 
 // groupAlive reports whether a process of group pgid is still there
 // (zombies included, where /proc cannot tell them apart).

@@ -62,5 +62,5 @@ func liveView(o *recordOptions, opts *recorder.Options) (stop func(), err error)
 	fmt.Fprintf(o.io.Err, "memrec: live page at http://%s/\n", ln.Addr())
 	lim := recorder.DefaultServeLimits
 	lim.Conns, lim.Idle, lim.Write = maxViewConns, time.Minute, 30*time.Second
-	return recorder.ServeHTTP(ln, w.Page, lim), nil
+	return recorder.ServeHTTP(ln, recorder.HostGuard(w.Page, o.viewAddr, ln.Addr()), lim), nil
 }

@@ -55,6 +55,7 @@ type promResponse struct {
 		Result []struct {
 			Metric map[string]string `json:"metric"`
 			Values [][2]any          `json:"values"` // [unix seconds, "value"]
+			Value  [2]any            `json:"value"`  // of an instant vector
 		} `json:"result"`
 	} `json:"data"`
 }

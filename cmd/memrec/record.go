@@ -76,7 +76,7 @@ machine without a GPU.`,
 		Example: `  memrec record --name bs64 --tag batch_size=64 -- python train.py --bs 64
   memrec record --interval 1ms --gpus 0 --procs --duration 60s
   memrec record --source sim --sim-scenario leak --duration 10s
-  memrec record --metrics-addr :9400 -- python train.py`,
+  memrec record --metrics-addr :9471 -- python train.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				o.command = args[dash:]
@@ -106,7 +106,7 @@ machine without a GPU.`,
 	f.Float64Var(&o.simSpeed, "sim-speed", 1, "with --source sim: run the simulated job this many times faster than real time (--duration and the stored times are the job's), to record hours in minutes")
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
-	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording: :9400 on the loopback interface only, 0.0.0.0:9400 on every interface (off by default)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording: :9471 on the loopback interface only, 0.0.0.0:9471 on every interface (off by default)")
 	f.StringVar(&o.viewAddr, "view-addr", "", "serve the live page (memrec view's, of this recording, from memory) at http://ADDR/ while recording, e.g. 127.0.0.1:0 for a free port; --metrics-addr serves it too, at /")
 	f.BoolVar(&o.metricsLegacyHostname, "metrics-legacy-hostname", false, "label the metrics' host \"Hostname\", as dcgm-exporter did before it renamed the label \"hostname\" (for older dashboards)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
@@ -501,10 +501,10 @@ func listenMetrics(o *recordOptions) (net.Listener, error) {
 	return ln, nil
 }
 
-// loopbackUnlessNamed is addr, or with no host in it (":9400") the same
+// loopbackUnlessNamed is addr, or with no host in it (":9471") the same
 // port on the loopback interface: what the metrics and the live page show
 // (process names, run names, tags) is not for every network the machine
-// is on unless the user says so ("0.0.0.0:9400", "node1:9400").
+// is on unless the user says so ("0.0.0.0:9471", "node1:9471").
 func loopbackUnlessNamed(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host != "" {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -260,8 +261,11 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, by.Words)
 		}
 	}
-	if len(beyond) > 9 {
-		t.Errorf("%d models more than 10 %% below their limit (%v), where nine were", len(beyond), beyond)
+	// The inactive split the probe saw (traceless.go) puts fewer models
+	// far below their limit than two largest segments for all did (nine),
+	// ResNet-18 among them.
+	if len(beyond) > 6 || slices.Contains(beyond, "resnet18") {
+		t.Errorf("%d models more than 10 %% below their limit (%v)", len(beyond), beyond)
 	}
 	// analyze says what the probe measured: BERT-base's fp32 logits at 64.
 	out, errs, code := run(t, db, "", "analyze", "bert-bs64", "--full")

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )
@@ -93,28 +93,23 @@ func runView(ctx context.Context, o *viewOptions) error {
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: viewer.Handler(src, viewer.Options{Runs: names}), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	h := recorder.HostGuard(viewer.Handler(src, viewer.Options{Runs: names}), o.addr, ln.Addr())
 	fmt.Fprintf(o.io.Out, "memrec view: http://%s/ (Ctrl-C to stop)\n", ln.Addr())
 	if o.ready != nil {
 		o.ready(ln.Addr().String())
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
+	stop := recorder.ServeHTTP(ln, h, viewLimits)
+	defer stop()
+	<-ctx.Done()
 	return nil
 }
+
+// viewLimits bound memrec view's server: a browser opens six connections,
+// a few tabs and a script fit in maxViewConns, more wait unaccepted. No
+// deadline on a whole answer (a window of a long run may take its time to
+// read from the file); the viewer gives each write its own
+// (viewer.DefaultWriteTimeout).
+var viewLimits = recorder.ServeLimits{Conns: maxViewConns, ReadHeader: 5 * time.Second, Idle: time.Minute, HeaderBytes: 8 << 10}
 
 // findRun is the run named ref, or of id ref.
 func findRun(all []storage.Run, ref string) (storage.Run, error) {

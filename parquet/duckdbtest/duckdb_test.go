@@ -221,3 +221,74 @@ func deref(p *int64) any {
 	}
 	return *p
 }
+
+// TestDuckDBTypesAndNames: DuckDB reads time as a UTC timestamp, epoch and
+// step on every device and allocator row, and the exact run names from
+// run_name; a numeric run name read from the partition is a string with
+// hive_types_autocast = false (docs/interop.md), and an escaped name
+// (bs 64/amp) keeps its own partition.
+func TestDuckDBTypesAndNames(t *testing.T) {
+	db, r := importFixture(t, "real-resnet18-bs64-leak")
+	data, err := os.ReadFile(filepath.Join("..", "..", "storage", "testdata", "real-resnet18-bs128.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []storage.Run
+	for _, name := range []string{"20261207", "bs 64/amp", "bs_64_amp"} {
+		zr, _ := gzip.NewReader(bytes.NewReader(data))
+		rs, err := db.Import([]storage.Source{{Name: name, R: zr}}, storage.ImportOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, rs[0])
+	}
+	dir := t.TempDir()
+	d := parquet.NewDataset(dir)
+	for _, x := range append(runs, r) {
+		if _, err := d.Export(context.Background(), db, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	duckdb := duck(t)
+	scan := func(table, opts string) string {
+		return "read_parquet('" + filepath.Join(dir, table, "*", "*", "*.parquet") + "', hive_partitioning = true" + opts + ")"
+	}
+	var tt, rn, et, st string
+	if err := duckdb.QueryRow("SELECT typeof(time), typeof(run_name), typeof(epoch), typeof(step) FROM "+scan("device", "")+" LIMIT 1").
+		Scan(&tt, &rn, &et, &st); err != nil {
+		t.Fatal(err)
+	}
+	if tt != "TIMESTAMP WITH TIME ZONE" || rn != "VARCHAR" || et != "INTEGER" || st != "BIGINT" {
+		t.Errorf("device types: time %s, run_name %s, epoch %s, step %s", tt, rn, et, st)
+	}
+	for _, table := range []string{"device", "allocator"} {
+		var nulls, epochs int64
+		if err := duckdb.QueryRow("SELECT count(*) FILTER (epoch IS NULL OR step IS NULL), count(DISTINCT epoch) FROM "+scan(table, "")+
+			" WHERE run_name = '"+r.Name+"'").Scan(&nulls, &epochs); err != nil {
+			t.Fatal(err)
+		}
+		if nulls != 0 || epochs != 5 {
+			t.Errorf("%s: %d rows without epoch or step, %d epochs (want 0; -1 and 0..3)", table, nulls, epochs)
+		}
+	}
+	var runType string
+	var n int64
+	if err := duckdb.QueryRow("SELECT any_value(typeof(run)), count(*) FROM "+scan("device", ", hive_types_autocast = false")+
+		" WHERE run = '20261207'").Scan(&runType, &n); err != nil {
+		t.Fatal(err)
+	}
+	if runType != "VARCHAR" || n != runs[0].Counts.Samples {
+		t.Errorf("run=20261207 with hive_types_autocast = false: %s, %d rows; want VARCHAR, %d", runType, n, runs[0].Counts.Samples)
+	}
+	for _, x := range runs {
+		var part string
+		if err := duckdb.QueryRow("SELECT any_value(run::VARCHAR), count(*) FROM "+scan("device", ", hive_types_autocast = false")+
+			" WHERE run_name = ?", x.Name).Scan(&part, &n); err != nil {
+			t.Fatal(err)
+		}
+		// DuckDB decodes the escaped value, as Spark and Hive do.
+		if n != x.Counts.Samples || part != x.Name {
+			t.Errorf("run_name %q: %d device rows in partition %q, want %d in %q", x.Name, n, part, x.Counts.Samples, x.Name)
+		}
+	}
+}

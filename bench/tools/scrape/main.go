@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:9400/metrics", "metrics URL")
+	url := flag.String("url", "http://127.0.0.1:9471/metrics", "metrics URL")
 	every := flag.Duration("every", 100*time.Millisecond, "scrape interval")
 	dur := flag.Duration("for", 30*time.Second, "how long to scrape")
 	wait := flag.Duration("wait", 10*time.Second, "how long to wait for the first answer")
