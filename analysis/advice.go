@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
@@ -457,7 +458,7 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 		v = max(math.Floor(v), 0)
 		return &v
 	}
-	share, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	share, perSample := replay.AllocatorAllowance, float64(act)*factor/f.ctx.batch
 	var segment, rounding float64 // the largest segment a sample, the segments' rounding
 	if c := f.ctx.curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
@@ -470,7 +471,7 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
 	var v float64
 	if segment > 0 { // the segments bound it, not the share
-		v = (avail - rounding - float64(fx)) / (perSample + StrandedSegments*segment)
+		v = (avail - rounding - float64(fx)) / (perSample + replay.StrandedSegments*segment)
 	} else {
 		v = (avail/(1+share) - float64(fx)) / perSample
 	}

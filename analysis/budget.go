@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
@@ -357,7 +358,7 @@ func (a *gpuAnalysis) budgetPass() error {
 // each of the most segments it held; 0, 0 where the probe did not measure
 // them.
 func (g *GPUReport) strandable() (segment, rounding int64) {
-	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * segmentRounding
+	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * replay.SegmentRounding
 }
 
 func orZero(p *int64) int64 {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
@@ -193,9 +194,9 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	share := have / need // an upper bound takes no allowance
 	if kind == FitEstimate {
 		if segment > 0 {
-			share = (have - float64(rounding)) / (need + StrandedSegments*float64(segment))
+			share = (have - float64(rounding)) / (need + replay.StrandedSegments*float64(segment))
 		} else {
-			share /= 1 + AllocatorAllowance
+			share /= 1 + replay.AllocatorAllowance
 		}
 	}
 	v := math.Floor(batch * share)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
@@ -367,7 +368,7 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
 	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
-	want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance))
+	want := math.Floor(100 * 71.0 / 82.0 / (1 + replay.AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
@@ -377,8 +378,8 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	// segments are.
 	for _, seg := range []int64{GiB, 3 * GiB, 20 * GiB} {
 		s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-		oomAdvice(&s, 100, i64(78*GiB), seg, 200*segmentRounding)
-		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+StrandedSegments*seg))
+		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding)
+		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+replay.StrandedSegments*seg))
 		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
 			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), deref(s.FittingBatch), want)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/report"
 	"github.com/memrec/memrec/storage"
@@ -196,9 +197,9 @@ func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) 
 // fit's keys at the top level as well.
 type compareJSON struct {
 	*analysis.Comparison
-	By              string        `json:"by,omitempty"`
-	Fit             *analysis.Fit `json:"fit,omitempty"`
-	MaxFittingValue *float64      `json:"max_fitting_value,omitempty"`
+	By              string      `json:"by,omitempty"`
+	Fit             *replay.Fit `json:"fit,omitempty"`
+	MaxFittingValue *float64    `json:"max_fitting_value,omitempty"`
 }
 
 func printCompareJSON(w io.Writer, c *analysis.Comparison) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -676,7 +677,7 @@ func (f *fitter) guess() (v float64, words string, ok bool) {
 	if !measured || by == nil || by.Need == nil {
 		return 0, "", false
 	}
-	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), analysis.Middle); !ok || !finiteF(v) {
+	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), replay.Middle); !ok || !finiteF(v) {
 		return 0, "", false
 	}
 	v = f.clamp(v)
@@ -1322,12 +1323,12 @@ func (f *fitter) recommend() *float64 {
 	}
 	avail := (float64(f.loPeak) - f.res.Headroom*float64(total)) / (1 + margin)
 	var v float64
-	newCurve := analysis.NewNeedCurve
-	if analysis.IsBatchTag(f.o.by) {
-		newCurve = analysis.NewBatchNeedCurve
+	newCurve := replay.NewNeedCurve
+	if replay.IsBatchTag(f.o.by) {
+		newCurve = replay.NewBatchNeedCurve
 	}
 	if c, err := newCurve(xs, ys); err == nil {
-		v, _ = c.Solve(avail, analysis.Pessimistic)
+		v, _ = c.Solve(avail, replay.Pessimistic)
 	} else {
 		v = f.lo * avail / float64(f.loPeak) // one value: the need taken as proportional to it
 	}

@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"encoding/json"
@@ -143,7 +143,7 @@ func TestParseAllocSettingsErrors(t *testing.T) {
 // share, serve each, holding less than a tenth of what the default
 // stranded.
 func TestWhatIfsOnTheH200sFatalOOMs(t *testing.T) {
-	dir := filepath.Join("testdata", "h200-oom")
+	dir := filepath.Join("..", "testdata", "h200-oom")
 	raw, err := os.ReadFile(filepath.Join(dir, "about.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestWhatIfsOnTheH200sFatalOOMs(t *testing.T) {
 	}
 	for _, name := range []string{"regnet_y_3_2gf-bs1424", "regnet_y_3_2gf-bs1440", "regnet_y_3_2gf-bs1472", "vit_b_16-bs2144"} {
 		tr := readTraceFile(t, filepath.Join(dir, name+".trace.gz"))
-		k := lastFailed(tr.Ops)
+		k := LastFailed(tr.Ops)
 		ops := append(slices.Clone(tr.Ops[:k]), storage.AllocOp{Size: tr.Ops[k].Size})
 		w, err := WhatIfs(ops, about.Capacity)
 		if err != nil {
