@@ -324,6 +324,11 @@ type Options struct {
 	// second time). It must be safe for concurrent use: GPUs are analysed
 	// side by side.
 	Lines Lines
+	// Budget bounds what decoding the run's allocator traces takes; a
+	// command that analyses several runs passes them one budget (nil: one
+	// of storage.DefaultDecodeBudget for this run alone). Traces past it
+	// are left out, and a note says so.
+	Budget *storage.DecodeBudget
 }
 
 // Lines receives the samples of a run's device and allocator series
@@ -344,7 +349,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		opts.Width = 1600
 	}
 	rep := newReport(run)
-	marks, err := loadMarks(db, run)
+	if opts.Budget == nil {
+		opts.Budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
+	marks, err := loadMarks(db, run, storage.NewAllocTraceSet(opts.Budget))
 	if err != nil {
 		return nil, err
 	}
@@ -538,12 +546,11 @@ type markIndex struct {
 	ooms      []storage.Mark
 	probe     []string // the probe's notes about itself, once each
 	// traces are the allocator traces the marks carry (storage.AllocTraces),
-	// traceErr what was wrong with any; traceMarks their marks until read.
-	traces     []storage.AllocTrace
-	traceErr   error
-	traceMarks []storage.Mark
-	endNS      int64
-	warm       growth.Warmup // where the run's warm-up ends (runWarmup)
+	// traceErr what was wrong with any.
+	traces   []storage.AllocTrace
+	traceErr error
+	endNS    int64
+	warm     growth.Warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {
@@ -569,7 +576,9 @@ func perGPUShare(run storage.Run, count int64) int64 {
 	return min(max(n, 0), 1<<24) // a count that is off does not make a huge slice
 }
 
-func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
+// loadMarks reads a run's marks; the pieces of allocator traces go to
+// traces, and are decoded at the end (nil: they are not read).
+func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (*markIndex, error) {
 	mi := &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
@@ -597,7 +606,9 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 			mi.stepCount++
 			continue
 		case storage.MarkAllocTrace:
-			mi.traceMarks = append(mi.traceMarks, m)
+			if traces != nil {
+				traces.Add(m)
+			}
 			continue
 		case wire.MarkProbe:
 			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
@@ -620,9 +631,8 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
-	if len(mi.traceMarks) > 0 {
-		mi.traces, mi.traceErr = storage.AllocTraces(mi.traceMarks)
-		mi.traceMarks = nil
+	if traces != nil {
+		mi.traces, mi.traceErr = traces.Traces()
 	}
 	for n, s := range starts { // an epoch that never ended (the job died)
 		mi.epochs = append(mi.epochs, epochSpan{n: n, start: s, end: run.EndNS, open: true})

@@ -764,11 +764,15 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	}
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
-	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
 	a.peakS, a.peakSum = sum.budgetPeak, sum.budgetSum
 	a.allocPeaks = append(a.allocPeaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
-		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps),
-		makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps))
+	// Samples without a peak (a probe that does not send one) leave it
+	// unknown, not 0 B at no time.
+	if sum.peakS.PeakAllocated > 0 {
+		gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
+		a.allocPeaks = append(a.allocPeaks, makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+	}
 	if sum.firstRetries >= 0 {
 		gr.AllocRetries = i64(sum.cur.retries - sum.firstRetries)
 	}

@@ -482,7 +482,7 @@ func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error
 	if err != nil {
 		return nil, err
 	}
-	mi, err := loadMarks(db, run)
+	mi, err := loadMarks(db, run, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func Window(db *storage.DB, run storage.Run, from, to Bound) (storage.Run, error
 	needMarks := from.Kind == BoundEpoch || from.Kind == BoundStep || to.Kind == BoundEpoch || to.Kind == BoundStep
 	if needMarks {
 		var err error
-		if mi, err = loadMarks(db, run); err != nil {
+		if mi, err = loadMarks(db, run, nil); err != nil {
 			return run, err
 		}
 	}

@@ -190,7 +190,7 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 	}
 	if len(budgets) > 0 {
 		bh := budgetHeight(h, len(budgets), budgetParts(budgets))
-		b, err := render(budgetChart("budget at the peak (each run's worst GPU)", names, budgets), w, bh)
+		b, err := render(budgetChart("Budget at the peak of each run's worst GPU", names, budgets, bh), w, bh)
 		if err != nil {
 			return nil, fmt.Errorf("budgets.png: %w", err)
 		}

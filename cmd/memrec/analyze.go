@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,7 +37,10 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
   memrec analyze bs64 --from epoch:2 --to epoch:3
   memrec analyze long-run --from 2h --to 2h1m`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAnalyze(o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, runAnalyze(ctx, o, args[0]), "nothing was printed")
+		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&o.full, "full", false, "print everything: every GPU's peaks, epochs, allocator, budget, remedies with their assumptions, OOMs and sites")
@@ -55,11 +59,16 @@ func analyzeRun(g *globals, ref string, w windowOptions) (*analysis.Report, erro
 	return analysis.Analyze(db, r, analysis.Options{})
 }
 
-func runAnalyze(o *analyzeOptions, ref string) error {
+// runAnalyze prints nothing when ctx is done before the analysis is.
+func runAnalyze(ctx context.Context, o *analyzeOptions, ref string) error {
 	if err := checkSections(o.sections); err != nil {
 		return err
 	}
-	rep, err := analyzeRun(o.globals, ref, o.window)
+	var rep *analysis.Report
+	err := untilDone(ctx, func() (err error) {
+		rep, err = analyzeRun(o.globals, ref, o.window)
+		return err
+	})
 	if err != nil {
 		return err
 	}

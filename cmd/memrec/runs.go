@@ -88,6 +88,9 @@ func runRuns(o *runsOptions) error {
 }
 
 func status(r storage.Run) string {
+	if r.Recorder.NotStarted != "" {
+		return "command not started"
+	}
 	if r.Complete {
 		return "complete"
 	}

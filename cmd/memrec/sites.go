@@ -47,7 +47,8 @@ moments, each an epoch (e3, epoch3) or a time since the run's start (90s, 1m30s)
 			if o.diff != (len(args) == 3) {
 				return errors.New("--diff takes two moments after the run (memrec sites RUN --diff A B); without --diff give only the run")
 			}
-			return runSites(o, args)
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, untilDone(ctx, func() error { return runSites(o, args) }), "stopped before it printed all")
 		},
 	}
 	f := cmd.Flags()
@@ -128,12 +129,36 @@ func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
 		}
 	}
 	if len(out) == 0 {
-		return fmt.Errorf("run %q has no allocation-site snapshots (record with --sites, or import a PyTorch snapshot)", run.Name)
+		return noSites(run, o.gpu)
 	}
 	if o.json {
 		return writeJSON(o, out)
 	}
 	return nil
+}
+
+// hasSites says whether run has a site series (of GPU gpu, when gpu >= 0):
+// a look at its series table, so that a run without snapshots is told so
+// before any of its samples are read.
+func hasSites(db *storage.DB, run storage.Run, gpu int) (bool, error) {
+	series, err := db.Series(run)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range series {
+		if s.Kind == storage.SeriesSites && (gpu < 0 || s.GPU == gpu) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func noSites(run storage.Run, gpu int) error {
+	of := ""
+	if gpu >= 0 {
+		of = fmt.Sprintf(" of GPU %d", gpu)
+	}
+	return fmt.Errorf("run %q has no allocation-site snapshots%s (record with --sites, or import a PyTorch snapshot)", run.Name, of)
 }
 
 // sitesMoments returns the moment --at or --epoch picks (one), or the two
@@ -182,6 +207,12 @@ func runSites(o *sitesOptions, args []string) error {
 	defer db.Close()
 	run, err := db.Run(args[0])
 	if err != nil {
+		return err
+	}
+	if ok, err := hasSites(db, run, o.gpu); err != nil || !ok {
+		if err == nil {
+			err = noSites(run, o.gpu)
+		}
 		return err
 	}
 	w := o.io.Out
