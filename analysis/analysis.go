@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -99,7 +100,7 @@ type GPUReport struct {
 	Peaks     []Peak       `json:"peaks"`
 	Epochs    []EpochDelta `json:"epochs"`
 	Intervals []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
-	Leak      Leak         `json:"leak"`
+	Leak      growth.Leak  `json:"leak"`
 	// JobSpan is where the job holds memory, when the leak is judged on
 	// device memory over time: start-up and teardown are left out.
 	JobSpan *JobSpan `json:"job_span,omitempty"`
@@ -160,14 +161,14 @@ type GPUReport struct {
 	// of about width runs of them. FitFromX is the x of the first one
 	// fitted (after the warm-up), and SteadyFloorBytes the median of those
 	// fitted, taken before they were thinned.
-	Floors           []FloorPoint `json:"-"`
-	FitFromX         float64      `json:"-"`
-	SteadyFloorBytes *int64       `json:"-"`
-	FragSeries       []FragPoint  `json:"-"`
-	StepPeaks        []FloorPoint `json:"-"`
+	Floors           []growth.FloorPoint `json:"-"`
+	FitFromX         float64             `json:"-"`
+	SteadyFloorBytes *int64              `json:"-"`
+	FragSeries       []FragPoint         `json:"-"`
+	StepPeaks        []growth.FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
-	Steps *Steps `json:"-"`
+	Steps *growth.Steps `json:"-"`
 }
 
 // StepAt is the training step a time falls in: the step of the first step
@@ -297,15 +298,7 @@ type Process struct {
 	Source    string `json:"source"` // nvml or torch
 	// Growth is the growth rule on the process's used memory, at the
 	// GPU's floors (steps or time slices).
-	Growth *Growth `json:"growth,omitempty"`
-}
-
-// FloorPoint is one point of the leak series: the floor of a step or a
-// time slice.
-type FloorPoint struct {
-	X     float64 // step index or seconds since start
-	TNS   int64
-	Bytes int64
+	Growth *growth.Growth `json:"growth,omitempty"`
 }
 
 // FragPoint is fragmentation at one allocator sample.
@@ -552,7 +545,7 @@ type markIndex struct {
 	other     []storage.Mark // every mark but steps and epoch bounds, in time order
 	exit      *storage.Mark  // the last exit mark
 	epochs    []epochSpan
-	steps     map[int]*Steps // by rank (None for unranked)
+	steps     map[int]*growth.Steps // by rank (None for unranked)
 	stepCount int
 	events    []storage.Mark
 	ooms      []storage.Mark
@@ -562,7 +555,7 @@ type markIndex struct {
 	traces   []storage.AllocTrace
 	traceErr error
 	endNS    int64
-	warm     warmup // where the run's warm-up ends (runWarmup)
+	warm     growth.Warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {
@@ -591,7 +584,7 @@ func perGPUShare(run storage.Run, count int64) int64 {
 // loadMarks reads a run's marks; the pieces of allocator traces go to
 // traces, and are decoded at the end (nil: they are not read).
 func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (*markIndex, error) {
-	mi := &markIndex{steps: map[int]*Steps{}, endNS: run.EndNS}
+	mi := &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
 	for it.Next() {
@@ -611,10 +604,10 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 		case wire.MarkStep:
 			steps, ok := mi.steps[m.Rank]
 			if !ok {
-				steps = newSteps(int(perGPUShare(run, run.Counts.Marks)))
+				steps = growth.NewSteps(int(perGPUShare(run, run.Counts.Marks)))
 				mi.steps[m.Rank] = steps
 			}
-			steps.add(m.T, m.Step)
+			steps.Add(m.T, m.Step)
 			mi.stepCount++
 			continue
 		case storage.MarkAllocTrace:
@@ -663,19 +656,19 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 // window takes the warm-up of its whole run, not of its own first epoch:
 // the run's marks are read from its start until its first epoch has ended
 // and a second has begun (or to the end, for a run of one epoch).
-func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
+func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (growth.Warmup, error) {
 	if _, _, ok := run.Window(); !ok {
 		if len(mi.epochs) >= 2 {
-			return warmup{byEpoch: true, endNS: mi.epochs[0].end}, nil
+			return growth.Warmup{ByEpoch: true, EndNS: mi.epochs[0].end}, nil
 		}
-		return warmup{}, nil
+		return growth.Warmup{}, nil
 	}
 	whole, err := db.Run(run.Name)
 	if err != nil || whole.ID != run.ID {
 		whole, err = db.Run(strconv.FormatUint(run.ID, 10))
 	}
 	if err != nil {
-		return warmup{}, err
+		return growth.Warmup{}, err
 	}
 	it := db.Marks(whole, storage.MinTime, storage.MaxTime)
 	first, started := int64(0), false
@@ -687,14 +680,14 @@ func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
 		case m.Kind == wire.MarkEpochEnd && started && first == 0:
 			first = m.T
 		case m.Kind == wire.MarkEpochStart && first != 0:
-			return warmup{byEpoch: true, endNS: first}, it.Err()
+			return growth.Warmup{ByEpoch: true, EndNS: first}, it.Err()
 		}
 	}
-	return warmup{}, it.Err()
+	return growth.Warmup{}, it.Err()
 }
 
 // stepsFor returns the step marks for the rank that runs on a GPU.
-func (mi *markIndex) stepsFor(rank int) *Steps {
+func (mi *markIndex) stepsFor(rank int) *growth.Steps {
 	if s, ok := mi.steps[rank]; ok && rank != storage.None {
 		return s
 	}
@@ -720,7 +713,7 @@ func (mi *markIndex) stepTime() float64 {
 		d = append(d, float64(s.T(i)-s.T(i-1))/1e9)
 	}
 	slices.Sort(d)
-	return median(d)
+	return growth.Median(d)
 }
 
 // epochAt and stepAt place a time.
@@ -733,7 +726,7 @@ func (mi *markIndex) epochAt(t int64) *int {
 	return nil
 }
 
-func stepAt(steps *Steps, t int64) *int {
+func stepAt(steps *growth.Steps, t int64) *int {
 	// The step a time falls in: the first step mark at or after it (marks
 	// end their step).
 	if i := steps.Search(t); i < steps.Len() {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // partColors gives each part of the budget one colour, the same in every
@@ -96,7 +97,7 @@ func gpuBudgetChart(g analysis.GPUReport, h vg.Length) *plot.Plot {
 	if b.UsedBytes == nil {
 		total = "reserved"
 	}
-	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, analysis.FormatBytes(b.TotalBytes)),
+	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, units.FormatBytes(b.TotalBytes)),
 		[]string{g.Label()}, []*analysis.Budget{b}, h)
 }
 

@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/series"
 )
 
@@ -343,9 +344,9 @@ var funcs = template.FuncMap{
 		}
 		return rs[shownRemedies:]
 	},
-	"bytes":  analysis.FormatBytesPtr,
-	"bytesv": analysis.FormatBytes,
-	"dur":    analysis.FormatDuration,
+	"bytes":  units.FormatBytesPtr,
+	"bytesv": units.FormatBytes,
+	"dur":    units.FormatDuration,
 	"secs":   func(ns int64) float64 { return float64(ns) / 1e9 },
 	"ms":     func(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) },
 	"num":    func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
@@ -376,7 +377,7 @@ var funcs = template.FuncMap{
 		if f == nil {
 			return "–"
 		}
-		return analysis.FormatBytes(int64(math.Round(*f)))
+		return units.FormatBytes(int64(math.Round(*f)))
 	},
 }
 

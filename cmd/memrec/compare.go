@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/report"
 	"github.com/memrec/memrec/storage"
 )
@@ -215,9 +217,9 @@ func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) 
 // fit's keys at the top level as well.
 type compareJSON struct {
 	*analysis.Comparison
-	By              string        `json:"by,omitempty"`
-	Fit             *analysis.Fit `json:"fit,omitempty"`
-	MaxFittingValue *float64      `json:"max_fitting_value,omitempty"`
+	By              string      `json:"by,omitempty"`
+	Fit             *replay.Fit `json:"fit,omitempty"`
+	MaxFittingValue *float64    `json:"max_fitting_value,omitempty"`
 }
 
 func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
@@ -231,7 +233,7 @@ func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
 }
 
 func printCompare(w io.Writer, c *analysis.Comparison) {
-	B := analysis.FormatBytesPtr
+	B := units.FormatBytesPtr
 	R := func(r *float64) string {
 		if r == nil {
 			return ""
@@ -247,7 +249,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	for _, s := range c.Runs {
 		slope, frag, st := "-", "-", "-"
 		if s.SlopeBytesPerStep != nil {
-			slope = analysis.FormatBytes(int64(*s.SlopeBytesPerStep))
+			slope = units.FormatBytes(int64(*s.SlopeBytesPerStep))
 		}
 		if s.FragmentationMean != nil {
 			frag = fmt.Sprintf("%.1f%%", 100**s.FragmentationMean)
@@ -264,10 +266,10 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	printBudgets(w, c.Runs)
 	if b := c.By; b != nil {
 		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
-			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
+			units.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), units.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
 		if f := b.NeedFit; f != nil {
 			fmt.Fprintf(w, "Per-step peak allocated by %s: %s per unit + %s (R² %.4f)\n", b.Tag,
-				analysis.FormatBytes(int64(f.SlopeBytesPerUnit)), analysis.FormatBytes(int64(f.InterceptBytes)), f.R2)
+				units.FormatBytes(int64(f.SlopeBytesPerUnit)), units.FormatBytes(int64(f.InterceptBytes)), f.R2)
 		}
 		fmt.Fprintln(w, b.Statement)
 		fmt.Fprintf(w, "  made from %s\n", b.BasisWords)

@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -634,7 +636,7 @@ func (f *fitter) held() (v float64, words string, ok bool) {
 	left := by.Available(0) - reserved
 	v = f.clamp(f.lo + max(left, 0)/unit)
 	said := fmt.Sprintf("at %s=%s the allocator reserved %s and never freed its cache: %s left, at %s a unit,",
-		f.o.by, num(f.lo), analysis.FormatBytes(int64(reserved)), analysis.FormatBytes(int64(max(left, 0))), analysis.FormatBytes(int64(unit)))
+		f.o.by, num(f.lo), units.FormatBytes(int64(reserved)), units.FormatBytes(int64(max(left, 0))), units.FormatBytes(int64(unit)))
 	if v >= f.lo+f.precision() {
 		f.closings = 0
 		return v, said + " puts the limit at or above " + num(v), true
@@ -675,7 +677,7 @@ func (f *fitter) guess() (v float64, words string, ok bool) {
 	if !measured || by == nil || by.Need == nil {
 		return 0, "", false
 	}
-	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), analysis.Middle); !ok || !finiteF(v) {
+	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), replay.Middle); !ok || !finiteF(v) {
 		return 0, "", false
 	}
 	v = f.clamp(v)
@@ -1189,7 +1191,7 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func (f *fitter) printTrial(t fitTrial) {
 	peak := "-"
 	if t.StepPeakBytes != nil {
-		peak = analysis.FormatBytes(*t.StepPeakBytes)
+		peak = units.FormatBytes(*t.StepPeakBytes)
 	}
 	what := map[fitOutcome]string{
 		fitStopped:     fmt.Sprintf("ran %d steps, stopped", t.Steps),
@@ -1321,12 +1323,12 @@ func (f *fitter) recommend() *float64 {
 	}
 	avail := (float64(f.loPeak) - f.res.Headroom*float64(total)) / (1 + margin)
 	var v float64
-	newCurve := analysis.NewNeedCurve
-	if analysis.IsBatchTag(f.o.by) {
-		newCurve = analysis.NewBatchNeedCurve
+	newCurve := replay.NewNeedCurve
+	if replay.IsBatchTag(f.o.by) {
+		newCurve = replay.NewBatchNeedCurve
 	}
 	if c, err := newCurve(xs, ys); err == nil {
-		v, _ = c.Solve(avail, analysis.Pessimistic)
+		v, _ = c.Solve(avail, replay.Pessimistic)
 	} else {
 		v = f.lo * avail / float64(f.loPeak) // one value: the need taken as proportional to it
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -192,8 +193,8 @@ func printSitesDiff(w io.Writer, d []analysis.SiteDelta, top int) {
 		if x.Delta < 0 {
 			sign = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, analysis.FormatBytes(abs(x.Delta)),
-			analysis.FormatBytes(x.ABytes), analysis.FormatBytes(x.BBytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, units.FormatBytes(abs(x.Delta)),
+			units.FormatBytes(x.ABytes), units.FormatBytes(x.BBytes))
 	}
 	tw.Flush()
 }
@@ -259,7 +260,7 @@ func runSites(o *sitesOptions, args []string) error {
 				continue
 			}
 			fmt.Fprintf(w, "== GPU %d at %s (%s, epoch %s): %s live, %s without a stack\n", g.Index, since(s.TNS), s.Reason,
-				optInt(s.Epoch), analysis.FormatBytes(s.LiveBytes), analysis.FormatBytes(s.UntrackedBytes))
+				optInt(s.Epoch), units.FormatBytes(s.LiveBytes), units.FormatBytes(s.UntrackedBytes))
 			printSiteFigures(w, "  ", s.Top, o.top)
 			continue
 		}
@@ -269,7 +270,7 @@ func runSites(o *sitesOptions, args []string) error {
 			continue
 		}
 		fmt.Fprintf(w, "== GPU %d from %s (%s) to %s (%s): %s live → %s\n", g.Index, since(picked[0].TNS), picked[0].Reason,
-			since(picked[1].TNS), picked[1].Reason, analysis.FormatBytes(picked[0].LiveBytes), analysis.FormatBytes(picked[1].LiveBytes))
+			since(picked[1].TNS), picked[1].Reason, units.FormatBytes(picked[0].LiveBytes), units.FormatBytes(picked[1].LiveBytes))
 		printSitesDiff(w, d, o.top)
 	}
 	if !found {
