@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -281,7 +282,7 @@ type OOM struct {
 	// trace up to the failed request replayed under the default allocator
 	// and each of WhatIfSettings on the room the allocator had at the OOM
 	// (reserved + free); WhatIfLines says it in words.
-	WhatIf []WhatIf `json:"what_if,omitempty"`
+	WhatIf []replay.WhatIf `json:"what_if,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
 	Holders []SiteFigure `json:"holders,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -16,12 +18,12 @@ func (gr *GPUReport) oomWhatIfs(o *OOM) {
 		return
 	}
 	tr := gr.AllocTrace.Ops
-	k := lastFailed(tr)
+	k := replay.LastFailed(tr)
 	if k < 0 {
 		return
 	}
 	ops := append(slices.Clone(tr[:k]), storage.AllocOp{Size: tr[k].Size})
-	w, err := WhatIfs(ops, *o.ReservedBytes+*o.FreeBytes)
+	w, err := replay.WhatIfs(ops, *o.ReservedBytes+*o.FreeBytes)
 	if err != nil {
 		o.LeftOut = append(o.LeftOut, fmt.Sprintf("allocator what-ifs: %v", err))
 		return
@@ -46,9 +48,9 @@ func WhatIfLines(o OOM) []string {
 		case w.Fits && !def.Fits:
 			helped = true
 			out = append(out, fmt.Sprintf("with PYTORCH_CUDA_ALLOC_CONF=%s this request would have fitted: the allocator held %s in split blocks, and %s its largest request there (peak reserved %s)",
-				w.Setting, FormatBytes(def.StrandedBytes), FormatBytes(w.LargestBytes), FormatBytes(w.PeakReservedBytes)))
+				w.Setting, units.FormatBytes(def.StrandedBytes), units.FormatBytes(w.LargestBytes), units.FormatBytes(w.PeakReservedBytes)))
 		case !w.Fits:
-			out = append(out, fmt.Sprintf("with %s it would not have fitted either: %s stranded, %s the largest request it could serve there", w.Setting, FormatBytes(w.StrandedBytes), FormatBytes(w.LargestBytes)))
+			out = append(out, fmt.Sprintf("with %s it would not have fitted either: %s stranded, %s the largest request it could serve there", w.Setting, units.FormatBytes(w.StrandedBytes), units.FormatBytes(w.LargestBytes)))
 		}
 	}
 	if !helped && !def.Fits {

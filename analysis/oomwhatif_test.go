@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -21,7 +23,7 @@ func TestOOMWhatIfs(t *testing.T) {
 	gr := &GPUReport{AllocTrace: &tr}
 	o := &OOM{ReservedBytes: i64(60 * mib), FreeBytes: i64(40 * mib)}
 	gr.oomWhatIfs(o)
-	if len(o.WhatIf) != 1+len(WhatIfSettings) || o.WhatIf[0].Fits || o.WhatIf[0].StrandedBytes != 10*mib || !o.WhatIf[1].Fits {
+	if len(o.WhatIf) != 1+len(replay.WhatIfSettings) || o.WhatIf[0].Fits || o.WhatIf[0].StrandedBytes != 10*mib || !o.WhatIf[1].Fits {
 		t.Fatalf("what-ifs %+v", o.WhatIf)
 	}
 	lines := strings.Join(WhatIfLines(*o), "\n")
@@ -58,18 +60,27 @@ func TestOOMWhatIfsOnTheH200(t *testing.T) {
 	}
 	for _, name := range []string{"regnet_y_3_2gf-bs1424", "regnet_y_3_2gf-bs1472", "vit_b_16-bs2144"} {
 		tr := readTraceFile(t, filepath.Join(dir, name+".trace.gz"))
-		o := &OOM{ReservedBytes: i64(about.Capacity - ReplayCapacityKnown), FreeBytes: i64(0)}
+		o := &OOM{ReservedBytes: i64(about.Capacity - replay.CapacityKnown), FreeBytes: i64(0)}
 		(&GPUReport{AllocTrace: &tr}).oomWhatIfs(o)
 		if len(o.WhatIf) == 0 || o.WhatIf[0].Fits {
 			t.Errorf("%s: what-ifs %+v, want the default to fail as the job did", name, o.WhatIf)
 			continue
 		}
 		lines := WhatIfLines(*o)
-		for _, s := range WhatIfSettings {
+		for _, s := range replay.WhatIfSettings {
 			if !strings.Contains(strings.Join(lines, "\n"), s) {
 				t.Errorf("%s: no line names %s: %q", name, s, lines)
 			}
 		}
 		t.Logf("%s: %q", name, lines)
 	}
+}
+
+func readTraceFile(t testing.TB, path string) storage.AllocTrace {
+	t.Helper()
+	tr, err := storage.DecodeAllocTrace(fixtures.Gunzip(t, path))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tr
 }
