@@ -132,6 +132,9 @@ func TestImportStopsAtTheFirstSignal(t *testing.T) {
 // first SIGTERM: exit 143, no report folder, no temporary beside it. The
 // old code ran to the end and wrote the report (exit 0).
 func TestReportStopsAtTheFirstSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports long runs")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	db, _ := copyLongDBs(t, dir)
