@@ -22,7 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 )
 
 // Options size the charts and choose the output.
