@@ -15,6 +15,8 @@ from typing import Any, Dict, Optional
 COUNTERS = (
     ("alloc_retries", "num_alloc_retries"),
     ("ooms", "num_ooms"),
+    ("device_allocs", "num_device_alloc"),
+    ("device_frees", "num_device_free"),
 )
 
 

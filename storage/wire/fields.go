@@ -88,6 +88,10 @@ var TorchFields = []Field[TorchSample]{
 		Get: func(s TorchSample) int64 { return s.OOMs }, Set: func(s *TorchSample, v int64) { s.OOMs = v }},
 	{Name: "largest_segment_bytes", Later: true,
 		Get: func(s TorchSample) int64 { return s.LargestSegment }, Set: func(s *TorchSample, v int64) { s.LargestSegment = v }},
+	{Name: "device_allocs", Later: true, Stat: "num_device_alloc", Help: "Device allocations (cudaMalloc) the rank's allocator made; a rate that keeps up with the steps is its cache thrashing.",
+		Get: func(s TorchSample) int64 { return s.DeviceAllocs }, Set: func(s *TorchSample, v int64) { s.DeviceAllocs = v }},
+	{Name: "device_frees", Later: true, Stat: "num_device_free", Help: "Device frees (cudaFree) the rank's allocator made.",
+		Get: func(s TorchSample) int64 { return s.DeviceFrees }, Set: func(s *TorchSample, v int64) { s.DeviceFrees = v }},
 }
 
 // MarkFields are a "mark" line's integer fields, all optional; its "kind"
