@@ -155,10 +155,10 @@ func (s *Search) Run(ctx context.Context) error {
 // SharedRuns is how many times the largest value that ran must run, each
 // in a fresh process, when several processes share a GPU: their
 // allocators each keep a cache the others cannot use, so near the limit a
-// value runs or fails by when each one's peak comes (on an H200, two DDP
-// ranks on one GPU: 3264 ran in 2 of 5 fresh runs, 3072 in 7 of 11). A
-// value that fails once is not below the limit; three runs in a row make
-// one that fails one time in two unlikely (1 in 8) to be taken.
+// value runs or fails by when each one's peak comes (bench/README.md,
+// "fit where ranks share a GPU"). A value that fails once is not below the
+// limit; three runs in a row make one that fails one time in two unlikely
+// (1 in 8) to be taken.
 const SharedRuns = 3
 
 // repeat is the largest value that ran, to run once more, where processes
