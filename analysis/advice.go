@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -237,7 +239,7 @@ func advise(b *Budget, ctx adviceContext) {
 	heldWords := ""
 	if b.GradsAtPeak == storage.FlagNo {
 		held = b.GradBytes
-		heldWords = fmt.Sprintf("; the gradients (%s), freed before the forward pass now, are then held through the later micro-batches", FormatBytes(held))
+		heldWords = fmt.Sprintf("; the gradients (%s), freed before the forward pass now, are then held through the later micro-batches", units.FormatBytes(held))
 	}
 	// What a step makes and frees within itself: the activations less what
 	// is still allocated at its end (the data, workspaces), which outlives
@@ -248,16 +250,16 @@ func advise(b *Budget, ctx adviceContext) {
 		fixedWords := ""
 		switch {
 		case scale < act && scale <= inStep:
-			fixedWords = fmt.Sprintf("; %s of them do not grow with the batch (the need curve of the runs compared) and stay", FormatBytes(act-scale))
+			fixedWords = fmt.Sprintf("; %s of them do not grow with the batch (the need curve of the runs compared) and stay", units.FormatBytes(act-scale))
 		case b.HeldBytes > 0:
 			scale = inStep
-			fixedWords = fmt.Sprintf("; %s of them are still allocated at the step's end (the data, workspaces) and stay", FormatBytes(b.HeldBytes))
+			fixedWords = fmt.Sprintf("; %s of them are still allocated at the step's end (the data, workspaces) and stay", units.FormatBytes(b.HeldBytes))
 		}
 		for _, k := range []int{2, 4} {
 			saved := scale - scale/int64(k) - held
 			r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
 				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s%s",
-					k, k, k, FormatBytes(act-scale+scale/int64(k)), FormatBytes(act), fixedWords, heldWords),
+					k, k, k, units.FormatBytes(act-scale+scale/int64(k)), units.FormatBytes(act), fixedWords, heldWords),
 				Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
 					"the peak is in the forward or backward pass, not in optimizer.step()"}}
 			f.set(&r, saved, saved)
@@ -287,7 +289,7 @@ func advise(b *Budget, ctx adviceContext) {
 		lo, hi := int64(AutocastLow*float64(inStep))-cast, int64(AutocastHigh*float64(inStep))
 		r := Remedy{Kind: RemedyAutocast, Title: "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))",
 			Basis: fmt.Sprintf("the run is float32 without autocast: matmul and convolution outputs saved for backward become 2 bytes instead of 4, the ops autocast keeps in float32 do not; %.0f %% to %.0f %% of the activations made within the step (%s), less up to %s of bf16 weight copies",
-				100*AutocastLow, 100*AutocastHigh, FormatBytes(inStep), FormatBytes(cast)),
+				100*AutocastLow, 100*AutocastHigh, units.FormatBytes(inStep), units.FormatBytes(cast)),
 			Assumptions: []string{"the model's compute is matmuls and convolutions (autocast's bf16 list); a model of mostly elementwise or float32-listed ops frees less"}}
 		f.set(&r, lo, hi)
 		f.scaled(&r, fx+cast/2, act, 1-(AutocastLow+AutocastHigh)/2)
@@ -298,7 +300,7 @@ func advise(b *Budget, ctx adviceContext) {
 	if hasAct && act > 0 {
 		r := Remedy{Kind: RemedyCheckpointing, Title: "activation checkpointing of every block (torch.utils.checkpoint)",
 			Basis: fmt.Sprintf("a checkpointed block keeps its input and recomputes the rest in backward: %.0f %% to %.0f %% of the activations made within the step (%s), from a few blocks to many",
-				100*CheckpointLow, 100*CheckpointHigh, FormatBytes(inStep)),
+				100*CheckpointLow, 100*CheckpointHigh, units.FormatBytes(inStep)),
 			Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays; with two or three blocks and large logits it can free less than the low end (two LSTM layers freed 18 %)",
 				"backward recomputes each block's forward: about a third more compute"}}
 		f.set(&r, int64(CheckpointLow*float64(inStep)), int64(CheckpointHigh*float64(inStep)))
@@ -313,10 +315,10 @@ func advise(b *Budget, ctx adviceContext) {
 		if elem == 0 {
 			elem = 4
 		}
-		now := fmt.Sprintf("%s keeps %.1f bytes a trainable parameter (%s for %s)", b.optimizerName(), per, FormatBytes(state), FormatCount(b.Trainable))
+		now := fmt.Sprintf("%s keeps %.1f bytes a trainable parameter (%s for %s)", b.optimizerName(), per, units.FormatBytes(state), FormatCount(b.Trainable))
 		if after := elem * b.Trainable; float64(state) > float64(after)*1.25 {
 			r := Remedy{Kind: RemedySGDMomentum, Title: "SGD with momentum instead of " + b.optimizerName(),
-				Basis:       fmt.Sprintf("%s; SGD with momentum keeps one buffer of the parameter's dtype, %d bytes a parameter (%s)", now, elem, FormatBytes(after)),
+				Basis:       fmt.Sprintf("%s; SGD with momentum keeps one buffer of the parameter's dtype, %d bytes a parameter (%s)", now, elem, units.FormatBytes(after)),
 				Assumptions: []string{"a different optimizer trains differently: memrec says what it frees, not whether the model learns as well", "the optimizer step's temporaries are not counted"}}
 			f.set(&r, state-after, state-after)
 			f.scaled(&r, fx-(state-after), act, 1)
@@ -324,7 +326,7 @@ func advise(b *Budget, ctx adviceContext) {
 		}
 		if after := 2 * b.Trainable; float64(state) > float64(after)*1.25 {
 			r := Remedy{Kind: RemedyAdam8bit, Title: "8-bit Adam (bitsandbytes AdamW8bit)",
-				Basis:       fmt.Sprintf("%s; 8-bit Adam keeps both moments in one byte each, 2 bytes a parameter (%s), and block scales of under 1 %%", now, FormatBytes(after)),
+				Basis:       fmt.Sprintf("%s; 8-bit Adam keeps both moments in one byte each, 2 bytes a parameter (%s), and block scales of under 1 %%", now, units.FormatBytes(after)),
 				Assumptions: []string{"parameters in small tensors (under 4096 elements) keep 32-bit state in bitsandbytes, a few % of most models", "the optimizer step's temporaries are not counted"}}
 			f.set(&r, state-after, state-after)
 			f.scaled(&r, fx-(state-after), act, 1)
@@ -350,7 +352,7 @@ func advise(b *Budget, ctx adviceContext) {
 			}
 			saved := z.bytes - z.bytes/n
 			r := Remedy{Kind: z.kind, N: b.Ranks, Title: fmt.Sprintf("%s over the run's %d ranks", z.title, b.Ranks),
-				Basis: fmt.Sprintf("each of %d ranks holds 1/%d of %s (%s)", b.Ranks, b.Ranks, z.what, FormatBytes(z.bytes)),
+				Basis: fmt.Sprintf("each of %d ranks holds 1/%d of %s (%s)", b.Ranks, b.Ranks, z.what, units.FormatBytes(z.bytes)),
 				Assumptions: []string{"each rank holds a full copy now (DDP); a run already sharded reports its local shards, and frees less",
 					"communication buckets, and with ZeRO-3 the parameters of the layer being gathered, are not counted"}}
 			f.set(&r, saved, saved)
@@ -360,7 +362,7 @@ func advise(b *Budget, ctx adviceContext) {
 	default:
 		if state+grads > 0 {
 			b.Skipped = append(b.Skipped, fmt.Sprintf("sharding (ZeRO, FSDP): the run has one rank; over N ranks ZeRO-1 would free (N−1)/N of the optimizer state (%s), ZeRO-2 also of the gradients (%s), ZeRO-3 also of the parameters (%s)",
-				FormatBytes(state), FormatBytes(grads), FormatBytes(params)))
+				units.FormatBytes(state), units.FormatBytes(grads), units.FormatBytes(params)))
 		}
 	}
 
@@ -368,7 +370,7 @@ func advise(b *Budget, ctx adviceContext) {
 	if split+cached > 0 {
 		r := Remedy{Kind: RemedyExpandableSegments, Title: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
 			Basis: fmt.Sprintf("at the peak the allocator held %s beyond the tensors: %s in inactive split blocks and %s cached free; with expandable segments it grows segments instead of keeping blocks it cannot reuse",
-				FormatBytes(split+cached), FormatBytes(split), FormatBytes(cached)),
+				units.FormatBytes(split+cached), units.FormatBytes(split), units.FormatBytes(cached)),
 			Assumptions: []string{"it frees at most all of the cache at the peak, and may free none of it: split blocks of the small pool (allocations under 1 MiB) and the rounding of segments stay; allocated memory does not change"}}
 		r.SavedLowBytes, r.SavedHighBytes = 0, split+cached
 		r.SavedBytes = (r.SavedLowBytes + r.SavedHighBytes) / 2
@@ -380,7 +382,7 @@ func advise(b *Budget, ctx adviceContext) {
 	}
 	if ret := b.ReservedBytes - ctx.sampleAllocated; ret > 0 {
 		b.Help = append(b.Help, Remedy{Kind: RemedyEmptyCache, Title: "torch.cuda.empty_cache()",
-			Basis:                   fmt.Sprintf("between steps it returns %s of cache to the driver, for other processes; the next step allocates it again, so the peak stays", FormatBytes(ret)),
+			Basis:                   fmt.Sprintf("between steps it returns %s of cache to the driver, for other processes; the next step allocates it again, so the peak stays", units.FormatBytes(ret)),
 			PeakAllocatedAfterBytes: b.PeakAllocatedBytes, PeakAfterBytes: b.TotalBytes,
 			Assumptions: []string{"it costs time: the next step's allocations go to the driver again (cudaMalloc), and it does not undo fragmentation inside segments in use"}})
 	}
@@ -456,7 +458,7 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 		v = max(math.Floor(v), 0)
 		return &v
 	}
-	share, perSample := AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	share, perSample := replay.AllocatorAllowance, float64(act)*factor/f.ctx.batch
 	var segment, rounding float64 // the largest segment a sample, the segments' rounding
 	if c := f.ctx.curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
@@ -469,7 +471,7 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
 	var v float64
 	if segment > 0 { // the segments bound it, not the share
-		v = (avail - rounding - float64(fx)) / (perSample + StrandedSegments*segment)
+		v = (avail - rounding - float64(fx)) / (perSample + replay.StrandedSegments*segment)
 	} else {
 		v = (avail/(1+share) - float64(fx)) / perSample
 	}
@@ -506,10 +508,10 @@ func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
 // basis says where a batch that would fit comes from.
 func (f fitter) basis() string {
 	if c := f.ctx.curve; c != nil && c.fits != nil {
-		return fmt.Sprintf("from the allocator replayed over the requests of %d runs at several batch sizes, with what it frees at each batch (%s a sample) added to the GPU", c.runs, FormatBytes(int64(c.bytes)))
+		return fmt.Sprintf("from the allocator replayed over the requests of %d runs at several batch sizes, with what it frees at each batch (%s a sample) added to the GPU", c.runs, units.FormatBytes(int64(c.bytes)))
 	}
 	if c := f.ctx.curve; c != nil {
-		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.runs, FormatBytes(int64(c.bytes)))
+		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.runs, units.FormatBytes(int64(c.bytes)))
 	}
 	return "from this run's activations per sample (batch_size tag)"
 }
@@ -536,11 +538,11 @@ func (r Remedy) SavedWords() string {
 		return "nothing at the peak"
 	}
 	if r.SavedLowBytes == r.SavedHighBytes {
-		return FormatBytes(r.SavedBytes)
+		return units.FormatBytes(r.SavedBytes)
 	}
-	lo := FormatBytes(r.SavedLowBytes)
+	lo := units.FormatBytes(r.SavedLowBytes)
 	if r.SavedLowBytes < 0 {
 		lo = "−" + strings.TrimPrefix(lo, "-") + " (may cost more)"
 	}
-	return lo + " to " + FormatBytes(r.SavedHighBytes)
+	return lo + " to " + units.FormatBytes(r.SavedHighBytes)
 }

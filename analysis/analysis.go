@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -99,7 +101,7 @@ type GPUReport struct {
 	Peaks     []Peak       `json:"peaks"`
 	Epochs    []EpochDelta `json:"epochs"`
 	Intervals []EpochDelta `json:"intervals,omitempty"` // without epoch marks: fixed time slices
-	Leak      Leak         `json:"leak"`
+	Leak      growth.Leak  `json:"leak"`
 	// JobSpan is where the job holds memory, when the leak is judged on
 	// device memory over time: start-up and teardown are left out.
 	JobSpan *JobSpan `json:"job_span,omitempty"`
@@ -160,14 +162,14 @@ type GPUReport struct {
 	// of about width runs of them. FitFromX is the x of the first one
 	// fitted (after the warm-up), and SteadyFloorBytes the median of those
 	// fitted, taken before they were thinned.
-	Floors           []FloorPoint `json:"-"`
-	FitFromX         float64      `json:"-"`
-	SteadyFloorBytes *int64       `json:"-"`
-	FragSeries       []FragPoint  `json:"-"`
-	StepPeaks        []FloorPoint `json:"-"`
+	Floors           []growth.FloorPoint `json:"-"`
+	FitFromX         float64             `json:"-"`
+	SteadyFloorBytes *int64              `json:"-"`
+	FragSeries       []FragPoint         `json:"-"`
+	StepPeaks        []growth.FloorPoint `json:"-"`
 	// Steps are the step marks of the rank that runs on this GPU, in time
 	// order.
-	Steps *Steps `json:"-"`
+	Steps *growth.Steps `json:"-"`
 }
 
 // StepAt is the training step a time falls in: the step of the first step
@@ -276,6 +278,11 @@ type OOM struct {
 	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
 	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
 	FitKind         FitKind  `json:"fitting_batch_kind,omitempty"`
+	// WhatIf is, for the fatal OOM of a GPU with an allocator trace, the
+	// trace up to the failed request replayed under the default allocator
+	// and each of WhatIfSettings on the room the allocator had at the OOM
+	// (reserved + free); WhatIfLines says it in words.
+	WhatIf []replay.WhatIf `json:"what_if,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
 	Holders []SiteFigure `json:"holders,omitempty"`
@@ -292,15 +299,7 @@ type Process struct {
 	Source    string `json:"source"` // nvml or torch
 	// Growth is the growth rule on the process's used memory, at the
 	// GPU's floors (steps or time slices).
-	Growth *Growth `json:"growth,omitempty"`
-}
-
-// FloorPoint is one point of the leak series: the floor of a step or a
-// time slice.
-type FloorPoint struct {
-	X     float64 // step index or seconds since start
-	TNS   int64
-	Bytes int64
+	Growth *growth.Growth `json:"growth,omitempty"`
 }
 
 // FragPoint is fragmentation at one allocator sample.
@@ -331,6 +330,11 @@ type Options struct {
 	// second time). It must be safe for concurrent use: GPUs are analysed
 	// side by side.
 	Lines Lines
+	// Budget bounds what decoding the run's allocator traces takes; a
+	// command that analyses several runs passes them one budget (nil: one
+	// of storage.DefaultDecodeBudget for this run alone). Traces past it
+	// are left out, and a note says so.
+	Budget *storage.DecodeBudget
 }
 
 // Lines receives the samples of a run's device and allocator series
@@ -351,7 +355,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		opts.Width = 1600
 	}
 	rep := newReport(run)
-	marks, err := loadMarks(db, run)
+	if opts.Budget == nil {
+		opts.Budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
+	marks, err := loadMarks(db, run, storage.NewAllocTraceSet(opts.Budget))
 	if err != nil {
 		return nil, err
 	}
@@ -539,18 +546,17 @@ type markIndex struct {
 	other     []storage.Mark // every mark but steps and epoch bounds, in time order
 	exit      *storage.Mark  // the last exit mark
 	epochs    []epochSpan
-	steps     map[int]*Steps // by rank (None for unranked)
+	steps     map[int]*growth.Steps // by rank (None for unranked)
 	stepCount int
 	events    []storage.Mark
 	ooms      []storage.Mark
 	probe     []string // the probe's notes about itself, once each
 	// traces are the allocator traces the marks carry (storage.AllocTraces),
-	// traceErr what was wrong with any; traceMarks their marks until read.
-	traces     []storage.AllocTrace
-	traceErr   error
-	traceMarks []storage.Mark
-	endNS      int64
-	warm       warmup // where the run's warm-up ends (runWarmup)
+	// traceErr what was wrong with any.
+	traces   []storage.AllocTrace
+	traceErr error
+	endNS    int64
+	warm     growth.Warmup // where the run's warm-up ends (runWarmup)
 }
 
 type epochSpan struct {
@@ -576,8 +582,10 @@ func perGPUShare(run storage.Run, count int64) int64 {
 	return min(max(n, 0), 1<<24) // a count that is off does not make a huge slice
 }
 
-func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
-	mi := &markIndex{steps: map[int]*Steps{}, endNS: run.EndNS}
+// loadMarks reads a run's marks; the pieces of allocator traces go to
+// traces, and are decoded at the end (nil: they are not read).
+func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (*markIndex, error) {
+	mi := &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
 	for it.Next() {
@@ -597,14 +605,16 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 		case wire.MarkStep:
 			steps, ok := mi.steps[m.Rank]
 			if !ok {
-				steps = newSteps(int(perGPUShare(run, run.Counts.Marks)))
+				steps = growth.NewSteps(int(perGPUShare(run, run.Counts.Marks)))
 				mi.steps[m.Rank] = steps
 			}
-			steps.add(m.T, m.Step)
+			steps.Add(m.T, m.Step)
 			mi.stepCount++
 			continue
 		case storage.MarkAllocTrace:
-			mi.traceMarks = append(mi.traceMarks, m)
+			if traces != nil {
+				traces.Add(m)
+			}
 			continue
 		case wire.MarkProbe:
 			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
@@ -627,9 +637,8 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
-	if len(mi.traceMarks) > 0 {
-		mi.traces, mi.traceErr = storage.AllocTraces(mi.traceMarks)
-		mi.traceMarks = nil
+	if traces != nil {
+		mi.traces, mi.traceErr = traces.Traces()
 	}
 	for n, s := range starts { // an epoch that never ended (the job died)
 		mi.epochs = append(mi.epochs, epochSpan{n: n, start: s, end: run.EndNS, open: true})
@@ -648,19 +657,19 @@ func loadMarks(db *storage.DB, run storage.Run) (*markIndex, error) {
 // window takes the warm-up of its whole run, not of its own first epoch:
 // the run's marks are read from its start until its first epoch has ended
 // and a second has begun (or to the end, for a run of one epoch).
-func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
+func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (growth.Warmup, error) {
 	if _, _, ok := run.Window(); !ok {
 		if len(mi.epochs) >= 2 {
-			return warmup{byEpoch: true, endNS: mi.epochs[0].end}, nil
+			return growth.Warmup{ByEpoch: true, EndNS: mi.epochs[0].end}, nil
 		}
-		return warmup{}, nil
+		return growth.Warmup{}, nil
 	}
 	whole, err := db.Run(run.Name)
 	if err != nil || whole.ID != run.ID {
 		whole, err = db.Run(strconv.FormatUint(run.ID, 10))
 	}
 	if err != nil {
-		return warmup{}, err
+		return growth.Warmup{}, err
 	}
 	it := db.Marks(whole, storage.MinTime, storage.MaxTime)
 	first, started := int64(0), false
@@ -672,14 +681,14 @@ func runWarmup(db *storage.DB, run storage.Run, mi *markIndex) (warmup, error) {
 		case m.Kind == wire.MarkEpochEnd && started && first == 0:
 			first = m.T
 		case m.Kind == wire.MarkEpochStart && first != 0:
-			return warmup{byEpoch: true, endNS: first}, it.Err()
+			return growth.Warmup{ByEpoch: true, EndNS: first}, it.Err()
 		}
 	}
-	return warmup{}, it.Err()
+	return growth.Warmup{}, it.Err()
 }
 
 // stepsFor returns the step marks for the rank that runs on a GPU.
-func (mi *markIndex) stepsFor(rank int) *Steps {
+func (mi *markIndex) stepsFor(rank int) *growth.Steps {
 	if s, ok := mi.steps[rank]; ok && rank != storage.None {
 		return s
 	}
@@ -705,7 +714,7 @@ func (mi *markIndex) stepTime() float64 {
 		d = append(d, float64(s.T(i)-s.T(i-1))/1e9)
 	}
 	slices.Sort(d)
-	return median(d)
+	return growth.Median(d)
 }
 
 // epochAt and stepAt place a time.
@@ -718,7 +727,7 @@ func (mi *markIndex) epochAt(t int64) *int {
 	return nil
 }
 
-func stepAt(steps *Steps, t int64) *int {
+func stepAt(steps *growth.Steps, t int64) *int {
 	// The step a time falls in: the first step mark at or after it (marks
 	// end their step).
 	if i := steps.Search(t); i < steps.Len() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
@@ -176,11 +177,11 @@ func TestLeakOnOneGPUOfTwo(t *testing.T) {
 	job := c.job()
 	rep := analyzeJSONL(t, g.b.String())["leak"]
 	g0, g1 := rep.GPUs[0].Leak, rep.GPUs[1].Leak
-	if g0.Verdict != VerdictNoLeak {
+	if g0.Verdict != growth.VerdictNoLeak {
 		t.Errorf("GPU 0: %+v", g0)
 	}
 	leak := float64(job.LeakPerStep(1))
-	if g1.Verdict != VerdictLeak || g1.SlopeBytesPerStep == nil || !within(*g1.SlopeBytesPerStep, leak, 0.02) {
+	if g1.Verdict != growth.VerdictLeak || g1.SlopeBytesPerStep == nil || !within(*g1.SlopeBytesPerStep, leak, 0.02) {
 		t.Fatalf("GPU 1: %+v slope %v, want %v", g1, deref(g1.SlopeBytesPerStep), leak)
 	}
 	perHour := leak * float64(3600e9/c.stepNS)
@@ -221,7 +222,7 @@ func TestNoLeakWithWarmupNoiseAndJump(t *testing.T) {
 	reps := analyzeJSONL(t, g.b.String())
 	for name, rep := range reps {
 		for _, gr := range rep.GPUs {
-			if gr.Leak.Verdict != VerdictNoLeak {
+			if gr.Leak.Verdict != growth.VerdictNoLeak {
 				t.Errorf("%s GPU %d: %+v (slope %v)", name, gr.GPU, gr.Leak, deref(gr.Leak.SlopeBytesPerStep))
 			}
 		}
@@ -244,7 +245,7 @@ func TestSlowLeakOverHoursWithoutMarks(t *testing.T) {
 	}
 	rep := analyzeJSONL(t, g.b.String())["slow"]
 	l := rep.GPUs[0].Leak
-	if l.Verdict != VerdictLeak || l.SlopeBytesPerStep != nil || !within(*l.SlopeBytesPerHour, 100*MiB, 0.05) {
+	if l.Verdict != growth.VerdictLeak || l.SlopeBytesPerStep != nil || !within(*l.SlopeBytesPerHour, 100*MiB, 0.05) {
 		t.Fatalf("%+v per hour %v", l, deref(l.SlopeBytesPerHour))
 	}
 	if l.Per != "time" || l.Basis != "device_used" || len(rep.GPUs[0].Intervals) != 10 || len(rep.Notes) < 2 {
@@ -327,7 +328,7 @@ func TestRealRuns(t *testing.T) {
 	}
 	l := rep.GPUs[0].Leak
 	// The planted leak: 64 × 1000 float32 logits kept per step.
-	if l.Verdict != VerdictLeak || *l.SlopeBytesPerStep != 256000 {
+	if l.Verdict != growth.VerdictLeak || *l.SlopeBytesPerStep != 256000 {
 		t.Errorf("leak run: %+v %v", l, deref(l.SlopeBytesPerStep))
 	}
 	if u := rep.GPUs[0].Unseen; u == nil || u.MeanBytes < 760*MiB || u.MeanBytes > 775*MiB {
@@ -338,7 +339,7 @@ func TestRealRuns(t *testing.T) {
 	}
 	cleanRun, _ := db.Run("real-resnet18-bs128")
 	rep, _ = Analyze(db, cleanRun, Options{})
-	if v := rep.GPUs[0].Leak.Verdict; v != VerdictNoLeak {
+	if v := rep.GPUs[0].Leak.Verdict; v != growth.VerdictNoLeak {
 		t.Errorf("clean run: %v", rep.GPUs[0].Leak)
 	}
 	// Step-end allocated is flat after epoch 0 (the fixture's README), and
@@ -363,7 +364,7 @@ func TestEmptyAndInsufficient(t *testing.T) {
 	g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":5}`, t0+1)
 	reps := analyzeJSONL(t, g.b.String())
 	for _, name := range []string{"empty", "short"} {
-		if v := reps[name].GPUs[0].Leak.Verdict; v != VerdictInsufficient {
+		if v := reps[name].GPUs[0].Leak.Verdict; v != growth.VerdictInsufficient {
 			t.Errorf("%s: %v", name, v)
 		}
 	}

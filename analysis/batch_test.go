@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/growth"
 )
 
 // TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time (and
@@ -105,16 +107,16 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 // highest, so every run's extremes are still drawn.
 func TestDecimateFloorsKeepsTheBand(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	pts := make([]FloorPoint, 100_003)
+	pts := make([]growth.FloorPoint, 100_003)
 	for i := range pts {
-		pts[i] = FloorPoint{X: float64(i), TNS: int64(i), Bytes: rng.Int64N(1 << 30)}
+		pts[i] = growth.FloorPoint{X: float64(i), TNS: int64(i), Bytes: rng.Int64N(1 << 30)}
 	}
 	pts[777].Bytes, pts[99_999].Bytes = -1, 1<<31 // the extremes of all
 	got := decimateFloors(pts, 400)
 	if len(got) > 400 || got[0] != pts[0] || got[len(got)-1] != pts[len(pts)-1] {
 		t.Fatalf("%d points, first %v last %v", len(got), got[0], got[len(got)-1])
 	}
-	if !slices.IsSortedFunc(got, func(a, b FloorPoint) int { return int(a.X - b.X) }) {
+	if !slices.IsSortedFunc(got, func(a, b growth.FloorPoint) int { return int(a.X - b.X) }) {
 		t.Fatal("not in order")
 	}
 	if !slices.Contains(got, pts[777]) || !slices.Contains(got, pts[99_999]) {

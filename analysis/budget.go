@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -222,7 +224,7 @@ func makeBudget(in budgetInput) *Budget {
 		switch bs.GradsAtForward {
 		case storage.FlagNo:
 			grads = 0
-			gradWords = fmt.Sprintf("none at the peak: zero_grad(set_to_none=True) frees them before the forward pass; backward makes %s as it frees the activations", FormatBytes(bs.Grads))
+			gradWords = fmt.Sprintf("none at the peak: zero_grad(set_to_none=True) frees them before the forward pass; backward makes %s as it frees the activations", units.FormatBytes(bs.Grads))
 		case storage.FlagUnknown:
 			b.Notes = append(b.Notes, "whether the gradients are held at the peak is not known (the probe saw no forward pass after a backward): they are counted as held")
 		}
@@ -234,7 +236,7 @@ func makeBudget(in budgetInput) *Budget {
 		act := alloc - fixed
 		if act < 0 {
 			b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: not all of them were held at the peak; activations are counted as 0",
-				FormatBytes(fixed), FormatBytes(alloc), FormatBytes(-act)))
+				units.FormatBytes(fixed), units.FormatBytes(alloc), units.FormatBytes(-act)))
 			act = 0
 		}
 		actWords := ""
@@ -243,7 +245,7 @@ func makeBudget(in budgetInput) *Budget {
 			b.Notes = append(b.Notes, "what of the activations outlives the step is not known (no allocator sample at the step's end): the remedies that act within a step count all of them")
 		case *in.held > 0:
 			b.HeldBytes = min(*in.held, act)
-			actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", FormatBytes(b.HeldBytes))
+			actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", units.FormatBytes(b.HeldBytes))
 		}
 		add(PartActivations, act, actWords)
 		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries; what of it is still allocated at the step's end outlives the step"
@@ -255,7 +257,7 @@ func makeBudget(in budgetInput) *Budget {
 	cached := p.Reserved - alloc
 	if cached < 0 {
 		b.Notes = append(b.Notes, fmt.Sprintf("reserved at the end of the step (%s) is below the step's peak allocated (%s): the allocator gave memory back after its peak (it frees its cache and retries near the limit); the cache is counted as 0",
-			FormatBytes(p.Reserved), FormatBytes(alloc)))
+			units.FormatBytes(p.Reserved), units.FormatBytes(alloc)))
 		cached = 0
 	}
 	split := min(p.InactiveSplit, cached)
@@ -271,7 +273,7 @@ func makeBudget(in budgetInput) *Budget {
 		unseen := *in.used - torchTotal
 		if unseen < 0 {
 			b.Notes = append(b.Notes, fmt.Sprintf("device used (%s) is below what PyTorch reserved (%s): the device sample and the allocator's are of different moments; not seen by PyTorch is counted as 0",
-				FormatBytes(*in.used), FormatBytes(torchTotal)))
+				units.FormatBytes(*in.used), units.FormatBytes(torchTotal)))
 			unseen = 0
 		}
 		add(PartUnseen, unseen, "")
@@ -356,7 +358,7 @@ func (a *gpuAnalysis) budgetPass() error {
 // each of the most segments it held; 0, 0 where the probe did not measure
 // them.
 func (g *GPUReport) strandable() (segment, rounding int64) {
-	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * segmentRounding
+	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * replay.SegmentRounding
 }
 
 func orZero(p *int64) int64 {
@@ -482,7 +484,7 @@ func oomBudget(o *OOM, bs *storage.BudgetSample, batch float64) *OOMBudget {
 			words = append(words, fmt.Sprintf("%s %.0f %%", p.Part.Words(), 100*p.Share))
 		}
 	}
-	s := fmt.Sprintf("at the OOM the step had and asked for at least %s: %s", FormatBytes(need), strings.Join(words, ", "))
+	s := fmt.Sprintf("at the OOM the step had and asked for at least %s: %s", units.FormatBytes(need), strings.Join(words, ", "))
 	if room := have - fx; room > 0 && act > 0 {
 		ob.Accumulation = int(max(2, (act+room-1)/room))
 	}
@@ -502,7 +504,7 @@ func oomBudget(o *OOM, bs *storage.BudgetSample, batch float64) *OOMBudget {
 	case len(fits) > 0:
 		s += "; " + strings.Join(fits, ", or ") + ", would have fitted"
 	case have <= fx:
-		s += fmt.Sprintf("; the model's own tensors (%s) alone fill what the step had: a lighter optimizer or sharding, not a smaller batch, is what would help", FormatBytes(fx))
+		s += fmt.Sprintf("; the model's own tensors (%s) alone fill what the step had: a lighter optimizer or sharding, not a smaller batch, is what would help", units.FormatBytes(fx))
 	}
 	ob.Words = s
 	return ob

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 )
@@ -99,7 +101,7 @@ func TestAdviceArithmetic(t *testing.T) {
 	fixed := s.Params + s.Grads + j.Optimizer
 	// The batch that fits: ((total − driver − unseen)/(1+allowance) − F) / (A·factor/64).
 	fit := func(fx int64, factor float64) float64 {
-		return math.Floor((float64(j.Total-1000-unseen)/(1+AllocatorAllowance) - float64(fx)) / (float64(act) * factor / 64))
+		return math.Floor((float64(j.Total-1000-unseen)/(1+replay.AllocatorAllowance) - float64(fx)) / (float64(act) * factor / 64))
 	}
 	type want struct {
 		lo, hi int64
@@ -136,8 +138,8 @@ func TestAdviceArithmetic(t *testing.T) {
 		case RemedyExpandableSegments:
 			w.lo, w.hi = 0, split+cached // the small pool's splits may all stay
 		case RemedyEmptyCache:
-			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, FormatBytes(a.Reserved-a.Allocated)) {
-				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, FormatBytes(a.Reserved-a.Allocated))
+			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, units.FormatBytes(a.Reserved-a.Allocated)) {
+				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, units.FormatBytes(a.Reserved-a.Allocated))
 			}
 		}
 		if r.SavedLowBytes != w.lo || r.SavedHighBytes != w.hi {
@@ -385,10 +387,10 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 	s := j.Split(29, 1)
 	unseen, _ := b.Part(PartUnseen) // one GPU: no NCCL buffers
 	fixed := s.Params + s.Grads + j.Optimizer
-	rounding := *g.MostSegments * segmentRounding
+	rounding := *g.MostSegments * replay.SegmentRounding
 	// Two segments a batch of 64 beyond its activations.
-	want := math.Floor(float64(j.Total-1000-unseen-rounding-fixed) / (float64(j.Activations+StrandedSegments*seg) / 64))
-	byShare := math.Floor((float64(j.Total-1000-unseen)/(1+AllocatorAllowance) - float64(fixed)) / (float64(j.Activations) / 64))
+	want := math.Floor(float64(j.Total-1000-unseen-rounding-fixed) / (float64(j.Activations+replay.StrandedSegments*seg) / 64))
+	byShare := math.Floor((float64(j.Total-1000-unseen)/(1+replay.AllocatorAllowance) - float64(fixed)) / (float64(j.Activations) / 64))
 	if want == byShare {
 		t.Fatalf("%v either way: the test does not tell the segments from the default", want)
 	}
@@ -444,7 +446,7 @@ func stepsTrace(t *testing.T, fixed, workspace, act int64, steps int, failed boo
 			tr.Ops = append(tr.Ops, storage.AllocOp{Free: true, Of: first + i})
 		}
 	}
-	r, err := ReplayAllocator(tr.Ops, 0)
+	r, err := replay.ReplayAllocator(tr.Ops, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -36,8 +39,8 @@ type RunSummary struct {
 	PeakAllocatedByGPU []int64           `json:"peak_allocated_by_gpu_bytes,omitempty"`
 	SteadyBytes        *int64            `json:"steady_state_bytes"`
 	EpochDeltaBytes    *int64            `json:"epoch_delta_used_bytes"` // mean over epochs after the first
-	LeakVerdict        Verdict           `json:"leak_verdict"`           // LeakKind as earlier versions spelled it (Verdict.Legacy)
-	LeakKind           Verdict           `json:"leak_kind"`              // the most severe of the GPUs' (Verdict.Severity)
+	LeakVerdict        growth.Verdict    `json:"leak_verdict"`           // LeakKind as earlier versions spelled it (Verdict.Legacy)
+	LeakKind           growth.Verdict    `json:"leak_kind"`              // the most severe of the GPUs' (Verdict.Severity)
 	SlopeBytesPerStep  *float64          `json:"slope_bytes_per_step"`
 	SlopeBytesPerHour  *float64          `json:"slope_bytes_per_hour"`
 	FragmentationMean  *float64          `json:"fragmentation_mean"`
@@ -76,16 +79,16 @@ type RunSummary struct {
 type ByTag struct {
 	Tag             string     `json:"by"`
 	Points          []TagPoint `json:"points"`
-	Fit             Fit        `json:"fit"` // peak device used against the tag
+	Fit             replay.Fit `json:"fit"` // peak device used against the tag
 	GPUName         string     `json:"gpu_name"`
 	TotalBytes      int64      `json:"total_bytes"`
 	Headroom        float64    `json:"headroom"`
 	MaxFittingValue *float64   `json:"max_fitting_value"`
 	Statement       string     `json:"statement"`
 
-	Basis             string  `json:"basis"` // step_peak_allocated or device_used
-	NeedFit           *Fit    `json:"need_fit,omitempty"`
-	AllowanceFraction float64 `json:"allowance_fraction"`
+	Basis             string      `json:"basis"` // step_peak_allocated or device_used
+	NeedFit           *replay.Fit `json:"need_fit,omitempty"`
+	AllowanceFraction float64     `json:"allowance_fraction"`
 	// AllowanceBasis is "measured" (AllowanceRun reached the GPU's limit:
 	// its allocator retried, and its reserved memory exceeded the step's
 	// peak by AllowanceFraction), "largest_segment" (every run's probe
@@ -98,7 +101,7 @@ type ByTag struct {
 	// largest value's segment with the larger of its size per unit and its
 	// growth from the value below. The need's pessimistic end adds
 	// StrandedSegments such segments, its middle half as many.
-	SegmentLine *Fit `json:"largest_segment_line,omitempty"`
+	SegmentLine *replay.Fit `json:"largest_segment_line,omitempty"`
 	// RoundingBytes is, with SegmentLine, what the allocator's rounding of
 	// segments may hold beyond the peak: 2 MiB (its rounding of a large
 	// segment) for each of the most segments a run held. The pessimistic
@@ -125,11 +128,11 @@ type ByTag struct {
 	// MaxFittingValueOptimistic at its optimistic end without the
 	// allowance. Extrapolation is MaxFittingValueNoHeadroom over the largest
 	// value measured; IntervalWords says all that in a sentence.
-	Need                      *NeedCurve `json:"need_curve,omitempty"`
-	MaxFittingValueMiddle     *float64   `json:"max_fitting_value_middle,omitempty"`
-	MaxFittingValueOptimistic *float64   `json:"max_fitting_value_optimistic,omitempty"`
-	Extrapolation             float64    `json:"extrapolation,omitempty"`
-	IntervalWords             string     `json:"interval_words,omitempty"`
+	Need                      *replay.NeedCurve `json:"need_curve,omitempty"`
+	MaxFittingValueMiddle     *float64          `json:"max_fitting_value_middle,omitempty"`
+	MaxFittingValueOptimistic *float64          `json:"max_fitting_value_optimistic,omitempty"`
+	Extrapolation             float64           `json:"extrapolation,omitempty"`
+	IntervalWords             string            `json:"interval_words,omitempty"`
 	// Help is what would help the run at the largest value with a watched
 	// budget (HelpRun), its batches that would fit from the need curve
 	// instead of from that run alone: what does not grow with the batch
@@ -143,48 +146,9 @@ type ByTag struct {
 
 	integer bool     // every value tried is an integer
 	leftOut []string // why runs are not points, for the notes
-	replay  *ReplayScale
-	atLimit *ReplayResult // the replay at the pessimistic end without headroom
+	replay  *replay.ReplayScale
+	atLimit *replay.ReplayResult // the replay at the pessimistic end without headroom
 }
-
-// AllocatorAllowance is the share of the projected per-step peak that
-// the caching allocator may hold beyond it at the limit where nothing
-// else measures it (see ByTag.chooseBasis): the most any job measured
-// needed, rounded up. Near the limit the allocator frees its cache and
-// retries, so what stays beyond the peak is free room inside segments
-// that still hold live blocks. Bisecting the largest batch that runs on
-// an H200 and comparing it with the projected peak gave what eighteen
-// jobs needed beyond their peak there: from none (ResNet-18, ResNet-34,
-// ConvNeXt-T, ViT-B/16: their large blocks come in equal sizes that reuse
-// each other's space) through 2.5 % (T5-base), 5.9 % (DeepLabV3), 7.6 to
-// 13.5 % (GPT-2-shaped and Llama-style models, their fp32 logits) and
-// 17.5 % (BERT-base) to 21.5 to 32 % (VGG-11, on two hosts) and 36 %
-// (VGG-16, whose two full-resolution activations strand 1.1 of its
-// largest segments). The allocator's counters at small batches do not
-// tell these apart (its cache hides the packing), so without the largest
-// segment (probes before it, JAX, expandable segments) the value errs low
-// for most jobs; a run that did reach the limit measures it
-// (GPUReport.NearLimitOverhead); memrec fit finds the limit by trial.
-const AllocatorAllowance = 0.40
-
-// StrandedSegments is how many of the allocator's largest segments it may
-// strand at the limit, where the probe measured the largest (the
-// allowance then, at the pessimistic end, with the segments' rounding).
-// The room stranded lies in segments that hold live blocks; on eighteen
-// jobs on H200s it was from none (the ResNets, ViT-B/16, ConvNeXt-T: their
-// large blocks come in equal sizes that reuse each other's space) through
-// about half of one (the GPT-2-shaped models' fp32 logits), 0.86 to 1.3
-// (VGG-11: on two hosts its limits were 2368 and 2176, as cuDNN chose its
-// convolutions by the memory left), one (BERT-base), 1.1 (VGG-16, and
-// DenseNet-121 at most), 1.26 (a Llama-style 1.1 B) to 1.56 (T5-base)
-// and 1.75 (DeepLabV3 in its OOM's figures, whose atrous branches hold
-// several segments of about the same size), measured at the limit. Two
-// bound all of them. A share of the peak does not: VGG-16 needed 37 % of
-// it, ResNet-18 none, with the same largest segment to peak (a sixth); so
-// the jobs that strand much less than two segments (ResNet-18 and -34, the
-// language models, the VGGs) come out 11.8 to 29.4 % below their limit,
-// which memrec fit finds by trial.
-const StrandedSegments = 2
 
 // TagFailure is a run that ran out of memory at a tag value.
 type TagFailure struct {
@@ -214,16 +178,9 @@ type TagPoint struct {
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
 }
 
-// Fit is a least-squares line: bytes = slope·value + intercept.
-type Fit struct {
-	SlopeBytesPerUnit float64 `json:"slope_bytes_per_unit"`
-	InterceptBytes    float64 `json:"intercept_bytes"`
-	R2                float64 `json:"r2"`
-}
-
 // Summarize reduces a report to the figures compared.
 func Summarize(rep *Report) RunSummary {
-	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: VerdictInsufficient, LeakKind: VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
+	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: growth.VerdictInsufficient, LeakKind: growth.VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
 	if w := rep.Worst; w != nil {
 		s.WorstLabel, s.WorstReason = w.Label, w.Reason
 	}
@@ -313,7 +270,7 @@ var (
 	ErrNoTag            = errors.New("missing tag")
 	ErrTagNotNumber     = errors.New("not a number")
 	ErrTagOutOfRange    = errors.New("beyond ±2^53, where float64 no longer tells whole numbers apart: no memory fit means anything there")
-	ErrTooFewTagValues  = errors.New("need runs with at least two different values")
+	ErrTooFewTagValues  = replay.ErrTooFewTagValues
 	ErrNothingToCompare = errors.New("nothing to compare")
 )
 
@@ -390,10 +347,6 @@ func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) 
 	return c, nil
 }
 
-// maxTagValue bounds a tag fitted against: 2^53, the last whole number a
-// float64 holds exactly; a batch size or a sequence length is far below.
-const maxTagValue = 1 << 53
-
 // FitByTag projects memory against a numeric tag and finds the largest
 // value that fits in the GPU with the given headroom (0.05 = 5 % of its
 // total). See ByTag for the basis and NeedCurve for the interval.
@@ -419,22 +372,22 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 	for i, p := range by.Points {
 		xs[i], used[i] = p.Value, float64(p.PeakUsedBytes)
 	}
-	by.Fit = leastSquares(xs, used)
+	by.Fit = replay.LeastSquares(xs, used)
 	by.integer = true
 	for _, p := range by.Points {
 		by.integer = by.integer && p.Value == math.Trunc(p.Value)
 	}
 	ys := by.chooseBasis(xs, used, allProbe)
-	newCurve := NewNeedCurve
-	if IsBatchTag(tag) {
-		newCurve = NewBatchNeedCurve
+	newCurve := replay.NewNeedCurve
+	if replay.IsBatchTag(tag) {
+		newCurve = replay.NewBatchNeedCurve
 	}
 	if curve, err := newCurve(xs, ys); err == nil && by.TotalBytes > 0 {
 		by.Need = &curve
 		by.chooseReplay()
 		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
 		by.interval()
-		if IsBatchTag(tag) {
+		if replay.IsBatchTag(tag) {
 			by.advise(c)
 		}
 	}
@@ -461,7 +414,7 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 	if by.Need == nil {
 		return nil
 	}
-	v, ok := by.fitting(avail, Pessimistic)
+	v, ok := by.fitting(avail, replay.Pessimistic)
 	if !ok {
 		return nil
 	}
@@ -473,19 +426,19 @@ func (by *ByTag) LargestFitting(avail float64) *float64 {
 // largest segments and their rounding where the runs measured them, else
 // with the share AllowanceFraction of it; half of that in the middle,
 // nothing at the optimistic end.
-func (by *ByTag) fitting(avail float64, e End) (float64, bool) {
+func (by *ByTag) fitting(avail float64, e replay.End) (float64, bool) {
 	if r := by.replay; r != nil {
 		var plus func(v float64) float64
-		if e == Pessimistic {
+		if e == replay.Pessimistic {
 			plus = by.beyondGrowth
 		}
 		v, res, ok := r.FittingPlus(*by.Need, by.replayRoom(avail), plus, e, by.integer)
-		if ok && e == Pessimistic && avail == by.Available(0) {
+		if ok && e == replay.Pessimistic && avail == by.Available(0) {
 			by.atLimit = &res // for the interval's words
 		}
 		return by.floorAtHigh(avail, v, ok)
 	}
-	k := map[End]float64{Optimistic: 0, Middle: 0.5, Pessimistic: 1}[e]
+	k := map[replay.End]float64{replay.Optimistic: 0, replay.Middle: 0.5, replay.Pessimistic: 1}[e]
 	if l := by.SegmentLine; l != nil {
 		return by.Need.Plus(k*(by.StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*by.StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
 	}
@@ -510,10 +463,10 @@ func (by *ByTag) interval() {
 	if p == nil {
 		return
 	}
-	if v, ok := by.fitting(by.Available(0), Middle); ok {
+	if v, ok := by.fitting(by.Available(0), replay.Middle); ok {
 		by.MaxFittingValueMiddle = by.belowFailed(by.round(v))
 	}
-	if v, ok := by.fitting(by.Available(0), Optimistic); ok {
+	if v, ok := by.fitting(by.Available(0), replay.Optimistic); ok {
 		by.MaxFittingValueOptimistic = by.belowFailed(by.round(v))
 	}
 	from := c.Largest()
@@ -532,17 +485,17 @@ func (by *ByTag) interval() {
 	if by.replay != nil {
 		if r := by.atLimit; r != nil {
 			by.Replay.StrandedBytes, by.Replay.Retries = r.StrandedAtPeak, r.Retries
-			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
+			allowance = fmt.Sprintf("the allocator replayed: at %s it strands %s at the peak and frees its cache %s", num(p), units.FormatBytes(r.StrandedAtPeak), timesWords(r.Retries))
 			if ch := by.replay.Chosen; ch > 0 {
 				allowance += fmt.Sprintf("; + %s for a request sized for the shape (%s at %s, %s)",
-					FormatBytes(int64(float64(ch)*by.replay.grown(*p))), FormatBytes(ch), num(&by.replay.HighValue), by.replay.grownWords())
+					units.FormatBytes(int64(float64(ch)*by.replay.Grown(*p))), units.FormatBytes(ch), num(&by.replay.HighValue), by.replay.GrownWords())
 			}
 		}
 	} else if l := by.SegmentLine; l != nil {
 		segs := by.StrandedSegments*(l.InterceptBytes+l.SlopeBytesPerUnit**p) + by.RoundingBytes
 		_, _, peak := c.At(*p)
 		allowance = fmt.Sprintf("+ %s at %s, %.2f largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
-			FormatBytes(int64(segs)), num(p), by.StrandedSegments, 100*segs/peak)
+			units.FormatBytes(int64(segs)), num(p), by.StrandedSegments, 100*segs/peak)
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
@@ -607,7 +560,7 @@ const FullFree = 0.02
 func FullGPU(r *Report) string {
 	for _, g := range r.GPUs {
 		if g.PeakUsedBytes != nil && g.TotalBytes > 0 && float64(g.TotalBytes-*g.PeakUsedBytes) < FullFree*float64(g.TotalBytes) {
-			return FormatBytes(*g.PeakUsedBytes) + " of " + FormatBytes(g.TotalBytes)
+			return units.FormatBytes(*g.PeakUsedBytes) + " of " + units.FormatBytes(g.TotalBytes)
 		}
 	}
 	return ""
@@ -638,13 +591,13 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 		if err != nil || !finite(v) {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagNotNumber)
 		}
-		if math.Abs(v) > maxTagValue {
+		if math.Abs(v) > replay.MaxTagValue {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagOutOfRange)
 		}
 		if FatalOOM(r) {
 			f := TagFailure{Run: r.Run, Value: v}
 			for _, g := range r.GPUs {
-				if g.AllocTrace != nil && lastFailed(g.AllocTrace.Ops) >= 0 {
+				if g.AllocTrace != nil && replay.LastFailed(g.AllocTrace.Ops) >= 0 {
 					f.trace = g.AllocTrace
 				}
 			}
@@ -721,9 +674,9 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			by.UnseenBytes = max(by.UnseenBytes, *p.UnseenBytes)
 		}
 	}
-	f := leastSquares(xs, peaks)
+	f := replay.LeastSquares(xs, peaks)
 	by.NeedFit, by.Basis = &f, "step_peak_allocated"
-	allowance := AllocatorAllowance
+	allowance := replay.AllocatorAllowance
 	by.AllowanceBasis = "default"
 	for _, p := range by.Points {
 		if o := p.NearLimitOverhead; o != nil && (by.AllowanceRun == "" || *o > allowance) {
@@ -736,7 +689,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			by.StrandedSegments, by.StrandedRun = strandedSegments(by.Points)
 			for _, p := range by.Points {
 				if p.MostSegments != nil {
-					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*segmentRounding)
+					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*replay.SegmentRounding)
 				}
 			}
 		}
@@ -747,26 +700,21 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		how = fmt.Sprintf("measured in run %q, which reached the GPU's limit: its allocator freed its cache and retried, and kept this much beyond the step's peak", by.AllowanceRun)
 	}
 	by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.1f %% for the allocator's rounding and splitting (%s) + %s PyTorch does not see",
-		100*allowance, how, FormatBytes(by.UnseenBytes))
+		100*allowance, how, units.FormatBytes(by.UnseenBytes))
 	if by.SegmentLine != nil {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + %.2f of the allocator's largest segments at the value "+
 			"with %s for the rounding of its segments (2 MiB each) "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks: %s) "+
 			"+ %s PyTorch does not see",
-			by.StrandedSegments, FormatBytes(int64(by.RoundingBytes)), strandedWords(by.StrandedRun, by.StrandedSegments), FormatBytes(by.UnseenBytes))
+			by.StrandedSegments, units.FormatBytes(int64(by.RoundingBytes)), strandedWords(by.StrandedRun, by.StrandedSegments), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
-		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", FormatBytes(by.DriverReservedBytes))
+		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))
 	}
 	return peaks
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// segmentRounding is what PyTorch's caching allocator rounds a large
-// segment up to a multiple of (kRoundLarge): the most a segment holds
-// beyond its blocks' sizes.
-const segmentRounding = 2 << 20
 
 // segmentLine is the allocator's largest segment against the value where
 // every point measured it: through the largest value's (the largest of
@@ -774,11 +722,11 @@ const segmentRounding = 2 << 20
 // tensor grows with the batch) and its growth from the value below (one
 // that grows faster, as a sequence's attention does). False when a point
 // lacks it or the largest value is not above 0.
-func segmentLine(points []TagPoint) (Fit, bool) {
+func segmentLine(points []TagPoint) (replay.Fit, bool) {
 	var xs, ys []float64
 	for _, p := range points { // ascending by value
 		if p.LargestSegmentBytes == nil || *p.LargestSegmentBytes <= 0 {
-			return Fit{}, false
+			return replay.Fit{}, false
 		}
 		v, seg := p.Value, float64(*p.LargestSegmentBytes)
 		if n := len(xs); n > 0 && xs[n-1] == v {
@@ -789,13 +737,13 @@ func segmentLine(points []TagPoint) (Fit, bool) {
 	}
 	n := len(xs) - 1
 	if n < 0 || xs[n] <= 0 {
-		return Fit{}, false
+		return replay.Fit{}, false
 	}
 	slope := ys[n] / xs[n]
 	if n > 0 {
 		slope = max(slope, (ys[n]-ys[n-1])/(xs[n]-xs[n-1]))
 	}
-	return Fit{SlopeBytesPerUnit: slope, InterceptBytes: ys[n] - slope*xs[n]}, true
+	return replay.Fit{SlopeBytesPerUnit: slope, InterceptBytes: ys[n] - slope*xs[n]}, true
 }
 
 // advise gives the advice of the run at the largest value with a watched
@@ -855,7 +803,7 @@ func (by *ByTag) statement() string {
 			name = "this GPU"
 		}
 		st := fmt.Sprintf("%s up to %s fits on %s (%s) with %g %% headroom",
-			by.Tag, strconv.FormatFloat(v, 'f', -1, 64), name, FormatBytes(by.TotalBytes), 100*by.Headroom)
+			by.Tag, strconv.FormatFloat(v, 'f', -1, 64), name, units.FormatBytes(by.TotalBytes), 100*by.Headroom)
 		if v < by.Points[0].Value {
 			st += "; not even the smallest value tried fits"
 		}
@@ -869,36 +817,4 @@ func (by *ByTag) statement() string {
 	default:
 		return "the GPU's total memory is unknown: no limit can be projected"
 	}
-}
-
-func leastSquares(xs, ys []float64) Fit {
-	n := float64(len(xs))
-	// Sums about the means: the sums of raw squares cancel catastrophically
-	// for values large against their spread (1e15 and 1e15 + 1).
-	var mx, my float64
-	for i, x := range xs {
-		mx += x / n
-		my += ys[i] / n
-	}
-	var sxx, sxy float64
-	for i, x := range xs {
-		sxx += (x - mx) * (x - mx)
-		sxy += (x - mx) * (ys[i] - my)
-	}
-	if sxx == 0 {
-		return Fit{}
-	}
-	slope := sxy / sxx
-	icpt := my - slope*mx
-	var ssr, sst float64
-	for i, x := range xs {
-		y := ys[i]
-		ssr += (y - (slope*x + icpt)) * (y - (slope*x + icpt))
-		sst += (y - my) * (y - my)
-	}
-	r2 := 1.0
-	if sst > 0 {
-		r2 = 1 - ssr/sst
-	}
-	return Fit{SlopeBytesPerUnit: slope, InterceptBytes: icpt, R2: r2}
 }

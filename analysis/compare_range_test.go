@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // Tags of ±1e308 square past float64 (the fit printed −8 589 934 592 GiB
@@ -28,7 +30,7 @@ func TestFitByHugeTagRefused(t *testing.T) {
 // are taken about the means (the raw sums of squares, about 3e30, cancel
 // to nothing at n·Σx² − (Σx)²).
 func TestLeastSquaresLargeOffset(t *testing.T) {
-	f := leastSquares([]float64{1e15, 1e15 + 1, 1e15 + 2}, []float64{10, 20, 30})
+	f := replay.LeastSquares([]float64{1e15, 1e15 + 1, 1e15 + 2}, []float64{10, 20, 30})
 	if f.SlopeBytesPerUnit != 10 || f.R2 != 1 {
 		t.Errorf("fit %+v, want slope 10 and R² 1", f)
 	}

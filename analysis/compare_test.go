@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // batchRuns writes runs whose peak device memory is exactly
@@ -88,7 +91,7 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	for _, r := range c.Runs {
 		byName[r.Run] = r
 	}
-	if byName["clean"].LeakVerdict != VerdictNoLeak || byName["leaky"].LeakVerdict != VerdictLeak {
+	if byName["clean"].LeakVerdict != growth.VerdictNoLeak || byName["leaky"].LeakVerdict != growth.VerdictLeak {
 		t.Fatalf("verdicts %v %v", byName["clean"].LeakVerdict, byName["leaky"].LeakVerdict)
 	}
 	job := leaky.job()
@@ -202,12 +205,12 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = c.By
-	if b.AllowanceBasis != "default" || b.AllowanceFraction != AllocatorAllowance || len(b.Points) != 2 ||
+	if b.AllowanceBasis != "default" || b.AllowanceFraction != replay.AllocatorAllowance || len(b.Points) != 2 ||
 		len(b.Failed) != 1 || b.Failed[0].Run != "oom" || b.Failed[0].Value != 2800 {
 		t.Fatalf("allowance %g (%s), points %d, failed %+v", b.AllowanceFraction, b.AllowanceBasis, len(b.Points), b.Failed)
 	}
-	if largest(0, AllocatorAllowance) < 2800 {
-		t.Fatalf("the projection %v is below the failure: the test does not test the cap", largest(0, AllocatorAllowance))
+	if largest(0, replay.AllocatorAllowance) < 2800 {
+		t.Fatalf("the projection %v is below the failure: the test does not test the cap", largest(0, replay.AllocatorAllowance))
 	}
 	if b.MaxFittingValue == nil || *b.MaxFittingValue != 2799 || *b.MaxFittingValueNoHeadroom != 2799 ||
 		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=2800`) {
@@ -348,14 +351,14 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 	if b.Basis != "step_peak_allocated" || b.NeedFit == nil || math.Abs(b.NeedFit.SlopeBytesPerUnit-20*MiB) > 1 || math.Abs(b.NeedFit.InterceptBytes-200*MiB) > 1 {
 		t.Fatalf("basis %q, need fit %+v", b.Basis, b.NeedFit)
 	}
-	if b.UnseenBytes != 700*MiB || b.DriverReservedBytes != 600*MiB || b.AllowanceFraction != AllocatorAllowance {
+	if b.UnseenBytes != 700*MiB || b.DriverReservedBytes != 600*MiB || b.AllowanceFraction != replay.AllocatorAllowance {
 		t.Fatalf("unseen %d, driver %d, allowance %g", b.UnseenBytes, b.DriverReservedBytes, b.AllowanceFraction)
 	}
 	// The largest b with (200 MiB + 20 MiB·b)(1 + allowance) + 700 MiB ≤
 	// 80 GiB·(1 − h) − 600 MiB, by counting up rather than by the formula.
 	largest := func(h float64) float64 {
 		v := 0
-		for float64(200*MiB+(v+1)*20*MiB)*(1+AllocatorAllowance)+700*MiB <= 80*GiB*(1-h)-600*MiB {
+		for float64(200*MiB+(v+1)*20*MiB)*(1+replay.AllocatorAllowance)+700*MiB <= 80*GiB*(1-h)-600*MiB {
 			v++
 		}
 		return float64(v)
@@ -427,7 +430,7 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 		for {
 			w := float64(v + 1)
 			peak := 200*MiB + w*20*MiB
-			if peak+k*(StrandedSegments*w*segMiB*MiB+24*MiB) > 80*GiB-600*MiB-700*MiB {
+			if peak+k*(replay.StrandedSegments*w*segMiB*MiB+24*MiB) > 80*GiB-600*MiB-700*MiB {
 				return float64(v)
 			}
 			v++

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -78,7 +80,7 @@ type ReplayCheck struct {
 // replaying it as recorded (runs below them without a trace, an older
 // probe's, hold the need curve only). A
 // replay whose segments at a value measured are off the allocator's by
-// more than ReplayTolerance is not used (an allocator configured
+// more than replay.Tolerance is not used (an allocator configured
 // otherwise, another version's rules) and the notes say so.
 func (by *ByTag) chooseReplay() {
 	if by.Basis != "step_peak_allocated" {
@@ -108,26 +110,26 @@ func (by *ByTag) chooseReplay() {
 		if p.trace == nil { // an untraced run below the two: it holds the need curve only
 			continue
 		}
-		r, err := ReplayAllocator(p.trace.Ops, 0)
+		r, err := replay.ReplayAllocator(p.trace.Ops, 0)
 		if err != nil {
 			return
 		}
 		allocated[p.Run] = r.PeakAllocated
-		if capacity := int64(by.Available(0)) + ReplayCapacityKnown; by.TotalBytes > 0 && r.PeakReserved > capacity {
+		if capacity := int64(by.Available(0)) + replay.CapacityKnown; by.TotalBytes > 0 && r.PeakReserved > capacity {
 			// Near the limit the allocator freed its cache (its own count
 			// sums every segment it took): the run went through its
 			// steps, so the replay must serve it on the device.
-			if c, _ := ReplayAllocator(p.trace.Ops, capacity); !c.OK {
+			if c, _ := replay.ReplayAllocator(p.trace.Ops, capacity); !c.OK {
 				by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q does not fit on the GPU where the run went through its steps (its allocator is configured otherwise or follows other rules): no replay", p.Run))
 				return
 			}
-		} else if checks = append(checks, ReplayCheck{Run: p.Run, Value: p.Value, SegmentBytes: p.trace.SegmentBytes, ReplaySegmentBytes: r.PeakReserved}); math.Abs(float64(r.PeakReserved-p.trace.SegmentBytes)/float64(max(1, p.trace.SegmentBytes))) > ReplayTolerance {
+		} else if checks = append(checks, ReplayCheck{Run: p.Run, Value: p.Value, SegmentBytes: p.trace.SegmentBytes, ReplaySegmentBytes: r.PeakReserved}); math.Abs(float64(r.PeakReserved-p.trace.SegmentBytes)/float64(max(1, p.trace.SegmentBytes))) > replay.Tolerance {
 			by.leftOut = append(by.leftOut, fmt.Sprintf("the allocator replay of run %q took %s of segments where its allocator took %s (more than %.0f %% off: its allocator is configured otherwise or follows other rules): no replay",
-				p.Run, FormatBytes(r.PeakReserved), FormatBytes(p.trace.SegmentBytes), 100*ReplayTolerance))
+				p.Run, units.FormatBytes(r.PeakReserved), units.FormatBytes(p.trace.SegmentBytes), 100*replay.Tolerance))
 			return
 		}
 	}
-	s := NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace, IsBatchTag(by.Tag))
+	s := replay.NewReplayScale(lo.Value, *lo.trace, hi.Value, *hi.trace, replay.IsBatchTag(by.Tag))
 	by.replay = &s
 	f := &ReplayFigures{LowRun: lo.Run, LowValue: lo.Value, HighRun: hi.Run, HighValue: hi.Value, Requests: s.Requests, Matched: s.Matched, Checks: checks, ShapeChosenBytes: s.Chosen}
 	if s.Power != 1 {
@@ -139,7 +141,7 @@ func (by *ByTag) chooseReplay() {
 	by.Replay, by.Basis, by.AllowanceBasis, by.AllowanceFraction, by.SegmentLine, by.RoundingBytes = f, "allocator_replay", "allocator_replay", 0, nil, 0
 	by.checkFailures()
 	sized := "on the line through its size there and"
-	if !s.perSample {
+	if !s.PerSample() {
 		sized = "on the larger of the line through its size there and the power of the value its sizes show, there and"
 	}
 	by.BasisWords = fmt.Sprintf("the caching allocator replayed over the job's requests: run %q's %d (at %s) "+
@@ -148,28 +150,15 @@ func (by *ByTag) chooseReplay() {
 		"the pessimistic end takes from the device what the steepest reading of the runs' per-step peaks adds to the middle's and the largest request the lower run did not make, grown with the value "+
 		"(a workspace a library such as cuDNN sizes for the shape and the free memory: at the larger value it may be another, which the runs cannot show), the optimistic end adds what the flattest takes away; "+
 		"%s",
-		hi.Run, s.Requests, fmtNum(hi.Value), sized, fmtNum(lo.Value), lo.Run, s.Matched, s.grownWords(),
-		FormatBytes(by.DriverReservedBytes), FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
+		hi.Run, s.Requests, fmtNum(hi.Value), sized, fmtNum(lo.Value), lo.Run, s.Matched, s.GrownWords(),
+		units.FormatBytes(by.DriverReservedBytes), units.FormatBytes(by.UnseenBytes), beyondWords(f.BeyondTraceBytes), checkWords(checks)) + failureWords(f.FailureChecks)
 }
-
-// ReplayTolerance is how far the replay of a traced run as recorded may be
-// off the segments its allocator took: among free blocks of one size the
-// allocator takes the lowest address, which the replay cannot know; on
-// 24 models on H200s it was exact in 51 of 72 runs at small batches and
-// from 14.9 % below (VGG-16 at batch 16, 3.9 GiB) to 3.8 % above.
-const ReplayTolerance = 0.20
-
-// ReplayCapacityKnown is how well the room for the allocator's segments
-// is known: the CUDA total less what the process holds outside the
-// allocator, which the traces' own events put within 24 MiB on an H200,
-// and which another H200 of the same total held 4 MiB more of.
-const ReplayCapacityKnown = 32 << 20
 
 func beyondWords(b int64) string {
 	if b <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step; at the pessimistic end grown with the value)", FormatBytes(b))
+	return fmt.Sprintf(" and %s by which the run's per-step peak exceeded its trace's (after its third step; at the pessimistic end grown with the value)", units.FormatBytes(b))
 }
 
 func checkWords(checks []ReplayCheck) string {
@@ -206,7 +195,7 @@ func (by *ByTag) checkFailures() {
 		if fl.trace == nil {
 			continue
 		}
-		k := lastFailed(fl.trace.Ops)
+		k := replay.LastFailed(fl.trace.Ops)
 		if k < 0 {
 			continue
 		}
@@ -215,7 +204,7 @@ func (by *ByTag) checkFailures() {
 			if capacity-cut < 1 { // no room (0 is unlimited to ReplayAllocator)
 				return true
 			}
-			r, err := ReplayAllocator(ops, int64(capacity-cut))
+			r, err := replay.ReplayAllocator(ops, int64(capacity-cut))
 			return err != nil || !r.OK
 		}
 		c := ReplayFailureCheck{Run: fl.Run, Value: fl.Value, RequestBytes: fl.trace.Ops[k].Size}
@@ -235,25 +224,14 @@ func (by *ByTag) checkFailures() {
 	}
 }
 
-// lastFailed is the index of the last failed request of ops (the one that
-// ended a run that ran out of memory), or -1.
-func lastFailed(ops []storage.AllocOp) int {
-	for i := len(ops) - 1; i >= 0; i-- {
-		if ops[i].Failed {
-			return i
-		}
-	}
-	return -1
-}
-
 func failureWords(checks []ReplayFailureCheck) string {
 	var out []string
 	for _, c := range checks {
 		if c.MarginBytes > 0 {
 			out = append(out, fmt.Sprintf("run %q ran out of memory asking for %s where the replay served it with %s to spare: %s is taken off the GPU",
-				c.Run, FormatBytes(c.RequestBytes), FormatBytes(c.MarginBytes), FormatBytes(c.MarginBytes)))
+				c.Run, units.FormatBytes(c.RequestBytes), units.FormatBytes(c.MarginBytes), units.FormatBytes(c.MarginBytes)))
 		} else {
-			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, FormatBytes(c.RequestBytes)))
+			out = append(out, fmt.Sprintf("the replay refuses run %q's request of %s that ran out of memory, as the GPU did", c.Run, units.FormatBytes(c.RequestBytes)))
 		}
 	}
 	if len(out) == 0 {
@@ -271,7 +249,7 @@ func (by *ByTag) replayFits() func(plus func(v float64) float64) (float64, bool)
 	}
 	return func(plus func(v float64) float64) (float64, bool) {
 		all := func(v float64) float64 { return plus(v) + by.beyondGrowth(v) }
-		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), all, Pessimistic, by.integer)
+		v, _, ok := by.replay.FittingPlus(*by.Need, by.replayRoom(by.Available(0)), all, replay.Pessimistic, by.integer)
 		return by.floorAtHigh(by.Available(0), v, ok)
 	}
 }
@@ -286,7 +264,7 @@ func (by *ByTag) beyondGrowth(v float64) float64 {
 	if b <= 0 || v <= by.replay.HighValue {
 		return 0
 	}
-	return -b * (by.replay.grown(v) - 1)
+	return -b * (by.replay.Grown(v) - 1)
 }
 
 // floorAtHigh is the replay's answer v (ok: one was found) on avail bytes:

@@ -1,6 +1,5 @@
 // Package analysis turns a stored run into numbers: per-epoch deltas, leak
-// slopes with a verdict (the rule in leak.go; Theil–Sen slope and
-// Mann–Kendall test in trend.go),
+// slopes with a verdict (the rules in package growth),
 // fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems,
 // per-process figures and where the memory is held by allocation site
 // (sites.go), and compares runs.
@@ -9,5 +8,6 @@
 // the number of marks and steps, not with the number of samples; it returns
 // a Report, plain data that is safe to copy, to encode as JSON and to hand
 // to package report. Summarize, Compare and FitByTag work on Reports alone.
-// docs/analysis.md gives the definitions.
+// The allocator replay and the need curve compare --by projects with are
+// in package replay. docs/analysis.md gives the definitions.
 package analysis

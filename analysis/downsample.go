@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/memrec/memrec/analysis/growth"
 )
 
 // This file holds the downsampling for charts: M4 (per bucket of time the
@@ -142,13 +144,13 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 // decimateFloors keeps at most about limit points: of each of limit/4 runs
 // of floors the first, lowest, highest and last, in order (M4, so the
 // band drawn from them is the band of all of them).
-func decimateFloors(pts []FloorPoint, limit int) []FloorPoint {
+func decimateFloors(pts []growth.FloorPoint, limit int) []growth.FloorPoint {
 	runs := max(1, limit/4)
 	if len(pts) <= limit {
 		return pts
 	}
 	k := (len(pts) + runs - 1) / runs
-	out := make([]FloorPoint, 0, 4*runs)
+	out := make([]growth.FloorPoint, 0, 4*runs)
 	for i := 0; i < len(pts); i += k {
 		run := pts[i:min(i+k, len(pts))]
 		lo, hi := 0, 0
@@ -172,12 +174,12 @@ func decimateFloors(pts []FloorPoint, limit int) []FloorPoint {
 }
 
 // decimatePeaks keeps at most about limit points, the highest of each run.
-func decimatePeaks(pts []FloorPoint, limit int) []FloorPoint {
+func decimatePeaks(pts []growth.FloorPoint, limit int) []growth.FloorPoint {
 	if len(pts) <= limit {
 		return pts
 	}
 	k := (len(pts) + limit - 1) / limit
-	out := make([]FloorPoint, 0, limit)
+	out := make([]growth.FloorPoint, 0, limit)
 	for i := 0; i < len(pts); i += k {
 		best := pts[i]
 		for _, p := range pts[i:min(i+k, len(pts))] {

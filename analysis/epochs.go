@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // This file infers epochs from device memory alone, for a run without
@@ -69,7 +72,7 @@ func alike(v []float64) bool {
 	}
 	head := slices.Clone(v[:len(v)-1])
 	slices.Sort(head)
-	m := median(head)
+	m := growth.Median(head)
 	if m <= 0 {
 		return false
 	}
@@ -158,7 +161,7 @@ func (a *gpuAnalysis) inferEpochs() {
 	}
 	if !alike(durs) && !alike(counts) {
 		gr.EpochsNotInferred = fmt.Sprintf("no recurring break in the step pattern: the %d stretches between its %d breaks last %s to %s, with %d to %d step falls, more than %.0f %% apart",
-			len(runs), len(runs)-1, FormatDuration(slices.Min(durs)/1e9), FormatDuration(slices.Max(durs)/1e9),
+			len(runs), len(runs)-1, units.FormatDuration(slices.Min(durs)/1e9), units.FormatDuration(slices.Max(durs)/1e9),
 			int(slices.Min(counts)), int(slices.Max(counts)), 100*epochSpread)
 		return
 	}
@@ -166,7 +169,7 @@ func (a *gpuAnalysis) inferEpochs() {
 	sorted := slices.Clone(durs)
 	slices.Sort(sorted)
 	gr.InferredEpochBasis = fmt.Sprintf("%d breaks in the step pattern of device memory (no step fall for more than %d step times of %s) with epochs alike between them (median %s); each runs from the floor before its first step to the floor before its last",
-		len(runs)-1, breakPeriods, step, FormatDuration(median(sorted)/1e9))
+		len(runs)-1, breakPeriods, step, units.FormatDuration(growth.Median(sorted)/1e9))
 }
 
 // sinceStart writes a time as seconds since the start of the run (or of
@@ -210,7 +213,7 @@ func (b DeltaBasis) String() string { return string(b) }
 // it holds a moment between steps.
 const timeFloorSlices = 3
 
-// An epoch's Δ is noise below the larger of settleMin (the growth rule's
+// An epoch's Δ is noise below the larger of growth.SettleMin (the growth rule's
 // smallest band) and epochNoiseShare of the floor at its start: device
 // memory moves in the driver's pages and the cache's segments, a few MiB
 // at a time, without growing.
@@ -218,7 +221,7 @@ const epochNoiseShare = 0.0025
 
 // growthNoise is the largest change of a floor at level that is noise.
 func growthNoise(level int64) int64 {
-	return max(settleMin, int64(epochNoiseShare*float64(max(level, 0))))
+	return max(growth.SettleMin, int64(epochNoiseShare*float64(max(level, 0))))
 }
 
 // Judged says whether the epoch's Δ may be read as growth: a closed epoch

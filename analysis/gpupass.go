@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/merge"
 	"github.com/memrec/memrec/storage"
 )
@@ -29,7 +31,7 @@ type gpuAnalysis struct {
 	gpuSeries
 	hasTorch   bool
 	procs      []*procTrack   // procPIDs', filled by the device pass
-	steps      *Steps         // of the rank on this GPU
+	steps      *growth.Steps  // of the rank on this GPU
 	ooms       []storage.Mark // that concern this GPU
 	slices     []epochSpan    // ten time slices, when there are no epochs
 	start, end int64          // the timeline's span
@@ -379,7 +381,7 @@ func (a *gpuAnalysis) stepSpans() {
 }
 
 // ascending says whether each step mark is after the one before it.
-func ascending(steps *Steps) bool {
+func ascending(steps *growth.Steps) bool {
 	for i := 1; i < steps.Len(); i++ {
 		if steps.T(i) <= steps.T(i-1) {
 			return false
@@ -762,11 +764,15 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	}
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
-	gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
 	a.peakS, a.peakSum = sum.budgetPeak, sum.budgetSum
 	a.allocPeaks = append(a.allocPeaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
-		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps),
-		makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps))
+	// Samples without a peak (a probe that does not send one) leave it
+	// unknown, not 0 B at no time.
+	if sum.peakS.PeakAllocated > 0 {
+		gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
+		a.allocPeaks = append(a.allocPeaks, makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+	}
 	if sum.firstRetries >= 0 {
 		gr.AllocRetries = i64(sum.cur.retries - sum.firstRetries)
 	}
@@ -798,7 +804,7 @@ func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors 
 	var out []EpochDelta
 	for i, e := range epochs {
 		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open,
-			Warmup: a.mi.warm.byEpoch && e.start < a.mi.warm.endNS && e.end <= a.mi.warm.endNS}
+			Warmup: a.mi.warm.ByEpoch && e.start < a.mi.warm.EndNS && e.end <= a.mi.warm.EndNS}
 		is, ie := a.index(e.start), a.index(e.end)
 		read := func(floors *spans, at *atTimes, allocator bool) (start, end, delta *int64) {
 			start, end, basis := a.epochEnds(floors, at, e, is, ie, atFloors, allocator)
@@ -828,7 +834,7 @@ func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors 
 }
 
 // leak builds the floor series (of allocated where the probe reported at
-// minSteadyPoints floors or more, else of device used; and of reserved and
+// growth.MinSteadyPoints floors or more, else of device used; and of reserved and
 // device used beside allocated) and the step peaks, and judges the leak.
 // The probe spaces its step samples by their cost (one in several short
 // steps), so allocated can have far fewer floors than device used and
@@ -836,15 +842,15 @@ func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors 
 func (a *gpuAnalysis) leak() {
 	gr := a.gr
 	basis, floors := "device_used", a.used.floors
-	if a.hasTorch && countNonEmpty(a.alloc.floors) >= minSteadyPoints {
+	if a.hasTorch && countNonEmpty(a.alloc.floors) >= growth.MinSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
 	gr.Floors = a.floorPoints(floors, nil)
 	if a.per == "step" {
-		gr.StepPeaks = make([]FloorPoint, 0, countNonEmpty(a.stepPeaks))
+		gr.StepPeaks = make([]growth.FloorPoint, 0, countNonEmpty(a.stepPeaks))
 		for i := range a.fx {
 			if a.stepPeaks.has(i) {
-				gr.StepPeaks = append(gr.StepPeaks, FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
+				gr.StepPeaks = append(gr.StepPeaks, growth.FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
 			}
 		}
 	}
@@ -854,15 +860,15 @@ func (a *gpuAnalysis) leak() {
 	if basis == "device_used" && a.per == "time" {
 		a.deviceJob()
 	}
-	growth := func(quantity string, floors []FloorPoint) Growth {
-		return growthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
+	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
+		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
 	}
-	growths := []Growth{growth(basis, gr.Floors)}
+	growths := []growth.Growth{growthOf(basis, gr.Floors)}
 	// The other series are only judged, one at a time, in one array: a
 	// week of steps is 58 MB a series.
-	var scratch []FloorPoint
-	judge := func(quantity string, floors []FloorPoint) {
-		growths, scratch = append(growths, growth(quantity, floors)), floors
+	var scratch []growth.FloorPoint
+	judge := func(quantity string, floors []growth.FloorPoint) {
+		growths, scratch = append(growths, growthOf(quantity, floors)), floors
 	}
 	if basis == "allocated" {
 		judge("reserved", a.floorPoints(a.resFloors, scratch))
@@ -874,7 +880,7 @@ func (a *gpuAnalysis) leak() {
 			judge("step_peak_high", a.cacheFloors(true, scratch))
 		}
 	}
-	gr.Leak = judgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
+	gr.Leak = growth.JudgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
 		if gr.Leak.SkippedWarmup > 0 {
@@ -884,7 +890,7 @@ func (a *gpuAnalysis) leak() {
 		for i, f := range steady {
 			v[i] = float64(f.Bytes)
 		}
-		gr.SteadyFloorBytes = i64(int64(selectQuantile(v, 0.5)))
+		gr.SteadyFloorBytes = i64(int64(growth.SelectQuantile(v, 0.5)))
 	}
 	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
 }
@@ -894,7 +900,7 @@ func (a *gpuAnalysis) leak() {
 // hold, and reserved beyond it (else), the cache the job never needed at
 // once, which grows only with fragmentation. Nil without step peaks; else
 // in dst's array, when it is large enough.
-func (a *gpuAnalysis) cacheFloors(high bool, dst []FloorPoint) []FloorPoint {
+func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.FloorPoint {
 	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
 		return nil
 	}
@@ -911,18 +917,18 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []FloorPoint) []FloorPoint {
 		if !high {
 			v = a.resFloors.min[i] - most
 		}
-		out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
+		out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
 	}
 	return out
 }
 
 // floorPoints are the floors of the spans that hold a sample, in dst's
 // array when it is large enough (nil: one of their own).
-func (a *gpuAnalysis) floorPoints(s *spans, dst []FloorPoint) []FloorPoint {
+func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
 	out := slices.Grow(dst[:0], countNonEmpty(s))
 	for i := range a.fx {
 		if s.has(i) {
-			out = append(out, FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
+			out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
 		}
 	}
 	return out
@@ -937,7 +943,7 @@ func (a *gpuAnalysis) deviceJob() {
 	if len(a.flo) > 0 {
 		width = a.fhi[0] - a.flo[0]
 	}
-	var job []FloorPoint
+	var job []growth.FloorPoint
 	if a.job != nil {
 		for _, f := range gr.Floors {
 			if f.TNS >= a.job.FromNS && f.TNS+width <= a.job.ToNS {
@@ -986,7 +992,7 @@ func (a *gpuAnalysis) unseen() {
 	if u.Samples > 0 {
 		u.MeanBytes = sum / int64(u.Samples)
 		slices.Sort(vals)
-		u.MedianBytes = int64(median(vals))
+		u.MedianBytes = int64(growth.Median(vals))
 		a.gr.Unseen = &u
 	}
 }
@@ -1069,7 +1075,7 @@ func (a *gpuAnalysis) oomViews(o *OOM) {
 			msText(abs64(dev.t-alc.t)), msText(tol)))
 	case unseen < 0:
 		o.LeftOut = append(o.LeftOut, fmt.Sprintf("memory PyTorch does not see: device used is %s below reserved, so the two samples do not describe the same moment",
-			FormatBytes(-unseen)))
+			units.FormatBytes(-unseen)))
 	default:
 		o.UnseenBytes = i64(unseen)
 	}
@@ -1102,13 +1108,14 @@ func (a *gpuAnalysis) oomOutcomes() {
 		}
 		seg, rounding := gr.strandable()
 		oomAdvice(o, batch, peak, seg, rounding)
+		gr.oomWhatIfs(o)
 	}
 }
 
 // largestGrowthBefore sets the largest growth between consecutive floors
 // among the ten before the OOM.
 func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
-	var prev []FloorPoint
+	var prev []growth.FloorPoint
 	for _, f := range a.gr.Floors {
 		if f.TNS <= o.TNS {
 			prev = append(prev, f)
@@ -1131,11 +1138,11 @@ func (a *gpuAnalysis) largestGrowthBefore(o *OOM) {
 // device pass read: its peak, timeline and the growth of its floors.
 func (a *gpuAnalysis) processes() {
 	gr := a.gr
-	var scratch []FloorPoint // each process's floors are judged in turn
+	var scratch []growth.FloorPoint // each process's floors are judged in turn
 	for _, t := range a.procs {
 		t.tl.flush()
 		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {
-			g := growthOfFloors("used", scratch, a.mi.warm, a.per == "step", a.run.StartNS)
+			g := growth.GrowthOfFloors("used", scratch, a.mi.warm, a.per == "step", a.run.StartNS)
 			t.p.Growth = &g
 		}
 		gr.Processes = append(gr.Processes, t.p)
@@ -1229,6 +1236,6 @@ func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByT
 	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
 }
 
-func makePeak(what string, v, t int64, mi *markIndex, steps *Steps) Peak {
+func makePeak(what string, v, t int64, mi *markIndex, steps *growth.Steps) Peak {
 	return Peak{What: what, Bytes: v, TNS: t, Epoch: mi.epochAt(t), Step: stepAt(steps, t), NearMark: mi.nearestMark(t)}
 }

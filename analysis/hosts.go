@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -29,7 +31,7 @@ type HostSummary struct {
 	// Growth is the growth rule on the node's total: the sum of its GPUs'
 	// floors (the leak's series of each) at each step or time slice that
 	// every one of them has.
-	Growth *Growth `json:"growth,omitempty"`
+	Growth *growth.Growth `json:"growth,omitempty"`
 }
 
 // Imbalance is the spread of peak memory across the run's GPUs (ranks):
@@ -94,7 +96,7 @@ func (rep *Report) summarize(run storage.Run, mi *markIndex) {
 // hostGrowth is the growth rule on the sum of a node's GPUs' floors, at
 // the x (step or time slice) every one of them has; nil where the GPUs'
 // floors are of different kinds or share no x.
-func hostGrowth(gpus []GPUReport, host string, w warmup, startNS int64) *Growth {
+func hostGrowth(gpus []GPUReport, host string, w growth.Warmup, startNS int64) *growth.Growth {
 	type acc struct {
 		tns, bytes int64
 		n          int
@@ -120,17 +122,17 @@ func hostGrowth(gpus []GPUReport, host string, w warmup, startNS int64) *Growth 
 			a.tns = max(a.tns, f.TNS)
 		}
 	}
-	var floors []FloorPoint
+	var floors []growth.FloorPoint
 	for x, a := range sum {
 		if a.n == n {
-			floors = append(floors, FloorPoint{X: x, TNS: a.tns, Bytes: a.bytes})
+			floors = append(floors, growth.FloorPoint{X: x, TNS: a.tns, Bytes: a.bytes})
 		}
 	}
 	if n == 0 || len(floors) == 0 {
 		return nil
 	}
-	slices.SortFunc(floors, func(a, b FloorPoint) int { return cmp.Compare(a.X, b.X) })
-	g := growthOfFloors("host_total", floors, w, per == "step", startNS)
+	slices.SortFunc(floors, func(a, b growth.FloorPoint) int { return cmp.Compare(a.X, b.X) })
+	g := growth.GrowthOfFloors("host_total", floors, w, per == "step", startNS)
 	return &g
 }
 
@@ -221,5 +223,5 @@ func worst(gpus []GPUReport) *Worst {
 	if w == nil {
 		return nil
 	}
-	return &Worst{GPU: w.GPU, Label: w.Label(), Reason: fmt.Sprintf("fullest: peak %s of %s (%.0f%%)", FormatBytes(*w.PeakUsedBytes), FormatBytes(w.TotalBytes), 100*full(w))}
+	return &Worst{GPU: w.GPU, Label: w.Label(), Reason: fmt.Sprintf("fullest: peak %s of %s (%.0f%%)", units.FormatBytes(*w.PeakUsedBytes), units.FormatBytes(w.TotalBytes), 100*full(w))}
 }

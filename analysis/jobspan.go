@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -76,7 +77,7 @@ const procTail = int64(60e9)
 // above idle + max(64 MiB, 10 % of the way to the highest floor), and a
 // rise is sustained when the next three floors stay above it too. It
 // returns the index range [lo, hi] and false if no floor rises.
-func riseAndFall(floors []FloorPoint) (lo, hi int, ok bool) {
+func riseAndFall(floors []growth.FloorPoint) (lo, hi int, ok bool) {
 	if len(floors) == 0 {
 		return 0, 0, false
 	}
@@ -123,7 +124,7 @@ func (a *gpuAnalysis) deviceJobSpan() {
 		return
 	}
 	w := max((run.EndNS-run.StartNS)/300, max(run.IntervalNS, 1))
-	var floors []FloorPoint
+	var floors []growth.FloorPoint
 	it := a.db.DeviceSamples(run, a.g.Index, run.StartNS, run.EndNS+1)
 	for it.Next() {
 		s := it.At()
@@ -131,7 +132,7 @@ func (a *gpuAnalysis) deviceJobSpan() {
 		if n := len(floors); n > 0 && floors[n-1].TNS == b {
 			floors[n-1].Bytes = min(floors[n-1].Bytes, s.Used)
 		} else {
-			floors = append(floors, FloorPoint{TNS: b, Bytes: s.Used})
+			floors = append(floors, growth.FloorPoint{TNS: b, Bytes: s.Used})
 		}
 	}
 	if it.Err() != nil {

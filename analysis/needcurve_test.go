@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // curveRuns compares probe runs at the batches given, each step's peak
@@ -73,17 +75,17 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	b := curveRuns(t, []int{4, 8, 16}, func(v int) int64 { return peaks[v] })
 	steep := func(v float64) float64 { return 2300*MiB + 100*MiB*(v-16) }
 	last := func(v float64) float64 { return 2300*MiB + 87.5*MiB*(v-16) }
-	want := countUp(steep, AllocatorAllowance)
+	want := countUp(steep, replay.AllocatorAllowance)
 	if b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != want {
 		t.Fatalf("no headroom %v, want %v (the steepest marginal cost, 100 MiB a sample)", deref(b.MaxFittingValueNoHeadroom), want)
 	}
 	// The least-squares line would have promised more.
 	lsq := func(v float64) float64 { return b.NeedFit.InterceptBytes + b.NeedFit.SlopeBytesPerUnit*v }
-	if countUp(lsq, AllocatorAllowance) <= want {
-		t.Fatalf("least squares says %v, not above %v: the test does not test the curvature", countUp(lsq, AllocatorAllowance), want)
+	if countUp(lsq, replay.AllocatorAllowance) <= want {
+		t.Fatalf("least squares says %v, not above %v: the test does not test the curvature", countUp(lsq, replay.AllocatorAllowance), want)
 	}
-	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, AllocatorAllowance/2) {
-		t.Errorf("middle %v, want %v (the last marginal cost, half the allowance)", deref(m), countUp(last, AllocatorAllowance/2))
+	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, replay.AllocatorAllowance/2) {
+		t.Errorf("middle %v, want %v (the last marginal cost, half the allowance)", deref(m), countUp(last, replay.AllocatorAllowance/2))
 	}
 	if o := b.MaxFittingValueOptimistic; o == nil || *o != countUp(last, 0) {
 		t.Errorf("optimistic %v, want %v", deref(o), countUp(last, 0))
@@ -92,7 +94,7 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 		t.Fatalf("curve %+v, extrapolation %v", b.Need, b.Extrapolation)
 	}
 	reach := "projected from 16 to " + strconv.Itoa(int(want)) + ", "
-	if !strings.Contains(b.IntervalWords, reach) || !strings.Contains(b.IntervalWords, fmt.Sprintf("+ %.1f %%", 100*AllocatorAllowance)) {
+	if !strings.Contains(b.IntervalWords, reach) || !strings.Contains(b.IntervalWords, fmt.Sprintf("+ %.1f %%", 100*replay.AllocatorAllowance)) {
 		t.Errorf("interval words %q lack %q", b.IntervalWords, reach)
 	}
 	// LargestFitting with the GPU's memory is the prediction; with 10 GiB
@@ -101,7 +103,7 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	if v := b.LargestFitting(b.Available(0)); v == nil || *v != want {
 		t.Errorf("LargestFitting %v, want %v", deref(v), want)
 	}
-	less := countUp(func(v float64) float64 { return steep(v) + 10*GiB/(1+AllocatorAllowance) }, AllocatorAllowance)
+	less := countUp(func(v float64) float64 { return steep(v) + 10*GiB/(1+replay.AllocatorAllowance) }, replay.AllocatorAllowance)
 	if v := b.LargestFitting(b.Available(0) - 10*GiB); v == nil || math.Abs(*v-less) > 1 {
 		t.Errorf("LargestFitting with 10 GiB less %v, want %v", deref(v), less)
 	}
@@ -118,18 +120,18 @@ func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 	steepLine := func(v float64) float64 { return need(64) + (need(64)-need(32))/32*(v-64) }
 	batch := curveRuns(t, []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
 	if batch.Need == nil || batch.Need.Quadratic != nil || batch.MaxFittingValueNoHeadroom == nil ||
-		*batch.MaxFittingValueNoHeadroom != countUp(steepLine, AllocatorAllowance) || strings.Contains(batch.IntervalWords, "carried on") {
-		t.Fatalf("batch_size: curve %+v, %v (%s), want the steepest line's %v", batch.Need, deref(batch.MaxFittingValueNoHeadroom), batch.IntervalWords, countUp(steepLine, AllocatorAllowance))
+		*batch.MaxFittingValueNoHeadroom != countUp(steepLine, replay.AllocatorAllowance) || strings.Contains(batch.IntervalWords, "carried on") {
+		t.Fatalf("batch_size: curve %+v, %v (%s), want the steepest line's %v", batch.Need, deref(batch.MaxFittingValueNoHeadroom), batch.IntervalWords, countUp(steepLine, replay.AllocatorAllowance))
 	}
 	b := curveRunsBy(t, "seq_len", []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
 	if b.Need == nil || b.Need.Quadratic == nil {
 		t.Fatalf("curve %+v: no parabola", b.Need)
 	}
-	want := countUp(need, AllocatorAllowance)
+	want := countUp(need, replay.AllocatorAllowance)
 	if v := b.MaxFittingValueNoHeadroom; v == nil || math.Abs(*v-want) > 1 {
 		t.Fatalf("no headroom %v, want %v", deref(v), want)
 	}
-	steepest := countUp(steepLine, AllocatorAllowance)
+	steepest := countUp(steepLine, replay.AllocatorAllowance)
 	if want >= steepest {
 		t.Fatalf("the parabola's %v is not below the steepest line's %v: the test does not test it", want, steepest)
 	}
@@ -140,19 +142,19 @@ func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 
 // Two values show no curvature: the three readings are one line.
 func TestNeedCurveTwoValues(t *testing.T) {
-	c, err := NewNeedCurve([]float64{8, 16, 16}, []float64{1 * GiB, 2 * GiB, 1.5 * GiB})
+	c, err := replay.NewNeedCurve([]float64{8, 16, 16}, []float64{1 * GiB, 2 * GiB, 1.5 * GiB})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Values) != 2 || c.Bytes[1] != 2*GiB {
 		t.Fatalf("points %v %v: the highest need at a value is kept", c.Values, c.Bytes)
 	}
-	for _, e := range []End{Optimistic, Middle, Pessimistic} {
+	for _, e := range []replay.End{replay.Optimistic, replay.Middle, replay.Pessimistic} {
 		if v, ok := c.Solve(10*GiB, e); !ok || math.Abs(v-80) > 1e-9 {
 			t.Errorf("end %d: %v %v, want 80", e, v, ok)
 		}
 	}
-	if _, err := NewNeedCurve([]float64{8, 16}, []float64{2 * GiB, 1 * GiB}); err != ErrFlatNeed {
+	if _, err := replay.NewNeedCurve([]float64{8, 16}, []float64{2 * GiB, 1 * GiB}); err != replay.ErrFlatNeed {
 		t.Errorf("falling need: %v", err)
 	}
 }
@@ -163,7 +165,7 @@ func TestNeedCurveTwoValues(t *testing.T) {
 // as two points can show; a batch size's is not, nor a need that grew
 // less than in proportion.
 func TestNeedCurveTwoValuesThatGrewFaster(t *testing.T) {
-	c, err := NewNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB})
+	c, err := replay.NewNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,16 +177,16 @@ func TestNeedCurveTwoValuesThatGrewFaster(t *testing.T) {
 	if _, mid, high := c.At(4096); math.Abs(high-want) > 1 || mid >= high {
 		t.Errorf("at 4096: middle %v, pessimistic %v, want %v", mid, high, want)
 	}
-	if v, ok := c.Solve(want, Pessimistic); !ok || math.Abs(v-4096) > 1e-6 {
+	if v, ok := c.Solve(want, replay.Pessimistic); !ok || math.Abs(v-4096) > 1e-6 {
 		t.Errorf("pessimistic solve %v %v, want 4096", v, ok)
 	}
-	if v, _ := c.Solve(want, Middle); v <= 4096 {
+	if v, _ := c.Solve(want, replay.Middle); v <= 4096 {
 		t.Errorf("middle %v: the line of the last marginal cost reaches further", v)
 	}
-	if b, _ := NewBatchNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB}); b.Power != 0 {
+	if b, _ := replay.NewBatchNeedCurve([]float64{1024, 2048}, []float64{1 * GiB, 3.5 * GiB}); b.Power != 0 {
 		t.Errorf("batch size: power %v", b.Power)
 	}
-	if l, _ := NewNeedCurve([]float64{8, 16}, []float64{1 * GiB, 1.8 * GiB}); l.Power != 0 {
+	if l, _ := replay.NewNeedCurve([]float64{8, 16}, []float64{1 * GiB, 1.8 * GiB}); l.Power != 0 {
 		t.Errorf("less than in proportion: power %v", l.Power)
 	}
 	by := curveRunsBy(t, "seq_len", []int{1024, 2048}, func(b int) int64 { return int64(GiB * math.Pow(float64(b)/1024, k)) })

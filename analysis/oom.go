@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -41,7 +44,7 @@ func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), n
 // fatal when the run's exit mark has a non-zero code; survived when the
 // exit code is 0 (the script caught it and finished); unknown without an
 // exit mark. why says what decided each.
-func classifyOOMs(ooms []storage.Mark, steps *Steps, exit *storage.Mark) (out []OOMOutcome, why []string) {
+func classifyOOMs(ooms []storage.Mark, steps *growth.Steps, exit *storage.Mark) (out []OOMOutcome, why []string) {
 	out, why = make([]OOMOutcome, len(ooms)), make([]string, len(ooms))
 	for i, m := range ooms {
 		if j := nextOOMOfProcess(ooms, i); j >= 0 {
@@ -73,7 +76,7 @@ func nextOOMOfProcess(ooms []storage.Mark, i int) int {
 	return -1
 }
 
-func firstStepAfter(steps *Steps, t int64) int {
+func firstStepAfter(steps *growth.Steps, t int64) int {
 	for k := range steps.Len() {
 		if steps.T(k) > t {
 			return k
@@ -174,7 +177,7 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 			help := cached+free >= req
 			o.CacheWouldHelp = &help
 		} else {
-			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", FormatBytes(-cached)))
+			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", units.FormatBytes(-cached)))
 		}
 	}
 	if batch <= 0 || o.AllocatedBytes == nil {
@@ -191,9 +194,9 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 	share := have / need // an upper bound takes no allowance
 	if kind == FitEstimate {
 		if segment > 0 {
-			share = (have - float64(rounding)) / (need + StrandedSegments*float64(segment))
+			share = (have - float64(rounding)) / (need + replay.StrandedSegments*float64(segment))
 		} else {
-			share /= 1 + AllocatorAllowance
+			share /= 1 + replay.AllocatorAllowance
 		}
 	}
 	v := math.Floor(batch * share)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // Without step marks, a job can still show its step on the device when it
@@ -54,17 +57,17 @@ func fallPeriod(t, v []int64) stepPattern {
 		d[i] = float64(at[i+1] - at[i])
 	}
 	slices.Sort(d)
-	m := median(d)
+	m := growth.Median(d)
 	dev := make([]float64, len(d))
 	for i, x := range d {
 		dev[i] = math.Abs(x - m)
 	}
 	slices.Sort(dev)
-	if m <= 0 || median(dev) > 0.15*m {
+	if m <= 0 || growth.Median(dev) > 0.15*m {
 		return stepPattern{falls: len(at)}
 	}
 	slices.Sort(depths)
-	return stepPattern{period: int64(m), falls: len(at), depth: int64(median(depths)), ok: true}
+	return stepPattern{period: int64(m), falls: len(at), depth: int64(growth.Median(depths)), ok: true}
 }
 
 // stepFall is one fall of device memory: the first sample below the level
@@ -150,6 +153,6 @@ func (a *gpuAnalysis) inferStepTime() error {
 	}
 	a.gr.InferredStepTimeS = f64(float64(p.period) / 1e9)
 	a.gr.InferredStepBasis = fmt.Sprintf("device memory falls every %.3f s (%d falls in the %s read): the job gives memory back once a step, or once every few steps",
-		float64(p.period)/1e9, p.falls, FormatDuration(float64(p.to-p.from)/1e9))
+		float64(p.period)/1e9, p.falls, units.FormatDuration(float64(p.to-p.from)/1e9))
 	return nil
 }

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -72,7 +75,7 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 	}
 	withMarks := importFixtures(t, map[string][]byte{"leak": fixtures.Read(t, fixtures.LeakRun)})[fixtures.LeakRun]
 	steps := withMarks.GPUs[0].Steps
-	var after []StepMark
+	var after []growth.StepMark
 	for i := range steps.Len() {
 		if s := steps.At(i); s.TNS > withMarks.GPUs[0].Epochs[0].EndNS {
 			after = append(after, s)
@@ -105,7 +108,7 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 		}
 		switch {
 		case rate > 0:
-			if l.Verdict != VerdictLeak || l.SlopeBytesPerHour == nil {
+			if l.Verdict != growth.VerdictLeak || l.SlopeBytesPerHour == nil {
 				t.Errorf("%s: %s (%s), want a leak of %.1f GB/h", name, l.Verdict, l.Reason, rate/1e9)
 				continue
 			}
@@ -114,7 +117,7 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 			}
 			t.Logf("%s: %.2f GB/h, truth %.2f GB/h (%+.1f %%)", name, *l.SlopeBytesPerHour/1e9, rate/1e9, 100*(*l.SlopeBytesPerHour-rate)/rate)
 		default:
-			if l.Verdict != VerdictNoLeak {
+			if l.Verdict != growth.VerdictNoLeak {
 				t.Errorf("%s: %s (%s), want no_leak", name, l.Verdict, l.Reason)
 			}
 			if s := l.SlopeBytesPerHour; s != nil && (*l.CILowBytesPerHour > 0 || *l.CIHighBytesPerHour < 0) {
@@ -278,7 +281,7 @@ func deref64(p *int64) any {
 
 func TestClassifyOOMs(t *testing.T) {
 	oom := func(t int64, pid int) storage.Mark { m := storage.NewMark(t, wire.MarkOOM); m.PID = pid; return m }
-	step := func(t int64, n int) StepMark { return StepMark{TNS: t, Step: n} }
+	step := func(t int64, n int) growth.StepMark { return growth.StepMark{TNS: t, Step: n} }
 	exit := func(t int64, code int) *storage.Mark {
 		m := storage.NewMark(t, wire.MarkExit)
 		m.Code = code
@@ -287,17 +290,17 @@ func TestClassifyOOMs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		ooms  []storage.Mark
-		steps []StepMark
+		steps []growth.StepMark
 		exit  *storage.Mark
 		want  []OOMOutcome
 	}{
 		{"fallbacks then fatal", []storage.Mark{oom(10, 1), oom(20, 1), oom(30, 1)}, nil, exit(50, 1), []OOMOutcome{OOMSurvived, OOMSurvived, OOMFatal}},
-		{"caught, training went on", []storage.Mark{oom(10, 1)}, []StepMark{step(5, 0), step(40, 1)}, exit(50, 1), []OOMOutcome{OOMSurvived}},
+		{"caught, training went on", []storage.Mark{oom(10, 1)}, []growth.StepMark{step(5, 0), step(40, 1)}, exit(50, 1), []OOMOutcome{OOMSurvived}},
 		{"caught, clean exit", []storage.Mark{oom(10, 1)}, nil, exit(50, 0), []OOMOutcome{OOMSurvived}},
 		{"no exit mark", []storage.Mark{oom(10, 1)}, nil, nil, []OOMOutcome{OOMUnknown}},
 		{"two processes", []storage.Mark{oom(10, 1), oom(20, 2)}, nil, exit(50, 1), []OOMOutcome{OOMFatal, OOMFatal}},
 	} {
-		got, why := classifyOOMs(tc.ooms, StepsOf(tc.steps...), tc.exit)
+		got, why := classifyOOMs(tc.ooms, growth.StepsOf(tc.steps...), tc.exit)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v (%v), want %v", tc.name, got, why, tc.want)
 		}
@@ -365,7 +368,7 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
 	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
-	want := math.Floor(100 * 71.0 / 82.0 / (1 + AllocatorAllowance))
+	want := math.Floor(100 * 71.0 / 82.0 / (1 + replay.AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
 	}
@@ -375,10 +378,10 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	// segments are.
 	for _, seg := range []int64{GiB, 3 * GiB, 20 * GiB} {
 		s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-		oomAdvice(&s, 100, i64(78*GiB), seg, 200*segmentRounding)
-		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+StrandedSegments*seg))
+		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding)
+		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+replay.StrandedSegments*seg))
 		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
-			t.Errorf("segment %s: fitting batch %v, want %v", FormatBytes(seg), deref(s.FittingBatch), want)
+			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), deref(s.FittingBatch), want)
 		}
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.

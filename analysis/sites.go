@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -129,16 +129,6 @@ type GrowingSite struct {
 	SampledEvery float64 `json:"sampled_every,omitempty"`
 }
 
-// HeldBy names the site that explains most of a leak.
-type HeldBy struct {
-	Site         string  `json:"site"`
-	File         string  `json:"file"`
-	Line         int     `json:"line"`
-	Func         string  `json:"func"`
-	Share        float64 `json:"share"`
-	SampledEvery float64 `json:"sampled_every,omitempty"`
-}
-
 // siteSnap is one snapshot: its rows, untracked first.
 type siteSnap struct {
 	pid  int
@@ -195,7 +185,7 @@ func appendSnaps(out []siteSnap, pid int, rows []storage.SiteSample) []siteSnap 
 // time, each series settling on its own.
 func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
 	a := &gpuAnalysis{run: run, g: storage.GPU{Index: gpu}, gr: &GPUReport{},
-		mi: &markIndex{steps: map[int]*Steps{}, endNS: run.EndNS}}
+		mi: &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}}
 	byPID := map[int][]storage.SiteSample{}
 	var pids []int
 	for _, r := range rows {
@@ -249,7 +239,7 @@ func (a *gpuAnalysis) where() error {
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
 		g := w.Growing[0]
-		l.HeldBy = &HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
+		l.HeldBy = &growth.HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
 	}
 	for i := range a.gr.OOMs {
 		o := &a.gr.OOMs[i]
@@ -371,34 +361,6 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 	return pids, byPID
 }
 
-// siteGrowth is the growth rule on one site's live bytes y at the
-// snapshots' x (steps since the first, or seconds) and t (seconds), with
-// skip warm-up snapshots (-1: the series settles). With at least
-// minSteadyPoints snapshots the rule decides; with fewer its test cannot
-// tell growth from noise, and the site grows where its Theil–Sen slope,
-// its one-off jumps set aside, gives at least minSiteGrowth over the
-// snapshots after the warm-up. It returns the slope against x and against
-// t.
-func siteGrowth(x, t, y []float64, skip int) (perX, perS float64, grows bool) {
-	if len(x) >= minSteadyPoints {
-		g := growthOfPart(x, y, skip, minSiteGrowth)
-		if g.kind != growthRises {
-			return 0, 0, false
-		}
-		rt, _ := reduce(t, y, maxTrendPoints)
-		return g.fit.Slope, fitPoints(rt[g.skip:], g.y[g.skip:]).Slope, true
-	}
-	skip = max(0, min(skip, len(x)-2))
-	x, t, y = x[skip:], t[skip:], y[skip:]
-	if len(x) < 2 {
-		return 0, 0, false
-	}
-	y, _ = removeJumps(y)
-	perX, _ = theilSen(x, y)
-	perS, _ = theilSen(t, y)
-	return perX, perS, perX > 0 && perX*(x[len(x)-1]-x[0]) >= minSiteGrowth
-}
-
 // growingOf returns the growing sites of one process's snapshots ss, and
 // the growth of all its sites that grew (the basis of a share when there
 // is no leak slope). Where the probe kept stacks on one step in N only
@@ -442,7 +404,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	xs, ts := make([]float64, len(ss)), make([]float64, len(ss))
 	perStep := stepsBetween(a.steps, first.T, last.T) > 0
 	skip := -1
-	if a.mi.warm.byEpoch {
+	if a.mi.warm.ByEpoch {
 		skip = 0
 	}
 	for i, s := range ss {
@@ -451,7 +413,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		if perStep {
 			xs[i] = float64(stepsBetween(a.steps, first.T, s.t()))
 		}
-		if skip >= 0 && s.t() < a.mi.warm.endNS {
+		if skip >= 0 && s.t() < a.mi.warm.EndNS {
 			skip = i + 1
 		}
 	}
@@ -467,7 +429,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 		for i := 1; i < len(ss); i++ {
 			y[i] = y[i-1] + float64(se.vals[i]-se.vals[i-1])*max(1, ss[i].rows[0].SampledEvery)
 		}
-		perX, perS, ok := siteGrowth(xs, ts, y, skip)
+		perX, perS, ok := growth.SiteGrowth(xs, ts, y, skip)
 		if !ok {
 			continue
 		}
@@ -489,7 +451,7 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 }
 
 // stepsBetween counts the step marks in (from, to].
-func stepsBetween(steps *Steps, from, to int64) int {
+func stepsBetween(steps *growth.Steps, from, to int64) int {
 	n := 0
 	for i := range steps.Len() {
 		if t := steps.T(i); t > from && t <= to {
@@ -498,22 +460,6 @@ func stepsBetween(steps *Steps, from, to int64) int {
 	}
 	return n
 }
-
-// heldByWords is the leak sentence's part that names the site.
-func (h *HeldBy) words() string {
-	where := h.Site
-	if h.Func != "" {
-		where += " in `" + h.Func + "`"
-	}
-	words := fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
-	if h.SampledEvery > 1 {
-		words += fmt.Sprintf(" (estimated: stacks kept on one step in %s)", everyWords(h.SampledEvery))
-	}
-	return words
-}
-
-// everyWords writes a sampling's N as "8" or "2.5".
-func everyWords(n float64) string { return strconv.FormatFloat(math.Round(n*10)/10, 'f', -1, 64) }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
 // order, each with all its sites (largest first).
@@ -536,7 +482,7 @@ func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error
 	if err != nil {
 		return nil, err
 	}
-	mi, err := loadMarks(db, run)
+	mi, err := loadMarks(db, run, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package analysis
 import (
 	"fmt"
 	"math"
+
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // Without an allocator trace, compare --by and fit bound what the caching
@@ -42,7 +44,7 @@ func strandedSegments(points []TagPoint) (float64, string) {
 	k, least, run := -1.0, math.Inf(1), ""
 	for _, p := range points {
 		if p.MostInactiveSplitBytes == nil || p.LargestSegmentBytes == nil || *p.LargestSegmentBytes <= 0 {
-			return StrandedSegments, ""
+			return replay.StrandedSegments, ""
 		}
 		s := float64(*p.MostInactiveSplitBytes) / float64(*p.LargestSegmentBytes)
 		if s > k {
@@ -51,18 +53,18 @@ func strandedSegments(points []TagPoint) (float64, string) {
 		least = min(least, s)
 	}
 	if k < 0 {
-		return StrandedSegments, ""
+		return replay.StrandedSegments, ""
 	}
-	return min(k+least, StrandedSegments), run
+	return min(k+least, replay.StrandedSegments), run
 }
 
 // strandedWords says where the count of stranded segments came from.
 func strandedWords(run string, k float64) string {
 	if run == "" {
-		return fmt.Sprintf("%d largest segments bound it where the probe did not measure the inactive split", StrandedSegments)
+		return fmt.Sprintf("%d largest segments bound it where the probe did not measure the inactive split", replay.StrandedSegments)
 	}
-	if k >= StrandedSegments {
-		return fmt.Sprintf("run %q held at least %d largest segments' worth of it in split segments, and %d bound it", run, StrandedSegments, StrandedSegments)
+	if k >= replay.StrandedSegments {
+		return fmt.Sprintf("run %q held at least %d largest segments' worth of it in split segments, and %d bound it", run, replay.StrandedSegments, replay.StrandedSegments)
 	}
 	return fmt.Sprintf("%.2f largest segments: the most any run held in split segments (run %q) plus the least, for splits made and merged between the probe's samples; memrec fit checks by trial", k, run)
 }

@@ -1,6 +1,11 @@
 package analysis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
+)
 
 // WholeRun is what a full recording of a job needed beyond its first
 // steps: what a trial of a few steps (memrec fit) does not see. An
@@ -21,9 +26,9 @@ type WholeRun struct {
 	// Growth is the growth rule's verdict when memory grows (leak,
 	// cache_growth, unseen_growth), with its slope; GrowthBytes is that
 	// slope × the run's steps.
-	Growth        Verdict  `json:"growth,omitempty"`
-	GrowthPerStep *float64 `json:"growth_bytes_per_step,omitempty"`
-	GrowthBytes   float64  `json:"growth_bytes"`
+	Growth        growth.Verdict `json:"growth,omitempty"`
+	GrowthPerStep *float64       `json:"growth_bytes_per_step,omitempty"`
+	GrowthBytes   float64        `json:"growth_bytes"`
 	// Fraction is the margin: max(PeakBytes − FirstPeakBytes, GrowthBytes)
 	// over FirstPeakBytes.
 	Fraction float64 `json:"fraction"`
@@ -63,9 +68,9 @@ func WholeRunMargin(rep *Report, firstSteps int) (WholeRun, bool) {
 	w.Fraction = max(rise, w.GrowthBytes) / float64(w.FirstPeakBytes)
 	first := float64(w.FirstPeakBytes)
 	w.Words = fmt.Sprintf("run %q (%d steps): step peak %s over the run against %s in its first %d steps (+%.1f %%)",
-		w.Run, w.Steps, FormatBytes(w.PeakBytes), FormatBytes(w.FirstPeakBytes), firstSteps, 100*rise/first)
+		w.Run, w.Steps, units.FormatBytes(w.PeakBytes), units.FormatBytes(w.FirstPeakBytes), firstSteps, 100*rise/first)
 	if w.GrowthPerStep != nil {
-		w.Words += fmt.Sprintf("; %s of %s a step, × %d steps = %s (+%.1f %%)", w.Growth, FormatBytes(int64(*w.GrowthPerStep)), w.Steps, FormatBytes(int64(w.GrowthBytes)), 100*w.GrowthBytes/first)
+		w.Words += fmt.Sprintf("; %s of %s a step, × %d steps = %s (+%.1f %%)", w.Growth, units.FormatBytes(int64(*w.GrowthPerStep)), w.Steps, units.FormatBytes(int64(w.GrowthBytes)), 100*w.GrowthBytes/first)
 	} else {
 		w.Words += "; memory does not grow"
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -74,7 +76,7 @@ func Window(db *storage.DB, run storage.Run, from, to Bound) (storage.Run, error
 	needMarks := from.Kind == BoundEpoch || from.Kind == BoundStep || to.Kind == BoundEpoch || to.Kind == BoundStep
 	if needMarks {
 		var err error
-		if mi, err = loadMarks(db, run); err != nil {
+		if mi, err = loadMarks(db, run, nil); err != nil {
 			return run, err
 		}
 	}
@@ -88,7 +90,7 @@ func Window(db *storage.DB, run storage.Run, from, to Bound) (storage.Run, error
 	}
 	if hi <= lo || lo > run.EndNS || hi <= run.StartNS {
 		return run, fmt.Errorf("%w: from %s to %s of a run of %s", ErrEmptyWindow,
-			describeAt(run, lo), describeAt(run, hi), FormatDuration(run.Duration().Seconds()))
+			describeAt(run, lo), describeAt(run, hi), units.FormatDuration(run.Duration().Seconds()))
 	}
 	return run.Within(lo, hi), nil
 }
@@ -167,7 +169,7 @@ func resolveBound(run storage.Run, mi *markIndex, b Bound, end bool) (int64, err
 
 // stepIndex finds step n among step marks: by the number on the marks when
 // those increase over the run, else by position. It returns -1 if none.
-func stepIndex(steps *Steps, n int) int {
+func stepIndex(steps *growth.Steps, n int) int {
 	count := steps.Len()
 	increasing := count > 0
 	for i := 1; i < count && increasing; i++ {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
@@ -116,7 +117,7 @@ func TestWindowTakesTheRunsWarmup(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := rep.GPUs[0].Leak
-		if l.Kind != VerdictLeak || l.SkippedWarmup != c.skipped || l.SlopeBytesPerStep == nil || *l.SlopeBytesPerStep != 256000 {
+		if l.Kind != growth.VerdictLeak || l.SkippedWarmup != c.skipped || l.SlopeBytesPerStep == nil || *l.SlopeBytesPerStep != 256000 {
 			t.Errorf("%v..%v: %s (%s), %d warm-up points, slope %v; want a leak of 256 000 B a step after %d", c.from, c.to, l.Kind, l.Reason,
 				l.SkippedWarmup, l.SlopeBytesPerStep, c.skipped)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // Result is the search's answer so far: its trials, the bracket and the
@@ -127,12 +128,12 @@ func (s *Search) recommend() *float64 {
 	}
 	avail := (float64(s.loPeak) - s.res.Headroom*float64(total)) / (1 + margin)
 	var v float64
-	newCurve := analysis.NewNeedCurve
-	if analysis.IsBatchTag(s.opt.By) {
-		newCurve = analysis.NewBatchNeedCurve
+	newCurve := replay.NewNeedCurve
+	if replay.IsBatchTag(s.opt.By) {
+		newCurve = replay.NewBatchNeedCurve
 	}
 	if c, err := newCurve(xs, ys); err == nil {
-		v, _ = c.Solve(avail, analysis.Pessimistic)
+		v, _ = c.Solve(avail, replay.Pessimistic)
 	} else {
 		v = s.lo * avail / float64(s.loPeak) // one value: the need taken as proportional to it
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -396,7 +398,7 @@ func (s *Search) held() (v float64, words string, ok bool) {
 	left := by.Available(0) - reserved
 	v = s.clamp(s.lo + max(left, 0)/unit)
 	said := fmt.Sprintf("at %s=%s the allocator reserved %s and never freed its cache: %s left, at %s a unit,",
-		s.opt.By, Arg(s.lo), analysis.FormatBytes(int64(reserved)), analysis.FormatBytes(int64(max(left, 0))), analysis.FormatBytes(int64(unit)))
+		s.opt.By, Arg(s.lo), units.FormatBytes(int64(reserved)), units.FormatBytes(int64(max(left, 0))), units.FormatBytes(int64(unit)))
 	if v >= s.lo+s.precision() {
 		s.closings = 0
 		return v, said + " puts the limit at or above " + Arg(v), true
@@ -437,7 +439,7 @@ func (s *Search) guess() (v float64, words string, ok bool) {
 	if !measured || by == nil || by.Need == nil {
 		return 0, "", false
 	}
-	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), analysis.Middle); !ok || !finite(v) {
+	if v, ok = by.Need.Solve(by.Available(0)/(1+stranded), replay.Middle); !ok || !finite(v) {
 		return 0, "", false
 	}
 	v = s.clamp(v)

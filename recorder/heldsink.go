@@ -46,6 +46,9 @@ const (
 	heldMark
 	heldSites
 	heldBudget
+	// heldKinds is how many kinds there are: per-kind counts are arrays
+	// of this length, indexed by kind.
+	heldKinds
 )
 
 var (
@@ -182,7 +185,7 @@ func (h *heldSink) AppendSites(rows []storage.SiteSample) error {
 func (h *heldSink) bound() {
 	for h.size > h.max && len(h.order) > 0 {
 		n := max(len(h.order)/4, 1)
-		var c [5]int
+		var c [heldKinds]int
 		for _, k := range h.order[:n] {
 			c[k]++
 		}
@@ -190,6 +193,7 @@ func (h *heldSink) bound() {
 		h.dev = slices.Delete(h.dev, 0, c[heldDevice])
 		h.proc = slices.Delete(h.proc, 0, c[heldProc])
 		h.torch = slices.Delete(h.torch, 0, c[heldTorch])
+		h.budg = slices.Delete(h.budg, 0, c[heldBudget])
 		for _, m := range h.marks[:c[heldMark]] {
 			h.size -= int64(len(m.Kind) + len(m.Text))
 		}
@@ -199,11 +203,13 @@ func (h *heldSink) bound() {
 			h.lost.Sites += int64(len(rows))
 		}
 		h.sites = slices.Delete(h.sites, 0, c[heldSites])
-		h.size -= int64(c[heldDevice])*devSize + int64(c[heldProc])*procSize + int64(c[heldTorch])*torchSize + int64(c[heldMark])*markSize
+		h.size -= int64(c[heldDevice])*devSize + int64(c[heldProc])*procSize + int64(c[heldTorch])*torchSize +
+			int64(c[heldMark])*markSize + int64(c[heldBudget])*budgSize
 		h.lost.Samples += int64(c[heldDevice])
 		h.lost.ProcSamples += int64(c[heldProc])
 		h.lost.TorchSamples += int64(c[heldTorch])
 		h.lost.Marks += int64(c[heldMark])
+		h.lost.Budgets += int64(c[heldBudget])
 	}
 }
 
@@ -321,6 +327,12 @@ func HeldStore(open func() (*storage.DB, error), run storage.Run, hold int64, lo
 
 func (l *heldStore) openLoop(open func() (*storage.DB, error), run storage.Run) {
 	defer close(l.done)
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(l.errs.log, "memrec: BUG: NOT RECORDING: writing the held samples failed (%v)\n", v)
+			l.giveUp()
+		}
+	}()
 	for {
 		db, err := open() // waits for the lock
 		if err == nil {

@@ -144,3 +144,53 @@ func TestHeldSinkBoundsAndReplaysInOrder(t *testing.T) {
 		t.Errorf("after attach: last %d, held %d bytes", last.T, h.size)
 	}
 }
+
+// TestHeldSinkBoundsEveryKind: a held recording of every kind, budget
+// lines among them, kept over its bound: each kind is trimmed, nothing
+// panics, and every item appended is either written or counted lost.
+func TestHeldSinkBoundsEveryKind(t *testing.T) {
+	appendKind := []func(h *heldSink, i int){
+		heldDevice: func(h *heldSink, i int) { h.AppendDevice(storage.DeviceSample{T: int64(i)}) },
+		heldProc:   func(h *heldSink, i int) { h.AppendProc(storage.ProcSample{T: int64(i), PID: 7}) },
+		heldTorch:  func(h *heldSink, i int) { h.AppendTorch(storage.TorchSample{T: int64(i)}) },
+		heldMark:   func(h *heldSink, i int) { h.AppendMark(storage.NewMark(int64(i), wire.MarkStep)) },
+		heldSites:  func(h *heldSink, i int) { h.AppendSites([]storage.SiteSample{{T: int64(i), Name: "f"}}) },
+		heldBudget: func(h *heldSink, i int) { h.AppendBudget(storage.BudgetSample{T: int64(i)}) },
+	}
+	if len(appendKind) != int(heldKinds) {
+		t.Fatalf("the test appends %d kinds, the sink holds %d", len(appendKind), heldKinds)
+	}
+	for _, budgetOnly := range []bool{false, true} {
+		h := newHeldSink(50 * budgSize)
+		const rounds = 500
+		for i := range rounds {
+			if budgetOnly {
+				appendKind[heldBudget](h, i)
+				continue
+			}
+			for _, add := range appendKind {
+				add(h, i)
+			}
+		}
+		if h.size > h.max {
+			t.Errorf("held %d bytes, bound %d", h.size, h.max)
+		}
+		lost := h.Lost()
+		var s memSink
+		h.attach(&s)
+		kept := []int64{int64(len(s.dev)), int64(len(s.procs)), int64(len(s.torch)), int64(len(s.marks)), int64(len(s.sites)), int64(len(s.budget))}
+		gone := []int64{lost.Samples, lost.ProcSamples, lost.TorchSamples, lost.Marks, lost.Sites, lost.Budgets}
+		for k := range heldKinds {
+			want := int64(rounds)
+			if budgetOnly && k != heldBudget {
+				want = 0
+			}
+			if kept[k]+gone[k] != want {
+				t.Errorf("budget only %v, kind %d: %d written + %d lost, appended %d", budgetOnly, k, kept[k], gone[k], want)
+			}
+		}
+		if gone[heldBudget] == 0 {
+			t.Errorf("budget only %v: no budget line was dropped, over a bound of %d bytes", budgetOnly, h.max)
+		}
+	}
+}

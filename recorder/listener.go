@@ -25,6 +25,12 @@ import (
 // dropped messages of the recording.
 const ProbeDropped = "probe_dropped"
 
+// MaxProbeDropped is the largest count one probe_dropped mark may report:
+// far more than a probe's queue can drop between two of its reports. A
+// negative or larger count is a broken or hostile line, not a count: the
+// mark is dropped and counted (ListenerStats.BadCounts).
+const MaxProbeDropped = 100_000_000
+
 // MaxLine is the longest probe message accepted; longer ones are dropped.
 const MaxLine = 64 << 10
 
@@ -110,7 +116,7 @@ type Listener struct {
 
 	sink    Sink
 	ln      net.Listener
-	dir     string
+	dir     *OwnedDir
 	lim     Limits
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -124,6 +130,8 @@ type Listener struct {
 	refused atomic.Int64
 	acceptE atomic.Int64
 	cut     atomic.Int64
+	// badCounts counts probe_dropped marks whose count is impossible.
+	badCounts atomic.Int64
 	// droppedBytes counts the bytes read and thrown away: over-long lines
 	// and lines past the budgets.
 	droppedBytes atomic.Int64
@@ -147,25 +155,27 @@ type ListenerStats struct {
 	AcceptErrors                 int64 // failed accepts (out of file descriptors), retried
 	Cut                          int64 // mark texts cut to MaxMarkText
 	DroppedBytes                 int64 // bytes read and thrown away (over-long lines, lines past the budgets)
+	BadCounts                    int64 // probe_dropped marks with a negative or impossible count, dropped (in Dropped)
 }
 
 // Listen creates a private directory under dir ("" for the system's
 // temporary folder) with a socket in it and starts accepting. Close it.
-// It first removes what killed recorders left there (RemoveStale).
+// It first removes what killed recorders provably left there
+// (RemoveStale); the folder it makes is an OwnedDir.
 func Listen(dir string, sink Sink, lim Limits) (*Listener, error) {
 	RemoveStale(dir)
-	d, err := os.MkdirTemp(dir, TempDirPattern(""))
+	d, err := MakeOwnedDir(dir, "")
 	if err != nil {
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}
-	if err := os.Chmod(d, 0o700); err != nil {
-		os.RemoveAll(d)
-		return nil, err
+	if err := d.Own("marks.sock"); err != nil {
+		d.Remove()
+		return nil, fmt.Errorf("marks socket: %w", err)
 	}
-	path := filepath.Join(d, "marks.sock")
+	path := filepath.Join(d.Path, "marks.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		os.RemoveAll(d)
+		d.Remove()
 		return nil, fmt.Errorf("marks socket: %w", err)
 	}
 	os.Chmod(path, 0o600)
@@ -258,6 +268,13 @@ func (l *Listener) drop(err error) {
 // serve reads one connection's lines until it closes.
 func (l *Listener) serve(c net.Conn) {
 	defer l.wg.Done()
+	defer func() {
+		// A bug in reading one connection ends that connection, not the
+		// recording nor the job.
+		if v := recover(); v != nil {
+			l.drop(fmt.Errorf("reading a connection failed: %v", v))
+		}
+	}()
 	defer func() {
 		l.mu.Lock()
 		delete(l.conns, c)
@@ -390,9 +407,14 @@ func (l *Listener) handle(p *wire.Parser, line []byte) bool {
 			rec.Mark.Text = cutText(rec.Mark.Text, MaxMarkText)
 			l.cut.Add(1)
 		}
-		if rec.Mark.Kind == ProbeDropped && rec.Mark.Code > 0 {
+		if rec.Mark.Kind == ProbeDropped {
 			// A probe reports what its own full queue made it drop.
-			l.dropped.Add(int64(rec.Mark.Code))
+			if rec.Mark.Code != wire.None && (rec.Mark.Code < 0 || rec.Mark.Code > MaxProbeDropped) {
+				l.badCounts.Add(1)
+				l.drop(fmt.Errorf("a %s mark with count %d (want 0 to %d)", ProbeDropped, rec.Mark.Code, MaxProbeDropped))
+				return false
+			}
+			l.dropped.Add(int64(max(rec.Mark.Code, 0))) // None: no count given
 		}
 		if err := l.sink.AppendMark(rec.Mark); err != nil {
 			l.drop(err)
@@ -429,7 +451,7 @@ func (l *Listener) handle(p *wire.Parser, line []byte) bool {
 func (l *Listener) Stats() ListenerStats {
 	return ListenerStats{Marks: l.marks.Load(), Torch: l.torch.Load(), Sites: l.sites.Load(), Dropped: l.dropped.Load(),
 		Flooded: l.flooded.Load(), Refused: l.refused.Load(), AcceptErrors: l.acceptE.Load(), Cut: l.cut.Load(),
-		DroppedBytes: l.droppedBytes.Load()}
+		DroppedBytes: l.droppedBytes.Load(), BadCounts: l.badCounts.Load()}
 }
 
 // cutText cuts s to at most n bytes at a rune boundary, ending in "…".
@@ -468,8 +490,8 @@ func (l *Listener) Close(grace time.Duration) error {
 		l.mu.Unlock()
 		<-done
 	}
-	if l.dir != "" {
-		os.RemoveAll(l.dir)
+	if l.dir != nil {
+		l.dir.Remove()
 	}
 	return err
 }

@@ -342,3 +342,34 @@ func TestListenerBudgetsEveryByteRead(t *testing.T) {
 		t.Errorf("paused %d times, want at least %d", pauses.Load(), min)
 	}
 }
+
+// TestListenerProbeDroppedCounts: a probe's count of dropped messages is
+// added to the dropped ones only if it is one a probe can report; an
+// impossible count drops the mark itself, counted once, and adds nothing.
+func TestListenerProbeDroppedCounts(t *testing.T) {
+	for _, tc := range []struct {
+		code    string
+		stored  bool
+		dropped int64
+		bad     int64
+	}{
+		{`3`, true, 3, 0},
+		{`0`, true, 0, 0},
+		{fmt.Sprint(MaxProbeDropped), true, MaxProbeDropped, 0},
+		{fmt.Sprint(MaxProbeDropped + 1), false, 1, 1},
+		{`2147483648`, false, 1, 1},
+		{`-5`, false, 1, 0}, // refused by the parser already: no mark has a negative code
+	} {
+		sink := &memSink{}
+		l := newListener(nil, sink, Limits{})
+		var p wire.Parser
+		line := fmt.Sprintf(`{"type":"mark","kind":"probe_dropped","t_ns":1700000000000000000,"code":%s}`, tc.code)
+		if got := l.handle(&p, []byte(line)); got != tc.stored {
+			t.Errorf("code %s: stored %v, want %v", tc.code, got, tc.stored)
+		}
+		st := l.Stats()
+		if st.Dropped != tc.dropped || st.BadCounts != tc.bad || int64(len(sink.marks)) != map[bool]int64{true: 1}[tc.stored] {
+			t.Errorf("code %s: dropped %d, bad %d, %d marks stored; want %d, %d", tc.code, st.Dropped, st.BadCounts, len(sink.marks), tc.dropped, tc.bad)
+		}
+	}
+}

@@ -104,6 +104,9 @@ type Result struct {
 	// recording at its end that the file lacks. DBLost comes on top.
 	DBUnstored     storage.Counts
 	DBUnstoredSpan time.Duration
+	// Stopped says a bug stopped the recording before its end (said on
+	// Log); the command ran to its end all the same.
+	Stopped bool
 }
 
 // Record records until the command exits (or Duration passes, or SIGINT or
@@ -129,6 +132,8 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	g := &guard{log: o.Log}
+	store = &guardedStore{s: store, g: g}
 	sink, counted, live, ln, stopServing := startListening(o, &run, store)
 	defer stopServing()
 
@@ -150,11 +155,13 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
+		defer g.catch("sampler")
 		stats = sampler.Run(sctx)
 	}()
 	statusDone := make(chan struct{})
 	go func() {
 		defer close(statusDone)
+		defer g.catch("status line")
 		if o.Status != nil {
 			reportStatus(sctx, o.Status, live, o.Clock)
 		}
@@ -170,7 +177,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	if len(o.Command) > 0 {
 		res.Child = true
-		res.ExitCode = runCommand(o, ln, all, run.Name, sigs, sink)
+		var notStarted error
+		res.ExitCode, notStarted = runCommand(o, ln, all, run.Name, sigs, sink)
+		if notStarted != nil {
+			run.Recorder.NotStarted = notStarted.Error()
+		}
 		stop() // the child is gone; with --duration left, stop sampling now too
 	} else {
 		select {
@@ -189,6 +200,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 
 	cost.into(&res)
 	res.finishRun(run, stats, counted, store)
+	res.Stopped = g.tripped.Load()
 	return res, nil
 }
 
@@ -322,8 +334,8 @@ func (c cost) into(res *Result) {
 
 // runCommand runs the recording's command to its end, with the socket's
 // path and the GPU table in its environment, stores its exit as a mark and
-// returns its exit status.
-func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-chan os.Signal, sink Sink) int {
+// returns its exit status, and why it could not be started (nil if it was).
+func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-chan os.Signal, sink Sink) (int, error) {
 	socket := ""
 	if ln != nil {
 		socket = ln.Path
@@ -336,11 +348,15 @@ func runCommand(o Options, ln *Listener, all []storage.GPU, run string, sigs <-c
 		exit.Text = err.Error()
 	}
 	sink.AppendMark(exit)
-	if err != nil && code == 127 {
-		fmt.Fprintf(o.Log, "memrec: %v\n", err)
+	if errors.Is(err, errNotStarted) {
+		fmt.Fprintf(o.Log, "memrec: %v; the run is stored as not started\n", err)
+		return code, err
 	}
-	return code
+	return code, nil
 }
+
+// errNotStarted is runChild's for a command it could not start.
+var errNotStarted = errors.New("the command could not be started")
 
 // openStore opens the recording's store; without one, or when it cannot be
 // opened and a command runs, the recording is discarded.
@@ -445,7 +461,7 @@ func runChild(argv, env []string, socket, run string, sigs <-chan os.Signal, log
 	// once (to the whole group, as the terminal would).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return 127, fmt.Errorf("start %s: %w", argv[0], err)
+		return 127, fmt.Errorf("%w: %s: %w", errNotStarted, argv[0], err)
 	}
 	if started != nil {
 		started(cmd.Process.Pid)

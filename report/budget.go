@@ -3,12 +3,14 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // partColors gives each part of the budget one colour, the same in every
@@ -29,8 +31,10 @@ var partColors = map[analysis.BudgetPart]color.RGBA{
 
 // budgetChart draws one stacked bar per budget, each part a segment, on
 // one scale: one GPU's budget at its peak, or several runs' side by side
-// (compare). names label the bars.
-func budgetChart(title string, names []string, budgets []*analysis.Budget) *plot.Plot {
+// (compare). names label the bars; h is the height the chart is drawn
+// at (budgetHeight), whose rows the bars fill. Parts that no budget has
+// are left out of the legend.
+func budgetChart(title string, names []string, budgets []*analysis.Budget, h vg.Length) *plot.Plot {
 	top := 1.0
 	for _, b := range budgets {
 		if b != nil {
@@ -39,22 +43,23 @@ func budgetChart(title string, names []string, budgets []*analysis.Budget) *plot
 	}
 	unit, uname := byteUnit(top)
 	p := newPlot(title, uname, "")
+	// The first budget on top: bars are placed from the bottom up.
+	names, budgets = slices.Clone(names), slices.Clone(budgets)
+	slices.Reverse(names)
+	slices.Reverse(budgets)
 	// One bar chart per part, stacked on the one before, in the parts' order.
 	var order []analysis.BudgetPart
 	seen := map[analysis.BudgetPart]bool{}
-	for _, b := range budgets {
-		for _, s := range b.Parts {
-			if !seen[s.Part] {
-				seen[s.Part] = true
-				order = append(order, s.Part)
-			}
+	for _, part := range partsOf(budgets) {
+		if !seen[part] {
+			seen[part] = true
+			order = append(order, part)
 		}
 	}
 	var below *plotter.BarChart
-	w := vg.Points(28)
-	if len(budgets) > 4 {
-		w = vg.Points(16)
-	}
+	// A bar fills three fifths of its row: bars read as bars however many
+	// rows the legend beside them asks for.
+	w := min(vg.Points(40), max(vg.Points(12), (h-budgetFrame)/vg.Length(len(budgets))*3/5))
 	for _, part := range order {
 		vals := make(plotter.Values, len(budgets))
 		for i, b := range budgets {
@@ -76,38 +81,52 @@ func budgetChart(title string, names []string, budgets []*analysis.Budget) *plot
 		p.Legend.Add(part.Words(), bc)
 	}
 	p.NominalY(names...)
+	// A row a bar, the bar in its middle (not the first and last bars on
+	// the frame's edges, half outside it).
+	p.Y.Min, p.Y.Max = -0.5, float64(len(budgets))-0.5
 	p.X.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = false
 	return p
 }
 
-// gpuBudgetChart is one GPU's budget at its peak.
-func gpuBudgetChart(g analysis.GPUReport) *plot.Plot {
+// gpuBudgetChart is one GPU's budget at its peak, drawn h high.
+func gpuBudgetChart(g analysis.GPUReport, h vg.Length) *plot.Plot {
 	b := g.Budget
 	total := "device used"
 	if b.UsedBytes == nil {
 		total = "reserved"
 	}
-	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, analysis.FormatBytes(b.TotalBytes)),
-		[]string{g.Label()}, []*analysis.Budget{b})
+	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, units.FormatBytes(b.TotalBytes)),
+		[]string{g.Label()}, []*analysis.Budget{b}, h)
 }
 
-// budgetParts is the number of parts the budgets' chart lists.
-func budgetParts(budgets []*analysis.Budget) int {
+// partsOf lists the parts of the budgets that hold bytes, each once, in
+// the order met.
+func partsOf(budgets []*analysis.Budget) []analysis.BudgetPart {
+	var out []analysis.BudgetPart
 	seen := map[analysis.BudgetPart]bool{}
 	for _, b := range budgets {
 		for _, s := range b.Parts {
-			seen[s.Part] = true
+			if !seen[s.Part] && s.Bytes > 0 {
+				seen[s.Part] = true
+				out = append(out, s.Part)
+			}
 		}
 	}
-	return len(seen)
+	return out
 }
+
+// budgetParts is the number of parts the budgets' chart lists.
+func budgetParts(budgets []*analysis.Budget) int { return len(partsOf(budgets)) }
+
+// budgetFrame is a budget chart's height less its bars': the title, the
+// x axis and its label.
+const budgetFrame = vg.Length(72)
 
 // budgetHeight is the height of a budget chart of bars bars and parts
 // legend entries: the frame holds the bars, not the height of a
 // timeline, and the legend beside it; at most h.
 func budgetHeight(h vg.Length, bars, parts int) vg.Length {
-	const frame = 72 // title, x axis and its label, in points
-	return min(h, vg.Length(frame)+max(vg.Length(bars)*vg.Points(36), vg.Length(parts)*vg.Points(14)))
+	return min(h, budgetFrame+max(vg.Length(bars)*vg.Points(36), vg.Length(parts)*vg.Points(14)))
 }

@@ -552,15 +552,20 @@ func floorChart(rep *analysis.Report, g analysis.GPUReport) *plot.Plot {
 		p.Legend.Add("floor per "+map[string]string{"step": "step", "time": "time slice"}[l.Per], e)
 	}
 	// The fit is drawn over the floors, dashed with gaps and wider than
-	// them, so that both show where they coincide (a clean leak).
+	// them, each dash on a white halo a point longer at both ends, so that
+	// both show where they coincide (a clean leak): the dashes stand apart
+	// from the floor, which shows in the gaps.
 	if drawn == l.Basis && l.SlopeBytesPerHour != nil && g.SteadyFloorBytes != nil {
 		first := g.FitFromX
 		last := g.Floors[len(g.Floors)-1].X
-		fit := line(plotter.XYs{
+		xy := plotter.XYs{
 			{X: first / xdiv, Y: (l.FitIntercept + slope*first) / unit},
-			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}, colFit, vg.Points(2.5))
+			{X: last / xdiv, Y: (l.FitIntercept + slope*last) / unit}}
+		halo := line(xy, color.White, vg.Points(4.5))
+		halo.Dashes, halo.DashOffs = []vg.Length{vg.Points(10), vg.Points(3)}, vg.Points(1)
+		fit := line(xy, colFit, vg.Points(2.5))
 		fit.Dashes = []vg.Length{vg.Points(8), vg.Points(5)}
-		p.Add(fit)
+		p.Add(halo, fit)
 		p.Legend.Add("Theil–Sen fit", fit)
 	}
 	return p

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // alignX maps a time of a run to the compared x axis: steps, epochs or
@@ -144,7 +145,7 @@ func byTagChart(b *analysis.ByTag) *plot.Plot {
 	f := b.Fit
 	fit := line(plotter.XYs{{X: 0, Y: f.InterceptBytes / unit}, {X: xmax * 1.05, Y: (f.InterceptBytes + f.SlopeBytesPerUnit*xmax*1.05) / unit}}, colFit, vg.Points(1.5))
 	p.Add(fit)
-	p.Legend.Add(fmt.Sprintf("fit: %s per unit + %s", analysis.FormatBytes(int64(f.SlopeBytesPerUnit)), analysis.FormatBytes(int64(f.InterceptBytes))), fit)
+	p.Legend.Add(fmt.Sprintf("fit: %s per unit + %s", units.FormatBytes(int64(f.SlopeBytesPerUnit)), units.FormatBytes(int64(f.InterceptBytes))), fit)
 	if b.TotalBytes > 0 {
 		budget := float64(b.TotalBytes) * (1 - b.Headroom) / unit
 		bl := line(plotter.XYs{{X: 0, Y: budget}, {X: xmax * 1.05, Y: budget}}, colTotal, vg.Points(1))
@@ -189,7 +190,7 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 	}
 	if len(budgets) > 0 {
 		bh := budgetHeight(h, len(budgets), budgetParts(budgets))
-		b, err := render(budgetChart("budget at the peak (each run's worst GPU)", names, budgets), w, bh)
+		b, err := render(budgetChart("Budget at the peak of each run's worst GPU", names, budgets, bh), w, bh)
 		if err != nil {
 			return nil, fmt.Errorf("budgets.png: %w", err)
 		}
@@ -236,7 +237,7 @@ func ComparePage(c *analysis.Comparison, charts []Chart) ([]byte, error) {
 }
 
 var compareFuncs = template.FuncMap{
-	"bytes": analysis.FormatBytesPtr,
+	"bytes": units.FormatBytesPtr,
 	"ratio": func(r *float64) string {
 		if r == nil {
 			return "–"
@@ -248,7 +249,7 @@ var compareFuncs = template.FuncMap{
 		if v == nil {
 			return "–"
 		}
-		return analysis.FormatBytes(int64(*v))
+		return units.FormatBytes(int64(*v))
 	},
 	"ms": func(v *float64) string {
 		if v == nil {
@@ -270,9 +271,9 @@ var compareFuncs = template.FuncMap{
 		}
 		return fmt.Sprintf("%g", *v)
 	},
-	"bytesf": func(v float64) string { return analysis.FormatBytes(int64(v)) },
+	"bytesf": func(v float64) string { return units.FormatBytes(int64(v)) },
 	"num0":   func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
-	"bytesv": analysis.FormatBytes,
+	"bytesv": units.FormatBytes,
 }
 
 var compareTmpl = template.Must(template.Must(template.New("compare").Funcs(compareFuncs).Parse(shared)).Parse(`<!DOCTYPE html>

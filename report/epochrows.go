@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // maxEpochRows is the most rows a page's epoch table has: past it, epochs
@@ -92,9 +93,9 @@ func deltaOf(e *analysis.EpochDelta) *int64 {
 
 func signedBytes(v int64) string {
 	if v < 0 {
-		return "−" + analysis.FormatBytes(-v)
+		return "−" + units.FormatBytes(-v)
 	}
-	return "+" + analysis.FormatBytes(v)
+	return "+" + units.FormatBytes(v)
 }
 
 func sumPtr(a, b *int64) *int64 {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // Many GPUs (a merged multi-node run, or more than manyGPUs) are drawn
@@ -147,7 +148,7 @@ func heatmapChart(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 	hm.Min, hm.Max = grid.lo, grid.hi
 	hm.NaN = colTotal
 	p := newPlot(fmt.Sprintf("Device memory used, every GPU: blue %s, red %s (the run's lowest and highest); grey: no sample",
-		analysis.FormatBytes(int64(grid.lo)), analysis.FormatBytes(int64(grid.hi))), ax.label, "")
+		units.FormatBytes(int64(grid.lo)), units.FormatBytes(int64(grid.hi))), ax.label, "")
 	p.Add(hm)
 	p.Y.Tick.Marker = gpuTicks{grid.rows}
 	p.Y.Min, p.Y.Max = -0.5, float64(len(grid.rows))-0.5

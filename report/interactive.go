@@ -22,40 +22,61 @@ var (
 	timelineJS string
 )
 
-// PageBuckets is the number of time buckets of each series the page holds
-// (M4: at most four points per bucket, every peak kept).
+// PageBuckets is the most time buckets of each series the page's first
+// level holds (M4: at most four points per bucket, every peak kept).
 const PageBuckets = 800
+
+// pageChartPx is about the width of the page's timeline charts in pixels
+// (the page's body, less its margins), and minPageBuckets the fewest
+// buckets a first level holds: one per two pixels, so that a chart of the
+// whole run still draws each pixel column's lowest and highest value from
+// a bucket of its own or its neighbour's.
+const (
+	pageChartPx    = 1200
+	minPageBuckets = pageChartPx / 2
+)
+
+// baseShare is the part of the timeline's budget the first level of every
+// line may take together: a fifth leaves room for a level four times finer
+// beside it.
+const baseShare = 5
 
 // timelineData is the page's data, kept small: times in µs since the run's
 // start and values in KiB, both as differences from the previous point
-// (the first from zero).
+// (the first from zero), packed (packPoints).
 type timelineData struct {
 	GPUs []gpuTimeline `json:"gpus"`
+	// EpochSets are the GPUs' epochs, each list once however many GPUs
+	// share it (ranks of one job mark the same epochs), packed as points
+	// are: per epoch its start less the previous epoch's end and its
+	// length, in µs.
+	EpochSets []string `json:"epoch_sets,omitempty"`
 	// Bytes is the size of the levels embedded, Budget the bound they
 	// were kept within (0 without levels).
 	Bytes   int `json:"bytes,omitempty"`
 	Budget  int `json:"budget,omitempty"`
-	Buckets int `json:"page_buckets"` // PageBuckets
+	Buckets int `json:"page_buckets"` // of the first level; level j has Buckets·4^j
 	// TimeUnit is the run's (TimeUnitFor): the axis is written in it.
 	TimeUnit TimeUnit `json:"time_unit"`
 }
 
 type gpuTimeline struct {
-	GPU    int              `json:"gpu"`
-	Label  string           `json:"-"`
-	Total  int64            `json:"total_bytes,omitempty"`
-	Series []seriesTimeline `json:"series"`
-	Epochs [][2]int64       `json:"epochs,omitempty"` // [start, end] µs since start
-	Marks  []markTimeline   `json:"marks,omitempty"`
+	GPU      int              `json:"gpu"`
+	Label    string           `json:"-"`
+	Total    int64            `json:"total_bytes,omitempty"`
+	Series   []seriesTimeline `json:"series"`
+	Epochs   [][2]int64       `json:"-"`         // [start, end] µs since start
+	EpochSet int              `json:"epoch_set"` // its epochs: EpochSets[EpochSet], -1 none
+	Marks    []markTimeline   `json:"marks,omitempty"`
 }
 
 type seriesTimeline struct {
 	Name string  `json:"name"`
-	DT   []int64 `json:"dt_us"`
-	DV   []int64 `json:"dv_kib"`
+	DT   []int64 `json:"-"` // packed into "points"
+	DV   []int64 `json:"-"`
 	// Levels, when the report had the run's lines, are the same series
-	// at finer resolutions: Levels[j] has PageBuckets·4^(j+1) buckets
-	// over the run.
+	// at finer resolutions: Levels[j] has Buckets·4^(j+1) buckets over
+	// the run.
 	Levels []levelTimeline `json:"levels,omitempty"`
 	Every  int64           `json:"every,omitempty"` // samples per unit of the points above (1: samples)
 	All    bool            `json:"all,omitempty"`   // the points above are every sample
@@ -65,8 +86,26 @@ type seriesTimeline struct {
 type levelTimeline struct {
 	Every int64   `json:"every"`         // samples per unit drawn: 1 = samples, M4 per bucket
 	All   bool    `json:"all,omitempty"` // every sample of the series
-	DT    []int64 `json:"dt_us"`
-	DV    []int64 `json:"dv_kib"`
+	DT    []int64 `json:"-"`             // packed into "points"
+	DV    []int64 `json:"-"`
+}
+
+// MarshalJSON writes the series with its points packed.
+func (s seriesTimeline) MarshalJSON() ([]byte, error) {
+	type plain seriesTimeline // without this method
+	return json.Marshal(struct {
+		plain
+		Points string `json:"points"`
+	}{plain(s), packPoints(s.DT, s.DV)})
+}
+
+// MarshalJSON writes the level with its points packed.
+func (l levelTimeline) MarshalJSON() ([]byte, error) {
+	type plain levelTimeline
+	return json.Marshal(struct {
+		plain
+		Points string `json:"points"`
+	}{plain(l), packPoints(l.DT, l.DV)})
 }
 
 // DefaultPageBytes bounds a page: its timeline's levels are added, and
@@ -80,10 +119,10 @@ type markTimeline struct {
 }
 
 // timelineOf builds the page's data from the report's timelines of the
-// GPUs shown, downsampled again with M4 to PageBuckets buckets.
-func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
+// GPUs shown, downsampled again with M4 to buckets buckets.
+func timelineOf(rep *analysis.Report, shown func(gpu int) bool, buckets int) timelineData {
 	us := func(t int64) int64 { return (t - rep.StartNS) / 1000 }
-	var d timelineData
+	d := timelineData{Buckets: buckets}
 	for _, g := range rep.GPUs {
 		if !shown(g.GPU) {
 			continue
@@ -93,7 +132,7 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 			if len(s.T) == 0 {
 				continue
 			}
-			s = analysis.Downsample(s.Name, s.T, s.V, PageBuckets)
+			s = analysis.Downsample(s.Name, s.T, s.V, buckets)
 			st := seriesTimeline{Name: s.Name, DT: make([]int64, len(s.T)), DV: make([]int64, len(s.T))}
 			var lastT, lastV int64
 			for i := range s.T {
@@ -118,7 +157,42 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool) timelineData {
 		}
 		d.GPUs = append(d.GPUs, gt)
 	}
+	d.shareEpochs()
 	return d
+}
+
+// shareEpochs packs the GPUs' epochs into EpochSets, a list once.
+func (d *timelineData) shareEpochs() {
+	index := map[string]int{}
+	for i := range d.GPUs {
+		g := &d.GPUs[i]
+		g.EpochSet = -1
+		if len(g.Epochs) == 0 {
+			continue
+		}
+		gap, length := make([]int64, len(g.Epochs)), make([]int64, len(g.Epochs))
+		var end int64
+		for j, e := range g.Epochs {
+			gap[j], length[j], end = e[0]-end, e[1]-e[0], e[1]
+		}
+		p := packPoints(gap, length)
+		k, ok := index[p]
+		if !ok {
+			k = len(d.EpochSets)
+			index[p] = k
+			d.EpochSets = append(d.EpochSets, p)
+		}
+		g.EpochSet = k
+	}
+}
+
+// epochBytes is what the epoch sets take in the page.
+func (d *timelineData) epochBytes() int {
+	n := 0
+	for _, e := range d.EpochSets {
+		n += len(e)
+	}
+	return n
 }
 
 // deltas turns points into the page's form: µs since start and KiB, each
@@ -134,43 +208,59 @@ func deltas(start int64, t, v []int64) (dt, dv []int64) {
 	return dt, dv
 }
 
-// size is about what a series' points take in the page's JSON.
-func jsonSize(dt, dv []int64) int {
+// size is what the series' points of the first level take in the page.
+func (d *timelineData) size() int {
 	n := 0
-	for i := range dt {
-		n += digits(dt[i]) + digits(dv[i]) + 2
+	for _, g := range d.GPUs {
+		for _, s := range g.Series {
+			n += packedSize(s.DT, s.DV)
+		}
 	}
 	return n
 }
 
-func digits(v int64) int {
-	n := 1
-	if v < 0 {
-		n, v = 2, -v
+// baseBuckets is the first level's buckets per line when n buckets took
+// size bytes for every line together: as many as fit in the budget's
+// share (baseShare), at most PageBuckets and at least minPageBuckets.
+func baseBuckets(n, size, budget int) int {
+	share := budget / baseShare
+	if size <= share || size == 0 {
+		return n
 	}
-	for ; v >= 10; v /= 10 {
-		n++
-	}
-	return n
+	return max(minPageBuckets, min(n, int(int64(n)*int64(share)/int64(size))))
 }
 
-// pyramidOf builds the page's data from the run's lines: per line a
-// base level of PageBuckets buckets (what the page draws at first), then
-// levels each four times finer, added for every line together while the
-// whole stays within the budget, and none past the one that holds every
-// sample.
-func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options) timelineData {
-	budget := opts.PageBytes
-	if budget <= 0 {
-		budget = DefaultPageBytes
+// timelineWithin is timelineOf with its buckets from the budget.
+func timelineWithin(rep *analysis.Report, shown func(gpu int) bool, budget int) timelineData {
+	d := timelineOf(rep, shown, PageBuckets)
+	budget = max(0, budget-d.epochBytes())
+	if b := baseBuckets(PageBuckets, d.size(), budget); b != PageBuckets {
+		d = timelineOf(rep, shown, b)
 	}
+	return d
+}
+
+// pyramidOf builds the page's data from the run's lines within budget
+// bytes: per line a base level (what the page draws at first) of the
+// buckets the budget's share gives every line (baseBuckets), then levels
+// each four times finer, added for every line together while the whole
+// stays within the budget, and none past the one that holds every sample.
+func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options, budget int) timelineData {
+	first := pyramidFrom(rep, shown, opts, budget, PageBuckets, 0)
+	budget = max(0, budget-first.epochBytes()) // the epochs are drawn at every zoom
+	return pyramidFrom(rep, shown, opts, budget, baseBuckets(PageBuckets, first.size(), budget), maxLevels)
+}
+
+// pyramidFrom is pyramidOf with a base level of first buckets and at most
+// levels levels past it.
+func pyramidFrom(rep *analysis.Report, shown func(gpu int) bool, opts *Options, budget, first, levels int) timelineData {
 	from, to := rep.StartNS, rep.EndNS+1
-	base := timelineOf(rep, shown) // epochs and marks as before
+	base := timelineOf(rep, shown, first) // epochs and marks as before
 	type ref struct {
 		g, s int
 		k    series.Key
 	}
-	var d timelineData
+	d := timelineData{Buckets: first, EpochSets: base.EpochSets}
 	var refs []ref
 	keys := opts.Lines.Keys()
 	for _, g := range base.GPUs {
@@ -206,7 +296,7 @@ func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options) ti
 	// base are dropped for the lines that no longer fit, and no finer
 	// level is made once one line did not fit.
 	used := 0
-	for level, buckets := 0, PageBuckets; level <= maxLevels; level, buckets = level+1, buckets*4 {
+	for level, buckets := 0, first; level <= levels; level, buckets = level+1, buckets*4 {
 		added, full := false, false
 		for _, r := range refs {
 			s := &d.GPUs[r.g].Series[r.s]
@@ -218,7 +308,7 @@ func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options) ti
 				continue
 			}
 			dt, dv := deltas(rep.StartNS, res.T, res.V)
-			n := jsonSize(dt, dv)
+			n := packedSize(dt, dv)
 			if level > 0 && used+n > budget {
 				full = true
 				break
@@ -262,7 +352,7 @@ func (s *seriesTimeline) lastLen() int {
 }
 
 // maxLevels bounds the levels past the base: PageBuckets·4^12 buckets are
-// 13 G, finer than any run's samples.
+// 13 G, finer than any run's samples (and minPageBuckets·4^12 10 G).
 const maxLevels = 12
 
 // finest says whether the series' finest level holds every sample.
@@ -302,7 +392,7 @@ func (iv *interactiveView) dropFinest() (bool, error) {
 			s := &iv.data.GPUs[gi].Series[si]
 			if len(s.Levels) == deepest {
 				last := s.Levels[deepest-1]
-				iv.data.Bytes -= jsonSize(last.DT, last.DV)
+				iv.data.Bytes -= packedSize(last.DT, last.DV)
 				s.Levels = s.Levels[:deepest-1]
 			}
 		}
@@ -315,12 +405,14 @@ func (iv *interactiveView) dropFinest() (bool, error) {
 	return true, nil
 }
 
-func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Options) (interactiveView, error) {
-	d := timelineOf(rep, shown)
+// newInteractiveView builds the timeline's data within budget bytes.
+func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Options, budget int) (interactiveView, error) {
+	var d timelineData
 	if opts.Lines != nil {
-		d = pyramidOf(rep, shown, opts)
+		d = pyramidOf(rep, shown, opts, budget)
+	} else {
+		d = timelineWithin(rep, shown, budget)
 	}
-	d.Buckets = PageBuckets
 	d.TimeUnit = TimeUnitFor(rep.DurationS)
 	has := false
 	for _, g := range d.GPUs {
@@ -330,8 +422,16 @@ func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Op
 	if err != nil {
 		return interactiveView{}, err
 	}
-	return interactiveView{HasData: has, Data: template.JS(b), UPlot: template.JS(uplot.JS), Script: template.JS(timelineJS),
-		CSS: template.CSS(uplot.CSS), License: uplot.License, data: d}, nil
+	iv := interactiveShell()
+	iv.HasData, iv.Data, iv.data = has, template.JS(b), d
+	return iv, nil
+}
+
+// interactiveShell is the timeline's section and scripts with no data: the
+// page written with it is the page less its timeline's data.
+func interactiveShell() interactiveView {
+	return interactiveView{HasData: true, Data: "{}", UPlot: template.JS(uplot.JS), Script: template.JS(timelineJS),
+		CSS: template.CSS(uplot.CSS), License: uplot.License}
 }
 
 // interactiveTmpl is the timeline's section and its scripts. The page puts

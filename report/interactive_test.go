@@ -19,7 +19,7 @@ import (
 // samples survives the downsampling.
 func TestTimelineData(t *testing.T) {
 	rep := realReport(t, fixtures.LeakRun)
-	d := timelineOf(rep, func(int) bool { return true })
+	d := timelineOf(rep, func(int) bool { return true }, PageBuckets)
 	if len(d.GPUs) != 1 {
 		t.Fatalf("%d GPUs", len(d.GPUs))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/growth"
 )
 
 // TestManyGPUsBoundedReport: a run of 1000 GPUs that all leak (what an
@@ -19,7 +20,7 @@ func TestManyGPUsBoundedReport(t *testing.T) {
 	rep := &analysis.Report{Run: "many", StartNS: 1e18, EndNS: 1e18 + 60e9}
 	for i := range n {
 		used := int64(1e9 + i)
-		g := analysis.GPUReport{GPU: i, PeakUsedBytes: &used, Leak: analysis.Leak{Verdict: analysis.VerdictLeak}}
+		g := analysis.GPUReport{GPU: i, PeakUsedBytes: &used, Leak: growth.Leak{Verdict: growth.VerdictLeak}}
 		g.Timeline.Used = analysis.Series{T: []int64{1e18, 1e18 + 30e9, 1e18 + 60e9}, V: []int64{used, used + 1e6, used + 2e6}}
 		rep.GPUs = append(rep.GPUs, g)
 	}

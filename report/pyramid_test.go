@@ -71,13 +71,13 @@ func pyramidRun(t *testing.T) (*analysis.Report, *Options, []storage.DeviceSampl
 func TestPagePyramid(t *testing.T) {
 	rep, opts, stored := pyramidRun(t)
 	all := func(int) bool { return true }
-	d := pyramidOf(rep, all, opts)
+	d := pyramidOf(rep, all, opts, DefaultPageBytes)
 	s := d.GPUs[0].Series[0]
 	if s.Name != "device used" {
 		t.Fatalf("first series %q", s.Name)
 	}
-	if d.Bytes > d.Budget || d.Budget != DefaultPageBytes {
-		t.Errorf("levels take %d B of a %d B budget", d.Bytes, d.Budget)
+	if d.Bytes > d.Budget || d.Budget+d.epochBytes() != DefaultPageBytes {
+		t.Errorf("levels take %d B of a %d B budget (and the epochs %d B)", d.Bytes, d.Budget, d.epochBytes())
 	}
 	if len(s.Levels) == 0 || !s.finest() {
 		t.Fatalf("%d levels, the finest of units of %d samples: 120 000 samples fit in 5 MB", len(s.Levels), s.lastEvery())
@@ -101,7 +101,7 @@ func TestPagePyramid(t *testing.T) {
 		}
 	}
 	opts.PageBytes = 200 << 10
-	small := pyramidOf(rep, all, opts)
+	small := pyramidOf(rep, all, opts, opts.PageBytes)
 	ss := small.GPUs[0].Series[0]
 	if small.Bytes > 200<<10 || len(ss.Levels) >= len(s.Levels) || ss.finest() {
 		t.Errorf("with 200 KiB: %d B in %d levels, finest of %d samples", small.Bytes, len(ss.Levels), ss.lastEvery())

@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/series"
 )
 
@@ -105,7 +106,8 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}
 		if g.Budget != nil {
 			jobs = append(jobs, job{Chart{File: pre + "budget.png", Title: "Budget at the peak", GPU: g.GPU}, func() ([]byte, error) {
-				return render(gpuBudgetChart(g), w, budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget})))
+				bh := budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget}))
+				return render(gpuBudgetChart(g, bh), w, bh)
 			}})
 		}
 		if len(g.FragSeries) > 0 {
@@ -233,15 +235,16 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
 	sec := sections(rep)
 	shown := func(gpu int) bool { return !many(rep) || sec[gpu] }
-	if iv, err := newInteractiveView(rep, shown, opts); err != nil {
-		return nil, err
-	} else if iv.HasData {
-		view.Interactive = &iv
-	}
 	for k, v := range rep.Tags {
 		view.Tags = append(view.Tags, k+"="+v)
 	}
 	sort.Strings(view.Tags)
+	// Whether the page has a timeline, from its coarsest data (its
+	// budget is known once the rest of the page is).
+	coarse, err := newInteractiveView(rep, shown, opts, 0)
+	if err != nil {
+		return nil, err
+	}
 	byGPU := map[int][]chartView{}
 	for i, cv := range chartViews(charts) {
 		switch {
@@ -249,7 +252,7 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 			view.Overview = &cv
 		case charts[i].GPU < 0:
 			view.Together = append(view.Together, cv)
-		case view.Interactive != nil && charts[i].File == timelineFile(charts[i].GPU):
+		case coarse.HasData && charts[i].File == timelineFile(charts[i].GPU):
 			// the interactive timeline shows it; the PNG stays in the folder
 		default:
 			byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
@@ -280,6 +283,21 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	bound := opts.PageBytes
 	if bound <= 0 {
 		bound = DefaultPageBytes
+	}
+	// The timeline's data gets what the rest of the page leaves of the
+	// bound: the page is written once with none to measure the rest.
+	if coarse.HasData {
+		shell := interactiveShell()
+		view.Interactive = &shell
+		var rest strings.Builder
+		if err := pageTmpl.Execute(&rest, view); err != nil {
+			return nil, err
+		}
+		iv, err := newInteractiveView(rep, shown, opts, max(0, bound-rest.Len()))
+		if err != nil {
+			return nil, err
+		}
+		view.Interactive = &iv
 	}
 	for {
 		var b strings.Builder
@@ -326,9 +344,9 @@ var funcs = template.FuncMap{
 		}
 		return rs[shownRemedies:]
 	},
-	"bytes":  analysis.FormatBytesPtr,
-	"bytesv": analysis.FormatBytes,
-	"dur":    analysis.FormatDuration,
+	"bytes":  units.FormatBytesPtr,
+	"bytesv": units.FormatBytes,
+	"dur":    units.FormatDuration,
 	"secs":   func(ns int64) float64 { return float64(ns) / 1e9 },
 	"ms":     func(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) },
 	"num":    func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
@@ -359,7 +377,7 @@ var funcs = template.FuncMap{
 		if f == nil {
 			return "–"
 		}
-		return analysis.FormatBytes(int64(math.Round(*f)))
+		return units.FormatBytes(int64(math.Round(*f)))
 	},
 }
 

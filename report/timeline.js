@@ -1,6 +1,7 @@
-// memrec's interactive timeline: one uPlot chart per GPU from the arrays in
+// memrec's interactive timeline: one uPlot chart per GPU from the points in
 // #memrec-timeline-data (times in µs since the run's start and values in
-// KiB, each as a difference from the previous point). Charts are built as
+// KiB, each as a difference from the previous point, packed as
+// report/pagepoints.go writes them). Charts are built as
 // the page loads; window.memrecCharts holds them and <body> gets
 // data-charts-ready="N" once they are drawn.
 (function () {
@@ -11,11 +12,24 @@
   window.memrecCharts = charts;
   var syncing = false;
 
+  // unpack reads packed pairs: base64 of zigzag varints, two a pair
+  // (arithmetic, not bit operations: times pass 2^31 µs).
+  function unpack(p) {
+    var b = atob(p || ""), n = b.length, i = 0, a = [], z = [];
+    function varint() {
+      var r = 0, m = 1, c;
+      do { c = b.charCodeAt(i++); r += (c & 127) * m; m *= 128; } while (c & 128 && i < n);
+      return r % 2 ? -(r + 1) / 2 : r / 2;
+    }
+    while (i < n) { a.push(varint()); z.push(varint()); }
+    return [a, z];
+  }
+
+  // decode turns a level's differences into seconds and bytes.
   function decode(s) {
-    var n = s.dt_us.length, x = new Array(n), y = new Array(n), t = 0, v = 0;
-    if (n === 0) return [[], []];
+    var d = unpack(s.points), n = d[0].length, x = new Array(n), y = new Array(n), t = 0, v = 0;
     for (var i = 0; i < n; i++) {
-      t += s.dt_us[i]; v += s.dv_kib[i];
+      t += d[0][i]; v += d[1][i];
       x[i] = t / 1e6; y[i] = v * 1024;
     }
     return [x, y];
@@ -31,14 +45,28 @@
   function fmtUnit(v) { var x = v / TU.seconds; return +x.toPrecision(6) + ""; }
   function fmtTime(v) { return v == null ? "–" : "+" + (TU.seconds === 1 ? v.toFixed(3) : (v / TU.seconds).toFixed(3)) + " " + TU.name; }
 
+  // The epoch sets, unpacked once: [start, end] in seconds since the
+  // run's start (each packed as the gap since the previous epoch's end
+  // and the epoch's length, in µs).
+  var epochSets = (data.epoch_sets || []).map(function (p) {
+    var d = unpack(p), out = [], end = 0;
+    for (var i = 0; i < d[0].length; i++) {
+      var start = end + d[0][i];
+      end = start + d[1][i];
+      out.push([start / 1e6, end / 1e6]);
+    }
+    return out;
+  });
+
   // Epochs shaded (every other one) under the series.
   function epochs(g) {
+    var list = g.epoch_set >= 0 ? epochSets[g.epoch_set] : [];
     return function (u) {
       var c = u.ctx, b = u.bbox;
       c.save();
       c.fillStyle = "rgba(120,120,200,0.12)";
-      for (var i = 0; i < (g.epochs || []).length; i += 2) {
-        var x0 = u.valToPos(g.epochs[i][0] / 1e6, "x", true), x1 = u.valToPos(g.epochs[i][1] / 1e6, "x", true);
+      for (var i = 0; i < list.length; i += 2) {
+        var x0 = u.valToPos(list[i][0], "x", true), x1 = u.valToPos(list[i][1], "x", true);
         x0 = Math.max(x0, b.left); x1 = Math.min(x1, b.left + b.width);
         if (x1 > x0) c.fillRect(x0, b.top, x1 - x0, b.height);
       }
@@ -173,7 +201,7 @@
       var col = fmtSecs(span / (PAGE_BUCKETS * Math.pow(4, j))), txt;
       if (levels[j].all) txt = "Every sample drawn.";
       else txt = "Each point: the first, last, lowest and highest value in " + col + (j < depth ? "; zoom in for finer." :
-        ", the finest this page holds (its " + (data.bytes ? (data.bytes / 1048576).toFixed(1) + " MiB of timeline data within " + (data.budget / 1048576).toFixed(0) + " MiB" : PAGE_BUCKETS + " buckets per series") + "); memrec view shows every sample.");
+        ", the finest this page holds (its " + (data.bytes ? (data.bytes / 1048576).toFixed(1) + " MiB of timeline data within " + (data.budget / 1048576).toFixed(1) + " MiB" : PAGE_BUCKETS + " buckets per series") + "); memrec view shows every sample.");
       res.textContent = txt;
       res.setAttribute("data-level", String(j));
     }

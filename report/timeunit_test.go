@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/growth"
 )
 
 // TestTimeUnitFor: a run's unit changes at three of the next unit, so an
@@ -23,8 +23,8 @@ func TestTimeUnitFor(t *testing.T) {
 // TestVerdictWords: every verdict's chart title is words, never the JSON
 // key with its underscore.
 func TestVerdictWords(t *testing.T) {
-	for _, v := range []analysis.Verdict{analysis.VerdictLeak, analysis.VerdictCacheGrowth, analysis.VerdictUnseenGrowth,
-		analysis.VerdictStartup, analysis.VerdictNoLeak, analysis.VerdictInsufficient} {
+	for _, v := range []growth.Verdict{growth.VerdictLeak, growth.VerdictCacheGrowth, growth.VerdictUnseenGrowth,
+		growth.VerdictStartup, growth.VerdictNoLeak, growth.VerdictInsufficient} {
 		if w := verdictText(v); w == "" || strings.Contains(w, "_") {
 			t.Errorf("%s: %q", v, w)
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"encoding/base64"
@@ -8,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -104,19 +107,41 @@ func (t AllocTrace) Encode() []byte {
 }
 
 // DecodeAllocTrace reads a trace's bytes. A free must release an
-// allocation made before it and not yet freed.
+// allocation made before it and not yet freed. What it allocates is
+// bounded by b's length (an op takes at least one byte).
 func DecodeAllocTrace(b []byte) (AllocTrace, error) {
-	next := func(what string) (uint64, error) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, fmt.Errorf("%w: %s: bad varint", ErrAllocTrace, what)
+	return decodeTrace(bytes.NewReader(b), uint64(len(b)), NewDecodeBudget(int64(len(b))*allocOpCost))
+}
+
+// MaxTraceOps bounds the ops of one trace: several times what the probe
+// can send of one process (it caps the trace's compressed bytes), so that
+// replaying a trace (compare --by), which holds a block for each live
+// allocation, stays within the commands' heap.
+const MaxTraceOps = 1 << 22
+
+// allocOpCost is what decoding takes for each op: the AllocOp and a flag
+// saying whether its allocation is live.
+const allocOpCost = int64(unsafe.Sizeof(AllocOp{})) + 1
+
+// decodeTrace reads a trace's bytes from r: at most maxOps ops, taking
+// what they need from budget before they are allocated, and nothing may
+// follow the last.
+func decodeTrace(r io.ByteReader, maxOps uint64, budget *DecodeBudget) (AllocTrace, error) {
+	// The names are made only for an error: an op's would cost more than
+	// the op.
+	next := func(what string, op int) (uint64, error) {
+		v, err := binary.ReadUvarint(r)
+		if err != nil {
+			if op >= 0 {
+				what = fmt.Sprintf(what, op)
+			}
+			return 0, fmt.Errorf("%w: %s: bad varint (%v)", ErrAllocTrace, what, err)
 		}
-		b = b[n:]
 		return v, nil
 	}
 	var head [7]uint64
 	for i, what := range []string{"version", "gpu", "pid", "steps", "segments", "segment bytes", "ops"} {
-		v, err := next(what)
+		v, err := next(what, -1)
 		if err != nil {
 			return AllocTrace{}, err
 		}
@@ -125,14 +150,20 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 	if head[0] != 1 && head[0] != 2 {
 		return AllocTrace{}, fmt.Errorf("%w: version %d (want 1 or 2)", ErrAllocTrace, head[0])
 	}
-	if head[6] > uint64(len(b)) || head[1] > MaxGPUIndex || head[2] > 1<<31 || head[3] > 1<<31 || head[4] > 1<<31 || head[5] > 1<<62 {
+	if head[6] > maxOps || head[1] > MaxGPUIndex || head[2] > 1<<31 || head[3] > 1<<31 || head[4] > 1<<31 || head[5] > 1<<62 {
 		return AllocTrace{}, fmt.Errorf("%w: header out of range", ErrAllocTrace)
+	}
+	if head[6] > MaxTraceOps {
+		return AllocTrace{}, fmt.Errorf("%w: %d ops, more than %d", ErrAllocTrace, head[6], MaxTraceOps)
+	}
+	if err := budget.take(int64(head[6])*allocOpCost, fmt.Sprintf("a trace of %d ops", head[6])); err != nil {
+		return AllocTrace{}, err
 	}
 	t := AllocTrace{GPU: int(head[1]), PID: int(head[2]), Steps: int(head[3]), Segments: int(head[4]),
 		SegmentBytes: int64(head[5]), Ops: make([]AllocOp, head[6])}
 	live := make([]bool, len(t.Ops))
 	for i := range t.Ops {
-		v, err := next("op " + strconv.Itoa(i))
+		v, err := next("op %d", i)
 		if err != nil {
 			return AllocTrace{}, err
 		}
@@ -145,7 +176,7 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 		}
 		back := v >> 1
 		if back == 0 && head[0] == 2 {
-			size, err := next("op " + strconv.Itoa(i) + "'s size")
+			size, err := next("op %d's size", i)
 			if err != nil {
 				return AllocTrace{}, err
 			}
@@ -162,35 +193,36 @@ func DecodeAllocTrace(b []byte) (AllocTrace, error) {
 		live[of] = false
 		t.Ops[i] = AllocOp{Free: true, Of: int32(of)}
 	}
-	if len(b) != 0 {
-		return AllocTrace{}, fmt.Errorf("%w: %d bytes after the last op", ErrAllocTrace, len(b))
+	switch _, err := r.ReadByte(); {
+	case err == nil:
+		return AllocTrace{}, fmt.Errorf("%w: bytes after the last op", ErrAllocTrace)
+	case err != io.EOF:
+		return AllocTrace{}, fmt.Errorf("%w: after the last op: %v", ErrAllocTrace, err)
 	}
 	return t, nil
 }
 
-// maxTraceBytes bounds a trace's bytes once inflated: a million requests
-// take about 3 MB.
-const maxTraceBytes = 256 << 20
+// zlibCost is what one zlib stream takes to read, whatever its size: the
+// decompressor's 32 KiB window, its Huffman tables and a read buffer.
+const zlibCost = 64 << 10
 
-// inflateTrace returns the trace bytes b carries: as they are where b
-// starts with a version (1 or 2), else b's zlib stream (its first byte
-// 0x78), inflated to at most maxTraceBytes.
-func inflateTrace(b []byte) ([]byte, error) {
+// traceReader returns a reader of the trace bytes b carries: b itself
+// where it starts with a version (1 or 2), else b's zlib stream (its
+// first byte 0x78), inflated as it is read. The ops it can hold are at
+// most b's length for bytes as they are; an inflated stream has no such
+// bound but the budget.
+func traceReader(b []byte, budget *DecodeBudget) (io.ByteReader, uint64, error) {
 	if len(b) == 0 || b[0] != 0x78 {
-		return b, nil
+		return bytes.NewReader(b), uint64(len(b)), nil
+	}
+	if err := budget.take(zlibCost, "a zlib stream"); err != nil {
+		return nil, 0, err
 	}
 	z, err := zlib.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out, err := io.ReadAll(io.LimitReader(z, maxTraceBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > maxTraceBytes {
-		return nil, fmt.Errorf("more than %d bytes inflated", maxTraceBytes)
-	}
-	return out, nil
+	return bufio.NewReaderSize(z, 4096), math.MaxUint64, nil
 }
 
 // Marks returns the marks that carry the trace, at time t.
@@ -212,75 +244,208 @@ func (tr AllocTrace) Marks(t int64) []Mark {
 }
 
 // AllocTraces reassembles the traces carried by marks of kind
-// MarkAllocTrace (others are ignored), ordered by GPU then PID. A trace
-// whose pieces are missing, repeated or malformed is left out, and the
-// error says which.
-func AllocTraces(marks []Mark) ([]AllocTrace, error) {
-	type key struct {
-		t        int64
-		gpu, pid int
-	}
-	pieces := map[key][]string{}
-	var keys []key
-	var errs []error
+// MarkAllocTrace (others are ignored), ordered by GPU then PID, taking
+// what it keeps and decodes from budget. A trace whose pieces are missing,
+// repeated or malformed, or that would take more than budget has left, is
+// left out, and the error says how many and the first.
+func AllocTraces(marks []Mark, budget *DecodeBudget) ([]AllocTrace, error) {
+	s := NewAllocTraceSet(budget)
 	for _, m := range marks {
-		if m.Kind != MarkAllocTrace {
-			continue
-		}
-		k := key{m.T, m.GPU, m.PID}
-		head, data, _ := strings.Cut(m.Text, " ")
-		is, ns, _ := strings.Cut(head, "/")
-		i, err1 := strconv.Atoi(is)
-		n, err2 := strconv.Atoi(ns)
-		if err1 != nil || err2 != nil || n < 1 || n > 1<<16 || i < 0 || i >= n {
-			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %q", ErrAllocTrace, m.GPU, m.PID, head))
-			continue
-		}
-		p, ok := pieces[k]
-		if !ok {
-			p = make([]string, n)
-			keys = append(keys, k)
-		}
-		if len(p) != n || p[i] != "" {
-			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %s repeated or of another trace", ErrAllocTrace, m.GPU, m.PID, head))
-			continue
-		}
-		p[i] = data
-		pieces[k] = p
+		s.Add(m)
 	}
+	return s.Traces()
+}
+
+// AllocTraceSet gathers the pieces of a run's allocator traces as its
+// marks are read, keeping only their text, and within its budget. Not
+// safe for concurrent use; the zero value is not usable.
+type AllocTraceSet struct {
+	budget *DecodeBudget
+	traces map[traceKey]*tracePieces
+	keys   []traceKey
+	errs   traceErrors
+}
+
+type traceKey struct {
+	t        int64
+	gpu, pid int
+}
+
+// tracePieces are the pieces of one trace, as they came.
+type tracePieces struct {
+	n    int
+	data []tracePiece
+}
+
+type tracePiece struct {
+	i    int
+	data string
+}
+
+// pieceCost and traceCost are what a piece and a trace cost to keep
+// besides the mark's text (which the piece shares): the piece's entry,
+// and the trace's map entry and slice header.
+const (
+	pieceCost = int64(unsafe.Sizeof(tracePiece{})) * 2 // slices grow by doubling
+	traceCost = 128
+)
+
+// NewAllocTraceSet returns an empty set that takes from budget.
+func NewAllocTraceSet(budget *DecodeBudget) *AllocTraceSet {
+	return &AllocTraceSet{budget: budget, traces: map[traceKey]*tracePieces{}}
+}
+
+// Add keeps m's piece if m is of kind MarkAllocTrace (other marks are
+// ignored). Once the budget is spent, pieces are counted, not kept.
+func (s *AllocTraceSet) Add(m Mark) {
+	if m.Kind != MarkAllocTrace {
+		return
+	}
+	if s.errs.budget != nil {
+		s.errs.skipped++
+		return
+	}
+	k := traceKey{m.T, m.GPU, m.PID}
+	head, data, _ := strings.Cut(m.Text, " ")
+	is, ns, _ := strings.Cut(head, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil || n < 1 || n > 1<<16 || i < 0 || i >= n {
+		s.errs.add(fmt.Errorf("%w: gpu %d pid %d: piece %.40q", ErrAllocTrace, m.GPU, m.PID, head))
+		return
+	}
+	p, ok := s.traces[k]
+	cost := int64(len(m.Text)) + pieceCost
+	if !ok {
+		cost += traceCost
+	}
+	if err := s.budget.take(cost, "allocator trace pieces"); err != nil {
+		s.errs.budget = err
+		s.errs.skipped++
+		return
+	}
+	if !ok {
+		p = &tracePieces{n: n}
+		s.traces[k] = p
+		s.keys = append(s.keys, k)
+	}
+	if p.n != n {
+		s.errs.add(fmt.Errorf("%w: gpu %d pid %d: piece %s of another trace (of %d pieces)", ErrAllocTrace, m.GPU, m.PID, head, p.n))
+		return
+	}
+	p.data = append(p.data, tracePiece{i, data})
+}
+
+// Traces decodes the traces gathered, ordered by GPU then PID, and says
+// what was left out (see AllocTraces). The set is empty after it.
+func (s *AllocTraceSet) Traces() ([]AllocTrace, error) {
 	var out []AllocTrace
-	for _, k := range keys {
-		var b []byte
-		ok := true
-		for i, s := range pieces[k] {
-			d, err := base64.StdEncoding.DecodeString(s)
-			if s == "" || err != nil {
-				errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: piece %d of %d missing or not base64", ErrAllocTrace, k.gpu, k.pid, i, len(pieces[k])))
-				ok = false
-				break
+	for _, k := range s.keys {
+		t, err := s.decode(k, s.traces[k])
+		delete(s.traces, k)
+		if err != nil {
+			if errors.Is(err, ErrDecodeBudget) {
+				s.errs.budget = err
+				s.errs.skipped++
+			} else {
+				s.errs.add(fmt.Errorf("gpu %d pid %d: %w", k.gpu, k.pid, err))
 			}
-			b = append(b, d...)
-		}
-		if !ok {
-			continue
-		}
-		b, err := inflateTrace(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: gpu %d pid %d: %v", ErrAllocTrace, k.gpu, k.pid, err))
-			continue
-		}
-		t, err := DecodeAllocTrace(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gpu %d pid %d: %w", k.gpu, k.pid, err))
 			continue
 		}
 		out = append(out, t)
 	}
+	s.keys = nil
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].GPU != out[j].GPU {
 			return out[i].GPU < out[j].GPU
 		}
 		return out[i].PID < out[j].PID
 	})
-	return out, errors.Join(errs...)
+	if s.errs.n == 0 && s.errs.budget == nil {
+		return out, nil
+	}
+	e := s.errs
+	return out, &e
+}
+
+// decode joins one trace's pieces and decodes them.
+func (s *AllocTraceSet) decode(k traceKey, p *tracePieces) (AllocTrace, error) {
+	if s.errs.budget != nil {
+		return AllocTrace{}, s.errs.budget
+	}
+	sort.SliceStable(p.data, func(i, j int) bool { return p.data[i].i < p.data[j].i })
+	var size int64
+	for j, d := range p.data {
+		if d.i != j {
+			if d.i < j {
+				return AllocTrace{}, fmt.Errorf("%w: piece %d of %d repeated", ErrAllocTrace, d.i, p.n)
+			}
+			return AllocTrace{}, fmt.Errorf("%w: piece %d of %d missing", ErrAllocTrace, j, p.n)
+		}
+		size += int64(base64.StdEncoding.DecodedLen(len(d.data)))
+	}
+	if len(p.data) != p.n {
+		return AllocTrace{}, fmt.Errorf("%w: piece %d of %d missing", ErrAllocTrace, len(p.data), p.n)
+	}
+	if err := s.budget.take(size, "an allocator trace's pieces, decoded"); err != nil {
+		return AllocTrace{}, err
+	}
+	b := make([]byte, 0, size)
+	for _, d := range p.data {
+		var err error
+		if b, err = base64.StdEncoding.AppendDecode(b, []byte(d.data)); err != nil || d.data == "" {
+			return AllocTrace{}, fmt.Errorf("%w: piece %d of %d empty or not base64", ErrAllocTrace, d.i, p.n)
+		}
+	}
+	p.data = nil
+	r, maxOps, err := traceReader(b, s.budget)
+	if err != nil {
+		if errors.Is(err, ErrDecodeBudget) {
+			return AllocTrace{}, err
+		}
+		return AllocTrace{}, fmt.Errorf("%w: %v", ErrAllocTrace, err)
+	}
+	return decodeTrace(r, maxOps, s.budget)
+}
+
+// traceErrors is what was wrong with a run's allocator traces, in one
+// line however many pieces were bad: how many, and the first.
+type traceErrors struct {
+	n     int
+	first error
+	// budget is the error of the first trace past the budget; skipped
+	// counts the pieces and traces left out after it.
+	budget  error
+	skipped int
+}
+
+func (e *traceErrors) add(err error) {
+	if e.n == 0 {
+		e.first = err
+	}
+	e.n++
+}
+
+func (e *traceErrors) Error() string {
+	var parts []string
+	switch {
+	case e.n == 1:
+		parts = append(parts, e.first.Error())
+	case e.n > 1:
+		parts = append(parts, fmt.Sprintf("%d malformed pieces or traces, the first: %v", e.n, e.first))
+	}
+	if e.budget != nil {
+		parts = append(parts, fmt.Sprintf("%d pieces or traces left out: %v", e.skipped, e.budget))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *traceErrors) Unwrap() []error {
+	var out []error
+	for _, err := range []error{e.first, e.budget} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
 }

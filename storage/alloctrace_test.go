@@ -34,12 +34,12 @@ func TestAllocTraceRoundTrip(t *testing.T) {
 	marks[0], marks[1] = marks[1], marks[0]
 	other := tr.Marks(5)
 	all := append(append([]Mark{NewMark(1, "step")}, marks...), other...)
-	trs, err := AllocTraces(all)
+	trs, err := AllocTraces(all, NewDecodeBudget(DefaultDecodeBudget))
 	if err != nil || len(trs) != 2 || !reflect.DeepEqual(trs[0], big) || !reflect.DeepEqual(trs[1], tr) {
 		t.Fatalf("reassembled %d traces, %v", len(trs), err)
 	}
 	// A piece lost leaves that trace out and says so.
-	trs, err = AllocTraces(append(marks[1:], other...))
+	trs, err = AllocTraces(append(marks[1:], other...), NewDecodeBudget(DefaultDecodeBudget))
 	if len(trs) != 1 || !errors.Is(err, ErrAllocTrace) {
 		t.Fatalf("with a piece lost: %d traces, %v", len(trs), err)
 	}
@@ -114,11 +114,11 @@ func TestAllocTracePiecesRawOrCompressed(t *testing.T) {
 	w.Write(tr.Encode())
 	w.Close()
 	for name, marks := range map[string][]Mark{"raw": piece(tr.Encode()), "zlib": piece(z.Bytes()), "Marks": tr.Marks(5)} {
-		if got, err := AllocTraces(marks); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], tr) {
+		if got, err := AllocTraces(marks, NewDecodeBudget(DefaultDecodeBudget)); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], tr) {
 			t.Errorf("%s: %+v, %v", name, got, err)
 		}
 	}
-	if got, err := AllocTraces(piece(z.Bytes()[:z.Len()-3])); len(got) != 0 || !errors.Is(err, ErrAllocTrace) || !strings.Contains(err.Error(), "gpu 2 pid 9") {
+	if got, err := AllocTraces(piece(z.Bytes()[:z.Len()-3]), NewDecodeBudget(DefaultDecodeBudget)); len(got) != 0 || !errors.Is(err, ErrAllocTrace) || !strings.Contains(err.Error(), "gpu 2 pid 9") {
 		t.Errorf("cut stream: %d traces, %v", len(got), err)
 	}
 }

@@ -2,11 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc64"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,6 +61,12 @@ const compactSuffix = ".compact"
 // stays one: the file it points to is replaced. Not to be called on a path
 // this process holds open.
 func Compact(path string, opts CompactOptions) (CompactResult, error) {
+	return CompactContext(context.Background(), path, opts)
+}
+
+// CompactContext is Compact that stops when ctx is done: it returns ctx's
+// error, the original as it was and the new file removed.
+func CompactContext(ctx context.Context, path string, opts CompactOptions) (CompactResult, error) {
 	// The new file replaces what a link points to, not the link.
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -70,7 +78,7 @@ func Compact(path string, opts CompactOptions) (CompactResult, error) {
 	// src is closed through bolt, not src.Close: Close trims by path, and
 	// after the rename the path is the new file.
 	defer src.bolt.Close()
-	summarized, err := addSummaries(src.bolt)
+	summarized, err := addSummaries(ctx, src.bolt)
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("compact %s: summaries: %w", path, err)
 	}
@@ -92,8 +100,12 @@ func Compact(path string, opts CompactOptions) (CompactResult, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return res, fmt.Errorf("compact %s: a leftover %s: %w", path, tmp, err)
 	}
-	after, err := compactInto(src.bolt, tmp, fi.Mode().Perm())
+	after, err := compactInto(ctx, src.bolt, tmp, fi.Mode().Perm())
 	if err != nil {
+		os.Remove(tmp)
+		return res, fmt.Errorf("compact %s: %w", path, err)
+	}
+	if err := ctx.Err(); err != nil {
 		os.Remove(tmp)
 		return res, fmt.Errorf("compact %s: %w", path, err)
 	}
@@ -111,14 +123,14 @@ func Compact(path string, opts CompactOptions) (CompactResult, error) {
 
 // compactInto copies src into a new file at tmp, syncs it, checks it
 // against src and returns its size.
-func compactInto(src *bolt.DB, tmp string, mode os.FileMode) (int64, error) {
+func compactInto(ctx context.Context, src *bolt.DB, tmp string, mode os.FileMode) (int64, error) {
 	dst, err := bolt.Open(tmp, mode, &bolt.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		return 0, err
 	}
 	dst.AllocSize = 1 << 20
 	// Transactions of 64 MiB bound the copy's memory at any file size.
-	err = bolt.Compact(dst, src, 64<<20)
+	err = copyDB(ctx, dst, src, 64<<20)
 	var used int64
 	if err == nil {
 		err = dst.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
@@ -146,11 +158,11 @@ func compactInto(src *bolt.DB, tmp string, mode os.FileMode) (int64, error) {
 		return 0, err
 	}
 	defer check.Close()
-	want, err := digest(src)
+	want, err := digest(ctx, src)
 	if err != nil {
 		return 0, err
 	}
-	got, err := digest(check)
+	got, err := digest(ctx, check)
 	if err != nil {
 		return 0, fmt.Errorf("reading the copy back: %w", err)
 	}
@@ -169,13 +181,18 @@ type fileDigest struct {
 var crcTable = crc64.MakeTable(crc64.ECMA)
 
 // digest walks every bucket of db, in key order.
-func digest(db *bolt.DB) (fileDigest, error) {
+func digest(ctx context.Context, db *bolt.DB) (fileDigest, error) {
 	var d fileDigest
 	h := crc64.New(crcTable)
 	var walk func(b *bolt.Bucket, path []byte) error
 	walk = func(b *bolt.Bucket, path []byte) error {
 		fmt.Fprintf(h, "%x/%d\n", path, b.Sequence())
 		return b.ForEach(func(k, v []byte) error {
+			if d.keys%cancelEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			d.keys++
 			if v == nil {
 				return walk(b.Bucket(k), append(bytes.Clone(path), append([]byte{'/'}, k...)...))
@@ -193,4 +210,87 @@ func digest(db *bolt.DB) (fileDigest, error) {
 	})
 	d.sum = h.Sum64()
 	return d, err
+}
+
+// cancelEvery is how many keys a walk copies or reads between two looks
+// at its context.
+const cancelEvery = 1024
+
+// copyDB copies every bucket, key, value and sequence of src into dst, in
+// write transactions of at most txMaxSize bytes of keys and values, with
+// full pages (bbolt's Compact, which cannot be stopped: a large file takes
+// seconds).
+func copyDB(ctx context.Context, dst, src *bolt.DB, txMaxSize int64) (err error) {
+	tx, err := dst.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() { tx.Rollback() }()
+	var size, n int64
+	// put writes k (a bucket when v is nil) under the bucket path.
+	put := func(path [][]byte, k, v []byte, seq uint64) error {
+		if n%cancelEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		n++
+		sz := int64(len(k) + len(v))
+		if size+sz > txMaxSize {
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			var err error
+			if tx, err = dst.Begin(true); err != nil {
+				return err
+			}
+			size = 0
+		}
+		size += sz
+		if len(path) == 0 {
+			b, err := tx.CreateBucket(k)
+			if err != nil {
+				return err
+			}
+			return b.SetSequence(seq)
+		}
+		b := tx.Bucket(path[0])
+		for _, p := range path[1:] {
+			b = b.Bucket(p)
+		}
+		b.FillPercent = 1.0
+		if v != nil {
+			return b.Put(k, v)
+		}
+		nb, err := b.CreateBucket(k)
+		if err != nil {
+			return err
+		}
+		return nb.SetSequence(seq)
+	}
+	var walk func(b *bolt.Bucket, path [][]byte) error
+	walk = func(b *bolt.Bucket, path [][]byte) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return put(path, k, v, 0)
+			}
+			sub := b.Bucket(k)
+			if err := put(path, k, nil, sub.Sequence()); err != nil {
+				return err
+			}
+			return walk(sub, append(slices.Clip(path), k))
+		})
+	}
+	err = src.View(func(stx *bolt.Tx) error {
+		return stx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if err := put(nil, name, nil, b.Sequence()); err != nil {
+				return err
+			}
+			return walk(b, [][]byte{name})
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
 }

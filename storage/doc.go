@@ -69,7 +69,10 @@
 //
 // Locking: the file is opened with a lock timeout. A writer holds it
 // exclusively, readers share it; whoever cannot get it gets ErrLocked
-// after the timeout rather than waiting forever.
+// after the timeout rather than waiting forever. A recording's writer
+// (Options.ShortLock) takes the lock only around each transaction, so
+// readers open the file between its commits and see the live run as its
+// last commit left it.
 //
 // Times are Unix nanoseconds in the API and stored to 1 µs: a stored time
 // is the sample's time rounded down to the microsecond.

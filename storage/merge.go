@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -58,13 +59,19 @@ type MergeOptions struct {
 // Hosts[k].OffsetNS onto the first input's clock. db must not be one of the
 // inputs' databases. It blocks until done.
 func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
+	return db.MergeContext(context.Background(), in, opts)
+}
+
+// MergeContext is Merge that stops when ctx is done: it returns ctx's
+// error and nothing is written.
+func (db *DB) MergeContext(ctx context.Context, in []MergeInput, opts MergeOptions) (Run, error) {
 	if len(in) < 2 {
 		return Run{}, fmt.Errorf("%w: give at least two runs", ErrNoInput)
 	}
 	if err := checkMergeable(in); err != nil {
 		return Run{}, err
 	}
-	hosts, err := alignClocks(in)
+	hosts, err := alignClocks(ctx, in)
 	if err != nil {
 		return Run{}, err
 	}
@@ -75,7 +82,7 @@ func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
 		if err != nil {
 			return err
 		}
-		out, err = writeMerged(tx, run, in, hosts, gpuMap)
+		out, err = writeMerged(ctx, tx, run, in, hosts, gpuMap)
 		return err
 	})
 	if err != nil {
@@ -126,7 +133,7 @@ func mergedRun(in []MergeInput, hosts []HostInfo, opts MergeOptions) (Run, []map
 
 // writeMerged writes every input's rows, moved onto the first input's clock
 // and merged by time, into run inside tx, and returns the run as written.
-func writeMerged(tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap []map[int]int) (Run, error) {
+func writeMerged(ctx context.Context, tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap []map[int]int) (Run, error) {
 	w := newRunWriter(run)
 	var its []merge.Iterator[rowSource]
 	var owner []int // input of each iterator
@@ -141,7 +148,12 @@ func writeMerged(tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap
 		}
 	}
 	m := merge.New(func(r rowSource) int64 { return r.time() }, its...)
-	for m.Next() {
+	for n := 0; m.Next(); n++ {
+		if n%cancelEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return Run{}, err
+			}
+		}
 		if err := m.At().write(w); err != nil {
 			return Run{}, fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
 		}
@@ -197,11 +209,16 @@ type stepKey struct{ step, seen int }
 
 // stepClock returns, for every step a run marked, the median time at which
 // its ranks marked it.
-func stepClock(inp MergeInput) (map[stepKey]int64, error) {
+func stepClock(ctx context.Context, inp MergeInput) (map[stepKey]int64, error) {
 	seen := map[[2]int]int{} // rank, step -> times seen
 	times := map[stepKey][]int64{}
 	it := inp.DB.Marks(inp.Run, MinTime, MaxTime)
-	for it.Next() {
+	for n := 0; it.Next(); n++ {
+		if n%cancelEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		m := it.At()
 		if m.Kind != wire.MarkStep || m.Step == None {
 			continue
@@ -222,13 +239,13 @@ func stepClock(inp MergeInput) (map[stepKey]int64, error) {
 }
 
 // alignClocks finds each input's clock offset from the first input's.
-func alignClocks(in []MergeInput) ([]HostInfo, error) {
+func alignClocks(ctx context.Context, in []MergeInput) ([]HostInfo, error) {
 	hosts := make([]HostInfo, len(in))
 	var ref map[stepKey]int64
 	for k, inp := range in {
 		r := inp.Run
 		hosts[k] = HostInfo{Name: r.Host, Run: r.Name, Job: r.Job, GPUs: len(r.GPUs), Complete: r.Complete, Recorder: r.Recorder}
-		clock, err := stepClock(inp)
+		clock, err := stepClock(ctx, inp)
 		if err != nil {
 			return nil, err
 		}

@@ -65,6 +65,15 @@ type Options struct {
 	// ErrNoDB instead of creating it: commands that only change what is
 	// there (rm, tag) set it, so a mistyped path leaves no new file behind.
 	MustExist bool
+	// ShortLock makes a writer hold the file's lock only while a
+	// transaction of its own runs: Open checks the file and lets it go, and
+	// each of Run, Runs, FreeName, NewAppender's and the Appender's
+	// transactions and Close opens the file, takes the lock (waiting up to
+	// LockTimeout; an Appender's timed commit waits less and tries again
+	// at the next), runs and closes it. Readers and other writers use the
+	// file in between. Other methods of such a handle fail with bbolt's
+	// "database not open". A recorder sets it (docs/design.md).
+	ShortLock bool
 
 	retries int // Open's own: times it found its locked file removed
 }
@@ -82,6 +91,12 @@ type DB struct {
 	// empty database behind.
 	created bool
 	checked checkedChunks // the chunks read whose checksum was verified
+
+	// shortLock is Options.ShortLock: bolt is closed between transactions,
+	// and hold opens it (under fileMu) for one.
+	shortLock bool
+	timeout   time.Duration
+	fileMu    sync.Mutex
 }
 
 // Open opens the database at path; a writer creates it unless MustExist
@@ -146,7 +161,7 @@ func Open(path string, opts Options) (*DB, error) {
 	// Grow the file in small steps: bbolt's default rounds small files up to
 	// a power of two, which can double the size of a small database.
 	b.AllocSize = 256 << 10
-	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly, created: created}
+	db := &DB{bolt: b, path: path, readOnly: opts.ReadOnly, created: created, shortLock: opts.ShortLock && !opts.ReadOnly, timeout: timeout}
 	if err := db.init(opts.ReadOnly, create); err != nil {
 		b.Close()
 		if created {
@@ -154,7 +169,59 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 		return nil, err
 	}
+	if db.shortLock {
+		b.Close() // hold opens it again for each transaction
+	}
 	return db, nil
+}
+
+// hold opens the file of a ShortLock handle for the transactions that
+// follow, waiting up to wait (0: the handle's LockTimeout) for its lock,
+// and release closes it again; calls are serialised. For any other handle
+// it does nothing. A lock still held by another process at the end of the
+// wait is ErrLocked.
+func (db *DB) hold(wait time.Duration) (release func(), err error) {
+	if !db.shortLock {
+		return func() {}, nil
+	}
+	if wait <= 0 {
+		wait = db.timeout
+	}
+	db.fileMu.Lock()
+	b, err := openBolt(db.path, wait, false)
+	if err != nil {
+		db.fileMu.Unlock()
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("%s: %w", db.path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open %s: %w", db.path, err)
+	}
+	b.AllocSize = 256 << 10
+	db.bolt = b
+	return func() {
+		b.Close()
+		db.fileMu.Unlock()
+	}, nil
+}
+
+// view and update run f in a read or write transaction, holding the file
+// around it if the handle has ShortLock.
+func (db *DB) view(f func(*bolt.Tx) error) error {
+	release, err := db.hold(0)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return db.bolt.View(f)
+}
+
+func (db *DB) update(f func(*bolt.Tx) error) error {
+	release, err := db.hold(0)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return db.bolt.Update(f)
 }
 
 // errGone is openBolt's: the file it locked was removed meanwhile.
@@ -261,6 +328,15 @@ func (db *DB) Path() string { return db.path }
 // A file this handle created and that holds no run is removed, while the
 // lock is still held: a command that stored nothing leaves no file.
 func (db *DB) Close() error {
+	if db.shortLock {
+		// The last transaction: wait for readers as long as they take,
+		// within reason, so that the file is trimmed or removed.
+		if _, err := db.hold(closeWait); err != nil {
+			return err
+		}
+		defer db.fileMu.Unlock() // the file is closed below, under it
+		db.shortLock = false
+	}
 	var trimErr error
 	if !db.readOnly {
 		if db.created && db.empty() {
@@ -271,6 +347,10 @@ func (db *DB) Close() error {
 	}
 	return errors.Join(db.bolt.Close(), trimErr)
 }
+
+// closeWait is how long Close of a ShortLock handle, and an Appender's
+// final commit, wait for a reader to let the file go.
+const closeWait = time.Minute
 
 // empty says whether no run is stored in the file.
 func (db *DB) empty() bool {
@@ -330,7 +410,7 @@ func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
 // Runs returns every run in the file, oldest first.
 func (db *DB) Runs() ([]Run, error) {
 	var runs []Run
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		if b == nil {
 			return nil
@@ -360,7 +440,7 @@ func (db *DB) Runs() ([]Run, error) {
 // id is ref. It returns an error wrapping ErrNoRun if there is none.
 func (db *DB) Run(ref string) (Run, error) {
 	var r Run
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		r, err = lookupRun(tx, ref)
 		return err

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"slices"
@@ -310,12 +312,15 @@ func unsummarized(tx *bolt.Tx, f func(run []byte, known map[uint32]seriesInfo, k
 
 // addSummaries writes the summary of every chunk that has none
 // (unsummarized), in one transaction, and returns how many it wrote.
-func addSummaries(db *bolt.DB) (added int, err error) {
+func addSummaries(ctx context.Context, db *bolt.DB) (added int, err error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		var d chunk.Decoded
 		type keyed struct{ k, sum []byte }
 		missing := map[string][]keyed{} // by run key: written once the walk is over
 		err := unsummarized(tx, func(run []byte, known map[uint32]seriesInfo, k, v []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			sum, err := summarizeChunk(v, known, &d)
 			if err != nil {
 				return fmt.Errorf("run %d chunk %x: %w", binary.BigEndian.Uint64(run), k, err)
@@ -327,6 +332,9 @@ func addSummaries(db *bolt.DB) (added int, err error) {
 		})
 		if err != nil {
 			return err
+		}
+		if len(missing) == 0 {
+			return errNoSummaries // nothing to commit: the file stays byte for byte
 		}
 		for run, kvs := range missing {
 			sums, err := tx.Bucket(bucketData).Bucket([]byte(run)).CreateBucketIfNotExists(keySummaries)
@@ -342,8 +350,15 @@ func addSummaries(db *bolt.DB) (added int, err error) {
 		}
 		return nil
 	})
+	if err == errNoSummaries {
+		err = nil
+	}
 	return added, err
 }
+
+// errNoSummaries rolls back addSummaries' transaction when every chunk has
+// its summary.
+var errNoSummaries = errors.New("no chunk without a summary")
 
 // sameSummary verifies that a chunk's stored summary is the one its
 // samples give (Check): a summary that disagrees would draw a line the

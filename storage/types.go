@@ -197,6 +197,9 @@ type Recorder struct {
 	Invalid     int64   `json:"invalid,omitempty"` // NVML readings that made no sense, not stored
 	Source      string  `json:"source,omitempty"`
 	Driver      string  `json:"driver,omitempty"`
+	// NotStarted is why the recording's command could not be started ("":
+	// it was, or there was none). Such a run is never marked complete.
+	NotStarted string `json:"not_started,omitempty"`
 }
 
 // SourceNvidiaSMI is Recorder.Source of a run imported from nvidia-smi's

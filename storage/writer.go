@@ -343,7 +343,7 @@ func freeName(tx *bolt.Tx, base string) string {
 // writer that holds the file keeps the name free until it creates the run.
 func (db *DB) FreeName(base string) (string, error) {
 	var name string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		name = freeName(tx, base)
 		return nil
 	})
@@ -386,6 +386,8 @@ type Appender struct {
 	lost Counts // dropped while commits failed
 	// committed is the run as its last successful commit stored it.
 	committed Run
+	deferred  int64 // timed commits left for later: a reader held the file
+	dropped   bool  // the last failed commit dropped data to bound memory
 	// countSealOnly turns sealLive off (the benchmark's baseline).
 	countSealOnly bool
 }
@@ -397,7 +399,7 @@ func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
 		r.Host, _ = os.Hostname()
 	}
 	r.Complete = false
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		var err error
 		r, err = createRunNamed(tx, r, false, opts.UniqueName)
 		return err
@@ -428,7 +430,20 @@ func (a *Appender) commitLoop(interval time.Duration) {
 		case <-a.stop:
 			return
 		case <-t.C:
-			if err := a.Commit(); err != nil && a.opts.OnError != nil {
+			err := a.commit(commitWait)
+			a.mu.Lock()
+			deferred := errors.Is(err, ErrLocked) && !a.dropped
+			if deferred {
+				// A reader has the file (ShortLock): the samples wait in
+				// memory for the next commit; not an error of the recording
+				// unless the wait costs samples.
+				a.deferred++
+			}
+			a.mu.Unlock()
+			if deferred {
+				continue
+			}
+			if err != nil && a.opts.OnError != nil {
 				a.opts.OnError(err)
 			}
 		}
@@ -514,12 +529,33 @@ func (a *Appender) AppendMark(m Mark) error {
 	return appendRow(a.w, &markSchema, m)
 }
 
+// commitWait is how long a timed commit of a ShortLock handle waits for a
+// reader to let the file go before it leaves its samples for the next one:
+// appends never wait for it, but the commit's own goroutine need not spin.
+const commitWait = 100 * time.Millisecond
+
 // Commit writes everything buffered so far in one transaction. It blocks
-// for the disk write (appends wait meanwhile).
-func (a *Appender) Commit() error {
+// for the disk write (appends wait meanwhile); on a ShortLock handle it
+// first waits for the file's lock (appends do not wait for that).
+func (a *Appender) Commit() error { return a.commit(0) }
+
+func (a *Appender) commit(wait time.Duration) error {
+	release, err := a.db.hold(wait)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err != nil {
+		return a.failed(fmt.Errorf("commit run %q: %w", a.w.run.Name, err))
+	}
+	defer release()
 	return a.commitLocked()
+}
+
+// Deferred is how many timed commits found the file held by a reader (a
+// ShortLock handle) and left their samples for the next commit.
+func (a *Appender) Deferred() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deferred
 }
 
 func (a *Appender) commitLocked() error {
@@ -533,20 +569,27 @@ func (a *Appender) commitLocked() error {
 		return err
 	})
 	if err != nil {
-		err = fmt.Errorf("commit run %q to %s: %w", a.w.run.Name, a.db.path, err)
-		max := a.opts.MaxPending
-		if max <= 0 {
-			max = defaultMaxPending
-		}
-		if lost, size := a.w.dropPending(max); lost.Total() > 0 {
-			a.lost.plus(lost, 1)
-			err = fmt.Errorf("%w; to bound memory, dropped the oldest %d samples and marks (%d bytes) waiting to be written", err, lost.Total(), size)
-		}
-		return err
+		return a.failed(fmt.Errorf("commit run %q to %s: %w", a.w.run.Name, a.db.path, err))
 	}
 	done()
 	a.committed = a.w.run
 	return nil
+}
+
+// failed bounds what waits to be written after a failed commit: past
+// MaxPending the oldest sealed chunks are dropped and counted.
+func (a *Appender) failed(err error) error {
+	max := a.opts.MaxPending
+	if max <= 0 {
+		max = defaultMaxPending
+	}
+	lost, size := a.w.dropPending(max)
+	a.dropped = lost.Total() > 0
+	if a.dropped {
+		a.lost.plus(lost, 1)
+		err = fmt.Errorf("%w; to bound memory, dropped the oldest %d samples and marks (%d bytes) waiting to be written", err, lost.Total(), size)
+	}
+	return err
 }
 
 // Committed returns the run as the last successful commit stored it (its
@@ -566,7 +609,8 @@ func (a *Appender) Lost() Counts {
 }
 
 // Close stops the timer, marks the run complete and commits. The run stays
-// incomplete if the final commit fails.
+// incomplete if the final commit fails, or if its command never started
+// (Recorder.NotStarted).
 func (a *Appender) Close() error {
 	select {
 	case <-a.stop:
@@ -574,9 +618,14 @@ func (a *Appender) Close() error {
 		close(a.stop)
 	}
 	<-a.done
+	release, err := a.db.hold(closeWait)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.w.run.Complete = true
+	if err != nil {
+		return fmt.Errorf("commit run %q: %w", a.w.run.Name, err)
+	}
+	defer release()
+	a.w.run.Complete = a.w.run.Recorder.NotStarted == ""
 	a.w.sealAll()
 	if err := a.commitLocked(); err != nil {
 		a.w.run.Complete = false

@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/internal/testsupport/cdp"
+	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -289,4 +291,142 @@ func TestViewInBrowser(t *testing.T) {
 	if !found {
 		t.Errorf("sites hover at 61.5 s: %q, want train.py:52 keep at %s", out.SitesHover, wantHeld)
 	}
+}
+
+// severalProbe waits for the first data of a page of two runs, hovers at
+// 150 s into the first chart, and writes the grouped legend's entries,
+// whether uPlot's own legend is shown, the hover's time, the series'
+// strokes and any error into <body data-probe>.
+const severalProbe = `<script>
+(function () {
+  var errors = [];
+  window.addEventListener("error", function (e) { errors.push(String(e.message)); });
+  var b = document.body;
+  function until(cond, then) {
+    var t0 = Date.now();
+    (function poll() { if (cond()) then(); else if (Date.now() - t0 > 30000) b.setAttribute("data-probe", JSON.stringify({ why: "timed out", errors: errors })); else setTimeout(poll, 20); })();
+  }
+  window.addEventListener("load", function () {
+    until(function () { return b.hasAttribute("data-charts-ready") && Number(b.getAttribute("data-seq")) > 0; }, function () {
+      var ch = window.memrecView.charts[0], u = ch.u;
+      function hover() {
+        var r = u.over.getBoundingClientRect();
+        ch.hoverRaw = null;
+        u.over.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + u.valToPos(150, "x"), clientY: r.top + r.height / 2, bubbles: true, view: window }));
+      }
+      var tries = 0;
+      hover();
+      until(function () {
+        if (ch.hoverRaw == null) return false;
+        if (Math.abs(ch.hoverX - 150) < 1 || ++tries > 20) return true;
+        hover();
+        return false;
+      }, function () {
+        b.setAttribute("data-probe", JSON.stringify({
+          legend: [].map.call(ch.el.querySelectorAll(".glegend .gl"), function (e) { return e.textContent; }),
+          uplotLegend: ch.el.querySelectorAll(".u-legend .u-series").length,
+          at: ch.hover.querySelector("b").textContent, x: ch.hoverX,
+          rows: ch.hoverRows.map(function (r) { return r[0] + " " + r[1]; }),
+          errors: errors, why: ""
+        }));
+      });
+    });
+  });
+})();
+</script>
+`
+
+// TestViewSeveralRunsInBrowser: two runs of five minutes in one chart.
+// The legend has an entry per run and one per kind of line, not one per
+// line of each run; the hover writes its time in the axis' unit (minutes,
+// report.TimeUnitFor of five minutes) and each row in its run's colour.
+func TestViewSeveralRunsInBrowser(t *testing.T) {
+	t.Parallel()
+	browser := cdp.Need(t)
+	path := filepath.Join(t.TempDir(), "two.db")
+	db, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		c := tracegen.Default()
+		c.Name, c.GPUs, c.Duration, c.Interval, c.Procs = name, 1, 5*time.Minute, 100*time.Millisecond, false
+		var buf bytes.Buffer
+		if _, err := tracegen.Write(&buf, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Import([]storage.Source{{Name: name, R: &buf}}, storage.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src := NewDBSource(path)
+	defer src.Close()
+	api := Handler(src, Options{Runs: []string{"a", "b"}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(strings.Replace(page, "</body>", severalProbe+"</body>", 1)))
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	br, err := cdp.Start(browser, filepath.Join(t.TempDir(), "profile"), "--window-size=1280,1200",
+		"--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	tab, err := br.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Navigate(srv.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.WaitFor(`document.body && document.body.hasAttribute("data-probe")`, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	if err := tab.Eval(`document.body.getAttribute("data-probe")`, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Legend      []string `json:"legend"`
+		UPlotLegend int      `json:"uplotLegend"`
+		At          string   `json:"at"`
+		X           float64  `json:"x"` // seconds since the start
+		Rows        []string `json:"rows"`
+		Errors      []string `json:"errors"`
+		Why         string   `json:"why"`
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		t.Fatalf("probe: %v\n%s", err, raw)
+	}
+	if out.Why != "" || len(out.Errors) > 0 {
+		t.Fatalf("probe: %q, errors in the page: %v", out.Why, out.Errors)
+	}
+	// Entries: the two runs, then each kind of line once.
+	kinds := map[string]bool{}
+	for _, e := range out.Legend[min(2, len(out.Legend)):] {
+		kinds[e] = true
+	}
+	if len(out.Legend) < 4 || out.Legend[0] != "a" || out.Legend[1] != "b" || len(kinds) != len(out.Legend)-2 || out.UPlotLegend != 0 {
+		t.Errorf("legend %q (and %d entries of uPlot's), want a, b, then each kind once", out.Legend, out.UPlotLegend)
+	}
+	// About 150 s, to a pixel: 2.5 min, written to three decimals.
+	if want := fmt.Sprintf("%.3f min since start", out.X/60); out.At != want || math.Abs(out.X-150) > 2 {
+		t.Errorf("hover at %q (%.3f s), want %q", out.At, out.X, want)
+	}
+	for _, r := range out.Rows {
+		run := strings.Fields(r)[1]
+		want := map[string]string{"a:": "#1f77b4", "b:": "#ff7f0e"}[run]
+		if f := strings.Fields(r)[0]; f != want && !strings.Contains(r, "(stacked)") {
+			t.Errorf("hover row %q: colour %s, want its run's %s", r, f, want)
+		}
+	}
+	t.Logf("legend %q; hover at %q: %q", out.Legend, out.At, out.Rows)
 }

@@ -21,6 +21,13 @@
   var runColours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   var fieldDashes = { used: [], allocated: [8, 4], reserved: [2, 3], driver: [10, 3, 2, 3],
     params: [], grads: [6, 3], optimizer: [2, 2], buffers: [12, 4, 2, 4] };
+  // A run's budget parts take its colour lighter, part by part, so that
+  // stacked parts differ by more than their dash.
+  function partColour(c, field) {
+    var k = stacked.indexOf(field), n = parseInt(c.slice(1), 16), f = 0.2 + 0.18 * k;
+    var ch = [n >> 16, (n >> 8) & 255, n & 255].map(function (v) { return Math.round(v + (255 - v) * f); });
+    return "#" + ch.map(function (v) { return (v < 16 ? "0" : "") + v.toString(16); }).join("");
+  }
   // The time units by the run's length, from the server's page
   // (report.TimeUnits): the longest run shown picks one.
   var TIME_UNITS = JSON.parse(document.getElementById("memrec-time-units").textContent);
@@ -31,6 +38,13 @@
     return TIME_UNITS[TIME_UNITS.length - 1];
   }
   var unitWords = { s: "seconds", min: "minutes", h: "hours" };
+  // fmtSince writes seconds since the start in the axis' unit: the hover
+  // and the marks read as the axis does.
+  function fmtSince(x) {
+    var tu = timeUnit();
+    if (tu.seconds === 1) return fmtSecs(x, 1000);
+    return (x / tu.seconds).toFixed(3) + " " + tu.name;
+  }
   var state = { runs: [], mode: "seconds", zero: false, one: null, charts: [], seq: 0, drawn: {}, every: {}, live: false, follow: true };
   window.memrecView = state;
   state.zoom = function (a, b) { zoom(a, b); };
@@ -277,6 +291,8 @@
           ch.lines.push({ run: r, line: l });
           var several = state.runs.length > 1, part = stacked.indexOf(l.field) >= 0;
           var c = several ? runColours[ri % runColours.length] : colours[l.field] || "#9467bd";
+          if (several && part) c = partColour(c, l.field);
+          ch.lines[ch.lines.length - 1].colour = c;
           series.push({
             label: (several ? r.name + ": " : "") + l.label + (part ? " (stacked)" : ""), stroke: c,
             dash: several ? fieldDashes[l.field] || [] : [], width: part ? 1 : 1.4, spanGaps: true, points: { show: false },
@@ -295,7 +311,7 @@
         width: width, height: shown.length > 1 ? 260 : 420, series: series, bands: bands,
         scales: { x: { time: state.mode === "clock", range: function (u, a, b) { return [state.x[0], state.x[1]]; } }, y: { range: yRange(ch) } },
         axes: [xAxis(), { size: 78, incrs: byteIncrs, values: byteTicks }],
-        legend: { live: false },
+        legend: { live: false, show: state.runs.length < 2 },
         cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "memrec-view" } },
         hooks: {
           drawClear: [epochsHook(g.gpu)], draw: [marksHook(ch)],
@@ -304,6 +320,7 @@
         }
       };
       ch.u = new uPlot(opts, [[]].concat(series.slice(1).map(function () { return []; })), plot);
+      if (state.runs.length > 1) plot.appendChild(groupedLegend(ch));
       ch.u.over.addEventListener("dblclick", function () { zoom.apply(null, fullRange()); });
       state.charts.push(ch);
     });
@@ -387,7 +404,7 @@
     var html = "<b>" + esc(fmtX(x)) + "</b>";
     if (k < 0) { ch.hover.innerHTML = html + " no site snapshot at or before the cursor"; ch.hoverRows = []; return; }
     var rows = j.sites.map(function (b, i) { return [siteColour(b, i), b.label + (b.grows ? " (grows)" : ""), fmtBytes(b.bytes[k])]; }).reverse();
-    html += " snapshot at " + esc(fmtSecs(j.t_us[k] / 1e6, 1000)) + "<table>";
+    html += " snapshot at " + esc(fmtSince(j.t_us[k] / 1e6)) + "<table>";
     rows.forEach(function (r) { html += "<tr><td><span class=sw style='background:" + r[0] + "'></span>" + esc(r[1]) + "</td><td class=v>" + esc(r[2]) + "</td></tr>"; });
     ch.hover.innerHTML = html + "</table>";
     ch.hoverRows = rows; ch.hoverX = x;
@@ -508,6 +525,46 @@
     ch.res.setAttribute("data-every", String(every));
   }
 
+  // groupedLegend is the legend of a chart of several runs: an entry per
+  // run (its colour) and one per kind of line (its dash), where uPlot's
+  // would list every line of every run. A click hides or shows the
+  // run's, or the kind's, lines.
+  function groupedLegend(ch) {
+    var box = document.createElement("div"); box.className = "glegend";
+    function entry(label, swatch, match) {
+      var e = document.createElement("span"); e.className = "gl";
+      e.appendChild(swatch); e.appendChild(document.createTextNode(label));
+      e.onclick = function () {
+        var off = !e.classList.contains("off");
+        e.classList.toggle("off", off);
+        ch.lines.forEach(function (l, i) { if (match(l)) ch.u.setSeries(i + 1, { show: !off }); });
+      };
+      box.appendChild(e);
+    }
+    function dashSwatch(colour, dash) {
+      var ns = "http://www.w3.org/2000/svg", svg = document.createElementNS(ns, "svg"), ln = document.createElementNS(ns, "line");
+      svg.setAttribute("width", "28"); svg.setAttribute("height", "10"); svg.setAttribute("class", "dash");
+      ln.setAttribute("x1", "1"); ln.setAttribute("x2", "27"); ln.setAttribute("y1", "5"); ln.setAttribute("y2", "5");
+      ln.setAttribute("stroke", colour); ln.setAttribute("stroke-width", "2");
+      if (dash.length) ln.setAttribute("stroke-dasharray", dash.join(" "));
+      svg.appendChild(ln);
+      return svg;
+    }
+    state.runs.forEach(function (r, ri) {
+      if (!ch.lines.some(function (l) { return l.run === r; })) return;
+      var sw = document.createElement("span"); sw.className = "sw"; sw.style.background = runColours[ri % runColours.length];
+      entry(r.name, sw, function (l) { return l.run === r; });
+    });
+    var kinds = [];
+    ch.lines.forEach(function (l) { if (kinds.indexOf(l.line.field) < 0) kinds.push(l.line.field); });
+    kinds.forEach(function (f) {
+      var first = ch.lines.filter(function (l) { return l.line.field === f; })[0].line;
+      var part = stacked.indexOf(f) >= 0;
+      entry(first.label.replace(/ \(pid \d+\)$/, "") + (part ? " (stacked)" : ""), dashSwatch("#444", fieldDashes[f] || []), function (l) { return l.line.field === f; });
+    });
+    return box;
+  }
+
   // ---- hover: every line's last sample before the cursor, and marks near it
   var hoverTimer = null;
   function hoverAt(ch, u) {
@@ -535,7 +592,7 @@
           var line = ch.lines.filter(function (x) { return x.run === a.run && x.line.key === l.key; })[0];
           var name = (state.runs.length > 1 ? a.run.name + ": " : "") + (line ? line.line.label : l.key);
           var age = l.has ? fmtSecs(l.age_us / 1e6, Math.max(l.age_us / 1e6, 0.001)) : "";
-          rows.push([line ? colours[line.line.field] : "#999", name, l.has ? fmtBytes(l.v) : "no sample yet", l.has ? (l.age_us === 0 ? "at the cursor" : age + " before" + (l.off ? " (its last sample)" : "")) : ""]);
+          rows.push([line ? line.colour || colours[line.line.field] : "#999", name, l.has ? fmtBytes(l.v) : "no sample yet", l.has ? (l.age_us === 0 ? "at the cursor" : age + " before" + (l.off ? " (its last sample)" : "")) : ""]);
         });
         a.marks.forEach(function (m) { m.run = a.run; marks.push(m); });
       });
@@ -543,7 +600,7 @@
       var html = "<b>" + esc(at) + "</b><table>";
       rows.forEach(function (r) { html += "<tr><td><span class=sw style='background:" + r[0] + "'></span>" + esc(r[1]) + "</td><td class=v>" + esc(r[2]) + "</td><td class=age>" + esc(r[3]) + "</td></tr>"; });
       html += "</table>";
-      if (marks.length) html += "<div class=marks>" + marks.map(function (m) { return "<div class='mark " + esc(m.kind) + "'>" + esc(fmtSecs(m.t_us / 1e6, 1000)) + " " + esc(markLabel(m)) + "</div>"; }).join("") + "</div>";
+      if (marks.length) html += "<div class=marks>" + marks.map(function (m) { return "<div class='mark " + esc(m.kind) + "'>" + esc(fmtSince(m.t_us / 1e6)) + " " + esc(markLabel(m)) + "</div>"; }).join("") + "</div>";
       ch.hover.innerHTML = html;
       ch.hoverRows = rows; ch.hoverMarks = marks; ch.hoverRaw = as; ch.hoverX = x;
       document.body.setAttribute("data-hover-seq", String((Number(document.body.getAttribute("data-hover-seq")) || 0) + 1));
@@ -555,7 +612,7 @@
       case "step": return "step " + Math.round(x).toLocaleString("en");
       case "epoch": return "epoch " + x.toFixed(2);
     }
-    return fmtSecs(x, 1000) + " since start";
+    return fmtSince(x) + " since start";
   }
   function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 type analyzeOptions struct {
@@ -35,7 +37,10 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
   memrec analyze bs64 --from epoch:2 --to epoch:3
   memrec analyze long-run --from 2h --to 2h1m`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAnalyze(o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, runAnalyze(ctx, o, args[0]), "nothing was printed")
+		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&o.full, "full", false, "print everything: every GPU's peaks, epochs, allocator, budget, remedies with their assumptions, OOMs and sites")
@@ -54,11 +59,16 @@ func analyzeRun(g *globals, ref string, w windowOptions) (*analysis.Report, erro
 	return analysis.Analyze(db, r, analysis.Options{})
 }
 
-func runAnalyze(o *analyzeOptions, ref string) error {
+// runAnalyze prints nothing when ctx is done before the analysis is.
+func runAnalyze(ctx context.Context, o *analyzeOptions, ref string) error {
 	if err := checkSections(o.sections); err != nil {
 		return err
 	}
-	rep, err := analyzeRun(o.globals, ref, o.window)
+	var rep *analysis.Report
+	err := untilDone(ctx, func() (err error) {
+		rep, err = analyzeRun(o.globals, ref, o.window)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -111,10 +121,10 @@ func printRunHeader(w io.Writer, rep *analysis.Report) {
 			job = fmt.Sprintf(", job %s", rep.Job)
 		}
 		fmt.Fprintf(w, "Run %s (id %d%s): %s, %d GPUs on %d hosts, %s\n", rep.Run, rep.RunID, job,
-			analysis.FormatDuration(rep.DurationS), len(rep.GPUs), len(rep.Hosts), state)
+			units.FormatDuration(rep.DurationS), len(rep.GPUs), len(rep.Hosts), state)
 	} else {
 		fmt.Fprintf(w, "Run %s (id %d) on %s: %s, %d GPUs, %s\n", rep.Run, rep.RunID, rep.Host,
-			analysis.FormatDuration(rep.DurationS), len(rep.GPUs), state)
+			units.FormatDuration(rep.DurationS), len(rep.GPUs), state)
 	}
 	if len(rep.Tags) > 0 {
 		fmt.Fprintf(w, "Tags: %s\n", formatTags(rep.Tags))
@@ -143,7 +153,7 @@ func printGPUDetails(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 type gpuPrinter func(io.Writer, *analysis.Report, analysis.GPUReport)
 
 func printGPUHeading(w io.Writer, g analysis.GPUReport) {
-	fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes))
+	fmt.Fprintf(w, "\n== %s  %s  %s total\n", g.Label(), g.Name, units.FormatBytes(g.TotalBytes))
 }
 
 // printLeak writes the leak verdict and its fit.
@@ -151,15 +161,15 @@ func printLeak(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	fmt.Fprintf(w, "Leak: %s\n", g.Leak.SentenceFor(g.Label()))
 	if g.Leak.SlopeBytesPerStep != nil && g.Leak.CILowBytesPerStep != nil {
 		fmt.Fprintf(w, "      slope %s/step, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
-			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
-			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerStep)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
+			units.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)), units.FormatBytes(int64(*g.Leak.CILowBytesPerStep)),
+			units.FormatBytes(int64(*g.Leak.CIHighBytesPerStep)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
 	} else if g.Leak.SlopeBytesPerHour != nil {
 		fmt.Fprintf(w, "      slope %s/hour, 95%% interval [%s, %s], p = %.2g, %d points after %d warm-up points\n",
-			analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), analysis.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
-			analysis.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
+			units.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)), units.FormatBytes(int64(*g.Leak.CILowBytesPerHour)),
+			units.FormatBytes(int64(*g.Leak.CIHighBytesPerHour)), *g.Leak.PValue, g.Leak.Points, g.Leak.SkippedWarmup)
 	}
 	if d, n := inferredGrowth(g); n > 0 && g.Leak.IsLeak() {
-		fmt.Fprintf(w, "      per inferred epoch: Δ used median %s (%d epochs found in device memory, not marked)\n", analysis.FormatBytes(d), n)
+		fmt.Fprintf(w, "      per inferred epoch: Δ used median %s (%d epochs found in device memory, not marked)\n", units.FormatBytes(d), n)
 	}
 }
 
@@ -168,7 +178,7 @@ func printPeaks(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Peak\tbytes\twhen\tepoch\tstep\tnear")
 	for _, p := range g.Peaks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, analysis.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.What, units.FormatBytes(p.Bytes), sinceStart(rep, p.TNS), optInt(p.Epoch), optInt(p.Step), p.NearMark)
 	}
 	tw.Flush()
 }
@@ -201,7 +211,7 @@ func epochName(e analysis.EpochDelta) string {
 
 // printEpochTable writes a row per epoch (or inferred epoch, or slice).
 func printEpochTable(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
-	B := analysis.FormatBytesPtr
+	B := units.FormatBytesPtr
 	rows, label := epochRows(g)
 	if len(rows) == 0 {
 		return
@@ -302,7 +312,7 @@ func printEpochsNotInferred(w io.Writer, _ *analysis.Report, g analysis.GPURepor
 func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if u := g.Unseen; u != nil {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
-			time.Duration(u.ToleranceNS), analysis.FormatBytes(u.MedianBytes), analysis.FormatBytes(u.MaxBytes), analysis.FormatBytes(u.FinalBytes))
+			time.Duration(u.ToleranceNS), units.FormatBytes(u.MedianBytes), units.FormatBytes(u.MaxBytes), units.FormatBytes(u.FinalBytes))
 	}
 	if l := g.LargestSegmentBytes; l != nil {
 		most := ""
@@ -310,7 +320,7 @@ func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 			most = fmt.Sprintf("; at most %d segments at once", *g.MostSegments)
 		}
 		fmt.Fprintf(w, "Largest allocator segment with room free: %s, the largest request that comes and goes (what the allocator may strand at the limit: compare --by adds two of them)%s\n",
-			analysis.FormatBytes(*l), most)
+			units.FormatBytes(*l), most)
 	}
 	if tr := g.AllocTrace; tr != nil {
 		fmt.Fprintf(w, "Allocator trace: %d requests from CUDA's start over %d steps (compare --by of runs at several values replays the caching allocator over them)\n",
@@ -361,7 +371,7 @@ func inferredGrowth(g analysis.GPUReport) (int64, int) {
 // printOOMs writes the post-mortem of the OOMs that ended the job (or
 // whose outcome is unknown) and one line for those it survived.
 func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
-	B := analysis.FormatBytesPtr
+	B := units.FormatBytesPtr
 	survived := 0
 	for _, o := range g.OOMs {
 		if o.Outcome == analysis.OOMSurvived {
@@ -402,6 +412,9 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 				fmt.Fprintf(w, "  the allocator held only %s cached and free: expandable_segments or empty_cache() would not have made room\n", B(o.CachedFreeBytes))
 			}
 		}
+		for _, l := range analysis.WhatIfLines(o) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 		if o.FittingBatch != nil {
 			b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
 			if o.FitKind == analysis.FitEstimate {
@@ -414,7 +427,7 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			fmt.Fprintf(w, "  %s\n", o.Budget.Words)
 		}
 		if o.LargestGrowth != nil {
-			fmt.Fprintf(w, "  largest growth in the steps before: %s", analysis.FormatBytes(*o.LargestGrowth))
+			fmt.Fprintf(w, "  largest growth in the steps before: %s", units.FormatBytes(*o.LargestGrowth))
 			if o.LargestGrowthAt != nil {
 				fmt.Fprintf(w, " at step %d", *o.LargestGrowthAt)
 			}
@@ -462,7 +475,7 @@ func printTogether(w io.Writer, rep *analysis.Report) {
 	// One GPU, or GPUs alike, have no imbalance to tell.
 	if im := rep.Imbalance; im != nil && im.MaxGPU != im.MinGPU && im.MaxBytes != im.MinBytes {
 		fmt.Fprintf(w, "Imbalance: peak %s across ranks max/min %.2f (max %s on %s, min %s on %s)\n", im.Basis, im.Ratio,
-			analysis.FormatBytes(im.MaxBytes), im.MaxGPU, analysis.FormatBytes(im.MinBytes), im.MinGPU)
+			units.FormatBytes(im.MaxBytes), im.MaxGPU, units.FormatBytes(im.MinBytes), im.MinGPU)
 	}
 	if wg := rep.Worst; wg != nil {
 		fmt.Fprintf(w, "Worst GPU: %s: %s\n", wg.Label, wg.Reason)
@@ -471,7 +484,7 @@ func printTogether(w io.Writer, rep *analysis.Report) {
 
 // printGPUTable prints the per-host summaries and one line per GPU.
 func printGPUTable(w io.Writer, rep *analysis.Report) {
-	B := analysis.FormatBytesPtr
+	B := units.FormatBytesPtr
 	printTogether(w, rep)
 	if len(rep.Hosts) > 0 {
 		fmt.Fprintln(w)
@@ -492,9 +505,9 @@ func printGPUTable(w io.Writer, rep *analysis.Report) {
 	for _, g := range rep.GPUs {
 		leak := strings.ReplaceAll(g.Leak.Judgement().String(), "_", " ")
 		if g.Leak.IsLeak() && g.Leak.SlopeBytesPerStep != nil {
-			leak = fmt.Sprintf("LEAK %s/step", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
+			leak = fmt.Sprintf("LEAK %s/step", units.FormatBytes(int64(*g.Leak.SlopeBytesPerStep)))
 		} else if g.Leak.IsLeak() && g.Leak.SlopeBytesPerHour != nil {
-			leak = fmt.Sprintf("LEAK %s/hour", analysis.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)))
+			leak = fmt.Sprintf("LEAK %s/hour", units.FormatBytes(int64(*g.Leak.SlopeBytesPerHour)))
 		}
 		frag := "n/a"
 		if g.Fragmentation != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -50,7 +50,7 @@ func TestAnalyzeSummaryFitsAScreen(t *testing.T) {
 	}
 	// The leaking GPU's judged epochs grow by 16 MiB a step from the floor
 	// after their first step to the floor after their last, the 20th.
-	if want := analysis.FormatBytes(19*16<<20) + " at "; !strings.Contains(out, want) {
+	if want := units.FormatBytes(19*16<<20) + " at "; !strings.Contains(out, want) {
 		t.Errorf("no largest Δ %q in:\n%s", want, out)
 	}
 	full, _, _ := run(t, path, "", "analyze", r.Name, "--full")

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // analyzeSections are the parts of a GPU's full section that --section
@@ -93,7 +94,7 @@ func printSummary(w io.Writer, rep *analysis.Report) {
 func printGPUSummary(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	verdict := g.Leak.SentenceFor(g.Label())
 	verdict = strings.TrimPrefix(strings.TrimPrefix(verdict, g.Label()+": "), g.Label()+" ")
-	fmt.Fprintf(w, "\n%s (%s, %s): %s\n", g.Label(), g.Name, analysis.FormatBytes(g.TotalBytes), verdict)
+	fmt.Fprintf(w, "\n%s (%s, %s): %s\n", g.Label(), g.Name, units.FormatBytes(g.TotalBytes), verdict)
 	if line := peakLine(rep, g); line != "" {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
@@ -104,7 +105,7 @@ func printGPUSummary(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		for _, r := range help[:min(3, len(help))] {
 			line := fmt.Sprintf("    %s: frees %s", r.Title, r.SavedWords())
 			if r.LowersPeak {
-				line += ", peak " + analysis.FormatBytes(r.PeakAfterBytes)
+				line += ", peak " + units.FormatBytes(r.PeakAfterBytes)
 			}
 			fmt.Fprintln(w, line)
 		}
@@ -135,7 +136,7 @@ func peakLine(rep *analysis.Report, g analysis.GPUReport) string {
 		var top []string
 		for _, p := range parts[:min(4, len(parts))] {
 			if p.Bytes > 0 {
-				top = append(top, fmt.Sprintf("%s %s", p.Part.Words(), analysis.FormatBytes(p.Bytes)))
+				top = append(top, fmt.Sprintf("%s %s", p.Part.Words(), units.FormatBytes(p.Bytes)))
 			}
 		}
 		what := "device used"
@@ -146,7 +147,7 @@ func peakLine(rep *analysis.Report, g analysis.GPUReport) string {
 		if b.Step != nil {
 			at += fmt.Sprintf(" (step %d)", *b.Step)
 		}
-		return fmt.Sprintf("peak %s %s at %s: %s", analysis.FormatBytes(b.TotalBytes), what, at, strings.Join(top, ", "))
+		return fmt.Sprintf("peak %s %s at %s: %s", units.FormatBytes(b.TotalBytes), what, at, strings.Join(top, ", "))
 	}
 	var best *analysis.Peak
 	for i, p := range g.Peaks {
@@ -157,7 +158,7 @@ func peakLine(rep *analysis.Report, g analysis.GPUReport) string {
 	if best == nil {
 		return ""
 	}
-	return fmt.Sprintf("peak %s %s at %s (epoch %s, step %s)", analysis.FormatBytes(best.Bytes), strings.ReplaceAll(best.What, "_", " "),
+	return fmt.Sprintf("peak %s %s at %s (epoch %s, step %s)", units.FormatBytes(best.Bytes), strings.ReplaceAll(best.What, "_", " "),
 		sinceStart(rep, best.TNS), optInt(best.Epoch), optInt(best.Step))
 }
 
@@ -248,7 +249,7 @@ func printEpochBuckets(w io.Writer, gpus []analysis.GPUReport) {
 				}
 			}
 			if known {
-				fmt.Fprintf(tw, "%s\t", analysis.FormatBytes(sum))
+				fmt.Fprintf(tw, "%s\t", units.FormatBytes(sum))
 			} else {
 				fmt.Fprint(tw, "n/a\t")
 			}
@@ -267,7 +268,7 @@ func printEpochBuckets(w io.Writer, gpus []analysis.GPUReport) {
 		if best == nil {
 			fmt.Fprint(tw, "-\t")
 		} else {
-			fmt.Fprintf(tw, "%s at %d\t", analysis.FormatBytes(*epochDelta(*best, c.allocated)), best.Epoch)
+			fmt.Fprintf(tw, "%s at %d\t", units.FormatBytes(*epochDelta(*best, c.allocated)), best.Epoch)
 		}
 	}
 	fmt.Fprintln(tw)

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // printBudget writes "Budget at the peak" of one GPU.
@@ -23,15 +24,15 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 	if b.UsedBytes == nil {
 		total = "reserved"
 	}
-	fmt.Fprintf(w, "Budget at the peak (%s; %s %s):\n", strings.Join(where, ", "), total, analysis.FormatBytes(b.TotalBytes))
+	fmt.Fprintf(w, "Budget at the peak (%s; %s %s):\n", strings.Join(where, ", "), total, units.FormatBytes(b.TotalBytes))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, p := range b.Parts {
-		fmt.Fprintf(tw, "  %s\t%s\t%5.1f %%\t%s\n", p.Part.Words(), analysis.FormatBytes(p.Bytes), 100*p.Share, p.Detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%5.1f %%\t%s\n", p.Part.Words(), units.FormatBytes(p.Bytes), 100*p.Share, p.Detail)
 	}
-	fmt.Fprintf(tw, "  = %s\t%s\t\t\n", total, analysis.FormatBytes(b.TotalBytes))
+	fmt.Fprintf(tw, "  = %s\t%s\t\t\n", total, units.FormatBytes(b.TotalBytes))
 	tw.Flush()
 	if b.LeftOverBytes != 0 {
-		fmt.Fprintf(w, "  left over: %s (see the notes)\n", analysis.FormatBytes(b.LeftOverBytes))
+		fmt.Fprintf(w, "  left over: %s (see the notes)\n", units.FormatBytes(b.LeftOverBytes))
 	}
 	if b.Watched {
 		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", analysis.FormatCount(b.ParamCount),
@@ -55,7 +56,7 @@ func printHelp(w io.Writer, b *analysis.Budget) {
 	for i, r := range b.Help {
 		line := fmt.Sprintf("  %d. %s: frees %s", i+1, r.Title, r.SavedWords())
 		if r.LowersPeak {
-			line += fmt.Sprintf(", peak %s (allocated %s)", analysis.FormatBytes(r.PeakAfterBytes), analysis.FormatBytes(r.PeakAllocatedAfterBytes))
+			line += fmt.Sprintf(", peak %s (allocated %s)", units.FormatBytes(r.PeakAfterBytes), units.FormatBytes(r.PeakAllocatedAfterBytes))
 		}
 		switch {
 		case r.FitsBatch == nil:
@@ -121,7 +122,7 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 		fmt.Fprintf(tw, "%s\t", part.Words())
 		for _, r := range have {
 			if v, ok := r.Budget.Part(part); ok {
-				fmt.Fprintf(tw, "%s\t", analysis.FormatBytes(v))
+				fmt.Fprintf(tw, "%s\t", units.FormatBytes(v))
 			} else {
 				fmt.Fprint(tw, "-\t")
 			}
@@ -130,7 +131,7 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	}
 	fmt.Fprint(tw, "= total\t")
 	for _, r := range have {
-		fmt.Fprintf(tw, "%s\t", analysis.FormatBytes(r.Budget.TotalBytes))
+		fmt.Fprintf(tw, "%s\t", units.FormatBytes(r.Budget.TotalBytes))
 	}
 	fmt.Fprintln(tw)
 	tw.Flush()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,14 +32,17 @@ from every sample.`,
 		Example: `  memrec compact
   memrec --db runs.db compact --wait 30s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runCompact(o) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, runCompact(ctx, o), "the database is as it was")
+		},
 	}
 	cmd.Flags().DurationVar(&o.wait, "wait", time.Second, "how long to wait for other memrec processes to release the file")
 	return cmd
 }
 
-func runCompact(o *compactOptions) error {
-	res, err := storage.Compact(o.dbPath, storage.CompactOptions{LockTimeout: o.wait})
+func runCompact(ctx context.Context, o *compactOptions) error {
+	res, err := storage.CompactContext(ctx, o.dbPath, storage.CompactOptions{LockTimeout: o.wait})
 	if err != nil {
 		return err
 	}

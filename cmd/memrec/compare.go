@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/report"
 	"github.com/memrec/memrec/storage"
 )
@@ -48,7 +51,10 @@ interval of the projection and how far it reaches.`,
 		Example: `  memrec compare bs64 bs64-amp bs64-ckpt -o cmp
   memrec compare --by batch_size --headroom 5%
   memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(o, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "nothing was printed or written")
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.baseline, "baseline", "", "run the ratios are taken against (default: the first)")
@@ -69,41 +75,19 @@ func parseHeadroom(s string) (float64, error) {
 	return v / 100, nil
 }
 
-func runCompare(o *compareOptions, refs []string) error {
+// runCompare prints and writes nothing when ctx is done before the runs
+// are analysed and fitted.
+func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	headroom, err := parseHeadroom(o.headroom)
 	if err != nil {
 		return err
 	}
-	db, err := o.openRead()
-	if err != nil {
+	var c *analysis.Comparison
+	if err := untilDone(ctx, func() (err error) {
+		c, err = compareAll(o, refs, headroom)
 		return err
-	}
-	defer db.Close()
-	runs, err := compareRuns(o, db, refs)
-	if err != nil {
+	}); err != nil {
 		return err
-	}
-	reps, err := analyzeAll(db, runs)
-	if err != nil {
-		return err
-	}
-	c, err := analysis.Compare(reps, o.baseline, analysis.Align(o.align))
-	switch {
-	case errors.Is(err, analysis.ErrBadAlign):
-		return fmt.Errorf("--align %w", err)
-	case errors.Is(err, analysis.ErrUnknownBaseline):
-		return fmt.Errorf("--baseline %w", err)
-	case err != nil:
-		return err
-	}
-	if o.by != "" {
-		err := analysis.FitByTag(c, o.by, headroom)
-		switch {
-		case errors.Is(err, analysis.ErrNoTag):
-			return fmt.Errorf("--by %s: %w (tag it with memrec tag RUN %s=VALUE)", o.by, err, o.by)
-		case err != nil:
-			return fmt.Errorf("--by %s: %w", o.by, err)
-		}
 	}
 	if o.json {
 		if err := printCompareJSON(o.io.Out, c); err != nil {
@@ -122,6 +106,42 @@ func runCompare(o *compareOptions, refs []string) error {
 		}
 	}
 	return nil
+}
+
+// compareAll analyses the runs and compares them (and fits them by --by).
+func compareAll(o *compareOptions, refs []string, headroom float64) (*analysis.Comparison, error) {
+	db, err := o.openRead()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	runs, err := compareRuns(o, db, refs)
+	if err != nil {
+		return nil, err
+	}
+	reps, err := analyzeAll(db, runs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := analysis.Compare(reps, o.baseline, analysis.Align(o.align))
+	switch {
+	case errors.Is(err, analysis.ErrBadAlign):
+		return nil, fmt.Errorf("--align %w", err)
+	case errors.Is(err, analysis.ErrUnknownBaseline):
+		return nil, fmt.Errorf("--baseline %w", err)
+	case err != nil:
+		return nil, err
+	}
+	if o.by != "" {
+		err := analysis.FitByTag(c, o.by, headroom)
+		switch {
+		case errors.Is(err, analysis.ErrNoTag):
+			return nil, fmt.Errorf("--by %s: %w (tag it with memrec tag RUN %s=VALUE)", o.by, err, o.by)
+		case err != nil:
+			return nil, fmt.Errorf("--by %s: %w", o.by, err)
+		}
+	}
+	return c, nil
 }
 
 // compareRuns returns the runs named by refs, or with none named those
@@ -168,8 +188,10 @@ func compareRuns(o *compareOptions, db *storage.DB, refs []string) ([]storage.Ru
 // analyzeAll analyses the runs in parallel. Analyze already spreads a run's
 // GPUs over the cores, so runs go in parallel only as far as cores are left:
 // two 8-GPU runs one after the other, ten 1-GPU runs two at a time on two
-// cores. That keeps memory to one run's analyses in flight at a time.
+// cores. That keeps memory to one run's analyses in flight at a time. The
+// runs' allocator traces share one decoding budget.
 func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
+	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
 	reps := make([]*analysis.Report, len(runs))
 	errs := make([]error, len(runs))
 	gpus := 1
@@ -184,7 +206,7 @@ func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			reps[i], errs[i] = analysis.Analyze(db, r, analysis.Options{})
+			reps[i], errs[i] = analysis.Analyze(db, r, analysis.Options{Budget: budget})
 		}()
 	}
 	wg.Wait()
@@ -195,9 +217,9 @@ func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) 
 // fit's keys at the top level as well.
 type compareJSON struct {
 	*analysis.Comparison
-	By              string        `json:"by,omitempty"`
-	Fit             *analysis.Fit `json:"fit,omitempty"`
-	MaxFittingValue *float64      `json:"max_fitting_value,omitempty"`
+	By              string      `json:"by,omitempty"`
+	Fit             *replay.Fit `json:"fit,omitempty"`
+	MaxFittingValue *float64    `json:"max_fitting_value,omitempty"`
 }
 
 func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
@@ -211,7 +233,7 @@ func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
 }
 
 func printCompare(w io.Writer, c *analysis.Comparison) {
-	B := analysis.FormatBytesPtr
+	B := units.FormatBytesPtr
 	R := func(r *float64) string {
 		if r == nil {
 			return ""
@@ -227,7 +249,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	for _, s := range c.Runs {
 		slope, frag, st := "-", "-", "-"
 		if s.SlopeBytesPerStep != nil {
-			slope = analysis.FormatBytes(int64(*s.SlopeBytesPerStep))
+			slope = units.FormatBytes(int64(*s.SlopeBytesPerStep))
 		}
 		if s.FragmentationMean != nil {
 			frag = fmt.Sprintf("%.1f%%", 100**s.FragmentationMean)
@@ -244,10 +266,10 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 	printBudgets(w, c.Runs)
 	if b := c.By; b != nil {
 		fmt.Fprintf(w, "\nPeak device memory by %s: %s per unit + %s (R² %.4f, %d runs)\n", b.Tag,
-			analysis.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), analysis.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
+			units.FormatBytes(int64(b.Fit.SlopeBytesPerUnit)), units.FormatBytes(int64(b.Fit.InterceptBytes)), b.Fit.R2, len(b.Points))
 		if f := b.NeedFit; f != nil {
 			fmt.Fprintf(w, "Per-step peak allocated by %s: %s per unit + %s (R² %.4f)\n", b.Tag,
-				analysis.FormatBytes(int64(f.SlopeBytesPerUnit)), analysis.FormatBytes(int64(f.InterceptBytes)), f.R2)
+				units.FormatBytes(int64(f.SlopeBytesPerUnit)), units.FormatBytes(int64(f.InterceptBytes)), f.R2)
 		}
 		fmt.Fprintln(w, b.Statement)
 		fmt.Fprintf(w, "  made from %s\n", b.BasisWords)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -72,14 +74,14 @@ func TestEpochDeltasAgreeWithVerdict(t *testing.T) {
 		for _, g := range rep.GPUs {
 			rows := append(append(append([]analysis.EpochDelta(nil), g.Epochs...), g.InferredEpochs...), g.Intervals...)
 			switch g.Leak.Judgement() {
-			case analysis.VerdictNoLeak:
+			case growth.VerdictNoLeak:
 				for _, e := range rows {
 					if e.Grows() {
 						t.Errorf("%s %s: no leak, yet epoch %d grows: Δ allocated %s, Δ used %s (%s)", r.Name, g.Label(), e.Epoch,
-							analysis.FormatBytesPtr(e.DeltaAllocatedBytes), analysis.FormatBytesPtr(e.DeltaUsedBytes), e.DeltaBasis)
+							units.FormatBytesPtr(e.DeltaAllocatedBytes), units.FormatBytesPtr(e.DeltaUsedBytes), e.DeltaBasis)
 					}
 				}
-			case analysis.VerdictLeak:
+			case growth.VerdictLeak:
 				leaks++
 				judged, grow := 0, 0
 				for _, e := range rows {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
@@ -24,6 +24,6 @@ func exportParquet(ctx context.Context, o *exportOptions, db *storage.DB, r stor
 	for _, n := range st.Rows {
 		rows += n
 	}
-	fmt.Fprintf(o.io.Err, "wrote %s: %d tables, %d rows, %s in %s\n", r.Name, len(st.Files), rows, analysis.FormatBytes(st.Bytes), o.output)
+	fmt.Fprintf(o.io.Err, "wrote %s: %d tables, %d rows, %s in %s\n", r.Name, len(st.Files), rows, units.FormatBytes(st.Bytes), o.output)
 	return nil
 }

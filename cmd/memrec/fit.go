@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/fit"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -280,7 +280,7 @@ func num(v float64) string { return fit.Arg(v) }
 func printTrial(w io.Writer, by string, t fit.Trial) {
 	peak := "-"
 	if t.StepPeakBytes != nil {
-		peak = analysis.FormatBytes(*t.StepPeakBytes)
+		peak = units.FormatBytes(*t.StepPeakBytes)
 	}
 	what := map[fit.Outcome]string{
 		fit.Stopped:     fmt.Sprintf("ran %d steps, stopped", t.Steps),

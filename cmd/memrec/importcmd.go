@@ -312,5 +312,9 @@ func runImportMerge(o *importOptions, srcs []storage.Source) error {
 		return err
 	}
 	defer db.Close()
-	return doMerge(&mergeOptions{globals: o.globals, name: o.name, replace: o.replace}, db, db.Path(), inputs)
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return doMerge(ctx, &mergeOptions{globals: o.globals, name: o.name, replace: o.replace}, db, db.Path(), inputs)
 }

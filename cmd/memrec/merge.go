@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,10 @@ nothing is written. OUT.db may already exist; it must not be one of the inputs.`
   memrec merge --name resnet-4n job.db node*.db
   memrec merge job.db a.db:run-20250101-120000 b.db:run-20250101-120001`,
 		Args: cobra.MinimumNArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(o, args[0], args[1:]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, runMerge(ctx, o, args[0], args[1:]), "nothing was written")
+		},
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the merged run (default: the job id, or the first run's name)")
 	cmd.Flags().BoolVar(&o.replace, "replace", false, "replace a stored run of the same name")
@@ -58,13 +62,19 @@ func splitRunRef(arg string) (file, run string) {
 	return arg, ""
 }
 
-func runMerge(o *mergeOptions, out string, args []string) error {
+func runMerge(ctx context.Context, o *mergeOptions, out string, args []string) error {
 	outAbs, _ := filepath.Abs(out)
+	outInfo, _ := os.Stat(out) // nil for a new file
 	var inputs []storage.MergeInput
 	for _, a := range args {
 		file, ref := splitRunRef(a)
 		if abs, _ := filepath.Abs(file); abs == outAbs {
 			return fmt.Errorf("%s is both the output and an input: merge into a new file", file)
+		}
+		// A link (or another path) to an input is that input: opening it
+		// to write would wait on the input's own lock.
+		if in, err := os.Stat(file); err == nil && outInfo != nil && os.SameFile(in, outInfo) {
+			return fmt.Errorf("%s is the input %s (the same file): merge into a new file", out, file)
 		}
 		db, err := openInput(inputs, file)
 		if err != nil {
@@ -82,12 +92,12 @@ func runMerge(o *mergeOptions, out string, args []string) error {
 		return err
 	}
 	defer dst.Close()
-	return doMerge(o, dst, out, inputs)
+	return doMerge(ctx, o, dst, out, inputs)
 }
 
-func doMerge(o *mergeOptions, dst *storage.DB, out string, inputs []storage.MergeInput) error {
+func doMerge(ctx context.Context, o *mergeOptions, dst *storage.DB, out string, inputs []storage.MergeInput) error {
 	t0 := time.Now()
-	run, err := dst.Merge(inputs, storage.MergeOptions{Name: o.name, Replace: o.replace})
+	run, err := dst.MergeContext(ctx, inputs, storage.MergeOptions{Name: o.name, Replace: o.replace})
 	if errors.Is(err, storage.ErrExists) {
 		return fmt.Errorf("merge: %w: give --name or --replace (nothing was written)", err)
 	}

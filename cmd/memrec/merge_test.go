@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -601,7 +602,7 @@ func TestH200MultiNodeRun(t *testing.T) {
 			t.Errorf("rank %d on %s: step peak %v, the rank's largest %d (%d steps)", rank, g.Label(), g.PeakStepBytes, peak, len(logged))
 		}
 	}
-	if rep.Worst == nil || rep.Worst.Label != "node1/gpu1" || rep.GPUs[1].Leak.Verdict != analysis.VerdictLeak || rep.GPUs[0].Leak.Verdict == analysis.VerdictLeak {
+	if rep.Worst == nil || rep.Worst.Label != "node1/gpu1" || rep.GPUs[1].Leak.Verdict != growth.VerdictLeak || rep.GPUs[0].Leak.Verdict == growth.VerdictLeak {
 		t.Errorf("worst %+v, verdicts %s %s", rep.Worst, rep.GPUs[0].Leak.Verdict, rep.GPUs[1].Leak.Verdict)
 	}
 	// 8 MiB kept per step on rank 1.

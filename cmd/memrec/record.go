@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -377,12 +379,12 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 		if len(o.command) == 0 {
 			return cleanup, fmt.Errorf("%s needs a command to load the probe into", flag)
 		}
-		dir, err := os.MkdirTemp("", recorder.TempDirPattern("probe"))
+		dir, err := recorder.MakeOwnedDir("", "probe")
 		if err != nil {
 			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
-		cleanup = func() { os.RemoveAll(dir) }
-		entries, err := python.Install(dir)
+		cleanup = func() { dir.Remove() }
+		entries, err := installProbe(dir)
 		if err != nil {
 			return cleanup, fmt.Errorf("%s: %w", flag, err)
 		}
@@ -404,6 +406,28 @@ func probeEnv(o *recordOptions, opts *recorder.Options) (cleanup func(), err err
 		opts.Env = append(opts.Env, "MEMREC_ALLOC_TRACE=1")
 	}
 	return cleanup, nil
+}
+
+// installProbe writes the probe's files into dir and records each in its
+// marker, so that removing dir removes exactly them.
+func installProbe(dir *recorder.OwnedDir) ([]string, error) {
+	entries, err := python.Install(dir.Path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	err = filepath.WalkDir(dir.Path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == recorder.MarkerName {
+			return err
+		}
+		rel, err := filepath.Rel(dir.Path, p)
+		files = append(files, rel)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, dir.Own(files...)
 }
 
 // samplingClock sets how the recording samples and keeps time: --sampler,
@@ -442,7 +466,7 @@ func samplingClock(o *recordOptions, now time.Time, opts *recorder.Options) erro
 // in the same second both run and are both stored.
 func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), dbErr, err error) {
 	closeDB = func() {}
-	db, dbErr := o.openWrite()
+	db, dbErr := openRecordDB(o)
 	switch {
 	case dbErr == nil:
 		closeDB = func() { db.Close() }
@@ -463,7 +487,7 @@ func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), 
 		}
 		fmt.Fprintf(o.io.Err, "memrec: WARNING: %s\n", dbErr.Error()+hint(dbErr))
 		opts.Open = func(run storage.Run) (recorder.Store, error) {
-			return recorder.HeldStore(o.openWrite, run, 0, o.io.Err), nil
+			return recorder.HeldStore(func() (*storage.DB, error) { return openRecordDB(o) }, run, 0, o.io.Err), nil
 		}
 	case len(o.command) == 0:
 		return closeDB, dbErr, dbErr
@@ -471,6 +495,13 @@ func openRecordStore(o *recordOptions, opts *recorder.Options) (closeDB func(), 
 		opts.Open = func(storage.Run) (recorder.Store, error) { return nil, dbErr }
 	}
 	return closeDB, dbErr, nil
+}
+
+// openRecordDB opens the database for a recording: to write, creating it,
+// with the file's lock held only around each commit, so that every other
+// command can read the database while the recording runs (ShortLock).
+func openRecordDB(o *recordOptions) (*storage.DB, error) {
+	return storage.Open(o.dbPath, storage.Options{ShortLock: true})
 }
 
 // checkRunName refuses a --name a run in db has, and moves a made-up name
@@ -558,6 +589,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	if ls.DroppedBytes > 0 {
 		extra = append(extra, fmt.Sprintf("%.1f MiB read and dropped (over-long or past the bounds)", float64(ls.DroppedBytes)/(1<<20)))
 	}
+	if ls.BadCounts > 0 {
+		extra = append(extra, fmt.Sprintf("%d %s marks with an impossible count (below 0 or over %d) rejected", ls.BadCounts, recorder.ProbeDropped, recorder.MaxProbeDropped))
+	}
 	if ls.Cut > 0 {
 		extra = append(extra, fmt.Sprintf("%d mark texts cut to %d bytes", ls.Cut, recorder.MaxMarkText))
 	}
@@ -603,6 +637,9 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	}
 	if res.Run.Job != "" {
 		fmt.Fprintf(w, "  job         %s, node %s (memrec merge joins the nodes' databases)\n", res.Run.Job, res.Run.Host)
+	}
+	if res.Stopped {
+		fmt.Fprintf(w, "  STOPPED     the recording ended early on an internal error (said above); the command ran to its end\n")
 	}
 	if res.Child {
 		fmt.Fprintf(w, "  command     exited with %d\n", res.ExitCode)

@@ -451,3 +451,86 @@ func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
 		t.Fatalf("%d connections held; summary:\n%s", len(held), text)
 	}
 }
+
+// TestRecordCommandNotStarted: a command that cannot be started exits 127
+// with a message naming it, and its run is stored as not started, never
+// complete.
+func TestRecordCommandNotStarted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ns.db")
+	_, errs, code := run(t, db, "", "record", "--source", "sim", "--name", "ns", "--", "nosuchcommand-memrec")
+	if code != 127 || !strings.Contains(errs, "nosuchcommand-memrec") || !strings.Contains(errs, "could not be started") {
+		t.Fatalf("exit %d, want 127 and a message naming the command:\n%s", code, errs)
+	}
+	out, _, _ := run(t, db, "", "runs")
+	if !strings.Contains(out, "command not started") || strings.Contains(out, "complete") {
+		t.Errorf("runs:\n%s", out)
+	}
+	d, err := storage.Open(db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.Run("ns")
+	if err != nil || r.Complete || r.Recorder.NotStarted == "" {
+		t.Errorf("stored %+v, %v: want incomplete and why", r, err)
+	}
+}
+
+// TestReadersWhileRecording: while a recording writes the database, runs,
+// analyze of another run and export of the live run (up to its last
+// commit) answer; the recording then ends complete, with no failed commit.
+func TestReadersWhileRecording(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "live.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	recorded := make(chan string, 1)
+	go func() {
+		_, errs, _ := run(t, db, "", "record", "--source", "sim", "--name", "live", "--duration", "3s", "--interval", "2ms", "--sim-gpus", "4")
+		recorded <- errs
+	}()
+	// The live run appears once its first commit is in.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, _, _ := run(t, db, "", "runs")
+		if strings.Contains(out, "live") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live run never showed in runs:\n%s", out)
+		}
+	}
+	reads, samples := 0, 0
+	for done := false; !done; {
+		select {
+		case errs := <-recorded:
+			if !strings.Contains(errs, `run "live" (complete)`) || strings.Contains(errs, "failed commits") {
+				t.Errorf("the recording:\n%s", errs)
+			}
+			done = true
+			continue
+		default:
+		}
+		out, errs, code := run(t, db, "", "runs")
+		if code != 0 || !strings.Contains(out, "real-resnet18-bs128") {
+			t.Fatalf("runs while recording: %d %s %s", code, out, errs)
+		}
+		if _, errs, code := run(t, db, "", "analyze", "real-resnet18-bs128"); code != 0 {
+			t.Fatalf("analyze of another run while recording: %d %s", code, errs)
+		}
+		out, errs, code = run(t, db, "", "export", "live")
+		if code != 0 || !strings.HasPrefix(out, `{"type":"run","name":"live"`) {
+			t.Fatalf("export of the live run while recording: %d %.300s %s", code, out, errs)
+		}
+		// What was committed, and only that, grows from read to read.
+		n := strings.Count(out, `{"type":"sample"`)
+		if n < samples {
+			t.Fatalf("the live run had %d samples, then %d", samples, n)
+		}
+		samples = n
+		reads++
+	}
+	if reads == 0 || samples == 0 {
+		t.Errorf("%d reads while recording, the last saw %d samples of the live run", reads, samples)
+	}
+}

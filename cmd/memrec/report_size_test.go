@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/report"
 )
 
 // Chart sizes past a 4K screen are refused before any work (100000x100000
@@ -29,4 +34,56 @@ func TestReportChartSizeBounded(t *testing.T) {
 	if _, errs, code := run(t, db, "", "report", "real-resnet18-bs128", "-o", out, "--png-only", "--width", "3840", "--height", "2160"); code != 0 {
 		t.Errorf("the largest size: %d %q", code, errs)
 	}
+}
+
+// A day of eight GPUs that leak makes a page within the default bound
+// (report.DefaultPageBytes), charts and tables included: many lines and
+// tens of thousands of epochs (two-second epochs, as the simulator's) share
+// the timeline's budget. The day is generated and imported (faster than
+// the simulator), one device sample a GPU a second: more samples than the
+// page holds, so the page's size is set by its lines, its epochs and its
+// bound.
+func TestReportPageOfADayOfEightGPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports and reports 24 h of 8 GPUs")
+	}
+	dir := t.TempDir()
+	c, err := tracegen.Mix("leak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Name, c.Duration, c.Interval, c.TorchInterval, c.StepTime, c.EpochSteps = "day", 24*time.Hour, time.Second, 10*time.Second, time.Second, 2
+	c.Procs = false
+	for i := range c.LeakPerStep {
+		c.LeakPerStep[i] = 64 << 10 // 5.3 GiB in the day
+	}
+	jsonl := filepath.Join(dir, "day.jsonl")
+	f, err := os.Create(jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	if _, err := tracegen.Write(w, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", jsonl); code != 0 {
+		t.Fatal(errs)
+	}
+	out := filepath.Join(dir, "r")
+	if _, errs, code := run(t, db, "", "report", "day", "-o", out); code != 0 {
+		t.Fatal(errs)
+	}
+	fi, err := os.Stat(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > report.DefaultPageBytes {
+		t.Errorf("the page is %d B, over the bound of %d B", fi.Size(), report.DefaultPageBytes)
+	}
+	t.Logf("page %d B", fi.Size())
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -88,6 +88,9 @@ func runRuns(o *runsOptions) error {
 }
 
 func status(r storage.Run) string {
+	if r.Recorder.NotStarted != "" {
+		return "command not started"
+	}
 	if r.Complete {
 		return "complete"
 	}
@@ -103,7 +106,7 @@ func printRuns(w io.Writer, runs []storage.Run) {
 			host = fmt.Sprintf("%d hosts", len(r.Hosts))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.ID, host,
-			time.Unix(0, r.StartNS).Local().Format("2006-01-02 15:04:05"), analysis.FormatDuration(r.Duration().Seconds()),
+			time.Unix(0, r.StartNS).Local().Format("2006-01-02 15:04:05"), units.FormatDuration(r.Duration().Seconds()),
 			len(r.GPUs), r.Counts.Samples+r.Counts.ProcSamples+r.Counts.TorchSamples, r.Counts.Marks, status(r), formatTags(r.Tags))
 	}
 	tw.Flush()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -46,7 +47,8 @@ moments, each an epoch (e3, epoch3) or a time since the run's start (90s, 1m30s)
 			if o.diff != (len(args) == 3) {
 				return errors.New("--diff takes two moments after the run (memrec sites RUN --diff A B); without --diff give only the run")
 			}
-			return runSites(o, args)
+			ctx := cmd.Context()
+			return stoppedSaying(ctx, o.io.Err, untilDone(ctx, func() error { return runSites(o, args) }), "stopped before it printed all")
 		},
 	}
 	f := cmd.Flags()
@@ -127,12 +129,36 @@ func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
 		}
 	}
 	if len(out) == 0 {
-		return fmt.Errorf("run %q has no allocation-site snapshots (record with --sites, or import a PyTorch snapshot)", run.Name)
+		return noSites(run, o.gpu)
 	}
 	if o.json {
 		return writeJSON(o, out)
 	}
 	return nil
+}
+
+// hasSites says whether run has a site series (of GPU gpu, when gpu >= 0):
+// a look at its series table, so that a run without snapshots is told so
+// before any of its samples are read.
+func hasSites(db *storage.DB, run storage.Run, gpu int) (bool, error) {
+	series, err := db.Series(run)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range series {
+		if s.Kind == storage.SeriesSites && (gpu < 0 || s.GPU == gpu) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func noSites(run storage.Run, gpu int) error {
+	of := ""
+	if gpu >= 0 {
+		of = fmt.Sprintf(" of GPU %d", gpu)
+	}
+	return fmt.Errorf("run %q has no allocation-site snapshots%s (record with --sites, or import a PyTorch snapshot)", run.Name, of)
 }
 
 // sitesMoments returns the moment --at or --epoch picks (one), or the two
@@ -167,8 +193,8 @@ func printSitesDiff(w io.Writer, d []analysis.SiteDelta, top int) {
 		if x.Delta < 0 {
 			sign = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, analysis.FormatBytes(abs(x.Delta)),
-			analysis.FormatBytes(x.ABytes), analysis.FormatBytes(x.BBytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s → %s\n", x.Site, funcName(x.Func), sign, units.FormatBytes(abs(x.Delta)),
+			units.FormatBytes(x.ABytes), units.FormatBytes(x.BBytes))
 	}
 	tw.Flush()
 }
@@ -181,6 +207,12 @@ func runSites(o *sitesOptions, args []string) error {
 	defer db.Close()
 	run, err := db.Run(args[0])
 	if err != nil {
+		return err
+	}
+	if ok, err := hasSites(db, run, o.gpu); err != nil || !ok {
+		if err == nil {
+			err = noSites(run, o.gpu)
+		}
 		return err
 	}
 	w := o.io.Out
@@ -228,7 +260,7 @@ func runSites(o *sitesOptions, args []string) error {
 				continue
 			}
 			fmt.Fprintf(w, "== GPU %d at %s (%s, epoch %s): %s live, %s without a stack\n", g.Index, since(s.TNS), s.Reason,
-				optInt(s.Epoch), analysis.FormatBytes(s.LiveBytes), analysis.FormatBytes(s.UntrackedBytes))
+				optInt(s.Epoch), units.FormatBytes(s.LiveBytes), units.FormatBytes(s.UntrackedBytes))
 			printSiteFigures(w, "  ", s.Top, o.top)
 			continue
 		}
@@ -238,7 +270,7 @@ func runSites(o *sitesOptions, args []string) error {
 			continue
 		}
 		fmt.Fprintf(w, "== GPU %d from %s (%s) to %s (%s): %s live → %s\n", g.Index, since(picked[0].TNS), picked[0].Reason,
-			since(picked[1].TNS), picked[1].Reason, analysis.FormatBytes(picked[0].LiveBytes), analysis.FormatBytes(picked[1].LiveBytes))
+			since(picked[1].TNS), picked[1].Reason, units.FormatBytes(picked[0].LiveBytes), units.FormatBytes(picked[1].LiveBytes))
 		printSitesDiff(w, d, o.top)
 	}
 	if !found {

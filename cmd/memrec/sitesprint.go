@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // printWhere prints a GPU's allocation sites: the growing ones first, under
@@ -22,14 +23,14 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 		for _, g := range wh.Growing[:min(n, len(wh.Growing))] {
 			rate := ""
 			if g.BytesPerStep != nil {
-				rate = analysis.FormatBytes(int64(*g.BytesPerStep)) + "/step"
+				rate = units.FormatBytes(int64(*g.BytesPerStep)) + "/step"
 			} else if g.BytesPerEpoch != nil {
-				rate = analysis.FormatBytes(int64(*g.BytesPerEpoch)) + "/epoch"
+				rate = units.FormatBytes(int64(*g.BytesPerEpoch)) + "/epoch"
 			} else {
-				rate = analysis.FormatBytes(int64(g.BytesPerHour)) + "/hour"
+				rate = units.FormatBytes(int64(g.BytesPerHour)) + "/hour"
 			}
 			fmt.Fprintf(tw, "    %s\t%s\t+%s\t%s\t%.0f %% of the growth\t%s\n", g.Site, funcName(g.Func),
-				analysis.FormatBytes(g.GrowthBytes), rate, 100*g.Share, strings.Join(g.Stack, " < "))
+				units.FormatBytes(g.GrowthBytes), rate, 100*g.Share, strings.Join(g.Stack, " < "))
 		}
 		tw.Flush()
 	} else {
@@ -37,7 +38,7 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 	}
 	if e := wh.AtEnd; e != nil {
 		fmt.Fprintf(w, "  Biggest steady holders at the end (%s, %s): %s live, %s without a stack\n", sinceStart(rep, e.TNS), e.Reason,
-			analysis.FormatBytes(e.LiveBytes), analysis.FormatBytes(e.UntrackedBytes))
+			units.FormatBytes(e.LiveBytes), units.FormatBytes(e.UntrackedBytes))
 		var steady []analysis.SiteFigure
 		for _, f := range e.Top {
 			if !growing(wh, f) {
@@ -47,7 +48,7 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 		printSiteFigures(w, "    ", steady, n)
 	}
 	if p := wh.AtPeak; p != nil && wh.AtEnd != nil && p.TNS != wh.AtEnd.TNS {
-		fmt.Fprintf(w, "  At the peak snapshot (%s, %s): %s live\n", sinceStart(rep, p.TNS), p.Reason, analysis.FormatBytes(p.LiveBytes))
+		fmt.Fprintf(w, "  At the peak snapshot (%s, %s): %s live\n", sinceStart(rep, p.TNS), p.Reason, units.FormatBytes(p.LiveBytes))
 		printSiteFigures(w, "    ", p.Top, n)
 	}
 	if wh.Bad > 0 {
@@ -75,7 +76,7 @@ func funcName(f string) string {
 func printSiteFigures(w io.Writer, indent string, fs []analysis.SiteFigure, n int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, f := range fs[:min(n, len(fs))] {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d blocks\t%.0f %%\t%s\n", indent, f.Site, funcName(f.Func), analysis.FormatBytes(f.LiveBytes),
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d blocks\t%.0f %%\t%s\n", indent, f.Site, funcName(f.Func), units.FormatBytes(f.LiveBytes),
 			f.LiveBlocks, 100*f.Share, strings.Join(f.Stack, " < "))
 	}
 	tw.Flush()

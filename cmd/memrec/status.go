@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 )
 
@@ -95,9 +95,9 @@ func gpuParts(gpus []recorder.GPUStatus, withTotal bool) string {
 		case !g.Seen:
 			b.WriteString("–")
 		case g.Total > 0 && withTotal:
-			fmt.Fprintf(&b, "%s/%s", analysis.FormatBytes(g.Used), analysis.FormatBytes(g.Total))
+			fmt.Fprintf(&b, "%s/%s", units.FormatBytes(g.Used), units.FormatBytes(g.Total))
 		default:
-			b.WriteString(analysis.FormatBytes(g.Used))
+			b.WriteString(units.FormatBytes(g.Used))
 		}
 	}
 	return b.String()
@@ -114,9 +114,9 @@ func fullestGPU(gpus []recorder.GPUStatus) string {
 	if top == nil {
 		return fmt.Sprintf("  %d GPUs –", len(gpus))
 	}
-	s := fmt.Sprintf("  %d GPUs, fullest gpu%d %s", len(gpus), top.Index, analysis.FormatBytes(top.Used))
+	s := fmt.Sprintf("  %d GPUs, fullest gpu%d %s", len(gpus), top.Index, units.FormatBytes(top.Used))
 	if top.Total > 0 {
-		s += "/" + analysis.FormatBytes(top.Total)
+		s += "/" + units.FormatBytes(top.Total)
 	}
 	return s
 }

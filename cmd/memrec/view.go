@@ -33,10 +33,10 @@ to every sample; hover for each line's value at the cursor and the marks near it
 Several runs are overlaid. With no RUN, the newest run is shown.
 
 The server listens on 127.0.0.1 on a free port unless --addr says otherwise, and
-prints the address. It holds the database's lock only while it reads, so a
-recording can start on the same file; while one writes to it, the page shows
-what was read before (or says the file is busy) and the recording's own page
-(record --view-addr) shows it live.`,
+prints the address. It holds the database's lock only while it reads, and a
+recording holds it only while it commits (about once a second), so both work on
+the same file: a run being recorded shows up to its last commit, and the
+recording's own page (record --view-addr) shows it live.`,
 		Example: `  memrec view bs64
   memrec view bs64 bs128 --addr 127.0.0.1:8080`,
 		RunE: func(cmd *cobra.Command, args []string) error {

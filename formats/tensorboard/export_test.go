@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
@@ -65,8 +66,8 @@ func syntheticReport() *analysis.Report {
 	g.Timeline.Used = analysis.Series{T: []int64{ms(0), ms(10), ms(20), ms(30)}, V: []int64{1 << 30, 3 << 29, 5 << 20, 7 << 20}, I: []int64{0, 7, 9, 12}}
 	g.Timeline.Allocated = analysis.Series{T: []int64{ms(5), ms(25)}, V: []int64{100 << 20, 200 << 20}, I: []int64{0, 1}}
 	g.Timeline.Reserved = analysis.Series{T: []int64{ms(5), ms(25)}, V: []int64{300 << 20, 400 << 20}, I: []int64{0, 1}}
-	g.Steps = analysis.StepsOf(analysis.StepMark{TNS: ms(12), Step: 1}, analysis.StepMark{TNS: ms(22), Step: 2})
-	g.StepPeaks = []analysis.FloorPoint{{X: 1, TNS: ms(2), Bytes: 250 << 20}, {X: 2, TNS: ms(12), Bytes: 260 << 20}}
+	g.Steps = growth.StepsOf(growth.StepMark{TNS: ms(12), Step: 1}, growth.StepMark{TNS: ms(22), Step: 2})
+	g.StepPeaks = []growth.FloorPoint{{X: 1, TNS: ms(2), Bytes: 250 << 20}, {X: 2, TNS: ms(12), Bytes: 260 << 20}}
 	g.FragSeries = []analysis.FragPoint{{TNS: ms(5), Frag: 0.25, Stuck: 0.125, I: 0}, {TNS: ms(25), Frag: 0.5, Stuck: 0.0625, I: 1}}
 	g.Epochs = []analysis.EpochDelta{{Epoch: 0, EndNS: ms(15), DeltaUsedBytes: i64(-4 << 20), DeltaAllocatedBytes: i64(6 << 20)}, {Epoch: 1, EndNS: ms(30)}}
 	return &analysis.Report{StartNS: s, GPUs: []analysis.GPUReport{g}}

@@ -22,6 +22,11 @@ func FuzzParse(f *testing.F) {
 		`{"type":"run","name":"x"}`,
 		`{"type":"sites","t_ns":5,"gpu":1,"pid":7,"rank":1,"reason":"epoch_end","epoch":3,"bad":2,"untracked":{"live_bytes":9,"live_blocks":1},"sites":[{"file":"/a/t.py","line":52,"func":"f","stack":["t.py:80 main"],"live_bytes":100,"live_blocks":2,"alloc_bytes":4,"allocs":1}],"other":{"sites":3,"live_bytes":6,"live_blocks":3}}`,
 		`{"type":"sample","t_ns":1e3,"gpu":-1,"used_bytes":5}`,
+		// Budget fields ride on torch lines (memrec.watch), hostile values too.
+		`{"type":"torch","t_ns":1,"gpu":0,"pid":7,"allocated_bytes":5,"reserved_bytes":9,"params_bytes":4,"grads_bytes":4,"optimizer_bytes":8,"buffers_bytes":1,"params":2,"trainable":2,"autocast":true,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":"float32"}`,
+		`{"type":"torch","t_ns":1,"gpu":0,"pid":7,"allocated_bytes":5,"reserved_bytes":9,"params_bytes":-9223372036854775808,"grads_bytes":1e300,"optimizer":"\u0000\ud800"}`,
+		// Site snapshots past their bounds: a huge line number, negative bytes, a deep stack.
+		`{"type":"sites","t_ns":5,"gpu":0,"pid":7,"reason":"timer","sites":[{"file":"a","line":9223372036854775807,"live_bytes":-1,"live_blocks":-1,"stack":["x","y","z","w","v"]}]}`,
 		`[1,2]`, `{`, `{"type":7}`, "",
 	} {
 		f.Add([]byte(s))

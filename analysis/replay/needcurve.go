@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"errors"
@@ -64,6 +64,9 @@ type NeedCurve struct {
 // the value: nothing can be projected.
 var ErrFlatNeed = errors.New("the need does not grow with the value")
 
+// ErrTooFewTagValues: a need is projected from at least two values.
+var ErrTooFewTagValues = errors.New("need runs with at least two different values")
+
 // NewNeedCurve fits the curve to the need measured at each value; values
 // may repeat (the highest need at a value is kept). It needs two distinct
 // values (ErrTooFewTagValues) and a need that grows between the two
@@ -106,7 +109,7 @@ func newNeedCurve(values, bytes []float64, perSample bool) (NeedCurve, error) {
 	if n < 2 {
 		return c, ErrTooFewTagValues
 	}
-	c.Line = leastSquares(c.Values, c.Bytes)
+	c.Line = LeastSquares(c.Values, c.Bytes)
 	c.MinMarginal, c.MaxMarginal = math.Inf(1), math.Inf(-1)
 	for i := 1; i < n; i++ {
 		m := (c.Bytes[i] - c.Bytes[i-1]) / (c.Values[i] - c.Values[i-1])

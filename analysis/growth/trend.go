@@ -1,4 +1,4 @@
-package analysis
+package growth
 
 import (
 	"math"
@@ -20,7 +20,7 @@ const maxTrendPoints = 600
 type trend struct {
 	Slope      float64 // Theil–Sen: median of pairwise slopes
 	Lo, Hi     float64 // 95 % confidence interval of the slope (Sen)
-	Intercept  float64 // median of y - slope·x
+	Intercept  float64 // Median of y - slope·x
 	S          int64   // Mann–Kendall statistic
 	Z          float64 // its normal score, tie-corrected
 	P          float64 // two-sided p-value
@@ -149,7 +149,7 @@ func fitPoints(x, y []float64) trend {
 		icpt[i] = y[i] - t.Slope*x[i]
 	}
 	slices.Sort(icpt)
-	t.Intercept = median(icpt)
+	t.Intercept = Median(icpt)
 	return t
 }
 
@@ -309,8 +309,8 @@ func tieTerm(v []float64) float64 {
 	return sum
 }
 
-// median of sorted values.
-func median(s []float64) float64 {
+// Median of sorted values.
+func Median(s []float64) float64 {
 	n := len(s)
 	if n == 0 {
 		return math.NaN()
@@ -319,20 +319,6 @@ func median(s []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// quantile of sorted values (linear interpolation).
-func quantile(s []float64, q float64) float64 {
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	f := pos - float64(i)
-	return s[i]*(1-f) + s[i+1]*f
 }
 
 // The growth rule: one judgement for any series of bytes (allocated,
@@ -349,7 +335,7 @@ func quantile(s []float64, q float64) float64 {
 //  4. The series grows when p < leakP, the slope and its interval's low end
 //     are above 0, and the growth over the fitted span is at least
 //     minLeakGrowth. It is a start-up ramp, not judged, when the warm-up
-//     leaves fewer than minSteadyPoints, or when it has not settled by the
+//     leaves fewer than MinSteadyPoints, or when it has not settled by the
 //     middle of the series (settle's warm-up reaches the last point of its
 //     first half) and what follows still rises: a ramp with no settled
 //     part. What follows a late warm-up and does not rise is judged flat.
@@ -358,7 +344,7 @@ func quantile(s []float64, q float64) float64 {
 type growthKind int
 
 const (
-	growthTooFew  growthKind = iota // fewer than minSteadyPoints points in all
+	growthTooFew  growthKind = iota // fewer than MinSteadyPoints points in all
 	growthStartup                   // a ramp with no settled part
 	growthFlat                      // no growth told apart from noise
 	growthRises                     // sustained growth
@@ -408,7 +394,7 @@ func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 // growthOfReduced is growthOfPart of points already reduced from n0.
 func growthOfReduced(x, y []float64, n0, skip int, least float64) growthFit {
 	g := growthFit{n: len(x)}
-	if len(x) < minSteadyPoints {
+	if len(x) < MinSteadyPoints {
 		return g
 	}
 	late := false // settled only in the second half
@@ -425,7 +411,7 @@ func growthOfReduced(x, y []float64, n0, skip int, least float64) growthFit {
 	steady, jumps := removeJumps(y[g.skip:])
 	g.y, g.jumps = append(slices.Clone(y[:g.skip]), steady...), jumps
 	sx, sy := x[g.skip:], g.y[g.skip:]
-	if len(sx) < minSteadyPoints {
+	if len(sx) < MinSteadyPoints {
 		g.kind = growthStartup
 		return g
 	}
@@ -447,12 +433,12 @@ func growthOfReduced(x, y []float64, n0, skip int, least float64) growthFit {
 // say: the points of its first half that lie more than a band below the
 // Theil–Sen line of its second half, up to the last of them. The band is
 // the larger of settleMADs times the second half's median distance from
-// that line (its noise), settleShare of its median level, and settleMin
+// that line (its noise), settleShare of its median level, and SettleMin
 // (memory comes in 2 MiB pages). A warm-up rises to the steady state from
 // below; growth that goes on (a leak) lies on the line and is kept.
 func settle(x, y []float64) int {
 	n := len(x)
-	if n < minSteadyPoints {
+	if n < MinSteadyPoints {
 		return 0
 	}
 	h := n / 2
@@ -464,7 +450,7 @@ func settle(x, y []float64) int {
 	slices.Sort(dev)
 	level := slices.Clone(y[h:])
 	slices.Sort(level)
-	band := max(settleMADs*median(dev), settleMin, settleShare*median(level))
+	band := max(settleMADs*Median(dev), SettleMin, settleShare*Median(level))
 	skip := 0
 	for i := 0; i < h; i++ {
 		if y[i] < icpt+slope*x[i]-band {
@@ -486,14 +472,14 @@ func theilSen(x, y []float64) (slope, intercept float64) {
 		}
 	}
 	if len(slopes) == 0 {
-		return 0, median(slices.Sorted(slices.Values(y)))
+		return 0, Median(slices.Sorted(slices.Values(y)))
 	}
 	slices.Sort(slopes)
-	slope = median(slopes)
+	slope = Median(slopes)
 	icpt := make([]float64, len(x))
 	for i := range x {
 		icpt[i] = y[i] - slope*x[i]
 	}
 	slices.Sort(icpt)
-	return slope, median(icpt)
+	return slope, Median(icpt)
 }

@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"fmt"
@@ -112,23 +112,23 @@ func (s ReplayScale) At(v float64) []storage.AllocOp {
 			}
 			size = line
 		case o.Size > replaySmallSize:
-			size *= s.grown(v)
+			size *= s.Grown(v)
 		}
 		out[i].Size = max(1, int64(size))
 	}
 	return out
 }
 
-// grown is how much an unmatched request grows from HighValue to v.
-func (s ReplayScale) grown(v float64) float64 {
+// Grown is how much an unmatched request grows from HighValue to v.
+func (s ReplayScale) Grown(v float64) float64 {
 	if s.Power == 1 {
 		return v / s.HighValue
 	}
 	return math.Pow(v/s.HighValue, s.Power)
 }
 
-// grownWords says how an unmatched request grows.
-func (s ReplayScale) grownWords() string {
+// GrownWords says how an unmatched request grows.
+func (s ReplayScale) GrownWords() string {
 	if s.Power == 1 {
 		return "grown with the value"
 	}
@@ -171,7 +171,7 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 			break
 		}
 		lo, best, hi = hi, r, hi*2
-		if hi > maxTagValue {
+		if hi > MaxTagValue {
 			return lo, best, true
 		}
 	}
@@ -353,7 +353,7 @@ func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v floa
 					mid = max(mid, float64(r.PeakAllocated))
 				}
 			}
-			return a - max(0, hi-mid) - float64(s.Chosen)*s.grown(v)
+			return a - max(0, hi-mid) - float64(s.Chosen)*s.Grown(v)
 		case Optimistic:
 			return a + (mid - lo)
 		}

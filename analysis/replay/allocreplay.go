@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"fmt"
@@ -306,4 +306,15 @@ func (a *replayAllocator) replay(ops []storage.AllocOp) (ReplayResult, error) {
 func (a *replayAllocator) result(ok bool, failed int) ReplayResult {
 	return ReplayResult{OK: ok, FailedAt: failed, PeakAllocated: a.peakAllocated, PeakReserved: a.peakReserved,
 		Segments: a.segments, Retries: a.retries, StrandedAtPeak: a.strandedAtPeak}
+}
+
+// LastFailed is the index of the last failed request of ops (the one that
+// ended a run that ran out of memory), or -1.
+func LastFailed(ops []storage.AllocOp) int {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Failed {
+			return i
+		}
+	}
+	return -1
 }

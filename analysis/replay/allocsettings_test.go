@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -142,7 +143,7 @@ func TestParseAllocSettingsErrors(t *testing.T) {
 // share, serve each, holding less than a tenth of what the default
 // stranded.
 func TestWhatIfsOnTheH200sFatalOOMs(t *testing.T) {
-	dir := filepath.Join("testdata", "h200-oom")
+	dir := filepath.Join("..", "testdata", "h200-oom")
 	raw, err := os.ReadFile(filepath.Join(dir, "about.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +156,7 @@ func TestWhatIfsOnTheH200sFatalOOMs(t *testing.T) {
 	}
 	for _, name := range []string{"regnet_y_3_2gf-bs1424", "regnet_y_3_2gf-bs1440", "regnet_y_3_2gf-bs1472", "vit_b_16-bs2144"} {
 		tr := readTraceFile(t, filepath.Join(dir, name+".trace.gz"))
-		k := lastFailed(tr.Ops)
+		k := LastFailed(tr.Ops)
 		ops := append(slices.Clone(tr.Ops[:k]), storage.AllocOp{Size: tr.Ops[k].Size})
 		w, err := WhatIfs(ops, about.Capacity)
 		if err != nil {
@@ -163,13 +164,13 @@ func TestWhatIfsOnTheH200sFatalOOMs(t *testing.T) {
 		}
 		def, exp := w[0], w[1]
 		if def.Fits || def.LargestBytes >= tr.Ops[k].Size {
-			t.Errorf("%s: the default serves %s: %+v", name, FormatBytes(tr.Ops[k].Size), def)
+			t.Errorf("%s: the default serves %s: %+v", name, units.FormatBytes(tr.Ops[k].Size), def)
 		}
 		if !exp.Fits || exp.StrandedBytes*10 > def.StrandedBytes || exp.PeakReservedBytes > about.Capacity {
 			t.Errorf("%s: expandable segments %+v, the default %+v", name, exp, def)
 		}
 		for _, x := range w {
-			t.Logf("%s %s: fits %v, reserved %s, stranded %s, largest %s", name, x.Setting, x.Fits, FormatBytes(x.PeakReservedBytes), FormatBytes(x.StrandedBytes), FormatBytes(x.LargestBytes))
+			t.Logf("%s %s: fits %v, reserved %s, stranded %s, largest %s", name, x.Setting, x.Fits, units.FormatBytes(x.PeakReservedBytes), units.FormatBytes(x.StrandedBytes), units.FormatBytes(x.LargestBytes))
 		}
 	}
 }

@@ -1,10 +1,8 @@
-package analysis
+package growth
 
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/memrec/memrec/storage"
@@ -25,7 +23,7 @@ type growthCase struct {
 
 func readGrowthCases(t *testing.T) map[string]growthCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/growth_reference.json")
+	b, err := os.ReadFile("../testdata/growth_reference.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +88,7 @@ func TestGrowthRuleWhateverTheQuantity(t *testing.T) {
 			for _, s := range []string{"allocated", "reserved", "device_used"} {
 				series = append(series, floorSeries{s, floors(s == q)})
 			}
-			l := judgeLeak(series, warmup{}, "step", run, gpu, 0)
+			l := judgeLeak(series, Warmup{}, "step", run, gpu, 0)
 			var got *Growth
 			for i := range l.Growth {
 				if l.Growth[i].Quantity == q {
@@ -118,7 +116,7 @@ func TestGrowthRuleWhateverTheQuantity(t *testing.T) {
 				t.Errorf("%s in %s: %s (%s), slope %v, time to full %v; want %s", name, q, l.Kind, l.Reason, l.SlopeBytesPerStep, l.TimeToFullS, want)
 			}
 		}
-		l := judgeLeak([]floorSeries{{"device_used", floors(true)}}, warmup{}, "step", run, gpu, 0)
+		l := judgeLeak([]floorSeries{{"device_used", floors(true)}}, Warmup{}, "step", run, gpu, 0)
 		want := map[string]Verdict{"grows": VerdictLeak, "flat": VerdictNoLeak, "startup": VerdictStartup, "too_few_points": VerdictInsufficient}[c.Want.Kind]
 		if l.Kind != want {
 			t.Errorf("%s in device used without a probe: %s, want %s", name, l.Kind, want)
@@ -163,69 +161,11 @@ func TestReservedGrowingWithThePeak(t *testing.T) {
 		if c.beyond != nil {
 			series = append(series, floorSeries{"reserved_beyond_peak", mk(c.beyond)}, floorSeries{"step_peak_high", mk(c.peak)})
 		}
-		l := judgeLeak(series, warmup{}, "step", run, storage.GPU{TotalBytes: 140 << 30}, 0)
+		l := judgeLeak(series, Warmup{}, "step", run, storage.GPU{TotalBytes: 140 << 30}, 0)
 		if l.Kind != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.name, l.Kind, l.Reason, c.want)
 		}
 	}
-}
-
-// TestProcSpanFromTheEnds: the span in which processes hold memory is the
-// same read from the ends as read whole: a process that holds memory to
-// the run's last minute (its tail read) and one whose memory ended ten
-// minutes before the end (read whole), each with samples of no memory
-// before and after.
-func TestProcSpanFromTheEnds(t *testing.T) {
-	var g gen
-	g.line(`{"type":"run","name":"p","start_ns":%d,"interval_ns":1000000000}`, t0)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
-	const minutes = 30
-	for s := 0; s <= minutes*60; s++ {
-		tt := t0 + int64(s)*1e9
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt, 4*GiB)
-		early, late := int64(0), int64(0)
-		if s >= 120 && s < (minutes-10)*60 {
-			early = GiB
-		}
-		if s >= 300 && s < minutes*60-5 {
-			late = 2 * GiB
-		}
-		g.line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":1,"used_bytes":%d}`, tt, early)
-		g.line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":2,"used_bytes":%d}`, tt, late)
-	}
-	db, run := openJSONL(t, g.b.String(), "p")
-	for _, c := range []struct {
-		pids     []int
-		from, to int64
-	}{
-		{[]int{1}, t0 + 120e9, t0 + int64((minutes-10)*60-1)*1e9},
-		{[]int{2}, t0 + 300e9, t0 + int64(minutes*60-6)*1e9},
-		{[]int{1, 2}, t0 + 120e9, t0 + int64(minutes*60-6)*1e9},
-	} {
-		from, to, ok, err := procSpan(db, run, 0, c.pids)
-		if err != nil || !ok || from != c.from || to != c.to {
-			t.Errorf("pids %v: %d..%d (%v, %v), want %d..%d", c.pids, from-t0, to-t0, ok, err, c.from-t0, c.to-t0)
-		}
-	}
-}
-
-// openJSONL imports data into a new database and returns it, open, with
-// the run of that name.
-func openJSONL(t *testing.T, data, name string) (*storage.DB, storage.Run) {
-	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(data)}}, storage.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := db.Run(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, run
 }
 
 // floorSeries is one quantity's floors, for judgeLeak.
@@ -234,12 +174,12 @@ type floorSeries struct {
 	floors   []FloorPoint
 }
 
-// judgeLeak is judgeGrowths of the growths of series, as a GPU's pass
+// judgeLeak is JudgeGrowths of the growths of series, as a GPU's pass
 // makes them.
-func judgeLeak(series []floorSeries, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
+func judgeLeak(series []floorSeries, w Warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
 	var growths []Growth
 	for _, s := range series {
-		growths = append(growths, growthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
+		growths = append(growths, GrowthOfFloors(s.quantity, s.floors, w, per == "step", run.StartNS))
 	}
-	return judgeGrowths(growths, w, per, run, g, lastUsed)
+	return JudgeGrowths(growths, w, per, run, g, lastUsed)
 }

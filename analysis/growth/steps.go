@@ -1,4 +1,4 @@
-package analysis
+package growth
 
 import "sort"
 
@@ -24,18 +24,18 @@ type stepRun struct{ i, n, d int }
 
 // StepsOf makes Steps of the marks, in their order.
 func StepsOf(marks ...StepMark) *Steps {
-	s := newSteps(len(marks))
+	s := NewSteps(len(marks))
 	for _, m := range marks {
-		s.add(m.TNS, m.Step)
+		s.Add(m.TNS, m.Step)
 	}
 	return s
 }
 
-// newSteps makes empty Steps with room for n marks.
-func newSteps(n int) *Steps { return &Steps{t: make([]int64, 0, n)} }
+// NewSteps makes empty Steps with room for n marks.
+func NewSteps(n int) *Steps { return &Steps{t: make([]int64, 0, n)} }
 
-// add appends the mark of step n at t.
-func (s *Steps) add(t int64, n int) {
+// Add appends the mark of step n at t.
+func (s *Steps) Add(t int64, n int) {
 	k := len(s.runs)
 	switch {
 	case k > 0 && len(s.t)-s.runs[k-1].i == 1: // a run's second mark sets its stride

@@ -1,11 +1,13 @@
-package analysis
+package growth
 
 import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -26,20 +28,20 @@ const (
 	// minSiteGrowth is the least growth of an allocation site's live
 	// bytes that counts: a site holds a part of a GPU's memory, so a
 	// smaller one than minLeakGrowth; it alone decides (with a positive
-	// Theil–Sen slope) where a site has fewer than minSteadyPoints
+	// Theil–Sen slope) where a site has fewer than MinSteadyPoints
 	// snapshots, too few for the test (epoch-end summaries).
 	minSiteGrowth = 64 << 10
-	// minSteadyPoints is the fewest floors after the warm-up that can be
+	// MinSteadyPoints is the fewest floors after the warm-up that can be
 	// judged.
-	minSteadyPoints = 8
+	MinSteadyPoints = 8
 	// A series without epochs has settled after its last early point more
 	// than a band below the line of its second half (settle, trend.go):
 	// the band is the largest of settleMADs times that half's median
 	// distance from its line, settleShare of its median level, and
-	// settleMin.
+	// SettleMin.
 	settleMADs  = 4
 	settleShare = 0.01
-	settleMin   = 4 << 20
+	SettleMin   = 4 << 20
 	// A run without two epochs (whose first is its warm-up) whose memory
 	// grows is too short to tell a start-up ramp (CUDA's context, the
 	// model's load, compilation, autotuning, the allocator's first
@@ -49,6 +51,24 @@ const (
 	startupSteps = 50
 	startupSpanS = 5
 )
+
+// FloorPoint is one point of the leak series: the floor of a step or a
+// time slice.
+type FloorPoint struct {
+	X     float64 // step index or seconds since start
+	TNS   int64
+	Bytes int64
+}
+
+// HeldBy names the site that explains most of a leak.
+type HeldBy struct {
+	Site         string  `json:"site"`
+	File         string  `json:"file"`
+	Line         int     `json:"line"`
+	Func         string  `json:"func"`
+	Share        float64 `json:"share"`
+	SampledEvery float64 `json:"sampled_every,omitempty"`
+}
 
 // Verdict is the leak judgement of one GPU.
 type Verdict string
@@ -193,25 +213,25 @@ type Growth struct {
 // Grows reports whether the series grows.
 func (g Growth) Grows() bool { return g.kind == growthRises }
 
-// warmup says where a run's warm-up ends: with two epochs or more, at the
-// end of the first (endNS); else each series settles on its own.
-type warmup struct {
-	byEpoch bool
-	endNS   int64
+// Warmup says where a run's warm-up ends: with two epochs or more, at the
+// end of the first (EndNS); else each series settles on its own.
+type Warmup struct {
+	ByEpoch bool
+	EndNS   int64
 }
 
 // skipOf is the number of floors of the warm-up, or -1 for settle.
-func (w warmup) skipOf(floors []FloorPoint) int {
-	if !w.byEpoch {
+func (w Warmup) skipOf(floors []FloorPoint) int {
+	if !w.ByEpoch {
 		return -1
 	}
-	return sort.Search(len(floors), func(i int) bool { return floors[i].TNS > w.endNS })
+	return sort.Search(len(floors), func(i int) bool { return floors[i].TNS > w.EndNS })
 }
 
-// growthOfFloors applies the growth rule to floors, against steps when
+// GrowthOfFloors applies the growth rule to floors, against steps when
 // perStep (X is the step) and against seconds since start for the slope
 // per hour.
-func growthOfFloors(quantity string, floors []FloorPoint, w warmup, perStep bool, startNS int64) Growth {
+func GrowthOfFloors(quantity string, floors []FloorPoint, w Warmup, perStep bool, startNS int64) Growth {
 	x, xt, y := reduceFloors(floors, startNS, maxTrendPoints)
 	if !perStep {
 		x = xt
@@ -252,14 +272,14 @@ func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float
 	return x, xt, y
 }
 
-// judgeGrowths gives a GPU's verdict from the growth rule applied to each
+// JudgeGrowths gives a GPU's verdict from the growth rule applied to each
 // series: allocated, reserved, device used, reserved_beyond_peak and
 // step_peak_high where known (all but device used need a probe, the last
 // two step peaks), on the same spans; the first is the series a leak is
 // judged on (allocated, or device used without a probe). A GPU's pass
 // makes each series' floors and its growth, and lets the floors go before
 // the next (a week of steps is millions of floors a series).
-func judgeGrowths(growths []Growth, w warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
+func JudgeGrowths(growths []Growth, w Warmup, per string, run storage.Run, g storage.GPU, lastUsed int64) Leak {
 	l := Leak{Per: per, Kind: VerdictInsufficient, Growth: growths}
 	if len(growths) == 0 {
 		l.Basis, l.Verdict = "device_used", VerdictInsufficient
@@ -283,12 +303,12 @@ func judgeGrowths(growths []Growth, w warmup, per string, run storage.Run, g sto
 	case first.kind == growthStartup:
 		l.Kind = VerdictStartup
 		l.Reason = "memory still ramps up when the run ends: it never settles, so there is no steady state to judge"
-		if first.Points < minSteadyPoints {
-			l.Reason = fmt.Sprintf("memory still ramps up when the run ends: fewer than %d points after the warm-up", minSteadyPoints)
+		if first.Points < MinSteadyPoints {
+			l.Reason = fmt.Sprintf("memory still ramps up when the run ends: fewer than %d points after the warm-up", MinSteadyPoints)
 		}
 	case first.kind == growthTooFew:
 		l.Kind = VerdictInsufficient
-		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", minSteadyPoints)
+		l.Reason = fmt.Sprintf("fewer than %d steady-state points after the warm-up", MinSteadyPoints)
 	case byName["reserved"] != nil && byName["reserved"].Grows() && !cacheDominates(byName["reserved_beyond_peak"], byName["step_peak_high"]):
 		l.Kind = VerdictNoLeak
 		l.Reason = "allocated memory does not grow; reserved memory grows with the step's peak (the job needs more at its busiest: longer inputs), not beyond it"
@@ -306,7 +326,7 @@ func judgeGrowths(growths []Growth, w warmup, per string, run storage.Run, g sto
 		l.Kind = VerdictNoLeak
 		l.Reason = noGrowthReason(first)
 	}
-	if l.Kind.Grows() && !w.byEpoch {
+	if l.Kind.Grows() && !w.ByEpoch {
 		if why := basis.short; why != "" {
 			l.Kind = VerdictStartup
 			l.Reason = fmt.Sprintf("%s grows, but the run is too short to tell a start-up ramp from a leak (%s, no completed epoch); record a longer run", strings.ReplaceAll(basis.Quantity, "_", " "), why)
@@ -391,27 +411,27 @@ func (l Leak) SentenceFor(gpu string) string {
 	case VerdictLeak:
 		parts := []string{gpu + " grows " + l.rateWords()}
 		if l.HeldBy != nil {
-			parts = append(parts, l.HeldBy.words())
+			parts = append(parts, l.HeldBy.Words())
 		}
 		if c := l.cacheFaster(); c != "" {
 			parts = append(parts, c)
 		}
 		if l.TimeToFullS != nil {
-			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
+			parts = append(parts, "full in about "+units.FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ") + " (" + basisWords(l.Basis) + ")"
 	case VerdictCacheGrowth:
 		parts := []string{fmt.Sprintf("%s: cache growth, not a leak: reserved memory grows %s while allocated memory stays flat", gpu, l.rateWords()),
 			"the allocator's cache fragments with many block sizes; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes or bucketing"}
 		if l.TimeToFullS != nil {
-			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
+			parts = append(parts, "full in about "+units.FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ")
 	case VerdictUnseenGrowth:
 		parts := []string{fmt.Sprintf("%s: memory PyTorch does not see grows %s: device used grows while reserved stays flat", gpu, l.rateWords()),
 			"NCCL, CUDA graphs, another library or process"}
 		if l.TimeToFullS != nil {
-			parts = append(parts, "full in about "+FormatDuration(*l.TimeToFullS))
+			parts = append(parts, "full in about "+units.FormatDuration(*l.TimeToFullS))
 		}
 		return strings.Join(parts, "; ")
 	case VerdictStartup:
@@ -457,10 +477,10 @@ func cacheDominates(cache, high *Growth) bool {
 // hour.
 func (g *Growth) rateWords() string {
 	if g.SlopeBytesPerStep != nil {
-		return FormatBytes(int64(math.Round(*g.SlopeBytesPerStep))) + " per step"
+		return units.FormatBytes(int64(math.Round(*g.SlopeBytesPerStep))) + " per step"
 	}
 	if g.SlopeBytesPerHour != nil {
-		return FormatBytes(int64(*g.SlopeBytesPerHour)) + " per hour"
+		return units.FormatBytes(int64(*g.SlopeBytesPerHour)) + " per hour"
 	}
 	return "at no rate it can tell"
 }
@@ -493,11 +513,11 @@ func (l Leak) cacheFaster() string {
 func (l Leak) rateWords() string {
 	switch {
 	case l.SlopeBytesPerStep != nil && l.SlopeBytesPerHour != nil:
-		return fmt.Sprintf("%s per step (%s per hour)", FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))), FormatBytes(int64(*l.SlopeBytesPerHour)))
+		return fmt.Sprintf("%s per step (%s per hour)", units.FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))), units.FormatBytes(int64(*l.SlopeBytesPerHour)))
 	case l.SlopeBytesPerStep != nil:
-		return FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))) + " per step"
+		return units.FormatBytes(int64(math.Round(*l.SlopeBytesPerStep))) + " per step"
 	case l.SlopeBytesPerHour != nil:
-		return FormatBytes(int64(*l.SlopeBytesPerHour)) + " per hour"
+		return units.FormatBytes(int64(*l.SlopeBytesPerHour)) + " per hour"
 	}
 	return ""
 }
@@ -507,4 +527,58 @@ func basisWords(b string) string {
 		return "allocated memory at step ends, from the probe"
 	}
 	return "device memory floors"
+}
+
+// SiteGrowth is the growth rule on one site's live bytes y at the
+// snapshots' x (steps since the first, or seconds) and t (seconds), with
+// skip warm-up snapshots (-1: the series settles). With at least
+// MinSteadyPoints snapshots the rule decides; with fewer its test cannot
+// tell growth from noise, and the site grows where its Theil–Sen slope,
+// its one-off jumps set aside, gives at least minSiteGrowth over the
+// snapshots after the warm-up. It returns the slope against x and against
+// t.
+func SiteGrowth(x, t, y []float64, skip int) (perX, perS float64, grows bool) {
+	if len(x) >= MinSteadyPoints {
+		g := growthOfPart(x, y, skip, minSiteGrowth)
+		if g.kind != growthRises {
+			return 0, 0, false
+		}
+		rt, _ := reduce(t, y, maxTrendPoints)
+		return g.fit.Slope, fitPoints(rt[g.skip:], g.y[g.skip:]).Slope, true
+	}
+	skip = max(0, min(skip, len(x)-2))
+	x, t, y = x[skip:], t[skip:], y[skip:]
+	if len(x) < 2 {
+		return 0, 0, false
+	}
+	y, _ = removeJumps(y)
+	perX, _ = theilSen(x, y)
+	perS, _ = theilSen(t, y)
+	return perX, perS, perX > 0 && perX*(x[len(x)-1]-x[0]) >= minSiteGrowth
+}
+
+// Words is the leak sentence's part that names the site.
+func (h *HeldBy) Words() string {
+	where := h.Site
+	if h.Func != "" {
+		where += " in `" + h.Func + "`"
+	}
+	words := fmt.Sprintf("%.0f %% of it is held by blocks allocated at %s", 100*h.Share, where)
+	if h.SampledEvery > 1 {
+		words += fmt.Sprintf(" (estimated: stacks kept on one step in %s)", everyWords(h.SampledEvery))
+	}
+	return words
+}
+
+// everyWords writes a sampling's N as "8" or "2.5".
+func everyWords(n float64) string { return strconv.FormatFloat(math.Round(n*10)/10, 'f', -1, 64) }
+
+func f64(v float64) *float64 { return &v }
+
+// fptr is v's address, or nil where v is not finite.
+func fptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }

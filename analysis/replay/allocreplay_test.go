@@ -1,4 +1,4 @@
-package analysis
+package replay
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage"
 )
@@ -34,7 +35,7 @@ type h200Alloc struct {
 
 func loadH200Alloc(t testing.TB) h200Alloc {
 	t.Helper()
-	dir := filepath.Join("testdata", "h200-alloc")
+	dir := filepath.Join("..", "testdata", "h200-alloc")
 	raw, err := os.ReadFile(filepath.Join(dir, "limits.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +115,9 @@ func TestReplayMatchesTheAllocatorOnTheH200(t *testing.T) {
 				// more outside the allocator: a run that ran replays
 				// with that much more, one that failed fails with that
 				// much less.
-				c := h.Capacity + ReplayCapacityKnown
+				c := h.Capacity + CapacityKnown
 				if lr.Outcome == "oom" {
-					c = h.Capacity - ReplayCapacityKnown
+					c = h.Capacity - CapacityKnown
 				}
 				r, err := ReplayAllocator(ops, c)
 				if err != nil {
@@ -352,10 +353,10 @@ func BenchmarkReplay(b *testing.B) {
 // that ran out of memory on an H200 (testdata/h200-oom, sent by the probe
 // at the job's exit) to the request that ended each: the replay refuses
 // every one, as the GPU did, even with the capacity's uncertainty
-// (ReplayCapacityKnown) on the generous side; the caught OOMs before it
+// (CapacityKnown) on the generous side; the caught OOMs before it
 // (RegNetY's cuDNN workspaces) are read as failed requests and replayed on.
 func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
-	dir := filepath.Join("testdata", "h200-oom")
+	dir := filepath.Join("..", "testdata", "h200-oom")
 	raw, err := os.ReadFile(filepath.Join(dir, "about.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -369,7 +370,7 @@ func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
 	caught := map[string]int{"regnet_y_3_2gf-bs1424": 3, "regnet_y_3_2gf-bs1440": 6, "regnet_y_3_2gf-bs1472": 0, "vit_b_16-bs2144": 0}
 	for name, want := range caught {
 		tr := readTraceFile(t, filepath.Join(dir, name+".trace.gz"))
-		k := lastFailed(tr.Ops)
+		k := LastFailed(tr.Ops)
 		if k < 0 {
 			t.Fatalf("%s: no failed request", name)
 		}
@@ -383,12 +384,12 @@ func TestReplayRefusesTheH200sFatalOOMs(t *testing.T) {
 			t.Errorf("%s: %d caught OOMs before the fatal one, want %d", name, n, want)
 		}
 		ops := append(slices.Clone(tr.Ops[:k]), storage.AllocOp{Size: tr.Ops[k].Size})
-		r, err := ReplayAllocator(ops, about.Capacity+ReplayCapacityKnown)
+		r, err := ReplayAllocator(ops, about.Capacity+CapacityKnown)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.OK || r.FailedAt != k {
-			t.Errorf("%s: the replay served the request of %s that ran out of memory (ok=%v, failed at op %d of %d)", name, FormatBytes(tr.Ops[k].Size), r.OK, r.FailedAt, k)
+			t.Errorf("%s: the replay served the request of %s that ran out of memory (ok=%v, failed at op %d of %d)", name, units.FormatBytes(tr.Ops[k].Size), r.OK, r.FailedAt, k)
 		}
 	}
 }
@@ -400,209 +401,4 @@ func readTraceFile(t testing.TB, path string) storage.AllocTrace {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return tr
-}
-
-// synthAttention is the trace of a toy transformer at sequence length s:
-// its weights, then 3 steps of a forward pass that keeps each layer's
-// activations (linear in s) and eager attention's scores (quadratic in
-// s), and a backward pass that frees them, with a temporary the size of
-// the scores (and from 1536 on a workspace of that size too).
-func synthAttention(s int64) storage.AllocTrace {
-	var ops []storage.AllocOp
-	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
-	free := func(i int32) { ops = append(ops, storage.AllocOp{Free: true, Of: i}) }
-	for range 24 {
-		alloc(48 << 20)
-	}
-	const layers, batch, heads, width = 12, 8, 16, 1024
-	for range 3 {
-		var acts, scores []int32
-		for range layers {
-			acts = append(acts, alloc(batch*s*width*2*4))
-			scores = append(scores, alloc(batch*heads*s*s*2))
-		}
-		for l := layers - 1; l >= 0; l-- {
-			free(alloc(batch * heads * s * s * 2))
-			if s >= 1536 {
-				// a workspace a library takes from this length on, the
-				// size of the scores
-				free(alloc(batch * heads * s * s * 2))
-			}
-			free(scores[l])
-			free(acts[l])
-		}
-		for range 24 {
-			free(alloc(48 << 20)) // the optimizer's temporaries
-		}
-	}
-	return storage.AllocTrace{Steps: 3, Ops: ops}
-}
-
-// TestReplayFollowsEachRequestsGrowth: for a sequence length, whose
-// attention scores grow with its square, each request grows as the two
-// runs show (the square for the scores), and one only the higher run made
-// (a workspace taken from 1536 on) as the job's peak did: from runs at two
-// or three lengths the replay's value is within 3 % below the limit of the
-// job's own trace, never above it (before, the scores grew on their line
-// and the value was 2.3 times the limit; and where the steepest reading
-// left no room the replay ran on an unlimited device).
-func TestReplayFollowsEachRequestsGrowth(t *testing.T) {
-	const capacity = 80 << 30
-	limit := float64(limitOf(synthAttention, 512, 20000, capacity))
-	for _, runs := range [][]int64{{1024, 2048}, {512, 1024, 2048}, {256, 512, 1024}} {
-		var vals, needs []float64
-		for _, s := range runs {
-			r, _ := ReplayAllocator(synthAttention(s).Ops, 0)
-			vals, needs = append(vals, float64(s)), append(needs, float64(r.PeakAllocated))
-		}
-		need, err := NewNeedCurve(vals, needs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := runs[len(runs)-2], runs[len(runs)-1]
-		s := NewReplayScale(float64(a), synthAttention(a), float64(b), synthAttention(b), false)
-		v, _, ok := s.Fitting(need, capacity, Pessimistic, true)
-		if !ok || v > limit || v < 0.97*limit {
-			t.Errorf("runs at %v: %v (ok %v), the limit %v", runs, v, ok, limit)
-		}
-		// Every request but the workspaces only the higher run took
-		// (one a layer in each of 3 steps) is matched, the scores by the
-		// square of the ratio.
-		unmatched := 0
-		if b >= 1536 && a < 1536 {
-			unmatched = 36
-		}
-		if s.Requests-s.Matched != unmatched {
-			t.Errorf("runs at %v: %d of %d requests matched", runs, s.Matched, s.Requests)
-		}
-	}
-}
-
-// TestCompareBySeqLenReplaysEachRequestsGrowth is compare --by seq_len of
-// two probe runs of the toy transformer (synthAttention) with their
-// allocator traces: the replay is the basis, each request grows as its
-// two runs show, and the value without headroom is the limit of the
-// job's own trace on that GPU or within 3 % below it; by a batch-size tag
-// the same runs would be read on their lines.
-func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
-	g := &gen{}
-	for _, s := range []int64{1024, 2048} {
-		tr := synthAttention(s)
-		r, _ := ReplayAllocator(tr.Ops, 0)
-		tracedRun(g, "s", "seq_len", s, tr, r.PeakAllocated)
-	}
-	by := byTagOf(t, g.b.String(), "seq_len", "s1024", "s2048")
-	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
-		t.Fatalf("basis %q, value %v: %v", by.Basis, by.MaxFittingValueNoHeadroom, by.leftOut)
-	}
-	if p := by.Replay.UnmatchedPower; p < 1.5 || p > 2 { // the peak grew 2^1.6 from 1024 to 2048
-		t.Errorf("unmatched power %v", p)
-	}
-	if !strings.Contains(by.BasisWords, "the power of the value its sizes show") || !strings.Contains(by.BasisWords, "grown with the value to the power 1.6") {
-		t.Errorf("basis words %q", by.BasisWords)
-	}
-	capacity := int64(by.Available(0))
-	lo := limitOf(synthAttention, 2048, 20000, capacity)
-	if v := *by.MaxFittingValueNoHeadroom; v > float64(lo) || v < 0.97*float64(lo) {
-		t.Errorf("seq_len up to %v without headroom, the limit %d: %s", v, lo, by.IntervalWords)
-	}
-}
-
-// tracedRun writes a probe run named prefix+value, tagged tag=value, on an
-// 80 GiB GPU (600 MiB reserved by the driver, 700 MiB unseen), whose steps
-// peak at peak bytes allocated, with the allocator trace tr.
-func tracedRun(g *gen, prefix, tag string, value int64, tr storage.AllocTrace, peak int64) {
-	r, _ := ReplayAllocator(tr.Ops, 0)
-	tr.PID, tr.SegmentBytes, tr.Segments = 1, r.PeakReserved, r.Segments
-	g.line(`{"type":"run","name":"%s%d","start_ns":%d,"interval_ns":10000000,"tags":{"%s":"%d"}}`, prefix, value, t0, tag, value)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
-	for i := range 10 {
-		at := t0 + int64(i)*100e6
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, at-5e6, r.PeakReserved+700*MiB, 600*MiB)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, at, i)
-		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
-			at, 100*MiB, r.PeakReserved, peak)
-	}
-	for _, m := range tr.Marks(t0 + 2e9) {
-		text, _ := json.Marshal(m.Text)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":%s}`, m.T, text)
-	}
-}
-
-// synthBatch is a toy network at batch b: its weights, then steps of a
-// forward pass that keeps 12 activations of 4 MiB a sample and a backward
-// pass that frees them; evalMiB a sample more is held through the forward
-// pass of one step after the three (an evaluation's), when eval is set.
-func synthBatch(b int64, eval bool) storage.AllocTrace {
-	var ops []storage.AllocOp
-	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
-	free := func(i int32) { ops = append(ops, storage.AllocOp{Free: true, Of: i}) }
-	for range 24 {
-		alloc(48 << 20)
-	}
-	steps := 3
-	if eval {
-		steps = 4
-	}
-	for k := range steps {
-		var extra int32 = -1
-		if k == 3 {
-			extra = alloc(b * evalMiB << 20)
-		}
-		var acts []int32
-		for range 12 {
-			acts = append(acts, alloc(b*4<<20))
-		}
-		for l := len(acts) - 1; l >= 0; l-- {
-			free(acts[l])
-		}
-		if extra >= 0 {
-			free(extra)
-		}
-	}
-	return storage.AllocTrace{Steps: 3, Ops: ops}
-}
-
-const evalMiB = 6
-
-// TestReplayGrowsWhatLaterStepsAdded: runs whose per-step peak, over the
-// whole run, exceeded their three-step traces' (an evaluation holding
-// 6 MiB a sample more) are projected with that excess grown with the
-// value at the pessimistic end: not above the limit of the job with its
-// evaluation, where the excess kept at the higher run's size would be.
-func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
-	g := &gen{}
-	for _, b := range []int64{32, 64} {
-		r, _ := ReplayAllocator(synthBatch(b, true).Ops, 0)
-		tracedRun(g, "b", "batch_size", b, synthBatch(b, false), r.PeakAllocated)
-	}
-	by := byTagOf(t, g.b.String(), "batch_size", "b32", "b64")
-	if by.Basis != "allocator_replay" || by.Replay.BeyondTraceBytes != 64*evalMiB<<20 || by.MaxFittingValueNoHeadroom == nil {
-		t.Fatalf("basis %q, beyond %d, value %v: %v", by.Basis, by.Replay.BeyondTraceBytes, by.MaxFittingValueNoHeadroom, by.leftOut)
-	}
-	capacity := int64(by.Available(0))
-	lo := limitOf(func(b int64) storage.AllocTrace { return synthBatch(b, true) }, 64, 100000, capacity)
-	v := *by.MaxFittingValueNoHeadroom
-	if v > float64(lo) || v < 0.97*float64(lo) {
-		t.Errorf("batch_size up to %v without headroom, the limit with the evaluation %d: %s", v, lo, by.IntervalWords)
-	}
-	// The excess kept at the higher run's size puts it above.
-	kept, _, _ := by.replay.Fitting(*by.Need, by.replayRoom(by.Available(0)), Pessimistic, true)
-	if kept <= float64(lo) {
-		t.Errorf("with the excess kept at 64's size: %v, not above the limit %d: the test does not tell", kept, lo)
-	}
-}
-
-// limitOf is the largest value between lo, whose trace replays on capacity
-// bytes, and hi, whose trace does not: the synthetic job's own limit.
-func limitOf(trace func(v int64) storage.AllocTrace, lo, hi, capacity int64) int64 {
-	for hi-lo > 1 {
-		m := (lo + hi) / 2
-		if r, _ := ReplayAllocator(trace(m).Ops, capacity); r.OK {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }

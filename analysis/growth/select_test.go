@@ -1,6 +1,7 @@
-package analysis
+package growth
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -28,7 +29,7 @@ func TestSelectQuantileIsTheSortedOne(t *testing.T) {
 			}
 			sorted := slices.Sorted(slices.Values(s))
 			for _, q := range []float64{0, 0.5, 0.95, 0.999, 1} {
-				if got, want := selectQuantile(slices.Clone(s), q), quantile(sorted, q); got != want {
+				if got, want := SelectQuantile(slices.Clone(s), q), quantile(sorted, q); got != want {
 					t.Errorf("%s n=%d q=%g: %v, sorted %v", shape, n, q, got, want)
 				}
 			}
@@ -54,7 +55,7 @@ func TestOrderStatsAreTheSortedOnes(t *testing.T) {
 			ranks := []int{n / 3, 0, n - 1, n / 2, -1, n / 3}
 			got := orderStats(slices.Clone(s), ranks)
 			for i, r := range ranks {
-				want := median(sorted)
+				want := Median(sorted)
 				if r >= 0 {
 					want = sorted[r]
 				}
@@ -64,4 +65,18 @@ func TestOrderStatsAreTheSortedOnes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// quantile of sorted values (linear interpolation).
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	f := pos - float64(i)
+	return s[i]*(1-f) + s[i+1]*f
 }
