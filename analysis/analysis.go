@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/storage"
@@ -155,8 +156,8 @@ type GPUReport struct {
 	// Budget is the GPU's memory at its highest step peak, split into
 	// parts, and what would help (budget.go, advice.go); nil without
 	// allocator samples.
-	Budget   *Budget  `json:"budget,omitempty"`
-	Timeline Timeline `json:"-"`
+	Budget   *budget.Budget `json:"budget,omitempty"`
+	Timeline Timeline       `json:"-"`
 	// Floors are the floors of the series the leak was judged on, for
 	// drawing: a long run keeps the first, lowest, highest and last of each
 	// of about width runs of them. FitFromX is the x of the first one
@@ -288,7 +289,7 @@ type OOM struct {
 	Holders []SiteFigure `json:"holders,omitempty"`
 	// Budget splits what the fatal OOM's step had and asked for, where the
 	// run has memrec.watch (budget.go).
-	Budget *OOMBudget `json:"budget,omitempty"`
+	Budget *budget.OOM `json:"budget,omitempty"`
 }
 
 // Process is one process seen on the GPU.
