@@ -14,6 +14,7 @@ import (
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -152,7 +153,7 @@ type GPUReport struct {
 	Processes           []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
-	Where *Where `json:"where,omitempty"`
+	Where *sites.Where `json:"where,omitempty"`
 	// Budget is the GPU's memory at its highest step peak, split into
 	// parts, and what would help (budget.go, advice.go); nil without
 	// allocator samples.
@@ -286,7 +287,7 @@ type OOM struct {
 	WhatIf []replay.WhatIf `json:"what_if,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
-	Holders []SiteFigure `json:"holders,omitempty"`
+	Holders []sites.SiteFigure `json:"holders,omitempty"`
 	// Budget splits what the fatal OOM's step had and asked for, where the
 	// run has memrec.watch (budget.go).
 	Budget *budget.OOM `json:"budget,omitempty"`
