@@ -10,7 +10,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/sites"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 
