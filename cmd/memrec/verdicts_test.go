@@ -111,7 +111,7 @@ func TestVerdictsOfTheSimulatedScenarios(t *testing.T) {
 }
 
 // TestReservedGrowthOnTheH200 reads two real H200 recordings of one job
-// (bench/h200/judge_runs.sh: a transformer layer on sequences whose longest
+// (bench/validation/judge_runs.sh: a transformer layer on sequences whose longest
 // grows from 256 to 4096 tokens over the run, with prefetched buffers of
 // random sizes that live 1 to 4 steps), once with the caching allocator's
 // defaults and once with expandable_segments:True. Allocated memory at step
@@ -194,7 +194,7 @@ func TestReservedGrowthOnTheH200(t *testing.T) {
 }
 
 // TestLargestBatchFromSmallRunsOnTheH200: compare --by batch_size on real
-// H200 runs at batches 16, 32 and 64 (bench/h200/fit_check.sh) of
+// H200 runs at batches 16, 32 and 64 (bench/validation/fit_check.sh) of
 // ResNet-50 (fp32, SGD) and ViT-B/16 (bf16 autocast, AdamW), recorded by a
 // probe that did not yet measure the allocator's largest segment, against
 // the largest batch that ran 3 steps in a fresh process, bisected there
