@@ -43,6 +43,7 @@ type fitOptions struct {
 	// process group is killed.
 	grace   time.Duration
 	command []string
+	history bool // fit --history (fithistory.go)
 }
 
 func newFitCmd(g *globals) *cobra.Command {
@@ -126,6 +127,7 @@ memory as a real job does.`,
 	f.StringVar(&o.headroom, "headroom", "5%", "memory to keep free in the recommended value, as a percentage of the GPU")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON (the trials go to standard error)")
 	f.StringVar(&o.id, "id", "", "the fit's id, in each trial's name and its fit tag (default: fit-DATE-TIME)")
+	f.BoolVar(&o.history, "history", false, "show each earlier fit's prediction against what its trials found, and how often predictions fell short (runs nothing)")
 	f.DurationVar(&o.grace, "grace", 3*time.Second, "how long a trial has to exit after memrec asks it to, before its process group is killed")
 	f.DurationVar(&o.rec.interval, "interval", 10*time.Millisecond, "sampling interval")
 	f.StringVar(&o.rec.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
@@ -196,6 +198,7 @@ type fitResult struct {
 	Precision   float64            `json:"precision"`
 	Note        string             `json:"note,omitempty"`
 	Predictions []fitPrediction    `json:"-"`
+	fitSettings
 }
 
 // fitPrediction is what the runs known before a trial predicted.
@@ -207,6 +210,9 @@ type fitPrediction struct {
 }
 
 func runFit(ctx context.Context, o *fitOptions) error {
+	if o.history {
+		return runFitHistory(o)
+	}
 	if err := checkFitFlags(o); err != nil {
 		return err
 	}
@@ -754,6 +760,7 @@ func (f *fitter) predict() *fitPrediction {
 	p := fitPrediction{From: from, Value: by.MaxFittingValueNoHeadroom, Optimistic: by.MaxFittingValueOptimistic, Words: by.IntervalWords}
 	if f.res.Prediction == nil {
 		f.res.Prediction = &p
+		f.predicted(by)
 		fmt.Fprintf(f.log, "prediction from the %s: %s\n", from, p.Words)
 	}
 	return &p
@@ -1226,6 +1233,7 @@ func (f *fitter) finish() {
 		r.SmallestFailed = ptr(f.hi)
 	}
 	r.Recommended = f.recommend()
+	f.finishSettings()
 	if n, gpu, ok := f.shared(); ok {
 		shared := fmt.Sprintf("%d processes share GPU %d: each one's allocator keeps a cache the others cannot use, so a value near the limit may run once and fail the next time", n, gpu)
 		if !math.IsNaN(f.lo) {
@@ -1362,4 +1370,5 @@ func (f *fitter) printResult() {
 		fmt.Fprintf(w, " and the whole run's %.1f %%", 100*r.WholeRun.Fraction)
 	}
 	fmt.Fprintf(w, ")\ntrials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
+	f.printSettings()
 }
