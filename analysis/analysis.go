@@ -289,6 +289,9 @@ type OOM struct {
 	// Budget splits what the fatal OOM's step had and asked for, where the
 	// run has memrec.watch (budget.go).
 	Budget *OOMBudget `json:"budget,omitempty"`
+	// Cause is the fatal OOM's budget at that moment and the one change
+	// that would have made its step fit (oomcause.go).
+	Cause *OOMCause `json:"cause,omitempty"`
 }
 
 // Process is one process seen on the GPU.
