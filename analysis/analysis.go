@@ -144,6 +144,10 @@ type GPUReport struct {
 	// requests.
 	AllocTrace         *storage.AllocTrace `json:"-"`
 	AllocTraceRequests int                 `json:"alloc_trace_requests,omitempty"`
+	// AllocTraceWhatIf is the trace replayed whole, without a limit, under
+	// the default allocator and each of replay.WhatIfSettings: the peak
+	// reserved each would have held (oomcause.go).
+	AllocTraceWhatIf []replay.WhatIf `json:"alloc_trace_what_if,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.

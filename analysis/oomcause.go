@@ -84,8 +84,14 @@ type OOMChange struct {
 }
 
 // oomCauses explains each fatal OOM of the GPU; it runs after the trace is
-// attached, and replays the what-ifs where the post-mortem could not yet.
+// attached, and replays the what-ifs where the post-mortem could not yet,
+// and the whole trace under each setting (AllocTraceWhatIf).
 func (a *gpuAnalysis) oomCauses() {
+	if t := a.gr.AllocTrace; t != nil {
+		if w, err := replay.WhatIfs(t.Ops, 0); err == nil {
+			a.gr.AllocTraceWhatIf = w
+		}
+	}
 	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
 	for i := range a.gr.OOMs {
 		o := &a.gr.OOMs[i]
