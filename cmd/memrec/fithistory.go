@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/memrec/memrec/fit"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -27,13 +28,13 @@ const withinBelow = 0.10
 
 // fitRecord is one fit's prediction and outcome.
 type fitRecord struct {
-	ID             string   `json:"id"`
-	By             string   `json:"by"`
-	Predicted      float64  `json:"predicted"`
-	Basis          fitBasis `json:"basis"`
-	LargestRan     *float64 `json:"largest_ran"`
-	SmallestFailed *float64 `json:"smallest_failed"`
-	Trials         int      `json:"trials"`
+	ID             string    `json:"id"`
+	By             string    `json:"by"`
+	Predicted      float64   `json:"predicted"`
+	Basis          fit.Basis `json:"basis"`
+	LargestRan     *float64  `json:"largest_ran"`
+	SmallestFailed *float64  `json:"smallest_failed"`
+	Trials         int       `json:"trials"`
 	// Judged says whether the trials bound the limit enough to judge the
 	// prediction; Above that it was at or above a value that failed;
 	// Below how far under the largest that ran it fell, as a share of it.
@@ -70,7 +71,7 @@ func parseFitRecord(id, s string) (fitRecord, error) {
 		case "by":
 			r.By = v
 		case "basis":
-			r.Basis = fitBasis(v)
+			r.Basis = fit.Basis(v)
 		case "predicted":
 			r.Predicted, err = strconv.ParseFloat(v, 64)
 		case "trials":
@@ -109,18 +110,18 @@ func (r *fitRecord) judge() {
 	}
 }
 
-// storeRecord keeps the fit's first prediction and its outcome on each of
-// its trials' runs, where it has both.
-func (f *fitter) storeRecord() error {
-	p := f.res.Prediction
-	if p == nil || p.Value == nil || (f.res.LargestRan == nil && f.res.SmallestFailed == nil) {
+// storeFitRecord keeps the fit's first prediction and its outcome on each
+// of its trials' runs, where it has both.
+func storeFitRecord(db *storage.DB, r fit.Result) error {
+	p := r.Prediction
+	if p == nil || p.Value == nil || (r.LargestRan == nil && r.SmallestFailed == nil) {
 		return nil
 	}
-	rec := fitRecord{By: f.res.By, Predicted: *p.Value, Basis: f.res.PredictionBasis, LargestRan: f.res.LargestRan,
-		SmallestFailed: f.res.SmallestFailed, Trials: f.res.TrialsUsed}
+	rec := fitRecord{By: r.By, Predicted: *p.Value, Basis: r.PredictionBasis, LargestRan: r.LargestRan,
+		SmallestFailed: r.SmallestFailed, Trials: r.TrialsUsed}
 	tags := map[string]string{fitRecordTag: rec.encode()}
-	for _, t := range f.res.Trials {
-		if _, err := f.db.SetTags(t.Run, tags); err != nil {
+	for _, t := range r.Trials {
+		if _, err := db.SetTags(t.Run, tags); err != nil {
 			return fmt.Errorf("run %q: %w", t.Run, err)
 		}
 	}

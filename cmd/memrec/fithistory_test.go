@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/fit"
 )
 
 // TestFitRecordJudged: a record against the trials' bracket, each case
@@ -67,7 +68,7 @@ func TestFitSettingsWords(t *testing.T) {
 		}
 	}
 	v64, v72 := 64.0, 72.0
-	r := fitResult{By: "batch_size", fitSettings: fitSettings{TrialsAllocConf: "default", PredictionBySetting: []analysis.SettingLimit{
+	r := fit.Result{By: "batch_size", Settings: fit.Settings{TrialsAllocConf: "default", PredictionBySetting: []analysis.SettingLimit{
 		{Setting: "default", Value: &v64}, {Setting: "expandable_segments:True", Value: &v72}, {Setting: "max_split_size_mb:512"}}}}
 	if got, want := settingsWords(r), "batch_size=64 with the default allocator (the trials'), 72 with expandable_segments:True, none with max_split_size_mb:512"; got != want {
 		t.Errorf("words %q, want %q", got, want)
@@ -76,7 +77,7 @@ func TestFitSettingsWords(t *testing.T) {
 	if got := settingsWords(r); !strings.Contains(got, "the trials ran with PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8, which the replay did not try") {
 		t.Errorf("words %q", got)
 	}
-	if settingsWords(fitResult{}) != "" {
+	if settingsWords(fit.Result{}) != "" {
 		t.Error("words without a prediction per setting")
 	}
 }
