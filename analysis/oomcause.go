@@ -9,6 +9,7 @@ import (
 
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
+	"github.com/memrec/memrec/storage"
 )
 
 // The OOM explained: where the GPU's memory was at the fatal OOM, part by
@@ -83,11 +84,18 @@ type OOMChange struct {
 	Words     string `json:"words"`
 }
 
+// wholeTraceWhatIfOps is the most ops a trace may have for AllocTraceWhatIf:
+// each of its five replays holds a block per live allocation, and an
+// inflated trace's five would pass the analysis's heap bound
+// (TestAnalyzeOfHostileTracesStaysUnderTheHeapBound); a probe's traces are
+// far shorter.
+const wholeTraceWhatIfOps = storage.MaxTraceOps / 4
+
 // oomCauses explains each fatal OOM of the GPU; it runs after the trace is
 // attached, and replays the what-ifs where the post-mortem could not yet,
 // and the whole trace under each setting (AllocTraceWhatIf).
 func (a *gpuAnalysis) oomCauses() {
-	if t := a.gr.AllocTrace; t != nil {
+	if t := a.gr.AllocTrace; t != nil && len(t.Ops) <= wholeTraceWhatIfOps {
 		if w, err := replay.WhatIfs(t.Ops, 0); err == nil {
 			a.gr.AllocTraceWhatIf = w
 		}
