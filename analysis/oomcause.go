@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
@@ -58,8 +59,8 @@ type OOMCause struct {
 	Basis CauseBasis `json:"basis"`
 	// Parts add up to TotalBytes: device used at the OOM where a device
 	// sample was near it, else reserved. Shares are of TotalBytes.
-	Parts      []BudgetSlice `json:"parts"`
-	TotalBytes int64         `json:"total_bytes"`
+	Parts      []budget.Slice `json:"parts"`
+	TotalBytes int64          `json:"total_bytes"`
 	// RequestBytes is the failed request, MissingBytes what the device
 	// lacked for it (the request less the free memory).
 	RequestBytes int64     `json:"request_bytes"`
@@ -121,14 +122,14 @@ func explainOOM(o OOM, batch float64) *OOMCause {
 	}
 	alloc, reserved := *o.AllocatedBytes, *o.ReservedBytes
 	c := &OOMCause{Basis: CauseSample, RequestBytes: *o.RequestedBytes, MissingBytes: max(0, *o.RequestedBytes-*o.FreeBytes)}
-	var parts []BudgetSlice
-	add := func(p BudgetPart, v int64) { parts = append(parts, BudgetSlice{Part: p, Bytes: v}) }
+	var parts []budget.Slice
+	add := func(p budget.Part, v int64) { parts = append(parts, budget.Slice{Part: p, Bytes: v}) }
 	act := int64(-1) // unknown without memrec.watch
 	if b := o.Budget; b != nil {
 		c.Basis = CauseWatched
 		var fixed int64
-		for _, p := range []BudgetPart{PartParams, PartGrads, PartOptimizer, PartBuffers} {
-			v := b.part(p)
+		for _, p := range []budget.Part{budget.PartParams, budget.PartGrads, budget.PartOptimizer, budget.PartBuffers} {
+			v := oomPart(b, p)
 			add(p, v)
 			fixed += v
 		}
@@ -136,9 +137,9 @@ func explainOOM(o OOM, batch float64) *OOMCause {
 		if fixed > alloc {
 			c.Notes = append(c.Notes, fmt.Sprintf("the model's own tensors (%s) exceed allocated at the OOM (%s): not all were held then; activations are counted as 0", units.FormatBytes(fixed), units.FormatBytes(alloc)))
 		}
-		add(PartActivations, act)
+		add(budget.PartActivations, act)
 	} else {
-		add(PartAllocated, alloc)
+		add(budget.PartAllocated, alloc)
 	}
 	cached := max(0, reserved-alloc)
 	split := cached
@@ -148,11 +149,11 @@ func explainOOM(o OOM, batch float64) *OOMCause {
 			c.Basis = CauseTrace
 		}
 	}
-	add(PartInactiveSplit, split)
-	add(PartCachedFree, cached-split)
+	add(budget.PartInactiveSplit, split)
+	add(budget.PartCachedFree, cached-split)
 	c.TotalBytes = alloc + cached
 	if o.UnseenBytes != nil {
-		add(PartUnseen, *o.UnseenBytes)
+		add(budget.PartUnseen, *o.UnseenBytes)
 		c.TotalBytes += *o.UnseenBytes
 	} else {
 		c.Notes = append(c.Notes, "no device sample near the OOM: the memory PyTorch does not see is left out, and the parts add up to reserved")
@@ -165,8 +166,8 @@ func explainOOM(o OOM, batch float64) *OOMCause {
 	return c
 }
 
-// part is the bytes of one part of an OOM's budget (0 if none).
-func (b *OOMBudget) part(p BudgetPart) int64 {
+// oomPart is the bytes of one part of an OOM's budget (0 if none).
+func oomPart(b *budget.OOM, p budget.Part) int64 {
 	for _, s := range b.Parts {
 		if s.Part == p {
 			return s.Bytes

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/internal/fixtures"
 )
@@ -16,8 +17,8 @@ import (
 // optimizer state; at 12 GiB allocated that leaves 8 GiB of activations.
 // It asks for 2 GiB with 0.5 GiB free: 1.5 GiB missing.
 func TestOOMCauseSynthetic(t *testing.T) {
-	watched := &OOMBudget{Parts: []BudgetSlice{{Part: PartParams, Bytes: 1 * GiB}, {Part: PartGrads, Bytes: 1 * GiB}, {Part: PartOptimizer, Bytes: 2 * GiB}}}
-	base := func(alloc, reserved int64, b *OOMBudget) OOM {
+	watched := &budget.OOM{Parts: []budget.Slice{{Part: budget.PartParams, Bytes: 1 * GiB}, {Part: budget.PartGrads, Bytes: 1 * GiB}, {Part: budget.PartOptimizer, Bytes: 2 * GiB}}}
+	base := func(alloc, reserved int64, b *budget.OOM) OOM {
 		return OOM{AllocatedBytes: i64(alloc), ReservedBytes: i64(reserved), RequestedBytes: i64(2 * GiB), FreeBytes: i64(GiB / 2), UnseenBytes: i64(GiB / 2), Budget: b}
 	}
 	whatIfs := []replay.WhatIf{{Setting: "default", StrandedBytes: GiB}, {Setting: "expandable_segments:True", Fits: true, PeakReservedBytes: 10 * GiB},
