@@ -146,6 +146,10 @@ type GPUReport struct {
 	// requests.
 	AllocTrace         *storage.AllocTrace `json:"-"`
 	AllocTraceRequests int                 `json:"alloc_trace_requests,omitempty"`
+	// AllocTraceWhatIf is the trace replayed whole, without a limit, under
+	// the default allocator and each of replay.WhatIfSettings: the peak
+	// reserved each would have held (oomcause.go).
+	AllocTraceWhatIf []replay.WhatIf `json:"alloc_trace_what_if,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
@@ -291,6 +295,9 @@ type OOM struct {
 	// Budget splits what the fatal OOM's step had and asked for, where the
 	// run has memrec.watch (budget.go).
 	Budget *budget.OOM `json:"budget,omitempty"`
+	// Cause is the fatal OOM's budget at that moment and the one change
+	// that would have made its step fit (oomcause.go).
+	Cause *OOMCause `json:"cause,omitempty"`
 }
 
 // Process is one process seen on the GPU.

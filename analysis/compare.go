@@ -144,6 +144,9 @@ type ByTag struct {
 	// Replay is, with Basis "allocator_replay", how the allocator's replay
 	// was made and checked (ReplayFigures).
 	Replay *ReplayFigures `json:"allocator_replay,omitempty"`
+	// LimitBySetting is, with the replay, the largest value under each
+	// allocator setting (limitsettings.go).
+	LimitBySetting []SettingLimit `json:"limit_by_setting,omitempty"`
 
 	integer bool     // every value tried is an integer
 	leftOut []string // why runs are not points, for the notes
@@ -388,6 +391,7 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		by.chooseReplay()
 		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
 		by.interval()
+		by.limitsBySetting()
 		if replay.IsBatchTag(tag) {
 			by.advise(c)
 		}

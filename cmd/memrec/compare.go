@@ -277,6 +277,9 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if b.IntervalWords != "" {
 			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
+		if s := analysis.LimitBySettingWords(b); s != "" {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
 		if b.MaxFittingValueNoHeadroom != nil {
 			runs := make([]string, len(b.Points))
 			for i, p := range b.Points {
