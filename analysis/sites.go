@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
@@ -129,6 +130,10 @@ type GrowingSite struct {
 	SampledEvery float64 `json:"sampled_every,omitempty"`
 }
 
+// siteRowCost is what keeping one site row costs the budget, its strings
+// aside.
+const siteRowCost = int64(unsafe.Sizeof(storage.SiteSample{}))
+
 // siteSnap is one snapshot: its rows, untracked first.
 type siteSnap struct {
 	pid  int
@@ -145,13 +150,45 @@ func (s siteSnap) liveBytes() (n int64) {
 }
 
 // readSites reads the GPU's site snapshots, by process, in time order.
+// Each row is taken from the budget before it is kept (its struct, and
+// each string the first time it is seen: a chunk's rows share them); past
+// it, the process's later rows and every later process's are left out,
+// counted in a.sitesLeftOut, and the note of a.sitesErr says so.
 func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
 	var out []siteSnap
+	seen := map[*byte]bool{}
+	take := func(r storage.SiteSample) bool {
+		n := siteRowCost
+		for _, s := range []string{r.File, r.Func, r.Stack, r.Name, string(r.Reason)} {
+			if p := unsafe.StringData(s); len(s) > 0 && !seen[p] {
+				seen[p] = true
+				n += int64(len(s)) + 16
+			}
+		}
+		if a.sitesLeftOut > 0 {
+			a.sitesLeftOut++
+			return false
+		}
+		if err := a.opts.Budget.Take(n, "the run's site snapshots"); err != nil {
+			a.sitesLeftOut, a.sitesErr = 1, err
+			return false
+		}
+		return true
+	}
 	for _, pid := range a.sitePIDs {
 		it := a.db.SiteSamples(a.run, a.g.Index, pid, a.run.StartNS, a.run.EndNS+1)
 		var rows []storage.SiteSample
 		for it.Next() {
-			rows = append(rows, it.At())
+			r := it.At()
+			if take(r) {
+				rows = append(rows, r)
+			} else if a.sitesLeftOut == 1 {
+				// The snapshot it belongs to is left out whole.
+				for len(rows) > 0 && rows[len(rows)-1].T == r.T {
+					rows = rows[:len(rows)-1]
+					a.sitesLeftOut++
+				}
+			}
 		}
 		if err := it.Err(); err != nil {
 			return nil, err
@@ -462,9 +499,10 @@ func stepsBetween(steps *growth.Steps, from, to int64) int {
 }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
-// order, each with all its sites (largest first).
-func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, error) {
-	s, err := ReadSites(db, run, gpu)
+// order, each with all its sites (largest first), taking what it keeps
+// from budget (ReadSites).
+func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) ([]SiteSnapshot, error) {
+	s, err := ReadSites(db, run, gpu, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -477,16 +515,16 @@ func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, er
 
 // siteAnalysis is what the sites pass needs of one GPU of a run outside
 // Analyze: its marks, steps and site series. It has no leak verdict.
-func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error) {
+func siteAnalysis(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) (*gpuAnalysis, error) {
 	series, err := db.Series(run)
 	if err != nil {
 		return nil, err
 	}
-	mi, err := loadMarks(db, run, nil)
+	mi, err := loadMarks(db, run, budget, nil)
 	if err != nil {
 		return nil, err
 	}
-	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}}
+	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}, opts: Options{Budget: budget}}
 	for _, s := range series {
 		switch {
 		case s.GPU != gpu:
@@ -511,9 +549,11 @@ type Sites struct {
 }
 
 // ReadSites reads a GPU's site snapshots; a Sites of none (Len 0) when the
-// GPU has none.
-func ReadSites(db *storage.DB, run storage.Run, gpu int) (*Sites, error) {
-	a, err := siteAnalysis(db, run, gpu)
+// GPU has none. What it keeps (the run's marks, the snapshots' rows) is
+// taken from budget; past it the later snapshots are left out, and
+// LeftOut says how many rows.
+func ReadSites(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) (*Sites, error) {
+	a, err := siteAnalysis(db, run, gpu, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -527,6 +567,10 @@ func ReadSites(db *storage.DB, run storage.Run, gpu int) (*Sites, error) {
 
 // Len is the number of snapshots.
 func (s *Sites) Len() int { return len(s.snaps) }
+
+// LeftOut is the number of site rows not read, past the budget, and why
+// (0 and nil when none).
+func (s *Sites) LeftOut() (int, error) { return s.a.sitesLeftOut, s.a.sitesErr }
 
 // Bands are the bands of the live-memory-by-site chart over the snapshots
 // of [from, to) and each process's last one before from (it holds until

@@ -195,7 +195,7 @@ func TestSitesBands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ReadSites(db, run, 0)
+	s, err := ReadSites(db, run, 0, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		t.Fatal(err)
 	}

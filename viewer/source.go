@@ -432,7 +432,9 @@ func (s *DBSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
 	ds.once.Do(func() {
 		ds.err = s.with(func(db *storage.DB) error {
 			var err error
-			ds.sites, err = analysis.ReadSites(db, run, gpu)
+			// A budget per read: the index cache bounds what the reads
+			// it keeps hold together.
+			ds.sites, err = analysis.ReadSites(db, run, gpu, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 			return err
 		})
 	})

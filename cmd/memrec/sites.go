@@ -229,11 +229,12 @@ func runSites(o *sitesOptions, args []string) error {
 	}
 	var found bool
 	var js []any
+	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget) // one for the command, all its GPUs
 	for _, g := range run.GPUs {
 		if o.gpu >= 0 && g.Index != o.gpu {
 			continue
 		}
-		snaps, err := analysis.SiteSnapshots(db, run, g.Index)
+		snaps, err := analysis.SiteSnapshots(db, run, g.Index, budget)
 		if err != nil {
 			return err
 		}
