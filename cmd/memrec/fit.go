@@ -226,7 +226,7 @@ func runFit(ctx context.Context, o *fitOptions) error {
 		return err
 	}
 	defer db.Close()
-	f := &fitter{o: o, db: db, gpus: gpus, start: time.Now(), res: fitResult{ID: o.id, By: o.by, Steps: o.steps, Headroom: headroom}}
+	f := &fitter{o: o, db: db, gpus: gpus, start: time.Now(), budget: storage.NewDecodeBudget(storage.DefaultDecodeBudget), res: fitResult{ID: o.id, By: o.by, Steps: o.steps, Headroom: headroom}}
 	if f.res.ID == "" {
 		f.res.ID = "fit-" + f.start.Format("20060102-150405")
 	}
@@ -323,6 +323,9 @@ type fitter struct {
 	start time.Time
 	log   io.Writer
 	res   fitResult
+	// budget bounds what analysing the given runs and every trial keeps,
+	// together: their reports are all kept to the end.
+	budget *storage.DecodeBudget
 	// given are the reports of the runs named by --runs; trials those of
 	// the trials so far (nil for a trial whose run could not be analysed).
 	given  []*analysis.Report
@@ -776,7 +779,7 @@ func (f *fitter) readRuns() error {
 		}
 		runs = append(runs, r)
 	}
-	reps, err := analyzeAll(f.db, runs)
+	reps, err := analyzeAll(f.db, runs, f.budget)
 	if err != nil {
 		return fmt.Errorf("--runs: %w", err)
 	}
@@ -935,7 +938,7 @@ func (f *fitter) trial(ctx context.Context, v float64) (fitTrial, error) {
 	t.Steps, t.Ranks, t.OOMMarks = w.counts()
 	var rep *analysis.Report
 	if run, err := f.db.Run(t.Run); err == nil {
-		if rep, err = analysis.Analyze(f.db, run, analysis.Options{}); err == nil {
+		if rep, err = analysis.Analyze(f.db, run, analysis.Options{Budget: f.budget}); err == nil {
 			t.StepPeakBytes = stepPeak(rep)
 			t.ReservedBytes, t.AllocRetries = heldBy(rep)
 		}
