@@ -23,7 +23,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 )
 
 // Options size the charts and choose the output.

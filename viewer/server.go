@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 

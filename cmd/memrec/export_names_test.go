@@ -10,7 +10,7 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage/wire"
 )
 

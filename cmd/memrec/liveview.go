@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )
