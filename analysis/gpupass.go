@@ -27,10 +27,6 @@ type gpuAnalysis struct {
 	mi   *markIndex
 	opts Options
 	gr   *GPUReport
-	// sitesLeftOut counts the site rows not read, past the budget;
-	// sitesErr says why (readSites).
-	sitesLeftOut int
-	sitesErr     error
 
 	gpuSeries
 	hasTorch   bool
@@ -114,11 +110,9 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	if err := a.where(); err != nil {
 		return nil, err
 	}
-	if a.sitesLeftOut > 0 {
-		a.gr.SiteRowsLeftOut, a.gr.sitesLeftOutWhy = a.sitesLeftOut, a.sitesErr.Error()
-	}
 	a.processes()
 	a.allocTrace()
+	a.oomCauses() // after the trace: its what-ifs
 	return a.gr, nil
 }
 

@@ -4,7 +4,8 @@
 # callbacks, and (with OVERHEAD=1) the end-to-end overhead benchmark.
 #
 #   bash bench/gpu_checks.sh MEMREC_BINARY OUT_DIR [CHECKS]
-#   CHECKS: comma-separated from peaks,integrations,overhead,whatif (default peaks,integrations)
+#   CHECKS: comma-separated from peaks,integrations,overhead,whatif (default peaks,integrations;
+#   whatif is bench/h200/whatif_check.sh: the allocator what-ifs, the OOM cause, the trace-less prediction)
 set -u
 BIN=$(readlink -f "${1:?memrec binary}"); OUT=${2:?out dir}; CHECKS=${3:-peaks,integrations}
 mkdir -p "$OUT"; HERE=$(cd "$(dirname "$0")" && pwd)

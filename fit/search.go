@@ -497,6 +497,7 @@ func (s *Search) predict() *Prediction {
 	p := Prediction{From: from, Value: by.MaxFittingValueNoHeadroom, Optimistic: by.MaxFittingValueOptimistic, Words: by.IntervalWords}
 	if s.res.Prediction == nil {
 		s.res.Prediction = &p
+		s.predicted(by)
 		s.say(fmt.Sprintf("prediction from the %s: %s", from, p.Words))
 	}
 	return &p

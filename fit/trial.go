@@ -75,6 +75,7 @@ type Result struct {
 	Precision   float64            `json:"precision"`
 	Note        string             `json:"note,omitempty"`
 	Predictions []Prediction       `json:"-"`
+	Settings
 }
 
 // Prediction is what the runs known before a trial predicted.

@@ -35,6 +35,7 @@ type fitOptions struct {
 	// process group is killed.
 	grace   time.Duration
 	command []string
+	history bool // fit --history (fithistory.go)
 }
 
 func newFitCmd(g *globals) *cobra.Command {
@@ -118,6 +119,7 @@ memory as a real job does.`,
 	f.StringVar(&o.headroom, "headroom", "5%", "memory to keep free in the recommended value, as a percentage of the GPU")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON (the trials go to standard error)")
 	f.StringVar(&o.id, "id", "", "the fit's id, in each trial's name and its fit tag (default: fit-DATE-TIME)")
+	f.BoolVar(&o.history, "history", false, "show each earlier fit's prediction against what its trials found, and how often predictions fell short (runs nothing)")
 	f.DurationVar(&o.grace, "grace", 3*time.Second, "how long a trial has to exit after memrec asks it to, before its process group is killed")
 	f.DurationVar(&o.rec.interval, "interval", 10*time.Millisecond, "sampling interval")
 	f.StringVar(&o.rec.gpus, "gpus", "", "GPU indices to record, e.g. 0,2 (default: all)")
@@ -129,6 +131,9 @@ memory as a real job does.`,
 }
 
 func runFit(ctx context.Context, o *fitOptions) error {
+	if o.history {
+		return runFitHistory(o)
+	}
 	if err := checkFitFlags(o); err != nil {
 		return err
 	}
@@ -161,7 +166,7 @@ func runFit(ctx context.Context, o *fitOptions) error {
 	if searchErr == nil {
 		searchErr = s.Run(ctx)
 	}
-	res := s.Result()
+	res := withSettings(db, s.Result(), log) // fitsettings.go
 	if o.json {
 		enc := json.NewEncoder(o.rec.io.Out)
 		enc.SetIndent("", "  ")
@@ -325,4 +330,5 @@ func printResult(w io.Writer, r fit.Result) {
 		fmt.Fprintf(w, " and the whole run's %.1f %%", 100*r.WholeRun.Fraction)
 	}
 	fmt.Fprintf(w, ")\ntrials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
+	printSettings(w, r)
 }

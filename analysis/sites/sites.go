@@ -1,4 +1,4 @@
-package analysis
+package sites
 
 import (
 	"cmp"
@@ -15,8 +15,9 @@ import (
 
 // This file is the "where" pass: which lines of code hold a GPU's memory,
 // from the run's site snapshots (memrec record --sites, or an imported
-// PyTorch snapshot). It runs after the leak and OOM passes, and names the
-// leak's site and the OOM's holders in their findings.
+// PyTorch snapshot). Package analysis runs it after the leak and OOM
+// passes, and names the leak's site and the OOM's holders in their
+// findings.
 
 // TopSites is how many sites a snapshot's figures list.
 const TopSites = 10
@@ -130,10 +131,6 @@ type GrowingSite struct {
 	SampledEvery float64 `json:"sampled_every,omitempty"`
 }
 
-// siteRowCost is what keeping one site row costs the budget, its strings
-// aside.
-const siteRowCost = int64(unsafe.Sizeof(storage.SiteSample{}))
-
 // siteSnap is one snapshot: its rows, untracked first.
 type siteSnap struct {
 	pid  int
@@ -149,54 +146,161 @@ func (s siteSnap) liveBytes() (n int64) {
 	return n
 }
 
-// readSites reads the GPU's site snapshots, by process, in time order.
-// Each row is taken from the budget before it is kept (its struct, and
-// each string the first time it is seen: a chunk's rows share them); past
-// it, the process's later rows and every later process's are left out,
-// counted in a.sitesLeftOut, and the note of a.sitesErr says so.
-func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
-	var out []siteSnap
-	seen := map[*byte]bool{}
-	take := func(r storage.SiteSample) bool {
-		n := siteRowCost
-		for _, s := range []string{r.File, r.Func, r.Stack, r.Name, string(r.Reason)} {
-			if p := unsafe.StringData(s); len(s) > 0 && !seen[p] {
-				seen[p] = true
-				n += int64(len(s)) + 16
-			}
-		}
-		if a.sitesLeftOut > 0 {
-			a.sitesLeftOut++
-			return false
-		}
-		if err := a.opts.Budget.Take(n, "the run's site snapshots"); err != nil {
-			a.sitesLeftOut, a.sitesErr = 1, err
-			return false
-		}
-		return true
+// Input is what the where pass knows of one GPU's run beyond its
+// snapshots: the steps and epochs that place a snapshot, the warm-up the
+// growth rule leaves out, and the GPU's leak verdict. The zero Input is a
+// run without marks or verdict: the growth rule then judges the sites
+// against time.
+type Input struct {
+	Steps   *growth.Steps      // the step marks of the GPU's rank; nil: none
+	EpochAt func(t int64) *int // the epoch t falls in; nil: the run has no epochs
+	Warm    growth.Warmup      // where the run's warm-up ends
+	// Leak is the GPU's leak verdict: a growing site's share is its part
+	// of the leak's slope.
+	Leak growth.Leak
+	// Budget is what the snapshots' rows kept are taken from, the
+	// command's decoding budget (nil: one of storage.DefaultDecodeBudget
+	// for this read alone).
+	Budget *storage.DecodeBudget
+}
+
+func (in *Input) epochAt(t int64) *int {
+	if in.EpochAt == nil {
+		return nil
 	}
-	for _, pid := range a.sitePIDs {
-		it := a.db.SiteSamples(a.run, a.g.Index, pid, a.run.StartNS, a.run.EndNS+1)
+	return in.EpochAt(t)
+}
+
+// LeftOut is what a read of site snapshots left out past the decoding
+// budget: Rows counts the rows not kept, Err says why (it wraps
+// storage.ErrDecodeBudget). The zero LeftOut is a read that kept all.
+type LeftOut struct {
+	Rows int
+	Err  error
+}
+
+// rowCost is what keeping one site row costs the budget, its strings
+// aside.
+const rowCost = int64(unsafe.Sizeof(storage.SiteSample{}))
+
+// reader keeps site rows while the budget lasts. Each row is taken from
+// the budget before it is kept: its struct, and each string the first
+// time it is seen (a chunk's rows share them). Once a row is refused, the
+// snapshot it belongs to and every later row are left out and counted, so
+// no snapshot is read in part.
+type reader struct {
+	budget *storage.DecodeBudget
+	seen   map[*byte]bool
+	left   LeftOut
+}
+
+func (r *reader) take(row storage.SiteSample) bool {
+	if r.left.Rows > 0 {
+		r.left.Rows++
+		return false
+	}
+	n := rowCost
+	for _, s := range []string{row.File, row.Func, row.Stack, row.Name, string(row.Reason)} {
+		if p := unsafe.StringData(s); len(s) > 0 && !r.seen[p] {
+			r.seen[p] = true
+			n += int64(len(s)) + 16
+		}
+	}
+	if err := r.budget.Take(n, "the run's site snapshots"); err != nil {
+		r.left = LeftOut{Rows: 1, Err: err}
+		return false
+	}
+	return true
+}
+
+// read reads the GPU's site snapshots of processes pids, in time order,
+// taking what it keeps from budget (nil: a budget of its own).
+func read(db *storage.DB, run storage.Run, gpu int, pids []int, budget *storage.DecodeBudget) ([]siteSnap, LeftOut, error) {
+	if budget == nil {
+		budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
+	rd := reader{budget: budget, seen: map[*byte]bool{}}
+	var out []siteSnap
+	for _, pid := range pids {
+		it := db.SiteSamples(run, gpu, pid, run.StartNS, run.EndNS+1)
 		var rows []storage.SiteSample
 		for it.Next() {
-			r := it.At()
-			if take(r) {
-				rows = append(rows, r)
-			} else if a.sitesLeftOut == 1 {
-				// The snapshot it belongs to is left out whole.
-				for len(rows) > 0 && rows[len(rows)-1].T == r.T {
+			row := it.At()
+			if rd.take(row) {
+				rows = append(rows, row)
+			} else if rd.left.Rows == 1 {
+				// The snapshot the refused row belongs to goes whole.
+				for len(rows) > 0 && rows[len(rows)-1].T == row.T {
 					rows = rows[:len(rows)-1]
-					a.sitesLeftOut++
+					rd.left.Rows++
 				}
 			}
 		}
 		if err := it.Err(); err != nil {
-			return nil, err
+			return nil, LeftOut{}, err
 		}
 		out = appendSnaps(out, pid, rows)
 	}
 	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
-	return out, nil
+	return out, rd.left, nil
+}
+
+// Find is the where pass: it reads the site snapshots of processes pids
+// on one GPU and finds where the GPU's memory is held; nil without
+// snapshots. holders[i] are the sites that held the most at the OOM
+// snapshot nearest ooms[i], within 10 s (nil: none). What it keeps is
+// taken from in.Budget; left says what was left out past it.
+func Find(db *storage.DB, run storage.Run, gpu int, pids []int, in Input, ooms []int64) (w *Where, holders [][]SiteFigure, left LeftOut, err error) {
+	snaps, left, err := read(db, run, gpu, pids, in.Budget)
+	if err != nil || len(snaps) == 0 {
+		return nil, nil, left, err
+	}
+	w = &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
+	var peak, end *siteSnap
+	for i := range snaps {
+		s := &snaps[i]
+		w.Bad += s.rows[0].Bad
+		if peak == nil || s.liveBytes() > peak.liveBytes() {
+			peak = s
+		}
+		if s.reason() != wire.SitesOOM {
+			end = s
+		} else if w.OOM == nil {
+			w.OOM = in.figures(*s)
+		}
+	}
+	w.AtPeak = in.figures(*peak)
+	if end != nil {
+		w.AtEnd = in.figures(*end)
+	}
+	if gs := in.growing(snaps); gs != nil {
+		w.Growing = gs
+	}
+	w.Series = siteSeries(snaps, w.Growing, ChartSites)
+	holders = make([][]SiteFigure, len(ooms))
+	for i, t := range ooms {
+		if s := nearestOOMSnapshot(snaps, t); s != nil {
+			holders[i] = in.figures(*s).Top
+		}
+	}
+	return w, holders, left, nil
+}
+
+// stepAt is the step a time falls in: the first step mark at or after it
+// (marks end their step).
+func stepAt(steps *growth.Steps, t int64) *int {
+	if i := steps.Search(t); i < steps.Len() {
+		n := steps.Step(i)
+		return &n
+	}
+	return nil
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // appendSnaps cuts one process's rows, in time order, into its snapshots:
@@ -220,9 +324,7 @@ func appendSnaps(out []siteSnap, pid int, rows []storage.SiteSample) []siteSnap 
 // happens: package recorder's Watch), of one GPU, each process's in time
 // order. Without the run's marks the growth rule judges the sites against
 // time, each series settling on its own.
-func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
-	a := &gpuAnalysis{run: run, g: storage.GPU{Index: gpu}, gr: &GPUReport{},
-		mi: &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}}
+func SitesOf(gpu int, rows []storage.SiteSample) *Sites {
 	byPID := map[int][]storage.SiteSample{}
 	var pids []int
 	for _, r := range rows {
@@ -239,52 +341,7 @@ func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
 		snaps = appendSnaps(snaps, pid, byPID[pid])
 	}
 	slices.SortStableFunc(snaps, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
-	return &Sites{a: a, snaps: snaps}
-}
-
-// where is the sites pass.
-func (a *gpuAnalysis) where() error {
-	if len(a.sitePIDs) == 0 {
-		return nil
-	}
-	snaps, err := a.readSites()
-	if err != nil || len(snaps) == 0 {
-		return err
-	}
-	w := &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
-	var peak, end *siteSnap
-	for i := range snaps {
-		s := &snaps[i]
-		w.Bad += s.rows[0].Bad
-		if peak == nil || s.liveBytes() > peak.liveBytes() {
-			peak = s
-		}
-		if s.reason() != wire.SitesOOM {
-			end = s
-		} else if w.OOM == nil {
-			w.OOM = a.figures(*s)
-		}
-	}
-	w.AtPeak = a.figures(*peak)
-	if end != nil {
-		w.AtEnd = a.figures(*end)
-	}
-	if gs := a.growing(snaps); gs != nil {
-		w.Growing = gs
-	}
-	w.Series = siteSeries(snaps, w.Growing, ChartSites)
-	a.gr.Where = w
-	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
-		g := w.Growing[0]
-		l.HeldBy = &growth.HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
-	}
-	for i := range a.gr.OOMs {
-		o := &a.gr.OOMs[i]
-		if s := nearestOOMSnapshot(snaps, o.TNS); s != nil {
-			o.Holders = a.figures(*s).Top
-		}
-	}
-	return nil
+	return &Sites{snaps: snaps}
 }
 
 // nearestOOMSnapshot is the OOM snapshot closest to an OOM mark, within 10 s.
@@ -310,16 +367,17 @@ func stackLines(s string) []string {
 }
 
 // figures are a snapshot's totals and its largest sites.
-func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot { return a.figuresN(s, TopSites) }
+func (in *Input) figures(s siteSnap) *SiteSnapshot { return in.figuresN(s, TopSites) }
 
 // figuresN are a snapshot's totals and its n largest sites (all, if n < 0).
-func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
+func (in *Input) figuresN(s siteSnap, n int) *SiteSnapshot {
 	h := s.rows[0]
-	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(a.steps, h.T), LiveBytes: s.liveBytes()}
+	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(in.Steps, h.T), LiveBytes: s.liveBytes()}
 	if h.Epoch != storage.None {
-		out.Epoch = intp(h.Epoch)
+		epoch := h.Epoch
+		out.Epoch = &epoch
 	} else {
-		out.Epoch = a.mi.epochAt(h.T)
+		out.Epoch = in.epochAt(h.T)
 	}
 	var top []SiteFigure
 	for _, r := range s.rows {
@@ -356,16 +414,16 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 // trace windows; not OOMs, exits or tracked blocks), by the growth rule
 // (siteGrowth), the steepest first: a site's Share is its part of the
 // leak's slope.
-func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
+func (in *Input) growing(snaps []siteSnap) []GrowingSite {
 	pids, byPID := steadyByPID(snaps)
 	var out []GrowingSite
 	var totalGrowth int64
 	for _, pid := range pids {
-		g, total := a.growingOf(pid, byPID[pid])
+		g, total := in.growingOf(pid, byPID[pid])
 		out = append(out, g...)
 		totalGrowth += total
 	}
-	l := a.gr.Leak
+	l := in.Leak
 	for i := range out {
 		g := &out[i]
 		switch {
@@ -404,7 +462,7 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 // (sampled_every), each change between two snapshots counts N times, and
 // the untracked blocks, which then hold the other steps' blocks too, are
 // not a site that grows.
-func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
+func (in *Input) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
 	if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
 		return nil, 0
 	}
@@ -439,18 +497,18 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	// x: steps since the first snapshot where the run has steps, else
 	// seconds; the warm-up: the snapshots before the first epoch's end.
 	xs, ts := make([]float64, len(ss)), make([]float64, len(ss))
-	perStep := stepsBetween(a.steps, first.T, last.T) > 0
+	perStep := stepsBetween(in.Steps, first.T, last.T) > 0
 	skip := -1
-	if a.mi.warm.ByEpoch {
+	if in.Warm.ByEpoch {
 		skip = 0
 	}
 	for i, s := range ss {
 		ts[i] = float64(s.t()-first.T) / 1e9
 		xs[i] = ts[i]
 		if perStep {
-			xs[i] = float64(stepsBetween(a.steps, first.T, s.t()))
+			xs[i] = float64(stepsBetween(in.Steps, first.T, s.t()))
 		}
-		if skip >= 0 && s.t() < a.mi.warm.EndNS {
+		if skip >= 0 && s.t() < in.Warm.EndNS {
 			skip = i + 1
 		}
 	}
@@ -477,10 +535,11 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 			Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
 			LastBytes: v1, GrowthBytes: growth, BytesPerHour: perS * 3600, SampledEvery: sampled}
 		if perStep {
-			g.BytesPerStep = f64(perX)
+			g.BytesPerStep = &perX
 		}
 		if first.Epoch != storage.None && last.Epoch > first.Epoch {
-			g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
+			perEpoch := float64(growth) / float64(last.Epoch-first.Epoch)
+			g.BytesPerEpoch = &perEpoch
 		}
 		out = append(out, g)
 	}
@@ -499,44 +558,18 @@ func stepsBetween(steps *growth.Steps, from, to int64) int {
 }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
-// order, each with all its sites (largest first), taking what it keeps
-// from budget (ReadSites).
-func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) ([]SiteSnapshot, error) {
-	s, err := ReadSites(db, run, gpu, budget)
+// order, each with all its sites (largest first), placed by in, taking
+// what it keeps from in.Budget (ReadSites); left says what was left out.
+func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, in Input) (snaps []SiteSnapshot, left LeftOut, err error) {
+	s, err := ReadSites(db, run, gpu, in)
 	if err != nil {
-		return nil, err
+		return nil, LeftOut{}, err
 	}
 	out := make([]SiteSnapshot, len(s.snaps))
 	for i, sn := range s.snaps {
-		out[i] = *s.a.figuresN(sn, -1)
+		out[i] = *s.in.figuresN(sn, -1)
 	}
-	return out, nil
-}
-
-// siteAnalysis is what the sites pass needs of one GPU of a run outside
-// Analyze: its marks, steps and site series. It has no leak verdict.
-func siteAnalysis(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) (*gpuAnalysis, error) {
-	series, err := db.Series(run)
-	if err != nil {
-		return nil, err
-	}
-	mi, err := loadMarks(db, run, budget, nil)
-	if err != nil {
-		return nil, err
-	}
-	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}, opts: Options{Budget: budget}}
-	for _, s := range series {
-		switch {
-		case s.GPU != gpu:
-		case s.Kind == storage.SeriesSites:
-			a.sitePIDs = append(a.sitePIDs, s.PID)
-		case s.Kind == storage.SeriesTorch:
-			a.torchPIDs = append(a.torchPIDs, s.PID)
-		}
-	}
-	a.hasTorch = len(a.torchPIDs) > 0
-	a.steps = mi.stepsFor(a.rank())
-	return a, nil
+	return out, s.left, nil
 }
 
 // Sites are one GPU's site snapshots of a run, read once with what the
@@ -544,33 +577,39 @@ func siteAnalysis(db *storage.DB, run storage.Run, gpu int, budget *storage.Deco
 // any window are computed without the file (the viewer asks for one per
 // zoom). A Sites is safe for concurrent use: Bands only reads it.
 type Sites struct {
-	a     *gpuAnalysis
+	in    Input
 	snaps []siteSnap
+	left  LeftOut
 }
 
 // ReadSites reads a GPU's site snapshots; a Sites of none (Len 0) when the
-// GPU has none. What it keeps (the run's marks, the snapshots' rows) is
-// taken from budget; past it the later snapshots are left out, and
-// LeftOut says how many rows.
-func ReadSites(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) (*Sites, error) {
-	a, err := siteAnalysis(db, run, gpu, budget)
+// GPU has none. in places them in the run (analysis.SitesInput reads it
+// from the run's marks); its Leak is not used. The rows kept are taken
+// from in.Budget; past it the later snapshots are left out (LeftOut).
+func ReadSites(db *storage.DB, run storage.Run, gpu int, in Input) (*Sites, error) {
+	series, err := db.Series(run)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := a.readSites()
+	var pids []int
+	for _, s := range series {
+		if s.GPU == gpu && s.Kind == storage.SeriesSites {
+			pids = append(pids, s.PID)
+		}
+	}
+	snaps, left, err := read(db, run, gpu, pids, in.Budget)
 	if err != nil {
 		return nil, err
 	}
-	a.db = nil // Bands must not read the file: it may be closed, or locked
-	return &Sites{a: a, snaps: snaps}, nil
+	in.Leak, in.Budget = growth.Leak{}, nil
+	return &Sites{in: in, snaps: snaps, left: left}, nil
 }
 
 // Len is the number of snapshots.
 func (s *Sites) Len() int { return len(s.snaps) }
 
-// LeftOut is the number of site rows not read, past the budget, and why
-// (0 and nil when none).
-func (s *Sites) LeftOut() (int, error) { return s.a.sitesLeftOut, s.a.sitesErr }
+// LeftOut is what reading the snapshots left out past the budget.
+func (s *Sites) LeftOut() LeftOut { return s.left }
 
 // Bands are the bands of the live-memory-by-site chart over the snapshots
 // of [from, to) and each process's last one before from (it holds until
@@ -597,7 +636,7 @@ func (s *Sites) Bands(from, to int64, n int) []SiteSeries {
 	if len(in) == 0 {
 		return nil
 	}
-	return siteSeries(in, s.a.growing(in), n)
+	return siteSeries(in, s.in.growing(in), n)
 }
 
 // SiteDelta is one site's change between two snapshots.
