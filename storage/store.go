@@ -477,12 +477,25 @@ func putRun(tx *bolt.Tx, r Run) error {
 	return tx.Bucket(bucketRuns).Put(idKey(r.ID), v)
 }
 
-// Delete removes a run and all its data.
-func (db *DB) Delete(ref string) (Run, error) {
+// DeleteOptions are Delete's options; the zero value is the safe one.
+type DeleteOptions struct {
+	// Force removes a run whose recorder stopped before its last commit
+	// (ErrStaleWriter), or runs where it cannot be told. A run whose
+	// recorder is alive is refused even so (ErrRecording).
+	Force bool
+}
+
+// Delete removes a run and all its data. A run an Appender is writing is
+// refused with ErrRecording while its process is alive: its next commit
+// would write part of the run back (see storage/live.go).
+func (db *DB) Delete(ref string, opts DeleteOptions) (Run, error) {
 	var r Run
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		var err error
 		if r, err = lookupRun(tx, ref); err != nil {
+			return err
+		}
+		if err := checkWriter(r, opts.Force); err != nil {
 			return err
 		}
 		return deleteRun(tx, r)

@@ -406,7 +406,7 @@ func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
 	if r.Host == "" {
 		r.Host, _ = os.Hostname()
 	}
-	r.Complete = false
+	r.Complete, r.Writer = false, thisWriter()
 	err := db.update(func(tx *bolt.Tx) error {
 		var err error
 		r, err = createRunNamed(tx, r, false, opts.UniqueName)
@@ -634,9 +634,11 @@ func (a *Appender) Close() error {
 	}
 	defer release()
 	a.w.run.Complete = a.w.run.Recorder.NotStarted == ""
+	writer := a.w.run.Writer
+	a.w.run.Writer = nil // the last commit: nothing writes the run after it
 	a.w.sealAll()
 	if err := a.commitLocked(); err != nil {
-		a.w.run.Complete = false
+		a.w.run.Complete, a.w.run.Writer = false, writer
 		return err
 	}
 	return nil
