@@ -117,8 +117,15 @@ type Budget struct {
 	PeakAllocatedBytes int64  `json:"peak_allocated_bytes"`
 	ReservedBytes      int64  `json:"reserved_bytes"`
 	UsedBytes          *int64 `json:"used_bytes"` // device used, nil without a device sample near
-	// TotalBytes is what the parts add up to: UsedBytes, or without it the
-	// GPU's reserved memory (all PyTorch processes).
+	// UnseenFromNS is the time of the device and allocator samples that
+	// not seen by PyTorch is read from where no device sample pairs with
+	// the peak itself (nil: from the peak's own); UnseenWhy says why that
+	// part is not known where neither exists.
+	UnseenFromNS *int64 `json:"unseen_from_t_ns,omitempty"`
+	UnseenWhy    string `json:"unseen_unknown_why,omitempty"`
+	// TotalBytes is what the parts add up to: UsedBytes; without it
+	// reserved (all PyTorch processes) plus not seen by PyTorch near the
+	// peak (UnseenFromNS), or reserved alone.
 	TotalBytes int64         `json:"total_bytes"`
 	Parts      []BudgetSlice `json:"parts"`
 	// LeftOverBytes is TotalBytes less the parts: 0 unless a part could not
@@ -171,6 +178,17 @@ func (b *Budget) Part(p BudgetPart) (int64, bool) {
 	return 0, false
 }
 
+// TotalWords names what the parts add up to.
+func (b *Budget) TotalWords() string {
+	switch {
+	case b.UsedBytes != nil:
+		return "device used"
+	case b.UnseenFromNS != nil:
+		return "device used, estimated"
+	}
+	return "reserved"
+}
+
 // fixed is the bytes of the watched model's own tensors.
 func (b *Budget) fixed() int64 {
 	var n int64
@@ -189,6 +207,11 @@ type budgetInput struct {
 	othersReserved int64
 	budget         *storage.BudgetSample // nil: no memrec.watch
 	used           *int64
+	// Without used: not seen by PyTorch from a pair of samples near the
+	// peak (unseenAt its time), or why it is not known.
+	unseen    *int64
+	unseenAt  int64
+	unseenWhy string
 	// held is allocated at the end of the peak's step beyond the model's
 	// tensors then; nil where there is no sample at the step's end.
 	held        *int64
@@ -277,8 +300,16 @@ func makeBudget(in budgetInput) *Budget {
 			unseen = 0
 		}
 		add(PartUnseen, unseen, "")
+	} else if in.unseen != nil {
+		// What PyTorch does not see (the CUDA context, NCCL's and the
+		// libraries' own memory) changes rarely, so a pair of samples of
+		// one moment near the peak stands in for the peak's own.
+		b.UnseenFromNS = i64(in.unseenAt)
+		b.TotalBytes = torchTotal + *in.unseen
+		add(PartUnseen, *in.unseen, fmt.Sprintf("device used less reserved %s from the peak: no device sample at the peak itself", units.FormatDuration(float64(abs64(in.unseenAt-p.T))/1e9)))
 	} else {
-		b.Missing = append(b.Missing, "device used at the peak (no NVML sample near it): the memory PyTorch does not see is left out, and the parts add up to reserved")
+		b.UnseenWhy = in.unseenWhy
+		b.Missing = append(b.Missing, "device used at the peak ("+in.unseenWhy+"): the memory PyTorch does not see is left out, and the parts add up to reserved")
 	}
 	var sum int64
 	for i := range parts {
@@ -315,16 +346,11 @@ func (a *gpuAnalysis) budgetPass() error {
 	if err != nil {
 		return err
 	}
-	var used *int64
-	if a.hasDevice {
-		if u, ok, err := a.deviceNear(p.T, pairTolerance(a.run)); err != nil {
-			return err
-		} else if ok {
-			used = i64(u)
-		}
-	}
-	in := budgetInput{peak: p, othersReserved: max(0, a.peakSum.reserved-p.Reserved), budget: bs, used: used,
+	in := budgetInput{peak: p, othersReserved: max(0, a.peakSum.reserved-p.Reserved), budget: bs,
 		epoch: a.mi.epochAt(p.T), step: stepAt(a.steps, p.T), ranks: a.ranks()}
+	if err := a.budgetUsed(&in); err != nil {
+		return err
+	}
 	if bs != nil {
 		if in.held, err = a.heldAtStepEnd(p); err != nil {
 			return err
@@ -429,6 +455,71 @@ func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, err
 		}
 	}
 	return nil, nil
+}
+
+// budgetUsed sets device used at the peak; without a device sample of
+// that moment, not seen by PyTorch from the pair of device and allocator
+// samples nearest the peak within windowLookBack, or why it is not known.
+func (a *gpuAnalysis) budgetUsed(in *budgetInput) error {
+	if !a.hasDevice {
+		in.unseenWhy = "the run has no device samples on this GPU (NVML)"
+		return nil
+	}
+	t, tol := in.peak.T, pairTolerance(a.run)
+	if u, ok, err := a.deviceNear(t, tol); err != nil || ok {
+		if ok {
+			in.used = i64(u)
+		}
+		return err
+	}
+	var dev []storage.DeviceSample
+	it := a.db.DeviceSamples(a.run, a.g.Index, t-windowLookBack, t+windowLookBack+1)
+	for it.Next() {
+		dev = append(dev, it.At())
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(dev, func(x, y storage.DeviceSample) int { return cmp.Compare(abs64(x.T-t), abs64(y.T-t)) })
+	for _, d := range dev {
+		res, ok, err := a.reservedNear(d.T, tol)
+		if err != nil {
+			return err
+		}
+		if ok && d.Used >= res {
+			in.unseen, in.unseenAt = i64(d.Used-res), d.T
+			return nil
+		}
+	}
+	in.unseenWhy = fmt.Sprintf("no device sample within %s of the peak, nor one within %s of it with allocator samples of the same moment", units.FormatDuration(float64(tol)/1e9), units.FormatDuration(windowLookBack/1e9))
+	return nil
+}
+
+// reservedNear is what the GPU's PyTorch processes reserved at t: each
+// one's sample nearest t within tol, summed; false when one of them that
+// was running then has none that near.
+func (a *gpuAnalysis) reservedNear(t, tol int64) (int64, bool, error) {
+	var sum int64
+	for _, pid := range a.torchPIDs {
+		it := a.db.TorchSamples(a.run, a.g.Index, pid, t-tol, t+tol+1)
+		best, v := tol+1, int64(0)
+		for it.Next() {
+			if s := it.At(); abs64(s.T-t) < best {
+				best, v = abs64(s.T-t), s.Reserved
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, false, err
+		}
+		if best > tol {
+			if len(a.torchPIDs) == 1 {
+				return 0, false, nil
+			}
+			continue // a process not running then reserves nothing
+		}
+		sum += v
+	}
+	return sum, sum > 0, nil
 }
 
 // deviceNear is the device sample nearest to t within tol.

@@ -93,10 +93,7 @@ func budgetChart(title string, names []string, budgets []*analysis.Budget, h vg.
 // gpuBudgetChart is one GPU's budget at its peak, drawn h high.
 func gpuBudgetChart(g analysis.GPUReport, h vg.Length) *plot.Plot {
 	b := g.Budget
-	total := "device used"
-	if b.UsedBytes == nil {
-		total = "reserved"
-	}
+	total := b.TotalWords()
 	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, units.FormatBytes(b.TotalBytes)),
 		[]string{g.Label()}, []*analysis.Budget{b}, h)
 }

@@ -31,10 +31,13 @@ func FormatBytesPtr(b *int64) string {
 	return FormatBytes(*b)
 }
 
-// FormatDuration writes a duration for people: 45 s, 12 min, 3 h 10 min, 2 d 4 h.
+// FormatDuration writes a length of time for people: 20 ms, 45 s, 12 min,
+// 3 h 10 min, 2 d 4 h. Offsets since a run's start are FormatSince's.
 func FormatDuration(s float64) string {
 	d := time.Duration(s * float64(time.Second))
 	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
 	case d < time.Minute:
 		return fmt.Sprintf("%.0f s", d.Seconds())
 	case d < time.Hour:
