@@ -797,7 +797,7 @@ func (f *fitter) readRuns() error {
 		}
 	}
 	for _, r := range reps {
-		if w, ok := analysis.WholeRunMargin(r, f.o.steps); ok && (f.res.WholeRun == nil || w.Fraction > f.res.WholeRun.Fraction) {
+		if w, ok := analysis.WholeRunMargin(r, f.o.steps); ok && (f.res.WholeRun == nil || w.Share() > f.res.WholeRun.Share()) {
 			f.res.WholeRun = &w
 		}
 	}
@@ -1292,10 +1292,6 @@ func (f *fitter) recommend() *float64 {
 	if math.IsNaN(f.lo) {
 		return nil
 	}
-	margin := 0.0
-	if w := f.res.WholeRun; w != nil {
-		margin = w.Fraction
-	}
 	// The trials' step peaks are of the same few steps; the given runs'
 	// (their whole length) only where fewer than two trials ran.
 	var total int64
@@ -1321,7 +1317,14 @@ func (f *fitter) recommend() *float64 {
 	if f.loPeak == 0 || total == 0 {
 		return ptr(f.lo)
 	}
-	avail := (float64(f.loPeak) - f.res.Headroom*float64(total)) / (1 + margin)
+	// The rise beyond the growth scales with the value; the growth is
+	// bytes a step whatever the value (WholeRun.Allowance).
+	room, margin := float64(f.loPeak)-f.res.Headroom*float64(total), 0.0
+	if w := f.res.WholeRun; w != nil {
+		margin = w.Fraction
+		room -= w.Allowance(room)
+	}
+	avail := room / (1 + margin)
 	var v float64
 	newCurve := replay.NewNeedCurve
 	if replay.IsBatchTag(f.o.by) {
@@ -1358,8 +1361,15 @@ func (f *fitter) printResult() {
 		fmt.Fprintf(w, "whole run          %s\n", wr.Words)
 	}
 	fmt.Fprintf(w, "recommended        %s=%s (with %g %% headroom", r.By, s(r.Recommended), 100*r.Headroom)
-	if r.WholeRun != nil {
-		fmt.Fprintf(w, " and the whole run's %.1f %%", 100*r.WholeRun.Fraction)
+	if wr := r.WholeRun; wr != nil {
+		fmt.Fprintf(w, ", the whole run's rise %.1f %%", 100*wr.Fraction)
+		if a := wr.AllowanceWords(); a != "" {
+			fmt.Fprintf(w, " and %s", a)
+		}
 	}
-	fmt.Fprintf(w, ")\ntrials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
+	fmt.Fprintln(w, ")")
+	if r.WholeRun != nil && r.WholeRun.BoundWords() != "" {
+		fmt.Fprintf(w, "  %s\n", r.WholeRun.BoundWords())
+	}
+	fmt.Fprintf(w, "trials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
 }
