@@ -357,7 +357,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f %%", 100**f)
 	},
-	"since": func(start, t int64) string { return fmt.Sprintf("%+.2f s", float64(t-start)/1e9) },
+	"since": func(start, t int64) string { return units.FormatSince(float64(t-start) / 1e9) },
 	"opt": func(v *int) string {
 		if v == nil {
 			return "–"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/python"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -563,7 +564,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	w := o.io.Err
 	s := res.Sampler
-	fmt.Fprintf(w, "\nmemrec: recorded %s\n", res.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "\nmemrec: recorded %s\n", units.FormatDuration(res.Wall.Seconds()))
 	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
 	if o.source == "sim" {
@@ -611,15 +612,15 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	}
 	switch {
 	case dbErr != nil && res.DBOpened:
-		fmt.Fprintf(w, "  database    %s, run %q (%s); it was locked by another process for the first %v: %d samples and marks were held in memory and written then",
-			o.dbPath, res.Run.Name, status(res.Run), res.DBWait.Round(time.Millisecond), res.DBHeld)
+		fmt.Fprintf(w, "  database    %s, run %q (%s); it was locked by another process for the first %s: %d samples and marks were held in memory and written then",
+			o.dbPath, res.Run.Name, status(res.Run), units.FormatDuration(res.DBWait.Seconds()), res.DBHeld)
 		if n := res.DBLost.Total(); n > 0 {
 			fmt.Fprintf(w, ", %d dropped unwritten to bound memory", n)
 		}
 		fmt.Fprintln(w)
 	case dbErr != nil && errors.Is(dbErr, storage.ErrLocked):
-		fmt.Fprintf(w, "  database    NOT RECORDED: %s stayed locked by another process for the whole %v; %d samples and marks held in memory are lost\n",
-			o.dbPath, res.DBWait.Round(time.Millisecond), res.DBLost.Total())
+		fmt.Fprintf(w, "  database    NOT RECORDED: %s stayed locked by another process for the whole %s; %d samples and marks held in memory are lost\n",
+			o.dbPath, units.FormatDuration(res.DBWait.Seconds()), res.DBLost.Total())
 	case dbErr != nil:
 		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
 	case res.LastDBErr != nil:
