@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/internal/jobmodel"
 )
 
@@ -51,8 +52,8 @@ func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
 	if b == nil || !b.Watched {
 		t.Fatalf("GPU 0: budget %+v", b)
 	}
-	for part, want := range map[analysis.BudgetPart]int64{analysis.PartParams: s.Params, analysis.PartGrads: s.Grads,
-		analysis.PartOptimizer: j.Optimizer, analysis.PartActivations: j.Activations, analysis.PartUnseen: j.Idle + j.Context + j.NCCL} {
+	for part, want := range map[budget.Part]int64{budget.PartParams: s.Params, budget.PartGrads: s.Grads,
+		budget.PartOptimizer: j.Optimizer, budget.PartActivations: j.Activations, budget.PartUnseen: j.Idle + j.Context + j.NCCL} {
 		if got, _ := b.Part(part); got != want {
 			t.Errorf("%s: %d, want the simulator's %d", part, got, want)
 		}
@@ -70,15 +71,15 @@ func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
 // the runs side by side, never a bare dash.
 func TestBudgetSaysWhyUnseenIsNotKnown(t *testing.T) {
 	const why = "the run has no device samples on this GPU (NVML)"
-	b := &analysis.Budget{TotalBytes: 3 << 30, UnseenWhy: why, Basis: "test",
-		Parts: []analysis.BudgetSlice{{Part: analysis.PartAllocated, Bytes: 2 << 30}, {Part: analysis.PartCachedFree, Bytes: 1 << 30}}}
+	b := &budget.Budget{TotalBytes: 3 << 30, UnseenWhy: why, Basis: "test",
+		Parts: []budget.Slice{{Part: budget.PartAllocated, Bytes: 2 << 30}, {Part: budget.PartCachedFree, Bytes: 1 << 30}}}
 	var one, side strings.Builder
 	printBudget(&one, &analysis.Report{}, b)
 	printBudgets(&side, []analysis.RunSummary{{Run: "a", Budget: b}})
 	for name, out := range map[string]string{"one": one.String(), "side by side": side.String()} {
 		var row string
 		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, analysis.PartUnseen.Words()) && !strings.Contains(l, ":") {
+			if strings.Contains(l, budget.PartUnseen.Words()) && !strings.Contains(l, ":") {
 				row = l
 			}
 		}

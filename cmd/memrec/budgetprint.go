@@ -8,11 +8,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
 )
 
 // printBudget writes "Budget at the peak" of one GPU.
-func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
+func printBudget(w io.Writer, rep *analysis.Report, b *budget.Budget) {
 	where := []string{sinceStart(rep, b.TNS)}
 	if b.Step != nil {
 		where = append([]string{fmt.Sprintf("step %d", *b.Step)}, where...)
@@ -27,7 +28,7 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f %%\t%s\n", p.Part.Words(), units.FormatBytes(p.Bytes), 100*p.Share, p.Detail)
 	}
 	if b.UnseenWhy != "" {
-		fmt.Fprintf(tw, "  %s\tnot known\t\t%s\n", analysis.PartUnseen.Words(), b.UnseenWhy)
+		fmt.Fprintf(tw, "  %s\tnot known\t\t%s\n", budget.PartUnseen.Words(), b.UnseenWhy)
 	}
 	fmt.Fprintf(tw, "  = %s\t%s\t\t\n", total, units.FormatBytes(b.TotalBytes))
 	tw.Flush()
@@ -35,8 +36,8 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 		fmt.Fprintf(w, "  left over: %s (see the notes)\n", units.FormatBytes(b.LeftOverBytes))
 	}
 	if b.Watched {
-		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", analysis.FormatCount(b.ParamCount),
-			strings.TrimSuffix(analysis.FormatCount(b.Trainable), " parameters"), orDash(b.DType), orDash(b.Optimizer), b.Autocast)
+		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", budget.FormatCount(b.ParamCount),
+			strings.TrimSuffix(budget.FormatCount(b.Trainable), " parameters"), orDash(b.DType), orDash(b.Optimizer), b.Autocast)
 	}
 	fmt.Fprintf(w, "  basis: %s\n", b.Basis)
 	for _, n := range b.Notes {
@@ -48,9 +49,9 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 }
 
 // printHelp writes "What would help" of one GPU, an assumption once.
-func printHelp(w io.Writer, b *analysis.Budget) {
+func printHelp(w io.Writer, b *budget.Budget) {
 	if len(b.Help) > 0 {
-		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", analysis.HelpAssumes)
+		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", budget.HelpAssumes)
 	}
 	said := map[string]bool{} // an assumption is written once
 	for i, r := range b.Help {
@@ -60,7 +61,7 @@ func printHelp(w io.Writer, b *analysis.Budget) {
 		}
 		switch {
 		case r.FitsBatch == nil:
-		case r.Kind == analysis.RemedyAccumulation:
+		case r.Kind == budget.RemedyAccumulation:
 			line += fmt.Sprintf("; an effective batch of %s would fit (%s)", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64), r.FitsWhy)
 		default:
 			line += fmt.Sprintf("; batch %s would fit", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64))
@@ -101,8 +102,8 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	if len(have) == 0 {
 		return
 	}
-	var order []analysis.BudgetPart
-	seen := map[analysis.BudgetPart]bool{}
+	var order []budget.Part
+	seen := map[budget.Part]bool{}
 	unknown := false // a run whose unseen part is not known still gets its row
 	for _, r := range have {
 		unknown = unknown || r.Budget.UnseenWhy != ""
@@ -115,8 +116,8 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 			}
 		}
 	}
-	if unknown && !seen[analysis.PartUnseen] {
-		order = append(order, analysis.PartUnseen)
+	if unknown && !seen[budget.PartUnseen] {
+		order = append(order, budget.PartUnseen)
 	}
 	fmt.Fprintln(w, "\nBudget at the peak (each run's worst GPU):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -130,7 +131,7 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 		for _, r := range have {
 			if v, ok := r.Budget.Part(part); ok {
 				fmt.Fprintf(tw, "%s\t", units.FormatBytes(v))
-			} else if part == analysis.PartUnseen && r.Budget.UnseenWhy != "" {
+			} else if part == budget.PartUnseen && r.Budget.UnseenWhy != "" {
 				fmt.Fprint(tw, "not known\t")
 			} else {
 				fmt.Fprint(tw, "-\t")
@@ -146,7 +147,7 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	tw.Flush()
 	for _, r := range have {
 		if r.Budget.UnseenWhy != "" {
-			fmt.Fprintf(w, "  %s: %s not known: %s; its total is reserved\n", r.Run, analysis.PartUnseen.Words(), r.Budget.UnseenWhy)
+			fmt.Fprintf(w, "  %s: %s not known: %s; its total is reserved\n", r.Run, budget.PartUnseen.Words(), r.Budget.UnseenWhy)
 		}
 	}
 	for _, r := range have {

@@ -14,7 +14,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -22,7 +22,7 @@ import (
 // new database.
 func importFixture(t *testing.T, name string) (*storage.DB, storage.Run) {
 	t.Helper()
-	return importFile(t, filepath.Join("..", "..", "storage", "testdata", name+".jsonl.gz"), name)
+	return importFile(t, filepath.Join("..", "..", "..", "storage", "testdata", name+".jsonl.gz"), name)
 }
 
 // importFile imports the gzipped JSON Lines file path into a new database.
@@ -235,7 +235,7 @@ func deref(p *int64) any {
 // (bs 64/amp) keeps its own partition.
 func TestDuckDBTypesAndNames(t *testing.T) {
 	db, r := importFixture(t, "real-resnet18-bs64-leak")
-	data, err := os.ReadFile(filepath.Join("..", "..", "storage", "testdata", "real-resnet18-bs128.jsonl.gz"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "storage", "testdata", "real-resnet18-bs128.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
