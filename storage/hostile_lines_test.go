@@ -58,6 +58,7 @@ func TestImportHostileBudgetAndSiteLines(t *testing.T) {
 		{"huge sampling", sites(`,"sampled_every":1e308`), `"sampled_every": want a number from 1 to 1e9, got 1e308`},
 		{"negative bad", sites(`,"bad":-1`), `bad.jsonl:3: sites: "bad" is negative (-1)`},
 		{"huge since", sites(`,"since_ns":9223372036854775807`), "bad.jsonl:3: sites: site <untracked>: since_ns 9223372036854775807 is past 2200"},
+		{"since a time", sites(`,"since_ns":1795991897963059000`), ""},
 		{"epoch past int32", sites(`,"epoch":4294967296`), `bad.jsonl:3: sites: "epoch" is too large (4294967296)`},
 		{"long file", sites(`,"sites":[{"file":"` + long(100000) + `","line":1}]`), "bad.jsonl:3: sites: site's file of 100000 bytes (at most 4096)"},
 		{"long func", site(`,"func":"` + long(MaxSiteText+1) + `"`), "bad.jsonl:3: sites: site's func of 4097 bytes (at most 4096)"},

@@ -210,10 +210,13 @@ var siteSchema = rowSchema[SiteSample]{
 				return err
 			}
 		}
+		if err := checkBytes("since_ns", s.SinceNS); err != nil {
+			return err
+		}
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"since_ns", s.SinceNS}, {"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
+		}{{"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
 			{"alloc_bytes", s.AllocBytes}, {"allocs", s.Allocs}, {"freed_bytes", s.FreedBytes},
 			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}} {
 			if err := errors.Join(checkBytes(c.name, c.v), checkFigure(c.name, c.v)); err != nil {
