@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,5 +113,36 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 		"1000,0.000001,1970-01-01T00:00:00.000001Z,-1,-1,,,3,4,0,0" + zeros + "\n3000,0.000003,1970-01-01T00:00:00.000003Z,-1,-1,,,5,8,0,0" + zeros + "\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestCSVCountersFollowTheTable: a counter row added to the table is a
+// column of each GPU, summed over its processes, with no edit of csv.go
+// (a throwaway row reading the segments: 3 + 2).
+func TestCSVCountersFollowTheTable(t *testing.T) {
+	saved := csvCounters
+	defer func() { csvCounters = saved }()
+	csvCounters = append(wire.Counters(wire.TorchFields), wire.Field[TorchSample]{Name: "throwaway_counts", Stat: "num_throwaway",
+		Get: func(s TorchSample) int64 { return s.Segments }})
+	db := openTestDB(t)
+	runs, err := importString(db, "in", `{"type":"run","name":"a","start_ns":0}
+{"type":"gpu","gpu":0}
+{"type":"torch","t_ns":1000,"gpu":0,"pid":1,"allocated_bytes":3,"reserved_bytes":4,"segments":3}
+{"type":"torch","t_ns":2000,"gpu":0,"pid":2,"allocated_bytes":3,"reserved_bytes":4,"segments":2}
+`, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(rows[0], "gpu0_throwaway_counts")
+	if i < 0 || rows[1][i] != "3" || rows[2][i] != "5" {
+		t.Errorf("no column gpu0_throwaway_counts of 3 then 5:\n%s", buf.String())
 	}
 }
