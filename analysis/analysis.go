@@ -159,8 +159,11 @@ type GPUReport struct {
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
-	InconsistentSamples int64     `json:"inconsistent_allocator_samples,omitempty"`
-	Processes           []Process `json:"processes,omitempty"`
+	InconsistentSamples int64 `json:"inconsistent_allocator_samples,omitempty"`
+	// Counters are the allocator's event counters (wire.TorchFields' rows
+	// with a Stat) over the GPU: counters.go. Nil without allocator samples.
+	Counters  []Counter `json:"counters,omitempty"`
+	Processes []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
 	Where *sites.Where `json:"where,omitempty"`
@@ -524,6 +527,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 				}
 			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			if err == nil {
+				gr.Counters, err = allocatorCounters(db, run, g.Index, seriesOf(series, g.Index).torchPIDs, gr, marks.warm, wire.Counters(wire.TorchFields))
+			}
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()

@@ -328,6 +328,23 @@ func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
 	}
+	printCounters(w, g)
+}
+
+// printCounters writes a line for each allocator counter that counted
+// anything: its total, its rate a step after the warm-up, and what it
+// means (the field table's help).
+func printCounters(w io.Writer, g analysis.GPUReport) {
+	for _, c := range g.Counters {
+		if c.Total == 0 {
+			continue
+		}
+		rate := ""
+		if c.PerStep != nil {
+			rate = fmt.Sprintf(" (%.1f a step after the warm-up, over %d steps)", *c.PerStep, c.Steps)
+		}
+		fmt.Fprintf(w, "Allocator %s: %d%s. %s\n", c.Name, c.Total, rate, c.Help)
+	}
 }
 
 func printBudgetParts(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
