@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -144,6 +146,10 @@ type GPUReport struct {
 	// requests.
 	AllocTrace         *storage.AllocTrace `json:"-"`
 	AllocTraceRequests int                 `json:"alloc_trace_requests,omitempty"`
+	// AllocTraceWhatIf is the trace replayed whole, without a limit, under
+	// the default allocator and each of replay.WhatIfSettings: the peak
+	// reserved each would have held (oomcause.go).
+	AllocTraceWhatIf []replay.WhatIf `json:"alloc_trace_what_if,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
@@ -151,12 +157,12 @@ type GPUReport struct {
 	Processes           []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
-	Where *Where `json:"where,omitempty"`
+	Where *sites.Where `json:"where,omitempty"`
 	// Budget is the GPU's memory at its highest step peak, split into
 	// parts, and what would help (budget.go, advice.go); nil without
 	// allocator samples.
-	Budget   *Budget  `json:"budget,omitempty"`
-	Timeline Timeline `json:"-"`
+	Budget   *budget.Budget `json:"budget,omitempty"`
+	Timeline Timeline       `json:"-"`
 	// Floors are the floors of the series the leak was judged on, for
 	// drawing: a long run keeps the first, lowest, highest and last of each
 	// of about width runs of them. FitFromX is the x of the first one
@@ -285,10 +291,13 @@ type OOM struct {
 	WhatIf []replay.WhatIf `json:"what_if,omitempty"`
 	// Holders are the sites that held the most at the OOM, from the
 	// probe's snapshot in PyTorch's OOM observer; nil without one.
-	Holders []SiteFigure `json:"holders,omitempty"`
+	Holders []sites.SiteFigure `json:"holders,omitempty"`
 	// Budget splits what the fatal OOM's step had and asked for, where the
 	// run has memrec.watch (budget.go).
-	Budget *OOMBudget `json:"budget,omitempty"`
+	Budget *budget.OOM `json:"budget,omitempty"`
+	// Cause is the fatal OOM's budget at that moment and the one change
+	// that would have made its step fit (oomcause.go).
+	Cause *OOMCause `json:"cause,omitempty"`
 }
 
 // Process is one process seen on the GPU.

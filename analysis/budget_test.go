@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/internal/jobmodel"
@@ -61,12 +62,12 @@ func TestBudgetAtThePeakIsTheTruth(t *testing.T) {
 		}
 		a, s := j.At(gpu, last, 1), j.Split(last, 1)
 		used := j.Used(gpu, last, 1, true)
-		want := map[BudgetPart]int64{
-			PartParams: s.Params, PartGrads: s.Grads, PartOptimizer: j.Optimizer, PartBuffers: 0,
-			PartActivations:   j.Activations,
-			PartInactiveSplit: a.InactiveSplit,
-			PartCachedFree:    a.Reserved - j.Peak(gpu, last) - a.InactiveSplit,
-			PartUnseen:        j.Idle + j.Context + j.NCCL,
+		want := map[budget.Part]int64{
+			budget.PartParams: s.Params, budget.PartGrads: s.Grads, budget.PartOptimizer: j.Optimizer, budget.PartBuffers: 0,
+			budget.PartActivations:   j.Activations,
+			budget.PartInactiveSplit: a.InactiveSplit,
+			budget.PartCachedFree:    a.Reserved - j.Peak(gpu, last) - a.InactiveSplit,
+			budget.PartUnseen:        j.Idle + j.Context + j.NCCL,
 		}
 		var sum int64
 		for _, p := range b.Parts {
@@ -111,7 +112,7 @@ func TestAdviceArithmetic(t *testing.T) {
 		"gradient_accumulation/2":  {act / 2, act / 2, 2 * fit(fixed, 1)},
 		"gradient_accumulation/4":  {act * 3 / 4, act * 3 / 4, 4 * fit(fixed, 1)},
 		"bf16_autocast":            {int64(0.25*float64(act)) - 2*n, act / 2, fit(fixed+n, 1-0.375)},
-		"activation_checkpointing": {int64(CheckpointLow * float64(act)), int64(CheckpointHigh * float64(act)), fit(fixed, 1-(CheckpointLow+CheckpointHigh)/2)},
+		"activation_checkpointing": {int64(budget.CheckpointLow * float64(act)), int64(budget.CheckpointHigh * float64(act)), fit(fixed, 1-(budget.CheckpointLow+budget.CheckpointHigh)/2)},
 		"sgd_momentum":             {j.Optimizer - 4*n, j.Optimizer - 4*n, fit(fixed-(j.Optimizer-4*n), 1)},
 		"adam_8bit":                {j.Optimizer - 2*n, j.Optimizer - 2*n, fit(fixed-(j.Optimizer-2*n), 1)},
 		"zero1/2":                  {j.Optimizer / 2, j.Optimizer / 2, fit(fixed-j.Optimizer/2, 1)},
@@ -135,9 +136,9 @@ func TestAdviceArithmetic(t *testing.T) {
 		}
 		delete(wants, key)
 		switch r.Kind {
-		case RemedyExpandableSegments:
+		case budget.RemedyExpandableSegments:
 			w.lo, w.hi = 0, split+cached // the small pool's splits may all stay
-		case RemedyEmptyCache:
+		case budget.RemedyEmptyCache:
 			if r.LowersPeak || r.SavedBytes != 0 || !strings.Contains(r.Basis, units.FormatBytes(a.Reserved-a.Allocated)) {
 				t.Errorf("empty_cache: %+v, want no saving at the peak and %s returned", r, units.FormatBytes(a.Reserved-a.Allocated))
 			}
@@ -145,7 +146,7 @@ func TestAdviceArithmetic(t *testing.T) {
 		if r.SavedLowBytes != w.lo || r.SavedHighBytes != w.hi {
 			t.Errorf("%s saves [%d, %d], want [%d, %d]", key, r.SavedLowBytes, r.SavedHighBytes, w.lo, w.hi)
 		}
-		if r.PeakAllocatedAfterBytes != b.PeakAllocatedBytes-r.SavedBytes && r.Kind != RemedyExpandableSegments {
+		if r.PeakAllocatedAfterBytes != b.PeakAllocatedBytes-r.SavedBytes && r.Kind != budget.RemedyExpandableSegments {
 			t.Errorf("%s: peak after %d, want %d", key, r.PeakAllocatedAfterBytes, b.PeakAllocatedBytes-r.SavedBytes)
 		}
 		if w.batch > 0 && (r.FitsBatch == nil || *r.FitsBatch != w.batch) {
@@ -173,11 +174,11 @@ func TestAdviceSaysWhatIsMissing(t *testing.T) {
 	if b.Watched {
 		t.Fatal("watched without budget fields")
 	}
-	if v, ok := b.Part(PartAllocated); !ok || v != j.Peak(0, 9) {
+	if v, ok := b.Part(budget.PartAllocated); !ok || v != j.Peak(0, 9) {
 		t.Errorf("allocated part %d, want the peak %d", v, j.Peak(0, 9))
 	}
 	for _, r := range b.Help {
-		if r.Kind != RemedyExpandableSegments && r.Kind != RemedyEmptyCache {
+		if r.Kind != budget.RemedyExpandableSegments && r.Kind != budget.RemedyEmptyCache {
 			t.Errorf("without watch memrec guessed %s", r.Kind)
 		}
 	}
@@ -192,31 +193,12 @@ func TestAdviceSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("unknown autocast not reported missing: %q", b.Missing)
 	}
 	for _, r := range b.Help {
-		if r.Kind == RemedyAutocast {
+		if r.Kind == budget.RemedyAutocast {
 			t.Error("autocast advised although its state is unknown")
 		}
 	}
 	if !strings.Contains(strings.Join(b.Skipped, " "), "one rank") {
 		t.Errorf("one rank: sharding not said inapplicable: %q", b.Skipped)
-	}
-}
-
-// TestOOMBudget: a fatal OOM's step split, and the fewest micro-batches of
-// accumulation that fit what the step had, from the arithmetic.
-func TestOOMBudget(t *testing.T) {
-	o := &OOM{AllocatedBytes: i64(60 * GiB), RequestedBytes: i64(8 * GiB), FreeBytes: i64(2 * GiB), FittingBatch: f64(48), FitKind: FitUpperBound}
-	ob := oomBudget(o, &storage.BudgetSample{Params: 4 * GiB, Grads: 4 * GiB, OptimizerState: 8 * GiB}, 64)
-	// need 68 GiB, fixed 16: activations 52 GiB; have 62, room 46: k = ceil(52/46) = 2.
-	if ob.NeedBytes != 68*GiB || ob.Accumulation != 2 {
-		t.Fatalf("need %d accumulation %d, want 68 GiB and 2", ob.NeedBytes, ob.Accumulation)
-	}
-	if ob.Parts[0].Part != PartActivations || ob.Parts[0].Bytes != 52*GiB {
-		t.Errorf("first part %+v, want activations 52 GiB", ob.Parts[0])
-	}
-	for _, w := range []string{"activations and temporaries 76 %", "optimizer state 12 %", "a batch of at most 48", "accumulation over at least 2"} {
-		if !strings.Contains(ob.Words, w) {
-			t.Errorf("words %q lack %q", ob.Words, w)
-		}
 	}
 }
 
@@ -231,17 +213,17 @@ func TestGradientsFreedBeforeForward(t *testing.T) {
 	b := analyzeJSONL(t, run)["w"].GPUs[0].Budget
 	s := j.Split(29, 1)
 	act := j.Activations + s.Grads // the peak less parameters and state
-	if g, _ := b.Part(PartGrads); g != 0 || b.GradBytes != s.Grads || b.GradsAtPeak != storage.FlagNo {
+	if g, _ := b.Part(budget.PartGrads); g != 0 || b.GradBytes != s.Grads || b.GradsAtPeak != storage.FlagNo {
 		t.Errorf("gradients at the peak %d (after backward %d, %s), want 0 (%d, no)", g, b.GradBytes, b.GradsAtPeak, s.Grads)
 	}
-	if a, _ := b.Part(PartActivations); a != act {
+	if a, _ := b.Part(budget.PartActivations); a != act {
 		t.Errorf("activations %d, want %d", a, act)
 	}
 	for _, r := range b.Help {
-		if r.Kind == RemedyAccumulation && r.N == 2 && r.SavedBytes != act-act/2-s.Grads {
+		if r.Kind == budget.RemedyAccumulation && r.N == 2 && r.SavedBytes != act-act/2-s.Grads {
 			t.Errorf("accumulation over 2 frees %d, want %d", r.SavedBytes, act-act/2-s.Grads)
 		}
-		if r.Kind == RemedyZeRO2 {
+		if r.Kind == budget.RemedyZeRO2 {
 			t.Error("ZeRO-2 advised for gradients the peak does not hold")
 		}
 	}
@@ -257,18 +239,18 @@ func TestHeldBetweenStepsStays(t *testing.T) {
 	j.Held = 300 * MiB
 	b := analyzeJSONL(t, watchedRun(j, 30, "float32", "false", true))["w"].GPUs[0].Budget
 	act, inStep := j.Activations+j.Held, j.Activations
-	if a, _ := b.Part(PartActivations); a != act || b.HeldBytes != j.Held {
+	if a, _ := b.Part(budget.PartActivations); a != act || b.HeldBytes != j.Held {
 		t.Fatalf("activations %d of which held %d, want %d and %d", a, b.HeldBytes, act, j.Held)
 	}
 	n := j.Split(29, 1).ParamCount
-	wants := map[RemedyKind][2]int64{
-		RemedyAccumulation:  {inStep / 2, inStep / 2},
-		RemedyAutocast:      {int64(AutocastLow*float64(inStep)) - 2*n, int64(AutocastHigh * float64(inStep))},
-		RemedyCheckpointing: {int64(CheckpointLow * float64(inStep)), int64(CheckpointHigh * float64(inStep))},
+	wants := map[budget.RemedyKind][2]int64{
+		budget.RemedyAccumulation:  {inStep / 2, inStep / 2},
+		budget.RemedyAutocast:      {int64(budget.AutocastLow*float64(inStep)) - 2*n, int64(budget.AutocastHigh * float64(inStep))},
+		budget.RemedyCheckpointing: {int64(budget.CheckpointLow * float64(inStep)), int64(budget.CheckpointHigh * float64(inStep))},
 	}
 	for _, r := range b.Help {
 		w, ok := wants[r.Kind]
-		if !ok || r.Kind == RemedyAccumulation && r.N != 2 {
+		if !ok || r.Kind == budget.RemedyAccumulation && r.N != 2 {
 			continue
 		}
 		delete(wants, r.Kind)
@@ -279,12 +261,12 @@ func TestHeldBetweenStepsStays(t *testing.T) {
 	if len(wants) > 0 {
 		t.Errorf("remedies missing: %v", wants)
 	}
-	if a, ok := partDetail(b, PartActivations); !ok || !strings.Contains(a, "300.0 MiB of them still allocated at the step's end") {
+	if a, ok := partDetail(b, budget.PartActivations); !ok || !strings.Contains(a, "300.0 MiB of them still allocated at the step's end") {
 		t.Errorf("activations' detail %q", a)
 	}
 }
 
-func partDetail(b *Budget, p BudgetPart) (string, bool) {
+func partDetail(b *budget.Budget, p budget.Part) (string, bool) {
 	for _, s := range b.Parts {
 		if s.Part == p {
 			return s.Detail, true
@@ -314,7 +296,7 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 	want := map[string][2]float64{ // saved at the peak, batch that would fit
 		"gradient_accumulation/2":  {perSample * 64 / 2, 2 * math.Floor(room/perSample)},
 		"gradient_accumulation/4":  {perSample * 64 * 3 / 4, 4 * math.Floor(room/perSample)},
-		"activation_checkpointing": {(CheckpointLow + CheckpointHigh) / 2 * float64(workspace+perSample*64), math.Floor(room / (perSample * (1 - (CheckpointLow+CheckpointHigh)/2)))},
+		"activation_checkpointing": {(budget.CheckpointLow + budget.CheckpointHigh) / 2 * float64(workspace+perSample*64), math.Floor(room / (perSample * (1 - (budget.CheckpointLow+budget.CheckpointHigh)/2)))},
 	}
 	for _, r := range by.Help {
 		key := r.Kind.String()
@@ -336,7 +318,7 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 	// The run alone takes its 5 GiB of activations as 80 MiB a sample.
 	own := runs[2].GPUs[0].Budget
 	for _, r := range own.Help {
-		if r.Kind == RemedyAccumulation && r.N == 2 && r.SavedBytes != (workspace+perSample*64)/2 {
+		if r.Kind == budget.RemedyAccumulation && r.N == 2 && r.SavedBytes != (workspace+perSample*64)/2 {
 			t.Errorf("the run's own accumulation saves %d, want half of all its activations", r.SavedBytes)
 		}
 	}
@@ -385,7 +367,7 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 		t.Fatalf("largest segment %v, most segments %v, budget %v", deref64(g.LargestSegmentBytes), deref64(g.MostSegments), b)
 	}
 	s := j.Split(29, 1)
-	unseen, _ := b.Part(PartUnseen) // one GPU: no NCCL buffers
+	unseen, _ := b.Part(budget.PartUnseen) // one GPU: no NCCL buffers
 	fixed := s.Params + s.Grads + j.Optimizer
 	rounding := *g.MostSegments * replay.SegmentRounding
 	// Two segments a batch of 64 beyond its activations.

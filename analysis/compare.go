@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
@@ -59,7 +60,7 @@ type RunSummary struct {
 	Imbalance   *float64 `json:"imbalance,omitempty"`
 	// Budget is the worst GPU's budget at its peak, for the runs side by
 	// side; nil without allocator samples.
-	Budget *Budget `json:"budget,omitempty"`
+	Budget *budget.Budget `json:"budget,omitempty"`
 }
 
 // ByTag projects memory as a function of a numeric tag (batch size,
@@ -137,12 +138,15 @@ type ByTag struct {
 	// budget (HelpRun), its batches that would fit from the need curve
 	// instead of from that run alone: what does not grow with the batch
 	// (workspaces) stays. Only for a batch size.
-	Help    []Remedy `json:"what_would_help,omitempty"`
-	HelpRun string   `json:"help_run,omitempty"`
+	Help    []budget.Remedy `json:"what_would_help,omitempty"`
+	HelpRun string          `json:"help_run,omitempty"`
 
 	// Replay is, with Basis "allocator_replay", how the allocator's replay
 	// was made and checked (ReplayFigures).
 	Replay *ReplayFigures `json:"allocator_replay,omitempty"`
+	// LimitBySetting is, with the replay, the largest value under each
+	// allocator setting (limitsettings.go).
+	LimitBySetting []SettingLimit `json:"limit_by_setting,omitempty"`
 
 	integer bool     // every value tried is an integer
 	leftOut []string // why runs are not points, for the notes
@@ -387,6 +391,7 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		by.chooseReplay()
 		by.MaxFittingValue, by.MaxFittingValueNoHeadroom = by.LargestFitting(by.Available(headroom)), by.LargestFitting(by.Available(0))
 		by.interval()
+		by.limitsBySetting()
 		if replay.IsBatchTag(tag) {
 			by.advise(c)
 		}
@@ -754,7 +759,7 @@ func (by *ByTag) advise(c *Comparison) {
 	if by.Need == nil || by.Basis != "step_peak_allocated" && by.Basis != "allocator_replay" {
 		return
 	}
-	var best *Budget
+	var best *budget.Budget
 	var bestRun string
 	var value float64
 	for _, r := range c.Reports {
@@ -768,15 +773,15 @@ func (by *ByTag) advise(c *Comparison) {
 	}
 	b := *best
 	b.Help, b.Skipped, b.Missing, b.FitsBatch = nil, nil, nil, nil
-	sampled, _ := b.Part(PartActivations)
+	sampled, _ := b.Part(budget.PartActivations)
 	var segPerUnit float64
 	if l := by.SegmentLine; l != nil {
 		segPerUnit = l.SlopeBytesPerUnit
 	}
-	advise(&b, adviceContext{batch: value, total: by.TotalBytes, driverReserved: by.DriverReservedBytes,
-		sampleAllocated: b.PeakAllocatedBytes - sampled,
-		curve: &sampleCost{bytes: by.Need.MarginalBytesPerUnit, allowance: by.AllowanceFraction,
-			segment: segPerUnit, rounding: by.RoundingBytes, runs: len(by.Points), fits: by.replayFits()}})
+	budget.Advise(&b, budget.AdviceInput{Batch: value, Total: by.TotalBytes, DriverReserved: by.DriverReservedBytes,
+		SampleAllocated: b.PeakAllocatedBytes - sampled,
+		Curve: &budget.SampleCost{Bytes: by.Need.MarginalBytesPerUnit, Allowance: by.AllowanceFraction,
+			Segment: segPerUnit, Rounding: by.RoundingBytes, Runs: len(by.Points), Fits: by.replayFits()}})
 	by.Help, by.HelpRun = b.Help, bestRun
 }
 

@@ -1,8 +1,9 @@
 // Package analysis turns a stored run into numbers: per-epoch deltas, leak
 // slopes with a verdict (the rules in package growth),
 // fragmentation, the memory PyTorch never sees, peaks, OOM post-mortems,
-// per-process figures and where the memory is held by allocation site
-// (sites.go), and compares runs.
+// per-process figures, the budget at the peak with what would lower it
+// (package budget, run by budgetpass.go) and where the memory is held by
+// allocation site (package sites, run by sitespass.go), and compares runs.
 //
 // Analyze streams over a run's chunks once per GPU, so its memory grows with
 // the number of marks and steps, not with the number of samples; it returns

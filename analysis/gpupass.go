@@ -108,6 +108,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.processes()
 	a.allocTrace()
+	a.oomCauses() // after the trace: its what-ifs
 	return a.gr, nil
 }
 

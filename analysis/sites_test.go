@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -195,13 +196,17 @@ func TestSitesBands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ReadSites(db, run, 0)
+	in, err := SitesInput(db, run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sites.ReadSites(db, run, 0, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := rep.GPUs[0].Where.Series
-	got := s.Bands(storage.MinTime, storage.MaxTime, ChartSites)
-	if s.Len() != 4 || !slices.EqualFunc(got, want, func(a, b SiteSeries) bool {
+	got := s.Bands(storage.MinTime, storage.MaxTime, sites.ChartSites)
+	if s.Len() != 4 || !slices.EqualFunc(got, want, func(a, b sites.SiteSeries) bool {
 		return a.Name == b.Name && a.Band == b.Band && a.Growth == b.Growth && slices.Equal(a.TNS, b.TNS) && slices.Equal(a.Bytes, b.Bytes)
 	}) {
 		t.Fatalf("%d snapshots; bands of the whole run %+v, want the report's %+v", s.Len(), got, want)
@@ -209,7 +214,7 @@ func TestSitesBands(t *testing.T) {
 	// From just after the second snapshot: the second (held) and the last two.
 	ts := want[0].TNS
 	w := s.Bands(ts[1]+1, storage.MaxTime, 1)
-	if len(w) != 3 || w[0].Site != "train.py:52" || w[0].Func != "keep" || !w[0].Growth || w[1].Band != BandOther || w[2].Band != BandUntracked ||
+	if len(w) != 3 || w[0].Site != "train.py:52" || w[0].Func != "keep" || !w[0].Growth || w[1].Band != sites.BandOther || w[2].Band != sites.BandUntracked ||
 		!slices.Equal(w[0].TNS, ts[1:]) {
 		t.Fatalf("window bands %+v", w)
 	}

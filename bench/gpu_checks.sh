@@ -4,7 +4,8 @@
 # callbacks, and (with OVERHEAD=1) the end-to-end overhead benchmark.
 #
 #   bash bench/gpu_checks.sh MEMREC_BINARY OUT_DIR [CHECKS]
-#   CHECKS: comma-separated from peaks,integrations,overhead,whatif (default peaks,integrations)
+#   CHECKS: comma-separated from peaks,integrations,tensorboard,overhead,whatif (default peaks,integrations;
+#   whatif is bench/h200/whatif_check.sh: the allocator what-ifs, the OOM cause, the trace-less prediction)
 set -u
 BIN=$(readlink -f "${1:?memrec binary}"); OUT=${2:?out dir}; CHECKS=${3:-peaks,integrations}
 mkdir -p "$OUT"; HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +24,10 @@ fi
 if has overhead; then
   OUT="$OUT/overhead" bash "$HERE/perf/overhead.sh" "$BIN" "${OVERHEAD_JOBS:-transformer,short,loader}" "${OVERHEAD_ROUNDS:-3}" "${OVERHEAD_SECONDS:-5}" > "$OUT/overhead.txt" 2>&1
   summary+=("overhead: see overhead.txt")
+fi
+if has tensorboard; then
+  timeout 120 bash "$HERE/h200/tb_default_keeps_peak.sh" "$BIN" "$OUT/tb" > "$OUT/tensorboard.txt" 2>&1
+  summary+=("$(grep -E '^(PASS|FAIL)' "$OUT/tensorboard.txt" | tr '\n' ';')")
 fi
 if has whatif && [ -f "$HERE/h200/whatif_check.sh" ]; then
   timeout 400 bash "$HERE/h200/whatif_check.sh" "$BIN" "$OUT/whatif" > "$OUT/whatif.txt" 2>&1

@@ -12,15 +12,17 @@ import (
 )
 
 // probeLines has the probe format one allocator sample, one step mark and
-// one epoch mark, each field a distinct value, and prints them.
+// one epoch mark, each field a distinct value, and prints them. Its
+// argument is the allocator counters' memory_stats() keys and values.
 const probeLines = `
-import sys
+import json, sys
 sys.path.insert(0, ".")
 from memrec import _probe
 def st(v):
     return {"all": {"current": v, "peak": v}}
 stats = {"allocated_bytes": st(11), "reserved_bytes": st(12), "active_bytes": st(13),
-         "inactive_split_bytes": st(14), "segment": st(16), "num_alloc_retries": 17, "num_ooms": 18}
+         "inactive_split_bytes": st(14), "segment": st(16)}
+stats.update(json.loads(sys.argv[1]))
 sys.stdout.write(_probe.stats_line(1764430000000000000, 1, 4242, 3, stats, peak=15, largest_segment=1 << 30))
 sys.stdout.write(_probe.step_line(1764430000000000001, 7, 3, 4242))
 sys.stdout.write(_probe.mark_line(1764430000000000002, "epoch_end", {"epoch": 2, "rank": 3, "text": "t"}))
@@ -35,7 +37,23 @@ func TestProbeLinesFollowWireTables(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not found")
 	}
-	cmd := exec.Command(py, "-c", probeLines)
+	// Each counter row of the table gets its own value, 17 on, which the
+	// probe must read from memory_stats() under the row's Stat.
+	counters := map[string]int64{}
+	want := wire.TorchSample{T: 1764430000000000000, GPU: 1, PID: 4242, Rank: 3, Allocated: 11, Reserved: 12,
+		Active: 13, InactiveSplit: 14, PeakAllocated: 15, Segments: 16, LargestSegment: 1 << 30}
+	for _, f := range wire.TorchFields {
+		if f.Stat != "" {
+			v := int64(17 + len(counters))
+			counters[f.Stat] = v
+			f.Set(&want, v)
+		}
+	}
+	arg, err := json.Marshal(counters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "-c", probeLines, string(arg))
 	cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.Output()
 	if err != nil {
@@ -63,8 +81,6 @@ func TestProbeLinesFollowWireTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("torch line %s: %v", lines[0], err)
 	}
-	want := wire.TorchSample{T: 1764430000000000000, GPU: 1, PID: 4242, Rank: 3, Allocated: 11, Reserved: 12,
-		Active: 13, InactiveSplit: 14, PeakAllocated: 15, Segments: 16, AllocRetries: 17, OOMs: 18, LargestSegment: 1 << 30}
 	if r.Torch != want {
 		t.Errorf("torch line reads %+v, want %+v", r.Torch, want)
 	}

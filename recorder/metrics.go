@@ -202,8 +202,17 @@ func storeLatest[K comparable, V any](mu *sync.Mutex, table *atomic.Pointer[map[
 // dashboards can join the two on any of them (docs/metrics.md).
 type descs struct {
 	used, resv, free, total, proc                      *prometheus.Desc
-	alloc, tresv, peak, split, largest, retries, ooms  *prometheus.Desc
+	alloc, tresv, peak, split, largest                 *prometheus.Desc
 	ticks, missed, dropped, epoch, step, info, started *prometheus.Desc
+	// counters are the allocator's event counts, one a row of
+	// wire.TorchFields that has Help, in the table's order.
+	counters []torchCounter
+}
+
+// torchCounter is one allocator counter on /metrics and the row it reads.
+type torchCounter struct {
+	desc *prometheus.Desc
+	get  func(wire.TorchSample) int64
 }
 
 // JobLabel names the run's job (--job) on memrec_run_info: not "job",
@@ -228,7 +237,7 @@ func newDescs(legacy bool) *descs {
 	rank := append(proc[:len(proc):len(proc)], "rank")
 	run := []string{host, "run"}
 	d := prometheus.NewDesc
-	return &descs{
+	ds := &descs{
 		used:    d("memrec_gpu_memory_used_bytes", "GPU memory in use as NVML reports it: every process and the driver's allocations, not the driver-reserved part.", gpu, nil),
 		resv:    d("memrec_gpu_memory_reserved_bytes", "GPU memory the driver reserves for itself (NVML memory info v2); 0 where not reported.", gpu, nil),
 		free:    d("memrec_gpu_memory_free_bytes", "GPU memory free: total less used less driver-reserved.", gpu, nil),
@@ -239,8 +248,6 @@ func newDescs(legacy bool) *descs {
 		peak:    d("memrec_torch_step_peak_allocated_bytes", "Peak of allocated memory since the rank's previous report (its last step).", rank, nil),
 		split:   d("memrec_torch_inactive_split_bytes", "Reserved memory in split blocks no tensor uses (fragmentation).", rank, nil),
 		largest: d("memrec_torch_largest_segment_bytes", "The largest segment with room free the rank's allocator was seen to hold: its largest request that comes and goes. Absent until the probe has looked (after the third step).", rank, nil),
-		retries: d("memrec_torch_alloc_retries_total", "Allocations the rank's allocator retried after freeing its cache.", rank, nil),
-		ooms:    d("memrec_torch_ooms_total", "Out-of-memory errors the rank's allocator raised.", rank, nil),
 		ticks:   d("memrec_recorder_ticks_total", "Sampling ticks the recorder took.", run, nil),
 		missed:  d("memrec_recorder_missed_ticks_total", "Sampling ticks the recorder skipped because their time had passed.", run, nil),
 		dropped: d("memrec_recorder_dropped_messages_total", "Probe messages dropped (malformed, too long, unknown, or dropped by a probe's full queue).", run, nil),
@@ -249,11 +256,21 @@ func newDescs(legacy bool) *descs {
 		info:    d("memrec_run_info", "The recording: always 1, with the run, its job and memrec's version as labels (for joins and Grafana annotations).", []string{host, "run", JobLabel, "version"}, nil),
 		started: d("memrec_run_start_time_seconds", "When the run started, Unix seconds.", run, nil),
 	}
+	for _, f := range wire.TorchFields {
+		if f.Help != "" {
+			ds.counters = append(ds.counters, torchCounter{desc: d("memrec_torch_"+f.Name+"_total", f.Help, rank, nil), get: f.Get})
+		}
+	}
+	return ds
 }
 
 func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.used, d.resv, d.free, d.total, d.proc, d.alloc, d.tresv, d.peak, d.split, d.largest, d.retries, d.ooms,
+	all := []*prometheus.Desc{d.used, d.resv, d.free, d.total, d.proc, d.alloc, d.tresv, d.peak, d.split, d.largest,
 		d.ticks, d.missed, d.dropped, d.epoch, d.step, d.info, d.started}
+	for _, c := range d.counters {
+		all = append(all, c.desc)
+	}
+	return all
 }
 
 // procName is the name of process pid, read once (LiveOptions.ProcName).
@@ -336,8 +353,9 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 		if s.LargestSegment > 0 {
 			gauge(D.largest, s.LargestSegment, labels...)
 		}
-		counter(D.retries, s.AllocRetries, labels...)
-		counter(D.ooms, s.OOMs, labels...)
+		for _, c := range D.counters {
+			counter(c.desc, c.get(*s), labels...)
+		}
 	}
 	var dropped int64
 	if f := l.dropped.Load(); f != nil {

@@ -70,7 +70,7 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 	sink.AppendProc(storage.ProcSample{T: 1 * sec, GPU: 0, PID: 41, Used: 80})
 	sink.AppendProc(storage.ProcSample{T: 2 * sec, GPU: 0, PID: 42, Used: 250}) // a newer list without 41
 	sink.AppendProc(storage.ProcSample{T: 2 * sec, GPU: 3, PID: 43, Used: 600})
-	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 3, PID: 43, Rank: 5, Allocated: 11, Reserved: 22, PeakAllocated: 33, InactiveSplit: 4, AllocRetries: 2, OOMs: 1, LargestSegment: 55})
+	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 3, PID: 43, Rank: 5, Allocated: 11, Reserved: 22, PeakAllocated: 33, InactiveSplit: 4, AllocRetries: 2, OOMs: 1, LargestSegment: 55, DeviceAllocs: 6, DeviceFrees: 5})
 	// Not looked at yet: no largest segment.
 	sink.AppendTorch(storage.TorchSample{T: sec, GPU: 0, PID: 42, Rank: 0, Allocated: 1})
 	for _, s := range []int{3, 7, 6} { // ranks report out of order
@@ -109,7 +109,7 @@ func TestLiveMetricsShowLatestValues(t *testing.T) {
 	}
 	r0 := "UUID=GPU-a,device=nvidia0,gpu=0,hostname=node7,modelName=NVIDIA H200,pci_bus_id=00000000:0F:00.0,pid=42,process_name=python3,rank=0,run=r1"
 	for name, v := range map[string]float64{"allocated_bytes": 11, "reserved_bytes": 22, "step_peak_allocated_bytes": 33,
-		"inactive_split_bytes": 4, "alloc_retries_total": 2, "ooms_total": 1} {
+		"inactive_split_bytes": 4, "alloc_retries_total": 2, "ooms_total": 1, "device_allocs_total": 6, "device_frees_total": 5} {
 		want["memrec_torch_"+name] = map[string]float64{r5: v, r0: 0}
 	}
 	want["memrec_torch_allocated_bytes"][r0] = 1

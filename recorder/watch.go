@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -10,23 +10,24 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
 )
 
 // partColors gives each part of the budget one colour, the same in every
 // chart: the model's own tensors in greens and blues, activations orange,
 // the cache in browns and greys, what PyTorch does not see dark grey.
-var partColors = map[analysis.BudgetPart]color.RGBA{
-	analysis.PartParams:         {R: 31, G: 119, B: 180, A: 255},
-	analysis.PartGrads:          {R: 23, G: 190, B: 207, A: 255},
-	analysis.PartOptimizer:      {R: 148, G: 103, B: 189, A: 255},
-	analysis.PartBuffers:        {R: 188, G: 189, B: 34, A: 255},
-	analysis.PartActivations:    {R: 255, G: 127, B: 14, A: 255},
-	analysis.PartAllocated:      {R: 44, G: 160, B: 44, A: 255},
-	analysis.PartInactiveSplit:  {R: 140, G: 86, B: 75, A: 255},
-	analysis.PartCachedFree:     {R: 196, G: 156, B: 148, A: 255},
-	analysis.PartOtherProcesses: {R: 227, G: 119, B: 194, A: 255},
-	analysis.PartUnseen:         {R: 90, G: 90, B: 90, A: 255},
+var partColors = map[budget.Part]color.RGBA{
+	budget.PartParams:         {R: 31, G: 119, B: 180, A: 255},
+	budget.PartGrads:          {R: 23, G: 190, B: 207, A: 255},
+	budget.PartOptimizer:      {R: 148, G: 103, B: 189, A: 255},
+	budget.PartBuffers:        {R: 188, G: 189, B: 34, A: 255},
+	budget.PartActivations:    {R: 255, G: 127, B: 14, A: 255},
+	budget.PartAllocated:      {R: 44, G: 160, B: 44, A: 255},
+	budget.PartInactiveSplit:  {R: 140, G: 86, B: 75, A: 255},
+	budget.PartCachedFree:     {R: 196, G: 156, B: 148, A: 255},
+	budget.PartOtherProcesses: {R: 227, G: 119, B: 194, A: 255},
+	budget.PartUnseen:         {R: 90, G: 90, B: 90, A: 255},
 }
 
 // budgetChart draws one stacked bar per budget, each part a segment, on
@@ -34,7 +35,7 @@ var partColors = map[analysis.BudgetPart]color.RGBA{
 // (compare). names label the bars; h is the height the chart is drawn
 // at (budgetHeight), whose rows the bars fill. Parts that no budget has
 // are left out of the legend.
-func budgetChart(title string, names []string, budgets []*analysis.Budget, h vg.Length) *plot.Plot {
+func budgetChart(title string, names []string, budgets []*budget.Budget, h vg.Length) *plot.Plot {
 	top := 1.0
 	for _, b := range budgets {
 		if b != nil {
@@ -48,8 +49,8 @@ func budgetChart(title string, names []string, budgets []*analysis.Budget, h vg.
 	slices.Reverse(names)
 	slices.Reverse(budgets)
 	// One bar chart per part, stacked on the one before, in the parts' order.
-	var order []analysis.BudgetPart
-	seen := map[analysis.BudgetPart]bool{}
+	var order []budget.Part
+	seen := map[budget.Part]bool{}
 	for _, part := range partsOf(budgets) {
 		if !seen[part] {
 			seen[part] = true
@@ -98,14 +99,14 @@ func gpuBudgetChart(g analysis.GPUReport, h vg.Length) *plot.Plot {
 		total = "reserved"
 	}
 	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, units.FormatBytes(b.TotalBytes)),
-		[]string{g.Label()}, []*analysis.Budget{b}, h)
+		[]string{g.Label()}, []*budget.Budget{b}, h)
 }
 
 // partsOf lists the parts of the budgets that hold bytes, each once, in
 // the order met.
-func partsOf(budgets []*analysis.Budget) []analysis.BudgetPart {
-	var out []analysis.BudgetPart
-	seen := map[analysis.BudgetPart]bool{}
+func partsOf(budgets []*budget.Budget) []budget.Part {
+	var out []budget.Part
+	seen := map[budget.Part]bool{}
 	for _, b := range budgets {
 		for _, s := range b.Parts {
 			if !seen[s.Part] && s.Bytes > 0 {
@@ -118,7 +119,7 @@ func partsOf(budgets []*analysis.Budget) []analysis.BudgetPart {
 }
 
 // budgetParts is the number of parts the budgets' chart lists.
-func budgetParts(budgets []*analysis.Budget) int { return len(partsOf(budgets)) }
+func budgetParts(budgets []*budget.Budget) int { return len(partsOf(budgets)) }
 
 // budgetFrame is a budget chart's height less its bars': the title, the
 // x axis and its label.

@@ -6,19 +6,19 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 )
 
 // TestBudgetChartRows: the legend lists the parts some budget holds bytes
 // of (buffers, empty in both, is left out); the first budget is the top
 // bar; each bar has a row of its own, inside the frame.
 func TestBudgetChartRows(t *testing.T) {
-	mk := func(params, acts int64) *analysis.Budget {
-		return &analysis.Budget{TotalBytes: params + acts, Parts: []analysis.BudgetSlice{
-			{Part: analysis.PartParams, Bytes: params}, {Part: analysis.PartBuffers}, {Part: analysis.PartActivations, Bytes: acts}}}
+	mk := func(params, acts int64) *budget.Budget {
+		return &budget.Budget{TotalBytes: params + acts, Parts: []budget.Slice{
+			{Part: budget.PartParams, Bytes: params}, {Part: budget.PartBuffers}, {Part: budget.PartActivations, Bytes: acts}}}
 	}
-	budgets := []*analysis.Budget{mk(1<<30, 5<<30), mk(2<<30, 1<<30)}
-	if got, want := partsOf(budgets), []analysis.BudgetPart{analysis.PartParams, analysis.PartActivations}; !slices.Equal(got, want) {
+	budgets := []*budget.Budget{mk(1<<30, 5<<30), mk(2<<30, 1<<30)}
+	if got, want := partsOf(budgets), []budget.Part{budget.PartParams, budget.PartActivations}; !slices.Equal(got, want) {
 		t.Errorf("parts %v, want %v", got, want)
 	}
 	h := budgetHeight(vg.Points(375), len(budgets), budgetParts(budgets))

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/storage/wire"
 )
 
@@ -808,9 +809,9 @@ func siteChart(rep *analysis.Report, g analysis.GPUReport) (*plot.Plot, []legend
 		}
 		c := palette[i%len(palette)]
 		switch s.Band {
-		case analysis.BandOther:
+		case sites.BandOther:
 			c = color.RGBA{R: 170, G: 170, B: 170, A: 255}
-		case analysis.BandUntracked:
+		case sites.BandUntracked:
 			c = color.RGBA{R: 220, G: 220, B: 220, A: 255}
 		}
 		pg.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 190}

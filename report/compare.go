@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
 )
 
@@ -182,7 +183,7 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 		}
 	}
 	var names []string
-	var budgets []*analysis.Budget
+	var budgets []*budget.Budget
 	for _, r := range c.Runs {
 		if r.Budget != nil {
 			names, budgets = append(names, r.Run), append(budgets, r.Budget)

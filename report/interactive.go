@@ -7,8 +7,8 @@ import (
 	"html/template"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/uplot"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage/wire"
 )
 

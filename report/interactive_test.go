@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/cdp"
 )
 
 // TestTimelineData: the page's arrays decode to real points of the run,

@@ -22,8 +22,9 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 )
 
 // Options size the charts and choose the output.
@@ -106,7 +107,7 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}
 		if g.Budget != nil {
 			jobs = append(jobs, job{Chart{File: pre + "budget.png", Title: "Budget at the peak", GPU: g.GPU}, func() ([]byte, error) {
-				bh := budgetHeight(h, 1, budgetParts([]*analysis.Budget{g.Budget}))
+				bh := budgetHeight(h, 1, budgetParts([]*budget.Budget{g.Budget}))
 				return render(gpuBudgetChart(g, bh), w, bh)
 			}})
 		}
@@ -337,8 +338,8 @@ func worstOf(rep *analysis.Report) int {
 
 var funcs = template.FuncMap{
 	"epochTable":    epochTableOf,
-	"firstRemedies": func(rs []analysis.Remedy) []analysis.Remedy { return rs[:min(len(rs), shownRemedies)] },
-	"moreRemedies": func(rs []analysis.Remedy) []analysis.Remedy {
+	"firstRemedies": func(rs []budget.Remedy) []budget.Remedy { return rs[:min(len(rs), shownRemedies)] },
+	"moreRemedies": func(rs []budget.Remedy) []budget.Remedy {
 		if len(rs) <= shownRemedies {
 			return nil
 		}

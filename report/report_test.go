@@ -19,8 +19,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/cdp"
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -105,8 +105,8 @@ var torchSchema = rowSchema[TorchSample]{
 		return checkFields(wire.TorchFields, s)
 	},
 	put: func(s TorchSample, ints []int64, strs []string) ([]int64, []string) {
-		return append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
-			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs, s.LargestSegment), strs
+		return putTail(s, append(ints, optEncode(s.Rank), s.Allocated, s.Reserved, s.Active-s.Allocated,
+			s.InactiveSplit, s.PeakAllocated, s.Segments, s.AllocRetries, s.OOMs, s.LargestSegment), strs)
 	},
 	get: func(d *chunk.Decoded, i int, k seriesKey) TorchSample {
 		c := d.Ints
@@ -116,8 +116,27 @@ var torchSchema = rowSchema[TorchSample]{
 		if len(c) > 9 {
 			s.LargestSegment = c[9][i]
 		}
+		for j := torchTail; j < len(c); j++ {
+			torchTailFields[j-torchTail].Set(&s, c[j][i])
+		}
 		return s
 	},
+}
+
+// torchTail is the number of allocator columns put and get name one by
+// one (decoding is memrec's hottest path); the figures after them in
+// wire.TorchFields are stored and read through the table, so a new one is
+// a row there and no edit here. The table's first row is the pid, a key.
+const torchTail = 10
+
+var torchTailFields = wire.TorchFields[torchTail+1:]
+
+// putTail appends the table-driven allocator columns of s to ints.
+func putTail(s TorchSample, ints []int64, strs []string) ([]int64, []string) {
+	for _, f := range torchTailFields {
+		ints = append(ints, f.Get(s))
+	}
+	return ints, strs
 }
 
 var markSchema = rowSchema[Mark]{

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/cdp"
+	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )

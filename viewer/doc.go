@@ -6,7 +6,7 @@
 // The data comes from a Source: DBSource reads a database file, holding
 // its lock only while it reads; the recorder's live index feeds the same
 // page while it records (cmd wires either). A run's lines are summarised
-// once into pyramids of min/max buckets (internal/series), so a window of
+// once into pyramids of min/max buckets (series/), so a window of
 // any width is answered from at most a few thousand buckets, and a window
 // of fewer than series.Base samples per pixel is read sample by sample:
 // the points drawn are M4 (first, last, lowest, highest per pixel column),

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/analysis/sites"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -829,7 +829,7 @@ type sitesJSON struct {
 // siteJSON is one band: a site, or what the sites shown leave out.
 type siteJSON struct {
 	Label string  `json:"label"`          // "train.py:52 keep_logits", "other sites", "untracked"
-	Kind  string  `json:"kind"`           // analysis.SiteBand: site, other, untracked
+	Kind  string  `json:"kind"`           // sites.SiteBand: site, other, untracked
 	Site  string  `json:"site,omitempty"` // file name and line
 	Func  string  `json:"func,omitempty"`
 	Grows bool    `json:"grows,omitempty"` // by the growth rule, over the window's snapshots
@@ -842,7 +842,7 @@ const noSites = "this run has no allocation-site snapshots on this GPU: record w
 // sites answers the window's snapshots of one GPU and its top sites: the
 // window holds the snapshots in [from, to) and each process's last before
 // from. The sites are ranked as memrec's report and memrec sites rank
-// them (analysis.Sites.Bands: those that grow by the growth rule over
+// them (sites.Sites.Bands: those that grow by the growth rule over
 // these snapshots first, then the largest live bytes); the rest are one
 // "other sites" band, the blocks without a stack one "untracked" band,
 // each left out when it holds nothing in the window.
@@ -869,25 +869,25 @@ func (s *server) sites(w http.ResponseWriter, r *http.Request) {
 	}
 	us := func(t int64) int64 { return (t - rq.run.StartNS) / 1000 }
 	out := sitesJSON{Run: rq.run.Name, GPU: gpu, FromUS: us(from), ToUS: us(to), T: []int64{}, Sites: []siteJSON{}, Stale: rq.stale}
-	var sites *analysis.Sites
+	var snaps *sites.Sites
 	if ss, ok := s.src.(SiteSource); ok {
-		if sites, err = ss.Sites(rq.run, gpu); err != nil {
+		if snaps, err = ss.Sites(rq.run, gpu); err != nil {
 			reply(w, nil, err)
 			return
 		}
 	}
-	if sites == nil || sites.Len() == 0 {
+	if snaps == nil || snaps.Len() == 0 {
 		out.Note = noSites
 		reply(w, out, nil)
 		return
 	}
-	for i, b := range sites.Bands(from, to, top) {
+	for i, b := range snaps.Bands(from, to, top) {
 		if i == 0 {
 			for _, t := range b.TNS {
 				out.T = append(out.T, us(t))
 			}
 		}
-		if b.Band != analysis.BandSite && !slices.ContainsFunc(b.Bytes, func(v int64) bool { return v != 0 }) {
+		if b.Band != sites.BandSite && !slices.ContainsFunc(b.Bytes, func(v int64) bool { return v != 0 }) {
 			continue
 		}
 		out.Sites = append(out.Sites, siteJSON{Label: b.Name, Kind: b.Band.String(), Site: b.Site, Func: b.Func, Grows: b.Growth, Bytes: b.Bytes})

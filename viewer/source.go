@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/analysis/sites"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -36,7 +37,7 @@ type SiteSource interface {
 	SiteGPUs(run storage.Run) ([]int, error)
 	// Sites returns one GPU's site snapshots, read on first use; a Sites
 	// of Len 0 when the GPU has none.
-	Sites(run storage.Run, gpu int) (*analysis.Sites, error)
+	Sites(run storage.Run, gpu int) (*sites.Sites, error)
 }
 
 // Reader reads one line's samples of a run in a time range.
@@ -398,7 +399,7 @@ type dbSites struct {
 	once   sync.Once
 	counts storage.Counts
 	end    int64
-	sites  *analysis.Sites
+	sites  *sites.Sites
 	err    error
 }
 
@@ -420,7 +421,7 @@ func (s *DBSource) SiteGPUs(run storage.Run) ([]int, error) {
 
 // Sites reads one GPU's site snapshots once per state of the run (a
 // failed read is tried again on the next call).
-func (s *DBSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
+func (s *DBSource) Sites(run storage.Run, gpu int) (*sites.Sites, error) {
 	k := siteKey{run.ID, gpu}
 	s.smu.Lock()
 	ds := s.sites[k]
@@ -431,8 +432,11 @@ func (s *DBSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
 	s.smu.Unlock()
 	ds.once.Do(func() {
 		ds.err = s.with(func(db *storage.DB) error {
-			var err error
-			ds.sites, err = analysis.ReadSites(db, run, gpu)
+			in, err := analysis.SitesInput(db, run, gpu)
+			if err != nil {
+				return err
+			}
+			ds.sites, err = sites.ReadSites(db, run, gpu, in)
 			return err
 		})
 	})

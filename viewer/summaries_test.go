@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -44,6 +44,9 @@ type ReplayScale struct {
 	Power float64
 	ops   []storage.AllocOp // the higher run's
 	lower []int64           // per op of ops: the matching request's size at LowValue, or -1
+	// Settings is the allocator Largest and Fitting replay the requests
+	// under; the zero value is PyTorch's default.
+	Settings AllocSettings
 }
 
 // NewReplayScale matches the requests of the runs at low and high
@@ -154,7 +157,7 @@ func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (fl
 		if c < 1 { // no room (ReplayAllocator reads 0 as unlimited)
 			return ReplayResult{}, false
 		}
-		r, err := ReplayAllocator(s.At(v), int64(c))
+		r, err := ReplayAllocatorWith(s.At(v), int64(c), s.Settings)
 		return r, err == nil && r.OK
 	}
 	lo := s.HighValue
@@ -349,7 +352,7 @@ func (s ReplayScale) FittingPlus(need NeedCurve, avail float64, plus func(v floa
 			if !s.perSample && hi > mid {
 				// The requests' own growth (a power of the value) may
 				// already hold some of what the steepest reading adds.
-				if r, err := ReplayAllocator(s.At(v), 0); err == nil {
+				if r, err := ReplayAllocatorWith(s.At(v), 0, s.Settings); err == nil {
 					mid = max(mid, float64(r.PeakAllocated))
 				}
 			}

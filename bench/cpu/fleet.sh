@@ -5,7 +5,7 @@
 # leaking and every 25th near out of memory, recorded into SHARDS
 # databases (as the nodes of a fleet would), each exported with
 # `export --all --format parquet` into one folder; then the fleet queries
-# run in DuckDB (parquet/duckdbtest, TestFleetQueries) over that folder.
+# run in DuckDB (formats/parquet/duckdbtest, TestFleetQueries) over that folder.
 #
 #   bash bench/cpu/fleet.sh                       # RUNS=1000 DURATION=3m SHARDS=2
 #   RUNS=100 DURATION=1m bash bench/cpu/fleet.sh
@@ -28,7 +28,7 @@ if [[ -n ${MEMREC_BIN:-} ]]; then
   cp "$DUCKDB_TEST" "$tmp/duckdbtest.test"
 else
   go build -o "$tmp/memrec" ./cmd/memrec
-  (cd parquet/duckdbtest && go test -c -o "$tmp/duckdbtest.test" .)
+  (cd formats/parquet/duckdbtest && go test -c -o "$tmp/duckdbtest.test" .)
 fi
 
 models=(resnet50 bert-base gpt2-medium vit-b16)
@@ -61,5 +61,5 @@ nruns=$(find "$tmp/fleet/runs" -name '*.parquet' | wc -l)
 printf 'runs %d of 8 GPUs, %s each: recorded in %.1f s (%d shards)\n' "$nruns" "$dur" "$rec" "$shards"
 printf 'export --all --format parquet: %.1f s; %d files, %.1f MB; databases %.1f MB\n' "$exp" "$files" \
   "$(echo "$pqbytes / 1000000" | bc -l)" "$(echo "$dbbytes / 1000000" | bc -l)"
-(cd parquet/duckdbtest && MEMREC_FLEET_DIR="$tmp/fleet" "$tmp/duckdbtest.test" -test.run TestFleetQueries -test.v 2>&1 | grep -E 'query|PASS|FAIL|ok')
+(cd formats/parquet/duckdbtest && MEMREC_FLEET_DIR="$tmp/fleet" "$tmp/duckdbtest.test" -test.run TestFleetQueries -test.v 2>&1 | grep -E 'query|PASS|FAIL|ok')
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,7 +3,7 @@
 # them): a dict key standing for 2^40 tuples, a block referenced 10^6
 # times, a 1 000-frame stack shared by 99 000 blocks, 100 M empty lists
 # and three 1 GiB strings (both gzipped), a time_us of 2^63 - 1; and, for
-# scale, the real H200 snapshot of torchsnap/testdata. Each must be
+# scale, the real H200 snapshot of formats/torchsnap/testdata. Each must be
 # refused or imported fast in bounded memory.
 #
 #   bench/cpu/pickle_bombs.sh     # 3 rounds; RUNS=5 for more
@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=1 CGO_CFLAGS=-Wno-deprecated-declarations
 go build -o "$tmp/memrec" ./cmd/memrec
 python3 bench/cpu/pickle_bombs.py "$tmp"
-cp torchsnap/testdata/trace-leak-tail.pickle.gz "$tmp/real-trace.pickle.gz"
+cp formats/torchsnap/testdata/trace-leak-tail.pickle.gz "$tmp/real-trace.pickle.gz"
 . bench/lib.sh
 for f in real-trace.pickle.gz tuple-key.pickle block-x1M.pickle stack-x99k.pickle lists-100M.pickle.gz strings-3GiB.pickle.gz time-2^63.pickle; do
   : > "$tmp/t"; : > "$tmp/rss"

@@ -429,6 +429,9 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		for _, l := range analysis.WhatIfLines(o) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
+		for _, l := range analysis.CauseLines(o) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 		if o.FittingBatch != nil {
 			b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
 			if o.FitKind == analysis.FitEstimate {

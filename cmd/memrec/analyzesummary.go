@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
 )
 
@@ -100,7 +101,7 @@ func printGPUSummary(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 	}
 	if b := g.Budget; b != nil && len(b.Help) > 0 {
 		help := slices.Clone(b.Help)
-		slices.SortStableFunc(help, func(x, y analysis.Remedy) int { return cmp.Compare(y.SavedBytes, x.SavedBytes) })
+		slices.SortStableFunc(help, func(x, y budget.Remedy) int { return cmp.Compare(y.SavedBytes, x.SavedBytes) })
 		fmt.Fprintln(w, "  what would help most (--section remedies for all and their assumptions):")
 		for _, r := range help[:min(3, len(help))] {
 			line := fmt.Sprintf("    %s: frees %s", r.Title, r.SavedWords())
@@ -132,7 +133,7 @@ func printGPUSummary(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 func peakLine(rep *analysis.Report, g analysis.GPUReport) string {
 	if b := g.Budget; b != nil {
 		parts := slices.Clone(b.Parts)
-		slices.SortStableFunc(parts, func(x, y analysis.BudgetSlice) int { return cmp.Compare(y.Bytes, x.Bytes) })
+		slices.SortStableFunc(parts, func(x, y budget.Slice) int { return cmp.Compare(y.Bytes, x.Bytes) })
 		var top []string
 		for _, p := range parts[:min(4, len(parts))] {
 			if p.Bytes > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/internal/jobmodel"
 )
 
@@ -51,8 +52,8 @@ func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
 	if b == nil || !b.Watched {
 		t.Fatalf("GPU 0: budget %+v", b)
 	}
-	for part, want := range map[analysis.BudgetPart]int64{analysis.PartParams: s.Params, analysis.PartGrads: s.Grads,
-		analysis.PartOptimizer: j.Optimizer, analysis.PartActivations: j.Activations, analysis.PartUnseen: j.Idle + j.Context + j.NCCL} {
+	for part, want := range map[budget.Part]int64{budget.PartParams: s.Params, budget.PartGrads: s.Grads,
+		budget.PartOptimizer: j.Optimizer, budget.PartActivations: j.Activations, budget.PartUnseen: j.Idle + j.Context + j.NCCL} {
 		if got, _ := b.Part(part); got != want {
 			t.Errorf("%s: %d, want the simulator's %d", part, got, want)
 		}

@@ -8,11 +8,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/units"
 )
 
 // printBudget writes "Budget at the peak" of one GPU.
-func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
+func printBudget(w io.Writer, rep *analysis.Report, b *budget.Budget) {
 	where := []string{sinceStart(rep, b.TNS)}
 	if b.Step != nil {
 		where = append([]string{fmt.Sprintf("step %d", *b.Step)}, where...)
@@ -35,8 +36,8 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 		fmt.Fprintf(w, "  left over: %s (see the notes)\n", units.FormatBytes(b.LeftOverBytes))
 	}
 	if b.Watched {
-		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", analysis.FormatCount(b.ParamCount),
-			strings.TrimSuffix(analysis.FormatCount(b.Trainable), " parameters"), orDash(b.DType), orDash(b.Optimizer), b.Autocast)
+		fmt.Fprintf(w, "  model: %s (%s trainable), %s, optimizer %s, autocast %s\n", budget.FormatCount(b.ParamCount),
+			strings.TrimSuffix(budget.FormatCount(b.Trainable), " parameters"), orDash(b.DType), orDash(b.Optimizer), b.Autocast)
 	}
 	fmt.Fprintf(w, "  basis: %s\n", b.Basis)
 	for _, n := range b.Notes {
@@ -48,9 +49,9 @@ func printBudget(w io.Writer, rep *analysis.Report, b *analysis.Budget) {
 }
 
 // printHelp writes "What would help" of one GPU, an assumption once.
-func printHelp(w io.Writer, b *analysis.Budget) {
+func printHelp(w io.Writer, b *budget.Budget) {
 	if len(b.Help) > 0 {
-		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", analysis.HelpAssumes)
+		fmt.Fprintf(w, "What would help, by what it frees at the peak (a saving of allocated memory assumes %s):\n", budget.HelpAssumes)
 	}
 	said := map[string]bool{} // an assumption is written once
 	for i, r := range b.Help {
@@ -60,7 +61,7 @@ func printHelp(w io.Writer, b *analysis.Budget) {
 		}
 		switch {
 		case r.FitsBatch == nil:
-		case r.Kind == analysis.RemedyAccumulation:
+		case r.Kind == budget.RemedyAccumulation:
 			line += fmt.Sprintf("; an effective batch of %s would fit (%s)", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64), r.FitsWhy)
 		default:
 			line += fmt.Sprintf("; batch %s would fit", strconv.FormatFloat(*r.FitsBatch, 'f', -1, 64))
@@ -101,8 +102,8 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	if len(have) == 0 {
 		return
 	}
-	var order []analysis.BudgetPart
-	seen := map[analysis.BudgetPart]bool{}
+	var order []budget.Part
+	seen := map[budget.Part]bool{}
 	for _, r := range have {
 		for _, p := range r.Budget.Parts {
 			if !seen[p.Part] {

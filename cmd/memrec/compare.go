@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/report"
@@ -276,6 +277,9 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if b.IntervalWords != "" {
 			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
+		if s := analysis.LimitBySettingWords(b); s != "" {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
 		if b.MaxFittingValueNoHeadroom != nil {
 			runs := make([]string, len(b.Points))
 			for i, p := range b.Points {
@@ -293,7 +297,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 				from = "the allocator replayed"
 			}
 			fmt.Fprintf(w, "What would help run %q, each batch that would then fit from %s:\n", b.HelpRun, from)
-			for i, h := range (&analysis.Budget{Help: b.Help}).HelpWords(len(b.Help)) {
+			for i, h := range (&budget.Budget{Help: b.Help}).HelpWords(len(b.Help)) {
 				fmt.Fprintf(w, "  %d. %s\n", i+1, h)
 			}
 		}

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/report"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )

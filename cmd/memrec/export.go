@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/formats/parquet"
+	"github.com/memrec/memrec/formats/tensorboard"
 	"github.com/memrec/memrec/internal/safefile"
-	"github.com/memrec/memrec/parquet"
 	"github.com/memrec/memrec/storage"
-	"github.com/memrec/memrec/tensorboard"
 )
 
 // An exportFormat is one value of export's --format: its name, what it

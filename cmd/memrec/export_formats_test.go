@@ -10,8 +10,8 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/internal/fixtures"
-	"github.com/memrec/memrec/parquet"
 )
 
 // TestExportFormats: CSV to stdout and to a file, a TensorBoard event file

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/internal/fixtures"
-	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 )
 

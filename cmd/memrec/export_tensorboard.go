@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/formats/tensorboard"
 	"github.com/memrec/memrec/storage"
-	"github.com/memrec/memrec/tensorboard"
 )
 
 // exportTensorBoard writes the run's event file into the folder o.output.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memrec/memrec/fit"
 )
 
 // TestFitFlagBounds: values that cannot be searched are refused before
@@ -57,15 +59,15 @@ func TestFitWithoutStepMarks(t *testing.T) {
 	checkTrials(t, db, r)
 	// Above 40 the command fails: with --steps 0 that ends the search.
 	r, errs, code = fitJSON(t, db, "--id", "exitfail", "--steps", "0", "--min", "4", "--max", "64", "--", "sh", "-c", `[ "$1" -le 40 ]`, "x", "{}")
-	if last := r.Trials[len(r.Trials)-1]; code != 1 || last.Outcome != fitFailed || last.Value <= 40 {
+	if last := r.Trials[len(r.Trials)-1]; code != 1 || last.Outcome != fit.Failed || last.Value <= 40 {
 		t.Fatalf("--steps 0, failing above 40: exit %d, trials %+v:\n%s", code, r.Trials, errs)
 	}
 	r, errs, code = fitJSON(t, db, "--id", "ceiling", "--steps", "0", "--min", "1", "--", "sh", "-c", "exit 0", "x", "{}")
-	if code != 0 || f64v(r.LargestRan) != fitCeiling || !strings.Contains(r.Note, "2^31") {
+	if code != 0 || f64v(r.LargestRan) != fit.Ceiling || !strings.Contains(r.Note, "2^31") {
 		t.Fatalf("--steps 0 without --max: exit %d, largest ran %v, note %q:\n%s", code, f64v(r.LargestRan), r.Note, errs)
 	}
 	for _, tr := range r.Trials {
-		if tr.Value > fitCeiling || tr.Value < 1 {
+		if tr.Value > fit.Ceiling || tr.Value < 1 {
 			t.Errorf("trial %d at %v, outside 1..2^31", tr.N, tr.Value)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/fit"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -180,10 +181,10 @@ func fakeCommand(t *testing.T, args ...string) []string {
 
 // fitJSON runs memrec fit with --json and returns its result, stderr and
 // exit code.
-func fitJSON(t *testing.T, db string, args ...string) (fitResult, string, int) {
+func fitJSON(t *testing.T, db string, args ...string) (fit.Result, string, int) {
 	t.Helper()
 	out, errs, code := run(t, db, "", append([]string{"fit", "--json", "--source", "sim", "--grace", "2s"}, args...)...)
-	var r fitResult
+	var r fit.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("fit --json: %v\n%s\n%s", err, out, errs)
 	}
@@ -200,7 +201,7 @@ func f64v(p *float64) float64 {
 // checkTrials checks what every search must hold: no value tried twice,
 // each trial's run in the database with its value and the fit's id, the
 // largest that ran and the smallest that failed as the trials say.
-func checkTrials(t *testing.T, db string, r fitResult) {
+func checkTrials(t *testing.T, db string, r fit.Result) {
 	t.Helper()
 	d, err := storage.Open(db, storage.Options{ReadOnly: true})
 	if err != nil {
@@ -217,13 +218,13 @@ func checkTrials(t *testing.T, db string, r fitResult) {
 		if err != nil || run.Tags["batch_size"] != num(tr.Value) || run.Tags["fit"] != r.ID {
 			t.Errorf("trial %d: run %q %v tags %v", tr.N, tr.Run, err, run.Tags)
 		}
-		if tr.Outcome == fitOOM {
+		if tr.Outcome == fit.OOM {
 			hi = min(hi, tr.Value)
 		}
 	}
 	lo := math.Inf(-1) // the largest that ran below every failure
 	for _, tr := range r.Trials {
-		if tr.Outcome.ran() && tr.Value < hi {
+		if tr.Outcome.Ran() && tr.Value < hi {
 			lo = max(lo, tr.Value)
 		}
 	}
@@ -252,15 +253,15 @@ func TestFitBisectsToTheLimit(t *testing.T) {
 		// The job steps every 5 ms for ever: the marks it sent while
 		// SIGTERM was on its way count too (a few on a loaded machine);
 		// 50 would be a quarter of a second late.
-		case tr.Value <= 123 && (tr.Outcome != fitStopped || tr.Steps < 5 || tr.Steps >= 50 || tr.ExitCode != 128+int(syscall.SIGTERM)):
+		case tr.Value <= 123 && (tr.Outcome != fit.Stopped || tr.Steps < 5 || tr.Steps >= 50 || tr.ExitCode != 128+int(syscall.SIGTERM)):
 			t.Errorf("trial %+v: want stopped after 5 steps by SIGTERM", tr)
-		case tr.Value > 123 && (tr.Outcome != fitOOM || tr.OOMMarks != 1 || tr.Steps != 0 || tr.ExitCode != 3):
+		case tr.Value > 123 && (tr.Outcome != fit.OOM || tr.OOMMarks != 1 || tr.Steps != 0 || tr.ExitCode != 3):
 			t.Errorf("trial %+v: want out of memory", tr)
 		}
 	}
 	// The step peak is the job's: 1 GiB + value GiB.
 	for _, tr := range r.Trials {
-		if tr.Outcome.ran() && (tr.StepPeakBytes == nil || *tr.StepPeakBytes != int64(1<<30)+int64(tr.Value)*(1<<30)) {
+		if tr.Outcome.Ran() && (tr.StepPeakBytes == nil || *tr.StepPeakBytes != int64(1<<30)+int64(tr.Value)*(1<<30)) {
 			t.Errorf("trial %d at %v: step peak %v", tr.N, tr.Value, tr.StepPeakBytes)
 		}
 	}
@@ -385,7 +386,7 @@ func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
 		t.Errorf("%d trials:\n%s", r.TrialsUsed, errs)
 	}
 	for _, tr := range r.Trials {
-		if tr.Outcome.ran() && (tr.ReservedBytes == nil || tr.AllocRetries == nil || *tr.AllocRetries != 0) {
+		if tr.Outcome.Ran() && (tr.ReservedBytes == nil || tr.AllocRetries == nil || *tr.AllocRetries != 0) {
 			t.Errorf("trial %d: reserved %v, retries %v", tr.N, tr.ReservedBytes, tr.AllocRetries)
 		}
 	}
@@ -401,7 +402,7 @@ func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
 	checkTrials(t, db, r)
 	// After the prediction the reserved memory puts the limit above it
 	// while more than a unit is left, then steps one unit at a time,
-	// maxClosing times "should not fit", each of which ran; then the
+	// fit.MaxClosing times "should not fit", each of which ran; then the
 	// bracket's own step jumps.
 	p := *r.Prediction.Value
 	seq := []float64{p}
@@ -421,8 +422,8 @@ func TestFitFromWhatTheAllocatorReserved(t *testing.T) {
 			break
 		}
 	}
-	if f64v(r.LargestRan) != limit || f64v(r.SmallestFailed) != limit+1 || ones != maxClosing || first+ones >= len(seq) ||
-		strings.Count(errs, "should not fit") < maxClosing {
+	if f64v(r.LargestRan) != limit || f64v(r.SmallestFailed) != limit+1 || ones != fit.MaxClosing || first+ones >= len(seq) ||
+		strings.Count(errs, "should not fit") < fit.MaxClosing {
 		t.Errorf("reserved beyond the need: limit %v..%v, after the prediction %v tried %v:\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), p, seq[1:], errs)
 	}
 	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--id", "r3"}, append(cmd, "--retried")...)...)
@@ -472,7 +473,7 @@ func TestFitStepsOfAProcessWithoutRank(t *testing.T) {
 			t.Fatalf("--mark-pid=%s: exit %d, largest that ran %v: %s", markPID, code, f64v(r.LargestRan), errs)
 		}
 		for _, tr := range r.Trials {
-			if tr.Value <= 20 && (tr.Outcome != fitStopped || tr.Ranks != 1 || tr.Steps < 5) {
+			if tr.Value <= 20 && (tr.Outcome != fit.Stopped || tr.Ranks != 1 || tr.Steps < 5) {
 				t.Errorf("--mark-pid=%s: trial %+v: want one rank, stopped after 5 steps", markPID, tr)
 			}
 		}
@@ -528,12 +529,12 @@ func TestFitLauncherFullestRank(t *testing.T) {
 		t.Fatalf("limit %v..%v, want 98..99 (rank 1's):\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
 	}
 	for _, tr := range r.Trials {
-		if tr.Outcome == fitStopped && (tr.Ranks != 2 || tr.Steps < 5) {
+		if tr.Outcome == fit.Stopped && (tr.Ranks != 2 || tr.Steps < 5) {
 			t.Errorf("trial %+v: want both ranks' 5 steps", tr)
 		}
 		// The launcher exits 1 when a rank ran out of memory, as torchrun
 		// does: the rank's OOM mark tells it from another failure.
-		if tr.Outcome == fitOOM && (tr.ExitCode != 1 || tr.OOMMarks < 1) {
+		if tr.Outcome == fit.OOM && (tr.ExitCode != 1 || tr.OOMMarks < 1) {
 			t.Errorf("trial %+v: want the launcher's exit 1 with an OOM mark", tr)
 		}
 	}
@@ -553,7 +554,7 @@ func TestFitLauncherFullestRank(t *testing.T) {
 }
 
 // Where two ranks share a GPU, the largest value that ran is run again,
-// each time in fresh processes, until it has run sharedRuns times: a value
+// each time in fresh processes, until it has run fit.SharedRuns times: a value
 // that runs once and fails the next time is a failure, and the search goes
 // on below it. The fake job runs each value above 90 once only.
 func TestFitRepeatsTheLimitOnASharedGPU(t *testing.T) {
@@ -569,12 +570,12 @@ func TestFitRepeatsTheLimitOnASharedGPU(t *testing.T) {
 	if f64v(r.LargestRan) != 90 || f64v(r.SmallestFailed) != 91 {
 		t.Fatalf("limit %v..%v, want 90..91 (the largest that runs every time):\n%s", f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
 	}
-	if n := countRan(r, 90); n != sharedRuns {
-		t.Errorf("90 ran %d times, want %d:\n%s", n, sharedRuns, errs)
+	if n := countRan(r, 90); n != fit.SharedRuns {
+		t.Errorf("90 ran %d times, want %d:\n%s", n, fit.SharedRuns, errs)
 	}
 	flaky := 0
 	for _, tr := range r.Trials {
-		if tr.Value > 90 && tr.Outcome.ran() {
+		if tr.Value > 90 && tr.Outcome.Ran() {
 			flaky++
 			if countRan(r, tr.Value) != 1 {
 				t.Errorf("%v ran %d times: the fake job runs it once", tr.Value, countRan(r, tr.Value))
@@ -607,10 +608,10 @@ func TestFitNothingRunsEveryTime(t *testing.T) {
 }
 
 // countRan counts the trials at v that ran.
-func countRan(r fitResult, v float64) int {
+func countRan(r fit.Result, v float64) int {
 	n := 0
 	for _, tr := range r.Trials {
-		if tr.Value == v && tr.Outcome.ran() {
+		if tr.Value == v && tr.Outcome.Ran() {
 			n++
 		}
 	}
@@ -628,7 +629,7 @@ func TestFitKillsAStubbornTrial(t *testing.T) {
 	if code != 0 || len(r.Trials) != 1 {
 		t.Fatalf("exit %d, %d trials: %s", code, len(r.Trials), errs)
 	}
-	if tr := r.Trials[0]; tr.Outcome != fitStopped || tr.ExitCode != 128+int(syscall.SIGKILL) {
+	if tr := r.Trials[0]; tr.Outcome != fit.Stopped || tr.ExitCode != 128+int(syscall.SIGKILL) {
 		t.Fatalf("trial %+v: want stopped by SIGKILL", tr)
 	}
 	if f64v(r.LargestRan) != 4 || r.SmallestFailed != nil || !strings.Contains(r.Note, "(--max) ran") {
@@ -662,7 +663,7 @@ func TestFitBadInput(t *testing.T) {
 	}
 
 	r, errs, code := fitJSON(t, db, append([]string{"--min", "200", "--id", "big"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
-	if code != 1 || !strings.Contains(errs, "batch_size=200 does not fit (--min)") || len(r.Trials) != 1 || r.Trials[0].Outcome != fitOOM {
+	if code != 1 || !strings.Contains(errs, "batch_size=200 does not fit (--min)") || len(r.Trials) != 1 || r.Trials[0].Outcome != fit.OOM {
 		t.Fatalf("--min too large: %d %+v %s", code, r.Trials, errs)
 	}
 	checkTrials(t, db, r)
@@ -671,7 +672,7 @@ func TestFitBadInput(t *testing.T) {
 	// file): the search stops there, the trials kept.
 	r, errs, code = fitJSON(t, db, append([]string{"--min", "4", "--id", "bug"}, fakeCommand(t, "--value", "{}", "--fail-above", "50")...)...)
 	last := r.Trials[len(r.Trials)-1]
-	if code != 1 || last.Outcome != fitFailed || last.Value <= 50 || last.ExitCode != 1 || last.OOMMarks != 0 ||
+	if code != 1 || last.Outcome != fit.Failed || last.Value <= 50 || last.ExitCode != 1 || last.OOMMarks != 0 ||
 		!strings.Contains(errs, fmt.Sprintf("trial %d (batch_size=%s) failed without running out of memory: exit status 1", last.N, num(last.Value))) ||
 		!strings.Contains(errs, "trials so far are kept as runs") {
 		t.Fatalf("other failure: %d %+v\n%s", code, r.Trials, errs)
@@ -701,8 +702,8 @@ func TestFitInterrupted(t *testing.T) {
 	var out, errb bytes.Buffer
 	args := append([]string{"--db", db, "fit", "--json", "--source", "sim", "--id", "int", "--steps", "1000000"}, fakeCommand(t, "--value", "{}", "--pid-dir", dir)...)
 	code := execute(ctx, args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	var r fitResult
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != 130 || len(r.Trials) != 1 || r.Trials[0].Outcome != fitInterrupted ||
+	var r fit.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != 130 || len(r.Trials) != 1 || r.Trials[0].Outcome != fit.Interrupted ||
 		!strings.Contains(errb.String(), "fit interrupted; the 1 trials so far are kept") {
 		t.Fatalf("%v exit %d %+v\n%s", err, code, r.Trials, errb.String())
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memrec/memrec/nvsmi"
+	"github.com/memrec/memrec/formats/nvsmi"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -13,7 +13,7 @@ import (
 
 func smiLog(t *testing.T, name string) string {
 	t.Helper()
-	return string(fixtures.Gunzip(t, filepath.Join("..", "..", "nvsmi", "testdata", name)))
+	return string(fixtures.Gunzip(t, filepath.Join("..", "..", "formats", "nvsmi", "testdata", name)))
 }
 
 // TestImportNvidiaSMI: the real logs import as one run whose analysis says

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memrec/memrec/formats/torchsnap"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
-	"github.com/memrec/memrec/torchsnap"
 )
 
 // tracePoints is how many snapshots an imported trace is cut into: enough

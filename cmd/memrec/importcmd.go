@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memrec/memrec/nvsmi"
+	"github.com/memrec/memrec/formats/nvsmi"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -5,9 +5,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/recorder"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )
@@ -32,9 +32,9 @@ func (s watchSource) Index(storage.Run) (*series.Index, viewer.Reader, error) {
 // snapshots the recording kept in memory.
 func (s watchSource) SiteGPUs(storage.Run) ([]int, error) { return s.w.SiteGPUs(), nil }
 
-func (s watchSource) Sites(run storage.Run, gpu int) (*analysis.Sites, error) {
+func (s watchSource) Sites(run storage.Run, gpu int) (*sites.Sites, error) {
 	rows, _ := s.w.SiteRows(gpu)
-	return analysis.SitesOf(run, gpu, rows), nil
+	return sites.SitesOf(gpu, rows), nil
 }
 
 // maxViewConns bounds the connections the live page's server holds: a

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/series"
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
 )

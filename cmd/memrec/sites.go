@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -85,8 +86,8 @@ func parseMoment(s string, run storage.Run) (moment, error) {
 
 // pick is the snapshot of a moment: the last snapshot at the end of the
 // epoch (or, without one, in it), or the last at or before the time.
-func (m moment) pick(snaps []analysis.SiteSnapshot) (analysis.SiteSnapshot, bool) {
-	var best *analysis.SiteSnapshot
+func (m moment) pick(snaps []sites.SiteSnapshot) (sites.SiteSnapshot, bool) {
+	var best *sites.SiteSnapshot
 	for i := range snaps {
 		s := &snaps[i]
 		if s.Reason == wire.SitesOOM && best != nil {
@@ -101,7 +102,7 @@ func (m moment) pick(snaps []analysis.SiteSnapshot) (analysis.SiteSnapshot, bool
 		}
 	}
 	if best == nil {
-		return analysis.SiteSnapshot{}, false
+		return sites.SiteSnapshot{}, false
 	}
 	return *best, true
 }
@@ -114,7 +115,7 @@ func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
 	if err != nil {
 		return err
 	}
-	var out []*analysis.Where
+	var out []*sites.Where
 	for _, g := range rep.GPUs {
 		if g.Where == nil || (o.gpu >= 0 && g.GPU != o.gpu) {
 			continue
@@ -186,7 +187,7 @@ func sitesMoments(o *sitesOptions, args []string, run storage.Run, one bool) ([]
 }
 
 // printSitesDiff writes the top sites of a diff, largest change first.
-func printSitesDiff(w io.Writer, d []analysis.SiteDelta, top int) {
+func printSitesDiff(w io.Writer, d []sites.SiteDelta, top int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, x := range d[:min(len(d), top)] {
 		sign := "+"
@@ -233,14 +234,18 @@ func runSites(o *sitesOptions, args []string) error {
 		if o.gpu >= 0 && g.Index != o.gpu {
 			continue
 		}
-		snaps, err := analysis.SiteSnapshots(db, run, g.Index)
+		in, err := analysis.SitesInput(db, run, g.Index)
+		if err != nil {
+			return err
+		}
+		snaps, err := sites.SiteSnapshots(db, run, g.Index, in)
 		if err != nil {
 			return err
 		}
 		if len(snaps) == 0 {
 			continue
 		}
-		var picked []analysis.SiteSnapshot
+		var picked []sites.SiteSnapshot
 		for _, m := range moments {
 			s, ok := m.pick(snaps)
 			if !ok {
@@ -264,7 +269,7 @@ func runSites(o *sitesOptions, args []string) error {
 			printSiteFigures(w, "  ", s.Top, o.top)
 			continue
 		}
-		d := analysis.DiffSites(picked[0], picked[1])
+		d := sites.DiffSites(picked[0], picked[1])
 		if o.json {
 			js = append(js, map[string]any{"gpu": g.Index, "a_t_ns": picked[0].TNS, "b_t_ns": picked[1].TNS, "sites": d})
 			continue

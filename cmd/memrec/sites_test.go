@@ -12,15 +12,15 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
-	"github.com/memrec/memrec/internal/pickletest"
+	"github.com/memrec/memrec/internal/testsupport/pickletest"
 )
 
 // The real H200 snapshots of a job that leaks 256 000 B a step from its
 // helper remember() (snapjob.py:10): imported, analysed, listed.
 func TestImportSnapshotAndSites(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "m.db")
-	trace := filepath.Join("..", "..", "torchsnap", "testdata", "trace-leak-tail.pickle.gz")
-	state := filepath.Join("..", "..", "torchsnap", "testdata", "state-leak.pickle.gz")
+	trace := filepath.Join("..", "..", "formats", "torchsnap", "testdata", "trace-leak-tail.pickle.gz")
+	state := filepath.Join("..", "..", "formats", "torchsnap", "testdata", "state-leak.pickle.gz")
 	out, errs, code := run(t, db, "", "import", "--name", "tr", trace)
 	if code != 0 || !strings.Contains(out, "imported tr") || !strings.Contains(out, "61 site snapshots") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
@@ -111,11 +111,11 @@ func TestImportSnapshotAndSites(t *testing.T) {
 func TestImportSnapshotFromStdin(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
-	traceGz, err := os.ReadFile(filepath.Join("..", "..", "torchsnap", "testdata", "trace-leak-tail.pickle.gz"))
+	traceGz, err := os.ReadFile(filepath.Join("..", "..", "formats", "torchsnap", "testdata", "trace-leak-tail.pickle.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := fixtures.Gunzip(t, filepath.Join("..", "..", "torchsnap", "testdata", "state-leak.pickle.gz"))
+	state := fixtures.Gunzip(t, filepath.Join("..", "..", "formats", "torchsnap", "testdata", "state-leak.pickle.gz"))
 
 	// The same 61 site snapshots as TestImportSnapshotAndSites reads from the file.
 	out, errs, code := run(t, db, string(traceGz), "import", "--name", "tr", "-")
@@ -162,7 +162,7 @@ func TestImportSnapshotFromStdin(t *testing.T) {
 func TestSitesRankedByTrendOnARealSnapshot(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
-	dir := filepath.Join("..", "..", "torchsnap", "testdata")
+	dir := filepath.Join("..", "..", "formats", "torchsnap", "testdata")
 	var facts struct {
 		StoreLine   int     `json:"store_line"`
 		LeakPerStep float64 `json:"leak_bytes_per_step"`

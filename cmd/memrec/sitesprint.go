@@ -7,12 +7,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/analysis/units"
 )
 
 // printWhere prints a GPU's allocation sites: the growing ones first, under
 // a heading that says they grow, then the biggest steady holders at the end.
-func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
+func printWhere(w io.Writer, rep *analysis.Report, wh *sites.Where, n int) {
 	fmt.Fprintf(w, "Where (%d allocation-site snapshots):\n", wh.Snapshots)
 	if len(wh.Growing) > 0 {
 		fmt.Fprintln(w, "  Growing: live bytes that rise from snapshot to snapshot")
@@ -39,7 +40,7 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 	if e := wh.AtEnd; e != nil {
 		fmt.Fprintf(w, "  Biggest steady holders at the end (%s, %s): %s live, %s without a stack\n", sinceStart(rep, e.TNS), e.Reason,
 			units.FormatBytes(e.LiveBytes), units.FormatBytes(e.UntrackedBytes))
-		var steady []analysis.SiteFigure
+		var steady []sites.SiteFigure
 		for _, f := range e.Top {
 			if !growing(wh, f) {
 				steady = append(steady, f)
@@ -56,7 +57,7 @@ func printWhere(w io.Writer, rep *analysis.Report, wh *analysis.Where, n int) {
 	}
 }
 
-func growing(wh *analysis.Where, f analysis.SiteFigure) bool {
+func growing(wh *sites.Where, f sites.SiteFigure) bool {
 	for _, g := range wh.Growing {
 		if g.File == f.File && g.Line == f.Line {
 			return true
@@ -73,7 +74,7 @@ func funcName(f string) string {
 }
 
 // printSiteFigures prints up to n sites, one a line.
-func printSiteFigures(w io.Writer, indent string, fs []analysis.SiteFigure, n int) {
+func printSiteFigures(w io.Writer, indent string, fs []sites.SiteFigure, n int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, f := range fs[:min(n, len(fs))] {
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d blocks\t%.0f %%\t%s\n", indent, f.Site, funcName(f.Func), units.FormatBytes(f.LiveBytes),

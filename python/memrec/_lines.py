@@ -8,6 +8,17 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
+# The allocator's event counters the probe sends: (the line's field,
+# torch.cuda.memory_stats()'s key). The rows of storage/wire's TorchFields
+# with a Stat, in their order (TestProbeLinesFollowWireTables); a new one
+# is a row there and an entry here.
+COUNTERS = (
+    ("alloc_retries", "num_alloc_retries"),
+    ("ooms", "num_ooms"),
+    ("device_allocs", "num_device_alloc"),
+    ("device_frees", "num_device_free"),
+)
+
 
 def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dict[str, Any],
                peak: Optional[int] = None, extra: str = "", largest_segment: int = 0) -> str:
@@ -29,11 +40,10 @@ def stats_line(t_ns: int, device: int, pid: int, rank: Optional[int], stats: Dic
     rank_part = ',"rank":%d' % rank if rank is not None and rank >= 0 else ""
     return (
         '{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d%s,"allocated_bytes":%d,"reserved_bytes":%d,'
-        '"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d,'
-        '"alloc_retries":%d,"ooms":%d%s%s}\n'
+        '"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d%s%s%s}\n'
         % (t_ns, device, pid, rank_part, cur("allocated_bytes"), cur("reserved_bytes"), cur("active_bytes"),
-           cur("inactive_split_bytes"), peak, cur("segment"), int(stats.get("num_alloc_retries", 0) or 0),
-           int(stats.get("num_ooms", 0) or 0),
+           cur("inactive_split_bytes"), peak, cur("segment"),
+           "".join(',"%s":%d' % (name, int(stats.get(key, 0) or 0)) for name, key in COUNTERS),
            ',"largest_segment_bytes":%d' % largest_segment if largest_segment > 0 else "", extra)
     )
 

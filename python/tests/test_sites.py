@@ -156,7 +156,7 @@ class RealSnapshotTest(unittest.TestCase):
     def load(self, name):
         import gzip
         import pickle
-        path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "torchsnap", "testdata", name)
+        path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "formats", "torchsnap", "testdata", name)
         with gzip.open(path) as f:
             return pickle.load(f)
 

@@ -6,7 +6,7 @@ package wire
 // tables, the store takes its column names and order from them
 // (storage/schema.go), and the probe's line formats are checked against
 // them by a test. Adding a figure to a kind is one entry here (at the end
-// of its table, with Later set) plus its docs in docs/format.md.
+// of its table, with Later set) plus its docs in docs/format.md; docs/design.md has the whole recipe.
 //
 // "t_ns" and "gpu" head every sample line and are not listed; a mark's
 // "kind" and "text" are strings, written beside its table.
@@ -32,7 +32,14 @@ type Field[T any] struct {
 	Later bool
 	// Alias is an older name of the field, read where a line lacks Name
 	// (files written before the rename) and never written.
-	Alias   string
+	Alias string
+	// Stat is the key of torch.cuda.memory_stats() whose count the probe
+	// sends as this field, for the allocator's event counters; the probe's
+	// list of them (python/memrec/_lines.py, COUNTERS) is checked against
+	// the rows that have one. Help, where set, makes the field a counter on
+	// /metrics (memrec_torch_NAME_total) with that help text.
+	Stat    string
+	Help    string
 	Default func(*T) int64 // the value of an absent field; nil: 0 (None if Optional)
 	Get     func(T) int64  // by value: the hot paths keep their values on the stack
 	Set     func(*T, int64)
@@ -75,12 +82,16 @@ var TorchFields = []Field[TorchSample]{
 		Get: func(s TorchSample) int64 { return s.PeakAllocated }, Set: func(s *TorchSample, v int64) { s.PeakAllocated = v }},
 	{Name: "segments",
 		Get: func(s TorchSample) int64 { return s.Segments }, Set: func(s *TorchSample, v int64) { s.Segments = v }},
-	{Name: "alloc_retries",
+	{Name: "alloc_retries", Stat: "num_alloc_retries", Help: "Allocations the rank's allocator retried after freeing its cache.",
 		Get: func(s TorchSample) int64 { return s.AllocRetries }, Set: func(s *TorchSample, v int64) { s.AllocRetries = v }},
-	{Name: "ooms",
+	{Name: "ooms", Stat: "num_ooms", Help: "Out-of-memory errors the rank's allocator raised.",
 		Get: func(s TorchSample) int64 { return s.OOMs }, Set: func(s *TorchSample, v int64) { s.OOMs = v }},
 	{Name: "largest_segment_bytes", Later: true,
 		Get: func(s TorchSample) int64 { return s.LargestSegment }, Set: func(s *TorchSample, v int64) { s.LargestSegment = v }},
+	{Name: "device_allocs", Later: true, Stat: "num_device_alloc", Help: "Device allocations (cudaMalloc) the rank's allocator made; a rate that keeps up with the steps is its cache thrashing.",
+		Get: func(s TorchSample) int64 { return s.DeviceAllocs }, Set: func(s *TorchSample, v int64) { s.DeviceAllocs = v }},
+	{Name: "device_frees", Later: true, Stat: "num_device_free", Help: "Device frees (cudaFree) the rank's allocator made.",
+		Get: func(s TorchSample) int64 { return s.DeviceFrees }, Set: func(s *TorchSample, v int64) { s.DeviceFrees = v }},
 }
 
 // MarkFields are a "mark" line's integer fields, all optional; its "kind"

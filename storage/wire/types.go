@@ -38,6 +38,11 @@ type TorchSample struct {
 	// 0 when not looked at (before the probe's first look, older probes,
 	// expandable segments).
 	LargestSegment int64
+	// DeviceAllocs and DeviceFrees count the allocator's cudaMalloc and
+	// cudaFree calls since the process started: a cache that keeps
+	// allocating and freeing device memory thrashes.
+	DeviceAllocs int64
+	DeviceFrees  int64
 }
 
 // MarkKind is what a mark says happened. The set is open: a kind memrec

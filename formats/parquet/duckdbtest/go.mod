@@ -1,4 +1,4 @@
-module github.com/memrec/memrec/parquet/duckdbtest
+module github.com/memrec/memrec/formats/parquet/duckdbtest
 
 go 1.26.8
 
@@ -40,4 +40,4 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/memrec/memrec => ../..
+replace github.com/memrec/memrec => ../../..

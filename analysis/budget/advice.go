@@ -1,4 +1,4 @@
-package analysis
+package budget
 
 import (
 	"fmt"
@@ -145,49 +145,49 @@ type Remedy struct {
 	Assumptions []string `json:"assumptions,omitempty"`
 }
 
-// adviceContext is what advise needs beyond the budget.
-type adviceContext struct {
-	batch          float64 // the run's batch_size tag; 0: unknown
-	total          int64   // the GPU's memory
-	driverReserved int64
-	// sampleAllocated is allocated at the end of the peak's step (what
+// AdviceInput is what Advise needs beyond the budget.
+type AdviceInput struct {
+	Batch          float64 // the run's batch_size tag; 0: unknown
+	Total          int64   // the GPU's memory
+	DriverReserved int64
+	// SampleAllocated is allocated at the end of the peak's step (what
 	// empty_cache() would leave reserved).
-	sampleAllocated int64
-	// curve, when runs at several batch sizes were compared (compare
+	SampleAllocated int64
+	// Curve, when runs at several batch sizes were compared (compare
 	// --by), is what a sample costs by their need curve; nil: the
 	// activations at the peak divided by the batch.
-	curve *sampleCost
-	// segment is the allocator's largest segment at the run's batch (the
-	// GPU's LargestSegmentBytes), rounding 2 MiB for each of the most
+	Curve *SampleCost
+	// Segment is the allocator's largest segment at the run's batch (the
+	// GPU's LargestSegmentBytes), Rounding 2 MiB for each of the most
 	// segments it held; 0 when the probe did not measure them. With a
 	// segment the allowance is StrandedSegments of it, grown with the
 	// batch, with the rounding (compare --by's rule).
-	segment, rounding int64
+	Segment, Rounding int64
 }
 
-// sampleCost is what one more sample costs by the need curve of runs at
+// SampleCost is what one more sample costs by the need curve of runs at
 // several batch sizes, and the allowance the curve's fit used.
-type sampleCost struct {
-	bytes     float64 // per sample: the curve's marginal cost at its largest values
-	allowance float64
-	// segment is the allocator's largest segment per sample, rounding the
+type SampleCost struct {
+	Bytes     float64 // per sample: the curve's marginal cost at its largest values
+	Allowance float64
+	// Segment is the allocator's largest segment per sample, Rounding the
 	// segments' rounding, where the runs measured it (ByTag.SegmentLine).
-	segment, rounding float64
-	runs              int
-	// fits, where the runs' allocator was replayed (compare --by's basis
+	Segment, Rounding float64
+	Runs              int
+	// Fits, where the runs' allocator was replayed (compare --by's basis
 	// allocator_replay), is the largest batch at the pessimistic end on a
 	// GPU with plus(v) more bytes at batch v.
-	fits func(plus func(v float64) float64) (float64, bool)
+	Fits func(plus func(v float64) float64) (float64, bool)
 }
 
 // scaling is the part of activations act that grows with the batch: all
 // of it without a curve; with one, a sample's cost times the batch (the
 // rest, workspaces and the like, stays at any batch).
-func (ctx adviceContext) scaling(act int64) int64 {
-	if ctx.curve == nil || ctx.batch <= 0 {
+func (in AdviceInput) scaling(act int64) int64 {
+	if in.Curve == nil || in.Batch <= 0 {
 		return act
 	}
-	return min(act, int64(ctx.curve.bytes*ctx.batch))
+	return min(act, int64(in.Curve.Bytes*in.Batch))
 }
 
 // dtypeBytes is the size of one element of a torch dtype's name; 0 if
@@ -206,74 +206,121 @@ func dtypeBytes(name string) int64 {
 	return 0
 }
 
-// advise fills b.Help, b.Skipped and b.Missing.
-func advise(b *Budget, ctx adviceContext) {
-	act, hasAct := b.Part(PartActivations)
-	params, _ := b.Part(PartParams)
-	grads, _ := b.Part(PartGrads)
-	state, _ := b.Part(PartOptimizer)
-	split, _ := b.Part(PartInactiveSplit)
-	cached, _ := b.Part(PartCachedFree)
-	fx := b.fixed()
-	b.Batch = max(ctx.batch, 0)
-	f := fitter{b: b, ctx: ctx}
-	if f.ok() {
-		if v := f.batch(fx, act, 1); v != nil {
+// advice is what the remedies read of a budget, and the arithmetic they
+// share; each writes to its budget.
+type advice struct {
+	b    *Budget
+	in   AdviceInput
+	calc batchArithmetic
+	// act are the activations at the peak (hasAct: the budget has them);
+	// fx the watched model's own tensors.
+	act, params, grads, state, split, cached, fx int64
+	hasAct                                       bool
+	// inStep is what a step makes and frees within itself: the
+	// activations less what is still allocated at its end (the data,
+	// workspaces), which outlives the step and so does not shrink with
+	// what happens inside it.
+	inStep int64
+}
+
+// remedies are what Advise considers, in this order. Each adds what
+// applies to b.Help, or says in b.Skipped or b.Missing why it does not.
+var remedies = []func(*advice){
+	(*advice).accumulation,
+	(*advice).autocast,
+	(*advice).checkpointing,
+	(*advice).lighterOptimizer,
+	(*advice).sharding,
+	(*advice).allocatorCache,
+	(*advice).emptyCache,
+}
+
+// Advise fills b.Help, ranked by what each remedy frees at the peak,
+// b.Skipped and b.Missing.
+func Advise(b *Budget, in AdviceInput) {
+	ad := &advice{b: b, in: in, calc: batchArithmetic{b: b, in: in}}
+	ad.act, ad.hasAct = b.Part(PartActivations)
+	ad.params, _ = b.Part(PartParams)
+	ad.grads, _ = b.Part(PartGrads)
+	ad.state, _ = b.Part(PartOptimizer)
+	ad.split, _ = b.Part(PartInactiveSplit)
+	ad.cached, _ = b.Part(PartCachedFree)
+	ad.fx = b.fixed()
+	ad.inStep = ad.act - b.HeldBytes
+	b.Batch = max(in.Batch, 0)
+	if ad.calc.ok() {
+		if v := ad.calc.batch(ad.fx, ad.act, 1); v != nil {
 			b.FitsBatch = v
 		}
 	}
 	switch {
-	case ctx.batch <= 0:
+	case in.Batch <= 0:
 		b.Missing = append(b.Missing, "the batch that would fit: tag the run with its batch size (memrec record --tag batch_size=N); several runs at different sizes give a measured answer (memrec compare --by batch_size)")
-	case ctx.total <= 0:
+	case in.Total <= 0:
 		b.Missing = append(b.Missing, "the batch that would fit: the GPU's total memory is unknown")
 	}
 	if !b.Watched {
 		b.Missing = append(b.Missing, "what accumulation, autocast, checkpointing, a lighter optimizer or sharding would free: they act on activations, gradients, optimizer state and parameters, which only memrec.watch tells apart")
 	}
+	for _, remedy := range remedies {
+		remedy(ad)
+	}
+	slices.SortStableFunc(b.Help, func(x, y Remedy) int {
+		if x.SavedBytes != y.SavedBytes {
+			if x.SavedBytes > y.SavedBytes {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Kind) - int(y.Kind)
+	})
+}
 
-	// Accumulation. Gradients not held at the peak now are held from the
-	// first micro-batch's backward on: the later micro-batches' forward
-	// passes hold them.
+// accumulation is gradient accumulation over 2 and 4 micro-batches.
+// Gradients not held at the peak now are held from the first
+// micro-batch's backward on: the later micro-batches' forward passes hold
+// them.
+func (ad *advice) accumulation() {
+	b, f, act, inStep := ad.b, ad.calc, ad.act, ad.inStep
+	if !ad.hasAct || act <= 0 {
+		return
+	}
 	held := int64(0)
 	heldWords := ""
 	if b.GradsAtPeak == storage.FlagNo {
 		held = b.GradBytes
 		heldWords = fmt.Sprintf("; the gradients (%s), freed before the forward pass now, are then held through the later micro-batches", units.FormatBytes(held))
 	}
-	// What a step makes and frees within itself: the activations less what
-	// is still allocated at its end (the data, workspaces), which outlives
-	// the step and so does not shrink with what happens inside it.
-	inStep := act - b.HeldBytes
-	if hasAct && act > 0 {
-		scale := ctx.scaling(act)
-		fixedWords := ""
-		switch {
-		case scale < act && scale <= inStep:
-			fixedWords = fmt.Sprintf("; %s of them do not grow with the batch (the need curve of the runs compared) and stay", units.FormatBytes(act-scale))
-		case b.HeldBytes > 0:
-			scale = inStep
-			fixedWords = fmt.Sprintf("; %s of them are still allocated at the step's end (the data, workspaces) and stay", units.FormatBytes(b.HeldBytes))
-		}
-		for _, k := range []int{2, 4} {
-			saved := scale - scale/int64(k) - held
-			r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
-				Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s%s",
-					k, k, k, units.FormatBytes(act-scale+scale/int64(k)), units.FormatBytes(act), fixedWords, heldWords),
-				Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
-					"the peak is in the forward or backward pass, not in optimizer.step()"}}
-			f.set(&r, saved, saved)
-			if f.ok() && b.Batch > 0 {
-				if v := f.batch(fx+held, act, 1); v != nil {
-					e := *v * float64(k)
-					r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, %s", k, strconv.FormatFloat(*v, 'f', -1, 64), f.basis())
-				}
-			}
-			b.Help = append(b.Help, r)
-		}
+	scale := ad.in.scaling(act)
+	fixedWords := ""
+	switch {
+	case scale < act && scale <= inStep:
+		fixedWords = fmt.Sprintf("; %s of them do not grow with the batch (the need curve of the runs compared) and stay", units.FormatBytes(act-scale))
+	case b.HeldBytes > 0:
+		scale = inStep
+		fixedWords = fmt.Sprintf("; %s of them are still allocated at the step's end (the data, workspaces) and stay", units.FormatBytes(b.HeldBytes))
 	}
+	for _, k := range []int{2, 4} {
+		saved := scale - scale/int64(k) - held
+		r := Remedy{Kind: RemedyAccumulation, N: k, Title: fmt.Sprintf("gradient accumulation over %d micro-batches", k),
+			Basis: fmt.Sprintf("activations are per sample: %d micro-batches of batch/%d hold 1/%d of the activations (%s of %s) at the same effective batch%s%s",
+				k, k, k, units.FormatBytes(act-scale+scale/int64(k)), units.FormatBytes(act), fixedWords, heldWords),
+			Assumptions: []string{"everything above the model's own tensors at the peak scales with the batch; what does not (workspaces, the optimizer step's temporaries) frees less",
+				"the peak is in the forward or backward pass, not in optimizer.step()"}}
+		f.set(&r, saved, saved)
+		if f.ok() && b.Batch > 0 {
+			if v := f.batch(ad.fx+held, act, 1); v != nil {
+				e := *v * float64(k)
+				r.FitsBatch, r.FitsWhy = &e, fmt.Sprintf("%d micro-batches of %s, %s", k, strconv.FormatFloat(*v, 'f', -1, 64), f.basis())
+			}
+		}
+		b.Help = append(b.Help, r)
+	}
+}
 
-	// Autocast.
+// autocast is bf16 autocast, for a float32 run without it.
+func (ad *advice) autocast() {
+	b, f, inStep := ad.b, ad.calc, ad.inStep
 	switch {
 	case !b.Watched:
 	case b.DType != "float32":
@@ -284,7 +331,7 @@ func advise(b *Budget, ctx adviceContext) {
 		b.Skipped = append(b.Skipped, "bf16 autocast: it was on already")
 	case b.Autocast == storage.AutocastUnknown:
 		b.Missing = append(b.Missing, "whether autocast was on: the probe saw no forward pass after memrec.watch")
-	case act > 0:
+	case ad.act > 0:
 		cast := b.Trainable * 2 // bf16 copies of the float32 weights
 		lo, hi := int64(AutocastLow*float64(inStep))-cast, int64(AutocastHigh*float64(inStep))
 		r := Remedy{Kind: RemedyAutocast, Title: "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))",
@@ -292,49 +339,61 @@ func advise(b *Budget, ctx adviceContext) {
 				100*AutocastLow, 100*AutocastHigh, units.FormatBytes(inStep), units.FormatBytes(cast)),
 			Assumptions: []string{"the model's compute is matmuls and convolutions (autocast's bf16 list); a model of mostly elementwise or float32-listed ops frees less"}}
 		f.set(&r, lo, hi)
-		f.scaled(&r, fx+cast/2, act, 1-(AutocastLow+AutocastHigh)/2)
+		f.scaled(&r, ad.fx+cast/2, ad.act, 1-(AutocastLow+AutocastHigh)/2)
 		b.Help = append(b.Help, r)
 	}
+}
 
-	// Checkpointing.
-	if hasAct && act > 0 {
-		r := Remedy{Kind: RemedyCheckpointing, Title: "activation checkpointing of every block (torch.utils.checkpoint)",
-			Basis: fmt.Sprintf("a checkpointed block keeps its input and recomputes the rest in backward: %.0f %% to %.0f %% of the activations made within the step (%s), from a few blocks to many",
-				100*CheckpointLow, 100*CheckpointHigh, units.FormatBytes(inStep)),
-			Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays; with two or three blocks and large logits it can free less than the low end (two LSTM layers freed 18 %)",
-				"backward recomputes each block's forward: about a third more compute"}}
-		f.set(&r, int64(CheckpointLow*float64(inStep)), int64(CheckpointHigh*float64(inStep)))
-		f.scaled(&r, fx, act, 1-(CheckpointLow+CheckpointHigh)/2)
+// checkpointing is activation checkpointing of every block.
+func (ad *advice) checkpointing() {
+	b, f, inStep := ad.b, ad.calc, ad.inStep
+	if !ad.hasAct || ad.act <= 0 {
+		return
+	}
+	r := Remedy{Kind: RemedyCheckpointing, Title: "activation checkpointing of every block (torch.utils.checkpoint)",
+		Basis: fmt.Sprintf("a checkpointed block keeps its input and recomputes the rest in backward: %.0f %% to %.0f %% of the activations made within the step (%s), from a few blocks to many",
+			100*CheckpointLow, 100*CheckpointHigh, units.FormatBytes(inStep)),
+		Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays; with two or three blocks and large logits it can free less than the low end (two LSTM layers freed 18 %)",
+			"backward recomputes each block's forward: about a third more compute"}}
+	f.set(&r, int64(CheckpointLow*float64(inStep)), int64(CheckpointHigh*float64(inStep)))
+	f.scaled(&r, ad.fx, ad.act, 1-(CheckpointLow+CheckpointHigh)/2)
+	b.Help = append(b.Help, r)
+}
+
+// lighterOptimizer is SGD with momentum or 8-bit Adam, where the
+// optimizer keeps more state a parameter than they would.
+func (ad *advice) lighterOptimizer() {
+	b, f, state := ad.b, ad.calc, ad.state
+	if !b.Watched || state <= 0 || b.Trainable <= 0 {
+		return
+	}
+	per := float64(state) / float64(b.Trainable)
+	elem := dtypeBytes(b.DType)
+	if elem == 0 {
+		elem = 4
+	}
+	now := fmt.Sprintf("%s keeps %.1f bytes a trainable parameter (%s for %s)", b.optimizerName(), per, units.FormatBytes(state), FormatCount(b.Trainable))
+	if after := elem * b.Trainable; float64(state) > float64(after)*1.25 {
+		r := Remedy{Kind: RemedySGDMomentum, Title: "SGD with momentum instead of " + b.optimizerName(),
+			Basis:       fmt.Sprintf("%s; SGD with momentum keeps one buffer of the parameter's dtype, %d bytes a parameter (%s)", now, elem, units.FormatBytes(after)),
+			Assumptions: []string{"a different optimizer trains differently: memrec says what it frees, not whether the model learns as well", "the optimizer step's temporaries are not counted"}}
+		f.set(&r, state-after, state-after)
+		f.scaled(&r, ad.fx-(state-after), ad.act, 1)
 		b.Help = append(b.Help, r)
 	}
-
-	// A lighter optimizer.
-	if b.Watched && state > 0 && b.Trainable > 0 {
-		per := float64(state) / float64(b.Trainable)
-		elem := dtypeBytes(b.DType)
-		if elem == 0 {
-			elem = 4
-		}
-		now := fmt.Sprintf("%s keeps %.1f bytes a trainable parameter (%s for %s)", b.optimizerName(), per, units.FormatBytes(state), FormatCount(b.Trainable))
-		if after := elem * b.Trainable; float64(state) > float64(after)*1.25 {
-			r := Remedy{Kind: RemedySGDMomentum, Title: "SGD with momentum instead of " + b.optimizerName(),
-				Basis:       fmt.Sprintf("%s; SGD with momentum keeps one buffer of the parameter's dtype, %d bytes a parameter (%s)", now, elem, units.FormatBytes(after)),
-				Assumptions: []string{"a different optimizer trains differently: memrec says what it frees, not whether the model learns as well", "the optimizer step's temporaries are not counted"}}
-			f.set(&r, state-after, state-after)
-			f.scaled(&r, fx-(state-after), act, 1)
-			b.Help = append(b.Help, r)
-		}
-		if after := 2 * b.Trainable; float64(state) > float64(after)*1.25 {
-			r := Remedy{Kind: RemedyAdam8bit, Title: "8-bit Adam (bitsandbytes AdamW8bit)",
-				Basis:       fmt.Sprintf("%s; 8-bit Adam keeps both moments in one byte each, 2 bytes a parameter (%s), and block scales of under 1 %%", now, units.FormatBytes(after)),
-				Assumptions: []string{"parameters in small tensors (under 4096 elements) keep 32-bit state in bitsandbytes, a few % of most models", "the optimizer step's temporaries are not counted"}}
-			f.set(&r, state-after, state-after)
-			f.scaled(&r, fx-(state-after), act, 1)
-			b.Help = append(b.Help, r)
-		}
+	if after := 2 * b.Trainable; float64(state) > float64(after)*1.25 {
+		r := Remedy{Kind: RemedyAdam8bit, Title: "8-bit Adam (bitsandbytes AdamW8bit)",
+			Basis:       fmt.Sprintf("%s; 8-bit Adam keeps both moments in one byte each, 2 bytes a parameter (%s), and block scales of under 1 %%", now, units.FormatBytes(after)),
+			Assumptions: []string{"parameters in small tensors (under 4096 elements) keep 32-bit state in bitsandbytes, a few % of most models", "the optimizer step's temporaries are not counted"}}
+		f.set(&r, state-after, state-after)
+		f.scaled(&r, ad.fx-(state-after), ad.act, 1)
+		b.Help = append(b.Help, r)
 	}
+}
 
-	// Sharding.
+// sharding is ZeRO-1, -2 and -3 over the run's ranks.
+func (ad *advice) sharding() {
+	b, f, params, grads, state := ad.b, ad.calc, ad.params, ad.grads, ad.state
 	switch {
 	case !b.Watched:
 	case b.Ranks > 1:
@@ -356,7 +415,7 @@ func advise(b *Budget, ctx adviceContext) {
 				Assumptions: []string{"each rank holds a full copy now (DDP); a run already sharded reports its local shards, and frees less",
 					"communication buckets, and with ZeRO-3 the parameters of the layer being gathered, are not counted"}}
 			f.set(&r, saved, saved)
-			f.scaled(&r, fx-saved, act, 1)
+			f.scaled(&r, ad.fx-saved, ad.act, 1)
 			b.Help = append(b.Help, r)
 		}
 	default:
@@ -365,36 +424,38 @@ func advise(b *Budget, ctx adviceContext) {
 				units.FormatBytes(state), units.FormatBytes(grads), units.FormatBytes(params)))
 		}
 	}
+}
 
-	// The allocator's cache.
-	if split+cached > 0 {
-		r := Remedy{Kind: RemedyExpandableSegments, Title: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-			Basis: fmt.Sprintf("at the peak the allocator held %s beyond the tensors: %s in inactive split blocks and %s cached free; with expandable segments it grows segments instead of keeping blocks it cannot reuse",
-				units.FormatBytes(split+cached), units.FormatBytes(split), units.FormatBytes(cached)),
-			Assumptions: []string{"it frees at most all of the cache at the peak, and may free none of it: split blocks of the small pool (allocations under 1 MiB) and the rounding of segments stay; allocated memory does not change"}}
-		r.SavedLowBytes, r.SavedHighBytes = 0, split+cached
-		r.SavedBytes = (r.SavedLowBytes + r.SavedHighBytes) / 2
-		r.PeakAllocatedAfterBytes = b.PeakAllocatedBytes
-		r.PeakAfterBytes = b.TotalBytes - r.SavedBytes
-		r.LowersPeak = r.SavedBytes > 0
-		r.FitsWhy = "the batch that fits is the same: what it frees is cache, and the fit counts the step's allocated peak with an allowance for the cache"
-		b.Help = append(b.Help, r)
+// allocatorCache is expandable_segments, for the cache the allocator
+// holds at the peak.
+func (ad *advice) allocatorCache() {
+	b, split, cached := ad.b, ad.split, ad.cached
+	if split+cached <= 0 {
+		return
 	}
-	if ret := b.ReservedBytes - ctx.sampleAllocated; ret > 0 {
+	r := Remedy{Kind: RemedyExpandableSegments, Title: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+		Basis: fmt.Sprintf("at the peak the allocator held %s beyond the tensors: %s in inactive split blocks and %s cached free; with expandable segments it grows segments instead of keeping blocks it cannot reuse",
+			units.FormatBytes(split+cached), units.FormatBytes(split), units.FormatBytes(cached)),
+		Assumptions: []string{"it frees at most all of the cache at the peak, and may free none of it: split blocks of the small pool (allocations under 1 MiB) and the rounding of segments stay; allocated memory does not change"}}
+	r.SavedLowBytes, r.SavedHighBytes = 0, split+cached
+	r.SavedBytes = (r.SavedLowBytes + r.SavedHighBytes) / 2
+	r.PeakAllocatedAfterBytes = b.PeakAllocatedBytes
+	r.PeakAfterBytes = b.TotalBytes - r.SavedBytes
+	r.LowersPeak = r.SavedBytes > 0
+	r.FitsWhy = "the batch that fits is the same: what it frees is cache, and the fit counts the step's allocated peak with an allowance for the cache"
+	b.Help = append(b.Help, r)
+}
+
+// emptyCache is torch.cuda.empty_cache(), which people expect to lower
+// the peak and which does not.
+func (ad *advice) emptyCache() {
+	b := ad.b
+	if ret := b.ReservedBytes - ad.in.SampleAllocated; ret > 0 {
 		b.Help = append(b.Help, Remedy{Kind: RemedyEmptyCache, Title: "torch.cuda.empty_cache()",
 			Basis:                   fmt.Sprintf("between steps it returns %s of cache to the driver, for other processes; the next step allocates it again, so the peak stays", units.FormatBytes(ret)),
 			PeakAllocatedAfterBytes: b.PeakAllocatedBytes, PeakAfterBytes: b.TotalBytes,
 			Assumptions: []string{"it costs time: the next step's allocations go to the driver again (cudaMalloc), and it does not undo fragmentation inside segments in use"}})
 	}
-	slices.SortStableFunc(b.Help, func(x, y Remedy) int {
-		if x.SavedBytes != y.SavedBytes {
-			if x.SavedBytes > y.SavedBytes {
-				return -1
-			}
-			return 1
-		}
-		return int(x.Kind) - int(y.Kind)
-	})
 }
 
 func (b *Budget) optimizerName() string {
@@ -418,7 +479,8 @@ func FormatCount(n int64) string {
 	return fmt.Sprintf("%d parameters", n)
 }
 
-// fitter turns a saving into the peak after and the batch that would fit.
+// batchArithmetic turns a saving into the peak after it and the batch
+// that would then fit.
 //
 // The batch that fits follows the rule of compare --by (ByTag): a step
 // needs its peak allocated plus what the allocator may hold beyond it at
@@ -430,45 +492,45 @@ func FormatCount(n int64) string {
 // largest segment S measured (and R, its segments' rounding) it holds at
 // most StrandedSegments segments instead, which grow with the batch too:
 // (total − driver − unseen − R − F) / ((A + 2S)/batch).
-type fitter struct {
-	b   *Budget
-	ctx adviceContext
+type batchArithmetic struct {
+	b  *Budget
+	in AdviceInput
 }
 
-func (f fitter) ok() bool {
-	return f.ctx.batch > 0 && f.ctx.total > 0 && f.b.Watched
+func (f batchArithmetic) ok() bool {
+	return f.in.Batch > 0 && f.in.Total > 0 && f.b.Watched
 }
 
 // batch is the largest batch for fixed bytes fx and activations act at the
 // run's batch, with act scaled by factor; nil where it makes no sense.
-func (f fitter) batch(fx, act int64, factor float64) *float64 {
+func (f batchArithmetic) batch(fx, act int64, factor float64) *float64 {
 	if !f.ok() || act <= 0 || factor <= 0 {
 		return nil
 	}
 	unseen, _ := f.b.Part(PartUnseen)
 	others, _ := f.b.Part(PartOtherProcesses)
-	if c := f.ctx.curve; c != nil && c.fits != nil {
+	if c := f.in.Curve; c != nil && c.Fits != nil {
 		// What the remedy frees at batch v: its change to the fixed bytes,
 		// and the share of a sample's cost it takes away.
-		saved, perSample := float64(f.b.fixed()-fx), c.bytes*(1-factor)
-		v, ok := c.fits(func(v float64) float64 { return saved + perSample*v })
+		saved, perSample := float64(f.b.fixed()-fx), c.Bytes*(1-factor)
+		v, ok := c.Fits(func(v float64) float64 { return saved + perSample*v })
 		if !ok {
 			return nil
 		}
 		v = max(math.Floor(v), 0)
 		return &v
 	}
-	share, perSample := replay.AllocatorAllowance, float64(act)*factor/f.ctx.batch
+	share, perSample := replay.AllocatorAllowance, float64(act)*factor/f.in.Batch
 	var segment, rounding float64 // the largest segment a sample, the segments' rounding
-	if c := f.ctx.curve; c != nil {
+	if c := f.in.Curve; c != nil {
 		// What does not grow with the batch stays whole; the rest costs
 		// the curve's bytes a sample.
-		share, perSample, segment, rounding = c.allowance, c.bytes*factor, c.segment, c.rounding
-		fx += act - f.ctx.scaling(act)
-	} else if s := f.ctx.segment; s > 0 {
-		segment, rounding = float64(s)/f.ctx.batch, float64(f.ctx.rounding)
+		share, perSample, segment, rounding = c.Allowance, c.Bytes*factor, c.Segment, c.Rounding
+		fx += act - f.in.scaling(act)
+	} else if s := f.in.Segment; s > 0 {
+		segment, rounding = float64(s)/f.in.Batch, float64(f.in.Rounding)
 	}
-	avail := float64(f.ctx.total - f.ctx.driverReserved - unseen - others)
+	avail := float64(f.in.Total - f.in.DriverReserved - unseen - others)
 	var v float64
 	if segment > 0 { // the segments bound it, not the share
 		v = (avail - rounding - float64(fx)) / (perSample + replay.StrandedSegments*segment)
@@ -480,7 +542,7 @@ func (f fitter) batch(fx, act int64, factor float64) *float64 {
 }
 
 // set writes a saving range and the peaks after it.
-func (f fitter) set(r *Remedy, lo, hi int64) {
+func (f batchArithmetic) set(r *Remedy, lo, hi int64) {
 	r.SavedLowBytes, r.SavedHighBytes = lo, hi
 	r.SavedBytes = lo + (hi-lo)/2
 	r.PeakAllocatedAfterBytes = f.b.PeakAllocatedBytes - r.SavedBytes
@@ -493,7 +555,7 @@ const HelpAssumes = "the cache and the memory PyTorch does not see stay as they 
 
 // scaled sets the batch that would fit with fixed bytes fx and the
 // activations scaled by factor.
-func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
+func (f batchArithmetic) scaled(r *Remedy, fx, act int64, factor float64) {
 	if !f.ok() {
 		return
 	}
@@ -506,12 +568,12 @@ func (f fitter) scaled(r *Remedy, fx, act int64, factor float64) {
 }
 
 // basis says where a batch that would fit comes from.
-func (f fitter) basis() string {
-	if c := f.ctx.curve; c != nil && c.fits != nil {
-		return fmt.Sprintf("from the allocator replayed over the requests of %d runs at several batch sizes, with what it frees at each batch (%s a sample) added to the GPU", c.runs, units.FormatBytes(int64(c.bytes)))
+func (f batchArithmetic) basis() string {
+	if c := f.in.Curve; c != nil && c.Fits != nil {
+		return fmt.Sprintf("from the allocator replayed over the requests of %d runs at several batch sizes, with what it frees at each batch (%s a sample) added to the GPU", c.Runs, units.FormatBytes(int64(c.Bytes)))
 	}
-	if c := f.ctx.curve; c != nil {
-		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.runs, units.FormatBytes(int64(c.bytes)))
+	if c := f.in.Curve; c != nil {
+		return fmt.Sprintf("from the need curve of %d runs at several batch sizes (%s a sample)", c.Runs, units.FormatBytes(int64(c.Bytes)))
 	}
 	return "from this run's activations per sample (batch_size tag)"
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/fixtures"
-	"github.com/memrec/memrec/internal/pickletest"
+	"github.com/memrec/memrec/internal/testsupport/pickletest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/budget"
 )
 
 // TestExportBudget: each part of a GPU's budget at the peak is one scalar,
@@ -14,9 +14,9 @@ func TestExportBudget(t *testing.T) {
 	rep := syntheticReport()
 	g := &rep.GPUs[0]
 	peak := g.Steps.T(1) // the end of step 2
-	g.Budget = &analysis.Budget{TNS: peak, Parts: []analysis.BudgetSlice{
-		{Part: analysis.PartParams, Bytes: 3 << 20}, {Part: analysis.PartOptimizer, Bytes: 6 << 20},
-		{Part: analysis.PartActivations, Bytes: 40 << 20}, {Part: analysis.PartUnseen, Bytes: 1 << 19}}}
+	g.Budget = &budget.Budget{TNS: peak, Parts: []budget.Slice{
+		{Part: budget.PartParams, Bytes: 3 << 20}, {Part: budget.PartOptimizer, Bytes: 6 << 20},
+		{Part: budget.PartActivations, Bytes: 40 << 20}, {Part: budget.PartUnseen, Bytes: 1 << 19}}}
 	var buf bytes.Buffer
 	if err := Export(&buf, rep, 0); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package analysis
+package sites
 
 import (
 	"cmp"
@@ -14,8 +14,9 @@ import (
 
 // This file is the "where" pass: which lines of code hold a GPU's memory,
 // from the run's site snapshots (memrec record --sites, or an imported
-// PyTorch snapshot). It runs after the leak and OOM passes, and names the
-// leak's site and the OOM's holders in their findings.
+// PyTorch snapshot). Package analysis runs it after the leak and OOM
+// passes, and names the leak's site and the OOM's holders in their
+// findings.
 
 // TopSites is how many sites a snapshot's figures list.
 const TopSites = 10
@@ -144,11 +145,32 @@ func (s siteSnap) liveBytes() (n int64) {
 	return n
 }
 
-// readSites reads the GPU's site snapshots, by process, in time order.
-func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
+// Input is what the where pass knows of one GPU's run beyond its
+// snapshots: the steps and epochs that place a snapshot, the warm-up the
+// growth rule leaves out, and the GPU's leak verdict. The zero Input is a
+// run without marks or verdict: the growth rule then judges the sites
+// against time.
+type Input struct {
+	Steps   *growth.Steps      // the step marks of the GPU's rank; nil: none
+	EpochAt func(t int64) *int // the epoch t falls in; nil: the run has no epochs
+	Warm    growth.Warmup      // where the run's warm-up ends
+	// Leak is the GPU's leak verdict: a growing site's share is its part
+	// of the leak's slope.
+	Leak growth.Leak
+}
+
+func (in *Input) epochAt(t int64) *int {
+	if in.EpochAt == nil {
+		return nil
+	}
+	return in.EpochAt(t)
+}
+
+// read reads the GPU's site snapshots of processes pids, in time order.
+func read(db *storage.DB, run storage.Run, gpu int, pids []int) ([]siteSnap, error) {
 	var out []siteSnap
-	for _, pid := range a.sitePIDs {
-		it := a.db.SiteSamples(a.run, a.g.Index, pid, a.run.StartNS, a.run.EndNS+1)
+	for _, pid := range pids {
+		it := db.SiteSamples(run, gpu, pid, run.StartNS, run.EndNS+1)
 		var rows []storage.SiteSample
 		for it.Next() {
 			rows = append(rows, it.At())
@@ -160,6 +182,63 @@ func (a *gpuAnalysis) readSites() ([]siteSnap, error) {
 	}
 	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
 	return out, nil
+}
+
+// Find is the where pass: it reads the site snapshots of processes pids
+// on one GPU and finds where the GPU's memory is held; nil without
+// snapshots. holders[i] are the sites that held the most at the OOM
+// snapshot nearest ooms[i], within 10 s (nil: none).
+func Find(db *storage.DB, run storage.Run, gpu int, pids []int, in Input, ooms []int64) (w *Where, holders [][]SiteFigure, err error) {
+	snaps, err := read(db, run, gpu, pids)
+	if err != nil || len(snaps) == 0 {
+		return nil, nil, err
+	}
+	w = &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
+	var peak, end *siteSnap
+	for i := range snaps {
+		s := &snaps[i]
+		w.Bad += s.rows[0].Bad
+		if peak == nil || s.liveBytes() > peak.liveBytes() {
+			peak = s
+		}
+		if s.reason() != wire.SitesOOM {
+			end = s
+		} else if w.OOM == nil {
+			w.OOM = in.figures(*s)
+		}
+	}
+	w.AtPeak = in.figures(*peak)
+	if end != nil {
+		w.AtEnd = in.figures(*end)
+	}
+	if gs := in.growing(snaps); gs != nil {
+		w.Growing = gs
+	}
+	w.Series = siteSeries(snaps, w.Growing, ChartSites)
+	holders = make([][]SiteFigure, len(ooms))
+	for i, t := range ooms {
+		if s := nearestOOMSnapshot(snaps, t); s != nil {
+			holders[i] = in.figures(*s).Top
+		}
+	}
+	return w, holders, nil
+}
+
+// stepAt is the step a time falls in: the first step mark at or after it
+// (marks end their step).
+func stepAt(steps *growth.Steps, t int64) *int {
+	if i := steps.Search(t); i < steps.Len() {
+		n := steps.Step(i)
+		return &n
+	}
+	return nil
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // appendSnaps cuts one process's rows, in time order, into its snapshots:
@@ -183,9 +262,7 @@ func appendSnaps(out []siteSnap, pid int, rows []storage.SiteSample) []siteSnap 
 // happens: package recorder's Watch), of one GPU, each process's in time
 // order. Without the run's marks the growth rule judges the sites against
 // time, each series settling on its own.
-func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
-	a := &gpuAnalysis{run: run, g: storage.GPU{Index: gpu}, gr: &GPUReport{},
-		mi: &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}}
+func SitesOf(gpu int, rows []storage.SiteSample) *Sites {
 	byPID := map[int][]storage.SiteSample{}
 	var pids []int
 	for _, r := range rows {
@@ -202,52 +279,7 @@ func SitesOf(run storage.Run, gpu int, rows []storage.SiteSample) *Sites {
 		snaps = appendSnaps(snaps, pid, byPID[pid])
 	}
 	slices.SortStableFunc(snaps, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
-	return &Sites{a: a, snaps: snaps}
-}
-
-// where is the sites pass.
-func (a *gpuAnalysis) where() error {
-	if len(a.sitePIDs) == 0 {
-		return nil
-	}
-	snaps, err := a.readSites()
-	if err != nil || len(snaps) == 0 {
-		return err
-	}
-	w := &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
-	var peak, end *siteSnap
-	for i := range snaps {
-		s := &snaps[i]
-		w.Bad += s.rows[0].Bad
-		if peak == nil || s.liveBytes() > peak.liveBytes() {
-			peak = s
-		}
-		if s.reason() != wire.SitesOOM {
-			end = s
-		} else if w.OOM == nil {
-			w.OOM = a.figures(*s)
-		}
-	}
-	w.AtPeak = a.figures(*peak)
-	if end != nil {
-		w.AtEnd = a.figures(*end)
-	}
-	if gs := a.growing(snaps); gs != nil {
-		w.Growing = gs
-	}
-	w.Series = siteSeries(snaps, w.Growing, ChartSites)
-	a.gr.Where = w
-	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
-		g := w.Growing[0]
-		l.HeldBy = &growth.HeldBy{Site: g.Site, File: g.File, Line: g.Line, Func: g.Func, Share: g.Share, SampledEvery: g.SampledEvery}
-	}
-	for i := range a.gr.OOMs {
-		o := &a.gr.OOMs[i]
-		if s := nearestOOMSnapshot(snaps, o.TNS); s != nil {
-			o.Holders = a.figures(*s).Top
-		}
-	}
-	return nil
+	return &Sites{snaps: snaps}
 }
 
 // nearestOOMSnapshot is the OOM snapshot closest to an OOM mark, within 10 s.
@@ -273,16 +305,17 @@ func stackLines(s string) []string {
 }
 
 // figures are a snapshot's totals and its largest sites.
-func (a *gpuAnalysis) figures(s siteSnap) *SiteSnapshot { return a.figuresN(s, TopSites) }
+func (in *Input) figures(s siteSnap) *SiteSnapshot { return in.figuresN(s, TopSites) }
 
 // figuresN are a snapshot's totals and its n largest sites (all, if n < 0).
-func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
+func (in *Input) figuresN(s siteSnap, n int) *SiteSnapshot {
 	h := s.rows[0]
-	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(a.steps, h.T), LiveBytes: s.liveBytes()}
+	out := &SiteSnapshot{TNS: h.T, PID: s.pid, Reason: h.Reason, Step: stepAt(in.Steps, h.T), LiveBytes: s.liveBytes()}
 	if h.Epoch != storage.None {
-		out.Epoch = intp(h.Epoch)
+		epoch := h.Epoch
+		out.Epoch = &epoch
 	} else {
-		out.Epoch = a.mi.epochAt(h.T)
+		out.Epoch = in.epochAt(h.T)
 	}
 	var top []SiteFigure
 	for _, r := range s.rows {
@@ -319,16 +352,16 @@ func (a *gpuAnalysis) figuresN(s siteSnap, n int) *SiteSnapshot {
 // trace windows; not OOMs, exits or tracked blocks), by the growth rule
 // (siteGrowth), the steepest first: a site's Share is its part of the
 // leak's slope.
-func (a *gpuAnalysis) growing(snaps []siteSnap) []GrowingSite {
+func (in *Input) growing(snaps []siteSnap) []GrowingSite {
 	pids, byPID := steadyByPID(snaps)
 	var out []GrowingSite
 	var totalGrowth int64
 	for _, pid := range pids {
-		g, total := a.growingOf(pid, byPID[pid])
+		g, total := in.growingOf(pid, byPID[pid])
 		out = append(out, g...)
 		totalGrowth += total
 	}
-	l := a.gr.Leak
+	l := in.Leak
 	for i := range out {
 		g := &out[i]
 		switch {
@@ -367,7 +400,7 @@ func steadyByPID(snaps []siteSnap) (pids []int, byPID map[int][]siteSnap) {
 // (sampled_every), each change between two snapshots counts N times, and
 // the untracked blocks, which then hold the other steps' blocks too, are
 // not a site that grows.
-func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
+func (in *Input) growingOf(pid int, ss []siteSnap) (out []GrowingSite, totalGrowth int64) {
 	if len(ss) < 2 || ss[len(ss)-1].t() <= ss[0].t() {
 		return nil, 0
 	}
@@ -402,18 +435,18 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 	// x: steps since the first snapshot where the run has steps, else
 	// seconds; the warm-up: the snapshots before the first epoch's end.
 	xs, ts := make([]float64, len(ss)), make([]float64, len(ss))
-	perStep := stepsBetween(a.steps, first.T, last.T) > 0
+	perStep := stepsBetween(in.Steps, first.T, last.T) > 0
 	skip := -1
-	if a.mi.warm.ByEpoch {
+	if in.Warm.ByEpoch {
 		skip = 0
 	}
 	for i, s := range ss {
 		ts[i] = float64(s.t()-first.T) / 1e9
 		xs[i] = ts[i]
 		if perStep {
-			xs[i] = float64(stepsBetween(a.steps, first.T, s.t()))
+			xs[i] = float64(stepsBetween(in.Steps, first.T, s.t()))
 		}
-		if skip >= 0 && s.t() < a.mi.warm.EndNS {
+		if skip >= 0 && s.t() < in.Warm.EndNS {
 			skip = i + 1
 		}
 	}
@@ -440,10 +473,11 @@ func (a *gpuAnalysis) growingOf(pid int, ss []siteSnap) (out []GrowingSite, tota
 			Stack: stackLines(se.row.Stack), PID: pid, FirstNS: first.T, LastNS: last.T, FirstBytes: v0,
 			LastBytes: v1, GrowthBytes: growth, BytesPerHour: perS * 3600, SampledEvery: sampled}
 		if perStep {
-			g.BytesPerStep = f64(perX)
+			g.BytesPerStep = &perX
 		}
 		if first.Epoch != storage.None && last.Epoch > first.Epoch {
-			g.BytesPerEpoch = f64(float64(growth) / float64(last.Epoch-first.Epoch))
+			perEpoch := float64(growth) / float64(last.Epoch-first.Epoch)
+			g.BytesPerEpoch = &perEpoch
 		}
 		out = append(out, g)
 	}
@@ -462,43 +496,17 @@ func stepsBetween(steps *growth.Steps, from, to int64) int {
 }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
-// order, each with all its sites (largest first).
-func SiteSnapshots(db *storage.DB, run storage.Run, gpu int) ([]SiteSnapshot, error) {
-	s, err := ReadSites(db, run, gpu)
+// order, each with all its sites (largest first), placed by in.
+func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, in Input) ([]SiteSnapshot, error) {
+	s, err := ReadSites(db, run, gpu, in)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SiteSnapshot, len(s.snaps))
 	for i, sn := range s.snaps {
-		out[i] = *s.a.figuresN(sn, -1)
+		out[i] = *s.in.figuresN(sn, -1)
 	}
 	return out, nil
-}
-
-// siteAnalysis is what the sites pass needs of one GPU of a run outside
-// Analyze: its marks, steps and site series. It has no leak verdict.
-func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error) {
-	series, err := db.Series(run)
-	if err != nil {
-		return nil, err
-	}
-	mi, err := loadMarks(db, run, nil)
-	if err != nil {
-		return nil, err
-	}
-	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}}
-	for _, s := range series {
-		switch {
-		case s.GPU != gpu:
-		case s.Kind == storage.SeriesSites:
-			a.sitePIDs = append(a.sitePIDs, s.PID)
-		case s.Kind == storage.SeriesTorch:
-			a.torchPIDs = append(a.torchPIDs, s.PID)
-		}
-	}
-	a.hasTorch = len(a.torchPIDs) > 0
-	a.steps = mi.stepsFor(a.rank())
-	return a, nil
 }
 
 // Sites are one GPU's site snapshots of a run, read once with what the
@@ -506,23 +514,30 @@ func siteAnalysis(db *storage.DB, run storage.Run, gpu int) (*gpuAnalysis, error
 // any window are computed without the file (the viewer asks for one per
 // zoom). A Sites is safe for concurrent use: Bands only reads it.
 type Sites struct {
-	a     *gpuAnalysis
+	in    Input
 	snaps []siteSnap
 }
 
 // ReadSites reads a GPU's site snapshots; a Sites of none (Len 0) when the
-// GPU has none.
-func ReadSites(db *storage.DB, run storage.Run, gpu int) (*Sites, error) {
-	a, err := siteAnalysis(db, run, gpu)
+// GPU has none. in places them in the run (analysis.SitesInput reads it
+// from the run's marks); its Leak is not used.
+func ReadSites(db *storage.DB, run storage.Run, gpu int, in Input) (*Sites, error) {
+	series, err := db.Series(run)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := a.readSites()
+	var pids []int
+	for _, s := range series {
+		if s.GPU == gpu && s.Kind == storage.SeriesSites {
+			pids = append(pids, s.PID)
+		}
+	}
+	snaps, err := read(db, run, gpu, pids)
 	if err != nil {
 		return nil, err
 	}
-	a.db = nil // Bands must not read the file: it may be closed, or locked
-	return &Sites{a: a, snaps: snaps}, nil
+	in.Leak = growth.Leak{}
+	return &Sites{in: in, snaps: snaps}, nil
 }
 
 // Len is the number of snapshots.
@@ -553,7 +568,7 @@ func (s *Sites) Bands(from, to int64, n int) []SiteSeries {
 	if len(in) == 0 {
 		return nil
 	}
-	return siteSeries(in, s.a.growing(in), n)
+	return siteSeries(in, s.in.growing(in), n)
 }
 
 // SiteDelta is one site's change between two snapshots.

@@ -1,4 +1,4 @@
-package analysis
+package budget
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
@@ -37,12 +36,12 @@ import (
 // the end is reserved at the peak unless it freed its cache to retry an
 // allocation (then AllocRetries rises, and a note says so).
 
-// BudgetPart is one slice of the budget.
-type BudgetPart uint8
+// Part is one slice of the budget.
+type Part uint8
 
 // The parts, in the order they stack (the allocator's inside out).
 const (
-	PartParams BudgetPart = iota
+	PartParams Part = iota
 	PartGrads
 	PartOptimizer
 	PartBuffers
@@ -64,7 +63,7 @@ var partWords = [...]string{PartParams: "parameters", PartGrads: "gradients", Pa
 	PartUnseen: "not seen by PyTorch"}
 
 // String is the part's name in JSON.
-func (p BudgetPart) String() string {
+func (p Part) String() string {
 	if int(p) < len(partNames) {
 		return partNames[p]
 	}
@@ -72,7 +71,7 @@ func (p BudgetPart) String() string {
 }
 
 // Words is the part's name for people.
-func (p BudgetPart) Words() string {
+func (p Part) Words() string {
 	if int(p) < len(partWords) {
 		return partWords[p]
 	}
@@ -80,25 +79,25 @@ func (p BudgetPart) Words() string {
 }
 
 // MarshalText writes the part's name into JSON.
-func (p BudgetPart) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+func (p Part) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
 // UnmarshalText reads a part's name.
-func (p *BudgetPart) UnmarshalText(b []byte) error {
+func (p *Part) UnmarshalText(b []byte) error {
 	for i, n := range partNames {
 		if n == string(b) {
-			*p = BudgetPart(i)
+			*p = Part(i)
 			return nil
 		}
 	}
 	return fmt.Errorf("unknown budget part %q", b)
 }
 
-// BudgetSlice is one part's bytes and its share of the whole (device used
+// Slice is one part's bytes and its share of the whole (device used
 // at that moment, or reserved where there is no device sample).
-type BudgetSlice struct {
-	Part  BudgetPart `json:"part"`
-	Bytes int64      `json:"bytes"`
-	Share float64    `json:"share"`
+type Slice struct {
+	Part  Part    `json:"part"`
+	Bytes int64   `json:"bytes"`
+	Share float64 `json:"share"`
 	// Detail names what the part holds where memrec knows: the
 	// optimizer's state tensors ("AdamW exp_avg, exp_avg_sq").
 	Detail string `json:"detail,omitempty"`
@@ -119,8 +118,8 @@ type Budget struct {
 	UsedBytes          *int64 `json:"used_bytes"` // device used, nil without a device sample near
 	// TotalBytes is what the parts add up to: UsedBytes, or without it the
 	// GPU's reserved memory (all PyTorch processes).
-	TotalBytes int64         `json:"total_bytes"`
-	Parts      []BudgetSlice `json:"parts"`
+	TotalBytes int64   `json:"total_bytes"`
+	Parts      []Slice `json:"parts"`
 	// LeftOverBytes is TotalBytes less the parts: 0 unless a part could not
 	// be measured consistently (then Notes says which).
 	LeftOverBytes int64 `json:"left_over_bytes"`
@@ -162,7 +161,7 @@ type Budget struct {
 }
 
 // Part returns the bytes of one part, and false if the budget has none.
-func (b *Budget) Part(p BudgetPart) (int64, bool) {
+func (b *Budget) Part(p Part) (int64, bool) {
 	for _, s := range b.Parts {
 		if s.Part == p {
 			return s.Bytes, true
@@ -174,42 +173,44 @@ func (b *Budget) Part(p BudgetPart) (int64, bool) {
 // fixed is the bytes of the watched model's own tensors.
 func (b *Budget) fixed() int64 {
 	var n int64
-	for _, p := range []BudgetPart{PartParams, PartGrads, PartOptimizer, PartBuffers} {
+	for _, p := range []Part{PartParams, PartGrads, PartOptimizer, PartBuffers} {
 		v, _ := b.Part(p)
 		n += v
 	}
 	return n
 }
 
-// budgetInput is what makeBudget needs: the peak's allocator sample, the
-// sums of the GPU's other PyTorch processes at that moment, the budget the
-// probe sent with it and device used.
-type budgetInput struct {
-	peak           storage.TorchSample
-	othersReserved int64
-	budget         *storage.BudgetSample // nil: no memrec.watch
-	used           *int64
-	// held is allocated at the end of the peak's step beyond the model's
+// Input is what New needs of one GPU: the allocator sample with the
+// run's highest step peak, what the GPU's other PyTorch processes had
+// reserved at that moment, the budget the probe sent with the sample and
+// device used near it.
+type Input struct {
+	Peak           storage.TorchSample
+	OthersReserved int64
+	Budget         *storage.BudgetSample // nil: no memrec.watch
+	Used           *int64                // nil: no device sample near the peak
+	// Held is allocated at the end of the peak's step beyond the model's
 	// tensors then; nil where there is no sample at the step's end.
-	held        *int64
-	epoch, step *int
-	ranks       int
+	Held        *int64
+	Epoch, Step *int // where the peak falls; nil: no such marks
+	Ranks       int
 }
 
-// makeBudget splits the peak into parts that add up to device used.
-func makeBudget(in budgetInput) *Budget {
-	p := in.peak
-	b := &Budget{TNS: p.T, Epoch: in.epoch, Step: in.step, PID: p.PID, PeakAllocatedBytes: p.PeakAllocated,
-		ReservedBytes: p.Reserved, UsedBytes: in.used, Ranks: in.ranks, Help: []Remedy{}}
+// New splits the peak into parts that add up to device used.
+func New(in Input) *Budget {
+	p := in.Peak
+	b := &Budget{TNS: p.T, Epoch: in.Epoch, Step: in.Step, PID: p.PID, PeakAllocatedBytes: p.PeakAllocated,
+		ReservedBytes: p.Reserved, UsedBytes: in.Used, Ranks: in.Ranks, Help: []Remedy{}}
 	if p.Rank >= 0 {
-		b.Rank = intp(p.Rank)
+		rank := p.Rank
+		b.Rank = &rank
 	}
-	var parts []BudgetSlice
-	add := func(part BudgetPart, v int64, detail string) {
-		parts = append(parts, BudgetSlice{Part: part, Bytes: v, Detail: detail})
+	var parts []Slice
+	add := func(part Part, v int64, detail string) {
+		parts = append(parts, Slice{Part: part, Bytes: v, Detail: detail})
 	}
 	alloc := p.PeakAllocated
-	if bs := in.budget; bs != nil {
+	if bs := in.Budget; bs != nil {
 		b.Watched = true
 		b.ParamCount, b.Trainable, b.DType, b.Optimizer, b.StateKeys, b.Autocast = bs.ParamCount, bs.Trainable, bs.DType, bs.Optimizer, bs.OptimizerKeys, bs.Autocast
 		detail := ""
@@ -241,10 +242,10 @@ func makeBudget(in budgetInput) *Budget {
 		}
 		actWords := ""
 		switch {
-		case in.held == nil:
+		case in.Held == nil:
 			b.Notes = append(b.Notes, "what of the activations outlives the step is not known (no allocator sample at the step's end): the remedies that act within a step count all of them")
-		case *in.held > 0:
-			b.HeldBytes = min(*in.held, act)
+		case *in.Held > 0:
+			b.HeldBytes = min(*in.Held, act)
 			actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", units.FormatBytes(b.HeldBytes))
 		}
 		add(PartActivations, act, actWords)
@@ -263,17 +264,17 @@ func makeBudget(in budgetInput) *Budget {
 	split := min(p.InactiveSplit, cached)
 	add(PartInactiveSplit, split, "")
 	add(PartCachedFree, cached-split, "")
-	if in.othersReserved > 0 {
-		add(PartOtherProcesses, in.othersReserved, "")
+	if in.OthersReserved > 0 {
+		add(PartOtherProcesses, in.OthersReserved, "")
 	}
-	torchTotal := alloc + cached + in.othersReserved
+	torchTotal := alloc + cached + in.OthersReserved
 	b.TotalBytes = torchTotal
-	if in.used != nil {
-		b.TotalBytes = *in.used
-		unseen := *in.used - torchTotal
+	if in.Used != nil {
+		b.TotalBytes = *in.Used
+		unseen := *in.Used - torchTotal
 		if unseen < 0 {
 			b.Notes = append(b.Notes, fmt.Sprintf("device used (%s) is below what PyTorch reserved (%s): the device sample and the allocator's are of different moments; not seen by PyTorch is counted as 0",
-				units.FormatBytes(*in.used), units.FormatBytes(torchTotal)))
+				units.FormatBytes(*in.Used), units.FormatBytes(torchTotal)))
 			unseen = 0
 		}
 		add(PartUnseen, unseen, "")
@@ -303,156 +304,15 @@ func commaSpace(s string) string {
 	return string(out)
 }
 
-// budgetPass reads what the budget needs beyond the allocator pass: the
-// budget sample of the peak's process at or before the peak, and device
-// used near it; then the advice, and the budget at each fatal OOM.
-func (a *gpuAnalysis) budgetPass() error {
-	if !a.hasTorch || a.peakS.PeakAllocated <= 0 {
-		return nil
-	}
-	p := a.peakS
-	bs, err := a.budgetBefore(p.PID, p.T)
-	if err != nil {
-		return err
-	}
-	var used *int64
-	if a.hasDevice {
-		if u, ok, err := a.deviceNear(p.T, pairTolerance(a.run)); err != nil {
-			return err
-		} else if ok {
-			used = i64(u)
-		}
-	}
-	in := budgetInput{peak: p, othersReserved: max(0, a.peakSum.reserved-p.Reserved), budget: bs, used: used,
-		epoch: a.mi.epochAt(p.T), step: stepAt(a.steps, p.T), ranks: a.ranks()}
-	if bs != nil {
-		if in.held, err = a.heldAtStepEnd(p); err != nil {
-			return err
-		}
-	}
-	b := makeBudget(in)
-	if a.gr.AllocRetries != nil && *a.gr.AllocRetries > 0 {
-		b.Notes = append(b.Notes, "the allocator retried allocations (it freed its cache to make room): reserved at the end of a step may be below what it was at the peak")
-	}
-	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
-	seg, rounding := a.gr.strandable()
-	advise(b, adviceContext{batch: batch, total: a.g.TotalBytes, driverReserved: orZero(a.gr.DriverReservedBytes),
-		sampleAllocated: p.Allocated, segment: seg, rounding: rounding})
-	a.gr.Budget = b
-	for i := range a.gr.OOMs {
-		o := &a.gr.OOMs[i]
-		if o.Outcome != OOMFatal || o.AllocatedBytes == nil {
-			continue
-		}
-		ob, err := a.budgetBefore(p.PID, o.TNS+1)
-		if err != nil {
-			return err
-		}
-		o.Budget = oomBudget(o, ob, batch)
-	}
-	return nil
-}
-
-// strandable is what the segment bound of compare --by's rule counts for
-// the GPU's allocator at the limit: its largest segment and 2 MiB for
-// each of the most segments it held; 0, 0 where the probe did not measure
-// them.
-func (g *GPUReport) strandable() (segment, rounding int64) {
-	return orZero(g.LargestSegmentBytes), orZero(g.MostSegments) * replay.SegmentRounding
-}
-
-func orZero(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// ranks is how many ranks the run has: its GPUs, when the probe reports
-// ranks (a distributed job), else 1.
-func (a *gpuAnalysis) ranks() int {
-	if a.peakS.Rank >= 0 && len(a.run.GPUs) > 1 {
-		return len(a.run.GPUs)
-	}
-	return 1
-}
-
-// budgetBefore is the process's last budget sample at or before t; nil if
-// it has none.
-// heldAtStepEnd is what the peak's process had allocated at the end of
-// the peak's step beyond the watched model's tensors then (the gradients
-// as they are then): the sample at the step's mark, which the probe takes
-// with it, less its budget. The peak's own sample may be one the probe's
-// timer took inside a step that never ended (the run's last): then the
-// step before's end. nil without a sample at that mark.
-func (a *gpuAnalysis) heldAtStepEnd(p storage.TorchSample) (*int64, error) {
-	i := a.steps.Search(p.T)
-	if i == a.steps.Len() {
-		i--
-	}
-	if i < 0 {
-		return nil, nil
-	}
-	end := a.steps.T(i)
-	it := a.db.TorchSamples(a.run, a.g.Index, p.PID, end, end+1)
-	var at *storage.TorchSample
-	for it.Next() {
-		s := it.At()
-		at = &s
-	}
-	if err := it.Err(); err != nil || at == nil {
-		return nil, err
-	}
-	bs, err := a.budgetBefore(p.PID, end)
-	if err != nil || bs == nil {
-		return nil, err
-	}
-	held := max(0, at.Allocated-(bs.Params+bs.Grads+bs.OptimizerState+bs.Buffers))
-	return &held, nil
-}
-
-// budgetBefore is process pid's last budget sample at or before t. A
-// watched process sends one with each allocator sample, so the minute
-// before t is read first, and the run from its start only where that
-// holds none: the peak, its step's end and each OOM ask, and a day's run
-// has a budget sample every few steps.
-func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, error) {
-	for _, from := range []int64{max(t, storage.MinTime+windowLookBack) - windowLookBack, storage.MinTime} {
-		it := a.db.BudgetSamples(a.run, a.g.Index, pid, from, t+1)
-		var last *storage.BudgetSample
-		for it.Next() {
-			s := it.At()
-			last = &s
-		}
-		if err := it.Err(); err != nil || last != nil {
-			return last, err
-		}
-	}
-	return nil, nil
-}
-
-// deviceNear is the device sample nearest to t within tol.
-func (a *gpuAnalysis) deviceNear(t, tol int64) (used int64, ok bool, err error) {
-	it := a.db.DeviceSamples(a.run, a.g.Index, t-tol, t+tol+1)
-	best := tol + 1
-	for it.Next() {
-		s := it.At()
-		if d := abs64(s.T - t); d < best {
-			best, used, ok = d, s.Used, true
-		}
-	}
-	return used, ok, it.Err()
-}
-
-// OOMBudget splits what the step that ran out of memory had and asked for:
+// OOM splits what the step that ran out of memory had and asked for:
 // allocated at the OOM plus the request, less the watched model's own
 // tensors at the OOM, is activations and temporaries. That need is a lower
 // bound (the step would have gone on to allocate more), so the
 // accumulation that would have fitted is a lower bound too.
-type OOMBudget struct {
-	NeedBytes int64         `json:"need_bytes"` // allocated + requested
-	HaveBytes int64         `json:"have_bytes"` // allocated + free on the device
-	Parts     []BudgetSlice `json:"parts"`      // shares of NeedBytes
+type OOM struct {
+	NeedBytes int64   `json:"need_bytes"` // allocated + requested
+	HaveBytes int64   `json:"have_bytes"` // allocated + free on the device
+	Parts     []Slice `json:"parts"`      // shares of NeedBytes
 	// Accumulation is the fewest micro-batches that would have fitted the
 	// need (at least this many: the need is a lower bound); 0 when even
 	// the model's own tensors do not fit.
@@ -460,24 +320,34 @@ type OOMBudget struct {
 	Words        string `json:"words"`
 }
 
-// oomBudget is the budget of a fatal OOM, or nil without memrec.watch or
-// the OOM's request.
-func oomBudget(o *OOM, bs *storage.BudgetSample, batch float64) *OOMBudget {
-	if bs == nil || o.AllocatedBytes == nil || o.RequestedBytes == nil || o.FreeBytes == nil {
+// OOMInput is what NewOOM needs of a fatal OOM: allocated at it, the
+// request that failed and the device's free memory (nil where the OOM did
+// not say), and the largest batch that would have fitted (nil: unknown),
+// at most that where UpperBound.
+type OOMInput struct {
+	Allocated, Requested, Free *int64
+	FittingBatch               *float64
+	UpperBound                 bool
+}
+
+// NewOOM is the budget of a fatal OOM, or nil without memrec.watch (bs)
+// or the OOM's request.
+func NewOOM(o OOMInput, bs *storage.BudgetSample, batch float64) *OOM {
+	if bs == nil || o.Allocated == nil || o.Requested == nil || o.Free == nil {
 		return nil
 	}
-	need := *o.AllocatedBytes + *o.RequestedBytes
-	have := *o.AllocatedBytes + *o.FreeBytes
+	need := *o.Allocated + *o.Requested
+	have := *o.Allocated + *o.Free
 	fx := bs.Fixed()
 	act := max(0, need-fx)
-	ob := &OOMBudget{NeedBytes: need, HaveBytes: have}
+	ob := &OOM{NeedBytes: need, HaveBytes: have}
 	for _, p := range []struct {
-		part BudgetPart
+		part Part
 		v    int64
 	}{{PartActivations, act}, {PartOptimizer, bs.OptimizerState}, {PartParams, bs.Params}, {PartGrads, bs.Grads}, {PartBuffers, bs.Buffers}} {
-		ob.Parts = append(ob.Parts, BudgetSlice{Part: p.part, Bytes: p.v, Share: float64(p.v) / float64(max(need, 1))})
+		ob.Parts = append(ob.Parts, Slice{Part: p.part, Bytes: p.v, Share: float64(p.v) / float64(max(need, 1))})
 	}
-	slices.SortStableFunc(ob.Parts, func(x, y BudgetSlice) int { return cmp.Compare(y.Bytes, x.Bytes) })
+	slices.SortStableFunc(ob.Parts, func(x, y Slice) int { return cmp.Compare(y.Bytes, x.Bytes) })
 	var words []string
 	for _, p := range ob.Parts {
 		if p.Bytes > 0 {
@@ -491,7 +361,7 @@ func oomBudget(o *OOM, bs *storage.BudgetSample, batch float64) *OOMBudget {
 	var fits []string
 	if o.FittingBatch != nil && batch > 0 {
 		b := strconv.FormatFloat(*o.FittingBatch, 'f', -1, 64)
-		if o.FitKind == FitUpperBound {
+		if o.UpperBound {
 			fits = append(fits, "a batch of at most "+b)
 		} else {
 			fits = append(fits, "a batch of "+b)

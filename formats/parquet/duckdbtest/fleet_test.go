@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/pickletest"
+	"github.com/memrec/memrec/internal/testsupport/pickletest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )

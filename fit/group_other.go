@@ -1,15 +1,15 @@
 //go:build !linux
 
-package main
+package fit
 
 import (
 	"syscall"
 	"time"
 )
 
-// becomeSubreaper does nothing where the system has no child subreapers:
+// AdoptOrphans does nothing where the system has no child subreapers:
 // a trial's descendants that leave its process group are not found.
-func becomeSubreaper() error { return nil }
+func AdoptOrphans() error { return nil }
 
 // endOrphans does nothing where memrec cannot adopt orphans.
 func endOrphans(token string, grace time.Duration) {}

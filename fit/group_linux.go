@@ -1,4 +1,4 @@
-package main
+package fit
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// becomeSubreaper makes memrec the parent of every process its trials
+// AdoptOrphans makes memrec the parent of every process its trials
 // orphan, in place of init: a trial's child that left the process group
 // (setsid, a daemon's double fork) is then found by its parent, memrec,
 // and ended with the trial (endOrphans).
-func becomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+func AdoptOrphans() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
 
 // endOrphans kills every child of memrec that carries token in its
 // environment (the trial's processes that outlived its group), and their

@@ -14,7 +14,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/parquet"
+	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -22,7 +22,7 @@ import (
 // new database.
 func importFixture(t *testing.T, name string) (*storage.DB, storage.Run) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "storage", "testdata", name+".jsonl.gz"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "storage", "testdata", name+".jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func deref(p *int64) any {
 // (bs 64/amp) keeps its own partition.
 func TestDuckDBTypesAndNames(t *testing.T) {
 	db, r := importFixture(t, "real-resnet18-bs64-leak")
-	data, err := os.ReadFile(filepath.Join("..", "..", "storage", "testdata", "real-resnet18-bs128.jsonl.gz"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "storage", "testdata", "real-resnet18-bs128.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

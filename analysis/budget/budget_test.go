@@ -1,0 +1,32 @@
+package budget
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/memrec/memrec/storage"
+)
+
+const GiB = 1 << 30
+
+func i64(v int64) *int64 { return &v }
+
+// TestOOMBudget: a fatal OOM's step split, and the fewest micro-batches of
+// accumulation that fit what the step had, from the arithmetic.
+func TestOOMBudget(t *testing.T) {
+	batch := 48.0
+	o := OOMInput{Allocated: i64(60 * GiB), Requested: i64(8 * GiB), Free: i64(2 * GiB), FittingBatch: &batch, UpperBound: true}
+	ob := NewOOM(o, &storage.BudgetSample{Params: 4 * GiB, Grads: 4 * GiB, OptimizerState: 8 * GiB}, 64)
+	// need 68 GiB, fixed 16: activations 52 GiB; have 62, room 46: k = ceil(52/46) = 2.
+	if ob.NeedBytes != 68*GiB || ob.Accumulation != 2 {
+		t.Fatalf("need %d accumulation %d, want 68 GiB and 2", ob.NeedBytes, ob.Accumulation)
+	}
+	if ob.Parts[0].Part != PartActivations || ob.Parts[0].Bytes != 52*GiB {
+		t.Errorf("first part %+v, want activations 52 GiB", ob.Parts[0])
+	}
+	for _, w := range []string{"activations and temporaries 76 %", "optimizer state 12 %", "a batch of at most 48", "accumulation over at least 2"} {
+		if !strings.Contains(ob.Words, w) {
+			t.Errorf("words %q lack %q", ob.Words, w)
+		}
+	}
+}
