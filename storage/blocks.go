@@ -93,6 +93,12 @@ func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
 			rows[i].LargestSegment = v
 		}
 	}
+	for j := torchTail; j < len(b.it.d.Ints); j++ {
+		f := torchTailFields[j-torchTail]
+		for i, v := range col(j) {
+			f.Set(&rows[i], v)
+		}
+	}
 	return dst
 }
 
