@@ -15,6 +15,7 @@ import (
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/sites"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -766,7 +767,7 @@ func (mi *markIndex) nearestMark(t int64) string {
 	if best == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s %+.2fs", best, float64(t-bestT)/1e9)
+	return best + " " + units.FormatSince(float64(t-bestT)/1e9)
 }
 
 func describeMark(m storage.Mark) string {

@@ -102,7 +102,7 @@ func describeAt(run storage.Run, t int64) string {
 	case storage.MaxTime:
 		return "the end"
 	}
-	return fmt.Sprintf("%+.3f s", float64(t-run.StartNS)/1e9)
+	return units.FormatSince(float64(t-run.StartNS) / 1e9)
 }
 
 // resolveBound turns a bound into Unix ns: the window is [from, to), so an

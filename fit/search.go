@@ -564,7 +564,7 @@ func (s *Search) Given(reps []*analysis.Report) error {
 		}
 	}
 	for _, r := range reps {
-		if w, ok := analysis.WholeRunMargin(r, s.opt.Steps); ok && (s.res.WholeRun == nil || w.Fraction > s.res.WholeRun.Fraction) {
+		if w, ok := analysis.WholeRunMargin(r, s.opt.Steps); ok && (s.res.WholeRun == nil || w.Share() > s.res.WholeRun.Share()) {
 			s.res.WholeRun = &w
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -567,15 +568,22 @@ var seriesCache = struct {
 // Check verifies that every chunk of every run decodes, belongs to a known
 // series, and gives each series its kind's columns, and that its summary,
 // where it has one, is the one its samples give. It reads the whole
-// file; it is meant for tests and for `memrec runs --check`. A damaged
-// chunk is reported as ErrCorrupt.
+// file; it is meant for tests and for `memrec runs --check`. Every run is
+// checked, a damaged one does not hide the next: the problems come back as
+// a *CheckError, which matches ErrCorrupt (errors.Is) where a chunk is
+// damaged. An error reading the file itself ends the check.
 func (db *DB) Check() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	ce := &CheckError{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(k, _ []byte) error {
+			ce.Runs++
 			id := binary.BigEndian.Uint64(k)
+			p := RunProblem{ID: id}
 			known, err := knownSeries(tx, id)
 			if err != nil {
-				return err
+				p.Err = fmt.Errorf("run %d: %w", id, err)
+				ce.Problems = append(ce.Problems, p)
+				return nil
 			}
 			b := tx.Bucket(bucketData).Bucket(k)
 			if b == nil {
@@ -584,10 +592,12 @@ func (db *DB) Check() error {
 			var d chunk.Decoded
 			chunks := b.Bucket(keyChunks)
 			if chunks == nil {
-				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
+				p.Err = fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
+				ce.Problems = append(ce.Problems, p)
+				return nil
 			}
 			sums := b.Bucket(keySummaries)
-			return chunks.ForEach(func(ck, cv []byte) error {
+			_ = chunks.ForEach(func(ck, cv []byte) error {
 				stored := getIn(sums, ck)
 				version := byte(summaryVersion)
 				if len(stored) > 0 {
@@ -598,12 +608,61 @@ func (db *DB) Check() error {
 					err = sameSummary(stored, sum)
 				}
 				if err != nil {
-					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
+					if p.Err == nil {
+						p.Err = fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
+					}
+					p.BadChunks++
 				}
 				return nil
 			})
+			if p.Err != nil {
+				ce.Problems = append(ce.Problems, p)
+			}
+			return nil
 		})
 	})
+	if err != nil {
+		return err
+	}
+	if len(ce.Problems) == 0 {
+		return nil
+	}
+	return ce
+}
+
+// CheckError is what Check found: each damaged run's first problem, of
+// Runs checked.
+type CheckError struct {
+	Runs     int
+	Problems []RunProblem
+}
+
+// RunProblem is one damaged run: its first problem and how many of its
+// chunks are damaged (0 when the run's tables are).
+type RunProblem struct {
+	ID        uint64
+	Err       error
+	BadChunks int
+}
+
+func (e *CheckError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Err.Error()
+		if p.BadChunks > 1 {
+			msgs[i] += fmt.Sprintf(" (and %d more damaged chunks)", p.BadChunks-1)
+		}
+	}
+	return fmt.Sprintf("%d of %d runs have problems: %s", len(e.Problems), e.Runs, strings.Join(msgs, "; "))
+}
+
+// Unwrap is the runs' problems, for errors.Is and errors.As.
+func (e *CheckError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p.Err
+	}
+	return errs
 }
 
 // knownSeries is a run's series table by series id.

@@ -304,7 +304,7 @@ func createRunNamed(tx *bolt.Tx, r Run, replace, unique bool) (Run, error) {
 	names := tx.Bucket(bucketNames)
 	if id := names.Get([]byte(r.Name)); id != nil {
 		if !replace {
-			return r, fmt.Errorf("run %q: %w (rename it or replace it)", r.Name, ErrExists)
+			return r, fmt.Errorf("run %q: %w", r.Name, ErrExists)
 		}
 		old, err := lookupRun(tx, r.Name)
 		if err != nil {

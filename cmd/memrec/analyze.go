@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -326,7 +325,7 @@ func printEpochsNotInferred(w io.Writer, _ *analysis.Report, g analysis.GPURepor
 func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if u := g.Unseen; u != nil {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
-			time.Duration(u.ToleranceNS), units.FormatBytes(u.MedianBytes), units.FormatBytes(u.MaxBytes), units.FormatBytes(u.FinalBytes))
+			units.FormatDuration(float64(u.ToleranceNS)/1e9), units.FormatBytes(u.MedianBytes), units.FormatBytes(u.MaxBytes), units.FormatBytes(u.FinalBytes))
 	}
 	if l := g.LargestSegmentBytes; l != nil {
 		most := ""
@@ -405,7 +404,7 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		}
 		fmt.Fprintf(w, "%s at %s (epoch %s, step %s): %s\n", what, sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
 		fmt.Fprintf(w, "  %s\n", o.OutcomeReason)
-		fmt.Fprintf(w, "  at the OOM (samples at most %v from it): used %s, allocated %s, reserved %s", time.Duration(o.PairToleranceNS), B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
+		fmt.Fprintf(w, "  at the OOM (samples at most %s from it): used %s, allocated %s, reserved %s", units.FormatDuration(float64(o.PairToleranceNS)/1e9), B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
 		if o.Fragmentation != nil {
 			fmt.Fprintf(w, ", cached and free %.1f%%", 100**o.Fragmentation)
 		}
@@ -461,7 +460,7 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 }
 
 func sinceStart(rep *analysis.Report, t int64) string {
-	return fmt.Sprintf("%+.2fs", float64(t-rep.StartNS)/1e9)
+	return units.FormatSince(float64(t-rep.StartNS) / 1e9)
 }
 
 func optInt(v *int) string {

@@ -113,7 +113,7 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 		t.Fatal(errs)
 	}
 	out, errs, code := run(t, db, "", "analyze", "r18-oom", "--full")
-	want := "at the OOM (samples at most 20ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
+	want := "at the OOM (samples at most 20 ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
 	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "  left out: ") {
 		t.Fatalf("%d: output lacks %q or leaves something out:\n%s%s", code, want, out, errs)
 	}

@@ -285,8 +285,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 			for i, p := range b.Points {
 				runs[i] = p.Run
 			}
-			fmt.Fprintf(w, "  a projection, not a trial: memrec fit --by %s --runs %s -- COMMAND ... {} finds the limit by running the job\n",
-				b.Tag, strings.Join(runs, ","))
+			fmt.Fprintf(w, "  a projection, not a trial: %s finds the limit by running the job\n", fitLine(b.Tag, runs, c.Runs))
 			if b.Basis == "step_peak_allocated" {
 				fmt.Fprintln(w, "  with allocator traces in the runs at the two largest values (memrec record's default for PyTorch, as in memrec fit's trials; these have none: --alloc-trace=false, an older memrec, or a probe note says why), the caching allocator is replayed over their requests instead of bounded")
 			}
@@ -326,4 +325,31 @@ func printAcrossGPUs(w io.Writer, runs []analysis.RunSummary) {
 		}
 		fmt.Fprintf(w, "  %s: %s; imbalance max/min %s; worst GPU %s: %s\n", s.Run, where, im, s.WorstLabel, s.WorstReason)
 	}
+}
+
+// fitLine is the memrec fit that tries compare --by's projection of runs:
+// the simulated job's where every run is the simulator's (tag source=sim,
+// on as many GPUs as they had), else the user's command.
+func fitLine(tag string, runs []string, all []analysis.RunSummary) string {
+	by := map[string]analysis.RunSummary{}
+	for _, r := range all {
+		by[r.Run] = r
+	}
+	sim, gpus := len(runs) > 0, 0
+	for _, name := range runs {
+		r := by[name]
+		sim = sim && r.Tags["source"] == "sim"
+		gpus = max(gpus, r.GPUs)
+	}
+	if !sim {
+		return fmt.Sprintf("memrec fit --by %s --runs %s -- COMMAND ... {}", tag, strings.Join(runs, ","))
+	}
+	line := "memrec fit --source sim"
+	if gpus > 1 {
+		line += fmt.Sprintf(" --sim-gpus %d", gpus)
+	}
+	if tag != "batch_size" {
+		line += " --by " + tag
+	}
+	return line + " --runs " + strings.Join(runs, ",")
 }

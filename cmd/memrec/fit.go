@@ -325,9 +325,16 @@ func printResult(w io.Writer, r fit.Result) {
 		fmt.Fprintf(w, "whole run          %s\n", wr.Words)
 	}
 	fmt.Fprintf(w, "recommended        %s=%s (with %g %% headroom", r.By, s(r.Recommended), 100*r.Headroom)
-	if r.WholeRun != nil {
-		fmt.Fprintf(w, " and the whole run's %.1f %%", 100*r.WholeRun.Fraction)
+	if wr := r.WholeRun; wr != nil {
+		fmt.Fprintf(w, ", the whole run's rise %.1f %%", 100*wr.Fraction)
+		if a := wr.AllowanceWords(); a != "" {
+			fmt.Fprintf(w, " and %s", a)
+		}
 	}
-	fmt.Fprintf(w, ")\ntrials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
+	fmt.Fprintln(w, ")")
+	if r.WholeRun != nil && r.WholeRun.BoundWords() != "" {
+		fmt.Fprintf(w, "  %s\n", r.WholeRun.BoundWords())
+	}
+	fmt.Fprintf(w, "trials used        %d, %.1f s\n", r.TrialsUsed, r.Seconds)
 	printSettings(w, r)
 }

@@ -257,7 +257,7 @@ func runSites(o *sitesOptions, args []string) error {
 			continue
 		}
 		found = true
-		since := func(t int64) string { return fmt.Sprintf("%+.2fs", float64(t-run.StartNS)/1e9) }
+		since := func(t int64) string { return units.FormatSince(float64(t-run.StartNS) / 1e9) }
 		if one {
 			s := picked[0]
 			if o.json {
