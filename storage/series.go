@@ -198,14 +198,15 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind, summarize b
 	sum = []byte{summaryVersion}
 	var t []int64
 	for _, b := range blocks {
-		if !summarized(kinds(b.ID)) {
+		n := summaryCols(summaryVersion, kinds(b.ID), len(b.Ints))
+		if n == 0 {
 			continue
 		}
 		t = t[:0]
 		for _, r := range b.Rows {
 			t = append(t, rowT[r])
 		}
-		sum = appendSummary(sum, b.ID, t, b.Ints)
+		sum = appendSummary(sum, b.ID, t, b.Ints[:n])
 	}
 	return value, sealSummary(sum)
 }
