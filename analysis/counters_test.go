@@ -118,7 +118,7 @@ func TestCountersWithoutSteps(t *testing.T) {
 
 func growthWarmup(t *testing.T, db *storage.DB, r storage.Run) growth.Warmup {
 	t.Helper()
-	mi, err := loadMarks(db, r, nil)
+	mi, err := loadMarks(db, r, storage.NewDecodeBudget(storage.DefaultDecodeBudget), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
