@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/sites"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -140,6 +142,10 @@ type GPUReport struct {
 	// held inside split segments at once (inactive_split_bytes);
 	// traceless.go reads it.
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
+	// SiteRowsLeftOut counts the site rows not read, past the command's
+	// decoding budget (SiteRowsLeftOutWhy says why); 0 when none.
+	SiteRowsLeftOut int `json:"site_rows_left_out,omitempty"`
+	sitesLeftOutWhy error
 	// AllocTrace is the allocator trace of the GPU's one process
 	// (MEMREC_ALLOC_TRACE), which compare --by replays; nil where there is
 	// none or several processes sent one. AllocTraceRequests counts its
@@ -153,8 +159,11 @@ type GPUReport struct {
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
-	InconsistentSamples int64     `json:"inconsistent_allocator_samples,omitempty"`
-	Processes           []Process `json:"processes,omitempty"`
+	InconsistentSamples int64 `json:"inconsistent_allocator_samples,omitempty"`
+	// Counters are the allocator's event counters (wire.TorchFields' rows
+	// with a Stat) over the GPU: counters.go. Nil without allocator samples.
+	Counters  []Counter `json:"counters,omitempty"`
+	Processes []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
 	Where *sites.Where `json:"where,omitempty"`
@@ -333,10 +342,11 @@ type Options struct {
 	// second time). It must be safe for concurrent use: GPUs are analysed
 	// side by side.
 	Lines Lines
-	// Budget bounds what decoding the run's allocator traces takes; a
-	// command that analyses several runs passes them one budget (nil: one
-	// of storage.DefaultDecodeBudget for this run alone). Traces past it
-	// are left out, and a note says so.
+	// Budget bounds what reading the run keeps beyond its samples: its
+	// allocator traces decoded, its marks other than steps, its site
+	// snapshots. A command passes one budget to everything it reads, all
+	// its runs (nil: one of storage.DefaultDecodeBudget for this run
+	// alone). What is past it is left out, and a note says so.
 	Budget *storage.DecodeBudget
 }
 
@@ -361,7 +371,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if opts.Budget == nil {
 		opts.Budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
 	}
-	marks, err := loadMarks(db, run, storage.NewAllocTraceSet(opts.Budget))
+	marks, err := loadMarks(db, run, opts.Budget, storage.NewAllocTraceSet(opts.Budget))
 	if err != nil {
 		return nil, err
 	}
@@ -397,6 +407,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 			if i := slices.Index(rep.Notes, noEpochMarks); i >= 0 {
 				rep.Notes[i] = noEpochMarksInferred
 			}
+		}
+		if g.SiteRowsLeftOut > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d site rows left out of the analysis (the snapshots from the first of them on are not seen): %v",
+				g.Label(), g.SiteRowsLeftOut, g.sitesLeftOutWhy))
 		}
 		if g.InconsistentSamples > 0 {
 			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)
@@ -472,6 +486,9 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 	if marks.traceErr != nil {
 		notes = append(notes, "an allocator trace is left out: "+marks.traceErr.Error())
 	}
+	if n := marks.leftOutNote(); n != "" {
+		notes = append(notes, n)
+	}
 	return notes
 }
 
@@ -504,6 +521,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 				}
 			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			if err == nil {
+				gr.Counters, err = allocatorCounters(db, run, g.Index, seriesOf(series, g.Index).torchPIDs, gr, marks.warm, wire.Counters(wire.TorchFields))
+			}
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()
@@ -560,6 +580,9 @@ type markIndex struct {
 	traceErr error
 	endNS    int64
 	warm     growth.Warmup // where the run's warm-up ends (runWarmup)
+	// leftOut counts the marks not kept, past the budget; leftErr says why.
+	leftOut int
+	leftErr error
 }
 
 type epochSpan struct {
@@ -586,25 +609,42 @@ func perGPUShare(run storage.Run, count int64) int64 {
 }
 
 // loadMarks reads a run's marks; the pieces of allocator traces go to
-// traces, and are decoded at the end (nil: they are not read).
-func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (*markIndex, error) {
+// traces, and are decoded at the end (nil: they are not read). Every mark
+// kept other than a step, and every epoch, is taken from budget first:
+// past it they are counted (leftOut) and not kept, so no number or size
+// of marks makes the index grow past the command's budget. Steps are kept
+// apart, 8 bytes each (growth.Steps).
+func loadMarks(db *storage.DB, run storage.Run, budget *storage.DecodeBudget, traces *storage.AllocTraceSet) (*markIndex, error) {
 	mi := &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
+	keep := func(n int64) bool {
+		if mi.leftOut > 0 {
+			mi.leftOut++ // once past, later marks are left out too, whatever their size
+			return false
+		}
+		if err := budget.Take(n, "the run's marks"); err != nil {
+			mi.leftOut, mi.leftErr = 1, err
+			return false
+		}
+		return true
+	}
 	for it.Next() {
 		m := it.At()
 		switch m.Kind {
 		case wire.MarkEpochStart:
 			if m.Epoch != storage.None {
-				if _, ok := starts[m.Epoch]; !ok {
+				if _, ok := starts[m.Epoch]; !ok && keep(epochCost) {
 					starts[m.Epoch] = m.T
 				}
 			}
+			continue
 		case wire.MarkEpochEnd:
 			if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
 				mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
 				delete(starts, m.Epoch)
 			}
+			continue
 		case wire.MarkStep:
 			steps, ok := mi.steps[m.Rank]
 			if !ok {
@@ -620,10 +660,22 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 			}
 			continue
 		case wire.MarkProbe:
-			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
+			if m.Text != "" && len(mi.probe) < maxProbeNotes && !slices.Contains(mi.probe, m.Text) && keep(int64(len(m.Text))+16) {
 				mi.probe = append(mi.probe, m.Text)
 			}
 			continue
+		}
+		copies := int64(1) // other
+		if m.Kind == wire.MarkOOM || m.Kind == wire.MarkEvent {
+			copies++ // events
+		}
+		if m.Kind == wire.MarkOOM {
+			copies++ // ooms
+		}
+		if !keep(copies*markCost + int64(len(m.Text))) {
+			continue
+		}
+		switch m.Kind {
 		case wire.MarkOOM:
 			mi.ooms = append(mi.ooms, m)
 			mi.events = append(mi.events, m)
@@ -633,9 +685,7 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 			e := m
 			mi.exit = &e
 		}
-		if m.Kind != wire.MarkEpochStart && m.Kind != wire.MarkEpochEnd {
-			mi.other = append(mi.other, m)
-		}
+		mi.other = append(mi.other, m)
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
@@ -653,6 +703,31 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 	}
 	mi.warm = w
 	return mi, nil
+}
+
+// What keeping a mark costs the budget: its struct in each slice that
+// holds it (its text is shared), and an epoch's span with its entry in
+// the map of open epochs. The slices grow by doubling, so what they hold
+// at once is up to twice this; the budget leaves room for it under the
+// heap bound.
+const (
+	markCost  = int64(unsafe.Sizeof(storage.Mark{}))
+	epochCost = int64(unsafe.Sizeof(epochSpan{})) + 16
+	// maxProbeNotes bounds the probe's distinct notes about itself; a
+	// probe sends a handful.
+	maxProbeNotes = 16
+)
+
+// leftOutNote says how many marks were left out of the analysis, and why.
+func (mi *markIndex) leftOutNote() string {
+	if mi.leftOut == 0 {
+		return ""
+	}
+	what := fmt.Sprintf("%d marks", mi.leftOut)
+	if mi.leftOut == 1 {
+		what = "1 mark"
+	}
+	return fmt.Sprintf("%s left out of the analysis (events, OOMs and epochs after them are not seen): %v", what, mi.leftErr)
 }
 
 // runWarmup is where the run's warm-up ends: at the end of its first epoch
@@ -760,7 +835,7 @@ func (mi *markIndex) nearestMark(t int64) string {
 	if best == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s %+.2fs", best, float64(t-bestT)/1e9)
+	return best + " " + units.FormatSince(float64(t-bestT)/1e9)
 }
 
 func describeMark(m storage.Mark) string {

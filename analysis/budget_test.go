@@ -533,3 +533,67 @@ func TestAdviceFromTheReplay(t *testing.T) {
 		t.Errorf("checkpointing fits %v, no more than %v", got["activation_checkpointing"], base)
 	}
 }
+
+// TestBudgetUnseenNearThePeak: without a device sample at the peak, not
+// seen by PyTorch comes from the nearest pair of device and allocator
+// samples of one moment, and the parts still add up to device used (the
+// model's unseen memory is constant); without any such pair the part is
+// not known and the budget says why.
+func TestBudgetUnseenNearThePeak(t *testing.T) {
+	j := testJob(1)
+	const steps, kept = 30, 25 // device samples of the first kept steps only
+	full := watchedRun(j, steps, "bfloat16", "false", true)
+	keep := func(shift int64, upTo int) string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(full), "\n") {
+			var ts int64
+			if _, err := fmt.Sscanf(l, `{"type":"sample","t_ns":%d,`, &ts); err == nil {
+				step := int((ts-1000-t0-1e9)/100e6) - 1
+				if step >= upTo {
+					continue
+				}
+				l = strings.Replace(l, fmt.Sprint(ts), fmt.Sprint(ts+shift), 1)
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n") + "\n"
+	}
+	unseen := j.Used(0, steps-1, 1, true) - j.At(0, steps-1, 1).Reserved // the model's, at any step
+	for _, c := range []struct {
+		name   string
+		jsonl  string
+		known  bool
+		whyHas string
+	}{
+		{"pairs before the peak", keep(0, kept), true, ""},
+		{"no pair of one moment", keep(50e6, steps), false, "no device sample within 20 ms of the peak"},
+		{"no device samples", keep(0, 0), false, "no device samples"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := analyzeJSONL(t, c.jsonl)["w"].GPUs[0].Budget
+			if b == nil {
+				t.Fatal("no budget")
+			}
+			if b.UsedBytes != nil {
+				t.Fatalf("device used %d at the peak: the test's device samples pair with it", *b.UsedBytes)
+			}
+			v, ok := b.Part(budget.PartUnseen)
+			var sum int64
+			for _, p := range b.Parts {
+				sum += p.Bytes
+			}
+			if !c.known {
+				if ok || !strings.Contains(b.UnseenWhy, c.whyHas) || b.TotalWords() != "reserved" {
+					t.Errorf("unseen %d (%v), why %q, total %q; want not known because %q", v, ok, b.UnseenWhy, b.TotalWords(), c.whyHas)
+				}
+				return
+			}
+			if !ok || v != unseen || b.UnseenFromNS == nil || b.UnseenWhy != "" {
+				t.Errorf("unseen %d (%v) from %v, why %q; want %d", v, ok, b.UnseenFromNS, b.UnseenWhy, unseen)
+			}
+			if used := j.Used(0, steps-1, 1, true); sum != used || b.TotalBytes != used || b.TotalWords() != "device used, estimated" {
+				t.Errorf("parts add up to %d, total %d (%s); device used at the peak %d", sum, b.TotalBytes, b.TotalWords(), used)
+			}
+		})
+	}
+}

@@ -1,10 +1,14 @@
 package analysis
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -25,16 +29,11 @@ func (a *gpuAnalysis) budgetPass() error {
 	if err != nil {
 		return err
 	}
-	var used *int64
-	if a.hasDevice {
-		if u, ok, err := a.deviceNear(p.T, pairTolerance(a.run)); err != nil {
-			return err
-		} else if ok {
-			used = i64(u)
-		}
-	}
-	in := budget.Input{Peak: p, OthersReserved: max(0, a.peakSum.reserved-p.Reserved), Budget: bs, Used: used,
+	in := budget.Input{Peak: p, OthersReserved: max(0, a.peakSum.reserved-p.Reserved), Budget: bs,
 		Epoch: a.mi.epochAt(p.T), Step: stepAt(a.steps, p.T), Ranks: a.ranks()}
+	if err := a.budgetUsed(&in); err != nil {
+		return err
+	}
 	if bs != nil {
 		if in.Held, err = a.heldAtStepEnd(p); err != nil {
 			return err
@@ -138,6 +137,71 @@ func (a *gpuAnalysis) budgetBefore(pid int, t int64) (*storage.BudgetSample, err
 		}
 	}
 	return nil, nil
+}
+
+// budgetUsed sets device used at the peak; without a device sample of
+// that moment, not seen by PyTorch from the pair of device and allocator
+// samples nearest the peak within windowLookBack, or why it is not known.
+func (a *gpuAnalysis) budgetUsed(in *budget.Input) error {
+	if !a.hasDevice {
+		in.UnseenWhy = "the run has no device samples on this GPU (NVML)"
+		return nil
+	}
+	t, tol := in.Peak.T, pairTolerance(a.run)
+	if u, ok, err := a.deviceNear(t, tol); err != nil || ok {
+		if ok {
+			in.Used = i64(u)
+		}
+		return err
+	}
+	var dev []storage.DeviceSample
+	it := a.db.DeviceSamples(a.run, a.g.Index, t-windowLookBack, t+windowLookBack+1)
+	for it.Next() {
+		dev = append(dev, it.At())
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(dev, func(x, y storage.DeviceSample) int { return cmp.Compare(abs64(x.T-t), abs64(y.T-t)) })
+	for _, d := range dev {
+		res, ok, err := a.reservedNear(d.T, tol)
+		if err != nil {
+			return err
+		}
+		if ok && d.Used >= res {
+			in.Unseen, in.UnseenAt = i64(d.Used-res), d.T
+			return nil
+		}
+	}
+	in.UnseenWhy = fmt.Sprintf("no device sample within %s of the peak, nor one within %s of it with allocator samples of the same moment", units.FormatDuration(float64(tol)/1e9), units.FormatDuration(windowLookBack/1e9))
+	return nil
+}
+
+// reservedNear is what the GPU's PyTorch processes reserved at t: each
+// one's sample nearest t within tol, summed; false when one of them that
+// was running then has none that near.
+func (a *gpuAnalysis) reservedNear(t, tol int64) (int64, bool, error) {
+	var sum int64
+	for _, pid := range a.torchPIDs {
+		it := a.db.TorchSamples(a.run, a.g.Index, pid, t-tol, t+tol+1)
+		best, v := tol+1, int64(0)
+		for it.Next() {
+			if s := it.At(); abs64(s.T-t) < best {
+				best, v = abs64(s.T-t), s.Reserved
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, false, err
+		}
+		if best > tol {
+			if len(a.torchPIDs) == 1 {
+				return 0, false, nil
+			}
+			continue // a process not running then reserves nothing
+		}
+		sum += v
+	}
+	return sum, sum > 0, nil
 }
 
 // deviceNear is the device sample nearest to t within tol.

@@ -175,7 +175,7 @@ func (a *gpuAnalysis) inferEpochs() {
 // sinceStart writes a time as seconds since the start of the run (or of
 // its window).
 func (a *gpuAnalysis) sinceStart(t int64) string {
-	return fmt.Sprintf("%+.2f s", float64(t-a.run.StartNS)/1e9)
+	return units.FormatSince(float64(t-a.run.StartNS) / 1e9)
 }
 
 // An epoch's Δ compares like with like: memory between steps at both of

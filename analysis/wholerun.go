@@ -9,13 +9,14 @@ import (
 
 // WholeRun is what a full recording of a job needed beyond its first
 // steps: what a trial of a few steps (memrec fit) does not see. An
-// evaluation pass, longer sequences later in an epoch, a checkpoint or a
-// leak raise the step peak after the first steps; the margin is the
-// larger of the rise of the step peak over the run against its first
-// steps, and the growth rule's slope (Leak: a leak, the cache, memory
-// PyTorch does not see) times the run's steps. Both are taken as shares
-// of the first steps' peak, so that they scale with the value as the
-// activations do (a leak of a fixed size then errs on the safe side).
+// evaluation pass, longer sequences later in an epoch or a checkpoint
+// raise the step peak after the first steps; that rise is a share of the
+// first steps' peak (Fraction), so that it scales with the value as the
+// activations do. Growth the growth rule judges (a leak, the cache, memory
+// PyTorch does not see) is a number of bytes a step whatever the value:
+// its allowance is that slope times the steps the job runs (the full
+// recording's), in bytes, bounded by GrowthAllowanceMax of the room (see
+// Allowance); the part of the rise it explains is not counted twice.
 type WholeRun struct {
 	Run            string `json:"run"`
 	GPU            int    `json:"gpu"`   // the fullest GPU
@@ -29,11 +30,22 @@ type WholeRun struct {
 	Growth        growth.Verdict `json:"growth,omitempty"`
 	GrowthPerStep *float64       `json:"growth_bytes_per_step,omitempty"`
 	GrowthBytes   float64        `json:"growth_bytes"`
-	// Fraction is the margin: max(PeakBytes − FirstPeakBytes, GrowthBytes)
-	// over FirstPeakBytes.
+	// Fraction is the margin that scales with the value: the rise of the
+	// step peak beyond what the growth explains, max(0, PeakBytes −
+	// FirstPeakBytes − GrowthBytes), over FirstPeakBytes.
 	Fraction float64 `json:"fraction"`
-	Words    string  `json:"words"`
+	// AllowanceBytes is what the recommended value leaves for the growth
+	// (GrowthBytes, or the bound where Bounded); set by Allowance.
+	AllowanceBytes float64 `json:"growth_allowance_bytes"`
+	Bounded        bool    `json:"growth_allowance_bounded,omitempty"`
+	Words          string  `json:"words"`
 }
+
+// GrowthAllowanceMax bounds the growth's allowance, as a share of the
+// room the recommendation is made in: growth that needs more than this
+// would leave too little for the step itself, and no batch size keeps a
+// leak from filling the GPU; the leak is what to fix.
+const GrowthAllowanceMax = 0.5
 
 // WholeRunMargin reads the margin from a run with step peaks over more
 // than firstSteps steps, on its GPU with the highest step peak; false when
@@ -65,15 +77,55 @@ func WholeRunMargin(rep *Report, firstSteps int) (WholeRun, bool) {
 		w.Growth, w.GrowthPerStep, w.GrowthBytes = v, &s, s*float64(w.Steps)
 	}
 	rise := float64(w.PeakBytes - w.FirstPeakBytes)
-	w.Fraction = max(rise, w.GrowthBytes) / float64(w.FirstPeakBytes)
 	first := float64(w.FirstPeakBytes)
+	w.Fraction = max(0, rise-w.GrowthBytes) / first
+	w.AllowanceBytes = w.GrowthBytes
 	w.Words = fmt.Sprintf("run %q (%d steps): step peak %s over the run against %s in its first %d steps (+%.1f %%)",
 		w.Run, w.Steps, units.FormatBytes(w.PeakBytes), units.FormatBytes(w.FirstPeakBytes), firstSteps, 100*rise/first)
 	if w.GrowthPerStep != nil {
-		w.Words += fmt.Sprintf("; %s of %s a step, × %d steps = %s (+%.1f %%)", w.Growth, units.FormatBytes(int64(*w.GrowthPerStep)), w.Steps, units.FormatBytes(int64(w.GrowthBytes)), 100*w.GrowthBytes/first)
+		w.Words += fmt.Sprintf("; %s of %s a step, × its %d steps = %s, left for it in bytes whatever the value; the rest of the rise, %.1f %%, grows with the value",
+			w.Growth, units.FormatBytes(int64(*w.GrowthPerStep)), w.Steps, units.FormatBytes(int64(w.GrowthBytes)), 100*w.Fraction)
 	} else {
-		w.Words += "; memory does not grow"
+		w.Words += "; memory does not grow: the rise grows with the value"
 	}
-	w.Words += fmt.Sprintf(": the recommended value leaves %.1f %% of the step peak for it", 100*w.Fraction)
 	return w, true
+}
+
+// Share is the whole margin at the first steps' peak, to pick the run
+// that needs the most of several.
+func (w *WholeRun) Share() float64 {
+	return w.Fraction + w.GrowthBytes/float64(max(w.FirstPeakBytes, 1))
+}
+
+// Allowance sets and returns what a value recommended in room bytes (the
+// step peak of the largest value that ran, less the headroom) leaves for
+// the growth over the run's steps: GrowthBytes, at most
+// GrowthAllowanceMax of the room.
+func (w *WholeRun) Allowance(room float64) float64 {
+	w.AllowanceBytes, w.Bounded = w.GrowthBytes, false
+	if bound := GrowthAllowanceMax * max(room, 0); w.GrowthBytes > bound {
+		w.AllowanceBytes, w.Bounded = bound, true
+	}
+	return w.AllowanceBytes
+}
+
+// AllowanceWords says what the recommendation leaves for the growth;
+// BoundWords, where the bound cut it, how long that lasts.
+func (w *WholeRun) AllowanceWords() string {
+	if w.GrowthPerStep == nil {
+		return ""
+	}
+	if w.Bounded {
+		return fmt.Sprintf("%s for the %s, bounded", units.FormatBytes(int64(w.AllowanceBytes)), w.Growth)
+	}
+	return fmt.Sprintf("%s for the %s over the run's %d steps", units.FormatBytes(int64(w.AllowanceBytes)), w.Growth, w.Steps)
+}
+
+// BoundWords is "" unless the growth's allowance was bounded.
+func (w *WholeRun) BoundWords() string {
+	if !w.Bounded || w.GrowthPerStep == nil {
+		return ""
+	}
+	return fmt.Sprintf("the %s's allowance is bounded at %.0f %% of the room: its %d steps need %s, and at the recommended value it lasts about %d steps; fix the growth (memrec analyze %s)",
+		w.Growth, 100*GrowthAllowanceMax, w.Steps, units.FormatBytes(int64(w.GrowthBytes)), int64(w.AllowanceBytes / *w.GrowthPerStep), w.Run)
 }

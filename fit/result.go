@@ -97,10 +97,6 @@ func (s *Search) recommend() *float64 {
 	if math.IsNaN(s.lo) {
 		return nil
 	}
-	margin := 0.0
-	if w := s.res.WholeRun; w != nil {
-		margin = w.Fraction
-	}
 	// The trials' step peaks are of the same few steps; the given runs'
 	// (their whole length) only where fewer than two trials ran.
 	var total int64
@@ -126,7 +122,14 @@ func (s *Search) recommend() *float64 {
 	if s.loPeak == 0 || total == 0 {
 		return ptr(s.lo)
 	}
-	avail := (float64(s.loPeak) - s.res.Headroom*float64(total)) / (1 + margin)
+	// The rise beyond the growth scales with the value; the growth is
+	// bytes a step whatever the value (WholeRun.Allowance).
+	room, margin := float64(s.loPeak)-s.res.Headroom*float64(total), 0.0
+	if w := s.res.WholeRun; w != nil {
+		margin = w.Fraction
+		room -= w.Allowance(room)
+	}
+	avail := room / (1 + margin)
 	var v float64
 	newCurve := replay.NewNeedCurve
 	if replay.IsBatchTag(s.opt.By) {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -353,7 +354,7 @@ func (l *heldStore) openLoop(open func() (*storage.DB, error), run storage.Run) 
 			}
 			l.db, l.app, l.wait = db, app, time.Since(l.start)
 			l.written = l.attach(app)
-			fmt.Fprintf(l.errs.log, "memrec: the database is free after %v; %d held samples and marks written\n", l.wait.Round(time.Millisecond), l.written)
+			fmt.Fprintf(l.errs.log, "memrec: the database is free after %s; %d held samples and marks written\n", units.FormatDuration(l.wait.Seconds()), l.written)
 			return
 		}
 		if !errors.Is(err, storage.ErrLocked) {

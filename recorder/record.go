@@ -144,8 +144,7 @@ func Record(ctx context.Context, o Options) (Result, error) {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	_, fake := o.Clock.(*FakeClock)
-	if o.Duration > 0 && !fake {
+	if o.Duration > 0 && !scheduled(o.Clock) {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithTimeout(sctx, o.Duration)
 		defer cancel()
@@ -163,7 +162,11 @@ func Record(ctx context.Context, o Options) (Result, error) {
 		defer close(statusDone)
 		defer g.catch("status line")
 		if o.Status != nil {
-			reportStatus(sctx, o.Status, live, o.Clock)
+			clock := o.Clock
+			if sc, ok := clock.(*ScaledClock); ok {
+				clock = sc.Watch()
+			}
+			reportStatus(sctx, o.Status, live, clock)
 		}
 	}()
 
@@ -246,14 +249,25 @@ func newSampler(o Options, gpus []int, run storage.Run, sink Sink, live *Live) *
 	// and allocator samples, and a simulated job's would be mixed with them.
 	sampler := &Sampler{Source: o.Source, GPUs: gpus, Interval: o.Interval, Procs: o.Procs, ProcsEvery: o.ProcsEvery, Clock: o.Clock, GoLoop: o.GoLoop, Sink: sink,
 		OnError: rateLimited(o.Log, "sampling"), NoEvents: len(o.Command) > 0}
-	if _, fake := o.Clock.(*FakeClock); o.Duration > 0 && fake {
-		// A fake clock runs as fast as the sampler: the duration is of its time.
+	if o.Duration > 0 && scheduled(o.Clock) {
+		// The clock's time is the sampler's schedule: the duration is of
+		// its time, whatever real time it takes.
 		sampler.Until = time.Unix(0, run.StartNS).Add(o.Duration)
 	}
 	if live != nil {
 		sampler.Progress = live.Progress()
 	}
 	return sampler
+}
+
+// scheduled reports whether the clock's time moves by the sampler's
+// schedule (a fake clock, a simulated job's scaled clock).
+func scheduled(c Clock) bool {
+	switch c.(type) {
+	case *FakeClock, *ScaledClock:
+		return true
+	}
+	return false
 }
 
 // startListening puts the live figures (for the metrics and the status

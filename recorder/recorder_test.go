@@ -721,6 +721,50 @@ func openIn(db *storage.DB) func(storage.Run) (Store, error) {
 	return func(run storage.Run) (Store, error) { return DBStore(db, run, io.Discard) }
 }
 
+// slowSource is a simulated job whose every reading takes a while, as on
+// a machine too busy for the speed asked.
+type slowSource struct {
+	*Sim
+	each time.Duration
+}
+
+func (s slowSource) Read(gpu int, t time.Time, r *Reading) error {
+	time.Sleep(s.each)
+	return s.Sim.Read(gpu, t, r)
+}
+
+// TestScaledClockRecordsTheWholeDuration: a job at a speed the machine
+// cannot keep (each reading takes a millisecond of real time, a tick asks
+// for 10 µs) is recorded whole: every tick of its --duration, none missed,
+// the run spanning the job's duration; only the real time is longer.
+func TestScaledClockRecordsTheWholeDuration(t *testing.T) {
+	db := openDB(t)
+	sim, err := NewSim(SimConfig{GPUs: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const interval, duration, speed = time.Second, 200 * time.Second, 1e5
+	res, err := Record(context.Background(), Options{Open: openIn(db), Run: storage.Run{Name: "slow"}, Source: slowSource{sim, time.Millisecond},
+		Interval: interval, Duration: duration, Clock: NewScaledClock(speed), GoLoop: true, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Sampler
+	if want := int64(duration / interval); st.Ticks != want || st.Missed != 0 {
+		t.Errorf("%d ticks taken, %d missed; want all %d of the job's %v", st.Ticks, st.Missed, want, duration)
+	}
+	r, err := db.Run("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Duration(); got < duration-interval || got > duration+interval {
+		t.Errorf("run spans %v of the job, want %v", got, duration)
+	}
+	if res.Wall < time.Duration(st.Ticks)*time.Millisecond {
+		t.Errorf("took %v of real time for %d readings of 1 ms", res.Wall, st.Ticks)
+	}
+}
+
 // TestScaledClock sleeps 2 s of a clock 1000 times faster than real time:
 // it wakes at or after the 2 s, in far less real time.
 func TestScaledClock(t *testing.T) {

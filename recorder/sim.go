@@ -92,21 +92,22 @@ func (s *Sim) OOM() (rank, step int, ok bool) {
 	return 0, 0, false
 }
 
-// SpeedHint says what to do when a simulated recording at speed took only
-// onTime (0 to 1) of its ticks on time: the machine could not keep up, the
-// run has gaps, and a speed it can keep up with is the rate it achieved
-// (speed × onTime) with a fifth to spare. Empty when 99 % were on time.
-func SpeedHint(speed, onTime float64) string {
-	if onTime >= 0.99 || speed <= 1 {
+// SpeedHint says what a simulated recording at speed that ran at only
+// achieved (its job's time over the real time it took) means: every tick
+// was recorded (the job's clock moves by the schedule, ScaledClock), but
+// later than asked, and a speed the machine keeps pace with is the one it
+// achieved with a fifth to spare. Empty when it kept 95 % of the pace.
+func SpeedHint(speed, achieved float64) string {
+	if achieved >= 0.95*speed || speed <= 1 {
 		return ""
 	}
-	next := math.Floor(speed * onTime * 0.8)
-	try := fmt.Sprintf("try --sim-speed %g or lower", max(next, 1))
+	next := math.Floor(achieved * 0.8)
+	try := fmt.Sprintf("--sim-speed %g or lower keeps pace", max(next, 1))
 	if next <= 1 {
-		try = "try it at real time (--sim-speed 1), or with fewer --sim-gpus"
+		try = "at real time (--sim-speed 1), or with fewer --sim-gpus, it keeps pace"
 	}
-	return fmt.Sprintf("this machine kept up with %.1f %% of the ticks at --sim-speed %g, so its device samples have gaps: %s",
-		100*onTime, speed, try)
+	return fmt.Sprintf("this machine ran the simulated job at %.0f× where --sim-speed %g asked, so it took %.0f× as long in real time; every tick of the job's --duration was recorded: %s",
+		achieved, speed, speed/max(achieved, 1e-9), try)
 }
 
 type simRank struct {

@@ -49,19 +49,21 @@ func TestSimScalesWithBatchAndSeqLen(t *testing.T) {
 	}
 }
 
+// TestSimSpeedHint: a recording that ran slower than asked says how fast
+// it ran and a speed with a fifth to spare; one that kept pace says nothing.
 func TestSimSpeedHint(t *testing.T) {
 	for _, tc := range []struct {
-		speed, onTime float64
-		want          string
+		speed, achieved float64
+		want            string
 	}{
-		{400, 0.308, "kept up with 30.8 % of the ticks at --sim-speed 400, so its device samples have gaps: try --sim-speed 98 or lower"},
-		{100, 0.995, ""},
+		{2000, 400, "ran the simulated job at 400× where --sim-speed 2000 asked, so it took 5× as long in real time; every tick of the job's --duration was recorded: --sim-speed 320 or lower keeps pace"},
+		{100, 96, ""},
 		{1, 0.5, ""},
-		{2, 0.3, "try it at real time (--sim-speed 1)"},
+		{2, 1.1, "at real time (--sim-speed 1)"},
 	} {
-		got := SpeedHint(tc.speed, tc.onTime)
+		got := SpeedHint(tc.speed, tc.achieved)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-			t.Errorf("SpeedHint(%g, %g) = %q, want %q", tc.speed, tc.onTime, got, tc.want)
+			t.Errorf("SpeedHint(%g, %g) = %q, want %q", tc.speed, tc.achieved, got, tc.want)
 		}
 	}
 }

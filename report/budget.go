@@ -94,10 +94,7 @@ func budgetChart(title string, names []string, budgets []*budget.Budget, h vg.Le
 // gpuBudgetChart is one GPU's budget at its peak, drawn h high.
 func gpuBudgetChart(g analysis.GPUReport, h vg.Length) *plot.Plot {
 	b := g.Budget
-	total := "device used"
-	if b.UsedBytes == nil {
-		total = "reserved"
-	}
+	total := b.TotalWords()
 	return budgetChart(fmt.Sprintf("%s: budget at the peak (%s %s)", g.Label(), total, units.FormatBytes(b.TotalBytes)),
 		[]string{g.Label()}, []*budget.Budget{b}, h)
 }

@@ -358,7 +358,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f %%", 100**f)
 	},
-	"since": func(start, t int64) string { return fmt.Sprintf("%+.2f s", float64(t-start)/1e9) },
+	"since": func(start, t int64) string { return units.FormatSince(float64(t-start) / 1e9) },
 	"opt": func(v *int) string {
 		if v == nil {
 			return "–"
@@ -480,9 +480,10 @@ var pageTmpl = template.Must(template.Must(template.Must(template.New("page").Fu
 {{with .LargestSegmentBytes}}<p>Largest allocator segment with room free: {{bytes .}}, the largest request that comes and goes: what the allocator may strand at the limit, two of which compare --by adds.</p>{{end}}
 {{if pos .AllocRetries}}<p class="note">The allocator retried {{deref .AllocRetries}} allocations after freeing its cache: memory was tight.</p>{{end}}
 {{with .Budget}}<h3>Budget at the peak</h3>
-<p>At {{since $.R.StartNS .TNS}} (step {{opt .Step}}): step peak allocated {{bytesv .PeakAllocatedBytes}}, {{if .UsedBytes}}device used {{bytes .UsedBytes}}{{else}}reserved {{bytesv .TotalBytes}} (no device sample near){{end}}.{{if .Watched}} Model: {{.ParamCount}} parameters, {{.DType}}, optimizer {{.Optimizer}}, autocast {{.Autocast}}, gradients at the peak: {{.GradsAtPeak}}.{{end}}</p>
+<p>At {{since $.R.StartNS .TNS}} (step {{opt .Step}}): step peak allocated {{bytesv .PeakAllocatedBytes}}, {{.TotalWords}} {{bytesv .TotalBytes}}.{{if .Watched}} Model: {{.ParamCount}} parameters, {{.DType}}, optimizer {{.Optimizer}}, autocast {{.Autocast}}, gradients at the peak: {{.GradsAtPeak}}.{{end}}</p>
 <table><tr><th class="l">part</th><th>bytes</th><th>share</th><th class="l"></th></tr>
 {{range .Parts}}<tr><td class="l">{{.Part.Words}}</td><td>{{bytesv .Bytes}}</td><td>{{pct .Share}}</td><td class="l">{{.Detail}}</td></tr>
+{{end}}{{with .UnseenWhy}}<tr><td class="l">not seen by PyTorch</td><td>not known</td><td></td><td class="l">{{.}}</td></tr>
 {{end}}{{if .LeftOverBytes}}<tr><td class="l">left over</td><td>{{bytesv .LeftOverBytes}}</td><td></td><td></td></tr>{{end}}</table>
 <p class="note">{{.Basis}}.{{range .Notes}} {{.}}.{{end}}</p>
 {{if .Help}}<h4>What would help, by what it frees at the peak</h4>

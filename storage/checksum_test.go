@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +145,60 @@ func TestCheckMissingBucketsNoPanic(t *testing.T) {
 	}
 	if err := drain(db.DeviceSamples(r, r.GPUs[0].Index, MinTime, MaxTime)).Err(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("reading: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestCheckReportsEveryDamagedRun: damage in one run does not hide damage
+// in a later one, nor count the clean run between them as damaged.
+func TestCheckReportsEveryDamagedRun(t *testing.T) {
+	db := openTestDBNoCheck(t)
+	in := fixtures.Read(t, fixtures.CleanRun)
+	var ids []uint64
+	for _, name := range []string{"a", "b", "c"} {
+		runs, err := db.Import([]Source{{Name: name, R: bytes.NewReader(in)}}, ImportOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, runs[0].ID)
+	}
+	damage := map[uint64]int{ids[0]: 1, ids[2]: 2} // run: chunks to damage
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for id, n := range damage {
+			chunks := tx.Bucket(bucketData).Bucket(idKey(id)).Bucket(keyChunks)
+			var keys [][]byte
+			chunks.ForEach(func(k, _ []byte) error { keys = append(keys, slices.Clone(k)); return nil })
+			if len(keys) < n {
+				t.Fatalf("run %d has %d chunks, want %d", id, len(keys), n)
+			}
+			for _, k := range keys[:n] {
+				v := slices.Clone(chunks.Get(k))
+				v[len(v)-chunk.CRCSize-1] ^= 1
+				if err := chunks.Put(k, v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Check()
+	var ce *CheckError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check: %v, want a CheckError matching ErrCorrupt", err)
+	}
+	got := map[uint64]int{}
+	for _, p := range ce.Problems {
+		got[p.ID] = p.BadChunks
+		if !errors.Is(p.Err, ErrCorrupt) {
+			t.Errorf("run %d: %v, want ErrCorrupt", p.ID, p.Err)
+		}
+	}
+	if ce.Runs != 3 || !maps.Equal(got, damage) {
+		t.Errorf("%d runs checked, damaged chunks by run %v; want 3 and %v", ce.Runs, got, damage)
+	}
+	if want := "2 of 3 runs have problems"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Check: %q, want it to start %q", err, want)
 	}
 }

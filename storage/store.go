@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -477,12 +478,25 @@ func putRun(tx *bolt.Tx, r Run) error {
 	return tx.Bucket(bucketRuns).Put(idKey(r.ID), v)
 }
 
-// Delete removes a run and all its data.
-func (db *DB) Delete(ref string) (Run, error) {
+// DeleteOptions are Delete's options; the zero value is the safe one.
+type DeleteOptions struct {
+	// Force removes a run whose recorder stopped before its last commit
+	// (ErrStaleWriter), or runs where it cannot be told. A run whose
+	// recorder is alive is refused even so (ErrRecording).
+	Force bool
+}
+
+// Delete removes a run and all its data. A run an Appender is writing is
+// refused with ErrRecording while its process is alive: its next commit
+// would write part of the run back (see storage/live.go).
+func (db *DB) Delete(ref string, opts DeleteOptions) (Run, error) {
 	var r Run
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		var err error
 		if r, err = lookupRun(tx, ref); err != nil {
+			return err
+		}
+		if err := checkWriter(r, opts.Force); err != nil {
 			return err
 		}
 		return deleteRun(tx, r)
@@ -567,15 +581,22 @@ var seriesCache = struct {
 // Check verifies that every chunk of every run decodes, belongs to a known
 // series, and gives each series its kind's columns, and that its summary,
 // where it has one, is the one its samples give. It reads the whole
-// file; it is meant for tests and for `memrec runs --check`. A damaged
-// chunk is reported as ErrCorrupt.
+// file; it is meant for tests and for `memrec runs --check`. Every run is
+// checked, a damaged one does not hide the next: the problems come back as
+// a *CheckError, which matches ErrCorrupt (errors.Is) where a chunk is
+// damaged. An error reading the file itself ends the check.
 func (db *DB) Check() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	ce := &CheckError{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(k, _ []byte) error {
+			ce.Runs++
 			id := binary.BigEndian.Uint64(k)
+			p := RunProblem{ID: id}
 			known, err := knownSeries(tx, id)
 			if err != nil {
-				return err
+				p.Err = fmt.Errorf("run %d: %w", id, err)
+				ce.Problems = append(ce.Problems, p)
+				return nil
 			}
 			b := tx.Bucket(bucketData).Bucket(k)
 			if b == nil {
@@ -584,21 +605,77 @@ func (db *DB) Check() error {
 			var d chunk.Decoded
 			chunks := b.Bucket(keyChunks)
 			if chunks == nil {
-				return fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
+				p.Err = fmt.Errorf("run %d: %w: no chunks bucket", id, ErrCorrupt)
+				ce.Problems = append(ce.Problems, p)
+				return nil
 			}
 			sums := b.Bucket(keySummaries)
-			return chunks.ForEach(func(ck, cv []byte) error {
-				sum, err := checkChunk(ck, cv, known, &d)
-				if stored := getIn(sums, ck); err == nil && stored != nil {
+			_ = chunks.ForEach(func(ck, cv []byte) error {
+				stored := getIn(sums, ck)
+				version := byte(summaryVersion)
+				if len(stored) > 0 {
+					version = stored[0] // a file's older summaries are checked as written
+				}
+				sum, err := checkChunk(ck, cv, known, &d, version)
+				if err == nil && stored != nil {
 					err = sameSummary(stored, sum)
 				}
 				if err != nil {
-					return fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
+					if p.Err == nil {
+						p.Err = fmt.Errorf("run %d: chunk %x: %w", id, ck, err)
+					}
+					p.BadChunks++
 				}
 				return nil
 			})
+			if p.Err != nil {
+				ce.Problems = append(ce.Problems, p)
+			}
+			return nil
 		})
 	})
+	if err != nil {
+		return err
+	}
+	if len(ce.Problems) == 0 {
+		return nil
+	}
+	return ce
+}
+
+// CheckError is what Check found: each damaged run's first problem, of
+// Runs checked.
+type CheckError struct {
+	Runs     int
+	Problems []RunProblem
+}
+
+// RunProblem is one damaged run: its first problem and how many of its
+// chunks are damaged (0 when the run's tables are).
+type RunProblem struct {
+	ID        uint64
+	Err       error
+	BadChunks int
+}
+
+func (e *CheckError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Err.Error()
+		if p.BadChunks > 1 {
+			msgs[i] += fmt.Sprintf(" (and %d more damaged chunks)", p.BadChunks-1)
+		}
+	}
+	return fmt.Sprintf("%d of %d runs have problems: %s", len(e.Problems), e.Runs, strings.Join(msgs, "; "))
+}
+
+// Unwrap is the runs' problems, for errors.Is and errors.As.
+func (e *CheckError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p.Err
+	}
+	return errs
 }
 
 // knownSeries is a run's series table by series id.
@@ -612,9 +689,9 @@ func knownSeries(tx *bolt.Tx, run uint64) (map[uint32]seriesInfo, error) {
 }
 
 // checkChunk decodes every series of one chunk, and returns the summary
-// its samples give (nil: it holds no summarised series), read off the
-// same decoding.
-func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) (sum []byte, err error) {
+// of the given version its samples give (nil: it holds no summarised
+// series), read off the same decoding.
+func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded, version byte) (sum []byte, err error) {
 	group, _, _, ok := parseChunkKey(key)
 	if !ok {
 		return nil, fmt.Errorf("%w: bad key", ErrCorrupt)
@@ -628,7 +705,7 @@ func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded
 		return nil, err
 	}
 	slices.Sort(ids) // a summary's order
-	sum = []byte{summaryVersion}
+	sum = []byte{version}
 	for _, id := range ids {
 		s, ok := known[id]
 		if !ok || s.Group != group || schemas[s.Kind] == nil {
@@ -640,8 +717,8 @@ func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded
 		if err := schemas[s.Kind].checkCols(d); err != nil {
 			return nil, err
 		}
-		if summarized(s.Kind) && len(d.T) > 0 {
-			sum = appendSummary(sum, id, d.T, d.Ints)
+		if n := summaryCols(version, s.Kind, len(d.Ints)); n > 0 && len(d.T) > 0 {
+			sum = appendSummary(sum, id, d.T, d.Ints[:n])
 		}
 	}
 	return sealSummary(sum), nil

@@ -116,8 +116,15 @@ type Budget struct {
 	PeakAllocatedBytes int64  `json:"peak_allocated_bytes"`
 	ReservedBytes      int64  `json:"reserved_bytes"`
 	UsedBytes          *int64 `json:"used_bytes"` // device used, nil without a device sample near
-	// TotalBytes is what the parts add up to: UsedBytes, or without it the
-	// GPU's reserved memory (all PyTorch processes).
+	// UnseenFromNS is the time of the device and allocator samples that
+	// not seen by PyTorch is read from where no device sample pairs with
+	// the peak itself (nil: from the peak's own); UnseenWhy says why that
+	// part is not known where neither exists.
+	UnseenFromNS *int64 `json:"unseen_from_t_ns,omitempty"`
+	UnseenWhy    string `json:"unseen_unknown_why,omitempty"`
+	// TotalBytes is what the parts add up to: UsedBytes; without it
+	// reserved (all PyTorch processes) plus not seen by PyTorch near the
+	// peak (UnseenFromNS), or reserved alone.
 	TotalBytes int64   `json:"total_bytes"`
 	Parts      []Slice `json:"parts"`
 	// LeftOverBytes is TotalBytes less the parts: 0 unless a part could not
@@ -170,6 +177,17 @@ func (b *Budget) Part(p Part) (int64, bool) {
 	return 0, false
 }
 
+// TotalWords names what the parts add up to.
+func (b *Budget) TotalWords() string {
+	switch {
+	case b.UsedBytes != nil:
+		return "device used"
+	case b.UnseenFromNS != nil:
+		return "device used, estimated"
+	}
+	return "reserved"
+}
+
 // fixed is the bytes of the watched model's own tensors.
 func (b *Budget) fixed() int64 {
 	var n int64
@@ -189,6 +207,11 @@ type Input struct {
 	OthersReserved int64
 	Budget         *storage.BudgetSample // nil: no memrec.watch
 	Used           *int64                // nil: no device sample near the peak
+	// Without Used: not seen by PyTorch from a pair of samples near the
+	// peak (UnseenAt their time), or why it is not known.
+	Unseen    *int64
+	UnseenAt  int64
+	UnseenWhy string
 	// Held is allocated at the end of the peak's step beyond the model's
 	// tensors then; nil where there is no sample at the step's end.
 	Held        *int64
@@ -278,8 +301,17 @@ func New(in Input) *Budget {
 			unseen = 0
 		}
 		add(PartUnseen, unseen, "")
+	} else if in.Unseen != nil {
+		// What PyTorch does not see (the CUDA context, NCCL's and the
+		// libraries' own memory) changes rarely, so a pair of samples of
+		// one moment near the peak stands in for the peak's own.
+		at := in.UnseenAt
+		b.UnseenFromNS = &at
+		b.TotalBytes = torchTotal + *in.Unseen
+		add(PartUnseen, *in.Unseen, fmt.Sprintf("device used less reserved %s from the peak: no device sample at the peak itself", units.FormatDuration(float64(max(at-p.T, p.T-at))/1e9)))
 	} else {
-		b.Missing = append(b.Missing, "device used at the peak (no NVML sample near it): the memory PyTorch does not see is left out, and the parts add up to reserved")
+		b.UnseenWhy = in.UnseenWhy
+		b.Missing = append(b.Missing, "device used at the peak ("+in.UnseenWhy+"): the memory PyTorch does not see is left out, and the parts add up to reserved")
 	}
 	var sum int64
 	for i := range parts {

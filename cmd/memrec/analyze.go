@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +22,8 @@ type analyzeOptions struct {
 	json     bool
 	full     bool
 	sections []string
+	// Profiles of the analysis, for tuning it on long runs.
+	cpuProfile, memProfile string
 }
 
 func newAnalyzeCmd(g *globals) *cobra.Command {
@@ -46,6 +47,10 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&o.full, "full", false, "print everything: every GPU's peaks, epochs, allocator, budget, remedies with their assumptions, OOMs and sites")
 	cmd.Flags().StringSliceVar(&o.sections, "section", nil, "print only these parts of each GPU's full section: "+sectionNames())
 	addWindowFlags(cmd, &o.window)
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the analysis to this file")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write a heap profile (after the analysis) to this file")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
+	_ = cmd.Flags().MarkHidden("memprofile")
 	return cmd
 }
 
@@ -64,11 +69,19 @@ func runAnalyze(ctx context.Context, o *analyzeOptions, ref string) error {
 	if err := checkSections(o.sections); err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
 	var rep *analysis.Report
-	err := untilDone(ctx, func() (err error) {
+	err = untilDone(ctx, func() (err error) {
 		rep, err = analyzeRun(o.globals, ref, o.window)
 		return err
 	})
+	stop()
+	if err == nil {
+		err = writeHeapProfile(o.memProfile)
+	}
 	if err != nil {
 		return err
 	}
@@ -312,7 +325,7 @@ func printEpochsNotInferred(w io.Writer, _ *analysis.Report, g analysis.GPURepor
 func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	if u := g.Unseen; u != nil {
 		fmt.Fprintf(w, "Memory PyTorch does not see (device used − reserved, samples at most %s apart): median %s, max %s, final %s\n",
-			time.Duration(u.ToleranceNS), units.FormatBytes(u.MedianBytes), units.FormatBytes(u.MaxBytes), units.FormatBytes(u.FinalBytes))
+			units.FormatDuration(float64(u.ToleranceNS)/1e9), units.FormatBytes(u.MedianBytes), units.FormatBytes(u.MaxBytes), units.FormatBytes(u.FinalBytes))
 	}
 	if l := g.LargestSegmentBytes; l != nil {
 		most := ""
@@ -328,6 +341,23 @@ func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	}
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
+	}
+	printCounters(w, g)
+}
+
+// printCounters writes a line for each allocator counter that counted
+// anything: its total, its rate a step after the warm-up, and what it
+// means (the field table's help).
+func printCounters(w io.Writer, g analysis.GPUReport) {
+	for _, c := range g.Counters {
+		if c.Total == 0 {
+			continue
+		}
+		rate := ""
+		if c.PerStep != nil {
+			rate = fmt.Sprintf(" (%.1f a step after the warm-up, over %d steps)", *c.PerStep, c.Steps)
+		}
+		fmt.Fprintf(w, "Allocator %s: %d%s. %s\n", c.Name, c.Total, rate, c.Help)
 	}
 }
 
@@ -391,7 +421,7 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 		}
 		fmt.Fprintf(w, "%s at %s (epoch %s, step %s): %s\n", what, sinceStart(rep, o.TNS), optInt(o.Epoch), optInt(o.Step), o.Message)
 		fmt.Fprintf(w, "  %s\n", o.OutcomeReason)
-		fmt.Fprintf(w, "  at the OOM (samples at most %v from it): used %s, allocated %s, reserved %s", time.Duration(o.PairToleranceNS), B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
+		fmt.Fprintf(w, "  at the OOM (samples at most %s from it): used %s, allocated %s, reserved %s", units.FormatDuration(float64(o.PairToleranceNS)/1e9), B(o.UsedBytes), B(o.AllocatedBytes), B(o.ReservedBytes))
 		if o.Fragmentation != nil {
 			fmt.Fprintf(w, ", cached and free %.1f%%", 100**o.Fragmentation)
 		}
@@ -447,7 +477,7 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 }
 
 func sinceStart(rep *analysis.Report, t int64) string {
-	return fmt.Sprintf("%+.2fs", float64(t-rep.StartNS)/1e9)
+	return units.FormatSince(float64(t-rep.StartNS) / 1e9)
 }
 
 func optInt(v *int) string {

@@ -113,7 +113,7 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 		t.Fatal(errs)
 	}
 	out, errs, code := run(t, db, "", "analyze", "r18-oom", "--full")
-	want := "at the OOM (samples at most 20ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
+	want := "at the OOM (samples at most 20 ms from it): used 138.76 GiB, allocated 137.28 GiB, reserved 138.15 GiB, cached and free 0.6%, not seen by PyTorch 630.8 MiB\n"
 	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "  left out: ") {
 		t.Fatalf("%d: output lacks %q or leaves something out:\n%s%s", code, want, out, errs)
 	}
@@ -121,5 +121,34 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 	// (137.28 + 1.04) / (137.28 + 2.89) GiB in bytes: a bound takes no allowance).
 	if want := "batch_size at most 7626: an upper bound, not a batch known to fit. No step completed"; !strings.Contains(out, want) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestAnalyzeProfiles: the hidden --cpuprofile and --memprofile write
+// pprof files beside the analysis, whose output they leave as it is; a
+// path that cannot be written is an error naming the flag.
+func TestAnalyzeProfiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	plain, _, _ := run(t, db, "", "analyze", "real-resnet18-bs128", "--json")
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs128", "--json", "--cpuprofile", cpu, "--memprofile", mem)
+	if code != 0 || out != plain {
+		t.Fatalf("with profiles: exit %d, output differs: %v, %s", code, out != plain, errs)
+	}
+	for _, p := range []string{cpu, mem} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	for _, flag := range []string{"--cpuprofile", "--memprofile"} {
+		_, errs, code := run(t, db, "", "analyze", "real-resnet18-bs128", flag, filepath.Join(dir, "no", "such", "dir"))
+		if code == 0 || !strings.Contains(errs, flag) {
+			t.Fatalf("%s into a missing directory: exit %d, %s", flag, code, errs)
+		}
 	}
 }

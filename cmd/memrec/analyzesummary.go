@@ -140,10 +140,7 @@ func peakLine(rep *analysis.Report, g analysis.GPUReport) string {
 				top = append(top, fmt.Sprintf("%s %s", p.Part.Words(), units.FormatBytes(p.Bytes)))
 			}
 		}
-		what := "device used"
-		if b.UsedBytes == nil {
-			what = "reserved"
-		}
+		what := b.TotalWords()
 		at := sinceStart(rep, b.TNS)
 		if b.Step != nil {
 			at += fmt.Sprintf(" (step %d)", *b.Step)

@@ -65,3 +65,32 @@ func TestDemoBudgetIsTheSimulatorsTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetSaysWhyUnseenIsNotKnown: a budget whose part not seen by
+// PyTorch is not known has a row saying why, in one run's budget and in
+// the runs side by side, never a bare dash.
+func TestBudgetSaysWhyUnseenIsNotKnown(t *testing.T) {
+	const why = "the run has no device samples on this GPU (NVML)"
+	b := &budget.Budget{TotalBytes: 3 << 30, UnseenWhy: why, Basis: "test",
+		Parts: []budget.Slice{{Part: budget.PartAllocated, Bytes: 2 << 30}, {Part: budget.PartCachedFree, Bytes: 1 << 30}}}
+	var one, side strings.Builder
+	printBudget(&one, &analysis.Report{}, b)
+	printBudgets(&side, []analysis.RunSummary{{Run: "a", Budget: b}})
+	for name, out := range map[string]string{"one": one.String(), "side by side": side.String()} {
+		var row string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, budget.PartUnseen.Words()) && !strings.Contains(l, ":") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, "not known") || strings.Contains(row, " - ") {
+			t.Errorf("%s: row %q, want not known\n%s", name, row, out)
+		}
+		if !strings.Contains(out, why) {
+			t.Errorf("%s: does not say why (%q)\n%s", name, why, out)
+		}
+		if !strings.Contains(out, "reserved") {
+			t.Errorf("%s: does not say the total is reserved\n%s", name, out)
+		}
+	}
+}

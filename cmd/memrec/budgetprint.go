@@ -21,14 +21,14 @@ func printBudget(w io.Writer, rep *analysis.Report, b *budget.Budget) {
 	if b.Epoch != nil {
 		where = append(where, fmt.Sprintf("epoch %d", *b.Epoch))
 	}
-	total := "device used"
-	if b.UsedBytes == nil {
-		total = "reserved"
-	}
+	total := b.TotalWords()
 	fmt.Fprintf(w, "Budget at the peak (%s; %s %s):\n", strings.Join(where, ", "), total, units.FormatBytes(b.TotalBytes))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, p := range b.Parts {
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f %%\t%s\n", p.Part.Words(), units.FormatBytes(p.Bytes), 100*p.Share, p.Detail)
+	}
+	if b.UnseenWhy != "" {
+		fmt.Fprintf(tw, "  %s\tnot known\t\t%s\n", budget.PartUnseen.Words(), b.UnseenWhy)
 	}
 	fmt.Fprintf(tw, "  = %s\t%s\t\t\n", total, units.FormatBytes(b.TotalBytes))
 	tw.Flush()
@@ -104,6 +104,10 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	}
 	var order []budget.Part
 	seen := map[budget.Part]bool{}
+	unknown := false // a run whose unseen part is not known still gets its row
+	for _, r := range have {
+		unknown = unknown || r.Budget.UnseenWhy != ""
+	}
 	for _, r := range have {
 		for _, p := range r.Budget.Parts {
 			if !seen[p.Part] {
@@ -111,6 +115,9 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 				order = append(order, p.Part)
 			}
 		}
+	}
+	if unknown && !seen[budget.PartUnseen] {
+		order = append(order, budget.PartUnseen)
 	}
 	fmt.Fprintln(w, "\nBudget at the peak (each run's worst GPU):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -124,6 +131,8 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 		for _, r := range have {
 			if v, ok := r.Budget.Part(part); ok {
 				fmt.Fprintf(tw, "%s\t", units.FormatBytes(v))
+			} else if part == budget.PartUnseen && r.Budget.UnseenWhy != "" {
+				fmt.Fprint(tw, "not known\t")
 			} else {
 				fmt.Fprint(tw, "-\t")
 			}
@@ -136,6 +145,11 @@ func printBudgets(w io.Writer, runs []analysis.RunSummary) {
 	}
 	fmt.Fprintln(tw)
 	tw.Flush()
+	for _, r := range have {
+		if r.Budget.UnseenWhy != "" {
+			fmt.Fprintf(w, "  %s: %s not known: %s; its total is reserved\n", r.Run, budget.PartUnseen.Words(), r.Budget.UnseenWhy)
+		}
+	}
 	for _, r := range have {
 		if h := r.Budget.HelpWords(1); len(h) > 0 {
 			fmt.Fprintf(w, "  %s: first remedy: %s\n", r.Run, h[0])

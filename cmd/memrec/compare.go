@@ -54,7 +54,7 @@ interval of the projection and how far it reaches.`,
   memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "nothing was printed or written")
+			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "no comparison folder was written")
 		},
 	}
 	f := cmd.Flags()
@@ -77,7 +77,10 @@ func parseHeadroom(s string) (float64, error) {
 }
 
 // runCompare prints and writes nothing when ctx is done before the runs
-// are analysed and fitted.
+// are analysed and fitted, and stops at ctx wherever it is after: it
+// prints only while ctx is not done, and -o's folder is made aside and
+// renamed into place only if ctx is still not done (report.WriteCompare
+// with the Context), so a late signal leaves no folder half-written.
 func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	headroom, err := parseHeadroom(o.headroom)
 	if err != nil {
@@ -90,6 +93,9 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	}); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if o.json {
 		if err := printCompareJSON(o.io.Out, c); err != nil {
 			return err
@@ -97,14 +103,24 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	} else {
 		printCompare(o.io.Out, c)
 	}
-	if o.out != "" {
-		path, err := report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
-		if err != nil {
-			return outputError(err)
+	if o.out == "" {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var path string
+	if err := untilDone(ctx, func() (err error) {
+		path, err = report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Context: ctx})
+		return err
+	}); err != nil {
+		if ctx.Err() != nil {
+			return err
 		}
-		if !o.json {
-			fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)
-		}
+		return outputError(err)
+	}
+	if !o.json {
+		fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)
 	}
 	return nil
 }
@@ -120,7 +136,7 @@ func compareAll(o *compareOptions, refs []string, headroom float64) (*analysis.C
 	if err != nil {
 		return nil, err
 	}
-	reps, err := analyzeAll(db, runs)
+	reps, err := analyzeAll(db, runs, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +206,8 @@ func compareRuns(o *compareOptions, db *storage.DB, refs []string) ([]storage.Ru
 // GPUs over the cores, so runs go in parallel only as far as cores are left:
 // two 8-GPU runs one after the other, ten 1-GPU runs two at a time on two
 // cores. That keeps memory to one run's analyses in flight at a time. The
-// runs' allocator traces share one decoding budget.
-func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
-	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+// runs share budget, the command's.
+func analyzeAll(db *storage.DB, runs []storage.Run, budget *storage.DecodeBudget) ([]*analysis.Report, error) {
 	reps := make([]*analysis.Report, len(runs))
 	errs := make([]error, len(runs))
 	gpus := 1
@@ -285,8 +300,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 			for i, p := range b.Points {
 				runs[i] = p.Run
 			}
-			fmt.Fprintf(w, "  a projection, not a trial: memrec fit --by %s --runs %s -- COMMAND ... {} finds the limit by running the job\n",
-				b.Tag, strings.Join(runs, ","))
+			fmt.Fprintf(w, "  a projection, not a trial: %s finds the limit by running the job\n", fitLine(b.Tag, runs, c.Runs))
 			if b.Basis == "step_peak_allocated" {
 				fmt.Fprintln(w, "  with allocator traces in the runs at the two largest values (memrec record's default for PyTorch, as in memrec fit's trials; these have none: --alloc-trace=false, an older memrec, or a probe note says why), the caching allocator is replayed over their requests instead of bounded")
 			}
@@ -326,4 +340,31 @@ func printAcrossGPUs(w io.Writer, runs []analysis.RunSummary) {
 		}
 		fmt.Fprintf(w, "  %s: %s; imbalance max/min %s; worst GPU %s: %s\n", s.Run, where, im, s.WorstLabel, s.WorstReason)
 	}
+}
+
+// fitLine is the memrec fit that tries compare --by's projection of runs:
+// the simulated job's where every run is the simulator's (tag source=sim,
+// on as many GPUs as they had), else the user's command.
+func fitLine(tag string, runs []string, all []analysis.RunSummary) string {
+	by := map[string]analysis.RunSummary{}
+	for _, r := range all {
+		by[r.Run] = r
+	}
+	sim, gpus := len(runs) > 0, 0
+	for _, name := range runs {
+		r := by[name]
+		sim = sim && r.Tags["source"] == "sim"
+		gpus = max(gpus, r.GPUs)
+	}
+	if !sim {
+		return fmt.Sprintf("memrec fit --by %s --runs %s -- COMMAND ... {}", tag, strings.Join(runs, ","))
+	}
+	line := "memrec fit --source sim"
+	if gpus > 1 {
+		line += fmt.Sprintf(" --sim-gpus %d", gpus)
+	}
+	if tag != "batch_size" {
+		line += " --by " + tag
+	}
+	return line + " --runs " + strings.Join(runs, ",")
 }

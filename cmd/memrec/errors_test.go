@@ -108,5 +108,9 @@ func TestImportMessagesNameWhatToDo(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, %q\nwant %q", tc.args, code, errs, tc.want)
 		}
+		// One hint: storage's sentinel says what is wrong, cmd the flags.
+		if strings.Count(errs, "(") != 1 {
+			t.Errorf("%v: %q gives more than one hint", tc.args, errs)
+		}
 	}
 }

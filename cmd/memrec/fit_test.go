@@ -148,6 +148,7 @@ func fakeJob(args []string) int {
 		if *riseAfter >= 0 && i >= *riseAfter {
 			p *= 1 + *rise
 		}
+		p += float64(int64(i) * *leak) // what leaks is held at the step's peak too
 		alloc := int64(peak/4) + int64(i)**leak
 		if *cached >= 0 {
 			retries := 0
@@ -337,7 +338,7 @@ func availableTo(t *testing.T, db, id string) float64 {
 		t.Fatal(err)
 	}
 	runs = slices.DeleteFunc(runs, func(r storage.Run) bool { return r.Tags["fit"] != id })
-	reps, err := analyzeAll(d, runs)
+	reps, err := analyzeAll(d, runs, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,36 +717,74 @@ func TestFitInterrupted(t *testing.T) {
 }
 
 // With a full recording among --runs, the recommended value leaves room
-// for what that run needed after its first steps: its step peak rose by
-// 20 % after step 150 (an evaluation pass), more than its leak of 1 MiB a
-// step × 300 steps (about 1.7 % of its 17 GiB), so 20 % it is.
+// for what that run needed after its first steps: the rise of its step
+// peak beyond its growth (20 % after step 150, an evaluation pass), as a
+// share that scales with the value, and its leak over the run's 300 steps
+// in bytes whatever the value; a leak that would take more than
+// analysis.GrowthAllowanceMax of the room gets that much, and says so,
+// instead of a recommendation shrunk by the leak's share of a small run.
 func TestFitWholeRunMargin(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "m.db")
-	_, errs, code := run(t, db, "", append([]string{"record", "--source", "sim", "--sim-gpus", "1", "--name", "full", "--tag", "batch_size=16"},
-		fakeCommand(t, "--value", "16", "--steps", "300", "--step-ms", "2", "--rise-after", "150", "--rise", "0.2", "--leak", "1048576")...)...)
-	if code != 0 {
-		t.Fatalf("record: %d %s", code, errs)
-	}
-	r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--runs", "full"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
-	if code != 0 || f64v(r.LargestRan) != 123 || f64v(r.SmallestFailed) != 124 {
-		t.Fatalf("exit %d, limit %v..%v: %s", code, f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
-	}
-	w := r.WholeRun
-	if w == nil || w.Run != "full" || w.Steps != 300 || w.FirstPeakBytes != 17<<30 || math.Abs(w.Fraction-0.2) > 1e-6 {
-		t.Fatalf("whole run %+v", w)
-	}
-	if w.Growth != "leak" || w.GrowthPerStep == nil || math.Abs(*w.GrowthPerStep-(1<<20)) > 0.05*(1<<20) {
-		t.Errorf("growth %s %v, want a leak of 1 MiB a step", w.Growth, w.GrowthPerStep)
-	}
-	// The largest v whose step peak, 1 GiB + v GiB, with 20 % more fits
-	// under 123's (124 GiB) less 5 % of the simulated GPU's total.
-	total := 150754820096.0
-	want := 0.0
-	for (2+want)*(1<<30)*1.2 <= 124*(1<<30)-0.05*total {
-		want++
-	}
-	if f64v(r.Recommended) != want {
-		t.Errorf("recommended %v, want %v", f64v(r.Recommended), want)
+	const steps, first = 300, 5
+	for _, tc := range []struct {
+		name    string
+		rise    float64
+		leak    int64
+		bounded bool
+	}{
+		{"rise and a small leak", 0.2, 1 << 20, false},
+		{"a leak larger than the room", 0, 300 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := filepath.Join(t.TempDir(), "m.db")
+			_, errs, code := run(t, db, "", append([]string{"record", "--source", "sim", "--sim-gpus", "1", "--name", "full", "--tag", "batch_size=16"},
+				fakeCommand(t, "--value", "16", "--steps", fmt.Sprint(steps), "--step-ms", "2", "--rise-after", "150", "--rise", fmt.Sprint(tc.rise), "--leak", fmt.Sprint(tc.leak))...)...)
+			if code != 0 {
+				t.Fatalf("record: %d %s", code, errs)
+			}
+			r, errs, code := fitJSON(t, db, append([]string{"--min", "4", "--multiple", "1", "--runs", "full"}, fakeCommand(t, "--value", "{}", "--limit", "123")...)...)
+			if code != 0 || f64v(r.LargestRan) != 123 || f64v(r.SmallestFailed) != 124 {
+				t.Fatalf("exit %d, limit %v..%v: %s", code, f64v(r.LargestRan), f64v(r.SmallestFailed), errs)
+			}
+			// The fake's step peak is (1 + value) GiB, × (1 + rise) from
+			// step 150, + the leak so far.
+			w := r.WholeRun
+			peak := float64(17 << 30)
+			if w == nil || w.Run != "full" || w.Steps != steps || w.FirstPeakBytes != int64(peak)+(first-1)*tc.leak {
+				t.Fatalf("whole run %+v", w)
+			}
+			if w.Growth != "leak" || w.GrowthPerStep == nil || math.Abs(*w.GrowthPerStep-float64(tc.leak)) > 0.05*float64(tc.leak) {
+				t.Fatalf("growth %s %v, want a leak of %d a step", w.Growth, w.GrowthPerStep, tc.leak)
+			}
+			// The rise beyond the leak: the fake's rise and its leak from
+			// the first steps' peak to the last step's, less the leak's
+			// allowance (its slope × the steps).
+			rise := max(0, tc.rise*peak+float64((steps-first)*tc.leak)-w.GrowthBytes)
+			if math.Abs(w.Fraction*float64(w.FirstPeakBytes)-rise) > 1 {
+				t.Errorf("fraction %v, want %v of %v", w.Fraction, rise, w.FirstPeakBytes)
+			}
+			// The largest v whose step peak, (1 + v) GiB, × (1 + the rise)
+			// fits under 123's (124 GiB) less 5 % of the simulated GPU's
+			// total, less the leak over the run (at most half of that room).
+			total := 150754820096.0
+			room := 124*(1<<30) - 0.05*total
+			allow := math.Min(w.GrowthBytes, 0.5*room)
+			if w.Bounded != tc.bounded || w.AllowanceBytes != allow {
+				t.Errorf("allowance %v (bounded %v), want %v (bounded %v)", w.AllowanceBytes, w.Bounded, allow, tc.bounded)
+			}
+			want := 0.0
+			for (2+want)*(1<<30)*(1+w.Fraction) <= room-allow {
+				want++
+			}
+			if f64v(r.Recommended) != want {
+				t.Errorf("recommended %v, want %v", f64v(r.Recommended), want)
+			}
+			var text bytes.Buffer
+			printResult(&text, r)
+			if tc.bounded != strings.Contains(text.String(), "allowance is bounded at 50 % of the room") {
+				t.Errorf("bounded %v, but the result says:\n%s", tc.bounded, text.String())
+			}
+		})
 	}
 }

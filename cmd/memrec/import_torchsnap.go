@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/formats/torchsnap"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -215,7 +216,7 @@ func addSnapshotsToRun(o *importOptions, db *storage.DB, all []*fileSnapshots) e
 				hint = "; a snapshot without a trace is taken at its file's modification time (touch -d sets it)"
 			}
 			return fmt.Errorf("import --run %s: %s was taken %s %s, more than %s away: not a snapshot of this run (nothing was imported%s)",
-				run.Name, inputName(fs.file), off.Round(time.Second), when, snapshotSlack, hint)
+				run.Name, inputName(fs.file), units.FormatDuration(off.Seconds()), when, units.FormatDuration(snapshotSlack.Seconds()), hint)
 		}
 		snaps = append(snaps, fs.snaps...)
 		sites += fs.sites

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -161,7 +162,7 @@ func printMerge(w io.Writer, r storage.Run, out string, took time.Duration) {
 		job = fmt.Sprintf(" of job %q", r.Job)
 	}
 	fmt.Fprintf(w, "merged %d runs%s into %s, run %q (id %d): %d GPUs, %d samples, %d allocator samples, %d marks, in %s\n",
-		len(r.Hosts), job, out, r.Name, r.ID, len(r.GPUs), r.Counts.Samples, r.Counts.TorchSamples, r.Counts.Marks, took.Round(time.Millisecond))
+		len(r.Hosts), job, out, r.Name, r.ID, len(r.GPUs), r.Counts.Samples, r.Counts.TorchSamples, r.Counts.Marks, units.FormatDuration(took.Seconds()))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "host\trun\tGPUs\tclock offset\taligned on\tspread")
 	for i, h := range r.Hosts {

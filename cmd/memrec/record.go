@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/python"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -105,7 +106,7 @@ machine without a GPU.`,
 	f.StringVar(&o.simClock, "sim-clock", "real", "with --source sim: real, or fake to record --duration of simulated time as fast as it can be computed (benchmarks)")
 	f.MarkHidden("sim-clock")
 	f.IntVar(&o.simRankBase, "sim-rank-base", 0, "with --source sim: global rank of the first simulated GPU, to simulate one node of a multi-node job")
-	f.Float64Var(&o.simSpeed, "sim-speed", 1, "with --source sim: run the simulated job this many times faster than real time (--duration and the stored times are the job's), to record hours in minutes")
+	f.Float64Var(&o.simSpeed, "sim-speed", 1, "with --source sim: run the simulated job this many times faster than real time (--duration and the stored times are the job's, every tick of it recorded: a machine that cannot keep pace takes longer), to record hours in minutes")
 	f.StringVar(&o.job, "job", "", "the job this run belongs to, the same on every node of a multi-node job (default: $TORCHELASTIC_RUN_ID, $SLURM_JOB_ID, or torchrun's --rdzv-id in the command)")
 	f.StringVar(&o.host, "host", "", "name of this node (default: the host name); nodes that share a host name need their own")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics at http://ADDR/metrics while recording: :9471 on the loopback interface only, 0.0.0.0:9471 on every interface (off by default)")
@@ -447,10 +448,9 @@ func samplingClock(o *recordOptions, now time.Time, opts *recorder.Options) erro
 	}
 	if o.simSpeed != 1 {
 		// The job's time runs faster: a Go loop sleeps on the scaled clock
-		// (the native loop keeps the system's), and --duration is the job's.
-		clock := recorder.NewScaledClock(o.simSpeed)
-		opts.Clock, opts.GoLoop = clock, true
-		opts.Duration = clock.Real(o.duration)
+		// (the native loop keeps the system's), and --duration is the
+		// job's, all of it recorded however long the machine takes.
+		opts.Clock, opts.GoLoop = recorder.NewScaledClock(o.simSpeed), true
 	}
 	return nil
 }
@@ -561,14 +561,29 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// writeHeapProfile writes the heap profile to path ("" writes nothing).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := errors.Join(pprof.WriteHeapProfile(f), f.Close()); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
+}
+
 func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	w := o.io.Err
 	s := res.Sampler
-	fmt.Fprintf(w, "\nmemrec: recorded %s\n", res.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "\nmemrec: recorded %s\n", units.FormatDuration(res.Wall.Seconds()))
 	fmt.Fprintf(w, "  ticks       %d taken at %.2f Hz (interval %v), %d missed (%.3f%% on time); start late p50 %v, p99 %v, max %v\n",
 		s.Ticks, s.AchievedHz(), o.interval, s.Missed, 100*s.OnTime(), s.LateP50, s.LateP99, s.LateMax.Round(time.Microsecond))
 	if o.source == "sim" {
-		if hint := recorder.SpeedHint(o.simSpeed, s.OnTime()); hint != "" {
+		if hint := recorder.SpeedHint(o.simSpeed, s.Elapsed.Seconds()/max(res.Wall.Seconds(), 1e-9)); hint != "" {
 			fmt.Fprintf(w, "  WARNING     %s\n", hint)
 		}
 	}
@@ -612,15 +627,15 @@ func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	}
 	switch {
 	case dbErr != nil && res.DBOpened:
-		fmt.Fprintf(w, "  database    %s, run %q (%s); it was locked by another process for the first %v: %d samples and marks were held in memory and written then",
-			o.dbPath, res.Run.Name, status(res.Run), res.DBWait.Round(time.Millisecond), res.DBHeld)
+		fmt.Fprintf(w, "  database    %s, run %q (%s); it was locked by another process for the first %s: %d samples and marks were held in memory and written then",
+			o.dbPath, res.Run.Name, status(res.Run), units.FormatDuration(res.DBWait.Seconds()), res.DBHeld)
 		if n := res.DBLost.Total(); n > 0 {
 			fmt.Fprintf(w, ", %d dropped unwritten to bound memory", n)
 		}
 		fmt.Fprintln(w)
 	case dbErr != nil && errors.Is(dbErr, storage.ErrLocked):
-		fmt.Fprintf(w, "  database    NOT RECORDED: %s stayed locked by another process for the whole %v; %d samples and marks held in memory are lost\n",
-			o.dbPath, res.DBWait.Round(time.Millisecond), res.DBLost.Total())
+		fmt.Fprintf(w, "  database    NOT RECORDED: %s stayed locked by another process for the whole %s; %d samples and marks held in memory are lost\n",
+			o.dbPath, units.FormatDuration(res.DBWait.Seconds()), res.DBLost.Total())
 	case dbErr != nil:
 		fmt.Fprintf(w, "  database    NOT RECORDED: %v\n", dbErr)
 	case res.LastDBErr != nil:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -53,8 +54,11 @@ func runRuns(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
+	var damaged *storage.CheckError
 	if o.check {
-		if err := db.Check(); err != nil {
+		if err := db.Check(); errors.As(err, &damaged) {
+			// Every run was checked: the table still lists them all.
+		} else if err != nil {
 			return err
 		}
 		n, err := db.Unsummarized()
@@ -72,19 +76,39 @@ func runRuns(o *runsOptions) error {
 		}
 		enc := json.NewEncoder(o.io.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil || damaged == nil {
+			return err
+		}
+		return damagedRuns(db.Path(), damaged)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintf(o.io.Out, "no runs in %s\n", db.Path())
 		return nil
 	}
 	printRuns(o.io.Out, runs)
+	if damaged != nil {
+		names := map[uint64]string{}
+		for _, r := range runs {
+			names[r.ID] = r.Name
+		}
+		for _, p := range damaged.Problems {
+			more := ""
+			if p.BadChunks > 1 {
+				more = fmt.Sprintf(" (%d damaged chunks)", p.BadChunks)
+			}
+			fmt.Fprintf(o.io.Out, "check: run %q: %v%s\n", names[p.ID], p.Err, more)
+		}
+		return damagedRuns(db.Path(), damaged)
+	}
 	if o.check {
-		// Check stops at the first damage, which fails the command: here
-		// every chunk of every run decoded.
 		fmt.Fprintf(o.io.Out, "check: all %d runs OK (every chunk decoded, every summary matched)\n", len(runs))
 	}
 	return nil
+}
+
+// damagedRuns is runs --check's verdict on a file with damaged runs.
+func damagedRuns(path string, e *storage.CheckError) error {
+	return fmt.Errorf("%s: %d of %d runs have problems (the others are OK): %w", path, len(e.Problems), e.Runs, errors.Join(e.Unwrap()...))
 }
 
 func status(r storage.Run) string {

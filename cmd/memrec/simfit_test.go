@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/recorder"
 )
@@ -89,6 +90,29 @@ func TestSimOOMsLikeAJob(t *testing.T) {
 		_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-clock", "fake", "--duration", "1s", "--tag", bad)
 		if code != 1 || !strings.Contains(errs, "--tag: tag "+bad) {
 			t.Errorf("%s: %d %s", bad, code, errs)
+		}
+	}
+}
+
+// TestCompareSuggestsTheFitOfItsRuns: compare --by's projection names the
+// fit that tries it: the simulated job's for runs of the simulator, the
+// user's command for any other, never a COMMAND the sim does not take.
+func TestCompareSuggestsTheFitOfItsRuns(t *testing.T) {
+	sim := map[string]string{"source": "sim"}
+	all := []analysis.RunSummary{{Run: "s1", Tags: sim, GPUs: 2}, {Run: "s2", Tags: sim, GPUs: 2}, {Run: "s3", Tags: sim, GPUs: 1},
+		{Run: "real", Tags: map[string]string{"batch_size": "8"}, GPUs: 8}}
+	for _, tc := range []struct {
+		tag  string
+		runs []string
+		want string
+	}{
+		{"batch_size", []string{"s1", "s2"}, "memrec fit --source sim --sim-gpus 2 --runs s1,s2"},
+		{"seq_len", []string{"s3", "s3"}, "memrec fit --source sim --by seq_len --runs s3,s3"},
+		{"batch_size", []string{"s1", "real"}, "memrec fit --by batch_size --runs s1,real -- COMMAND ... {}"},
+		{"batch_size", []string{"real"}, "memrec fit --by batch_size --runs real -- COMMAND ... {}"},
+	} {
+		if got := fitLine(tc.tag, tc.runs, all); got != tc.want {
+			t.Errorf("%s %v: %q, want %q", tc.tag, tc.runs, got, tc.want)
 		}
 	}
 }

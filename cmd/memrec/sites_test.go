@@ -38,7 +38,7 @@ func TestImportSnapshotAndSites(t *testing.T) {
 	}
 	// The state snapshot was taken 5 h after that run ended: not of the run.
 	if _, errs, code = run(t, db, "", "import", "--run", "real-resnet18-bs128", state); code != 1 ||
-		!strings.Contains(errs, "state-leak.pickle.gz was taken 4h57m2s after the run's end, more than 5m0s away: not a snapshot of this run (nothing was imported)") {
+		!strings.Contains(errs, "state-leak.pickle.gz was taken 4 h 57 min after the run's end, more than 5 min away: not a snapshot of this run (nothing was imported)") {
 		t.Errorf("import --run of a later snapshot: %d %q", code, errs)
 	}
 	// One taken a minute into the run is added: 30 blocks of 256 000 B.

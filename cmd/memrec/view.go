@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/viewer"
@@ -52,7 +53,7 @@ func runView(ctx context.Context, o *viewOptions) error {
 	src := viewer.NewDBSource(o.dbPath)
 	defer src.Close()
 	src.Built = func(run storage.Run, samples int64, took time.Duration) {
-		fmt.Fprintf(o.io.Err, "memrec: %s: %d samples summarised in %v\n", run.Name, samples, took.Round(time.Millisecond))
+		fmt.Fprintf(o.io.Err, "memrec: %s: %d samples summarised in %s\n", run.Name, samples, units.FormatDuration(took.Seconds()))
 	}
 	all, err := src.Runs()
 	locked := errors.Is(err, storage.ErrLocked)

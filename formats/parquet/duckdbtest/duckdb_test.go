@@ -22,7 +22,13 @@ import (
 // new database.
 func importFixture(t *testing.T, name string) (*storage.DB, storage.Run) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "..", "storage", "testdata", name+".jsonl.gz"))
+	return importFile(t, filepath.Join("..", "..", "..", "storage", "testdata", name+".jsonl.gz"), name)
+}
+
+// importFile imports the gzipped JSON Lines file path into a new database.
+func importFile(t *testing.T, path, name string) (*storage.DB, storage.Run) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
