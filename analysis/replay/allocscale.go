@@ -332,9 +332,9 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 // request for the shape (cuDNN takes the largest workspace among the
 // plans that fit in the free memory) may make others at the larger
 // value, and their segments, split by later requests, strand room the
-// replay does not know of. On MobileNetV3 at batch 3 232 the workspaces
-// were 4× those of batch 128 grown with the batch, and the replay without
-// Chosen put the limit 0.4 % above the batch that ran.
+// replay does not know of; without Chosen the replay can put the limit
+// above a batch that fails (see bench/README.md, "Figures behind the
+// code's constants").
 func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool) (float64, ReplayResult, bool) {
 	return s.FittingPlus(need, avail, nil, e, integer)
 }
