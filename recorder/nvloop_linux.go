@@ -7,7 +7,7 @@ package recorder
 // CPU than the same wait in Go, even as a raw system call on a locked
 // thread (bench/tools/cwake, bench/tools/wakecost), and in Go the scheduler
 // and its monitor thread wake with every tick too; sampling as a Go loop
-// costs more than this loop (bench/h200/h200_cpu.sh; the figures are in
+// costs more than this loop (bench/perf/h200_cpu.sh; the figures are in
 // bench/README.md, "Figures behind the code's constants"). Here the thread
 // never enters Go; Go wakes every drainEvery to move the readings on.
 

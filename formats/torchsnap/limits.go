@@ -41,7 +41,7 @@ type Limits struct {
 // 5 M values in all. The costliest value is an empty list (an object and
 // its stack slot); 5 M of them stay near memrec's soft heap limit
 // (GOMEMLIMIT), where ten times as many would not finish (see
-// bench/cpu/pickle_bombs.sh and bench/README.md, "Figures behind the
+// bench/perf/pickle_bombs.sh and bench/README.md, "Figures behind the
 // code's constants"). One string may be 1 MiB, all of them 64 MiB.
 // Python's recursion limit is 1 000 frames.
 var DefaultLimits = Limits{
