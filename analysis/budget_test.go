@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
@@ -13,47 +14,11 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
-// watchedRun writes jobmodel's H200 job on gpus GPUs of 80 GiB for steps
-// steps as a watched run: at every step's end a device sample and an
-// allocator sample whose torch line carries the budget of jobmodel.Split
-// (the truth), with the dtype, optimizer and autocast given. A rank per GPU.
-// As the probe does, the step's mark and its allocator sample share a time.
-func watchedRun(j jobmodel.Job, steps int, dtype, autocast string, watch bool) string {
-	var g gen
-	g.line(`{"type":"run","name":"w","host":"t","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"64"}}`, t0)
-	for i := 0; i < j.GPUs; i++ {
-		g.line(`{"type":"gpu","gpu":%d,"name":"Test GPU","total_bytes":%d}`, i, j.Total)
-	}
-	t := t0 + 1e9
-	for s := 0; s < steps; s++ {
-		t += 100e6
-		for gpu := 0; gpu < j.GPUs; gpu++ {
-			a, b := j.At(gpu, s, 1), j.Split(s, 1)
-			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":%d}`, t, s, gpu)
-			g.line(`{"type":"sample","t_ns":%d,"gpu":%d,"used_bytes":%d,"reserved_bytes":1000}`, t+1000, gpu, j.Used(gpu, s, 1, true))
-			budget := ""
-			if watch {
-				budget = fmt.Sprintf(`,"params_bytes":%d,"grads_bytes":%d,"optimizer_bytes":%d,"buffers_bytes":%d,"params":%d,"trainable":%d,"autocast":%s,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":%q`,
-					b.Params, b.Grads, b.State, b.Buffers, b.ParamCount, b.ParamCount, autocast, dtype)
-			}
-			g.line(`{"type":"torch","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":%d,"peak_allocated_bytes":%d,"segments":%d%s}`,
-				t, gpu, 100+gpu, gpu, a.Allocated, a.Reserved, a.Active, a.InactiveSplit, a.Peak, a.Segments, budget)
-		}
-	}
-	return g.b.String()
-}
-
-func testJob(gpus int) jobmodel.Job {
-	j := jobmodel.H200(gpus, 20)
-	j.Total = 80 * GiB
-	return j
-}
-
 // TestBudgetAtThePeakIsTheTruth checks every part of the budget against
 // the job model it was generated from, and that they add up to device used.
 func TestBudgetAtThePeakIsTheTruth(t *testing.T) {
-	j := testJob(2)
-	rep := analyzeJSONL(t, watchedRun(j, 30, "bfloat16", "false", true))["w"]
+	j := analysistest.Job(2)
+	rep := analyzeJSONL(t, analysistest.WatchedRun(j, 30, "bfloat16", "false", true))["w"]
 	const last = 29 // every step peaks alike: the budget is the last one's
 	for gpu, g := range rep.GPUs {
 		b := g.Budget
@@ -93,8 +58,8 @@ func TestBudgetAtThePeakIsTheTruth(t *testing.T) {
 // TestAdviceArithmetic checks each remedy's saving against its rule,
 // computed here from the job model, and the ranking.
 func TestAdviceArithmetic(t *testing.T) {
-	j := testJob(2)
-	rep := analyzeJSONL(t, watchedRun(j, 30, "float32", "false", true))["w"]
+	j := analysistest.Job(2)
+	rep := analyzeJSONL(t, analysistest.WatchedRun(j, 30, "float32", "false", true))["w"]
 	b := rep.GPUs[0].Budget
 	s := j.Split(29, 1)
 	act, n := j.Activations, s.ParamCount
@@ -169,8 +134,8 @@ func TestAdviceArithmetic(t *testing.T) {
 // guess a split, and says what it would need; with watch but no forward
 // seen, autocast is missing, not assumed off.
 func TestAdviceSaysWhatIsMissing(t *testing.T) {
-	j := testJob(1)
-	b := analyzeJSONL(t, watchedRun(j, 10, "float32", "false", false))["w"].GPUs[0].Budget
+	j := analysistest.Job(1)
+	b := analyzeJSONL(t, analysistest.WatchedRun(j, 10, "float32", "false", false))["w"].GPUs[0].Budget
 	if b.Watched {
 		t.Fatal("watched without budget fields")
 	}
@@ -187,7 +152,7 @@ func TestAdviceSaysWhatIsMissing(t *testing.T) {
 	}
 
 	var g strings.Builder
-	g.WriteString(strings.ReplaceAll(watchedRun(j, 10, "float32", "null", true), `,"autocast":null`, ""))
+	g.WriteString(strings.ReplaceAll(analysistest.WatchedRun(j, 10, "float32", "null", true), `,"autocast":null`, ""))
 	b = analyzeJSONL(t, g.String())["w"].GPUs[0].Budget
 	if !strings.Contains(strings.Join(b.Missing, " "), "whether autocast was on") {
 		t.Errorf("unknown autocast not reported missing: %q", b.Missing)
@@ -208,8 +173,8 @@ func TestAdviceSaysWhatIsMissing(t *testing.T) {
 // accumulation keeps the gradients through the later micro-batches, which
 // takes them off its saving.
 func TestGradientsFreedBeforeForward(t *testing.T) {
-	j := testJob(2)
-	run := strings.ReplaceAll(watchedRun(j, 30, "float32", "false", true), `"autocast":false`, `"autocast":false,"grads_at_forward":false`)
+	j := analysistest.Job(2)
+	run := strings.ReplaceAll(analysistest.WatchedRun(j, 30, "float32", "false", true), `"autocast":false`, `"autocast":false,"grads_at_forward":false`)
 	b := analyzeJSONL(t, run)["w"].GPUs[0].Budget
 	s := j.Split(29, 1)
 	act := j.Activations + s.Grads // the peak less parameters and state
@@ -235,9 +200,9 @@ func TestGradientsFreedBeforeForward(t *testing.T) {
 // remedies that act within a step (accumulation, autocast, checkpointing)
 // act on the rest only, and the batch that fits still counts all of it.
 func TestHeldBetweenStepsStays(t *testing.T) {
-	j := testJob(1)
+	j := analysistest.Job(1)
 	j.Held = 300 * MiB
-	b := analyzeJSONL(t, watchedRun(j, 30, "float32", "false", true))["w"].GPUs[0].Budget
+	b := analyzeJSONL(t, analysistest.WatchedRun(j, 30, "float32", "false", true))["w"].GPUs[0].Budget
 	act, inStep := j.Activations+j.Held, j.Activations
 	if a, _ := b.Part(budget.PartActivations); a != act || b.HeldBytes != j.Held {
 		t.Fatalf("activations %d of which held %d, want %d and %d", a, b.HeldBytes, act, j.Held)
@@ -284,7 +249,7 @@ func partDetail(b *budget.Budget, p budget.Part) (string, bool) {
 // activations by the batch, promises more.
 func TestAdviceFromTheNeedCurve(t *testing.T) {
 	const workspace, perSample = 1 * GiB, 64 * MiB
-	j := testJob(1)
+	j := analysistest.Job(1)
 	by, runs := byBatchOfWatchedRuns(t, j, workspace, perSample, nil)
 	if by.HelpRun != "b64" || by.Need == nil || by.Need.MarginalBytesPerUnit != perSample {
 		t.Fatalf("help of %q, curve %+v", by.HelpRun, by.Need)
@@ -309,7 +274,7 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 		}
 		delete(want, key)
 		if math.Abs(float64(r.SavedBytes)-w[0]) > 1 || r.FitsBatch == nil || *r.FitsBatch != w[1] || !strings.Contains(r.FitsWhy, "need curve of 3 runs") {
-			t.Errorf("%s: saves %d, batch %v (%s); want %.0f and %v", key, r.SavedBytes, deref(r.FitsBatch), r.FitsWhy, w[0], w[1])
+			t.Errorf("%s: saves %d, batch %v (%s); want %.0f and %v", key, r.SavedBytes, analysistest.Deref(r.FitsBatch), r.FitsWhy, w[0], w[1])
 		}
 	}
 	if len(want) > 0 {
@@ -328,8 +293,8 @@ func TestAdviceFromTheNeedCurve(t *testing.T) {
 // is found in the minute before it and, where that minute has none, from
 // the run's start, and none before the first.
 func TestBudgetBeforeLooksBack(t *testing.T) {
-	j := testJob(1)
-	db, run := openJSONL(t, watchedRun(j, 3, "float32", "false", true), "w")
+	j := analysistest.Job(1)
+	db, run := openJSONL(t, analysistest.WatchedRun(j, 3, "float32", "false", true), "w")
 	a := &gpuAnalysis{db: db, run: run, g: run.GPUs[0]}
 	var times []int64
 	it := db.BudgetSamples(run, 0, 100, storage.MinTime, storage.MaxTime)
@@ -358,9 +323,9 @@ func TestBudgetBeforeLooksBack(t *testing.T) {
 // rule: two more segments, grown with the batch, and the segments'
 // rounding beyond the peak, not AllocatorAllowance of it.
 func TestAdviceWithTheLargestSegment(t *testing.T) {
-	j := testJob(1)
+	j := analysistest.Job(1)
 	const seg = 640 * MiB // at the run's batch of 64
-	in := strings.ReplaceAll(watchedRun(j, 30, "float32", "false", true), `"segments":`, fmt.Sprintf(`"largest_segment_bytes":%d,"segments":`, int64(seg)))
+	in := strings.ReplaceAll(analysistest.WatchedRun(j, 30, "float32", "false", true), `"segments":`, fmt.Sprintf(`"largest_segment_bytes":%d,"segments":`, int64(seg)))
 	g := analyzeJSONL(t, in)["w"].GPUs[0]
 	b := g.Budget
 	if g.LargestSegmentBytes == nil || *g.LargestSegmentBytes != seg || g.MostSegments == nil || b == nil {
@@ -377,7 +342,7 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 		t.Fatalf("%v either way: the test does not tell the segments from the default", want)
 	}
 	if b.FitsBatch == nil || *b.FitsBatch != want {
-		t.Errorf("batch that fits %v, want %v (by the default share %v)", deref(b.FitsBatch), want, byShare)
+		t.Errorf("batch that fits %v, want %v (by the default share %v)", analysistest.Deref(b.FitsBatch), want, byShare)
 	}
 }
 
@@ -390,7 +355,7 @@ func byBatchOfWatchedRuns(t *testing.T, j jobmodel.Job, workspace, perSample int
 	for _, b := range []int64{16, 32, 64} {
 		j.Activations = workspace + perSample*b
 		name := fmt.Sprintf("b%d", b)
-		run := strings.Replace(watchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
+		run := strings.Replace(analysistest.WatchedRun(j, 30, "float32", "false", true), `"name":"w"`, `"name":"`+name+`"`, 1)
 		run = strings.Replace(run, `"batch_size":"64"`, fmt.Sprintf(`"batch_size":"%d"`, b), 1)
 		if more != nil {
 			run += more(b)
@@ -453,7 +418,7 @@ func traceLines(t *testing.T, tr storage.AllocTrace) string {
 // below the failure.
 func TestReplayCheckedByAFailure(t *testing.T) {
 	const workspace, perSample = 1 * GiB, 64 * MiB
-	j := testJob(1)
+	j := analysistest.Job(1)
 	s := j.Split(29, 1)
 	fixed := s.Params + s.Grads + j.Optimizer
 	by, runs := byBatchOfWatchedRuns(t, j, workspace, perSample, func(b int64) string {
@@ -503,7 +468,7 @@ func TestReplayCheckedByAFailure(t *testing.T) {
 // of every sample and fits more.
 func TestAdviceFromTheReplay(t *testing.T) {
 	const workspace, perSample = 1 * GiB, 64 * MiB
-	j := testJob(1)
+	j := analysistest.Job(1)
 	s := j.Split(29, 1)
 	by, _ := byBatchOfWatchedRuns(t, j, workspace, perSample, func(b int64) string {
 		return traceLines(t, stepsTrace(t, s.Params+s.Grads+j.Optimizer, workspace, perSample*b, 3, false))
@@ -540,9 +505,9 @@ func TestAdviceFromTheReplay(t *testing.T) {
 // model's unseen memory is constant); without any such pair the part is
 // not known and the budget says why.
 func TestBudgetUnseenNearThePeak(t *testing.T) {
-	j := testJob(1)
+	j := analysistest.Job(1)
 	const steps, kept = 30, 25 // device samples of the first kept steps only
-	full := watchedRun(j, steps, "bfloat16", "false", true)
+	full := analysistest.WatchedRun(j, steps, "bfloat16", "false", true)
 	keep := func(shift int64, upTo int) string {
 		var out []string
 		for _, l := range strings.Split(strings.TrimSpace(full), "\n") {

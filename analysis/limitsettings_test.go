@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/storage"
 )
@@ -39,13 +40,13 @@ func fragmentingBatch(b int64) storage.AllocTrace {
 // round2(6b) + 2·round2(4.5b) MiB in the room, expandable segments' the
 // largest with the 20 MiB pages under 9.5b MiB in it.
 func TestCompareByLimitPerSetting(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, b := range []int64{64, 128} {
 		tr := fragmentingBatch(b)
 		r, _ := replay.ReplayAllocator(tr.Ops, 0)
 		tracedRun(g, "b", "batch_size", b, tr, r.PeakAllocated)
 	}
-	by := byTagOf(t, g.b.String(), "batch_size", "b64", "b128")
+	by := byTagOf(t, g.String(), "batch_size", "b64", "b128")
 	if by.Basis != "allocator_replay" || len(by.LimitBySetting) != 1+len(replay.WhatIfSettings) {
 		t.Fatalf("basis %q, limits %+v: %v", by.Basis, by.LimitBySetting, by.leftOut)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/internal/fixtures"
@@ -155,11 +156,11 @@ func TestOOMCauseOnTheRealR18Run(t *testing.T) {
 // segments at batch b (fragmentingBatch), expandable segments the 20 MiB
 // pages under 9.5b.
 func TestAllocTraceWhatIf(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	tr := fragmentingBatch(64)
 	r, _ := replay.ReplayAllocator(tr.Ops, 0)
 	tracedRun(g, "b", "batch_size", 64, tr, r.PeakAllocated)
-	rep := analyzeJSONL(t, g.b.String())["b64"]
+	rep := analyzeJSONL(t, g.String())["b64"]
 	w := rep.GPUs[0].AllocTraceWhatIf
 	if len(w) != 1+len(replay.WhatIfSettings) || w[0].PeakReservedBytes != 15*64*MiB || w[1].PeakReservedBytes != (19*64*MiB/2+20*MiB-1)/(20*MiB)*(20*MiB) {
 		t.Errorf("what-ifs %+v", w)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
@@ -203,7 +204,7 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		}
 		if f := c.By.Failed; len(f) != 1 || f[0].Value != 7728 || len(c.By.Points) != 3 || *c.By.MaxFittingValueNoHeadroom != p ||
 			!strings.Contains(c.By.Statement, "ran out of memory at batch_size=7728") {
-			t.Errorf("with the OOM run: failed %+v, %d points, %v without headroom: %s", f, len(c.By.Points), deref(c.By.MaxFittingValueNoHeadroom), c.By.Statement)
+			t.Errorf("with the OOM run: failed %+v, %d points, %v without headroom: %s", f, len(c.By.Points), analysistest.Deref(c.By.MaxFittingValueNoHeadroom), c.By.Statement)
 		}
 	}
 }
@@ -261,7 +262,7 @@ func TestOOMsToldApartOnARealRun(t *testing.T) {
 	lim := fixtures.ReadTruth(t).Limits["r18"]
 	want := math.Floor(7728 * (137.28 + 1.04) / (137.28 + 2.89))
 	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || f.FitKind != FitUpperBound {
-		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", deref(f.FittingBatch), f.FitBasis, f.FitKind)
+		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", analysistest.Deref(f.FittingBatch), f.FitBasis, f.FitKind)
 	}
 	if b := *f.FittingBatch; math.Abs(b-want) > 1 || b >= 7728 || b < float64(lim.Largest) {
 		t.Fatalf("fitting batch at most %v, want %v from torch's figures; an upper bound of the largest that ran, %d, below the 7728 that failed", b, want, lim.Largest)
@@ -351,7 +352,7 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 		fixtures.LeakRun: fixtures.DeviceOnly(t, fixtures.LeakRun)})
 	g := reps["saw"].GPUs[0]
 	if g.InferredStepTimeS == nil || *g.InferredStepTimeS < 0.25 || *g.InferredStepTimeS > 0.255 {
-		t.Fatalf("inferred step time %v (%s), want 0.25 s to 0.255 s", deref(g.InferredStepTimeS), g.InferredStepBasis)
+		t.Fatalf("inferred step time %v (%s), want 0.25 s to 0.255 s", analysistest.Deref(g.InferredStepTimeS), g.InferredStepBasis)
 	}
 	for _, name := range []string{"plain-leak-bs64", fixtures.LeakRun + "-device"} {
 		if g := reps[name].GPUs[0]; g.InferredStepTimeS != nil {
@@ -370,7 +371,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
 	want := math.Floor(100 * 71.0 / 82.0 / (1 + replay.AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
-		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
+		t.Fatalf("fitting batch %v (%s), want %v from the step peak", analysistest.Deref(o.FittingBatch), o.FitBasis, want)
 	}
 	// With the largest segment measured (200 segments held: 400 MiB of
 	// rounding): 100 × (71 GiB − 400 MiB) / (82 GiB + 2 segments), the rule
@@ -381,7 +382,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding)
 		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+replay.StrandedSegments*seg))
 		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
-			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), deref(s.FittingBatch), want)
+			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), analysistest.Deref(s.FittingBatch), want)
 		}
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.
