@@ -9,6 +9,7 @@
 package analysistest
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -188,12 +189,23 @@ func Job(gpus int) jobmodel.Job {
 // runs, by name; a failure ends the test.
 func Analyze[R any](t testing.TB, data string, analyze func(*storage.DB, storage.Run) (R, error)) map[string]R {
 	t.Helper()
+	return AnalyzeFiles(t, map[string][]byte{"gen": []byte(data)}, analyze)
+}
+
+// AnalyzeFiles imports JSON Lines inputs (by file name) into one new
+// database and runs analyze on each run, by run name.
+func AnalyzeFiles[R any](t testing.TB, inputs map[string][]byte, analyze func(*storage.DB, storage.Run) (R, error)) map[string]R {
+	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(data)}}, storage.ImportOptions{})
+	var srcs []storage.Source
+	for name, data := range inputs {
+		srcs = append(srcs, storage.Source{Name: name, R: bytes.NewReader(data)})
+	}
+	runs, err := db.Import(srcs, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
