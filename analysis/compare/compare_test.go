@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
@@ -35,7 +36,7 @@ func TestFitByBatchSizeExact(t *testing.T) {
 	g := &analysistest.Gen{}
 	batchRuns(g, []int{16, 32, 64, 96}, func(b int) string { return strconv.Itoa(b) })
 	reps := analyzeJSONL(t, g.String())
-	c, err := Compare([]*Report{reps["bs16"], reps["bs32"], reps["bs64"], reps["bs96"]}, "bs32", "time")
+	c, err := Compare([]*analysis.Report{reps["bs16"], reps["bs32"], reps["bs64"], reps["bs96"]}, "bs32", "time")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestFitByNonNumericTag(t *testing.T) {
 		return strconv.Itoa(b)
 	})
 	reps := analyzeJSONL(t, g.String())
-	c, _ := Compare([]*Report{reps["bs16"], reps["bs32"]}, "", "")
+	c, _ := Compare([]*analysis.Report{reps["bs16"], reps["bs32"]}, "", "")
 	err := FitByTag(c, "batch_size", 0.05)
 	if !errors.Is(err, ErrTagNotNumber) || !strings.Contains(err.Error(), `run "bs32" has batch_size="big"`) {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	g.Train("leaky", leaky)
 	g.Train("nomarks", analysistest.Train{GPUs: 1, Epochs: 3, StepsPerEpoch: 40, StepNS: 100e6, NoMarks: true})
 	reps := analyzeJSONL(t, g.String())
-	c, err := Compare([]*Report{reps["clean"], reps["leaky"], reps["nomarks"]}, "", "step")
+	c, err := Compare([]*analysis.Report{reps["clean"], reps["leaky"], reps["nomarks"]}, "", "step")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	if o := reps["p64"].GPUs[0].NearLimitOverhead; o != nil {
 		t.Fatalf("a run far from the limit measured %v", *o)
 	}
-	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
+	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":1,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
 	oom := analyzeJSONL(t, o.String())["oom"]
-	c, err = Compare([]*Report{reps["p32"], reps["p64"], oom}, "", "")
+	c, err = Compare([]*analysis.Report{reps["p32"], reps["p64"], oom}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
 	reps := analyzeJSONL(t, g.String()+o.String())
 	fit := func(names ...string) *ByTag {
-		var rs []*Report
+		var rs []*analysis.Report
 		for _, n := range names {
 			rs = append(rs, reps[n])
 		}
@@ -279,17 +280,17 @@ func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
 		return o.String()
 	}
 	reps := analyzeJSONL(t, g.String()+run("full", 79*GiB)+run("crash", 776*GiB/10))
-	if !RanOutOfMemory(reps["full"]) || RanOutOfMemory(reps["crash"]) || RanOutOfMemory(reps["p32"]) {
-		t.Fatalf("ran out of memory: full %v, crash %v, p32 %v", RanOutOfMemory(reps["full"]), RanOutOfMemory(reps["crash"]), RanOutOfMemory(reps["p32"]))
+	if !analysis.RanOutOfMemory(reps["full"]) || analysis.RanOutOfMemory(reps["crash"]) || analysis.RanOutOfMemory(reps["p32"]) {
+		t.Fatalf("ran out of memory: full %v, crash %v, p32 %v", analysis.RanOutOfMemory(reps["full"]), analysis.RanOutOfMemory(reps["crash"]), analysis.RanOutOfMemory(reps["p32"]))
 	}
-	if _, failed := FailedBeforeAStep(reps["full"]); failed {
+	if _, failed := analysis.FailedBeforeAStep(reps["full"]); failed {
 		t.Error("the full GPU's run counted as a crash")
 	}
-	if code, failed := FailedBeforeAStep(reps["crash"]); !failed || code != 1 {
+	if code, failed := analysis.FailedBeforeAStep(reps["crash"]); !failed || code != 1 {
 		t.Errorf("the crash: failed %v, code %d", failed, code)
 	}
 	fit := func(last string) *Comparison {
-		c, err := Compare([]*Report{reps["p32"], reps["p64"], reps[last]}, "", "")
+		c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps[last]}, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +318,7 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64, 128})
 	reps := analyzeJSONL(t, g.String())
-	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
+	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,9 +386,9 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 	}
 	reps := analyzeJSONL(t, g.String())
 	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != int64(64*segMiB*MiB) || s.MostSegments == nil || *s.MostSegments != 12 {
-		t.Fatalf("largest segment %v, most segments %v", deref64(s.LargestSegmentBytes), deref64(s.MostSegments))
+		t.Fatalf("largest segment %v, most segments %v", analysistest.Deref(s.LargestSegmentBytes), analysistest.Deref(s.MostSegments))
 	}
-	c, err := Compare([]*Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
+	c, err := Compare([]*analysis.Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,6 +445,6 @@ func TestLargestSegmentsOfProcessesSharingAGPU(t *testing.T) {
 	}
 	r := analyzeJSONL(t, g.String())["ddp"].GPUs[0]
 	if r.LargestSegmentBytes == nil || *r.LargestSegmentBytes != 3*150*MiB || r.MostSegments == nil || *r.MostSegments != 6 {
-		t.Fatalf("largest segments %v, most segments %v; want 450 MiB and 6", deref64(r.LargestSegmentBytes), deref64(r.MostSegments))
+		t.Fatalf("largest segments %v, most segments %v; want 450 MiB and 6", analysistest.Deref(r.LargestSegmentBytes), analysistest.Deref(r.MostSegments))
 	}
 }

@@ -1,9 +1,10 @@
-package analysis
+package compare
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/internal/fixtures"
 )
@@ -21,7 +22,7 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 			inputs[f] = fixtures.Read(t, f)
 		}
 		reps := importFixtures(t, inputs)
-		var list []*Report
+		var list []*analysis.Report
 		for _, r := range reps {
 			list = append(list, r)
 		}

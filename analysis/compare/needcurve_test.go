@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 )
@@ -38,7 +39,7 @@ func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64
 func byTagOf(t *testing.T, jsonl, tag string, names ...string) *ByTag {
 	t.Helper()
 	reps := analyzeJSONL(t, jsonl)
-	var list []*Report
+	var list []*analysis.Report
 	for _, n := range names {
 		list = append(list, reps[n])
 	}

@@ -1,10 +1,11 @@
-package analysis
+package compare
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 )
@@ -20,7 +21,7 @@ func TestFitByHugeTagRefused(t *testing.T) {
 		return "1e308"
 	})
 	reps := analyzeJSONL(t, g.String())
-	c, _ := Compare([]*Report{reps["bs16"], reps["bs32"]}, "", "")
+	c, _ := Compare([]*analysis.Report{reps["bs16"], reps["bs32"]}, "", "")
 	err := FitByTag(c, "batch_size", 0.05)
 	if !errors.Is(err, ErrTagOutOfRange) || !strings.Contains(err.Error(), `run "bs16" has batch_size="-1e308": beyond ±2^53`) || c.By != nil {
 		t.Fatalf("error %v, fit %+v", err, c.By)

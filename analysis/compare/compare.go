@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
@@ -23,7 +24,7 @@ type Comparison struct {
 	Notes    []string     `json:"notes,omitempty"`
 	By       *ByTag       `json:"by_tag,omitempty"`
 	// Reports are the analyses compared, for the charts.
-	Reports []*Report `json:"-"`
+	Reports []*analysis.Report `json:"-"`
 }
 
 // RunSummary is one run's figures: its worst GPU's (highest peak, steepest
@@ -182,7 +183,7 @@ type TagPoint struct {
 }
 
 // Summarize reduces a report to the figures compared.
-func Summarize(rep *Report) RunSummary {
+func Summarize(rep *analysis.Report) RunSummary {
 	s := RunSummary{Run: rep.Run, Tags: rep.Tags, GPUs: len(rep.GPUs), LeakVerdict: growth.VerdictInsufficient, LeakKind: growth.VerdictInsufficient, StepTimeS: rep.StepTimeS, Hosts: len(rep.Hosts)}
 	if w := rep.Worst; w != nil {
 		s.WorstLabel, s.WorstReason = w.Label, w.Reason
@@ -281,7 +282,7 @@ var (
 // the first), align is "" (step), step, epoch or time. Runs that differ in
 // GPU count or marks are compared on what they share, and the notes say
 // what they do not.
-func Compare(reps []*Report, baseline string, align Align) (*Comparison, error) {
+func Compare(reps []*analysis.Report, baseline string, align Align) (*Comparison, error) {
 	if len(reps) == 0 {
 		return nil, ErrNothingToCompare
 	}
@@ -543,7 +544,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 		if math.Abs(v) > replay.MaxTagValue {
 			return false, fmt.Errorf("run %q has %s=%q: %w", r.Run, by.Tag, raw, ErrTagOutOfRange)
 		}
-		if FatalOOM(r) {
+		if analysis.FatalOOM(r) {
 			f := TagFailure{Run: r.Run, Value: v}
 			for _, g := range r.GPUs {
 				if g.AllocTrace != nil && replay.LastFailed(g.AllocTrace.Ops) >= 0 {
@@ -553,13 +554,15 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 			by.Failed = append(by.Failed, f)
 			continue
 		}
-		if code, failed := exitBeforeAStep(r); failed { // out of memory where a GPU was full (RanOutOfMemory)
-			if full := FullGPU(r); full != "" {
-				by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
-				by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step with no OOM mark but its GPU full (%s in use): counted as out of memory (an allocation outside PyTorch's allocator, such as cuBLAS's, failed)", r.Run, code, full))
-			} else {
-				by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step, without running out of memory: its peak is not a step's; left out of the fit", r.Run, code))
-			}
+		code, crashed := analysis.FailedBeforeAStep(r)
+		if crashed {
+			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step, without running out of memory: its peak is not a step's; left out of the fit", r.Run, code))
+			continue
+		}
+		if analysis.RanOutOfMemory(r) { // not a fatal OOM (above): it exited before its first step with a GPU full
+			full := analysis.FullGPU(r)
+			by.Failed = append(by.Failed, TagFailure{Run: r.Run, Value: v})
+			by.leftOut = append(by.leftOut, fmt.Sprintf("run %q exited %d before its first step with no OOM mark but its GPU full (%s in use): counted as out of memory (an allocation outside PyTorch's allocator, such as cuBLAS's, failed)", r.Run, code, full))
 			continue
 		}
 		s := Summarize(r)
@@ -694,7 +697,7 @@ func (by *ByTag) advise(c *Comparison) {
 	var value float64
 	for _, r := range c.Reports {
 		v, _ := strconv.ParseFloat(r.Tags[by.Tag], 64)
-		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !RanOutOfMemory(r) && (best == nil || v > value) {
+		if s := Summarize(r); s.Budget != nil && s.Budget.Watched && !analysis.RanOutOfMemory(r) && (best == nil || v > value) {
 			best, bestRun, value = s.Budget, r.Run, v
 		}
 	}
@@ -753,3 +756,11 @@ func (by *ByTag) statement() string {
 		return "the GPU's total memory is unknown: no limit can be projected"
 	}
 }
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func f64(v float64) *float64 { return &v }
+
+func i64(v int64) *int64 { return &v }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

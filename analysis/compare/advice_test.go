@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
@@ -73,7 +74,7 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 	g := analyzeJSONL(t, in)["w"].GPUs[0]
 	b := g.Budget
 	if g.LargestSegmentBytes == nil || *g.LargestSegmentBytes != seg || g.MostSegments == nil || b == nil {
-		t.Fatalf("largest segment %v, most segments %v, budget %v", deref64(g.LargestSegmentBytes), deref64(g.MostSegments), b)
+		t.Fatalf("largest segment %v, most segments %v, budget %v", analysistest.Deref(g.LargestSegmentBytes), analysistest.Deref(g.MostSegments), b)
 	}
 	s := j.Split(29, 1)
 	unseen, _ := b.Part(budget.PartUnseen) // one GPU: no NCCL buffers
@@ -93,9 +94,9 @@ func TestAdviceWithTheLargestSegment(t *testing.T) {
 // byBatchOfWatchedRuns is compare --by batch_size of three watched runs
 // of j at batches 16, 32 and 64 whose activations are workspace and
 // perSample a sample, each with the lines more(b) appends (nil: none).
-func byBatchOfWatchedRuns(t *testing.T, j jobmodel.Job, workspace, perSample int64, more func(b int64) string) (*ByTag, []*Report) {
+func byBatchOfWatchedRuns(t *testing.T, j jobmodel.Job, workspace, perSample int64, more func(b int64) string) (*ByTag, []*analysis.Report) {
 	t.Helper()
-	var runs []*Report
+	var runs []*analysis.Report
 	for _, b := range []int64{16, 32, 64} {
 		j.Activations = workspace + perSample*b
 		name := fmt.Sprintf("b%d", b)
