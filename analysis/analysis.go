@@ -139,7 +139,7 @@ type GPUReport struct {
 	MostSegments *int64 `json:"most_segments,omitempty"`
 	// MostInactiveSplitBytes is the most free room the GPU's allocators
 	// held inside split segments at once (inactive_split_bytes);
-	// traceless.go reads it.
+	// compare's traceless.go reads it.
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
 	// AllocTrace is the allocator trace of the GPU's one process
 	// (MEMREC_ALLOC_TRACE), which compare --by replays; nil where there is
