@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Analyze reads a run from the store and analyses every GPU. It streams
@@ -24,7 +25,7 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 	if opts.Budget == nil {
 		opts.Budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
 	}
-	marks, err := loadMarks(db, run, storage.NewAllocTraceSet(opts.Budget))
+	marks, err := loadMarks(db, run, opts.Budget, storage.NewAllocTraceSet(opts.Budget))
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +61,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 			if i := slices.Index(rep.Notes, noEpochMarks); i >= 0 {
 				rep.Notes[i] = noEpochMarksInferred
 			}
+		}
+		if g.SiteRowsLeftOut > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d site rows left out of the analysis (the snapshots from the first of them on are not seen): %v",
+				g.Label(), g.SiteRowsLeftOut, g.sitesLeftOutWhy))
 		}
 		if g.InconsistentSamples > 0 {
 			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)
@@ -135,6 +140,9 @@ func runNotes(run storage.Run, marks *markIndex) []string {
 	if marks.traceErr != nil {
 		notes = append(notes, "an allocator trace is left out: "+marks.traceErr.Error())
 	}
+	if n := marks.leftOutNote(); n != "" {
+		notes = append(notes, n)
+	}
 	return notes
 }
 
@@ -167,6 +175,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 				}
 			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			if err == nil {
+				gr.Counters, err = allocatorCounters(db, run, g.Index, seriesOf(series, g.Index).torchPIDs, gr, marks.warm, wire.Counters(wire.TorchFields))
+			}
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()

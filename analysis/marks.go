@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/units"
@@ -37,6 +38,9 @@ type markIndex struct {
 	traceErr error
 	endNS    int64
 	warm     growth.Warmup // where the run's warm-up ends (runWarmup)
+	// leftOut counts the marks not kept, past the budget; leftErr says why.
+	leftOut int
+	leftErr error
 }
 
 type epochSpan struct {
@@ -46,25 +50,42 @@ type epochSpan struct {
 }
 
 // loadMarks reads a run's marks; the pieces of allocator traces go to
-// traces, and are decoded at the end (nil: they are not read).
-func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (*markIndex, error) {
+// traces, and are decoded at the end (nil: they are not read). Every mark
+// kept other than a step, and every epoch, is taken from budget first:
+// past it they are counted (leftOut) and not kept, so no number or size
+// of marks makes the index grow past the command's budget. Steps are kept
+// apart, 8 bytes each (growth.Steps).
+func loadMarks(db *storage.DB, run storage.Run, budget *storage.DecodeBudget, traces *storage.AllocTraceSet) (*markIndex, error) {
 	mi := &markIndex{steps: map[int]*growth.Steps{}, endNS: run.EndNS}
 	it := db.Marks(run, storage.MinTime, storage.MaxTime)
 	starts := map[int]int64{}
+	keep := func(n int64) bool {
+		if mi.leftOut > 0 {
+			mi.leftOut++ // once past, later marks are left out too, whatever their size
+			return false
+		}
+		if err := budget.Take(n, "the run's marks"); err != nil {
+			mi.leftOut, mi.leftErr = 1, err
+			return false
+		}
+		return true
+	}
 	for it.Next() {
 		m := it.At()
 		switch m.Kind {
 		case wire.MarkEpochStart:
 			if m.Epoch != storage.None {
-				if _, ok := starts[m.Epoch]; !ok {
+				if _, ok := starts[m.Epoch]; !ok && keep(epochCost) {
 					starts[m.Epoch] = m.T
 				}
 			}
+			continue
 		case wire.MarkEpochEnd:
 			if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
 				mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
 				delete(starts, m.Epoch)
 			}
+			continue
 		case wire.MarkStep:
 			steps, ok := mi.steps[m.Rank]
 			if !ok {
@@ -80,10 +101,22 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 			}
 			continue
 		case wire.MarkProbe:
-			if m.Text != "" && !slices.Contains(mi.probe, m.Text) {
+			if m.Text != "" && len(mi.probe) < maxProbeNotes && !slices.Contains(mi.probe, m.Text) && keep(int64(len(m.Text))+16) {
 				mi.probe = append(mi.probe, m.Text)
 			}
 			continue
+		}
+		copies := int64(1) // other
+		if m.Kind == wire.MarkOOM || m.Kind == wire.MarkEvent {
+			copies++ // events
+		}
+		if m.Kind == wire.MarkOOM {
+			copies++ // ooms
+		}
+		if !keep(copies*markCost + int64(len(m.Text))) {
+			continue
+		}
+		switch m.Kind {
 		case wire.MarkOOM:
 			mi.ooms = append(mi.ooms, m)
 			mi.events = append(mi.events, m)
@@ -93,9 +126,7 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 			e := m
 			mi.exit = &e
 		}
-		if m.Kind != wire.MarkEpochStart && m.Kind != wire.MarkEpochEnd {
-			mi.other = append(mi.other, m)
-		}
+		mi.other = append(mi.other, m)
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
@@ -113,6 +144,31 @@ func loadMarks(db *storage.DB, run storage.Run, traces *storage.AllocTraceSet) (
 	}
 	mi.warm = w
 	return mi, nil
+}
+
+// What keeping a mark costs the budget: its struct in each slice that
+// holds it (its text is shared), and an epoch's span with its entry in
+// the map of open epochs. The slices grow by doubling, so what they hold
+// at once is up to twice this; the budget leaves room for it under the
+// heap bound.
+const (
+	markCost  = int64(unsafe.Sizeof(storage.Mark{}))
+	epochCost = int64(unsafe.Sizeof(epochSpan{})) + 16
+	// maxProbeNotes bounds the probe's distinct notes about itself; a
+	// probe sends a handful.
+	maxProbeNotes = 16
+)
+
+// leftOutNote says how many marks were left out of the analysis, and why.
+func (mi *markIndex) leftOutNote() string {
+	if mi.leftOut == 0 {
+		return ""
+	}
+	what := fmt.Sprintf("%d marks", mi.leftOut)
+	if mi.leftOut == 1 {
+		what = "1 mark"
+	}
+	return fmt.Sprintf("%s left out of the analysis (events, OOMs and epochs after them are not seen): %v", what, mi.leftErr)
 }
 
 // runWarmup is where the run's warm-up ends: at the end of its first epoch

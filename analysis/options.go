@@ -12,10 +12,11 @@ type Options struct {
 	// second time). It must be safe for concurrent use: GPUs are analysed
 	// side by side.
 	Lines Lines
-	// Budget bounds what decoding the run's allocator traces takes; a
-	// command that analyses several runs passes them one budget (nil: one
-	// of storage.DefaultDecodeBudget for this run alone). Traces past it
-	// are left out, and a note says so.
+	// Budget bounds what reading the run keeps beyond its samples: its
+	// allocator traces decoded, its marks other than steps, its site
+	// snapshots. A command passes one budget to everything it reads, all
+	// its runs (nil: one of storage.DefaultDecodeBudget for this run
+	// alone). What is past it is left out, and a note says so.
 	Budget *storage.DecodeBudget
 }
 

@@ -135,6 +135,10 @@ type GPUReport struct {
 	// held inside split segments at once (inactive_split_bytes);
 	// compare's traceless.go reads it.
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
+	// SiteRowsLeftOut counts the site rows not read, past the command's
+	// decoding budget (SiteRowsLeftOutWhy says why); 0 when none.
+	SiteRowsLeftOut int `json:"site_rows_left_out,omitempty"`
+	sitesLeftOutWhy error
 	// AllocTrace is the allocator trace of the GPU's one process
 	// (MEMREC_ALLOC_TRACE), which compare --by replays; nil where there is
 	// none or several processes sent one. AllocTraceRequests counts its
@@ -148,8 +152,11 @@ type GPUReport struct {
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
-	InconsistentSamples int64     `json:"inconsistent_allocator_samples,omitempty"`
-	Processes           []Process `json:"processes,omitempty"`
+	InconsistentSamples int64 `json:"inconsistent_allocator_samples,omitempty"`
+	// Counters are the allocator's event counters (wire.TorchFields' rows
+	// with a Stat) over the GPU: counters.go. Nil without allocator samples.
+	Counters  []Counter `json:"counters,omitempty"`
+	Processes []Process `json:"processes,omitempty"`
 	// Where holds the GPU's memory by allocation site; nil without site
 	// snapshots.
 	Where *sites.Where `json:"where,omitempty"`

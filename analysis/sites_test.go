@@ -1,12 +1,14 @@
 package analysis
 
 import (
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/sites"
@@ -197,7 +199,7 @@ func TestSitesBands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := SitesInput(db, run, 0)
+	in, err := SitesInput(db, run, 0, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,5 +235,108 @@ func TestSitesBands(t *testing.T) {
 	}
 	if b := s.Bands(storage.MinTime, ts[0], 3); b != nil {
 		t.Errorf("bands before the first snapshot: %+v", b)
+	}
+}
+
+// TestSiteRowsTakenFromTheBudgetAtTheBound reads a GPU's site snapshots
+// with a budget of exactly what keeping them costs, one byte less, and
+// nothing beyond the marks: at the bound every snapshot is kept; one byte
+// short the last is left out whole and its rows counted; with nothing left
+// for rows every row is counted. Analyze says so in one note and in
+// site_rows_left_out. The rows of each snapshot are counted from the
+// store, not from the reader.
+func TestSiteRowsTakenFromTheBudgetAtTheBound(t *testing.T) {
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(15, 16))}
+	g.Train("leak", analysistest.Train{GPUs: 1, Epochs: 4, StepsPerEpoch: 20, StepNS: 100e6, Leak: []int64{4 * MiB}, Sites: true})
+	db, run := importRun(t, g.String())
+	series, err := db.Series(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perT := map[int64]int{}
+	var total int
+	var last int64
+	for _, s := range series {
+		if s.Kind != storage.SeriesSites || s.GPU != 0 {
+			continue
+		}
+		it := db.SiteSamples(run, 0, s.PID, run.StartNS, run.EndNS+1)
+		for it.Next() {
+			r := it.At()
+			perT[r.T]++
+			total++
+			last = max(last, r.T)
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(perT) != 4 {
+		t.Fatalf("%d snapshots in the store, want 4", len(perT))
+	}
+
+	big := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	in, err := SitesInput(db, run, 0, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := big.Used()
+	if _, err := sites.ReadSites(db, run, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	rows := big.Used() - marks
+	if min := int64(total) * int64(unsafe.Sizeof(storage.SiteSample{})); rows < min {
+		t.Fatalf("%d rows took %d bytes, less than their structs' %d", total, rows, min)
+	}
+	whole := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	if _, err := Analyze(db, run, Options{Budget: whole}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		short      int64 // bytes below what keeping every row costs
+		snaps, out int
+	}{
+		{"at the bound", 0, 4, 0},
+		{"one byte short", 1, 3, perT[last]},
+		{"nothing for rows", rows, 0, total},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := SitesInput(db, run, 0, storage.NewDecodeBudget(marks+rows-c.short))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := sites.ReadSites(db, run, 0, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo := s.LeftOut()
+			if s.Len() != c.snaps || lo.Rows != c.out || (c.out > 0) != errors.Is(lo.Err, storage.ErrDecodeBudget) {
+				t.Errorf("ReadSites: %d snapshots, %d rows left out (%v); want %d, %d", s.Len(), lo.Rows, lo.Err, c.snaps, c.out)
+			}
+
+			rep, err := Analyze(db, run, Options{Budget: storage.NewDecodeBudget(whole.Used() - c.short)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr := rep.GPUs[0]
+			snaps := 0
+			if gr.Where != nil {
+				snaps = gr.Where.Snapshots
+			}
+			var notes []string
+			for _, n := range rep.Notes {
+				if strings.Contains(n, "site rows left out") {
+					notes = append(notes, n)
+				}
+			}
+			wantNotes := 0
+			if c.out > 0 {
+				wantNotes = 1
+			}
+			if snaps != c.snaps || gr.SiteRowsLeftOut != c.out || len(notes) != wantNotes {
+				t.Errorf("Analyze: %d snapshots, %d rows left out, notes %q; want %d, %d and %d note", snaps, gr.SiteRowsLeftOut, notes, c.snaps, c.out, wantNotes)
+			}
+		})
 	}
 }

@@ -19,9 +19,15 @@ func (a *gpuAnalysis) where() error {
 	for i, o := range a.gr.OOMs {
 		ooms[i] = o.TNS
 	}
-	w, holders, err := sites.Find(a.db, a.run, a.g.Index, a.sitePIDs, a.sitesInput(), ooms)
-	if err != nil || w == nil {
+	w, holders, left, err := sites.Find(a.db, a.run, a.g.Index, a.sitePIDs, a.sitesInput(), ooms)
+	if err != nil {
 		return err
+	}
+	if left.Rows > 0 {
+		a.gr.SiteRowsLeftOut, a.gr.sitesLeftOutWhy = left.Rows, left.Err
+	}
+	if w == nil {
+		return nil
 	}
 	a.gr.Where = w
 	if l := &a.gr.Leak; l.IsLeak() && len(w.Growing) > 0 {
@@ -37,23 +43,29 @@ func (a *gpuAnalysis) where() error {
 }
 
 func (a *gpuAnalysis) sitesInput() sites.Input {
-	return sites.Input{Steps: a.steps, EpochAt: a.mi.epochAt, Warm: a.mi.warm, Leak: a.gr.Leak}
+	return sites.Input{Steps: a.steps, EpochAt: a.mi.epochAt, Warm: a.mi.warm, Leak: a.gr.Leak, Budget: a.opts.Budget}
 }
 
 // SitesInput is what package sites needs to place one GPU's snapshots of
 // a run outside Analyze (sites.ReadSites, sites.SiteSnapshots): the
 // steps of the rank on the GPU, the epochs and the warm-up, from the
-// run's marks. It has no leak verdict.
-func SitesInput(db *storage.DB, run storage.Run, gpu int) (sites.Input, error) {
+// run's marks. It has no leak verdict. The marks it keeps are taken from
+// budget, and the Input carries budget on to the snapshots' rows: a
+// command passes one for all it reads (nil: one of
+// storage.DefaultDecodeBudget for this read alone).
+func SitesInput(db *storage.DB, run storage.Run, gpu int, budget *storage.DecodeBudget) (sites.Input, error) {
+	if budget == nil {
+		budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
 	series, err := db.Series(run)
 	if err != nil {
 		return sites.Input{}, err
 	}
-	mi, err := loadMarks(db, run, nil)
+	mi, err := loadMarks(db, run, budget, nil)
 	if err != nil {
 		return sites.Input{}, err
 	}
-	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}}
+	a := &gpuAnalysis{db: db, run: run, g: storage.GPU{Index: gpu}, mi: mi, gr: &GPUReport{}, opts: Options{Budget: budget}}
 	for _, s := range series {
 		if s.GPU == gpu && s.Kind == storage.SeriesTorch {
 			a.torchPIDs = append(a.torchPIDs, s.PID)
@@ -63,3 +75,7 @@ func SitesInput(db *storage.DB, run storage.Run, gpu int) (sites.Input, error) {
 	a.steps = mi.stepsFor(a.rank())
 	return a.sitesInput(), nil
 }
+
+// SiteRowsLeftOutWhy is why SiteRowsLeftOut rows were left out (it wraps
+// storage.ErrDecodeBudget); nil when none were.
+func (g *GPUReport) SiteRowsLeftOutWhy() error { return g.sitesLeftOutWhy }

@@ -76,7 +76,9 @@ func Window(db *storage.DB, run storage.Run, from, to Bound) (storage.Run, error
 	needMarks := from.Kind == BoundEpoch || from.Kind == BoundStep || to.Kind == BoundEpoch || to.Kind == BoundStep
 	if needMarks {
 		var err error
-		if mi, err = loadMarks(db, run, nil); err != nil {
+		// The index is let go when Window returns, before any analysis
+		// reads the run: a budget of its own bounds it.
+		if mi, err = loadMarks(db, run, storage.NewDecodeBudget(storage.DefaultDecodeBudget), nil); err != nil {
 			return run, err
 		}
 	}

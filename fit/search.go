@@ -30,6 +30,10 @@ type Options struct {
 	// Grace is how long a trial has to exit after it is asked to, before
 	// its process group is killed.
 	Grace time.Duration
+	// Budget bounds what analysing the given runs and every trial keeps,
+	// together: their reports are all kept to the end (nil: one of
+	// storage.DefaultDecodeBudget for the search).
+	Budget *storage.DecodeBudget
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -103,6 +107,9 @@ type Search struct {
 // New starts a search in db, each trial launched by launch. Its id is
 // opt.ID, else fit- and the time it starts.
 func New(db *storage.DB, opt Options, launch Launcher) *Search {
+	if opt.Budget == nil {
+		opt.Budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
 	s := &Search{opt: opt, db: db, launch: launch, start: time.Now(), lo: math.NaN(), hi: math.NaN()}
 	s.res = Result{ID: opt.ID, By: opt.By, Steps: opt.Steps, Headroom: opt.Headroom}
 	if s.res.ID == "" {

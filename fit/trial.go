@@ -162,7 +162,7 @@ func (s *Search) record(ctx context.Context, t *Trial) (*analysis.Report, error)
 	t.Steps, t.Ranks, t.OOMMarks = w.counts()
 	var rep *analysis.Report
 	if run, err := s.db.Run(t.Run); err == nil {
-		if rep, err = analysis.Analyze(s.db, run, analysis.Options{}); err == nil {
+		if rep, err = analysis.Analyze(s.db, run, analysis.Options{Budget: s.opt.Budget}); err == nil {
 			t.StepPeakBytes = stepPeak(rep)
 			t.ReservedBytes, t.AllocRetries = heldBy(rep)
 		}

@@ -73,9 +73,31 @@ func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.it.lo : b.it.lo+l
 // that needs every field: converted in one loop, not one call at a time
 // through an iterator. The block must be of TorchBlocks.
 func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
-	dst = slices.Grow(dst, len(b.t)) // once: grown by appends it is copied a dozen times
-	for i := range b.t {
-		dst = append(dst, torchSchema.get(b.it.d, b.it.lo+i, b.it.key))
+	n, k := len(b.t), b.it.key
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n] // once: grown by appends it is copied a dozen times
+	rows := dst[start:]
+	// The fields of torchSchema.get, read column by column (slices of
+	// the block's length, so the loop checks no bounds) rather than
+	// through a call a sample.
+	col := func(c int) []int64 { return b.Ints(c)[:len(rows)] }
+	ts, rank, alloc, res, act := b.t[:len(rows)], col(0), col(1), col(2), col(3)
+	split, peak, segs, retries, ooms := col(4), col(5), col(6), col(7), col(8)
+	for i := range rows {
+		rows[i] = TorchSample{T: ts[i], GPU: k.gpu, PID: k.pid, Rank: optDecode(rank[i]),
+			Allocated: alloc[i], Reserved: res[i], Active: act[i] + alloc[i], InactiveSplit: split[i],
+			PeakAllocated: peak[i], Segments: segs[i], AllocRetries: retries[i], OOMs: ooms[i]}
+	}
+	if len(b.it.d.Ints) > 9 {
+		for i, v := range col(9) {
+			rows[i].LargestSegment = v
+		}
+	}
+	for j := torchTail; j < len(b.it.d.Ints); j++ {
+		f := torchTailFields[j-torchTail]
+		for i, v := range col(j) {
+			f.Set(&rows[i], v)
+		}
 	}
 	return dst
 }

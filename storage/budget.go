@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/memrec/memrec/storage/internal/chunk"
 	"github.com/memrec/memrec/storage/wire"
@@ -55,7 +56,23 @@ var budgetSchema = rowSchema[BudgetSample]{
 		if s.Autocast > AutocastOn || s.GradsAtForward > wire.FlagYes {
 			return errors.New("autocast or grads_at_forward is not unknown, no or yes")
 		}
-		return checkFields(wire.BudgetFields, s)
+		if err := checkFields(wire.BudgetFields, s); err != nil {
+			return err
+		}
+		for _, f := range wire.BudgetFields {
+			if err := checkFigure(f.Name, f.Get(s)); err != nil {
+				return err
+			}
+		}
+		if s.Trainable > s.ParamCount {
+			return fmt.Errorf("trainable (%d) is more than params (%d)", s.Trainable, s.ParamCount)
+		}
+		for _, f := range wire.BudgetStrings {
+			if err := checkText(f.Name, f.Get(s), MaxTextBytes); err != nil {
+				return err
+			}
+		}
+		return nil
 	},
 	put: func(s BudgetSample, ints []int64, strs []string) ([]int64, []string) {
 		return append(ints, optEncode(s.Rank), s.Params, s.Grads, s.OptimizerState, s.Buffers, s.ParamCount,

@@ -29,6 +29,9 @@ import (
 //	gpuN_reserved_bytes             GPU's processes, each holding its last
 //	gpuN_step_peak_allocated_bytes  value between reports
 //	gpuN_inactive_split_bytes
+//	gpuN_alloc_retries …            the allocator's event counters, one per
+//	                                wire.TorchFields row with a Stat, in its
+//	                                order, summed the same way
 //	gpuN_params_bytes               where the run has a budget (memrec.watch):
 //	gpuN_grads_bytes                the watched model's, summed over the GPU's
 //	gpuN_optimizer_bytes            processes, each holding its last value
@@ -42,6 +45,10 @@ import (
 // latest list. Never 0 for unknown.
 var csvFigures = []string{"used_bytes", "driver_reserved_bytes", "allocated_bytes", "reserved_bytes",
 	"step_peak_allocated_bytes", "inactive_split_bytes"}
+
+// csvCounters are the allocator's event counters, a column each after
+// csvFigures: a new row of the table is a new column here.
+var csvCounters = wire.Counters(wire.TorchFields)
 
 // CSVOptions choose ExportCSV's optional columns. The zero value: none.
 type CSVOptions struct {
@@ -136,6 +143,9 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 		c.procStart[i] = k
 		for _, f := range csvFigures {
 			c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f)
+		}
+		for _, f := range csvCounters {
+			c.row = fmt.Appendf(c.row, ",gpu%d_%s", g, f.ColumnName())
 		}
 		if c.budget != nil {
 			for _, f := range csvBudgetFigures {
@@ -260,10 +270,12 @@ func (b *csvBudget) apply(t int64, col map[int]int) error {
 	return b.it.Err()
 }
 
-// csvAlloc is a GPU's allocator figures summed over its processes.
+// csvAlloc is a GPU's allocator figures summed over its processes;
+// counts are csvCounters'.
 type csvAlloc struct {
 	seen                                 bool
 	allocated, reserved, peak, inactSplt int64
+	counts                               []int64
 }
 
 // csvProc is one process's latest NVML reading.
@@ -306,6 +318,12 @@ func (c *csvWriter) apply(t int64) error {
 		a.reserved += s.Reserved - prev.Reserved
 		a.peak += s.PeakAllocated - prev.PeakAllocated
 		a.inactSplt += s.InactiveSplit - prev.InactiveSplit
+		if a.counts == nil {
+			a.counts = make([]int64, len(csvCounters))
+		}
+		for j, f := range csvCounters {
+			a.counts[j] += f.Get(s) - f.Get(prev)
+		}
 		c.nextTorch()
 	}
 	for c.hasMark && c.pendingMark.T <= t {
@@ -418,8 +436,15 @@ func (c *csvWriter) flushRow(t int64) error {
 				row = append(row, ',')
 				row = strconv.AppendInt(row, v, 10)
 			}
+			for _, v := range a.counts {
+				row = append(row, ',')
+				row = strconv.AppendInt(row, v, 10)
+			}
 		} else {
 			row = append(row, ',', ',', ',', ',')
+			for range csvCounters {
+				row = append(row, ',')
+			}
 		}
 		if c.budget != nil {
 			s := c.budget.sums[i]

@@ -3,8 +3,12 @@ package storage
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // TestExportCSV: one row per tick; the latest epoch and step marks, of the
@@ -22,13 +26,13 @@ func TestExportCSV(t *testing.T) {
 {"type":"sample","t_ns":1000000000,"gpu":0,"used_bytes":100,"driver_reserved_bytes":7}
 {"type":"sample","t_ns":1000000000,"gpu":1,"used_bytes":200}
 {"type":"proc","t_ns":1000000000,"gpu":0,"pid":10,"used_bytes":50}
-{"type":"torch","t_ns":1005000000,"gpu":0,"pid":10,"allocated_bytes":30,"reserved_bytes":40,"peak_allocated_bytes":35,"inactive_split_bytes":3}
+{"type":"torch","t_ns":1005000000,"gpu":0,"pid":10,"allocated_bytes":30,"reserved_bytes":40,"peak_allocated_bytes":35,"inactive_split_bytes":3,"alloc_retries":1,"device_allocs":4}
 {"type":"mark","t_ns":1008000000,"kind":"step","step":0,"rank":0}
 {"type":"sample","t_ns":1010000000,"gpu":0,"used_bytes":110,"driver_reserved_bytes":7}
 {"type":"mark","t_ns":1012000000,"kind":"step","step":0,"rank":1}
-{"type":"torch","t_ns":1015000000,"gpu":0,"pid":11,"allocated_bytes":5,"reserved_bytes":6,"peak_allocated_bytes":5,"inactive_split_bytes":1}
+{"type":"torch","t_ns":1015000000,"gpu":0,"pid":11,"allocated_bytes":5,"reserved_bytes":6,"peak_allocated_bytes":5,"inactive_split_bytes":1,"device_allocs":2}
 {"type":"mark","t_ns":1018000000,"kind":"step","step":1,"rank":0}
-{"type":"torch","t_ns":1020000000,"gpu":0,"pid":10,"allocated_bytes":31,"reserved_bytes":40,"peak_allocated_bytes":33,"inactive_split_bytes":2}
+{"type":"torch","t_ns":1020000000,"gpu":0,"pid":10,"allocated_bytes":31,"reserved_bytes":40,"peak_allocated_bytes":33,"inactive_split_bytes":2,"alloc_retries":1,"device_allocs":6,"device_frees":1}
 {"type":"sample","t_ns":1020000000,"gpu":0,"used_bytes":120,"driver_reserved_bytes":7}
 {"type":"sample","t_ns":1020000000,"gpu":1,"used_bytes":220,"driver_reserved_bytes":7}
 {"type":"proc","t_ns":1020000000,"gpu":0,"pid":10,"used_bytes":60}
@@ -46,16 +50,32 @@ func TestExportCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, buf.String())
 	}
+	// The counters' cells (alloc_retries … of the field table), summed over
+	// the GPU's processes like the figures; a counter not in the input is 0
+	// once the GPU has a report.
+	counts := func(gpu int, v map[string]int) (head, cells, empty string) {
+		for _, f := range wire.Counters(wire.TorchFields) {
+			head += fmt.Sprintf(",gpu%d_%s", gpu, f.Name)
+			cells += fmt.Sprintf(",%d", v[f.Name])
+			empty += ","
+		}
+		return head, cells, empty
+	}
+	head0, _, none := counts(0, nil)
+	head1, _, _ := counts(1, nil)
+	_, at1010, _ := counts(0, map[string]int{"alloc_retries": 1, "device_allocs": 4})
+	// pid 11's 2 device allocations join pid 10's 6; pid 10's retry is the one it had
+	_, at1020, _ := counts(0, map[string]int{"alloc_retries": 1, "device_allocs": 8, "device_frees": 1})
 	want := []string{
 		"t_ns,time_s,time,epoch,step,epoch_rank0,step_rank0,epoch_rank1,step_rank1," +
-			"gpu0_used_bytes,gpu0_driver_reserved_bytes,gpu0_allocated_bytes,gpu0_reserved_bytes,gpu0_step_peak_allocated_bytes,gpu0_inactive_split_bytes,gpu0_pid10_used_bytes,gpu0_pid11_used_bytes," +
-			"gpu1_used_bytes,gpu1_driver_reserved_bytes,gpu1_allocated_bytes,gpu1_reserved_bytes,gpu1_step_peak_allocated_bytes,gpu1_inactive_split_bytes",
+			"gpu0_used_bytes,gpu0_driver_reserved_bytes,gpu0_allocated_bytes,gpu0_reserved_bytes,gpu0_step_peak_allocated_bytes,gpu0_inactive_split_bytes" + head0 + ",gpu0_pid10_used_bytes,gpu0_pid11_used_bytes," +
+			"gpu1_used_bytes,gpu1_driver_reserved_bytes,gpu1_allocated_bytes,gpu1_reserved_bytes,gpu1_step_peak_allocated_bytes,gpu1_inactive_split_bytes" + head1,
 		// epoch 0 on both ranks, no step yet, no allocator report; GPU 1's driver does not say
-		"1000000000,0.000000,1970-01-01T00:00:01.000000Z,0,-1,0,-1,0,-1,100,7,,,,,50,,200,,,,,",
+		"1000000000,0.000000,1970-01-01T00:00:01.000000Z,0,-1,0,-1,0,-1,100,7,,,," + none + ",50,,200,,,,," + none,
 		// rank 0 finished step 0; pid 10 reported at 1.005 s; GPU 1 missed this tick
-		"1010000000,0.010000,1970-01-01T00:00:01.010000Z,0,0,0,0,0,-1,110,7,30,40,35,3,50,,,,,,,",
+		"1010000000,0.010000,1970-01-01T00:00:01.010000Z,0,0,0,0,0,-1,110,7,30,40,35,3" + at1010 + ",50,,,,,,," + none,
 		// rank 0 at step 1, rank 1 at step 0; pid 11 joined (5/6/5/1), pid 10 moved (31/40/33/2); a new process list
-		"1020000000,0.020000,1970-01-01T00:00:01.020000Z,0,1,0,1,0,0,120,7,36,46,38,3,60,20,220,7,,,,",
+		"1020000000,0.020000,1970-01-01T00:00:01.020000Z,0,1,0,1,0,0,120,7,36,46,38,3" + at1020 + ",60,20,220,7,,,," + none,
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), buf.String())
@@ -84,9 +104,45 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "t_ns,time_s,time,epoch,step,gpu2_used_bytes,gpu2_driver_reserved_bytes,gpu2_allocated_bytes,gpu2_reserved_bytes,gpu2_step_peak_allocated_bytes,gpu2_inactive_split_bytes\n" +
-		"1000,0.000001,1970-01-01T00:00:00.000001Z,-1,-1,,,3,4,0,0\n3000,0.000003,1970-01-01T00:00:00.000003Z,-1,-1,,,5,8,0,0\n"
+	var head, zeros string
+	for _, f := range wire.Counters(wire.TorchFields) {
+		head += ",gpu2_" + f.Name
+		zeros += ",0"
+	}
+	want := "t_ns,time_s,time,epoch,step,gpu2_used_bytes,gpu2_driver_reserved_bytes,gpu2_allocated_bytes,gpu2_reserved_bytes,gpu2_step_peak_allocated_bytes,gpu2_inactive_split_bytes" + head + "\n" +
+		"1000,0.000001,1970-01-01T00:00:00.000001Z,-1,-1,,,3,4,0,0" + zeros + "\n3000,0.000003,1970-01-01T00:00:00.000003Z,-1,-1,,,5,8,0,0" + zeros + "\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestCSVCountersFollowTheTable: a counter row added to the table is a
+// column of each GPU, summed over its processes, with no edit of csv.go
+// (a throwaway row reading the segments: 3 + 2).
+func TestCSVCountersFollowTheTable(t *testing.T) {
+	saved := csvCounters
+	defer func() { csvCounters = saved }()
+	csvCounters = append(wire.Counters(wire.TorchFields), wire.Field[TorchSample]{Name: "throwaway_counts", Stat: "num_throwaway",
+		Get: func(s TorchSample) int64 { return s.Segments }})
+	db := openTestDB(t)
+	runs, err := importString(db, "in", `{"type":"run","name":"a","start_ns":0}
+{"type":"gpu","gpu":0}
+{"type":"torch","t_ns":1000,"gpu":0,"pid":1,"allocated_bytes":3,"reserved_bytes":4,"segments":3}
+{"type":"torch","t_ns":2000,"gpu":0,"pid":2,"allocated_bytes":3,"reserved_bytes":4,"segments":2}
+`, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(rows[0], "gpu0_throwaway_counts")
+	if i < 0 || rows[1][i] != "3" || rows[2][i] != "5" {
+		t.Errorf("no column gpu0_throwaway_counts of 3 then 5:\n%s", buf.String())
 	}
 }

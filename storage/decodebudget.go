@@ -6,10 +6,12 @@ import (
 	"sync"
 )
 
-// A DecodeBudget bounds the memory that decoding takes: the bytes a run's
-// encoded pieces (allocator traces) are kept in, unpacked to and decoded
-// into. Every decoder takes from it before it allocates, so a few bytes
-// that claim to stand for a huge trace cost nothing. One command makes
+// A DecodeBudget bounds the memory that reading a run keeps: the bytes a
+// run's encoded pieces (allocator traces) are kept in, unpacked to and
+// decoded into, and what an analysis keeps of a run beyond its samples
+// (its marks other than steps, its site snapshots; package analysis takes
+// them with Take). Every decoder takes from it before it allocates, so a
+// few bytes that claim to stand for a huge trace cost nothing. One command makes
 // one budget and passes it to the reading of every run it touches: the
 // bound is on the command's sum, whatever its runs and their pieces.
 // What is taken is never given back (a failed trace's bytes count too),
@@ -49,6 +51,11 @@ func (b *DecodeBudget) take(n int64, what string) error {
 	b.used += n
 	return nil
 }
+
+// Take reserves n bytes for what (named in the error), or returns an
+// error wrapping ErrDecodeBudget and reserves nothing when fewer are
+// left. A caller takes before it keeps what it read.
+func (b *DecodeBudget) Take(n int64, what string) error { return b.take(n, what) }
 
 // Used is how many bytes were taken.
 func (b *DecodeBudget) Used() int64 {

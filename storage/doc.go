@@ -36,9 +36,9 @@
 //   - csv.go: a run out as CSV, one row per NVML tick.
 //   - merge.go: the runs of a multi-node job joined into one, their clocks
 //     aligned on the step marks.
-//   - summary.go: each sealed chunk's summary of its device, process and
-//     allocator series (pieces of at most PieceSamples samples: first and
-//     last time, count, and per column first, last, lowest, highest), and
+//   - summary.go: each sealed chunk's summary of its device and allocator
+//     series (pieces of at most PieceSamples samples: first and last time,
+//     count, and per drawn column first, last, lowest, highest), and
 //     Overview's reading of them; Compact adds those a file lacks.
 //   - compact.go: the file rewritten without its free pages, checked, then
 //     renamed over the original.

@@ -42,6 +42,15 @@ const (
 	// MaxSeries bounds the series of a run: past it, a new process's
 	// samples are kept under OtherPID of their GPU too.
 	MaxSeries = 1 << 16
+	// MaxFigure bounds each byte figure and count of a budget and of a
+	// site row: 1 PiB is past any GPU's memory, and a budget's four
+	// categories, or the rows of one snapshot (wire.MaxSites), add up far
+	// inside an int64.
+	MaxFigure = 1 << 50
+	// MaxSiteText bounds a site row's file, function, snapshot name and
+	// reason (a path of PATH_MAX); MaxStackText its stack, a few callers.
+	MaxSiteText  = 4 << 10
+	MaxStackText = 64 << 10
 )
 
 // ErrLimit is an input past one of the bounds above.
@@ -110,6 +119,23 @@ func checkGPU(g GPU) error {
 	}
 	if len(g.Name) > MaxTextBytes || len(g.UUID) > MaxTextBytes {
 		return fmt.Errorf("gpu %d: name or uuid longer than %d bytes: %w", g.Index, MaxTextBytes, ErrLimit)
+	}
+	return nil
+}
+
+// checkFigure refuses a figure of a budget or site row past MaxFigure
+// (a negative one is refused by checkBytes).
+func checkFigure(name string, v int64) error {
+	if v > MaxFigure {
+		return fmt.Errorf("%s %d is past %d (1 PiB): %w", name, v, int64(MaxFigure), ErrLimit)
+	}
+	return nil
+}
+
+// checkText refuses a string field longer than max bytes.
+func checkText(name, v string, max int) error {
+	if len(v) > max {
+		return fmt.Errorf("%s of %d bytes (at most %d): %w", name, len(v), max, ErrLimit)
 	}
 	return nil
 }

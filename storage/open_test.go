@@ -136,7 +136,7 @@ func TestCreatedEmptyIsRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Delete("a"); err != nil {
+	if _, err := db.Delete("a", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

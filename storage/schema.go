@@ -194,13 +194,32 @@ var siteSchema = rowSchema[SiteSample]{
 		if s.Rank < None || s.Epoch < None || s.Line < 0 {
 			return fmt.Errorf("site %s: negative rank, epoch or line", s.Label())
 		}
+		if s.Line > math.MaxInt32 {
+			return fmt.Errorf("site %s: line %d is past %d: %w", s.Label(), s.Line, math.MaxInt32, ErrLimit)
+		}
+		if s.SinceNS > LatestTime {
+			return fmt.Errorf("site %s: since_ns %d is past 2200: %w", s.Label(), s.SinceNS, ErrLimit)
+		}
+		for _, c := range []struct {
+			name string
+			v    string
+			max  int
+		}{{"file", s.File, MaxSiteText}, {"func", s.Func, MaxSiteText}, {"name", s.Name, MaxSiteText},
+			{"reason", string(s.Reason), MaxSiteText}, {"stack", s.Stack, MaxStackText}} {
+			if err := checkText("site's "+c.name, c.v, c.max); err != nil {
+				return err
+			}
+		}
+		if err := checkBytes("since_ns", s.SinceNS); err != nil {
+			return err
+		}
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"since_ns", s.SinceNS}, {"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
+		}{{"live_bytes", s.LiveBytes}, {"live_blocks", s.LiveBlocks},
 			{"alloc_bytes", s.AllocBytes}, {"allocs", s.Allocs}, {"freed_bytes", s.FreedBytes},
 			{"frees", s.Frees}, {"sites", s.Sites}, {"bad", s.Bad}} {
-			if err := checkBytes(c.name, c.v); err != nil {
+			if err := errors.Join(checkBytes(c.name, c.v), checkFigure(c.name, c.v)); err != nil {
 				return err
 			}
 		}

@@ -71,6 +71,9 @@ type groupBuf struct {
 	seq     uint32
 	openKey []byte // key the open chunk was last written under
 	pending []keyVal
+	// strBytes is the length of strs' strings: a chunk's strings are
+	// decoded whole by whoever reads one of its rows.
+	strBytes int
 }
 
 // keyVal is a sealed chunk waiting for a commit, with its summary (nil
@@ -90,6 +93,9 @@ func (g *groupBuf) add(t int64, id uint32, ints []int64, strs []string) {
 	g.entries = append(g.entries, entry{t: t, id: id, off: uint32(len(g.ints)), soff: uint32(len(g.strs))})
 	g.ints = append(g.ints, ints...)
 	g.strs = append(g.strs, strs...)
+	for _, s := range strs {
+		g.strBytes += len(s)
+	}
 }
 
 func (g *groupBuf) sort() {
@@ -133,6 +139,10 @@ func (g *groupBuf) seal(n int, kinds func(uint32) seriesKind) {
 		strs = append(strs, g.strs[e.soff:e.soff+uint32(ns)]...)
 	}
 	g.entries, g.ints, g.strs = entries, ints, strs
+	g.strBytes = 0
+	for _, s := range strs {
+		g.strBytes += len(s)
+	}
 }
 
 // encode turns time-sorted entries into one chunk: a row per distinct time
@@ -188,14 +198,15 @@ func (g *groupBuf) encode(es []entry, kinds func(uint32) seriesKind, summarize b
 	sum = []byte{summaryVersion}
 	var t []int64
 	for _, b := range blocks {
-		if !summarized(kinds(b.ID)) {
+		n := summaryCols(summaryVersion, kinds(b.ID), len(b.Ints))
+		if n == 0 {
 			continue
 		}
 		t = t[:0]
 		for _, r := range b.Rows {
 			t = append(t, rowT[r])
 		}
-		sum = appendSummary(sum, b.ID, t, b.Ints)
+		sum = appendSummary(sum, b.ID, t, b.Ints[:n])
 	}
 	return value, sealSummary(sum)
 }

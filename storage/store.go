@@ -478,12 +478,25 @@ func putRun(tx *bolt.Tx, r Run) error {
 	return tx.Bucket(bucketRuns).Put(idKey(r.ID), v)
 }
 
-// Delete removes a run and all its data.
-func (db *DB) Delete(ref string) (Run, error) {
+// DeleteOptions are Delete's options; the zero value is the safe one.
+type DeleteOptions struct {
+	// Force removes a run whose recorder stopped before its last commit
+	// (ErrStaleWriter), or runs where it cannot be told. A run whose
+	// recorder is alive is refused even so (ErrRecording).
+	Force bool
+}
+
+// Delete removes a run and all its data. A run an Appender is writing is
+// refused with ErrRecording while its process is alive: its next commit
+// would write part of the run back (see storage/live.go).
+func (db *DB) Delete(ref string, opts DeleteOptions) (Run, error) {
 	var r Run
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		var err error
 		if r, err = lookupRun(tx, ref); err != nil {
+			return err
+		}
+		if err := checkWriter(r, opts.Force); err != nil {
 			return err
 		}
 		return deleteRun(tx, r)
@@ -598,8 +611,13 @@ func (db *DB) Check() error {
 			}
 			sums := b.Bucket(keySummaries)
 			_ = chunks.ForEach(func(ck, cv []byte) error {
-				sum, err := checkChunk(ck, cv, known, &d)
-				if stored := getIn(sums, ck); err == nil && stored != nil {
+				stored := getIn(sums, ck)
+				version := byte(summaryVersion)
+				if len(stored) > 0 {
+					version = stored[0] // a file's older summaries are checked as written
+				}
+				sum, err := checkChunk(ck, cv, known, &d, version)
+				if err == nil && stored != nil {
 					err = sameSummary(stored, sum)
 				}
 				if err != nil {
@@ -671,9 +689,9 @@ func knownSeries(tx *bolt.Tx, run uint64) (map[uint32]seriesInfo, error) {
 }
 
 // checkChunk decodes every series of one chunk, and returns the summary
-// its samples give (nil: it holds no summarised series), read off the
-// same decoding.
-func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) (sum []byte, err error) {
+// of the given version its samples give (nil: it holds no summarised
+// series), read off the same decoding.
+func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded, version byte) (sum []byte, err error) {
 	group, _, _, ok := parseChunkKey(key)
 	if !ok {
 		return nil, fmt.Errorf("%w: bad key", ErrCorrupt)
@@ -687,7 +705,7 @@ func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded
 		return nil, err
 	}
 	slices.Sort(ids) // a summary's order
-	sum = []byte{summaryVersion}
+	sum = []byte{version}
 	for _, id := range ids {
 		s, ok := known[id]
 		if !ok || s.Group != group || schemas[s.Kind] == nil {
@@ -699,8 +717,8 @@ func checkChunk(key, value []byte, known map[uint32]seriesInfo, d *chunk.Decoded
 		if err := schemas[s.Kind].checkCols(d); err != nil {
 			return nil, err
 		}
-		if summarized(s.Kind) && len(d.T) > 0 {
-			sum = appendSummary(sum, id, d.T, d.Ints)
+		if n := summaryCols(version, s.Kind, len(d.Ints)); n > 0 && len(d.T) > 0 {
+			sum = appendSummary(sum, id, d.T, d.Ints[:n])
 		}
 	}
 	return sealSummary(sum), nil

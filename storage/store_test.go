@@ -417,7 +417,7 @@ func TestImportRenameReplaceAndSeveralRuns(t *testing.T) {
 	if !it.Next() || it.At().Used != 6 {
 		t.Fatal("replaced run's data")
 	}
-	if _, err := db.Delete("a"); err != nil {
+	if _, err := db.Delete("a", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Run("a"); !errors.Is(err, ErrNoRun) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,20 +16,25 @@ import (
 )
 
 // Summaries: when a chunk is sealed, the writer also stores what each of
-// its device, process and allocator series holds, in pieces of at most
+// its device and allocator series holds, in pieces of at most
 // PieceSamples consecutive samples: the first and last time, the count,
-// and per stored column the first, last, lowest and highest value with the
-// time of each extreme. They sit in the run's summaries bucket under the
-// chunk's key, so an overview of a run (the viewer's and the report's
-// zoomed-out lines) reads a few bytes per thousand samples instead of
-// decoding every sample. A chunk without a summary (the open chunk of a
-// recording, or a file written before summaries) is read sample by sample;
-// Compact adds the missing ones.
+// and per summarised column the first, last, lowest and highest value
+// with the time of each extreme. They sit in the run's summaries bucket
+// under the chunk's key, so an overview of a run (the viewer's and the
+// report's zoomed-out lines) reads a few bytes per thousand samples
+// instead of decoding every sample. Only what an overview draws is
+// summarised (summaryCols): each summarised column of a moving series
+// costs about as many bytes a piece as the next. A chunk without a
+// summary (the open chunk of a recording, or a file written before
+// summaries) is read sample by sample; Compact adds the missing ones.
 //
 // The bytes of a chunk's summary:
 //
-//	version (1 byte, 1)
-//	per series, ascending id: id, columns, pieces (uvarints), then per piece
+//	version (1 byte: 2; 1 in files written when a summary held every
+//	  stored column; both read alike)
+//	per series, ascending id: id, columns, pieces (uvarints), in version 2
+//	  per column its shift (uvarint: the trailing zero bits every value of
+//	  the column has, which every value below leaves out), then per piece
 //	  samples (uvarint), first time (varint, µs: the first piece's against
 //	  0, each next against the last time of the piece before), last time
 //	  less first (uvarint), the columns that hold the last value of the
@@ -47,14 +53,38 @@ import (
 // holds: windows with fewer samples a pixel are drawn from samples.
 const PieceSamples = 1024
 
-const summaryVersion = 1
+// summaryVersion is the form new summaries take: 2 holds the columns
+// summaryCols names, 1 every stored column.
+const summaryVersion = 2
+
+// summaryCols is how many leading columns of a series of kind k (ncols
+// stored) a summary of the given version holds; 0: the series has no
+// summary. Version 2 holds those an overview draws: DeviceUsed and
+// DeviceReserved, and the allocator's rank, TorchAllocated and
+// TorchReserved; a process's series is drawn from its samples, so it has
+// none. Version 1 held every column of the device, process and allocator
+// series.
+func summaryCols(version byte, k seriesKind, ncols int) int {
+	switch {
+	case !summarized(k):
+		return 0
+	case version < 2:
+		return ncols
+	case k == kindDevice:
+		return min(ncols, DeviceReserved+1)
+	case k == kindTorch:
+		return min(ncols, TorchReserved+1)
+	}
+	return 0
+}
 
 // keySummaries names the bucket of a run's chunk summaries.
 var keySummaries = []byte("summaries")
 
 // Piece summarises consecutive samples of one series: their first and
-// last time (ns), their number, and per stored column (the kind's column
-// constants, as Blocks.Ints numbers them) its values.
+// last time (ns), their number, and per summarised column (the kind's
+// column constants, as Blocks.Ints numbers them; see summaryCols) its
+// values.
 type Piece struct {
 	T0, T1 int64
 	N      int64
@@ -68,20 +98,29 @@ type PieceCol struct {
 	TMin, TMax            int64
 }
 
-// summarized says whether a kind's chunks carry summaries: the sampled
-// series. Marks, sites and the budget (one row a step) do not.
+// summarized says whether a kind's chunks may carry summaries: the
+// sampled series (summaryCols says which of them a version summarises).
+// Marks, sites and the budget (one row a step) do not.
 func summarized(k seriesKind) bool {
 	return k == kindDevice || k == kindProc || k == kindTorch
 }
 
 // appendSummary appends the summary of one series (times t in µs,
-// ascending; its stored columns) to dst.
+// ascending; the columns it summarises) to dst, which starts with the
+// summary's version.
 func appendSummary(dst []byte, id uint32, t []int64, cols [][]int64) []byte {
 	n := len(t)
 	pieces := (n + PieceSamples - 1) / PieceSamples
 	dst = binary.AppendUvarint(dst, uint64(id))
 	dst = binary.AppendUvarint(dst, uint64(len(cols)))
 	dst = binary.AppendUvarint(dst, uint64(pieces))
+	shift := make([]uint, len(cols))
+	if dst[0] >= 2 {
+		for c, col := range cols {
+			shift[c] = commonShift(col)
+			dst = binary.AppendUvarint(dst, uint64(shift[c]))
+		}
+	}
 	prevT, prevV := int64(0), make([]int64, len(cols))
 	for p := range pieces {
 		lo, hi := p*n/pieces, (p+1)*n/pieces
@@ -109,10 +148,11 @@ func appendSummary(dst []byte, id uint32, t []int64, cols [][]int64) []byte {
 					highest = i
 				}
 			}
-			dst = binary.AppendVarint(dst, first-prevV[c])
-			dst = binary.AppendUvarint(dst, uint64(first-vs[lowest]))
-			dst = binary.AppendUvarint(dst, uint64(vs[highest]-first))
-			dst = binary.AppendVarint(dst, vs[len(vs)-1]-first)
+			sh := shift[c] // the differences of multiples of 1<<sh are too
+			dst = binary.AppendVarint(dst, (first-prevV[c])>>sh)
+			dst = binary.AppendUvarint(dst, uint64(first-vs[lowest])>>sh)
+			dst = binary.AppendUvarint(dst, uint64(vs[highest]-first)>>sh)
+			dst = binary.AppendVarint(dst, (vs[len(vs)-1]-first)>>sh)
 			if vs[lowest] < first {
 				dst = binary.AppendUvarint(dst, uint64(t[lo+lowest]-t0))
 			}
@@ -124,6 +164,20 @@ func appendSummary(dst []byte, id uint32, t []int64, cols [][]int64) []byte {
 		prevT = t1
 	}
 	return dst
+}
+
+// commonShift is how many trailing zero bits every value of vs has (0
+// when they are all 0): memory sizes come in pages or blocks, so a
+// summary stores them in those units.
+func commonShift(vs []int64) uint {
+	var or uint64
+	for _, v := range vs {
+		or |= uint64(v)
+	}
+	if or == 0 {
+		return 0
+	}
+	return uint(bits.TrailingZeros64(or))
 }
 
 // unchanged says whether every value of vs is v.
@@ -187,7 +241,7 @@ func (r *summaryReader) count() int {
 // pieces to dst; found is false when the summary does not hold it. It
 // verifies the checksum and the bytes it reads.
 func summaryPieces(sum []byte, id uint32, dst []Piece) (_ []Piece, found bool, err error) {
-	if len(sum) < 5 || sum[0] != summaryVersion {
+	if len(sum) < 5 || sum[0] < 1 || sum[0] > summaryVersion {
 		return dst, false, errSummary
 	}
 	body := sum[:len(sum)-4]
@@ -199,6 +253,14 @@ func summaryPieces(sum []byte, id uint32, dst []Piece) (_ []Piece, found bool, e
 		sid := r.uvarint()
 		ncols, npieces := r.count(), r.count()
 		want := sid == uint64(id)
+		shift := make([]uint, ncols)
+		if sum[0] >= 2 {
+			for c := range shift {
+				if shift[c] = uint(r.uvarint()); shift[c] > 63 {
+					return dst, false, errSummary
+				}
+			}
+		}
 		prevT, prevV := int64(0), make([]int64, ncols)
 		for range npieces {
 			p := Piece{N: int64(r.uvarint())}
@@ -217,9 +279,10 @@ func summaryPieces(sum []byte, id uint32, dst []Piece) (_ []Piece, found bool, e
 					}
 					continue
 				}
-				first := prevV[c] + r.varint()
-				lo, hi := first-int64(r.uvarint()), first+int64(r.uvarint())
-				last := first + r.varint()
+				sh := shift[c]
+				first := prevV[c] + r.varint()<<sh
+				lo, hi := first-int64(r.uvarint()<<sh), first+int64(r.uvarint()<<sh)
+				last := first + r.varint()<<sh
 				tmin, tmax := t0, t0
 				if lo < first {
 					tmin += int64(r.uvarint())
@@ -250,8 +313,8 @@ func summaryPieces(sum []byte, id uint32, dst []Piece) (_ []Piece, found bool, e
 	return dst, false, nil
 }
 
-// summarizeChunk computes a stored chunk's summary from its samples, for
-// Compact; nil when it holds no summarised series. A series the run's
+// summarizeChunk computes a stored chunk's summary (of summaryVersion)
+// from its samples, for Compact; nil when it holds no summarised series. A series the run's
 // table does not know is left out (Check reports it).
 func summarizeChunk(value []byte, known map[uint32]seriesInfo, d *chunk.Decoded) ([]byte, error) {
 	body, err := chunk.Body(value)
@@ -265,14 +328,14 @@ func summarizeChunk(value []byte, known map[uint32]seriesInfo, d *chunk.Decoded)
 	slices.Sort(ids)
 	sum := []byte{summaryVersion}
 	for _, id := range ids {
-		if !summarized(known[id].Kind) {
+		if summaryCols(summaryVersion, known[id].Kind, 1) == 0 {
 			continue
 		}
 		if _, err := chunk.DecodeSeriesBody(body, id, d); err != nil {
 			return nil, err
 		}
 		if len(d.T) > 0 {
-			sum = appendSummary(sum, id, d.T, d.Ints)
+			sum = appendSummary(sum, id, d.T, d.Ints[:summaryCols(summaryVersion, known[id].Kind, len(d.Ints))])
 		}
 	}
 	return sealSummary(sum), nil
@@ -299,7 +362,7 @@ func unsummarized(tx *bolt.Tx, f func(run []byte, known map[uint32]seriesInfo, k
 		}
 		groups := map[uint32]bool{} // the groups that hold a summarised series
 		for _, s := range known {
-			groups[s.Group] = groups[s.Group] || summarized(s.Kind)
+			groups[s.Group] = groups[s.Group] || summaryCols(summaryVersion, s.Kind, 1) > 0
 		}
 		return chunks.ForEach(func(k, v []byte) error {
 			if group, _, _, ok := parseChunkKey(k); ok && groups[group] && getIn(sums, k) == nil {

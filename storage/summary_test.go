@@ -13,6 +13,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage/internal/chunk"
 )
 
 // overviewOf reads one series through Overview: the pieces, and the
@@ -273,6 +274,7 @@ func FuzzSummaryPieces(f *testing.F) {
 	sum := []byte{summaryVersion}
 	sum = appendSummary(sum, 3, []int64{1, 2, 3, 5}, [][]int64{{7, 9, 4, 4}, {1, 1, 1, 1}})
 	f.Add(sealSummary(sum))
+	f.Add(sealSummary(appendSummary([]byte{1}, 3, []int64{1, 2, 3, 5}, [][]int64{{7 << 20, 9 << 20, 4 << 20, 4 << 20}})))
 	f.Add([]byte{1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, id := range []uint32{0, 3} {
@@ -282,4 +284,148 @@ func FuzzSummaryPieces(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSummaryRoundTrip: a series' pieces read back from its summary, in
+// both versions, are the first, last, lowest and highest values (and the
+// times of the extremes' first samples) computed here from the samples;
+// the values include multiples of a large power of two (which version 2
+// stores in those units), negative and zero values.
+func TestSummaryRoundTrip(t *testing.T) {
+	const n = 2*PieceSamples + 77 // three pieces
+	rng := rand.New(rand.NewPCG(4, 9))
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = int64(i)*10_000 + rng.Int64N(60) // µs, jittered
+	}
+	col := func(f func(i int) int64) []int64 {
+		vs := make([]int64, n)
+		for i := range vs {
+			vs[i] = f(i)
+		}
+		return vs
+	}
+	cols := [][]int64{
+		col(func(i int) int64 { return (268 + rng.Int64N(40)) << 21 }),   // device used in 2 MiB pages
+		col(func(int) int64 { return 0 }),                                // all zero
+		col(func(i int) int64 { return (rng.Int64N(2000) - 1000) << 9 }), // negative too, 512 B blocks
+		col(func(i int) int64 { return rng.Int64() - rng.Int64() }),      // no common unit
+	}
+	for _, version := range []byte{1, summaryVersion} {
+		sum := sealSummary(appendSummary([]byte{version}, 5, ts, cols))
+		ps, found, err := summaryPieces(sum, 5, nil)
+		if err != nil || !found || len(ps) != 3 {
+			t.Fatalf("version %d: %d pieces, found %v, %v", version, len(ps), found, err)
+		}
+		lo := 0
+		for p, piece := range ps {
+			hi := lo + int(piece.N)
+			if piece.T0 != ts[lo]*1000 || piece.T1 != ts[hi-1]*1000 {
+				t.Fatalf("version %d piece %d: times %d–%d, want %d–%d", version, p, piece.T0, piece.T1, ts[lo]*1000, ts[hi-1]*1000)
+			}
+			for c, vs := range cols {
+				want := PieceCol{First: vs[lo], Last: vs[hi-1], Min: vs[lo], Max: vs[lo], TMin: ts[lo] * 1000, TMax: ts[lo] * 1000}
+				for i := lo; i < hi; i++ {
+					if vs[i] < want.Min {
+						want.Min, want.TMin = vs[i], ts[i]*1000
+					}
+					if vs[i] > want.Max {
+						want.Max, want.TMax = vs[i], ts[i]*1000
+					}
+				}
+				if piece.Cols[c] != want {
+					t.Fatalf("version %d piece %d column %d: %+v, want %+v", version, p, c, piece.Cols[c], want)
+				}
+			}
+			lo = hi
+		}
+		if lo != n {
+			t.Fatalf("version %d: pieces hold %d samples of %d", version, lo, n)
+		}
+	}
+}
+
+// TestSummaryColumns: a new file's summaries hold the columns an overview
+// draws (the device's two, the allocator's first three) and no process
+// series; a file whose summaries hold every column (version 1) still
+// passes Check and reads its pieces.
+func TestSummaryColumns(t *testing.T) {
+	db, r := importMinutes(t, 1, 2*time.Minute)
+	cols := func() map[seriesKind][]int {
+		got := map[seriesKind][]int{}
+		refs, err := db.Series(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, db.bolt.View(func(tx *bolt.Tx) error {
+			known, err := knownSeries(tx, r.ID)
+			if err != nil {
+				return err
+			}
+			return tx.Bucket(bucketData).Bucket(idKey(r.ID)).Bucket(keySummaries).ForEach(func(_, v []byte) error {
+				for id, s := range known {
+					ps, found, err := summaryPieces(v, id, nil)
+					if err != nil {
+						return err
+					}
+					if found {
+						got[s.Kind] = append(got[s.Kind], len(ps[0].Cols))
+					}
+				}
+				return nil
+			})
+		}))
+		if len(refs) == 0 {
+			t.Fatal("no series")
+		}
+		return got
+	}
+	got := cols()
+	for k, want := range map[seriesKind]int{kindDevice: DeviceReserved + 1, kindTorch: TorchReserved + 1} {
+		if len(got[k]) == 0 {
+			t.Fatalf("no %v series summarised", k)
+		}
+		for _, n := range got[k] {
+			if n != want {
+				t.Fatalf("a %v series' summary holds %d columns, want %d", k, n, want)
+			}
+		}
+	}
+	if len(got[kindProc]) > 0 {
+		t.Fatalf("%d process series summarised", len(got[kindProc]))
+	}
+
+	// The same chunks with every column summarised, as version 1 did.
+	must(t, db.bolt.Update(func(tx *bolt.Tx) error {
+		known, err := knownSeries(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketData).Bucket(idKey(r.ID))
+		var d chunk.Decoded
+		return b.Bucket(keyChunks).ForEach(func(k, v []byte) error {
+			if getIn(b.Bucket(keySummaries), k) == nil {
+				return nil
+			}
+			sum, err := checkChunk(k, v, known, &d, 1)
+			if err != nil {
+				return err
+			}
+			return b.Bucket(keySummaries).Put(bytes.Clone(k), sum)
+		})
+	}))
+	must(t, db.Check())
+	got = cols()
+	if len(got[kindProc]) == 0 || got[kindTorch][0] <= TorchReserved+1 {
+		t.Fatalf("version 1 summaries: %v columns by kind, want every column and the process series", got)
+	}
+	var ts, used []int64
+	for it := db.DeviceSamples(r, 0, MinTime, MaxTime); it.Next(); {
+		ts, used = append(ts, it.At().T), append(used, it.At().Used)
+	}
+	pieces, fromPieces := overviewOf(t, db.DeviceOverview(r, 0, MinTime, MaxTime, true), DeviceUsed)
+	if fromPieces == 0 {
+		t.Fatal("no piece read from version 1 summaries")
+	}
+	checkPieces(t, "device, version 1", pieces, DeviceUsed, ts, used)
 }

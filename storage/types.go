@@ -30,6 +30,9 @@ type Run struct {
 	Complete bool     `json:"complete"`
 	Counts   Counts   `json:"counts"`
 	Recorder Recorder `json:"recorder,omitempty"`
+	// Writer is the process of the Appender writing the run, from its
+	// creation to its final commit (storage/live.go); nil otherwise.
+	Writer *Writer `json:"writer,omitempty"`
 
 	// window, when set, limits every read through this value to
 	// [from, to); see Within.

@@ -24,6 +24,12 @@ var ErrOutOfOrder = errors.New("sample is older than data already written")
 // to twice that, which is also the window for out-of-order samples.
 const chunkEntries = 16384
 
+// chunkStrBytes bounds the strings of a chunk (marks' texts, sites'
+// stacks) about as chunkEntries bounds its rows: a reader decodes a
+// chunk's strings whole, so a chunk of long mark texts is sealed early,
+// half its entries at a time once it holds twice this.
+const chunkStrBytes = 4 << 20
+
 // runWriter turns appended samples into chunks of one run. It is not safe
 // for concurrent use.
 type runWriter struct {
@@ -118,6 +124,8 @@ func (w *runWriter) add(k seriesKey, tns int64) error {
 	g.add(t, id, w.ints, w.strs)
 	if len(g.entries) >= 2*chunkEntries {
 		g.seal(chunkEntries, w.kind)
+	} else if g.strBytes >= 2*chunkStrBytes {
+		g.seal(max(1, len(g.entries)/2), w.kind)
 	}
 	if tns > w.run.EndNS {
 		w.run.EndNS = tns
@@ -398,7 +406,7 @@ func (db *DB) NewAppender(r Run, opts AppendOptions) (*Appender, error) {
 	if r.Host == "" {
 		r.Host, _ = os.Hostname()
 	}
-	r.Complete = false
+	r.Complete, r.Writer = false, thisWriter()
 	err := db.update(func(tx *bolt.Tx) error {
 		var err error
 		r, err = createRunNamed(tx, r, false, opts.UniqueName)
@@ -626,9 +634,11 @@ func (a *Appender) Close() error {
 	}
 	defer release()
 	a.w.run.Complete = a.w.run.Recorder.NotStarted == ""
+	writer := a.w.run.Writer
+	a.w.run.Writer = nil // the last commit: nothing writes the run after it
 	a.w.sealAll()
 	if err := a.commitLocked(); err != nil {
-		a.w.run.Complete = false
+		a.w.run.Complete, a.w.run.Writer = false, writer
 		return err
 	}
 	return nil

@@ -284,7 +284,19 @@ func find(all []storage.Run, name string) (storage.Run, error) {
 			return r, nil
 		}
 	}
-	return storage.Run{}, fmt.Errorf("run %q: %w", name, storage.ErrNoRun)
+	return storage.Run{}, fmt.Errorf("run %s: %w", clip(name), storage.ErrNoRun)
+}
+
+// maxEcho bounds what of a query's value an error message repeats: a
+// hostile value of a megabyte is named by its start and its length.
+const maxEcho = 64
+
+// clip quotes a query value for an error message, cut to maxEcho bytes.
+func clip(v string) string {
+	if len(v) <= maxEcho {
+		return strconv.Quote(v)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:maxEcho], len(v))
 }
 
 // index returns the run's index; stale is what the page should say when
@@ -410,10 +422,10 @@ func (rq *request) seconds(name string, def *float64) (int64, error) {
 	}
 	f, err := strconv.ParseFloat(v[0], 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, badRequest("%s=%q: want a finite number of seconds since the run's start", name, v[0])
+		return 0, badRequest("%s=%s: want a finite number of seconds since the run's start", name, clip(v[0]))
 	}
 	if math.Abs(f) > 10*365*86400 {
-		return 0, badRequest("%s=%q: more than ten years from the run's start", name, v[0])
+		return 0, badRequest("%s=%s: more than ten years from the run's start", name, clip(v[0]))
 	}
 	return rq.run.StartNS + int64(math.Round(f*1e9)), nil
 }
@@ -423,9 +435,12 @@ func (rq *request) count(name string, def, limit int) (int, error) {
 	if len(v) == 0 {
 		return def, nil
 	}
+	if len(v) != 1 {
+		return 0, badRequest("%s: give it once, a whole number from 1 to %d (got %d)", name, limit, len(v))
+	}
 	n, err := strconv.Atoi(v[0])
-	if len(v) != 1 || err != nil || n < 1 || n > limit {
-		return 0, badRequest("%s=%q: want a whole number from 1 to %d", name, v[0], limit)
+	if err != nil || n < 1 || n > limit {
+		return 0, badRequest("%s=%s: want a whole number from 1 to %d", name, clip(v[0]), limit)
 	}
 	return n, nil
 }
@@ -439,11 +454,11 @@ func (rq *request) window() (from, to int64, err error) {
 		return
 	}
 	if to <= from {
-		return 0, 0, badRequest("window from %s to %s: to must be after from", rq.q["from"][0], rq.q["to"][0])
+		return 0, 0, badRequest("window from %s to %s: to must be after from", clip(rq.q["from"][0]), clip(rq.q["to"][0]))
 	}
 	end := runEnd(rq.run, rq.x)
 	if to <= rq.run.StartNS || from > end {
-		return 0, 0, badRequest("window %s..%s s is outside the run, which spans 0..%.3f s", rq.q["from"][0], rq.q["to"][0], float64(end-rq.run.StartNS)/1e9)
+		return 0, 0, badRequest("window %s..%s s is outside the run, which spans 0..%.3f s", clip(rq.q["from"][0]), clip(rq.q["to"][0]), float64(end-rq.run.StartNS)/1e9)
 	}
 	return from, to, nil
 }
@@ -465,7 +480,7 @@ func (rq *request) gpu() (int, error) {
 		n, err = strconv.Atoi(v[0])
 	}
 	if len(v) != 1 || err != nil || n < 0 {
-		return 0, badRequest("gpu=%q: give one GPU index, a whole number from 0", strings.Join(v, ","))
+		return 0, badRequest("gpu=%s: give one GPU index, a whole number from 0", clip(strings.Join(v, ",")))
 	}
 	var has []string
 	for _, g := range rq.run.GPUs {
@@ -484,9 +499,15 @@ func (rq *request) keys() ([]series.Key, error) {
 	}
 	var keys []series.Key
 	for _, l := range lines {
+		if len(l) > maxEcho {
+			return nil, badRequest("line %s: no line has a name that long", clip(l))
+		}
 		k, err := series.ParseKey(l)
 		if err != nil {
 			return nil, badRequest("%v", err)
+		}
+		if slices.Contains(keys, k) {
+			return nil, badRequest("line %s: given twice", clip(l))
 		}
 		if _, ok := rq.x.Last(k); !ok {
 			return nil, fmt.Errorf("run %q has no line %s: %w", rq.run.Name, l, series.ErrNoLine)
@@ -824,6 +845,9 @@ type sitesJSON struct {
 	Sites  []siteJSON `json:"sites"`
 	Note   string     `json:"note,omitempty"`
 	Stale  string     `json:"stale,omitempty"`
+	// LeftOut counts the site rows not read, past the read's decoding
+	// budget: the snapshots from the first of them on are not shown.
+	LeftOut int `json:"site_rows_left_out,omitempty"`
 }
 
 // siteJSON is one band: a site, or what the sites shown leave out.
@@ -876,8 +900,15 @@ func (s *server) sites(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if snaps != nil {
+		if lo := snaps.LeftOut(); lo.Rows > 0 {
+			out.LeftOut, out.Note = lo.Rows, fmt.Sprintf("%d site rows left out, the snapshots from the first of them on not shown: %v", lo.Rows, lo.Err)
+		}
+	}
 	if snaps == nil || snaps.Len() == 0 {
-		out.Note = noSites
+		if out.Note == "" {
+			out.Note = noSites
+		}
 		reply(w, out, nil)
 		return
 	}

@@ -532,3 +532,85 @@ func TestSites(t *testing.T) {
 		t.Errorf("runs: site GPUs %+v", runs.Shown)
 	}
 }
+
+// TestHostileQueries: hostile values of the API's query parameters
+// (window bounds negative, NaN, huge, reversed or repeated; unknown runs
+// and paths for names; widths of nothing and of years; counts of 0, of
+// more digits than an int, repeated) are answered 4xx with a message that
+// names the parameter and repeats at most the start of its value; a window
+// of years is answered with at most the points asked for.
+func TestHostileQueries(t *testing.T) {
+	path, _ := testDB(t)
+	srv := serveDB(t, path)
+	w := "/api/window?run=gen&line=gpu0.used&points=100"
+	huge := strings.Repeat("9", 100000)
+	cases := []struct {
+		url  string
+		code int
+		says string
+	}{
+		{w + "&from=-1e300&to=10", 400, "ten years"},
+		{w + "&from=-Inf&to=10", 400, "finite"},
+		{w + "&from=0&to=nan", 400, "finite"},
+		{w + "&from=0x10&to=0x20", 400, "from=\"0x10\""},
+		{w + "&from=10&to=10", 400, "after from"},
+		{w + "&from=0&to=1e-10", 400, "after from"},
+		{w + "&from=0&to=" + huge, 400, "(100000 bytes)"},
+		{w + "&from=1." + strings.Repeat("0", 100000) + "&to=1", 400, "(100002 bytes)"},
+		{w + "&from=0&to=1&from=2", 400, "give it once"},
+		{w + "&from=0&to=10&points=7", 400, "points: give it once"},
+		{"/api/window?run=gen&line=gpu0.used&from=0&to=10&points=" + huge, 400, "(100000 bytes)"},
+		{"/api/window?run=gen&line=gpu0.used&line=gpu0.used&from=0&to=10", 400, `line "gpu0.used": given twice`},
+		{"/api/window?run=gen&line=" + strings.Repeat("g", 5000) + "&from=0&to=10", 400, "no line has a name that long"},
+		{"/api/window?run=../../etc/passwd&line=gpu0.used&from=0&to=1", 404, `run "../../etc/passwd": no such run`},
+		{"/api/window?run=..%2Fview.db&line=gpu0.used&from=0&to=1", 404, "no such run"},
+		{"/api/window?run=%00&line=gpu0.used&from=0&to=1", 404, "no such run"},
+		{"/api/window?run=" + strings.Repeat("a", 100000) + "&line=gpu0.used&from=0&to=1", 404, "(100000 bytes): no such run"},
+		{"/api/runs?run=gen&run=/etc/passwd", 404, "no such run"},
+		{"/api/at?run=gen&t=5&near=" + huge, 400, "(100000 bytes)"},
+		{"/api/at?run=gen&t=5&near=-1e-3", 400, "near"},
+		{"/api/marks?run=gen&from=-300000000&to=300000000&limit=0", 400, "limit"},
+		{"/api/marks?run=gen&from=0&to=10&limit=1&limit=2", 400, "limit: give it once"},
+		{"/api/sites?run=gen&gpu=0&top=99999999999999999999", 400, "top"},
+		{"/api/sites?run=gen&gpu=" + huge, 400, "(100000 bytes)"},
+		{"/api/sites?run=gen&gpu=0&from=1e-300&to=2e-300", 400, "after from"},
+	}
+	for _, c := range cases {
+		resp, err := http.Get(srv.URL + c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		short := c.url
+		if len(short) > 100 {
+			short = short[:100] + "…"
+		}
+		var msg struct{ Error string }
+		json.Unmarshal(b, &msg)
+		if resp.StatusCode != c.code || !strings.Contains(msg.Error, c.says) {
+			t.Errorf("%s: %d %.300s, want %d with an error saying %q", short, resp.StatusCode, b, c.code, c.says)
+		}
+		if len(b) > 512 {
+			t.Errorf("%s: a message of %d bytes", short, len(b))
+		}
+	}
+	// Windows of years, around the run and before it: answered, with at
+	// most the points asked for a line.
+	for _, u := range []string{w + "&from=-300000000&to=300000000", "/api/sites?run=gen&gpu=0&from=-300000000&to=300000000"} {
+		var out struct {
+			Lines []struct {
+				T []int64 `json:"t_us"`
+			} `json:"lines"`
+			T []int64 `json:"t_us"`
+		}
+		if code := getJSON(t, srv.URL+u, &out); code != 200 {
+			t.Fatalf("%s: %d", u, code)
+		}
+		for _, l := range out.Lines {
+			if len(l.T) == 0 || len(l.T) > 100 {
+				t.Errorf("%s: %d points, want 1 to 100", u, len(l.T))
+			}
+		}
+	}
+}

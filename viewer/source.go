@@ -432,7 +432,9 @@ func (s *DBSource) Sites(run storage.Run, gpu int) (*sites.Sites, error) {
 	s.smu.Unlock()
 	ds.once.Do(func() {
 		ds.err = s.with(func(db *storage.DB) error {
-			in, err := analysis.SitesInput(db, run, gpu)
+			// A budget per read: the index cache bounds what the reads
+			// it keeps hold together.
+			in, err := analysis.SitesInput(db, run, gpu, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 			if err != nil {
 				return err
 			}

@@ -41,10 +41,10 @@ import (
 //     activations: 61 % for 4 blocks of 7, 79 % for 12 of 8. What lies
 //     outside the blocks can be most of the rest: a CNN's stem runs at the
 //     input's full resolution (a ResNet's first convolution, its batch
-//     norm and pooling before the first block), and on an H200 a
-//     ResNet-18-style CNN checkpointed block by block freed 33 % of its
-//     activations. The range is CheckpointLow to CheckpointHigh of the
-//     activations.
+//     norm and pooling before the first block), so a CNN frees far less
+//     than the formula says (bench/README.md, "Budget checks: what
+//     checkpointing freed"). The range is CheckpointLow to CheckpointHigh
+//     of the activations.
 //   - A lighter optimizer: Adam and AdamW keep two moments per parameter in
 //     the parameter's dtype (8 bytes a float32 parameter); SGD with
 //     momentum one (4 bytes); 8-bit Adam two of one byte (2 bytes, plus
@@ -71,8 +71,9 @@ const (
 	// CheckpointLow and CheckpointHigh: the share of the activations that
 	// checkpointing every block frees (see above: from a few blocks with
 	// large logits or a full-resolution stem outside them, to many blocks).
-	// Typical values, not bounds: on an H200 a language model of two LSTM
-	// layers, whose logits lie outside them, freed 18 %.
+	// Typical values, not bounds: a model of two or three blocks whose
+	// logits lie outside them frees less than the low end (bench/README.md,
+	// "Budget checks: what checkpointing freed").
 	CheckpointLow, CheckpointHigh = 0.25, 0.85
 )
 
@@ -353,7 +354,7 @@ func (ad *advice) checkpointing() {
 	r := Remedy{Kind: RemedyCheckpointing, Title: "activation checkpointing of every block (torch.utils.checkpoint)",
 		Basis: fmt.Sprintf("a checkpointed block keeps its input and recomputes the rest in backward: %.0f %% to %.0f %% of the activations made within the step (%s), from a few blocks to many",
 			100*CheckpointLow, 100*CheckpointHigh, units.FormatBytes(inStep)),
-		Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays; with two or three blocks and large logits it can free less than the low end (two LSTM layers freed 18 %)",
+		Assumptions: []string{"every block (residual or transformer block) is checkpointed; what lies outside them (embeddings, the loss and its logits) stays; with two or three blocks and large logits it can free less than the low end",
 			"backward recomputes each block's forward: about a third more compute"}}
 	f.set(&r, int64(CheckpointLow*float64(inStep)), int64(CheckpointHigh*float64(inStep)))
 	f.scaled(&r, ad.fx, ad.act, 1-(CheckpointLow+CheckpointHigh)/2)

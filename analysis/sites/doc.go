@@ -13,6 +13,9 @@
 //
 // Input places a snapshot in the run (its step, its epoch, the warm-up)
 // and carries the leak verdict; analysis fills it from the run's marks
-// (analysis.SitesInput outside Analyze). Nothing here imports analysis.
+// (analysis.SitesInput outside Analyze), and the command's decoding
+// budget each row is taken from before it is kept: past it, the snapshot
+// and every later one are left out and counted (LeftOut), never read in
+// part. Nothing here imports analysis.
 // A Sites is safe for concurrent use; the rest is plain data.
 package sites

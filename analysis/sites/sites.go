@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
@@ -157,6 +158,10 @@ type Input struct {
 	// Leak is the GPU's leak verdict: a growing site's share is its part
 	// of the leak's slope.
 	Leak growth.Leak
+	// Budget is what the snapshots' rows kept are taken from, the
+	// command's decoding budget (nil: one of storage.DefaultDecodeBudget
+	// for this read alone).
+	Budget *storage.DecodeBudget
 }
 
 func (in *Input) epochAt(t int64) *int {
@@ -166,32 +171,89 @@ func (in *Input) epochAt(t int64) *int {
 	return in.EpochAt(t)
 }
 
-// read reads the GPU's site snapshots of processes pids, in time order.
-func read(db *storage.DB, run storage.Run, gpu int, pids []int) ([]siteSnap, error) {
+// LeftOut is what a read of site snapshots left out past the decoding
+// budget: Rows counts the rows not kept, Err says why (it wraps
+// storage.ErrDecodeBudget). The zero LeftOut is a read that kept all.
+type LeftOut struct {
+	Rows int
+	Err  error
+}
+
+// rowCost is what keeping one site row costs the budget, its strings
+// aside.
+const rowCost = int64(unsafe.Sizeof(storage.SiteSample{}))
+
+// reader keeps site rows while the budget lasts. Each row is taken from
+// the budget before it is kept: its struct, and each string the first
+// time it is seen (a chunk's rows share them). Once a row is refused, the
+// snapshot it belongs to and every later row are left out and counted, so
+// no snapshot is read in part.
+type reader struct {
+	budget *storage.DecodeBudget
+	seen   map[*byte]bool
+	left   LeftOut
+}
+
+func (r *reader) take(row storage.SiteSample) bool {
+	if r.left.Rows > 0 {
+		r.left.Rows++
+		return false
+	}
+	n := rowCost
+	for _, s := range []string{row.File, row.Func, row.Stack, row.Name, string(row.Reason)} {
+		if p := unsafe.StringData(s); len(s) > 0 && !r.seen[p] {
+			r.seen[p] = true
+			n += int64(len(s)) + 16
+		}
+	}
+	if err := r.budget.Take(n, "the run's site snapshots"); err != nil {
+		r.left = LeftOut{Rows: 1, Err: err}
+		return false
+	}
+	return true
+}
+
+// read reads the GPU's site snapshots of processes pids, in time order,
+// taking what it keeps from budget (nil: a budget of its own).
+func read(db *storage.DB, run storage.Run, gpu int, pids []int, budget *storage.DecodeBudget) ([]siteSnap, LeftOut, error) {
+	if budget == nil {
+		budget = storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+	}
+	rd := reader{budget: budget, seen: map[*byte]bool{}}
 	var out []siteSnap
 	for _, pid := range pids {
 		it := db.SiteSamples(run, gpu, pid, run.StartNS, run.EndNS+1)
 		var rows []storage.SiteSample
 		for it.Next() {
-			rows = append(rows, it.At())
+			row := it.At()
+			if rd.take(row) {
+				rows = append(rows, row)
+			} else if rd.left.Rows == 1 {
+				// The snapshot the refused row belongs to goes whole.
+				for len(rows) > 0 && rows[len(rows)-1].T == row.T {
+					rows = rows[:len(rows)-1]
+					rd.left.Rows++
+				}
+			}
 		}
 		if err := it.Err(); err != nil {
-			return nil, err
+			return nil, LeftOut{}, err
 		}
 		out = appendSnaps(out, pid, rows)
 	}
 	slices.SortStableFunc(out, func(x, y siteSnap) int { return cmp.Compare(x.t(), y.t()) })
-	return out, nil
+	return out, rd.left, nil
 }
 
 // Find is the where pass: it reads the site snapshots of processes pids
 // on one GPU and finds where the GPU's memory is held; nil without
 // snapshots. holders[i] are the sites that held the most at the OOM
-// snapshot nearest ooms[i], within 10 s (nil: none).
-func Find(db *storage.DB, run storage.Run, gpu int, pids []int, in Input, ooms []int64) (w *Where, holders [][]SiteFigure, err error) {
-	snaps, err := read(db, run, gpu, pids)
+// snapshot nearest ooms[i], within 10 s (nil: none). What it keeps is
+// taken from in.Budget; left says what was left out past it.
+func Find(db *storage.DB, run storage.Run, gpu int, pids []int, in Input, ooms []int64) (w *Where, holders [][]SiteFigure, left LeftOut, err error) {
+	snaps, left, err := read(db, run, gpu, pids, in.Budget)
 	if err != nil || len(snaps) == 0 {
-		return nil, nil, err
+		return nil, nil, left, err
 	}
 	w = &Where{Snapshots: len(snaps), Growing: []GrowingSite{}}
 	var peak, end *siteSnap
@@ -221,7 +283,7 @@ func Find(db *storage.DB, run storage.Run, gpu int, pids []int, in Input, ooms [
 			holders[i] = in.figures(*s).Top
 		}
 	}
-	return w, holders, nil
+	return w, holders, left, nil
 }
 
 // stepAt is the step a time falls in: the first step mark at or after it
@@ -496,17 +558,18 @@ func stepsBetween(steps *growth.Steps, from, to int64) int {
 }
 
 // SiteSnapshots reads every site snapshot of one GPU of a run, in time
-// order, each with all its sites (largest first), placed by in.
-func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, in Input) ([]SiteSnapshot, error) {
+// order, each with all its sites (largest first), placed by in, taking
+// what it keeps from in.Budget (ReadSites); left says what was left out.
+func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, in Input) (snaps []SiteSnapshot, left LeftOut, err error) {
 	s, err := ReadSites(db, run, gpu, in)
 	if err != nil {
-		return nil, err
+		return nil, LeftOut{}, err
 	}
 	out := make([]SiteSnapshot, len(s.snaps))
 	for i, sn := range s.snaps {
 		out[i] = *s.in.figuresN(sn, -1)
 	}
-	return out, nil
+	return out, s.left, nil
 }
 
 // Sites are one GPU's site snapshots of a run, read once with what the
@@ -516,11 +579,13 @@ func SiteSnapshots(db *storage.DB, run storage.Run, gpu int, in Input) ([]SiteSn
 type Sites struct {
 	in    Input
 	snaps []siteSnap
+	left  LeftOut
 }
 
 // ReadSites reads a GPU's site snapshots; a Sites of none (Len 0) when the
 // GPU has none. in places them in the run (analysis.SitesInput reads it
-// from the run's marks); its Leak is not used.
+// from the run's marks); its Leak is not used. The rows kept are taken
+// from in.Budget; past it the later snapshots are left out (LeftOut).
 func ReadSites(db *storage.DB, run storage.Run, gpu int, in Input) (*Sites, error) {
 	series, err := db.Series(run)
 	if err != nil {
@@ -532,16 +597,19 @@ func ReadSites(db *storage.DB, run storage.Run, gpu int, in Input) (*Sites, erro
 			pids = append(pids, s.PID)
 		}
 	}
-	snaps, err := read(db, run, gpu, pids)
+	snaps, left, err := read(db, run, gpu, pids, in.Budget)
 	if err != nil {
 		return nil, err
 	}
-	in.Leak = growth.Leak{}
-	return &Sites{in: in, snaps: snaps}, nil
+	in.Leak, in.Budget = growth.Leak{}, nil
+	return &Sites{in: in, snaps: snaps, left: left}, nil
 }
 
 // Len is the number of snapshots.
 func (s *Sites) Len() int { return len(s.snaps) }
+
+// LeftOut is what reading the snapshots left out past the budget.
+func (s *Sites) LeftOut() LeftOut { return s.left }
 
 // Bands are the bands of the live-memory-by-site chart over the snapshots
 // of [from, to) and each process's last one before from (it holds until

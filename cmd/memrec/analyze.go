@@ -22,6 +22,8 @@ type analyzeOptions struct {
 	json     bool
 	full     bool
 	sections []string
+	// Profiles of the analysis, for tuning it on long runs.
+	cpuProfile, memProfile string
 }
 
 func newAnalyzeCmd(g *globals) *cobra.Command {
@@ -45,6 +47,10 @@ func newAnalyzeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&o.full, "full", false, "print everything: every GPU's peaks, epochs, allocator, budget, remedies with their assumptions, OOMs and sites")
 	cmd.Flags().StringSliceVar(&o.sections, "section", nil, "print only these parts of each GPU's full section: "+sectionNames())
 	addWindowFlags(cmd, &o.window)
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the analysis to this file")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write a heap profile (after the analysis) to this file")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
+	_ = cmd.Flags().MarkHidden("memprofile")
 	return cmd
 }
 
@@ -63,11 +69,19 @@ func runAnalyze(ctx context.Context, o *analyzeOptions, ref string) error {
 	if err := checkSections(o.sections); err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
 	var rep *analysis.Report
-	err := untilDone(ctx, func() (err error) {
+	err = untilDone(ctx, func() (err error) {
 		rep, err = analyzeRun(o.globals, ref, o.window)
 		return err
 	})
+	stop()
+	if err == nil {
+		err = writeHeapProfile(o.memProfile)
+	}
 	if err != nil {
 		return err
 	}
@@ -327,6 +341,23 @@ func printMemory(w io.Writer, _ *analysis.Report, g analysis.GPUReport) {
 	}
 	if g.AllocRetries != nil && *g.AllocRetries > 0 {
 		fmt.Fprintf(w, "Warning: the allocator retried %d allocations (freed its cache to satisfy them): memory is tight\n", *g.AllocRetries)
+	}
+	printCounters(w, g)
+}
+
+// printCounters writes a line for each allocator counter that counted
+// anything: its total, its rate a step after the warm-up, and what it
+// means (the field table's help).
+func printCounters(w io.Writer, g analysis.GPUReport) {
+	for _, c := range g.Counters {
+		if c.Total == 0 {
+			continue
+		}
+		rate := ""
+		if c.PerStep != nil {
+			rate = fmt.Sprintf(" (%.1f a step after the warm-up, over %d steps)", *c.PerStep, c.Steps)
+		}
+		fmt.Fprintf(w, "Allocator %s: %d%s. %s\n", c.Name, c.Total, rate, c.Help)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
@@ -64,5 +65,19 @@ func TestAnalyzeSummaryFitsAScreen(t *testing.T) {
 	_, errs, code = run(t, path, "", "analyze", r.Name, "--section", "epoch")
 	if code == 0 || !strings.Contains(errs, `--section "epoch": no such section (want some of leak,peaks,epochs,`) {
 		t.Errorf("unknown section: exit %d, %s", code, errs)
+	}
+}
+
+// TestPrintCounters: a counter that counted prints its total, its rate a
+// step and the table's help; one that did not is left out.
+func TestPrintCounters(t *testing.T) {
+	r := 0.8
+	g := analysis.GPUReport{Counters: []analysis.Counter{{Name: "alloc_retries", Help: "Retried."},
+		{Name: "device_allocs", Total: 1203, PerStep: &r, Steps: 1500, Help: "Device allocations (cudaMalloc)."}}}
+	var b strings.Builder
+	printCounters(&b, g)
+	want := "Allocator device_allocs: 1203 (0.8 a step after the warm-up, over 1500 steps). Device allocations (cudaMalloc).\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

@@ -123,3 +123,32 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
 	}
 }
+
+// TestAnalyzeProfiles: the hidden --cpuprofile and --memprofile write
+// pprof files beside the analysis, whose output they leave as it is; a
+// path that cannot be written is an error naming the flag.
+func TestAnalyzeProfiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	plain, _, _ := run(t, db, "", "analyze", "real-resnet18-bs128", "--json")
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	out, errs, code := run(t, db, "", "analyze", "real-resnet18-bs128", "--json", "--cpuprofile", cpu, "--memprofile", mem)
+	if code != 0 || out != plain {
+		t.Fatalf("with profiles: exit %d, output differs: %v, %s", code, out != plain, errs)
+	}
+	for _, p := range []string{cpu, mem} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	for _, flag := range []string{"--cpuprofile", "--memprofile"} {
+		_, errs, code := run(t, db, "", "analyze", "real-resnet18-bs128", flag, filepath.Join(dir, "no", "such", "dir"))
+		if code == 0 || !strings.Contains(errs, flag) {
+			t.Fatalf("%s into a missing directory: exit %d, %s", flag, code, errs)
+		}
+	}
+}

@@ -55,7 +55,7 @@ interval of the projection and how far it reaches.`,
   memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "nothing was printed or written")
+			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "no comparison folder was written")
 		},
 	}
 	f := cmd.Flags()
@@ -78,7 +78,10 @@ func parseHeadroom(s string) (float64, error) {
 }
 
 // runCompare prints and writes nothing when ctx is done before the runs
-// are analysed and fitted.
+// are analysed and fitted, and stops at ctx wherever it is after: it
+// prints only while ctx is not done, and -o's folder is made aside and
+// renamed into place only if ctx is still not done (report.WriteCompare
+// with the Context), so a late signal leaves no folder half-written.
 func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	headroom, err := parseHeadroom(o.headroom)
 	if err != nil {
@@ -91,6 +94,9 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	}); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if o.json {
 		if err := printCompareJSON(o.io.Out, c); err != nil {
 			return err
@@ -98,14 +104,24 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	} else {
 		printCompare(o.io.Out, c)
 	}
-	if o.out != "" {
-		path, err := report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly})
-		if err != nil {
-			return outputError(err)
+	if o.out == "" {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var path string
+	if err := untilDone(ctx, func() (err error) {
+		path, err = report.WriteCompare(o.out, c, report.Options{Width: o.width, Height: o.height, PNGOnly: o.pngOnly, Context: ctx})
+		return err
+	}); err != nil {
+		if ctx.Err() != nil {
+			return err
 		}
-		if !o.json {
-			fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)
-		}
+		return outputError(err)
+	}
+	if !o.json {
+		fmt.Fprintf(o.io.Out, "comparison written: %s\n", path)
 	}
 	return nil
 }
@@ -121,7 +137,7 @@ func compareAll(o *compareOptions, refs []string, headroom float64) (*compare.Co
 	if err != nil {
 		return nil, err
 	}
-	reps, err := analyzeAll(db, runs)
+	reps, err := analyzeAll(db, runs, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +207,8 @@ func compareRuns(o *compareOptions, db *storage.DB, refs []string) ([]storage.Ru
 // GPUs over the cores, so runs go in parallel only as far as cores are left:
 // two 8-GPU runs one after the other, ten 1-GPU runs two at a time on two
 // cores. That keeps memory to one run's analyses in flight at a time. The
-// runs' allocator traces share one decoding budget.
-func analyzeAll(db *storage.DB, runs []storage.Run) ([]*analysis.Report, error) {
-	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
+// runs share budget, the command's.
+func analyzeAll(db *storage.DB, runs []storage.Run, budget *storage.DecodeBudget) ([]*analysis.Report, error) {
 	reps := make([]*analysis.Report, len(runs))
 	errs := make([]error, len(runs))
 	gpus := 1

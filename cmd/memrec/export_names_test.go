@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,29 +15,19 @@ import (
 	"github.com/memrec/memrec/storage/wire"
 )
 
-// exportRenames are the figures every export (CSV, Parquet, /metrics) names
-// otherwise than the line does: the line's peak_allocated_bytes is the peak
-// since the previous report, which beside allocated_bytes in a table would
-// read as the run's peak.
-var exportRenames = map[string]string{"peak_allocated_bytes": "step_peak_allocated_bytes"}
-
 // metricsDiffer are /metrics names (recorder/metrics.go) that differ from
 // the field tables': each the figure's field name in that file's prefix.
 var metricsDiffer = map[string]string{"memrec_gpu_memory_reserved_bytes": "driver_reserved_bytes"}
 
 // fieldNames is the figure names of the field tables (storage/wire), as
-// the exports name them: the tables' names, key fields left out.
+// the exports name them (Field.ColumnName), key fields left out.
 func fieldNames[T any](fs []wire.Field[T]) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range fs {
 		if f.Key {
 			continue
 		}
-		name := f.Name
-		if r, ok := exportRenames[name]; ok {
-			name = r
-		}
-		out[name] = true
+		out[f.ColumnName()] = true
 	}
 	return out
 }
@@ -102,6 +93,11 @@ func TestOneNamePerFigure(t *testing.T) {
 		n := perGPU.ReplaceAllString(col, "")
 		if !device[n] && !torch[n] && !budget[n] && !proc[n] {
 			t.Errorf("CSV %s: no field %s in storage/wire", col, n)
+		}
+	}
+	for _, f := range wire.Counters(wire.TorchFields) { // each counter of the table is a column
+		if !slices.Contains(rows[0], "gpu0_"+f.ColumnName()) {
+			t.Errorf("CSV has no column gpu0_%s: %v", f.ColumnName(), rows[0])
 		}
 	}
 	if !strings.Contains(strings.Join(rows[0], ","), "gpu0_optimizer_bytes") {

@@ -153,7 +153,8 @@ func runFit(ctx context.Context, o *fitOptions) error {
 		return err
 	}
 	defer db.Close()
-	opt := fit.Options{By: o.by, Steps: o.steps, Min: o.min, Max: o.max, Multiple: o.multiple, Headroom: headroom, ID: o.id, Grace: o.grace}
+	opt := fit.Options{By: o.by, Steps: o.steps, Min: o.min, Max: o.max, Multiple: o.multiple, Headroom: headroom, ID: o.id, Grace: o.grace,
+		Budget: storage.NewDecodeBudget(storage.DefaultDecodeBudget)} // one for the given runs and every trial
 	s := fit.New(db, opt, o.launcher(gpus))
 	log := o.rec.io.Out
 	if o.json {
@@ -161,7 +162,7 @@ func runFit(ctx context.Context, o *fitOptions) error {
 	}
 	s.Say = func(line string) { fmt.Fprintln(log, line) }
 	s.OnTrial = func(t fit.Trial) { printTrial(log, o.by, t) }
-	searchErr := o.given(db, s)
+	searchErr := o.given(db, s, opt.Budget)
 	if searchErr == nil {
 		searchErr = s.Run(ctx)
 	}
@@ -218,7 +219,7 @@ func checkFitFlags(o *fitOptions) error {
 }
 
 // given analyses the runs --runs names and gives them to the search.
-func (o *fitOptions) given(db *storage.DB, s *fit.Search) error {
+func (o *fitOptions) given(db *storage.DB, s *fit.Search, budget *storage.DecodeBudget) error {
 	if len(o.runs) == 0 {
 		return nil
 	}
@@ -233,7 +234,7 @@ func (o *fitOptions) given(db *storage.DB, s *fit.Search) error {
 		}
 		runs = append(runs, r)
 	}
-	reps, err := analyzeAll(db, runs)
+	reps, err := analyzeAll(db, runs, budget)
 	if err == nil {
 		err = s.Given(reps)
 	}

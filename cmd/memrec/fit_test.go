@@ -338,7 +338,7 @@ func availableTo(t *testing.T, db, id string) float64 {
 		t.Fatal(err)
 	}
 	runs = slices.DeleteFunc(runs, func(r storage.Run) bool { return r.Tags["fit"] != id })
-	reps, err := analyzeAll(d, runs)
+	reps, err := analyzeAll(d, runs, storage.NewDecodeBudget(storage.DefaultDecodeBudget))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -561,6 +561,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// writeHeapProfile writes the heap profile to path ("" writes nothing).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := errors.Join(pprof.WriteHeapProfile(f), f.Close()); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
+}
+
 func printRecordSummary(o *recordOptions, res recorder.Result, dbErr error) {
 	w := o.io.Err
 	s := res.Sampler

@@ -109,18 +109,30 @@ func (m moment) pick(snaps []sites.SiteSnapshot) (sites.SiteSnapshot, bool) {
 
 // printSitesSummary writes (or with --json returns as JSON) where memory
 // is held on each GPU with site snapshots, as memrec analyze does.
-func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
+func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run, budget *storage.DecodeBudget) error {
 	w := o.io.Out
-	rep, err := analysis.Analyze(db, run, analysis.Options{})
+	rep, err := analysis.Analyze(db, run, analysis.Options{Budget: budget})
 	if err != nil {
 		return err
 	}
-	var out []*sites.Where
+	// A GPU's where, with the rows left out of it past the budget.
+	type where struct {
+		*sites.Where
+		LeftOut int `json:"site_rows_left_out,omitempty"`
+	}
+	var out []where
+	var left leftOutRows
 	for _, g := range rep.GPUs {
-		if g.Where == nil || (o.gpu >= 0 && g.GPU != o.gpu) {
+		if o.gpu >= 0 && g.GPU != o.gpu {
 			continue
 		}
-		out = append(out, g.Where)
+		if g.SiteRowsLeftOut > 0 {
+			left.add(sites.LeftOut{Rows: g.SiteRowsLeftOut, Err: g.SiteRowsLeftOutWhy()})
+		}
+		if g.Where == nil {
+			continue
+		}
+		out = append(out, where{g.Where, g.SiteRowsLeftOut})
 		if !o.json {
 			fmt.Fprintf(w, "== %s\n", g.Label())
 			if g.Leak.HeldBy != nil {
@@ -129,13 +141,42 @@ func printSitesSummary(o *sitesOptions, db *storage.DB, run storage.Run) error {
 			printWhere(w, rep, g.Where, o.top)
 		}
 	}
+	left.note(o.io.Err)
 	if len(out) == 0 {
+		if left.rows > 0 {
+			return fmt.Errorf("run %q: no site snapshot read within the decoding budget", run.Name)
+		}
 		return noSites(run, o.gpu)
 	}
 	if o.json {
 		return writeJSON(o, out)
 	}
 	return nil
+}
+
+// leftOutRows sums the site rows a command left out past its decoding
+// budget, to say so once.
+type leftOutRows struct {
+	rows int
+	why  error // the first
+}
+
+func (l *leftOutRows) add(lo sites.LeftOut) {
+	if lo.Rows == 0 {
+		return
+	}
+	if l.rows == 0 {
+		l.why = lo.Err
+	}
+	l.rows += lo.Rows
+}
+
+// note writes the one line that says what was left out; nothing when
+// nothing was.
+func (l *leftOutRows) note(w io.Writer) {
+	if l.rows > 0 {
+		fmt.Fprintf(w, "memrec: %d site rows left out (the snapshots from the first of them on are not shown): %v\n", l.rows, l.why)
+	}
 }
 
 // hasSites says whether run has a site series (of GPU gpu, when gpu >= 0):
@@ -221,8 +262,10 @@ func runSites(o *sitesOptions, args []string) error {
 	if one && o.diff {
 		return errors.New("--at and --epoch pick one snapshot; --diff compares two: use one or the other")
 	}
+	// One budget for the command: every GPU's marks and snapshots.
+	budget := storage.NewDecodeBudget(storage.DefaultDecodeBudget)
 	if !one && !o.diff {
-		return printSitesSummary(o, db, run)
+		return printSitesSummary(o, db, run, budget)
 	}
 	moments, err := sitesMoments(o, args, run, one)
 	if err != nil {
@@ -230,18 +273,21 @@ func runSites(o *sitesOptions, args []string) error {
 	}
 	var found bool
 	var js []any
+	var left leftOutRows
+	defer func() { left.note(o.io.Err) }()
 	for _, g := range run.GPUs {
 		if o.gpu >= 0 && g.Index != o.gpu {
 			continue
 		}
-		in, err := analysis.SitesInput(db, run, g.Index)
+		in, err := analysis.SitesInput(db, run, g.Index, budget)
 		if err != nil {
 			return err
 		}
-		snaps, err := sites.SiteSnapshots(db, run, g.Index, in)
+		snaps, lo, err := sites.SiteSnapshots(db, run, g.Index, in)
 		if err != nil {
 			return err
 		}
+		left.add(lo)
 		if len(snaps) == 0 {
 			continue
 		}
@@ -261,7 +307,7 @@ func runSites(o *sitesOptions, args []string) error {
 		if one {
 			s := picked[0]
 			if o.json {
-				js = append(js, map[string]any{"gpu": g.Index, "snapshot": s})
+				js = append(js, jsonLeftOut(map[string]any{"gpu": g.Index, "snapshot": s}, lo))
 				continue
 			}
 			fmt.Fprintf(w, "== GPU %d at %s (%s, epoch %s): %s live, %s without a stack\n", g.Index, since(s.TNS), s.Reason,
@@ -271,7 +317,7 @@ func runSites(o *sitesOptions, args []string) error {
 		}
 		d := sites.DiffSites(picked[0], picked[1])
 		if o.json {
-			js = append(js, map[string]any{"gpu": g.Index, "a_t_ns": picked[0].TNS, "b_t_ns": picked[1].TNS, "sites": d})
+			js = append(js, jsonLeftOut(map[string]any{"gpu": g.Index, "a_t_ns": picked[0].TNS, "b_t_ns": picked[1].TNS, "sites": d}, lo))
 			continue
 		}
 		fmt.Fprintf(w, "== GPU %d from %s (%s) to %s (%s): %s live → %s\n", g.Index, since(picked[0].TNS), picked[0].Reason,
@@ -285,6 +331,15 @@ func runSites(o *sitesOptions, args []string) error {
 		return writeJSON(o, js)
 	}
 	return nil
+}
+
+// jsonLeftOut adds the rows left out of a GPU's snapshots to its JSON,
+// when some were.
+func jsonLeftOut(m map[string]any, lo sites.LeftOut) map[string]any {
+	if lo.Rows > 0 {
+		m["site_rows_left_out"] = lo.Rows
+	}
+	return m
 }
 
 func abs(v int64) int64 {

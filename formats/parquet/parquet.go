@@ -41,11 +41,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/memrec/memrec/internal/safefile"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // RowGroupRows is the number of rows of a row group (and of each write):
@@ -82,7 +85,12 @@ type Process struct {
 }
 
 // Allocator is a row of the allocator table (PyTorch's caching allocator,
-// or JAX's through memrec.jax).
+// or JAX's through memrec.jax). Its figures, from allocated_bytes to the
+// last counter, are wire.TorchFields' rows in the table's order, named as
+// ColumnName names them; Export fills them through the table
+// (allocatorFigures), and TestAllocatorFollowsWireTable holds the two
+// together. A field of the struct rather than a schema built at run time:
+// parquet-go writes a struct's columns directly, many times faster.
 type Allocator struct {
 	TNS                    int64  `parquet:"t_ns,delta"`
 	Time                   int64  `parquet:"time,timestamp(microsecond:utc),delta"`
@@ -100,6 +108,8 @@ type Allocator struct {
 	// LargestSegmentBytes is the largest segment the allocator was seen to
 	// hold so far; 0: not measured.
 	LargestSegmentBytes int64  `parquet:"largest_segment_bytes,delta"`
+	DeviceAllocs        int64  `parquet:"device_allocs,delta"`
+	DeviceFrees         int64  `parquet:"device_frees,delta"`
 	Epoch               int32  `parquet:"epoch"` // the latest epoch_start mark's (progress.go)
 	Step                int64  `parquet:"step,delta"`
 	HostName            string `parquet:"host_name,dict"`
@@ -219,6 +229,9 @@ func Export(ctx context.Context, db *storage.DB, r storage.Run, dir string) (Sta
 // once ctx is done it stops, and what it wrote of this run is removed.
 // Safe to call while other readers read db.
 func (d *Dataset) Export(ctx context.Context, db *storage.DB, r storage.Run) (Stats, error) {
+	if errFigures != nil {
+		return Stats{}, errFigures
+	}
 	st := Stats{Rows: map[string]int64{}}
 	part, err := Partition(r)
 	if err != nil {
@@ -337,10 +350,13 @@ func (e *exporter) all() error {
 					epoch, step = marks.cursors(t.Rank)
 					first = false
 				}
-				return Allocator{TNS: t.T, Time: micros(t.T), Epoch: int32(epoch.at(t.T)), Step: step.at(t.T), HostName: host, RunName: r.Name, GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank),
-					AllocatedBytes: t.Allocated, ReservedBytes: t.Reserved, ActiveBytes: t.Active, InactiveSplitBytes: t.InactiveSplit,
-					StepPeakAllocatedBytes: t.PeakAllocated, Segments: t.Segments, AllocRetries: t.AllocRetries, OOMs: t.OOMs,
-					LargestSegmentBytes: t.LargestSegment}
+				row := Allocator{TNS: t.T, Time: micros(t.T), Epoch: int32(epoch.at(t.T)), Step: step.at(t.T), HostName: host, RunName: r.Name,
+					GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank)}
+				v := reflect.ValueOf(&row).Elem()
+				for _, f := range allocatorFigures {
+					v.Field(f.index).SetInt(f.get(t))
+				}
+				return row
 			})
 		case storage.SeriesSites:
 			err = each(sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
@@ -383,6 +399,41 @@ func (e *exporter) all() error {
 		}
 	}
 	return nil
+}
+
+// allocatorFigure is one figure column of the allocator table: its field
+// of Allocator and how to read it from a sample.
+type allocatorFigure struct {
+	index int // of the field in Allocator
+	get   func(storage.TorchSample) int64
+}
+
+// allocatorFigures are wire.TorchFields' figures (the rows that are no key
+// and not optional: pid and rank are columns of their own) as Allocator's
+// fields, in the table's order; errFigures names a figure Allocator has no
+// field for, which Export returns (TestAllocatorFollowsWireTable fails
+// first).
+var allocatorFigures, errFigures = figuresOf(reflect.TypeFor[Allocator](), wire.TorchFields)
+
+// figuresOf finds each figure of fs among typ's fields by its column name.
+func figuresOf(typ reflect.Type, fs []wire.Field[storage.TorchSample]) ([]allocatorFigure, error) {
+	byName := map[string]int{}
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("parquet"), ",")
+		byName[name] = i
+	}
+	var out []allocatorFigure
+	for _, f := range fs {
+		if f.Key || f.Optional {
+			continue
+		}
+		i, ok := byName[f.ColumnName()]
+		if !ok {
+			return nil, fmt.Errorf("parquet: %s has no field for %s of storage/wire", typ.Name(), f.ColumnName())
+		}
+		out = append(out, allocatorFigure{index: i, get: f.Get})
+	}
+	return out, nil
 }
 
 // gpuRanks maps each GPU whose allocator series all carry one rank to that

@@ -2,11 +2,17 @@ package parquet
 
 import (
 	"bytes"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // writeOne writes one zero row of T as Export does and returns the file's
@@ -87,5 +93,59 @@ func TestSchemaForSpark(t *testing.T) {
 				t.Errorf("%s.time is not a timestamp", table)
 			}
 		}
+	}
+}
+
+// TestAllocatorFollowsWireTable: the allocator table's figure columns are
+// wire.TorchFields' rows (not keys, not optional) in the table's order,
+// between rank and epoch, and each takes its own field of the sample.
+func TestAllocatorFollowsWireTable(t *testing.T) {
+	var want []string
+	for _, f := range wire.TorchFields {
+		if !f.Key && !f.Optional {
+			want = append(want, f.ColumnName())
+		}
+	}
+	var cols []string
+	for _, el := range writeOne[Allocator](t)[1:] {
+		cols = append(cols, el.Name)
+	}
+	from, to := slices.Index(cols, "rank")+1, slices.Index(cols, "epoch")
+	if from == 0 || to < from || !slices.Equal(cols[from:to], want) {
+		t.Errorf("allocator columns %v: want %v between rank and epoch", cols, want)
+	}
+
+	// A sample whose every field differs: each column holds its own.
+	var s storage.TorchSample
+	for i, f := range wire.TorchFields {
+		f.Set(&s, int64(1000+i))
+	}
+	row := Allocator{}
+	v := reflect.ValueOf(&row).Elem()
+	for _, f := range allocatorFigures {
+		v.Field(f.index).SetInt(f.get(s))
+	}
+	for i, f := range wire.TorchFields {
+		if f.Key || f.Optional {
+			continue
+		}
+		for j := range v.NumField() {
+			if name, _, _ := strings.Cut(v.Type().Field(j).Tag.Get("parquet"), ","); name == f.ColumnName() && v.Field(j).Int() != int64(1000+i) {
+				t.Errorf("%s = %d, want %d", name, v.Field(j).Int(), 1000+i)
+			}
+		}
+	}
+}
+
+// TestAllocatorRefusesUnknownFigure: a figure added to the table without
+// its column is an error of Export, naming it, not a silent gap.
+func TestAllocatorRefusesUnknownFigure(t *testing.T) {
+	fs := append(slices.Clone(wire.TorchFields), wire.Field[storage.TorchSample]{Name: "throwaway_counts", Stat: "num_throwaway",
+		Get: func(storage.TorchSample) int64 { return 1 }, Set: func(*storage.TorchSample, int64) {}})
+	if _, err := figuresOf(reflect.TypeFor[Allocator](), fs); err == nil || !strings.Contains(err.Error(), "throwaway_counts") {
+		t.Errorf("figuresOf with an unknown figure: %v, want an error naming throwaway_counts", err)
+	}
+	if errFigures != nil {
+		t.Errorf("the allocator table lacks a figure: %v", errFigures)
 	}
 }

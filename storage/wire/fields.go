@@ -38,8 +38,11 @@ type Field[T any] struct {
 	// list of them (python/memrec/_lines.py, COUNTERS) is checked against
 	// the rows that have one. Help, where set, makes the field a counter on
 	// /metrics (memrec_torch_NAME_total) with that help text.
-	Stat    string
-	Help    string
+	Stat string
+	Help string
+	// Column is the name the exports (CSV, Parquet) and /metrics give the
+	// field where it differs from Name; ColumnName reads it.
+	Column  string
 	Default func(*T) int64 // the value of an absent field; nil: 0 (None if Optional)
 	Get     func(T) int64  // by value: the hot paths keep their values on the stack
 	Set     func(*T, int64)
@@ -78,7 +81,9 @@ var TorchFields = []Field[TorchSample]{
 		Get: func(s TorchSample) int64 { return s.Active }, Set: func(s *TorchSample, v int64) { s.Active = v }},
 	{Name: "inactive_split_bytes",
 		Get: func(s TorchSample) int64 { return s.InactiveSplit }, Set: func(s *TorchSample, v int64) { s.InactiveSplit = v }},
-	{Name: "peak_allocated_bytes",
+	// The peak since the previous report: beside allocated_bytes in a
+	// table, "peak_allocated_bytes" would read as the run's peak.
+	{Name: "peak_allocated_bytes", Column: "step_peak_allocated_bytes",
 		Get: func(s TorchSample) int64 { return s.PeakAllocated }, Set: func(s *TorchSample, v int64) { s.PeakAllocated = v }},
 	{Name: "segments",
 		Get: func(s TorchSample) int64 { return s.Segments }, Set: func(s *TorchSample, v int64) { s.Segments = v }},
@@ -108,6 +113,27 @@ var MarkFields = []Field[Mark]{
 func optInt[T any](name string, p func(*T) *int) Field[T] {
 	return Field[T]{Name: name, Optional: true,
 		Get: func(v T) int64 { return int64(*p(&v)) }, Set: func(v *T, n int64) { *p(v) = int(n) }}
+}
+
+// ColumnName is the field's name in the exports and /metrics.
+func (f *Field[T]) ColumnName() string {
+	if f.Column != "" {
+		return f.Column
+	}
+	return f.Name
+}
+
+// Counters are the rows of fs that count the allocator's events (those
+// with a Stat), in order: what the exports sum per GPU and analyze
+// totals.
+func Counters[T any](fs []Field[T]) []Field[T] {
+	var out []Field[T]
+	for _, f := range fs {
+		if f.Stat != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // FieldNames are the names of fs, in order.

@@ -145,6 +145,10 @@ func (r *Record) gpu() (gpu int, ok bool) {
 	return 0, false
 }
 
+// MaxSites bounds the sites of one "sites" line, so that the rows of a
+// snapshot add up inside an int64 (storage.MaxFigure each).
+const MaxSites = 4096
+
 // sites reads a "sites" line: its head, then one SiteSample for the
 // untracked blocks, one per site and one for "other".
 func (f *fields) sites() []SiteSample {
@@ -167,6 +171,10 @@ func (f *fields) sites() []SiteSample {
 		arr, err := v.Array()
 		if err != nil {
 			f.fail("%q: want an array, got %s", "sites", v.Type())
+		}
+		if len(arr) > MaxSites {
+			f.fail("%q: %d sites (at most %d; a probe adds the rest up as \"other\")", "sites", len(arr), MaxSites)
+			arr = nil
 		}
 		for i, e := range arr {
 			o, err := e.Object()

@@ -27,6 +27,11 @@ func FuzzParse(f *testing.F) {
 		`{"type":"torch","t_ns":1,"gpu":0,"pid":7,"allocated_bytes":5,"reserved_bytes":9,"params_bytes":-9223372036854775808,"grads_bytes":1e300,"optimizer":"\u0000\ud800"}`,
 		// Site snapshots past their bounds: a huge line number, negative bytes, a deep stack.
 		`{"type":"sites","t_ns":5,"gpu":0,"pid":7,"reason":"timer","sites":[{"file":"a","line":9223372036854775807,"live_bytes":-1,"live_blocks":-1,"stack":["x","y","z","w","v"]}]}`,
+		// Hostile budgets and snapshots: NaN, absurd counts, long strings, unknown keys.
+		`{"type":"torch","t_ns":1,"gpu":0,"pid":7,"allocated_bytes":5,"reserved_bytes":9,"params_bytes":NaN,"params":-1,"trainable":9223372036854775807}`,
+		`{"type":"torch","t_ns":1,"gpu":0,"pid":7,"allocated_bytes":5,"reserved_bytes":9,"params_bytes":1,"dtype":"` + strings.Repeat("\u0000", 300) + `","zzz":[{}]}`,
+		`{"type":"sites","t_ns":5,"gpu":0,"pid":7,"reason":"oom","sampled_every":NaN,"since_ns":9223372036854775807,"other":{"sites":1e19}}`,
+		`{"type":"sites","t_ns":5,"gpu":0,"pid":7,"reason":"oom","epoch":2147483648,"sites":[{"file":"` + strings.Repeat("é", 500) + `","line":1,"yyy":{"a":1}},{"file":"b","line":1}]}`,
 		`[1,2]`, `{`, `{"type":7}`, "",
 	} {
 		f.Add([]byte(s))

@@ -1,0 +1,353 @@
+package analysis
+
+import (
+	"math"
+	"time"
+
+	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/storage"
+)
+
+// The allocator pass: every allocator sample of the GPU's processes, in
+// time order, summed over the processes.
+
+// retire takes out of the sums the processes whose last sample is more
+// than allocatorLife before t. A retired process keeps its counters
+// (retries, OOMs), so that a later sample of it adds only what is new.
+func (s *allocSum) retire(t int64) {
+	for _, l := range s.last {
+		if l.T != retired && t-l.T > allocatorLife {
+			s.cur.allocated -= l.Allocated
+			s.cur.reserved -= l.Reserved
+			s.cur.inactive -= l.InactiveSplit
+			s.cur.peak -= l.PeakAllocated
+			s.cur.segments -= l.Segments
+			*l = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
+		}
+	}
+}
+
+// retired marks a process taken out of the sums.
+const retired = math.MinInt64
+
+// allocSum sums the allocator samples of a GPU's processes as they come in
+// time order, each process counting with its latest sample, and keeps the
+// peaks and the fragmentation of the sums.
+type allocSum struct {
+	cur  torchAtTime
+	last map[int]*storage.TorchSample // by pid
+	// lastPID's entry of last, looked up once for the run of samples of
+	// one process (the common case: one process a GPU).
+	lastPID             int
+	lastOf              *storage.TorchSample
+	firstRetries        int64  // the retries at the first sample; -1 before it
+	firstRetryNS        *int64 // when the retries first rose
+	peakA, peakR, peakS storage.TorchSample
+	// budgetPeak is the last sample with the highest step peak (the first
+	// one may be of the first step, before the optimizer made its state),
+	// and budgetSum the sums right after it.
+	budgetPeak storage.TorchSample
+	budgetSum  torchAtTime
+	frags      []float64 // for the 95th percentile
+	frag       Frag      // the rest of the summary, kept as samples come
+	waste      peakWaste // 1 − peak allocated / reserved, per process sample
+	// nearLimit is the most reserved exceeded the step's peak allocated, as
+	// a share of it, in a sample whose step made the allocator free its
+	// cache and retry without an OOM: what the job needed beyond its peak.
+	nearLimit *float64
+	// largestSeg is the most the processes' largest segments added up to
+	// at once; mostSegs the most segments they held at once.
+	largestSeg, mostSegs int64
+	mostSplit            int64 // the most inactive split bytes at once
+}
+
+// allocatorLife is how long after a process's last allocator sample its
+// view lasts: the probe samples at least every 250 ms while the process
+// lives (its timer thread), so 2 s without a sample (eight of them) is the
+// process gone. Past it the process no longer counts in the GPU's sums,
+// and a time with no process's view has no allocator figure: an OOM's
+// last allocated value is not carried over the epochs after it.
+const allocatorLife = int64(2 * time.Second)
+
+// take makes x its process's last sample and moves the sums by what
+// changed since that process's sample before, which it returns.
+func (s *allocSum) take(x *storage.TorchSample) (prev storage.TorchSample) {
+	l := s.lastOf
+	if l == nil || s.lastPID != x.PID {
+		if l = s.last[x.PID]; l == nil {
+			l = new(storage.TorchSample)
+			s.last[x.PID] = l
+		}
+		s.lastPID, s.lastOf = x.PID, l
+	}
+	prev, *l = *l, *x
+	c := &s.cur
+	c.allocated += x.Allocated - prev.Allocated
+	c.reserved += x.Reserved - prev.Reserved
+	c.inactive += x.InactiveSplit - prev.InactiveSplit
+	c.retries += x.AllocRetries - prev.AllocRetries
+	c.peak += x.PeakAllocated - prev.PeakAllocated
+	c.segments += x.Segments - prev.Segments
+	return prev
+}
+
+func (s *allocSum) add(x *storage.TorchSample) {
+	if len(s.last) > 1 || len(s.last) == 1 && s.lastPID != x.PID { // (one process: lastPID's)
+		s.retire(x.T)
+	}
+	prev := s.take(x)
+	c := &s.cur
+	if x.LargestSegment != prev.LargestSegment { // rare: the probe looks once a minute
+		// Each process's allocator may strand one of its own.
+		var sum int64
+		for _, l := range s.last {
+			sum += l.LargestSegment
+		}
+		s.largestSeg = max(s.largestSeg, sum)
+	}
+	s.mostSegs = max(s.mostSegs, c.segments)
+	s.mostSplit = max(s.mostSplit, c.inactive)
+	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
+		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
+		if s.nearLimit == nil || r > *s.nearLimit {
+			s.nearLimit = &r
+		}
+	}
+	if s.firstRetries < 0 {
+		s.firstRetries = c.retries
+	} else if c.retries > s.firstRetries && s.firstRetryNS == nil {
+		s.firstRetryNS = i64(x.T)
+	}
+	if c.allocated > s.peakA.Allocated || s.peakA.T == 0 {
+		s.peakA = storage.TorchSample{T: x.T, Allocated: c.allocated}
+	}
+	if c.reserved > s.peakR.Reserved || s.peakR.T == 0 {
+		s.peakR = storage.TorchSample{T: x.T, Reserved: c.reserved}
+	}
+	if c.peak > s.peakS.PeakAllocated {
+		s.peakS = storage.TorchSample{T: x.T, PeakAllocated: c.peak}
+	}
+	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
+		s.budgetPeak, s.budgetSum = *x, s.cur
+	}
+}
+
+// allocatorPass reads the allocator samples of every process of the GPU,
+// merged in time order and summed: the allocated and reserved timelines,
+// the peaks, fragmentation, retries, and the sums where later passes need
+// them.
+func (a *gpuAnalysis) allocatorPass() error {
+	if !a.hasTorch {
+		return nil
+	}
+	gr := a.gr
+	a.resAt = make([]int64, len(a.q))
+	tq := 0
+	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
+	// Sized for this GPU's share of the run's samples: a day-long run has
+	// millions, and growing by copying would double the peak.
+	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples))
+	if err := a.carryIn(sum); err != nil {
+		return err
+	}
+	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
+	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
+	// The sums go to the trackers in blocks, which take them as runs.
+	var bt, ba, br, bp []int64
+	var bs []torchAtTime
+	flush := func() {
+		if len(bt) == 0 {
+			return
+		}
+		if len(bs) > 0 {
+			a.oomAlloc.addAll(bt, bs)
+		}
+		a.alloc.at.addAll(bt, ba)
+		a.alloc.addAll(bt, ba)
+		a.resFloors.addAll(bt, br)
+		a.stepPeaks.addAll(bt, bp)
+		tla.addAll(bt, ba)
+		tlr.addAll(bt, br)
+		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
+	}
+	var n int64 // samples merged so far
+	err := a.eachTorch(func(s *storage.TorchSample) {
+		n++
+		for tq < len(a.q) && a.q[tq] < s.T {
+			a.atQuery(tq, sum.cur)
+			tq++
+		}
+		sum.add(s)
+		if s.Allocated > s.Reserved || s.Active < s.Allocated {
+			gr.InconsistentSamples++
+		}
+		sumA, sumR := sum.cur.allocated, sum.cur.reserved
+		bt, ba, br, bp = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, sum.cur.peak)
+		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
+			bs = append(bs, sum.cur)
+		}
+		if len(bt) == 4096 {
+			flush()
+		}
+		if s.PeakAllocated > 0 && s.Reserved > 0 {
+			// The allocator may give memory back after its peak (near the
+			// limit it frees its cache and retries): never below 0.
+			sum.waste.add(max(0, 1-float64(s.PeakAllocated)/float64(s.Reserved)))
+		}
+		if sumR > 0 {
+			f := float64(sumR-sumA) / float64(sumR)
+			st := float64(sum.cur.inactive) / float64(sumR)
+			sum.frags = append(sum.frags, f)
+			sum.frag.add(f, st)
+			gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: n - 1})
+			if len(gr.FragSeries) >= 8*a.opts.Width { // a long run: keep the chart's points bounded
+				gr.FragSeries = halveFrag(gr.FragSeries)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	flush()
+	for ; tq < len(a.q); tq++ {
+		a.atQuery(tq, sum.cur)
+	}
+	a.alloc.at.done()
+	a.oomAlloc.done()
+	tla.flush()
+	tlr.flush()
+	a.allocatorFigures(sum)
+	return nil
+}
+
+// atQuery keeps the allocator sums c at query time i.
+func (a *gpuAnalysis) atQuery(i int, c torchAtTime) {
+	a.resAt[i] = c.reserved
+	if i == 0 {
+		a.retries0 = c.retries
+	}
+}
+
+// windowLookBack is how far before a window its last samples are looked
+// for: a value at the window's start older than this is not known.
+const windowLookBack = 60e9
+
+// carryIn starts a window's allocator sum from each process's last sample
+// before the window, so a mark at its start has the allocator's value as
+// inside a run; the sample counts for nothing else (no peak, no floor).
+func (a *gpuAnalysis) carryIn(sum *allocSum) error {
+	before, ok := a.run.Before(windowLookBack)
+	if !ok {
+		return nil
+	}
+	merged := mergeTorch(a.db, before, a.g.Index, a.torchPIDs)
+	var last int64
+	for merged.Next() {
+		x := merged.At()
+		sum.take(&x)
+		last = x.T
+	}
+	if err := merged.Err(); err != nil {
+		return err
+	}
+	if len(sum.last) > 0 {
+		a.alloc.at.add(last, sum.cur.allocated)
+	}
+	return nil
+}
+
+// allocatorFigures writes the allocator pass's totals into the report.
+func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
+	gr, mi, steps := a.gr, a.mi, a.steps
+	gr.FirstRetryNS = sum.firstRetryNS
+	gr.NearLimitOverhead = sum.nearLimit
+	if sum.largestSeg > 0 {
+		gr.LargestSegmentBytes = i64(sum.largestSeg)
+	}
+	if sum.mostSegs > 0 {
+		gr.MostSegments = i64(sum.mostSegs)
+	}
+	if sum.mostSplit > 0 {
+		gr.MostInactiveSplitBytes = i64(sum.mostSplit)
+	}
+	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
+	gr.PeakReservedBytes = i64(sum.peakR.Reserved)
+	a.peakS, a.peakSum = sum.budgetPeak, sum.budgetSum
+	a.allocPeaks = append(a.allocPeaks, makePeak("allocated", sum.peakA.Allocated, sum.peakA.T, mi, steps),
+		makePeak("reserved", sum.peakR.Reserved, sum.peakR.T, mi, steps))
+	// Samples without a peak (a probe that does not send one) leave it
+	// unknown, not 0 B at no time.
+	if sum.peakS.PeakAllocated > 0 {
+		gr.PeakStepBytes = i64(sum.peakS.PeakAllocated)
+		a.allocPeaks = append(a.allocPeaks, makePeak("step_peak", sum.peakS.PeakAllocated, sum.peakS.T, mi, steps))
+	}
+	if sum.firstRetries >= 0 {
+		gr.AllocRetries = i64(sum.cur.retries - sum.firstRetries)
+	}
+	if len(sum.frags) > 0 {
+		gr.Fragmentation = summarizeFrag(&sum.frag, sum.frags)
+		sum.waste.into(gr.Fragmentation)
+	}
+	decimateFrag(gr, a.opts.Width)
+}
+
+// eachTorch calls f with every allocator sample of the GPU's processes in
+// time order: one process's a chunk at a time, several merged.
+func (a *gpuAnalysis) eachTorch(f func(*storage.TorchSample)) error {
+	lines := a.opts.Lines
+	if len(a.torchPIDs) == 1 {
+		pid := a.torchPIDs[0]
+		b := a.db.TorchBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
+		var rows []storage.TorchSample
+		for b.Next() {
+			rows = b.TorchRows(rows[:0])
+			for i := range rows {
+				f(&rows[i])
+			}
+			if lines != nil {
+				lines.AddTorchColumns(a.g.Index, pid, b.T(), b.Ints(storage.TorchAllocated), b.Ints(storage.TorchReserved))
+			}
+		}
+		return b.Err()
+	}
+	// Several processes, merged by time: each one's samples go to lines in
+	// batches of its own.
+	type batch struct{ t, alloc, res []int64 }
+	batches := map[int]*batch{}
+	flush := func(pid int, b *batch) {
+		if lines != nil && len(b.t) > 0 {
+			lines.AddTorchColumns(a.g.Index, pid, b.t, b.alloc, b.res)
+		}
+		b.t, b.alloc, b.res = b.t[:0], b.alloc[:0], b.res[:0]
+	}
+	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
+	for merged.Next() {
+		s := merged.At()
+		f(&s)
+		if lines == nil {
+			continue
+		}
+		b := batches[s.PID]
+		if b == nil {
+			b = &batch{}
+			batches[s.PID] = b
+		}
+		b.t, b.alloc, b.res = append(b.t, s.T), append(b.alloc, s.Allocated), append(b.res, s.Reserved)
+		if len(b.t) == 4096 {
+			flush(s.PID, b)
+		}
+	}
+	for pid, b := range batches {
+		flush(pid, b)
+	}
+	return merged.Err()
+}
+
+// mergeTorch merges the allocator series of several processes by time.
+func mergeTorch(db *storage.DB, run storage.Run, gpu int, pids []int) *merge.ByTime[storage.TorchSample] {
+	its := make([]merge.Iterator[storage.TorchSample], len(pids))
+	for i, pid := range pids {
+		its[i] = db.TorchSamples(run, gpu, pid, storage.MinTime, storage.MaxTime)
+	}
+	return merge.New(func(s storage.TorchSample) int64 { return s.T }, its...)
+}

@@ -1,0 +1,145 @@
+package analysis
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/storage"
+)
+
+// addAll places samples in every tracker but the query times, and returns
+// their lowest and highest value (xs must not be empty).
+func (v view) addAll(ts, xs []int64) (lo, hi int64) {
+	v.floors.addAll(ts, xs)
+	// Epochs, slices and inferred epochs are long: a block of samples is
+	// mostly inside one of each, which then takes the block's extremes.
+	lo, hi = xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	v.epochs.addBlock(ts, xs, lo, hi)
+	v.slices.addBlock(ts, xs, lo, hi)
+	v.inferred.addBlock(ts, xs, lo, hi)
+	return lo, hi
+}
+
+// devicePass reads the device samples: the used and driver-reserved
+// timelines, the peak, and the used memory where later passes need it.
+// The GPU's process samples share the device series' chunks, and are read
+// in the same walk for the processes pass (procTrack).
+func (a *gpuAnalysis) devicePass() error {
+	if !a.hasDevice && len(a.procPIDs) == 0 {
+		return nil
+	}
+	for _, pid := range a.procPIDs {
+		a.procs = append(a.procs, a.newProcTrack(pid))
+	}
+	gr := a.gr
+	tl := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Used)
+	tld := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.DriverReserved)
+	driverReserved := false
+	// A window's first marks (its first epoch's start) take the last
+	// sample before it, as marks inside a run do.
+	if before, ok := a.run.Before(windowLookBack); ok && a.hasDevice {
+		it := a.db.DeviceSamples(before, a.g.Index, storage.MinTime, storage.MaxTime)
+		for it.Next() {
+			a.used.at.add(it.At().T, it.At().Used)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	b := a.db.DeviceGroupBlocks(a.run, a.g.Index, a.procPIDs, storage.MinTime, storage.MaxTime)
+	var peak storage.DeviceSample
+	first := true
+	for b.Next() {
+		for i, p := range a.procs {
+			if ts := b.T(i + 1); len(ts) > 0 {
+				p.add(ts, b.Ints(i+1, storage.ProcUsed))
+			}
+		}
+		ts := b.T(0)
+		if len(ts) == 0 {
+			continue
+		}
+		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
+		tld.addAll(ts, res)
+		for _, r := range res {
+			driverReserved = driverReserved || r != 0
+			if r > 0 && (gr.DriverReservedBytes == nil || r > *gr.DriverReservedBytes) {
+				gr.DriverReservedBytes = i64(r)
+			}
+		}
+		a.used.at.addAll(ts, used)
+		if _, hi := a.used.addAll(ts, used); first || hi > peak.Used {
+			i := slices.Index(used, hi) // the first sample of the highest
+			peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: hi, Reserved: res[i]}, false
+		}
+		a.oomUsed.addAll(ts, used)
+		if l := a.opts.Lines; l != nil {
+			l.AddDeviceColumns(a.g.Index, ts, used, res)
+		}
+		tl.addAll(ts, used)
+		a.lastUsed = used[len(used)-1]
+	}
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if !a.hasDevice {
+		return nil
+	}
+	tl.flush()
+	tld.flush()
+	if !driverReserved {
+		gr.Timeline.DriverReserved = Series{Name: gr.Timeline.DriverReserved.Name}
+	}
+	a.used.at.done()
+	a.oomUsed.done()
+	if !first {
+		gr.PeakUsedBytes = i64(peak.Used)
+		gr.Peaks = append(gr.Peaks, makePeak("device_used", peak.Used, peak.T, a.mi, a.steps))
+	}
+	return nil
+}
+
+// processes sets each process's figures from its NVML samples, which the
+// device pass read: its peak, timeline and the growth of its floors.
+func (a *gpuAnalysis) processes() {
+	gr := a.gr
+	var scratch []growth.FloorPoint // each process's floors are judged in turn
+	for _, t := range a.procs {
+		t.tl.flush()
+		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {
+			g := growth.GrowthOfFloors("used", scratch, a.mi.warm, a.per == "step", a.run.StartNS)
+			t.p.Growth = &g
+		}
+		gr.Processes = append(gr.Processes, t.p)
+		gr.Timeline.Procs = append(gr.Timeline.Procs, *t.ser)
+	}
+}
+
+// procTrack is one process's figures as the device pass reads its samples.
+type procTrack struct {
+	p      Process
+	ser    *Series
+	tl     *m4
+	floors *spans
+}
+
+func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
+	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin)}
+	if pid == storage.OtherPID {
+		t.ser.Name = "other processes" // past storage.MaxPIDsPerGPU
+	}
+	t.tl = newM4(a.start, a.end, a.opts.Width, t.ser)
+	return t
+}
+
+// add takes a block of the process's samples.
+func (t *procTrack) add(ts, used []int64) {
+	t.p.Samples += int64(len(used))
+	t.p.PeakBytes = max(t.p.PeakBytes, slices.Max(used))
+	t.tl.addAll(ts, used)
+	t.floors.addAll(ts, used)
+}

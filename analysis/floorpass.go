@@ -1,0 +1,233 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/storage"
+)
+
+// epochDeltas fills the per-epoch deltas, or the deltas over time slices
+// for a run without epochs.
+func (a *gpuAnalysis) epochDeltas() {
+	a.gr.Epochs = a.deltas(a.mi.epochs, a.used.epochs, a.alloc.epochs, false)
+	if a.gr.Epochs == nil {
+		a.gr.Epochs = []EpochDelta{}
+	}
+	if len(a.mi.epochs) == 0 {
+		a.gr.Intervals = a.deltas(a.slices, a.used.slices, a.alloc.slices, false)
+		a.warmIntervals()
+	}
+	a.gr.InferredEpochs = a.deltas(a.inferred, a.used.inferred, a.alloc.inferred, true)
+}
+
+// deltas is the change of used and allocated memory over each span, from
+// its floors at both ends (epochEnds); atFloors says the spans' bounds
+// were placed at floors already (inferred epochs).
+func (a *gpuAnalysis) deltas(epochs []epochSpan, usedS, allocS *spans, atFloors bool) []EpochDelta {
+	var out []EpochDelta
+	for i, e := range epochs {
+		d := EpochDelta{Epoch: e.n, StartNS: e.start, EndNS: e.end, Open: e.open,
+			Warmup: a.mi.warm.ByEpoch && e.start < a.mi.warm.EndNS && e.end <= a.mi.warm.EndNS}
+		is, ie := a.index(e.start), a.index(e.end)
+		read := func(floors *spans, at *atTimes, allocator bool) (start, end, delta *int64) {
+			start, end, basis := a.epochEnds(floors, at, e, is, ie, atFloors, allocator)
+			if d.DeltaBasis == "" || basis == DeltaBounds {
+				d.DeltaBasis = basis
+			}
+			if start != nil && end != nil {
+				delta = i64(*end - *start)
+			}
+			return start, end, delta
+		}
+		if a.hasDevice {
+			d.UsedStartBytes, d.UsedEndBytes, d.DeltaUsedBytes = read(a.used.floors, a.used.at, false)
+			if usedS.has(i) {
+				d.PeakUsedBytes = i64(usedS.max[i])
+			}
+		}
+		if a.hasTorch {
+			d.AllocatedStartBytes, d.AllocatedEndBytes, d.DeltaAllocatedBytes = read(a.alloc.floors, a.alloc.at, true)
+			if allocS.has(i) {
+				d.PeakAllocatedBytes = i64(allocS.max[i])
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// leak builds the floor series (of allocated where the probe reported at
+// growth.MinSteadyPoints floors or more, else of device used; and of reserved and
+// device used beside allocated) and the step peaks, and judges the leak.
+// The probe spaces its step samples by their cost (one in several short
+// steps), so allocated can have far fewer floors than device used and
+// still be the series to judge.
+func (a *gpuAnalysis) leak() {
+	gr := a.gr
+	basis, floors := "device_used", a.used.floors
+	if a.hasTorch && countNonEmpty(a.alloc.floors) >= growth.MinSteadyPoints {
+		basis, floors = "allocated", a.alloc.floors
+	}
+	gr.Floors = a.floorPoints(floors, nil)
+	if a.per == "step" {
+		gr.StepPeaks = make([]growth.FloorPoint, 0, countNonEmpty(a.stepPeaks))
+		for i := range a.fx {
+			if a.stepPeaks.has(i) {
+				gr.StepPeaks = append(gr.StepPeaks, growth.FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
+			}
+		}
+	}
+	// Step peaks are only drawn: a long run keeps the highest of each of
+	// about 4·width runs of steps.
+	gr.StepPeaks = decimatePeaks(gr.StepPeaks, 4*a.opts.Width)
+	if basis == "device_used" && a.per == "time" {
+		a.deviceJob()
+	}
+	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
+		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
+	}
+	growths := []growth.Growth{growthOf(basis, gr.Floors)}
+	// The other series are only judged, one at a time, in one array: a
+	// week of steps is 58 MB a series.
+	var scratch []growth.FloorPoint
+	judge := func(quantity string, floors []growth.FloorPoint) {
+		growths, scratch = append(growths, growthOf(quantity, floors)), floors
+	}
+	if basis == "allocated" {
+		judge("reserved", a.floorPoints(a.resFloors, scratch))
+		if a.hasDevice {
+			judge("device_used", a.floorPoints(a.used.floors, scratch))
+		}
+		if c := a.cacheFloors(false, scratch); len(c) > 0 {
+			judge("reserved_beyond_peak", c)
+			judge("step_peak_high", a.cacheFloors(true, scratch))
+		}
+	}
+	gr.Leak = growth.JudgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
+	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
+		gr.FitFromX = steady[0].X
+		if gr.Leak.SkippedWarmup > 0 {
+			a.settledNS = steady[0].TNS
+		}
+		v := make([]float64, len(steady))
+		for i, f := range steady {
+			v[i] = float64(f.Bytes)
+		}
+		gr.SteadyFloorBytes = i64(int64(growth.SelectQuantile(v, 0.5)))
+	}
+	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
+}
+
+// cacheFloors splits reserved memory at each step in two: the largest
+// step peak so far (high, when high is true), which the allocator must
+// hold, and reserved beyond it (else), the cache the job never needed at
+// once, which grows only with fragmentation. Nil without step peaks; else
+// in dst's array, when it is large enough.
+func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.FloorPoint {
+	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
+		return nil
+	}
+	var most int64 = -1
+	out := slices.Grow(dst[:0], len(a.fx))
+	for i := range a.fx {
+		if a.stepPeaks.has(i) {
+			most = max(most, a.stepPeaks.max[i])
+		}
+		if most < 0 || !a.resFloors.has(i) {
+			continue
+		}
+		v := most
+		if !high {
+			v = a.resFloors.min[i] - most
+		}
+		out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
+	}
+	return out
+}
+
+// floorPoints are the floors of the spans that hold a sample, in dst's
+// array when it is large enough (nil: one of their own).
+func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
+	out := slices.Grow(dst[:0], countNonEmpty(s))
+	for i := range a.fx {
+		if s.has(i) {
+			out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
+		}
+	}
+	return out
+}
+
+// deviceJob keeps, of device floors over time, those of the job: inside
+// the span its processes hold memory, or between the first sustained rise
+// and the final fall. The growth rule finds their warm-up.
+func (a *gpuAnalysis) deviceJob() {
+	gr := a.gr
+	width := int64(1)
+	if len(a.flo) > 0 {
+		width = a.fhi[0] - a.flo[0]
+	}
+	var job []growth.FloorPoint
+	if a.job != nil {
+		for _, f := range gr.Floors {
+			if f.TNS >= a.job.FromNS && f.TNS+width <= a.job.ToNS {
+				job = append(job, f)
+			}
+		}
+	} else if lo, hi, ok := riseAndFall(gr.Floors); ok {
+		job = gr.Floors[lo : hi+1]
+		a.job = &JobSpan{FromNS: job[0].TNS, ToNS: job[len(job)-1].TNS + width, Basis: "device_rise_fall"}
+	}
+	if a.job == nil {
+		return
+	}
+	gr.JobSpan = a.job
+	gr.Floors = slices.Clone(job)
+}
+
+// unseen is the memory PyTorch does not see: device used minus the
+// allocator's reserved, at each query time where both are known from
+// samples of the same moment (pairTolerance apart at most).
+func (a *gpuAnalysis) unseen() {
+	// Nothing else reads the times of the samples behind the values at the
+	// query times, nor reserved there: a week of steps is 19 MB each.
+	defer func() { a.used.at.ts, a.alloc.at.ts, a.resAt = nil, nil, nil }()
+	if !a.hasDevice || !a.hasTorch {
+		return
+	}
+	u := Unseen{ToleranceNS: pairTolerance(a.run)}
+	var sum int64
+	vals := make([]float64, 0, len(a.q)) // sized once: a week of steps is millions
+	for i := range a.q {
+		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
+			continue
+		}
+		v := a.used.at.vals[i] - a.resAt[i]
+		if abs64(a.used.at.ts[i]-a.alloc.at.ts[i]) > u.ToleranceNS || v < 0 {
+			u.Unpaired++
+			continue
+		}
+		sum += v
+		vals = append(vals, float64(v))
+		u.Samples++
+		u.MaxBytes = max(u.MaxBytes, v)
+		u.FinalBytes = v
+	}
+	if u.Samples > 0 {
+		u.MeanBytes = sum / int64(u.Samples)
+		slices.Sort(vals)
+		u.MedianBytes = int64(growth.Median(vals))
+		a.gr.Unseen = &u
+	}
+}
+
+// pairTolerance is how far apart a device sample and an allocator sample
+// may be to describe the same moment: two device intervals (the device
+// sample at or before a time is at most one interval old), at least 5 ms;
+// 20 ms when the interval is unknown.
+func pairTolerance(run storage.Run) int64 {
+	if run.IntervalNS <= 0 {
+		return 20e6
+	}
+	return max(2*run.IntervalNS, 5e6)
+}
