@@ -422,3 +422,20 @@ type Frag struct {
 	PeakWasteMax      *float64 `json:"waste_at_peak_max"`
 	InactiveSplitMean float64  `json:"inactive_split_mean"` // = StuckMean, under its name
 }
+
+// Counter is one of the allocator's event counters (a row of
+// wire.TorchFields with a Stat) over one GPU: how many events its
+// processes counted while the run was analysed, and how many a step once
+// the job had warmed up (counters.go counts them). A new row of the table
+// is a new Counter: nothing in the analysis names one.
+type Counter struct {
+	Name  string `json:"name"`  // the field's name (device_allocs)
+	Total int64  `json:"total"` // over the analysed span, summed over the GPU's processes
+	// PerStep is the count from the end of the warm-up to the last step
+	// mark, divided by the Steps marked in between: a cache that keeps
+	// calling cudaMalloc in the steady state thrashes. Nil without step
+	// marks after the warm-up.
+	PerStep *float64 `json:"per_step,omitempty"`
+	Steps   int      `json:"steps,omitempty"`
+	Help    string   `json:"-"` // what the count means (the table's Help)
+}
