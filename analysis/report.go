@@ -352,13 +352,6 @@ func intp(v int) *int { return &v }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func fptr(v float64) *float64 {
-	if !finite(v) {
-		return nil
-	}
-	return &v
-}
-
 // HostSummary is one node of a merged run.
 type HostSummary struct {
 	Host     string `json:"host"`
