@@ -14,16 +14,51 @@ import (
 
 // epochChart: Δ device used and Δ allocated per epoch (or time slice).
 func epochChart(g analysis.GPUReport) *plot.Plot {
-	rows, what := g.Epochs, "epoch"
-	switch {
-	case len(rows) > 0:
-	case len(g.InferredEpochs) > 0:
-		rows, what = g.InferredEpochs, "inferred epoch"
-	default:
-		rows, what = g.Intervals, "time slice"
+	rows, what := epochRowsOf(g)
+	bars, open := closedEpochBars(rows)
+	// Many epochs are summed in groups, so that every bar can be read.
+	if per := niceCeil((len(bars.used) + maxEpochBars - 1) / maxEpochBars); per > 1 {
+		bars = bars.grouped(per)
+		what = fmt.Sprintf("%d %ss", per, what)
 	}
-	var used, alloc []float64
-	var names, open []string
+	top, apart := bars.scale()
+	unit, uname := byteUnit(top)
+	title := fmt.Sprintf("%s: memory added per %s", g.Label(), what)
+	xlabel := what
+	if len(open) > 0 {
+		xlabel = fmt.Sprintf("%s (open, left out: %s %s, the run ended inside it)", what, what, strings.Join(open, ", "))
+	}
+	p := newPlot(title, xlabel, uname)
+	if len(bars.used) == 0 {
+		return p
+	}
+	bars.draw(p, top, unit, apart, what)
+	return p
+}
+
+// epochRowsOf picks what an epoch chart counts in: the run's epochs, else
+// the epochs inferred from its memory, else its time slices.
+func epochRowsOf(g analysis.GPUReport) ([]analysis.EpochDelta, string) {
+	switch {
+	case len(g.Epochs) > 0:
+		return g.Epochs, "epoch"
+	case len(g.InferredEpochs) > 0:
+		return g.InferredEpochs, "inferred epoch"
+	default:
+		return g.Intervals, "time slice"
+	}
+}
+
+// epochBars are an epoch chart's bar pairs: bytes added to device used
+// and to allocated, and the name under each pair.
+type epochBars struct {
+	used, alloc []float64
+	names       []string
+}
+
+// closedEpochBars is a bar pair per closed row, and the names of the open
+// ones.
+func closedEpochBars(rows []analysis.EpochDelta) (b epochBars, open []string) {
 	for _, e := range rows {
 		if e.Open {
 			// The run ended inside it: its change is not growth, and is
@@ -38,50 +73,50 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 		if e.DeltaAllocatedBytes != nil {
 			a = float64(*e.DeltaAllocatedBytes)
 		}
-		used, alloc = append(used, u), append(alloc, a)
-		names = append(names, strconv.Itoa(e.Epoch))
+		b.used, b.alloc = append(b.used, u), append(b.alloc, a)
+		b.names = append(b.names, strconv.Itoa(e.Epoch))
 	}
-	// Many epochs are summed in groups, so that every bar can be read.
-	per := niceCeil((len(used) + maxEpochBars - 1) / maxEpochBars)
-	if per > 1 {
-		var gu, ga []float64
-		var gn []string
-		for i := 0; i < len(used); i += per {
-			j := min(i+per, len(used))
-			su, sa := 0.0, 0.0
-			for k := i; k < j; k++ {
-				su, sa = su+used[k], sa+alloc[k]
-			}
-			gu, ga, gn = append(gu, su), append(ga, sa), append(gn, names[i]+"–"+names[j-1])
+	return b, open
+}
+
+// grouped sums every per bars into one, named first–last.
+func (b epochBars) grouped(per int) epochBars {
+	var g epochBars
+	for i := 0; i < len(b.used); i += per {
+		j := min(i+per, len(b.used))
+		su, sa := 0.0, 0.0
+		for k := i; k < j; k++ {
+			su, sa = su+b.used[k], sa+b.alloc[k]
 		}
-		used, alloc, names = gu, ga, gn
-		what = fmt.Sprintf("%d %ss", per, what)
+		g.used, g.alloc, g.names = append(g.used, su), append(g.alloc, sa), append(g.names, b.names[i]+"–"+b.names[j-1])
 	}
-	// The first bar is often the whole model arriving: when it is more
-	// than five times the largest of the others, the axis is set by the
-	// others and the first bar is cut at the top with its value written.
+	return g
+}
+
+// scale is the largest bar the axis must hold, and whether the first bar
+// stands apart. The first bar is often the whole model arriving: when it
+// is more than five times the largest of the others, the axis is set by
+// the others and the first bar is cut at the top with its value written.
+func (b epochBars) scale() (top float64, apart bool) {
 	top, rest := 1.0, 0.0
-	for i := range used {
-		m := math.Max(math.Abs(used[i]), math.Abs(alloc[i]))
+	for i := range b.used {
+		m := math.Max(math.Abs(b.used[i]), math.Abs(b.alloc[i]))
 		top = math.Max(top, m)
 		if i > 0 {
 			rest = math.Max(rest, m)
 		}
 	}
-	apart := len(used) >= 3 && rest > 0 && top > 5*rest
+	apart = len(b.used) >= 3 && rest > 0 && top > 5*rest
 	if apart {
 		top = rest
 	}
-	unit, uname := byteUnit(top)
-	title := fmt.Sprintf("%s: memory added per %s", g.Label(), what)
-	xlabel := what
-	if len(open) > 0 {
-		xlabel = fmt.Sprintf("%s (open, left out: %s %s, the run ended inside it)", what, what, strings.Join(open, ", "))
-	}
-	p := newPlot(title, xlabel, uname)
-	if len(used) == 0 {
-		return p
-	}
+	return top, apart
+}
+
+// draw adds the bars to p in unit, with the axes' range, the first bar cut
+// and labelled when it stands apart, and the names under them.
+func (b epochBars) draw(p *plot.Plot, top, unit float64, apart bool, what string) {
+	used, alloc, names := b.used, b.alloc, b.names
 	first := [2]float64{used[0], alloc[0]}
 	bu, ba := make(plotter.Values, len(used)), make(plotter.Values, len(used))
 	for i := range used {
@@ -121,7 +156,6 @@ func epochChart(g analysis.GPUReport) *plot.Plot {
 	p.X.Min, p.X.Max = -0.9, float64(len(used))-0.1
 	step := (len(names) + maxEpochLabels - 1) / maxEpochLabels
 	p.X.Tick.Marker = nominalTicks{names, step}
-	return p
 }
 
 // maxEpochBars is the most bars (pairs) an epoch chart draws; past it
