@@ -214,26 +214,7 @@ func Page(rep *analysis.Report, charts []Chart) ([]byte, error) {
 }
 
 func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error) {
-	type gpuView struct {
-		analysis.GPUReport
-		Label    string
-		Sentence string
-		Charts   []chartView
-		Open     bool // the worst GPU's section is open, the others closed
-		Verdict  string
-	}
-	view := struct {
-		R        *analysis.Report
-		Start    string
-		Tags     []string
-		Overview *chartView
-		Together []chartView // many GPUs: peaks per GPU
-		Quiet    string      // many GPUs: what the GPUs without a section showed
-		GPUs     []gpuView
-		Verdicts []string
-		// Interactive is the timeline's data and scripts; nil without samples.
-		Interactive *interactiveView
-	}{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
+	view := pageView{R: rep, Start: time.Unix(0, rep.StartNS).UTC().Format("2006-01-02 15:04:05 UTC")}
 	sec := sections(rep)
 	shown := func(gpu int) bool { return !many(rep) || sec[gpu] }
 	for k, v := range rep.Tags {
@@ -246,6 +227,48 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	byGPU := view.placeCharts(charts, coarse.HasData)
+	view.addGPUs(rep, shown, byGPU)
+	bound := opts.PageBytes
+	if bound <= 0 {
+		bound = DefaultPageBytes
+	}
+	if coarse.HasData {
+		if err := view.fitTimeline(rep, shown, opts, bound); err != nil {
+			return nil, err
+		}
+	}
+	return view.writeWithin(bound)
+}
+
+// pageView is what the page's template reads.
+type pageView struct {
+	R        *analysis.Report
+	Start    string
+	Tags     []string
+	Overview *chartView
+	Together []chartView // many GPUs: peaks per GPU
+	Quiet    string      // many GPUs: what the GPUs without a section showed
+	GPUs     []gpuView
+	Verdicts []string
+	// Interactive is the timeline's data and scripts; nil without samples.
+	Interactive *interactiveView
+}
+
+// gpuView is one GPU's section of the page.
+type gpuView struct {
+	analysis.GPUReport
+	Label    string
+	Sentence string
+	Charts   []chartView
+	Open     bool // the worst GPU's section is open, the others closed
+	Verdict  string
+}
+
+// placeCharts puts the run-wide charts in the view and returns the
+// others by GPU; a GPU's timeline PNG is left out where the page has the
+// interactive timeline.
+func (view *pageView) placeCharts(charts []Chart, timeline bool) map[int][]chartView {
 	byGPU := map[int][]chartView{}
 	for i, cv := range chartViews(charts) {
 		switch {
@@ -253,12 +276,18 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 			view.Overview = &cv
 		case charts[i].GPU < 0:
 			view.Together = append(view.Together, cv)
-		case coarse.HasData && charts[i].File == timelineFile(charts[i].GPU):
+		case timeline && charts[i].File == timelineFile(charts[i].GPU):
 			// the interactive timeline shows it; the PNG stays in the folder
 		default:
 			byGPU[charts[i].GPU] = append(byGPU[charts[i].GPU], cv)
 		}
 	}
+	return byGPU
+}
+
+// addGPUs gives each shown GPU its section and verdict, and says in Quiet
+// what the others showed.
+func (view *pageView) addGPUs(rep *analysis.Report, shown func(int) bool, byGPU map[int][]chartView) {
 	quiet, unshown := 0, 0
 	for _, g := range rep.GPUs {
 		if !shown(g.GPU) {
@@ -281,25 +310,28 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 	case quiet > 0:
 		view.Quiet = fmt.Sprintf("The other %d GPUs: no leak, no OOM, no allocation retried; they are drawn in the heat map and in the table below.", quiet)
 	}
-	bound := opts.PageBytes
-	if bound <= 0 {
-		bound = DefaultPageBytes
+}
+
+// fitTimeline gives the timeline's data what the rest of the page leaves
+// of bound: the page is written once with none to measure the rest.
+func (view *pageView) fitTimeline(rep *analysis.Report, shown func(int) bool, opts *Options, bound int) error {
+	shell := interactiveShell()
+	view.Interactive = &shell
+	var rest strings.Builder
+	if err := pageTmpl.Execute(&rest, view); err != nil {
+		return err
 	}
-	// The timeline's data gets what the rest of the page leaves of the
-	// bound: the page is written once with none to measure the rest.
-	if coarse.HasData {
-		shell := interactiveShell()
-		view.Interactive = &shell
-		var rest strings.Builder
-		if err := pageTmpl.Execute(&rest, view); err != nil {
-			return nil, err
-		}
-		iv, err := newInteractiveView(rep, shown, opts, max(0, bound-rest.Len()))
-		if err != nil {
-			return nil, err
-		}
-		view.Interactive = &iv
+	iv, err := newInteractiveView(rep, shown, opts, max(0, bound-rest.Len()))
+	if err != nil {
+		return err
 	}
+	view.Interactive = &iv
+	return nil
+}
+
+// writeWithin writes the page, dropping the timeline's finest levels
+// until it fits bound or none is left to drop.
+func (view *pageView) writeWithin(bound int) ([]byte, error) {
 	for {
 		var b strings.Builder
 		if err := pageTmpl.Execute(&b, view); err != nil {
