@@ -283,16 +283,59 @@ type exporter struct {
 }
 
 func (e *exporter) all() error {
+	host := hostOf(e.r)
+	uuid, err := e.writeRunAndGPUs(host)
+	if err != nil {
+		return err
+	}
+	series, err := e.db.Series(e.r)
+	if err != nil {
+		return err
+	}
+	marks, err := readProgress(e.db, e.r)
+	if err != nil {
+		return err
+	}
+	gpuRank, err := e.gpuRanks(series)
+	if err != nil {
+		return err
+	}
+	t := &sampleTables{e: e, host: host, uuid: uuid, marks: marks, gpuRank: gpuRank,
+		dev:    &table[Device]{e: e, name: "device"},
+		proc:   &table[Process]{e: e, name: "process"},
+		alloc:  &table[Allocator]{e: e, name: "allocator"},
+		sites:  &table[Site]{e: e, name: "sites"},
+		budget: &table[Budget]{e: e, name: "budget"},
+	}
+	for _, s := range series {
+		if err := t.write(s); err != nil {
+			return err
+		}
+	}
+	marksTable := &table[Mark]{e: e, name: "marks"}
+	if err := e.writeMarks(marksTable, host); err != nil {
+		return err
+	}
+	for _, t := range []interface{ close() error }{t.dev, t.proc, t.alloc, t.sites, t.budget, marksTable} {
+		if err := t.close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRunAndGPUs writes the runs and gpus tables, one file each, and
+// returns the GPUs' UUIDs by index.
+func (e *exporter) writeRunAndGPUs(host string) (map[int]string, error) {
 	r := e.r
 	tags, _ := json.Marshal(r.Tags)
 	if r.Tags == nil {
 		tags = []byte("{}")
 	}
-	host := hostOf(r)
 	if err := writeTable(e, "runs", []RunRow{{Run: r.Name, Host: host, ID: int64(r.ID), Job: r.Job, StartNS: r.StartNS, Start: micros(r.StartNS),
 		EndNS: r.EndNS, IntervalNS: r.IntervalNS, Complete: r.Complete, Tags: string(tags), Source: r.Recorder.Source,
 		Driver: r.Recorder.Driver, Ticks: r.Recorder.Ticks, MissedTicks: r.Recorder.MissedTicks}}); err != nil {
-		return err
+		return nil, err
 	}
 	gpus := make([]GPURow, 0, len(r.GPUs))
 	uuid := map[int]string{}
@@ -302,87 +345,115 @@ func (e *exporter) all() error {
 		uuid[g.Index] = g.UUID
 	}
 	if err := writeTable(e, "gpus", gpus); err != nil {
-		return err
+		return nil, err
 	}
-	series, err := e.db.Series(r)
-	if err != nil {
-		return err
+	return uuid, nil
+}
+
+// sampleTables are the tables a run's series are written to, with what
+// their rows take from the run: its host, GPU UUIDs, and epoch and step
+// marks by rank.
+type sampleTables struct {
+	e       *exporter
+	host    string
+	uuid    map[int]string
+	marks   *marksProgress
+	gpuRank map[int]int
+	dev     *table[Device]
+	proc    *table[Process]
+	alloc   *table[Allocator]
+	sites   *table[Site]
+	budget  *table[Budget]
+}
+
+// write appends the samples of series s to its kind's table.
+func (t *sampleTables) write(s storage.SeriesRef) error {
+	switch s.Kind {
+	case storage.SeriesDevice:
+		return t.device(s)
+	case storage.SeriesProc:
+		return t.process(s)
+	case storage.SeriesTorch:
+		return t.allocator(s)
+	case storage.SeriesSites:
+		return t.site(s)
+	case storage.SeriesBudget:
+		return t.budgets(s)
 	}
-	marks, err := readProgress(e.db, r)
-	if err != nil {
-		return err
+	return nil
+}
+
+func (t *sampleTables) device(s storage.SeriesRef) error {
+	e, r, host := t.e, t.e.r, t.host
+	rank, ok := t.gpuRank[s.GPU]
+	if !ok {
+		rank = storage.None
 	}
-	gpuRank, err := e.gpuRanks(series)
-	if err != nil {
-		return err
-	}
-	dev := &table[Device]{e: e, name: "device"}
-	proc := &table[Process]{e: e, name: "process"}
-	alloc := &table[Allocator]{e: e, name: "allocator"}
-	sites := &table[Site]{e: e, name: "sites"}
-	budget := &table[Budget]{e: e, name: "budget"}
-	for _, s := range series {
-		var err error
-		switch s.Kind {
-		case storage.SeriesDevice:
-			rank, ok := gpuRank[s.GPU]
-			if !ok {
-				rank = storage.None
-			}
-			epoch, step := marks.cursors(rank)
-			err = each(dev, e.db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime), func(d storage.DeviceSample) Device {
-				row := Device{TNS: d.T, Time: micros(d.T), GPU: int32(d.GPU), UUID: uuid[d.GPU], UsedBytes: d.Used,
-					Epoch: int32(epoch.at(d.T)), Step: step.at(d.T), HostName: host, RunName: r.Name}
-				if d.Reserved != 0 {
-					row.DriverReservedBytes = &d.Reserved
-				}
-				return row
-			})
-		case storage.SeriesProc:
-			err = each(proc, e.db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(p storage.ProcSample) Process {
-				return Process{TNS: p.T, Time: micros(p.T), GPU: int32(p.GPU), PID: int32(p.PID), UsedBytes: p.Used, HostName: host, RunName: r.Name}
-			})
-		case storage.SeriesTorch:
-			var epoch, step cursor
-			first := true
-			err = each(alloc, e.db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(t storage.TorchSample) Allocator {
-				if first { // a series is one process: one rank
-					epoch, step = marks.cursors(t.Rank)
-					first = false
-				}
-				row := Allocator{TNS: t.T, Time: micros(t.T), Epoch: int32(epoch.at(t.T)), Step: step.at(t.T), HostName: host, RunName: r.Name,
-					GPU: int32(t.GPU), PID: int32(t.PID), Rank: opt32(t.Rank)}
-				v := reflect.ValueOf(&row).Elem()
-				for _, f := range allocatorFigures {
-					v.Field(f.index).SetInt(f.get(t))
-				}
-				return row
-			})
-		case storage.SeriesSites:
-			err = each(sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
-				return Site{TNS: x.T, Time: micros(x.T), HostName: host, RunName: r.Name, GPU: int32(x.GPU), PID: int32(x.PID), Rank: opt32(x.Rank), Reason: string(x.Reason),
-					Epoch: opt32(x.Epoch), Name: x.Name, File: x.File, Line: int32(x.Line), Func: x.Func, LiveBytes: x.LiveBytes,
-					LiveBlocks: x.LiveBlocks, AllocBytes: x.AllocBytes, Allocs: x.Allocs, FreedBytes: x.FreedBytes, Frees: x.Frees,
-					SinceNS: x.SinceNS, Sampled: x.SampledEvery}
-			})
-		case storage.SeriesBudget:
-			err = each(budget, e.db.BudgetSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(b storage.BudgetSample) Budget {
-				row := Budget{TNS: b.T, Time: micros(b.T), HostName: host, RunName: r.Name, GPU: int32(b.GPU), PID: int32(b.PID), Rank: opt32(b.Rank), ParamsBytes: b.Params,
-					GradsBytes: b.Grads, OptimizerStateBytes: b.OptimizerState, BuffersBytes: b.Buffers, ParamCount: b.ParamCount,
-					Trainable: b.Trainable, Optimizer: b.Optimizer, OptimizerKeys: b.OptimizerKeys, DType: b.DType}
-				if b.Autocast != storage.AutocastUnknown {
-					on := b.Autocast == storage.AutocastOn
-					row.Autocast = &on
-				}
-				return row
-			})
+	epoch, step := t.marks.cursors(rank)
+	return each(t.dev, e.db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime), func(d storage.DeviceSample) Device {
+		row := Device{TNS: d.T, Time: micros(d.T), GPU: int32(d.GPU), UUID: t.uuid[d.GPU], UsedBytes: d.Used,
+			Epoch: int32(epoch.at(d.T)), Step: step.at(d.T), HostName: host, RunName: r.Name}
+		if d.Reserved != 0 {
+			row.DriverReservedBytes = &d.Reserved
 		}
-		if err != nil {
-			return err
+		return row
+	})
+}
+
+func (t *sampleTables) process(s storage.SeriesRef) error {
+	e, r, host := t.e, t.e.r, t.host
+	return each(t.proc, e.db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(p storage.ProcSample) Process {
+		return Process{TNS: p.T, Time: micros(p.T), GPU: int32(p.GPU), PID: int32(p.PID), UsedBytes: p.Used, HostName: host, RunName: r.Name}
+	})
+}
+
+func (t *sampleTables) allocator(s storage.SeriesRef) error {
+	e, r, host := t.e, t.e.r, t.host
+	var epoch, step cursor
+	first := true
+	return each(t.alloc, e.db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(ts storage.TorchSample) Allocator {
+		if first { // a series is one process: one rank
+			epoch, step = t.marks.cursors(ts.Rank)
+			first = false
 		}
-	}
-	marksTable := &table[Mark]{e: e, name: "marks"}
-	if err := each(marksTable, e.db.Marks(r, storage.MinTime, storage.MaxTime), func(m storage.Mark) Mark {
+		row := Allocator{TNS: ts.T, Time: micros(ts.T), Epoch: int32(epoch.at(ts.T)), Step: step.at(ts.T), HostName: host, RunName: r.Name,
+			GPU: int32(ts.GPU), PID: int32(ts.PID), Rank: opt32(ts.Rank)}
+		v := reflect.ValueOf(&row).Elem()
+		for _, f := range allocatorFigures {
+			v.Field(f.index).SetInt(f.get(ts))
+		}
+		return row
+	})
+}
+
+func (t *sampleTables) site(s storage.SeriesRef) error {
+	e, r, host := t.e, t.e.r, t.host
+	return each(t.sites, e.db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(x storage.SiteSample) Site {
+		return Site{TNS: x.T, Time: micros(x.T), HostName: host, RunName: r.Name, GPU: int32(x.GPU), PID: int32(x.PID), Rank: opt32(x.Rank), Reason: string(x.Reason),
+			Epoch: opt32(x.Epoch), Name: x.Name, File: x.File, Line: int32(x.Line), Func: x.Func, LiveBytes: x.LiveBytes,
+			LiveBlocks: x.LiveBlocks, AllocBytes: x.AllocBytes, Allocs: x.Allocs, FreedBytes: x.FreedBytes, Frees: x.Frees,
+			SinceNS: x.SinceNS, Sampled: x.SampledEvery}
+	})
+}
+
+func (t *sampleTables) budgets(s storage.SeriesRef) error {
+	e, r, host := t.e, t.e.r, t.host
+	return each(t.budget, e.db.BudgetSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime), func(b storage.BudgetSample) Budget {
+		row := Budget{TNS: b.T, Time: micros(b.T), HostName: host, RunName: r.Name, GPU: int32(b.GPU), PID: int32(b.PID), Rank: opt32(b.Rank), ParamsBytes: b.Params,
+			GradsBytes: b.Grads, OptimizerStateBytes: b.OptimizerState, BuffersBytes: b.Buffers, ParamCount: b.ParamCount,
+			Trainable: b.Trainable, Optimizer: b.Optimizer, OptimizerKeys: b.OptimizerKeys, DType: b.DType}
+		if b.Autocast != storage.AutocastUnknown {
+			on := b.Autocast == storage.AutocastOn
+			row.Autocast = &on
+		}
+		return row
+	})
+}
+
+// writeMarks appends the run's marks to mt.
+func (e *exporter) writeMarks(mt *table[Mark], host string) error {
+	r := e.r
+	return each(mt, e.db.Marks(r, storage.MinTime, storage.MaxTime), func(m storage.Mark) Mark {
 		row := Mark{TNS: m.T, Time: micros(m.T), HostName: host, RunName: r.Name, Kind: string(m.Kind), Epoch: opt32(m.Epoch), Rank: opt32(m.Rank), GPU: opt32(m.GPU),
 			PID: opt32(m.PID), Code: opt32(m.Code), Text: m.Text}
 		if m.Step != storage.None {
@@ -390,15 +461,7 @@ func (e *exporter) all() error {
 			row.Step = &s
 		}
 		return row
-	}); err != nil {
-		return err
-	}
-	for _, t := range []interface{ close() error }{dev, proc, alloc, sites, budget, marksTable} {
-		if err := t.close(); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // allocatorFigure is one figure column of the allocator table: its field
