@@ -246,148 +246,14 @@ func pyType(v any) string {
 }
 
 // run executes the pickle program until STOP and returns what it built.
-//
-// It is long on purpose: it is the pickle machine's opcode table, one case
-// per opcode (or family of opcodes) in the order of Python's pickletools
-// listing, each a few lines of stack work; read top to bottom it is the
-// list of what a memory snapshot may contain, and anything else is refused
-// in one place.
 func (d *decoder) run() (any, error) {
 	for {
 		op, err := d.r.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
+		if err == nil {
+			if op == '.' { // STOP
+				return d.pop()
 			}
-			return nil, err
-		}
-		switch op {
-		case 0x80: // PROTO
-			_, err = d.r.ReadByte()
-		case 0x95: // FRAME: a length, the frame's bytes follow
-			_, err = d.uint(8)
-		case '.': // STOP
-			return d.pop()
-		case '(': // MARK
-			d.marks = append(d.marks, len(d.stack))
-			err = d.grow(1)
-		case '0': // POP
-			_, err = d.pop()
-		case '1': // POP_MARK
-			_, err = d.popMark()
-		case '2': // DUP
-			var v any
-			if v, err = d.top(); err == nil {
-				err = d.push(v)
-			}
-		case 'N': // NONE
-			err = d.push(nil)
-		case 0x88, 0x89: // NEWTRUE, NEWFALSE
-			err = d.push(op == 0x88)
-		case 'J': // BININT
-			var v uint64
-			if v, err = d.uint(4); err == nil {
-				err = d.push(int64(int32(uint32(v))))
-			}
-		case 'K', 'M': // BININT1, BININT2
-			n := 1
-			if op == 'M' {
-				n = 2
-			}
-			var v uint64
-			if v, err = d.uint(n); err == nil {
-				err = d.push(int64(v))
-			}
-		case 0x8a, 0x8b: // LONG1, LONG4: little-endian two's complement
-			n := 1
-			if op == 0x8b {
-				n = 4
-			}
-			var size uint64
-			if size, err = d.uint(n); err == nil {
-				if size > maxLongBytes {
-					err = fmt.Errorf("an integer of %d bytes (at most %d are read)", size, maxLongBytes)
-					break
-				}
-				var b []byte
-				if b, err = d.read(int(size)); err == nil {
-					err = d.push(long(b))
-				}
-			}
-		case 'G': // BINFLOAT, big-endian
-			var b []byte
-			if b, err = d.read(8); err == nil {
-				err = d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
-			}
-		case 0x8c, 'X', 0x8d, 'U', 'T', 'C', 'B', 0x8e: // strings and bytes of 1-, 4- and 8-byte lengths
-			n := map[byte]int{0x8c: 1, 'X': 4, 0x8d: 8, 'U': 1, 'T': 4, 'C': 1, 'B': 4, 0x8e: 8}[op]
-			var size uint64
-			if size, err = d.uint(n); err == nil {
-				err = d.str(size)
-			}
-		case '}': // EMPTY_DICT
-			err = d.push(dict{})
-		case ']': // EMPTY_LIST
-			err = d.push(&list{})
-		case ')': // EMPTY_TUPLE
-			err = d.push(tuple{})
-		case 's': // SETITEM
-			var k, v any
-			if v, err = d.pop(); err == nil {
-				if k, err = d.pop(); err == nil {
-					err = d.setItems([]any{k, v})
-				}
-			}
-		case 'u': // SETITEMS
-			var kv []any
-			if kv, err = d.popMark(); err == nil {
-				err = d.setItems(kv)
-			}
-		case 'a': // APPEND
-			var v any
-			if v, err = d.pop(); err == nil {
-				err = d.appends([]any{v})
-			}
-		case 'e': // APPENDS
-			var items []any
-			if items, err = d.popMark(); err == nil {
-				err = d.appends(items)
-			}
-		case 't': // TUPLE
-			var items []any
-			if items, err = d.popMark(); err == nil {
-				err = d.push(tuple(items))
-			}
-		case 0x85, 0x86, 0x87: // TUPLE1, TUPLE2, TUPLE3
-			n := int(op-0x85) + 1
-			if len(d.stack) < n {
-				return nil, errUnderflow
-			}
-			t := append(tuple(nil), d.stack[len(d.stack)-n:]...)
-			d.stack = d.stack[:len(d.stack)-n]
-			err = d.push(t)
-		case 0x94: // MEMOIZE
-			err = d.memoize(uint32(len(d.memo)))
-		case 'q', 'r': // BINPUT, LONG_BINPUT
-			n := 1
-			if op == 'r' {
-				n = 4
-			}
-			var k uint64
-			if k, err = d.uint(n); err == nil {
-				err = d.memoize(uint32(k))
-			}
-		case 'h', 'j': // BINGET, LONG_BINGET
-			n := 1
-			if op == 'j' {
-				n = 4
-			}
-			var k uint64
-			if k, err = d.uint(n); err == nil {
-				err = d.get(uint32(k))
-			}
-		default:
-			return nil, fmt.Errorf("opcode %q (0x%02x) is not part of a memory snapshot", op, op)
+			err = d.step(op)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -396,6 +262,173 @@ func (d *decoder) run() (any, error) {
 			return nil, err
 		}
 	}
+}
+
+// step runs one opcode other than STOP, by its family. Its cases are the
+// list of what a memory snapshot may contain; anything else is refused
+// here, in one place.
+func (d *decoder) step(op byte) error {
+	switch op {
+	case 0x80, 0x95, '(', '0', '1', '2':
+		return d.control(op)
+	case 'N', 0x88, 0x89, 'J', 'K', 'M', 0x8a, 0x8b, 'G':
+		return d.number(op)
+	case 0x8c, 'X', 0x8d, 'U', 'T', 'C', 'B', 0x8e: // strings and bytes of 1-, 4- and 8-byte lengths
+		n := map[byte]int{0x8c: 1, 'X': 4, 0x8d: 8, 'U': 1, 'T': 4, 'C': 1, 'B': 4, 0x8e: 8}[op]
+		size, err := d.uint(n)
+		if err != nil {
+			return err
+		}
+		return d.str(size)
+	case '}', ']', ')', 's', 'u', 'a', 'e', 't', 0x85, 0x86, 0x87:
+		return d.container(op)
+	case 0x94, 'q', 'r', 'h', 'j':
+		return d.memoOp(op)
+	}
+	return fmt.Errorf("opcode %q (0x%02x) is not part of a memory snapshot", op, op)
+}
+
+// control runs the opcodes that frame the stream and move the stack.
+func (d *decoder) control(op byte) (err error) {
+	switch op {
+	case 0x80: // PROTO
+		_, err = d.r.ReadByte()
+	case 0x95: // FRAME: a length, the frame's bytes follow
+		_, err = d.uint(8)
+	case '(': // MARK
+		d.marks = append(d.marks, len(d.stack))
+		err = d.grow(1)
+	case '0': // POP
+		_, err = d.pop()
+	case '1': // POP_MARK
+		_, err = d.popMark()
+	case '2': // DUP
+		var v any
+		if v, err = d.top(); err == nil {
+			err = d.push(v)
+		}
+	}
+	return err
+}
+
+// number pushes None, a bool, an integer or a float.
+func (d *decoder) number(op byte) (err error) {
+	switch op {
+	case 'N': // NONE
+		err = d.push(nil)
+	case 0x88, 0x89: // NEWTRUE, NEWFALSE
+		err = d.push(op == 0x88)
+	case 'J': // BININT
+		var v uint64
+		if v, err = d.uint(4); err == nil {
+			err = d.push(int64(int32(uint32(v))))
+		}
+	case 'K', 'M': // BININT1, BININT2
+		n := 1
+		if op == 'M' {
+			n = 2
+		}
+		var v uint64
+		if v, err = d.uint(n); err == nil {
+			err = d.push(int64(v))
+		}
+	case 0x8a, 0x8b: // LONG1, LONG4: little-endian two's complement
+		n := 1
+		if op == 0x8b {
+			n = 4
+		}
+		var size uint64
+		if size, err = d.uint(n); err == nil {
+			if size > maxLongBytes {
+				return fmt.Errorf("an integer of %d bytes (at most %d are read)", size, maxLongBytes)
+			}
+			var b []byte
+			if b, err = d.read(int(size)); err == nil {
+				err = d.push(long(b))
+			}
+		}
+	case 'G': // BINFLOAT, big-endian
+		var b []byte
+		if b, err = d.read(8); err == nil {
+			err = d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
+		}
+	}
+	return err
+}
+
+// container builds dicts, lists and tuples and fills them.
+func (d *decoder) container(op byte) (err error) {
+	switch op {
+	case '}': // EMPTY_DICT
+		err = d.push(dict{})
+	case ']': // EMPTY_LIST
+		err = d.push(&list{})
+	case ')': // EMPTY_TUPLE
+		err = d.push(tuple{})
+	case 's': // SETITEM
+		var k, v any
+		if v, err = d.pop(); err == nil {
+			if k, err = d.pop(); err == nil {
+				err = d.setItems([]any{k, v})
+			}
+		}
+	case 'u': // SETITEMS
+		var kv []any
+		if kv, err = d.popMark(); err == nil {
+			err = d.setItems(kv)
+		}
+	case 'a': // APPEND
+		var v any
+		if v, err = d.pop(); err == nil {
+			err = d.appends([]any{v})
+		}
+	case 'e': // APPENDS
+		var items []any
+		if items, err = d.popMark(); err == nil {
+			err = d.appends(items)
+		}
+	case 't': // TUPLE
+		var items []any
+		if items, err = d.popMark(); err == nil {
+			err = d.push(tuple(items))
+		}
+	case 0x85, 0x86, 0x87: // TUPLE1, TUPLE2, TUPLE3
+		n := int(op-0x85) + 1
+		if len(d.stack) < n {
+			return errUnderflow
+		}
+		t := append(tuple(nil), d.stack[len(d.stack)-n:]...)
+		d.stack = d.stack[:len(d.stack)-n]
+		err = d.push(t)
+	}
+	return err
+}
+
+// memoOp stores the top of the stack in the memo or pushes a memo entry.
+func (d *decoder) memoOp(op byte) (err error) {
+	switch op {
+	case 0x94: // MEMOIZE
+		err = d.memoize(uint32(len(d.memo)))
+	case 'q', 'r': // BINPUT, LONG_BINPUT
+		n := 1
+		if op == 'r' {
+			n = 4
+		}
+		var k uint64
+		if k, err = d.uint(n); err == nil {
+			err = d.memoize(uint32(k))
+		}
+	case 'h', 'j': // BINGET, LONG_BINGET
+		n := 1
+		if op == 'j' {
+			n = 4
+		}
+		var k uint64
+		if k, err = d.uint(n); err == nil {
+			err = d.get(uint32(k))
+		}
+	}
+	return err
 }
 
 // maxLongBytes bounds a LONG1/LONG4 integer: a snapshot's integers are
