@@ -167,12 +167,6 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 		lists[g] = &procList{}
 	}
 	t0 := s.Clock.Now()
-	fail := func(err error) {
-		st.Errors++
-		if s.OnError != nil {
-			s.OnError(err)
-		}
-	}
 	for k := int64(0); ctx.Err() == nil; {
 		deadline := t0.Add(time.Duration(k) * s.Interval)
 		if !s.Until.IsZero() && !deadline.Before(s.Until) {
@@ -199,39 +193,8 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 		if s.Progress != nil {
 			s.Progress.Ticks.Add(1)
 		}
-		t := now.UnixNano()
 		for _, g := range s.GPUs {
-			err := s.Source.Read(g, now, &r)
-			st.Invalid += int64(r.Invalid)
-			if errors.Is(err, errInvalid) {
-				continue
-			}
-			if err != nil {
-				fail(err)
-				continue
-			}
-			if err := s.Sink.AppendDevice(storage.DeviceSample{T: t, GPU: g, Used: r.Used, Reserved: r.Reserved}); err != nil {
-				fail(err)
-				continue
-			}
-			st.Samples++
-			if !s.Procs || !lists[g].due(r.Used, now, s.ProcsEvery) {
-				continue
-			}
-			err = s.Source.ReadProcs(g, now, &r)
-			st.Invalid += int64(r.Invalid)
-			if err != nil {
-				fail(err)
-				continue
-			}
-			lists[g].done(r.Used, now)
-			for _, p := range r.Procs {
-				if err := s.Sink.AppendProc(storage.ProcSample{T: t, GPU: g, PID: p.PID, Used: p.Used}); err != nil {
-					fail(err)
-					continue
-				}
-				st.Procs++
-			}
+			s.sampleGPU(g, now, &r, lists[g], &st)
 		}
 		if events != nil {
 			events.Emit(now, s.Sink)
@@ -241,6 +204,52 @@ func (s *Sampler) Run(ctx context.Context) SamplerStats {
 	st.Elapsed = s.Clock.Now().Sub(t0)
 	st.LateP50, st.LateP99, st.LateMax = hist.quantile(0.5), hist.quantile(0.99), hist.max
 	return st
+}
+
+// sampleGPU reads GPU g at now into the sink, and its process list when
+// that is due, counting into st; an error is counted and reported, and the
+// loop goes on.
+func (s *Sampler) sampleGPU(g int, now time.Time, r *Reading, list *procList, st *SamplerStats) {
+	t := now.UnixNano()
+	err := s.Source.Read(g, now, r)
+	st.Invalid += int64(r.Invalid)
+	if errors.Is(err, errInvalid) {
+		return
+	}
+	if err != nil {
+		s.fail(st, err)
+		return
+	}
+	if err := s.Sink.AppendDevice(storage.DeviceSample{T: t, GPU: g, Used: r.Used, Reserved: r.Reserved}); err != nil {
+		s.fail(st, err)
+		return
+	}
+	st.Samples++
+	if !s.Procs || !list.due(r.Used, now, s.ProcsEvery) {
+		return
+	}
+	err = s.Source.ReadProcs(g, now, r)
+	st.Invalid += int64(r.Invalid)
+	if err != nil {
+		s.fail(st, err)
+		return
+	}
+	list.done(r.Used, now)
+	for _, p := range r.Procs {
+		if err := s.Sink.AppendProc(storage.ProcSample{T: t, GPU: g, PID: p.PID, Used: p.Used}); err != nil {
+			s.fail(st, err)
+			continue
+		}
+		st.Procs++
+	}
+}
+
+// fail counts err in st and reports it.
+func (s *Sampler) fail(st *SamplerStats, err error) {
+	st.Errors++
+	if s.OnError != nil {
+		s.OnError(err)
+	}
 }
 
 // procList remembers a GPU's last process list: when it was read, and the
