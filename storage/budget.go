@@ -132,10 +132,10 @@ func newTorchLines(db *DB, r Run, gpu, pid int, withBudget bool) *torchLines {
 	return l
 }
 
-func (l *torchLines) next() []int64 { return l.torch.nextChunk() }
+func (l *torchLines) next() []int64 { return l.torch.NextBlock() }
 
 func (l *torchLines) appendLine(b []byte, i int, tNS []byte) []byte {
-	l.cur = l.torch.sample(i)
+	l.cur = l.torch.BlockAt(i)
 	s := &l.cur
 	for !l.done && (l.ahead == nil || l.ahead.T < s.T) {
 		if !l.budget.Next() {

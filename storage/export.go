@@ -208,13 +208,13 @@ type rowLines[T any] struct {
 	cur    T // the sample being written: a local would escape through format, a heap allocation a line
 }
 
-func (l *rowLines[T]) next() []int64 { return l.it.nextChunk() }
+func (l *rowLines[T]) next() []int64 { return l.it.NextBlock() }
 
 func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
-	if l.it.repeats(i) {
+	if l.it.Repeats(i) {
 		return l.format.AppendAgain(b, tNS)
 	}
-	l.cur = l.it.sample(i)
+	l.cur = l.it.BlockAt(i)
 	return l.format.Append(b, tNS, &l.cur)
 }
 
@@ -223,10 +223,10 @@ func (l *rowLines[T]) err() error { return l.it.Err() }
 // markLines writes the marks of a run, a line each.
 type markLines struct{ it *Iter[Mark] }
 
-func (l *markLines) next() []int64 { return l.it.nextChunk() }
+func (l *markLines) next() []int64 { return l.it.NextBlock() }
 
 func (l *markLines) appendLine(b []byte, i int, _ []byte) []byte {
-	return wire.AppendMark(b, l.it.sample(i))
+	return wire.AppendMark(b, l.it.BlockAt(i))
 }
 
 func (l *markLines) err() error { return l.it.Err() }
