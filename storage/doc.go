@@ -33,7 +33,6 @@
 //   - import.go: JSON Lines into the database, parsed in parallel, applied
 //     in order, in one transaction.
 //   - export.go: a run out as JSON Lines, every series merged by time.
-//   - csv.go: a run out as CSV, one row per NVML tick.
 //   - merge.go: the runs of a multi-node job joined into one, their clocks
 //     aligned on the step marks.
 //   - summary.go: each sealed chunk's summary of its device and allocator
