@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/storage/wire"
+
+	"github.com/memrec/memrec/internal/testsupport/linetest"
 )
 
 // budgetRun is a run whose allocator samples carry the watched model's
@@ -51,10 +53,10 @@ func TestBudgetRoundTrip(t *testing.T) {
 		t.Fatalf("series %v lack the budget", series)
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
-	if w, g := normalize(t, []byte(budgetRun)), normalize(t, out.Bytes()); !slices.Equal(w, g) {
+	if w, g := linetest.Normalize(t, []byte(budgetRun)), linetest.Normalize(t, out.Bytes()); !slices.Equal(w, g) {
 		t.Fatalf("export differs:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
 	}
 }

@@ -23,16 +23,18 @@
 //   - schema.go: each kind of series mapped to its stored columns, once.
 //   - series.go: chunk groups and keys, and the buffer of one group that
 //     sorts its rows and seals them into chunks.
-//   - writer.go: the run writer under import, merge and AddSites, and the
+//   - writer.go: the run writer under Loader and AddSites, and the
 //     Appender of a live recording, committing on its timer.
-//   - iter.go: Iter, reading one series back over a time range, and the
-//     list of a run's series.
+//   - iter.go: Iter, reading one series back over a time range (sample by
+//     sample, or a block at a time for the exports), and the list of a
+//     run's series: the one reader every export under formats/ uses.
+//   - load.go: Loader, whole runs written in one transaction, row by row,
+//     for the import and the merge of runs.
 //   - budget.go: the budget series (memrec.watch), stored apart from the
 //     torch series it rides with on the wire, and read back beside it.
 //   - sites.go: AddSites, site snapshots added to an existing run.
 //   - import.go: JSON Lines into the database, parsed in parallel, applied
 //     in order, in one transaction.
-//   - export.go: a run out as JSON Lines, every series merged by time.
 //   - merge.go: the runs of a multi-node job joined into one, their clocks
 //     aligned on the step marks.
 //   - summary.go: each sealed chunk's summary of its device and allocator

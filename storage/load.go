@@ -88,13 +88,17 @@ func (l *Loader) Finish() error {
 }
 
 // AddGPU declares a GPU of the current run; rows of undeclared GPUs are
-// refused. A GPU past the store's limits is refused with ErrLimit.
+// refused. A GPU past the store's limits is refused with ErrLimit, one
+// declared twice too. The errors start with "gpu".
 func (l *Loader) AddGPU(g GPU) error {
 	if err := checkGPU(g); err != nil {
-		return err
+		return fmt.Errorf("gpu: %w", err)
 	}
 	if len(l.w.run.GPUs) >= MaxGPUs {
-		return fmt.Errorf("more than %d GPUs in run %q: %w", MaxGPUs, l.w.run.Name, ErrLimit)
+		return fmt.Errorf("gpu: more than %d GPUs in run %q: %w", MaxGPUs, l.w.run.Name, ErrLimit)
+	}
+	if l.w.gpus[g.Index] {
+		return fmt.Errorf("gpu %d declared twice", g.Index)
 	}
 	l.w.run.GPUs = append(l.w.run.GPUs, g)
 	l.w.gpus[g.Index] = true
