@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
