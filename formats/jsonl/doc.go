@@ -12,5 +12,8 @@
 // The import of JSON Lines stays in storage for now (storage/import.go): it
 // writes through the store's transaction and is what every package's tests
 // load their runs with. It uses no more of storage than the public Loader
-// the merge of runs uses.
+// the merge of runs uses. The bounds on what an input may hold
+// (storage/limits.go) stay with the store whichever way the import goes:
+// the store checks them on every row whoever writes it (a recording, an
+// import, a merge), so no writer can skip them.
 package jsonl
