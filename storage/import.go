@@ -46,6 +46,8 @@ type ImportOptions struct {
 	// batch of lines, or before the commit, Import returns its error and
 	// commits nothing. nil: never stopped.
 	Context context.Context
+	// maxSeries lowers MaxSeries for a test; zero means MaxSeries.
+	maxSeries int
 }
 
 // stopped is the import's Context's error, once it is done.
@@ -213,6 +215,9 @@ func (imp *importer) startRun(r rec) error {
 		return imp.errf(r.line, "%w", err)
 	}
 	imp.open = true
+	if imp.opts.maxSeries > 0 {
+		imp.l.w.maxSeries = imp.opts.maxSeries
+	}
 	return nil
 }
 
