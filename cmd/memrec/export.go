@@ -42,7 +42,9 @@ type exportFormat struct {
 
 var exportFormats = []exportFormat{
 	{name: "jsonl", about: "JSON Lines, every record (memrec import reads it back)",
-		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return jsonl.Export(w, db, r) }, shown: true},
+		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
+			return jsonl.Export(w, db, r)
+		}, shown: true},
 	{name: "csv", about: "one row per tick, a column per GPU and figure",
 		stream: func(o *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
 			return csv.Export(w, db, r, csv.Options{Procs: o.procs})
