@@ -331,12 +331,6 @@ func i64(v int64) *int64     { return &v }
 func f64(v float64) *float64 { return &v }
 func intp(v int) *int        { return &v }
 func finite(v float64) bool  { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-func fptr(v float64) *float64 {
-	if !finite(v) {
-		return nil
-	}
-	return &v
-}
 
 // Options tune the analysis.
 type Options struct {

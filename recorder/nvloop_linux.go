@@ -8,7 +8,7 @@ package recorder
 // even as a raw system call on a locked thread, 1.55 % (bench/tools/wakecost), and
 // the scheduler and its monitor thread wake with every tick. Sampling one
 // GPU at 1 ms with process lists, memrec as a Go loop used 3.40 % of a core
-// and this loop 2.58 % (bench/h200/h200_cpu.sh). Here the thread never enters
+// and this loop 2.58 % (bench/perf/h200_cpu.sh). Here the thread never enters
 // Go; Go wakes every drainEvery to move the readings on.
 
 /*

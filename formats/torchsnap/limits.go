@@ -44,7 +44,7 @@ type Limits struct {
 // values and as many blocks, 5 M values in all. The costliest value is
 // an empty list (an object and its stack slot): 5 M of them, 100 KB of
 // gzip, peak at 313 MiB of RSS and 9 s on the development machine
-// (bench/cpu/pickle_bombs.sh), about memrec's 300 MiB heap (GOMEMLIMIT);
+// (bench/perf/pickle_bombs.sh), about memrec's 300 MiB heap (GOMEMLIMIT);
 // 50 M took 207 s and 2.4 GB, the garbage collector running without end.
 // One string may be 1 MiB, all of them 64 MiB. Python's recursion limit
 // is 1 000 frames.
