@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -56,7 +57,7 @@ func TestCounters(t *testing.T) {
 	for _, c := range g.Counters {
 		w := want[c.Name]
 		if float64(c.Total) != w[0] || c.PerStep == nil || *c.PerStep != w[1] || c.Steps != 4 {
-			t.Errorf("%s: total %d, %v a step over %d steps; want %v, %v over 4", c.Name, c.Total, deref(c.PerStep), c.Steps, w[0], w[1])
+			t.Errorf("%s: total %d, %v a step over %d steps; want %v, %v over 4", c.Name, c.Total, analysistest.Deref(c.PerStep), c.Steps, w[0], w[1])
 		}
 		if c.Help == "" {
 			t.Errorf("%s: no help", c.Name)
@@ -64,7 +65,7 @@ func TestCounters(t *testing.T) {
 	}
 	// gpupass sums alloc_retries on its own: the two agree.
 	if i := slices.IndexFunc(g.Counters, func(c Counter) bool { return c.Name == "alloc_retries" }); g.AllocRetries == nil || g.Counters[i].Total != *g.AllocRetries {
-		t.Errorf("alloc_retries %d, the allocator pass's %v", g.Counters[i].Total, deref(g.AllocRetries))
+		t.Errorf("alloc_retries %d, the allocator pass's %v", g.Counters[i].Total, analysistest.Deref(g.AllocRetries))
 	}
 }
 

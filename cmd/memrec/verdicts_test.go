@@ -267,7 +267,7 @@ func TestLargestBatchFromSegmentsOnTheH200(t *testing.T) {
 			t.Errorf("%s: predicted %v without headroom, the limit is %v: %s", model, p, lim.Limit, by.Words)
 		}
 	}
-	// The inactive split the probe saw (traceless.go) puts fewer models
+	// The inactive split the probe saw (analysis/compare/traceless.go) puts fewer models
 	// far below their limit than two largest segments for all did (nine),
 	// ResNet-18 among them.
 	if len(beyond) > 6 || slices.Contains(beyond, "resnet18") {

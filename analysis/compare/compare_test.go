@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"errors"
@@ -10,31 +10,33 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 )
 
 // batchRuns writes runs whose peak device memory is exactly
 // 1 GiB + batch × 64 MiB on an 80 GiB GPU.
-func batchRuns(g *gen, batches []int, tag func(b int) string) {
+func batchRuns(g *analysistest.Gen, batches []int, tag func(b int) string) {
 	for _, b := range batches {
-		g.line(`{"type":"run","name":"bs%d","start_ns":%d,"tags":{"batch_size":%q}}`, b, t0, tag(b))
-		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+		g.Line(`{"type":"run","name":"bs%d","start_ns":%d,"tags":{"batch_size":%q}}`, b, t0, tag(b))
+		g.Line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 		for i := 0; i < 50; i++ {
 			v := int64(GiB) + int64(b)*64*MiB
 			if i%10 != 5 {
 				v -= 512 * MiB // the peak is reached once in ten samples
 			}
-			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8, v)
+			g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8, v)
 		}
 	}
 }
 
 func TestFitByBatchSizeExact(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	batchRuns(g, []int{16, 32, 64, 96}, func(b int) string { return strconv.Itoa(b) })
-	reps := analyzeJSONL(t, g.b.String())
-	c, err := Compare([]*Report{reps["bs16"], reps["bs32"], reps["bs64"], reps["bs96"]}, "bs32", "time")
+	reps := analyzeJSONL(t, g.String())
+	c, err := Compare([]*analysis.Report{reps["bs16"], reps["bs32"], reps["bs64"], reps["bs96"]}, "bs32", "time")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestFitByBatchSizeExact(t *testing.T) {
 	}
 	// (80 GiB × 0.95 − 1 GiB) / 64 MiB = 1200 exactly.
 	if b.MaxFittingValue == nil || *b.MaxFittingValue != 1200 {
-		t.Fatalf("max fitting %v", deref(b.MaxFittingValue))
+		t.Fatalf("max fitting %v", analysistest.Deref(b.MaxFittingValue))
 	}
 	if b.Statement != "batch_size up to 1200 fits on Test GPU (80.00 GiB) with 5 % headroom" {
 		t.Errorf("statement %q", b.Statement)
@@ -58,15 +60,15 @@ func TestFitByBatchSizeExact(t *testing.T) {
 }
 
 func TestFitByNonNumericTag(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	batchRuns(g, []int{16, 32}, func(b int) string {
 		if b == 32 {
 			return "big"
 		}
 		return strconv.Itoa(b)
 	})
-	reps := analyzeJSONL(t, g.b.String())
-	c, _ := Compare([]*Report{reps["bs16"], reps["bs32"]}, "", "")
+	reps := analyzeJSONL(t, g.String())
+	c, _ := Compare([]*analysis.Report{reps["bs16"], reps["bs32"]}, "", "")
 	err := FitByTag(c, "batch_size", 0.05)
 	if !errors.Is(err, ErrTagNotNumber) || !strings.Contains(err.Error(), `run "bs32" has batch_size="big"`) {
 		t.Fatal(err)
@@ -77,13 +79,13 @@ func TestFitByNonNumericTag(t *testing.T) {
 }
 
 func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(9, 10))}
-	g.train("clean", trainCfg{gpus: 2, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6})
-	leaky := trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6, leak: []int64{8 * MiB}}
-	g.train("leaky", leaky)
-	g.train("nomarks", trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 40, stepNS: 100e6, noMarks: true})
-	reps := analyzeJSONL(t, g.b.String())
-	c, err := Compare([]*Report{reps["clean"], reps["leaky"], reps["nomarks"]}, "", "step")
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(9, 10))}
+	g.Train("clean", analysistest.Train{GPUs: 2, Epochs: 3, StepsPerEpoch: 40, StepNS: 100e6})
+	leaky := analysistest.Train{GPUs: 1, Epochs: 3, StepsPerEpoch: 40, StepNS: 100e6, Leak: []int64{8 * MiB}}
+	g.Train("leaky", leaky)
+	g.Train("nomarks", analysistest.Train{GPUs: 1, Epochs: 3, StepsPerEpoch: 40, StepNS: 100e6, NoMarks: true})
+	reps := analyzeJSONL(t, g.String())
+	c, err := Compare([]*analysis.Report{reps["clean"], reps["leaky"], reps["nomarks"]}, "", "step")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +96,12 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 	if byName["clean"].LeakVerdict != growth.VerdictNoLeak || byName["leaky"].LeakVerdict != growth.VerdictLeak {
 		t.Fatalf("verdicts %v %v", byName["clean"].LeakVerdict, byName["leaky"].LeakVerdict)
 	}
-	job := leaky.job()
-	if s := byName["leaky"].SlopeBytesPerStep; s == nil || !within(*s, float64(job.LeakPerStep(0)), 0.02) {
-		t.Fatalf("slope %v, want %d", deref(s), job.LeakPerStep(0))
+	job := leaky.Job()
+	if s := byName["leaky"].SlopeBytesPerStep; s == nil || !analysistest.Within(*s, float64(job.LeakPerStep(0)), 0.02) {
+		t.Fatalf("slope %v, want %d", analysistest.Deref(s), job.LeakPerStep(0))
 	}
 	if r := byName["leaky"].PeakUsedRatio; r == nil || *r <= 1 {
-		t.Errorf("leaky peak ratio %v", deref(r))
+		t.Errorf("leaky peak ratio %v", analysistest.Deref(r))
 	}
 	if byName["nomarks"].StepTimeS != nil || byName["nomarks"].EpochDeltaBytes != nil {
 		t.Errorf("figures from marks that do not exist: %+v", byName["nomarks"])
@@ -120,7 +122,7 @@ func TestCompareLeakAgainstCleanAndRunsWithoutMarks(t *testing.T) {
 // allocated is 200 MiB + batch × 20 MiB, the allocator's reserved stays at
 // twice that (its cache), the device shows reserved + 700 MiB (memory
 // PyTorch does not see) and the driver reserves 600 MiB.
-func probeBatchRuns(g *gen, batches []int) {
+func probeBatchRuns(g *analysistest.Gen, batches []int) {
 	for _, b := range batches {
 		probeBatchRun(g, b, 0)
 	}
@@ -129,23 +131,23 @@ func probeBatchRuns(g *gen, batches []int) {
 // probeBatchRun writes one run of probeBatchRuns. With nearLimit > 0 the
 // run is at the GPU's limit: from step 10 on, its allocator frees its cache
 // and retries each step, and keeps reserved at the peak × (1 + nearLimit).
-func probeBatchRun(g *gen, b int, nearLimit float64) {
+func probeBatchRun(g *analysistest.Gen, b int, nearLimit float64) {
 	probeRun(g, b, int64(200*MiB)+int64(b)*20*MiB, nearLimit)
 }
 
 // probeRun writes one run of probeBatchRun whose per-step peak is peak.
-func probeRun(g *gen, b int, peak int64, nearLimit float64) {
-	g.line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+func probeRun(g *analysistest.Gen, b int, peak int64, nearLimit float64) {
+	g.Line(`{"type":"run","name":"p%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
+	g.Line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 	for i := 0; i < 40; i++ {
 		t := t0 + int64(i)*100e6
 		reserved, retries := 2*peak, 0
 		if nearLimit > 0 && i >= 10 {
 			reserved, retries = int64(float64(peak)*(1+nearLimit)), 2*(i-9)
 		}
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, t-5e6, reserved+700*MiB, 600*MiB)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, t, i)
-		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":4,"alloc_retries":%d,"ooms":0}`,
+		g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, t-5e6, reserved+700*MiB, 600*MiB)
+		g.Line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, t, i)
+		g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":4,"alloc_retries":%d,"ooms":0}`,
 			t, 100*MiB, reserved, 100*MiB, peak, retries)
 	}
 }
@@ -155,17 +157,17 @@ func probeRun(g *gen, b int, peak int64, nearLimit float64) {
 // that ran out of memory is no point of the fit and caps the value below
 // its own.
 func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64})
 	probeBatchRun(g, 3000, 0.03)
-	reps := analyzeJSONL(t, g.b.String())
+	reps := analyzeJSONL(t, g.String())
 	if o := reps["p3000"].GPUs[0].NearLimitOverhead; o == nil || math.Abs(*o-0.03) > 1e-6 {
-		t.Fatalf("near-limit overhead %v, want 0.03", deref(o))
+		t.Fatalf("near-limit overhead %v, want 0.03", analysistest.Deref(o))
 	}
 	if o := reps["p64"].GPUs[0].NearLimitOverhead; o != nil {
 		t.Fatalf("a run far from the limit measured %v", *o)
 	}
-	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
+	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 		return float64(v)
 	}
 	if b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != largest(0, 0.03) {
-		t.Fatalf("no headroom %v, want %v", deref(b.MaxFittingValueNoHeadroom), largest(0, 0.03))
+		t.Fatalf("no headroom %v, want %v", analysistest.Deref(b.MaxFittingValueNoHeadroom), largest(0, 0.03))
 	}
 
 	// Without the run at the limit the default applies; a run that ran
@@ -197,7 +199,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":1,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
 	oom := analyzeJSONL(t, o.String())["oom"]
-	c, err = Compare([]*Report{reps["p32"], reps["p64"], oom}, "", "")
+	c, err = Compare([]*analysis.Report{reps["p32"], reps["p64"], oom}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	}
 	if b.MaxFittingValue == nil || *b.MaxFittingValue != 2799 || *b.MaxFittingValueNoHeadroom != 2799 ||
 		!strings.Contains(b.Statement, `run "oom" ran out of memory at batch_size=2800`) {
-		t.Fatalf("max fitting %v / %v: %s", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), b.Statement)
+		t.Fatalf("max fitting %v / %v: %s", analysistest.Deref(b.MaxFittingValue), analysistest.Deref(b.MaxFittingValueNoHeadroom), b.Statement)
 	}
 }
 
@@ -224,7 +226,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 // point of the fit, whatever it allocated, and the notes say so; the
 // prediction is that of the other runs.
 func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64})
 	var o strings.Builder
 	fmt.Fprintf(&o, `{"type":"run","name":"crash","start_ns":%d,"tags":{"batch_size":"128"}}`+"\n", t0)
@@ -233,9 +235,9 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 	fmt.Fprintf(&o, `{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`+"\n",
 		t0+2e9, int64(100*MiB), int64(GiB), int64(900*MiB))
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
-	reps := analyzeJSONL(t, g.b.String()+o.String())
+	reps := analyzeJSONL(t, g.String()+o.String())
 	fit := func(names ...string) *ByTag {
-		var rs []*Report
+		var rs []*analysis.Report
 		for _, n := range names {
 			rs = append(rs, reps[n])
 		}
@@ -257,7 +259,7 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 	if len(with.Points) != 2 || len(with.Failed) != 0 || with.MaxFittingValueNoHeadroom == nil ||
 		*with.MaxFittingValueNoHeadroom != *without.MaxFittingValueNoHeadroom {
 		t.Fatalf("points %d, failed %d, predicted %v, without the crash %v", len(with.Points), len(with.Failed),
-			deref(with.MaxFittingValueNoHeadroom), deref(without.MaxFittingValueNoHeadroom))
+			analysistest.Deref(with.MaxFittingValueNoHeadroom), analysistest.Deref(without.MaxFittingValueNoHeadroom))
 	}
 }
 
@@ -267,7 +269,7 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 // memory: it caps the prediction below its value, as an OOM does, and the
 // notes say why; with the GPU 3 % free, the same run is a crash, left out.
 func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64})
 	run := func(name string, used int64) string {
 		var o strings.Builder
@@ -277,18 +279,18 @@ func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
 		fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
 		return o.String()
 	}
-	reps := analyzeJSONL(t, g.b.String()+run("full", 79*GiB)+run("crash", 776*GiB/10))
-	if !RanOutOfMemory(reps["full"]) || RanOutOfMemory(reps["crash"]) || RanOutOfMemory(reps["p32"]) {
-		t.Fatalf("ran out of memory: full %v, crash %v, p32 %v", RanOutOfMemory(reps["full"]), RanOutOfMemory(reps["crash"]), RanOutOfMemory(reps["p32"]))
+	reps := analyzeJSONL(t, g.String()+run("full", 79*GiB)+run("crash", 776*GiB/10))
+	if !analysis.RanOutOfMemory(reps["full"]) || analysis.RanOutOfMemory(reps["crash"]) || analysis.RanOutOfMemory(reps["p32"]) {
+		t.Fatalf("ran out of memory: full %v, crash %v, p32 %v", analysis.RanOutOfMemory(reps["full"]), analysis.RanOutOfMemory(reps["crash"]), analysis.RanOutOfMemory(reps["p32"]))
 	}
-	if _, failed := FailedBeforeAStep(reps["full"]); failed {
+	if _, failed := analysis.FailedBeforeAStep(reps["full"]); failed {
 		t.Error("the full GPU's run counted as a crash")
 	}
-	if code, failed := FailedBeforeAStep(reps["crash"]); !failed || code != 1 {
+	if code, failed := analysis.FailedBeforeAStep(reps["crash"]); !failed || code != 1 {
 		t.Errorf("the crash: failed %v, code %d", failed, code)
 	}
 	fit := func(last string) *Comparison {
-		c, err := Compare([]*Report{reps["p32"], reps["p64"], reps[last]}, "", "")
+		c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps[last]}, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +302,7 @@ func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
 	c := fit("full")
 	if len(c.By.Points) != 2 || len(c.By.Failed) != 1 || c.By.Failed[0].Run != "full" ||
 		c.By.MaxFittingValueNoHeadroom == nil || *c.By.MaxFittingValueNoHeadroom != 999 {
-		t.Fatalf("points %d, failed %+v, predicted %v", len(c.By.Points), c.By.Failed, deref(c.By.MaxFittingValueNoHeadroom))
+		t.Fatalf("points %d, failed %+v, predicted %v", len(c.By.Points), c.By.Failed, analysistest.Deref(c.By.MaxFittingValueNoHeadroom))
 	}
 	if !slices.ContainsFunc(c.Notes, func(n string) bool {
 		return strings.Contains(n, `run "full" exited 1 before its first step with no OOM mark but its GPU full (79.00 GiB of 80.00 GiB in use)`)
@@ -308,39 +310,15 @@ func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
 		t.Errorf("notes %q", c.Notes)
 	}
 	if c := fit("crash"); len(c.By.Failed) != 0 || *c.By.MaxFittingValueNoHeadroom <= 1000 {
-		t.Errorf("with the crash: failed %+v, predicted %v", c.By.Failed, deref(c.By.MaxFittingValueNoHeadroom))
-	}
-}
-
-// FullGPU names the first GPU with less than FullFree free at its peak. On
-// an H200 an EfficientNet-B0 at batch 1680 failed so
-// (CUBLAS_STATUS_ALLOC_FAILED), with 139.76 of 140.40 GiB used.
-func TestFullGPU(t *testing.T) {
-	gpu := func(used, total int64) GPUReport {
-		return GPUReport{PeakUsedBytes: &used, TotalBytes: total}
-	}
-	const gib = int64(1) << 30
-	for _, c := range []struct {
-		gpus []GPUReport
-		want string
-	}{
-		{[]GPUReport{gpu(139760*gib/1000, 140400*gib/1000)}, "139.76 GiB of 140.40 GiB"},
-		{[]GPUReport{gpu(20*gib, 140*gib), gpu(138*gib, 140*gib)}, "138.00 GiB of 140.00 GiB"},
-		{[]GPUReport{gpu(136*gib, 140*gib)}, ""}, // 2.9 % free: failed for another reason
-		{[]GPUReport{{TotalBytes: 140 * gib}}, ""},
-		{nil, ""},
-	} {
-		if got := FullGPU(&Report{GPUs: c.gpus}); got != c.want {
-			t.Errorf("FullGPU(%v) = %q, want %q", c.gpus, got, c.want)
-		}
+		t.Errorf("with the crash: failed %+v, predicted %v", c.By.Failed, analysistest.Deref(c.By.MaxFittingValueNoHeadroom))
 	}
 }
 
 func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64, 128})
-	reps := analyzeJSONL(t, g.b.String())
-	c, err := Compare([]*Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
+	reps := analyzeJSONL(t, g.String())
+	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +342,7 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 		return float64(v)
 	}
 	if b.MaxFittingValue == nil || *b.MaxFittingValue != largest(0.05) || b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != largest(0) {
-		t.Fatalf("max fitting %v (no headroom %v), want %v (%v)", deref(b.MaxFittingValue), deref(b.MaxFittingValueNoHeadroom), largest(0.05), largest(0))
+		t.Fatalf("max fitting %v (no headroom %v), want %v (%v)", analysistest.Deref(b.MaxFittingValue), analysistest.Deref(b.MaxFittingValueNoHeadroom), largest(0.05), largest(0))
 	}
 	// The device fit (cache included) would have said far less, even
 	// against the default allowance of 40 %.
@@ -389,28 +367,28 @@ func TestFitByBatchSizeWithTheLargestSegment(t *testing.T) {
 }
 
 func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, b := range []int{32, 64, 128} {
 		peak := int64(200*MiB) + int64(b)*20*MiB
-		g.line(`{"type":"run","name":"s%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
-		g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+		g.Line(`{"type":"run","name":"s%d","start_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"%d"}}`, b, t0, b)
+		g.Line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 		for i := 0; i < 40; i++ {
 			tt := t0 + int64(i)*100e6
 			seg := ""
 			if i >= 3 {
 				seg = fmt.Sprintf(`,"largest_segment_bytes":%d`, int64(float64(b)*segMiB*MiB))
 			}
-			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, tt-5e6, 2*peak+700*MiB, 600*MiB)
-			g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, tt, i)
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0%s}`,
+			g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, tt-5e6, 2*peak+700*MiB, 600*MiB)
+			g.Line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, tt, i)
+			g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,"inactive_split_bytes":0,"peak_allocated_bytes":%d,"segments":%d,"alloc_retries":0,"ooms":0%s}`,
 				tt, 100*MiB, 2*peak, 100*MiB, peak, 10+i%3, seg)
 		}
 	}
-	reps := analyzeJSONL(t, g.b.String())
+	reps := analyzeJSONL(t, g.String())
 	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != int64(64*segMiB*MiB) || s.MostSegments == nil || *s.MostSegments != 12 {
-		t.Fatalf("largest segment %v, most segments %v", deref64(s.LargestSegmentBytes), deref64(s.MostSegments))
+		t.Fatalf("largest segment %v, most segments %v", analysistest.Deref(s.LargestSegmentBytes), analysistest.Deref(s.MostSegments))
 	}
-	c, err := Compare([]*Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
+	c, err := Compare([]*analysis.Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +420,7 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 		k    float64
 	}{{"pessimistic", b.MaxFittingValueNoHeadroom, 1}, {"middle", b.MaxFittingValueMiddle, 0.5}, {"optimistic", b.MaxFittingValueOptimistic, 0}} {
 		if c.got == nil || *c.got != largest(c.k) {
-			t.Errorf("%s %v, want %v", c.name, deref(c.got), largest(c.k))
+			t.Errorf("%s %v, want %v", c.name, analysistest.Deref(c.got), largest(c.k))
 		}
 	}
 	if !strings.Contains(b.BasisWords, "largest segments") || !strings.Contains(b.IntervalWords, "2.00 largest segments with their rounding") {
@@ -454,19 +432,19 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 // (ranks of a data-parallel job) each strand up to one segment of their
 // own: the GPU's figure is their sum while both live.
 func TestLargestSegmentsOfProcessesSharingAGPU(t *testing.T) {
-	g := &gen{}
-	g.line(`{"type":"run","name":"ddp","start_ns":%d,"interval_ns":10000000}`, t0)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+	g := &analysistest.Gen{}
+	g.Line(`{"type":"run","name":"ddp","start_ns":%d,"interval_ns":10000000}`, t0)
+	g.Line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 	for i := 0; i < 20; i++ {
 		tt := t0 + int64(i)*100e6
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt-5e6, int64(10*GiB))
+		g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt-5e6, int64(10*GiB))
 		for pid, seg := range map[int]int64{1: 100 * MiB, 2: 50 * MiB} {
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"segments":3,"largest_segment_bytes":%d}`,
+			g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"segments":3,"largest_segment_bytes":%d}`,
 				tt+int64(pid), pid, 1*GiB, 2*GiB, 1*GiB, int64(i/5)*seg)
 		}
 	}
-	r := analyzeJSONL(t, g.b.String())["ddp"].GPUs[0]
+	r := analyzeJSONL(t, g.String())["ddp"].GPUs[0]
 	if r.LargestSegmentBytes == nil || *r.LargestSegmentBytes != 3*150*MiB || r.MostSegments == nil || *r.MostSegments != 6 {
-		t.Fatalf("largest segments %v, most segments %v; want 450 MiB and 6", deref64(r.LargestSegmentBytes), deref64(r.MostSegments))
+		t.Fatalf("largest segments %v, most segments %v; want 450 MiB and 6", analysistest.Deref(r.LargestSegmentBytes), analysistest.Deref(r.MostSegments))
 	}
 }

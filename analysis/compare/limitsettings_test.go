@@ -1,51 +1,29 @@
-package analysis
+package compare
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/storage"
 )
-
-// fragmentingBatch is a job at batch b whose allocator strands room by
-// default: per step a block of 6b MiB freed, then 2b, 3b and 4.5b MiB
-// taken and freed. By default step 1 takes a segment A of 6b and, for the
-// 4.5b, B of 4.5b; step 2's 2b goes to B (the smallest free block that
-// holds it), its 3b to A, and its 4.5b fits in neither: a third segment of
-// 4.5b. So the default holds 15b MiB of segments for 9.5b MiB of live
-// blocks. With expandable segments the three live blocks lie end to end
-// from the start of the range each step, on 20 MiB pages.
-func fragmentingBatch(b int64) storage.AllocTrace {
-	var ops []storage.AllocOp
-	alloc := func(n int64) int32 { ops = append(ops, storage.AllocOp{Size: n}); return int32(len(ops) - 1) }
-	free := func(i int32) { ops = append(ops, storage.AllocOp{Free: true, Of: i}) }
-	for range 3 {
-		free(alloc(6 * b << 20))
-		x, y, z := alloc(2*b<<20), alloc(3*b<<20), alloc(9*b<<19)
-		free(z)
-		free(y)
-		free(x)
-	}
-	return storage.AllocTrace{Steps: 3, Ops: ops}
-}
 
 // TestCompareByLimitPerSetting: compare --by over two traced runs of the
 // fragmenting job gives a limit per allocator setting, the default's the
 // fit's own. Both two runs' needs lie on one line, so the pessimistic end
 // is the replay on the room the fit had, and the limits follow from the
-// rules in fragmentingBatch's comment: the default's the largest b with
+// rules in analysistest.FragmentingTrace's comment: the default's the largest b with
 // round2(6b) + 2·round2(4.5b) MiB in the room, expandable segments' the
 // largest with the 20 MiB pages under 9.5b MiB in it.
 func TestCompareByLimitPerSetting(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, b := range []int64{64, 128} {
-		tr := fragmentingBatch(b)
+		tr := analysistest.FragmentingTrace(b)
 		r, _ := replay.ReplayAllocator(tr.Ops, 0)
-		tracedRun(g, "b", "batch_size", b, tr, r.PeakAllocated)
+		g.TracedRun("b", "batch_size", b, tr, r.PeakAllocated)
 	}
-	by := byTagOf(t, g.b.String(), "batch_size", "b64", "b128")
+	by := byTagOf(t, g.String(), "batch_size", "b64", "b128")
 	if by.Basis != "allocator_replay" || len(by.LimitBySetting) != 1+len(replay.WhatIfSettings) {
 		t.Fatalf("basis %q, limits %+v: %v", by.Basis, by.LimitBySetting, by.leftOut)
 	}
@@ -72,7 +50,7 @@ func TestCompareByLimitPerSetting(t *testing.T) {
 	}
 	for _, l := range by.LimitBySetting {
 		cfg, _ := replay.ParseAllocSettings(l.Setting)
-		if r, err := replay.ReplayAllocatorWith(fragmentingBatch(int64(*l.Value)).Ops, room, cfg); err != nil || !r.OK {
+		if r, err := replay.ReplayAllocatorWith(analysistest.FragmentingTrace(int64(*l.Value)).Ops, room, cfg); err != nil || !r.OK {
 			t.Errorf("%s: batch %v does not replay on %d bytes: %+v %v", l.Setting, *l.Value, room, r, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 )
 
@@ -21,7 +23,7 @@ func curveRuns(t *testing.T, batches []int, peak func(b int) int64) *ByTag {
 // curveRunsBy is curveRuns with the runs' values under another tag.
 func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64) *ByTag {
 	t.Helper()
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, b := range batches {
 		probeRun(g, b, peak(b), 0)
 	}
@@ -29,7 +31,7 @@ func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64
 	for _, b := range batches {
 		names = append(names, "p"+strconv.Itoa(b))
 	}
-	return byTagOf(t, strings.ReplaceAll(g.b.String(), `"batch_size":`, strconv.Quote(tag)+":"), tag, names...)
+	return byTagOf(t, strings.ReplaceAll(g.String(), `"batch_size":`, strconv.Quote(tag)+":"), tag, names...)
 }
 
 // byTagOf is compare --by tag of the runs named, in that order, from a
@@ -37,7 +39,7 @@ func curveRunsBy(t *testing.T, tag string, batches []int, peak func(b int) int64
 func byTagOf(t *testing.T, jsonl, tag string, names ...string) *ByTag {
 	t.Helper()
 	reps := analyzeJSONL(t, jsonl)
-	var list []*Report
+	var list []*analysis.Report
 	for _, n := range names {
 		list = append(list, reps[n])
 	}
@@ -77,7 +79,7 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	last := func(v float64) float64 { return 2300*MiB + 87.5*MiB*(v-16) }
 	want := countUp(steep, replay.AllocatorAllowance)
 	if b.MaxFittingValueNoHeadroom == nil || *b.MaxFittingValueNoHeadroom != want {
-		t.Fatalf("no headroom %v, want %v (the steepest marginal cost, 100 MiB a sample)", deref(b.MaxFittingValueNoHeadroom), want)
+		t.Fatalf("no headroom %v, want %v (the steepest marginal cost, 100 MiB a sample)", analysistest.Deref(b.MaxFittingValueNoHeadroom), want)
 	}
 	// The least-squares line would have promised more.
 	lsq := func(v float64) float64 { return b.NeedFit.InterceptBytes + b.NeedFit.SlopeBytesPerUnit*v }
@@ -85,10 +87,10 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 		t.Fatalf("least squares says %v, not above %v: the test does not test the curvature", countUp(lsq, replay.AllocatorAllowance), want)
 	}
 	if m := b.MaxFittingValueMiddle; m == nil || *m != countUp(last, replay.AllocatorAllowance/2) {
-		t.Errorf("middle %v, want %v (the last marginal cost, half the allowance)", deref(m), countUp(last, replay.AllocatorAllowance/2))
+		t.Errorf("middle %v, want %v (the last marginal cost, half the allowance)", analysistest.Deref(m), countUp(last, replay.AllocatorAllowance/2))
 	}
 	if o := b.MaxFittingValueOptimistic; o == nil || *o != countUp(last, 0) {
-		t.Errorf("optimistic %v, want %v", deref(o), countUp(last, 0))
+		t.Errorf("optimistic %v, want %v", analysistest.Deref(o), countUp(last, 0))
 	}
 	if b.Need == nil || b.Need.Quadratic != nil || math.Abs(b.Extrapolation-want/16) > 1e-9 {
 		t.Fatalf("curve %+v, extrapolation %v", b.Need, b.Extrapolation)
@@ -101,11 +103,11 @@ func TestNeedCurveConcaveTakesTheSteepestMarginal(t *testing.T) {
 	// less (what a caller asks when memory would be lost to something
 	// else) it is what fits in that.
 	if v := b.LargestFitting(b.Available(0)); v == nil || *v != want {
-		t.Errorf("LargestFitting %v, want %v", deref(v), want)
+		t.Errorf("LargestFitting %v, want %v", analysistest.Deref(v), want)
 	}
 	less := countUp(func(v float64) float64 { return steep(v) + 10*GiB/(1+replay.AllocatorAllowance) }, replay.AllocatorAllowance)
 	if v := b.LargestFitting(b.Available(0) - 10*GiB); v == nil || math.Abs(*v-less) > 1 {
-		t.Errorf("LargestFitting with 10 GiB less %v, want %v", deref(v), less)
+		t.Errorf("LargestFitting with 10 GiB less %v, want %v", analysistest.Deref(v), less)
 	}
 }
 
@@ -121,7 +123,7 @@ func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 	batch := curveRuns(t, []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
 	if batch.Need == nil || batch.Need.Quadratic != nil || batch.MaxFittingValueNoHeadroom == nil ||
 		*batch.MaxFittingValueNoHeadroom != countUp(steepLine, replay.AllocatorAllowance) || strings.Contains(batch.IntervalWords, "carried on") {
-		t.Fatalf("batch_size: curve %+v, %v (%s), want the steepest line's %v", batch.Need, deref(batch.MaxFittingValueNoHeadroom), batch.IntervalWords, countUp(steepLine, replay.AllocatorAllowance))
+		t.Fatalf("batch_size: curve %+v, %v (%s), want the steepest line's %v", batch.Need, analysistest.Deref(batch.MaxFittingValueNoHeadroom), batch.IntervalWords, countUp(steepLine, replay.AllocatorAllowance))
 	}
 	b := curveRunsBy(t, "seq_len", []int{16, 32, 64}, func(v int) int64 { return int64(need(float64(v))) })
 	if b.Need == nil || b.Need.Quadratic == nil {
@@ -129,7 +131,7 @@ func TestNeedCurveConvexCarriesTheRiseOn(t *testing.T) {
 	}
 	want := countUp(need, replay.AllocatorAllowance)
 	if v := b.MaxFittingValueNoHeadroom; v == nil || math.Abs(*v-want) > 1 {
-		t.Fatalf("no headroom %v, want %v", deref(v), want)
+		t.Fatalf("no headroom %v, want %v", analysistest.Deref(v), want)
 	}
 	steepest := countUp(steepLine, replay.AllocatorAllowance)
 	if want >= steepest {

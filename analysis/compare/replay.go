@@ -1,4 +1,4 @@
-package analysis
+package compare
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 // compare --by's allocator replay: where it is chosen as the basis, how
 // each traced run checks it (as recorded, and to the request that failed
 // where a run ran out of memory), and the words and figures it reports.
-// The allocator's rules are in allocreplay.go, the scaling to other values
-// and the ends of the interval in allocscale.go.
+// The allocator's rules are in package replay (allocreplay.go), the
+// scaling to other values and the ends of the interval in its allocscale.go.
 
 // ReplayFigures say how compare --by replayed the caching allocator: the
 // requests of run HighRun (at HighValue) scaled on the line through the

@@ -1,10 +1,10 @@
-package analysis
+package compare
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/replay/replaytest"
 	"github.com/memrec/memrec/storage"
@@ -17,13 +17,13 @@ import (
 // job's own trace on that GPU or within 3 % below it; by a batch-size tag
 // the same runs would be read on their lines.
 func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, s := range []int64{1024, 2048} {
 		tr := replaytest.SynthAttention(s)
 		r, _ := replay.ReplayAllocator(tr.Ops, 0)
-		tracedRun(g, "s", "seq_len", s, tr, r.PeakAllocated)
+		g.TracedRun("s", "seq_len", s, tr, r.PeakAllocated)
 	}
-	by := byTagOf(t, g.b.String(), "seq_len", "s1024", "s2048")
+	by := byTagOf(t, g.String(), "seq_len", "s1024", "s2048")
 	if by.Basis != "allocator_replay" || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, value %v: %v", by.Basis, by.MaxFittingValueNoHeadroom, by.leftOut)
 	}
@@ -40,39 +40,18 @@ func TestCompareBySeqLenReplaysEachRequestsGrowth(t *testing.T) {
 	}
 }
 
-// tracedRun writes a probe run named prefix+value, tagged tag=value, on an
-// 80 GiB GPU (600 MiB reserved by the driver, 700 MiB unseen), whose steps
-// peak at peak bytes allocated, with the allocator trace tr.
-func tracedRun(g *gen, prefix, tag string, value int64, tr storage.AllocTrace, peak int64) {
-	r, _ := replay.ReplayAllocator(tr.Ops, 0)
-	tr.PID, tr.SegmentBytes, tr.Segments = 1, r.PeakReserved, r.Segments
-	g.line(`{"type":"run","name":"%s%d","start_ns":%d,"interval_ns":10000000,"tags":{"%s":"%d"}}`, prefix, value, t0, tag, value)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
-	for i := range 10 {
-		at := t0 + int64(i)*100e6
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d,"reserved_bytes":%d}`, at-5e6, r.PeakReserved+700*MiB, 600*MiB)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d}`, at, i)
-		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
-			at, 100*MiB, r.PeakReserved, peak)
-	}
-	for _, m := range tr.Marks(t0 + 2e9) {
-		text, _ := json.Marshal(m.Text)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":%s}`, m.T, text)
-	}
-}
-
 // TestReplayGrowsWhatLaterStepsAdded: runs whose per-step peak, over the
 // whole run, exceeded their three-step traces' (an evaluation holding
 // 6 MiB a sample more) are projected with that excess grown with the
 // value at the pessimistic end: not above the limit of the job with its
 // evaluation, where the excess kept at the higher run's size would be.
 func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
-	g := &gen{}
+	g := &analysistest.Gen{}
 	for _, b := range []int64{32, 64} {
 		r, _ := replay.ReplayAllocator(replaytest.SynthBatch(b, true).Ops, 0)
-		tracedRun(g, "b", "batch_size", b, replaytest.SynthBatch(b, false), r.PeakAllocated)
+		g.TracedRun("b", "batch_size", b, replaytest.SynthBatch(b, false), r.PeakAllocated)
 	}
-	by := byTagOf(t, g.b.String(), "batch_size", "b32", "b64")
+	by := byTagOf(t, g.String(), "batch_size", "b32", "b64")
 	if by.Basis != "allocator_replay" || by.Replay.BeyondTraceBytes != 64*replaytest.EvalMiB<<20 || by.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("basis %q, beyond %d, value %v: %v", by.Basis, by.Replay.BeyondTraceBytes, by.MaxFittingValueNoHeadroom, by.leftOut)
 	}
