@@ -13,5 +13,5 @@
 // so the line is the one every sample would draw.
 //
 // The server is safe for concurrent use. It serves GET only; every bad
-// parameter is a 4xx with a message (server.go).
+// parameter is a 4xx with a message (server.go, request.go).
 package viewer
