@@ -126,6 +126,28 @@ func Export(out io.Writer, db *storage.DB, r storage.Run, opts Options) error {
 		c.budget.next()
 	}
 
+	c.header(gpus, ranks, procNames)
+	if _, err := c.w.Write(append(c.row, '\n')); err != nil {
+		return err
+	}
+	c.nextTorch()
+	c.nextMark()
+	c.nextProc()
+	if len(devs) > 0 {
+		err = c.deviceRows(merge.New(func(s storage.DeviceSample) int64 { return s.T }, devs...))
+	} else {
+		err = c.torchRows()
+	}
+	if err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// header writes the header row into c.row and lays out the columns: the
+// time and mark columns, then per GPU its figures, counters, budget and
+// (with Options.Procs) one column per process, in GPU order.
+func (c *csvWriter) header(gpus, ranks []int, procNames [][2]int) {
 	c.row = []byte("t_ns,time_s,time,epoch,step")
 	if len(c.rankCol) > 0 {
 		for _, rk := range ranks {
@@ -135,7 +157,7 @@ func Export(out io.Writer, db *storage.DB, r storage.Run, opts Options) error {
 	c.procStart = make([]int, len(gpus)+1) // procs of GPU group i: procStart[i] ≤ k < procStart[i+1]
 	slices.SortFunc(procNames, func(a, b [2]int) int {
 		if a[0] != b[0] {
-			return col[a[0]] - col[b[0]]
+			return c.col[a[0]] - c.col[b[0]]
 		}
 		return a[1] - b[1]
 	})
@@ -161,21 +183,6 @@ func Export(out io.Writer, db *storage.DB, r storage.Run, opts Options) error {
 	c.procStart[len(gpus)] = k
 	c.proc = make([]csvProc, len(procNames))
 	c.listT = make([]int64, len(gpus))
-	if _, err := c.w.Write(append(c.row, '\n')); err != nil {
-		return err
-	}
-	c.nextTorch()
-	c.nextMark()
-	c.nextProc()
-	if len(devs) > 0 {
-		err = c.deviceRows(merge.New(func(s storage.DeviceSample) int64 { return s.T }, devs...))
-	} else {
-		err = c.torchRows()
-	}
-	if err != nil {
-		return err
-	}
-	return c.w.Flush()
 }
 
 // markRanks lists the ranks of the run's epoch and step marks, ascending
