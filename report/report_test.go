@@ -21,7 +21,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/storage"
 )

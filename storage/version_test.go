@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage/internal/chunk"
 	bolt "go.etcd.io/bbolt"
