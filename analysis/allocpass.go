@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -11,7 +11,8 @@ import (
 
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -189,7 +190,7 @@ func TestRealRuns(t *testing.T) {
 	}
 	defer db.Close()
 	for _, f := range []string{fixtures.LeakRun, fixtures.CleanRun} {
-		if _, err := db.Import([]storage.Source{{Name: f, R: bytes.NewReader(fixtures.Read(t, f))}}, storage.ImportOptions{}); err != nil {
+		if _, err := jsonl.Import(db, []jsonl.Source{{Name: f, R: bytes.NewReader(fixtures.Read(t, f))}}, jsonl.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -80,7 +81,7 @@ func TestCountersFollowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "c", R: strings.NewReader(countersRun)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "c", R: strings.NewReader(countersRun)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

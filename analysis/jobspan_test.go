@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -57,7 +58,7 @@ func openJSONL(t *testing.T, data, name string) (*storage.DB, storage.Run) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(data)}}, storage.ImportOptions{}); err != nil {
+	if _, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: strings.NewReader(data)}}, jsonl.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := db.Run(name)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -23,14 +24,14 @@ func markRun(n int, text func(i int) string) string {
 	})
 }
 
-func importRun(t *testing.T, jsonl string) (*storage.DB, storage.Run) {
+func importRun(t *testing.T, lines string) (*storage.DB, storage.Run) {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	runs, err := db.Import([]storage.Source{{Name: "marks.jsonl", R: strings.NewReader(jsonl)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "marks.jsonl", R: strings.NewReader(lines)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 // TestOOMCauseSynthetic: OOMs whose answer is worked by hand. The watched

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 

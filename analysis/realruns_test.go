@@ -13,7 +13,7 @@ import (
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )

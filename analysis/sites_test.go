@@ -12,6 +12,7 @@ import (
 
 	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/sites"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -154,7 +155,7 @@ func BenchmarkAnalyzeSites(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.String())}}, storage.ImportOptions{})
+		runs, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: strings.NewReader(g.String())}}, jsonl.ImportOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestSitesBands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.String())}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: strings.NewReader(g.String())}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

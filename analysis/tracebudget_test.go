@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -83,7 +84,7 @@ func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			runs, err := db.Import([]storage.Source{{Name: "bomb.jsonl", R: strings.NewReader(hostileTraceRun(c.marks))}}, storage.ImportOptions{})
+			runs, err := jsonl.Import(db, []jsonl.Source{{Name: "bomb.jsonl", R: strings.NewReader(hostileTraceRun(c.marks))}}, jsonl.ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

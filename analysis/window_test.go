@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -41,7 +42,7 @@ func TestWindowBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "w", R: strings.NewReader(b.String())}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "w", R: strings.NewReader(b.String())}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestWindowTakesTheRunsWarmup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: fixtures.LeakRun, R: bytes.NewReader(fixtures.Read(t, fixtures.LeakRun))}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: fixtures.LeakRun, R: bytes.NewReader(fixtures.Read(t, fixtures.LeakRun))}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -26,7 +27,7 @@ func lockedDB(t *testing.T) (path string, release func()) {
 	}
 	// A run of its own, so that the file is kept (a new file nothing was
 	// stored in is removed at Close).
-	if _, err := w.Import([]storage.Source{{Name: "other.jsonl", R: strings.NewReader(`{"type":"run","name":"other","start_ns":1700000000000000000}`)}}, storage.ImportOptions{}); err != nil {
+	if _, err := jsonl.Import(w, []jsonl.Source{{Name: "other.jsonl", R: strings.NewReader(`{"type":"run","name":"other","start_ns":1700000000000000000}`)}}, jsonl.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()

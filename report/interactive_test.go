@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 )
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
@@ -55,7 +56,7 @@ func buildPyramidRun() (*analysis.Report, *Options, []storage.DeviceSample, erro
 		return nil, nil, nil, err
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "p", R: &buf}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "p", R: &buf}}, jsonl.ImportOptions{})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -20,7 +20,8 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/compare"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/storage"
 )
@@ -42,7 +43,7 @@ func analyzeOne(t *testing.T, name string, data []byte) *analysis.Report {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(data)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: bytes.NewReader(data)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestReportOfRunWithoutProbeOrMarks(t *testing.T) {
 {"type":"run","name":"empty","start_ns":1000000000}
 {"type":"gpu","gpu":0}
 `
-	runs, err := db.Import([]storage.Source{{Name: "x", R: strings.NewReader(in)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "x", R: strings.NewReader(in)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 )
 
@@ -34,7 +34,7 @@ func importTrace(tb testing.TB, c tracegen.Config) (*DB, Run, int) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	runs, err := db.Import([]Source{{Name: "gen", R: &buf}}, ImportOptions{})
+	runs, err := loadLines(db, "gen", &buf, "")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -85,32 +85,6 @@ func BenchmarkDecodeRun(b *testing.B) {
 		b.Fatal("nothing read")
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Msamples/s")
-}
-
-// BenchmarkImport imports a 2-minute 8-GPU run from memory; it reports
-// lines per second and stored bytes per line.
-func BenchmarkImport(b *testing.B) {
-	var buf bytes.Buffer
-	c := tracegen.Default()
-	c.Duration = 2 * time.Minute
-	truth, err := tracegen.Write(&buf, c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var size int64
-	for b.Loop() {
-		db, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		size, _ = db.Size()
-		db.Close()
-	}
-	b.ReportMetric(float64(truth.Lines*b.N)/b.Elapsed().Seconds()/1e6, "Mlines/s")
-	b.ReportMetric(float64(size)/float64(truth.Lines), "B/line")
 }
 
 // BenchmarkAppenderSecond is the recorder's storage cost for one second of
@@ -209,7 +183,7 @@ func BenchmarkMixes(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := db.Import([]Source{{Name: name, R: bytes.NewReader(in)}}, ImportOptions{}); err != nil {
+				if _, err := loadLines(db, name, bytes.NewReader(in), ""); err != nil {
 					b.Fatal(err)
 				}
 				if size, err = db.Size(); err != nil {

@@ -23,7 +23,7 @@ const budgetRun = `{"type":"run","name":"watched","start_ns":1000000000}
 
 func TestBudgetRoundTrip(t *testing.T) {
 	db := openTestDB(t)
-	runs, err := importString(db, "budget.jsonl", budgetRun, ImportOptions{})
+	runs, err := loadString(db, "budget.jsonl", budgetRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestBudgetBadFields(t *testing.T) {
 		{`"params_bytes":1,"optimizer":3`, `"optimizer": want a string`},
 	} {
 		in := head + `{"type":"torch","t_ns":1001000000,"gpu":0,"pid":7,"allocated_bytes":1,"reserved_bytes":2,` + c.line + "}\n"
-		_, err := importString(db, "bad.jsonl", in, ImportOptions{})
+		_, err := loadString(db, "bad.jsonl", in)
 		if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want bad.jsonl:3 and %q", c.line, err, c.want)
 		}

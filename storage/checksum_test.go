@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage/internal/chunk"
 
 	"github.com/memrec/memrec/internal/testsupport/linetest"
@@ -45,7 +45,7 @@ func rewriteChunks(t *testing.T, db *DB, f func(k, v []byte) []byte) {
 func importFixture(t *testing.T, db *DB) (Run, []byte) {
 	t.Helper()
 	in := fixtures.Read(t, fixtures.CleanRun)
-	runs, err := db.Import([]Source{{Name: "clean", R: bytes.NewReader(in)}}, ImportOptions{})
+	runs, err := loadLines(db, "clean", bytes.NewReader(in), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestCheckReportsEveryDamagedRun(t *testing.T) {
 	in := fixtures.Read(t, fixtures.CleanRun)
 	var ids []uint64
 	for _, name := range []string{"a", "b", "c"} {
-		runs, err := db.Import([]Source{{Name: name, R: bytes.NewReader(in)}}, ImportOptions{Name: name})
+		runs, err := loadLines(db, name, bytes.NewReader(in), name)
 		if err != nil {
 			t.Fatal(err)
 		}

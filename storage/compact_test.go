@@ -107,7 +107,7 @@ func TestCompactLiveFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Import([]Source{{Name: "export", R: bytes.NewReader(before)}}, ImportOptions{}); err != nil {
+	if _, err := loadLines(db, "export", bytes.NewReader(before), ""); err != nil {
 		t.Fatal(err)
 	}
 	must(t, db.Close())

@@ -29,12 +29,10 @@
 //     sample, or a block at a time for the exports), and the list of a
 //     run's series: the one reader every export under formats/ uses.
 //   - load.go: Loader, whole runs written in one transaction, row by row,
-//     for the import and the merge of runs.
+//     for the JSON Lines import (formats/jsonl) and the merge of runs.
 //   - budget.go: the budget series (memrec.watch), stored apart from the
 //     torch series it rides with on the wire, and read back beside it.
 //   - sites.go: AddSites, site snapshots added to an existing run.
-//   - import.go: JSON Lines into the database, parsed in parallel, applied
-//     in order, through one Loader.
 //   - summary.go: each sealed chunk's summary of its device and allocator
 //     series (pieces of at most PieceSamples samples: first and last time,
 //     count, and per drawn column first, last, lowest, highest), and

@@ -71,7 +71,7 @@ func TestImportHostileBudgetAndSiteLines(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := openTestDB(t)
-			runs, err := importString(db, "bad.jsonl", c.input, ImportOptions{})
+			runs, err := loadString(db, "bad.jsonl", c.input)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -1,125 +1,10 @@
 package storage
 
 import (
-	"bytes"
-	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// cutGzip returns a gzip stream of a run with n samples whose writer died
-// after flushing its whole lines: no end, no checksum.
-func cutGzip(t *testing.T, n int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	fmt.Fprintf(zw, `{"type":"run","name":"cut","start_ns":1000000000000000000}`+"\n"+`{"type":"gpu","gpu":0}`+"\n")
-	for i := range n {
-		fmt.Fprintf(zw, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", 1000000000000000000+int64(i)*1e7, i)
-	}
-	if err := zw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes() // zw is not closed: the stream just stops
-}
-
-func gunzipped(t *testing.T, b []byte) io.Reader {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return zr
-}
-
-// TestImportTruncatedGzip: a gzip file cut short is refused, nothing
-// imported; with AllowTruncated its whole lines are, the run incomplete.
-func TestImportTruncatedGzip(t *testing.T) {
-	db := openTestDB(t)
-	data := cutGzip(t, 5000)
-	_, err := db.Import([]Source{{Name: "cut.jsonl.gz", R: gunzipped(t, data)}}, ImportOptions{})
-	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "cut.jsonl.gz: after line 5002") {
-		t.Fatalf("err = %v, want ErrTruncated after line 5002", err)
-	}
-	if runs, _ := db.Runs(); len(runs) != 0 {
-		t.Fatalf("imported %v", runs)
-	}
-	runs, err := db.Import([]Source{{Name: "cut.jsonl.gz", R: gunzipped(t, data)}}, ImportOptions{AllowTruncated: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := runs[0]; r.Complete || r.Counts.Samples != 5000 {
-		t.Fatalf("complete %v, %d samples; want incomplete with 5000", r.Complete, r.Counts.Samples)
-	}
-	// Cut inside a line: the whole lines before it are kept, the cut one dropped.
-	db2 := openTestDB(t)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"type":"run","name":"mid"}`+"\n"+`{"type":"gpu","gpu":0}`+"\n"+`{"type":"sample","t_ns":5,"gpu":0,"used_bytes":1}`+"\n"+`{"type":"sample","t_ns":6,"gp`)
-	zw.Flush()
-	runs, err = db2.Import([]Source{{Name: "mid.gz", R: gunzipped(t, buf.Bytes())}}, ImportOptions{AllowTruncated: true})
-	if err != nil || runs[0].Counts.Samples != 1 || runs[0].Complete {
-		t.Fatalf("%+v %v", runs, err)
-	}
-}
-
-// endless is an input of one line that never ends; it counts what is read.
-type endless struct {
-	head []byte
-	fill byte
-	read int64
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	n := copy(p, e.head)
-	e.head = e.head[n:]
-	for i := n; i < len(p); i++ {
-		p[i] = e.fill
-	}
-	e.read += int64(len(p))
-	return len(p), nil
-}
-
-// TestImportLineLimit: a line past MaxLineBytes fails with its file and
-// line after reading a bounded amount of it, however long it is.
-func TestImportLineLimit(t *testing.T) {
-	db := openTestDB(t)
-	in := &endless{head: []byte(`{"type":"run","name":"a"}` + "\n" + `{"type":"mark","t_ns":1,"kind":"event","text":"`), fill: 'x'}
-	_, err := db.Import([]Source{{Name: "huge.jsonl", R: in}}, ImportOptions{})
-	if !errors.Is(err, ErrLineLong) || !strings.HasPrefix(err.Error(), "huge.jsonl:2: line longer than") {
-		t.Fatalf("err = %v", err)
-	}
-	if in.read > 2*MaxLineBytes+(2<<20) {
-		t.Errorf("read %d bytes before refusing a line over %d", in.read, MaxLineBytes)
-	}
-	// A line just over the limit that ends is refused the same way.
-	long := `{"type":"run","name":"b"}` + "\n" + `{"type":"mark","t_ns":1,"kind":"event","text":"` + strings.Repeat("y", MaxLineBytes) + `"}` + "\n"
-	if _, err := importString(db, "long.jsonl", long, ImportOptions{}); !errors.Is(err, ErrLineLong) || !strings.HasPrefix(err.Error(), "long.jsonl:2:") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
-// TestImportBlankLinesCostNoMemory: 64 MiB of newlines (what an 18 MB gzip
-// file of newlines holds a thousandfold) allocate about what is read, not
-// a record per line.
-func TestImportBlankLinesCostNoMemory(t *testing.T) {
-	db := openTestDB(t)
-	const size = 64 << 20
-	in := io.MultiReader(strings.NewReader(`{"type":"run","name":"blank"}`+"\n"), io.LimitReader(&endless{fill: '\n'}, size))
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	if _, err := db.Import([]Source{{Name: "blank.jsonl", R: in}}, ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&m1)
-	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 3*size {
-		t.Errorf("allocated %d MiB for %d MiB of blank lines", alloc>>20, size>>20)
-	}
-}
 
 // TestImportBoundsTimesAndFields: times outside 1970..2200 or far before
 // the run's start, negative pids, end and interval, oversized names and
@@ -145,7 +30,7 @@ func TestImportBoundsTimesAndFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTestDB(t)
-			_, err := importString(db, "bad.jsonl", tc.input, ImportOptions{})
+			_, err := loadString(db, "bad.jsonl", tc.input)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
 			}
@@ -168,7 +53,7 @@ func TestImportFoldsManyProcesses(t *testing.T) {
 		fmt.Fprintf(&b, `{"type":"proc","t_ns":%d,"gpu":0,"pid":%d,"used_bytes":%d}`+"\n", 1000000000000000000+int64(pid)*1000, pid, pid)
 		fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"allocated_bytes":1,"reserved_bytes":2}`+"\n", 1000000000000000000+int64(pid)*1000, pid)
 	}
-	runs, err := importString(db, "many.jsonl", b.String(), ImportOptions{})
+	runs, err := loadString(db, "many.jsonl", b.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +104,7 @@ func TestImportBoundsSeries(t *testing.T) {
 			fmt.Fprintf(&b, `{"type":"proc","t_ns":%d,"gpu":%d,"pid":%d,"used_bytes":1}`+"\n", 1000000000000000000+int64(g*pids+pid), g, pid)
 		}
 	}
-	runs, err := importString(db, "wide.jsonl", b.String(), ImportOptions{maxSeries: bound})
+	runs, err := loadString(db, "wide.jsonl", b.String(), WithMaxSeries(bound))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,23 @@ type Loader struct {
 	tx   *bolt.Tx
 	w    *runWriter // the current run; nil between runs
 	done []Run
+	// maxSeries, where set (WithMaxSeries), replaces MaxSeries for every
+	// run this Loader starts.
+	maxSeries int
+}
+
+// A LoadOption changes what the runs of one Load may hold.
+type LoadOption func(*Loader)
+
+// WithMaxSeries lowers the bound on a run's series from MaxSeries to n,
+// so that a test reaches it with a small input; n <= 0, or n above
+// MaxSeries, leaves MaxSeries.
+func WithMaxSeries(n int) LoadOption {
+	return func(l *Loader) {
+		if n > 0 && n < MaxSeries {
+			l.maxSeries = n
+		}
+	}
 }
 
 // Load calls f with a Loader in one write transaction and commits what f
@@ -25,10 +42,13 @@ type Loader struct {
 // nothing (the file is left exactly as it was). The run f started last is
 // finished for it. It blocks until done (and while another writer holds
 // the file) and returns the runs written, in the order f started them.
-func (db *DB) Load(f func(l *Loader) error) ([]Run, error) {
+func (db *DB) Load(f func(l *Loader) error, opts ...LoadOption) ([]Run, error) {
 	var runs []Run
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		l := &Loader{tx: tx}
+		for _, o := range opts {
+			o(l)
+		}
 		if err := f(l); err != nil {
 			return err
 		}
@@ -55,6 +75,9 @@ func (l *Loader) Start(r Run, replace bool) (Run, error) {
 		return Run{}, err
 	}
 	l.w = newRunWriter(r)
+	if l.maxSeries > 0 {
+		l.w.maxSeries = l.maxSeries
+	}
 	return r, nil
 }
 

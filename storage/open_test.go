@@ -91,7 +91,7 @@ func TestOpenMustExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := importString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+	if _, err := loadString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -112,7 +112,7 @@ func TestCreatedEmptyIsRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := importString(db, "bad.jsonl", "{not json\n", ImportOptions{}); err == nil {
+	if _, err := loadString(db, "bad.jsonl", "{not json\n"); err == nil {
 		t.Fatal("a bad import succeeded")
 	}
 	if err := db.Close(); err != nil {
@@ -128,7 +128,7 @@ func TestCreatedEmptyIsRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := importString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+	if _, err := loadString(db, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -177,7 +177,7 @@ func TestCreateWaitsOutARemovedFile(t *testing.T) {
 	if second == nil {
 		return
 	}
-	if _, err := importString(second, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`, ImportOptions{}); err != nil {
+	if _, err := loadString(second, "a.jsonl", `{"type":"run","name":"a","start_ns":1700000000000000000}`); err != nil {
 		t.Fatal(err)
 	}
 	second.Close()

@@ -21,11 +21,11 @@ func TestWrongColumnCountIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := importString(db, "in", `{"type":"run","name":"r","start_ns":0}
+	runs, err := loadString(db, "in", `{"type":"run","name":"r","start_ns":0}
 {"type":"gpu","gpu":0}
 {"type":"torch","t_ns":1000,"gpu":0,"pid":7,"allocated_bytes":10,"reserved_bytes":20}
 {"type":"torch","t_ns":2000,"gpu":0,"pid":7,"allocated_bytes":11,"reserved_bytes":20}
-`, ImportOptions{})
+`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func siteRun(n int) (string, []SiteSample) {
 func TestSitesImportExportRoundTrip(t *testing.T) {
 	text, rows := siteRun(40)
 	db := openTestDB(t)
-	runs, err := importString(db, "sites.jsonl", text, ImportOptions{})
+	runs, err := loadString(db, "sites.jsonl", text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSitesRefusedWhole(t *testing.T) {
 	db := openTestDB(t)
 	text := `{"type":"run","name":"x"}` + "\n" + `{"type":"gpu","gpu":0}` + "\n" +
 		`{"type":"sites","t_ns":5,"gpu":3,"pid":1,"reason":"exit","sites":[{"file":"a.py","line":1}]}` + "\n"
-	_, err := importString(db, "bad.jsonl", text, ImportOptions{})
+	_, err := loadString(db, "bad.jsonl", text)
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3: sites: GPU 3 is not declared") {
 		t.Fatalf("error %v", err)
 	}
@@ -129,7 +129,7 @@ func TestAddSitesToARun(t *testing.T) {
 	db := openTestDB(t)
 	text := `{"type":"run","name":"r"}` + "\n" + `{"type":"gpu","gpu":0}` + "\n" + `{"type":"gpu","gpu":1}` + "\n" +
 		`{"type":"torch","t_ns":1000,"gpu":0,"pid":9,"allocated_bytes":5,"reserved_bytes":8}` + "\n"
-	if _, err := importString(db, "r.jsonl", text, ImportOptions{}); err != nil {
+	if _, err := loadString(db, "r.jsonl", text); err != nil {
 		t.Fatal(err)
 	}
 	_, rows := siteRun(3)

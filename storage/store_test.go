@@ -119,10 +119,6 @@ func eachRow[T any](it *Iter[T], f func(T)) error {
 	return it.Err()
 }
 
-func importString(db *DB, name, s string, opts ImportOptions) ([]Run, error) {
-	return db.Import([]Source{{Name: name, R: strings.NewReader(s)}}, opts)
-}
-
 // importGenerated imports a 40 s generated run of gpus GPUs (several
 // sealed chunks per group) into a fresh database; it returns the lines too.
 func importGenerated(t *testing.T, gpus int) (*DB, Run, []byte) {
@@ -134,7 +130,7 @@ func importGenerated(t *testing.T, gpus int) (*DB, Run, []byte) {
 		t.Fatal(err)
 	}
 	db := openTestDB(t)
-	runs, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{Workers: 2})
+	runs, err := loadLines(db, "gen", bytes.NewReader(buf.Bytes()), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +276,7 @@ func TestOutOfOrderSortedOrRefused(t *testing.T) {
 	for _, ts := range []int{5, 3, 4, 1, 2} {
 		lines += fmt.Sprintf(`{"type":"sample","t_ns":%d000,"gpu":0,"used_bytes":%d}`+"\n", ts, ts)
 	}
-	runs, err := importString(db, "ooo.jsonl", lines, ImportOptions{})
+	runs, err := loadString(db, "ooo.jsonl", lines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,109 +296,9 @@ func TestOutOfOrderSortedOrRefused(t *testing.T) {
 		fmt.Fprintf(&b, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":1}`+"\n", 1e9+int64(i)*1e6)
 	}
 	b.WriteString(`{"type":"sample","t_ns":5,"gpu":0,"used_bytes":1}` + "\n")
-	_, err = importString(db, "late.jsonl", b.String(), ImportOptions{})
+	_, err = loadString(db, "late.jsonl", b.String())
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("late.jsonl:%d:", 2*chunkEntries+13)) || !errors.Is(err, ErrOutOfOrder) {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestImportBadInputLeavesDatabaseUnchanged(t *testing.T) {
-	good := `{"type":"run","name":"a","start_ns":1}
-{"type":"gpu","gpu":0,"total_bytes":1000}
-{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}
-`
-	cases := []struct {
-		name, input, want string
-	}{
-		{"malformed", good + "{\"type\":\"sample\",\n", "bad.jsonl:4: malformed JSON"},
-		{"wrong type", good + `{"type":"sample","t_ns":"10","gpu":0,"used_bytes":5}`, `bad.jsonl:4: sample: "t_ns": want an integer, got string`},
-		{"float bytes", good + `{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5.5}`, `bad.jsonl:4: sample: "used_bytes": not an integer`},
-		{"negative", good + `{"type":"sample","t_ns":11,"gpu":0,"used_bytes":-5}`, "bad.jsonl:4: sample: used_bytes is negative (-5)"},
-		{"undeclared gpu", good + `{"type":"sample","t_ns":11,"gpu":3,"used_bytes":5}`, "bad.jsonl:4: sample: GPU 3 is not declared"},
-		{"missing field", good + `{"type":"proc","t_ns":11,"gpu":0,"used_bytes":5}`, `bad.jsonl:4: proc: missing "pid"`},
-		{"unknown type", good + `{"type":"nope"}`, `bad.jsonl:4: unknown type "nope"`},
-		{"not an object", good + `[1,2]`, "bad.jsonl:4: want a JSON object"},
-		{"data first", `{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}`, "bad.jsonl:1: data before the first"},
-		{"negative torch", good + `{"type":"torch","t_ns":11,"gpu":0,"pid":1,"allocated_bytes":-1,"reserved_bytes":0}`, "bad.jsonl:4: torch: allocated_bytes is negative"},
-		{"negative epoch", good + `{"type":"mark","t_ns":11,"kind":"epoch_start","epoch":-2}`, `bad.jsonl:4: mark: "epoch" is negative`},
-		{"taken name", `{"type":"run","name":"kept"}`, `bad.jsonl:1: run "kept": a run with that name already exists`},
-		{"empty", "\n\n", "no run in the input"},
-		{"duplicate gpu", good + `{"type":"gpu","gpu":0}`, "bad.jsonl:4: gpu 0 declared twice"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openTestDB(t)
-			if _, err := importString(db, "kept.jsonl", strings.ReplaceAll(good, `"a"`, `"kept"`), ImportOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			before, _ := db.Runs()
-			// The good run comes first in the same input: it must not stay.
-			_, err := importString(db, "bad.jsonl", tc.input, ImportOptions{})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-			after, _ := db.Runs()
-			if len(after) != len(before) || after[0].Name != "kept" {
-				t.Fatalf("database changed: %v", after)
-			}
-		})
-	}
-}
-
-func TestImportUnknownFieldsIgnored(t *testing.T) {
-	db := openTestDB(t)
-	runs, err := importString(db, "x", `{"type":"run","name":"a","start_ns":1,"future":{"x":[1]}}
-{"type":"gpu","gpu":0,"nvlink":true}
-{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5,"temperature_c":61}
-`, ImportOptions{})
-	if err != nil || runs[0].Counts.Samples != 1 {
-		t.Fatal(runs, err)
-	}
-}
-
-func TestImportRenameReplaceAndSeveralRuns(t *testing.T) {
-	db := openTestDB(t)
-	two := `{"type":"run","name":"a"}
-{"type":"gpu","gpu":0}
-{"type":"sample","t_ns":10,"gpu":0,"used_bytes":5}
-{"type":"run","name":"b","tags":{"batch_size":64,"amp":"on"}}
-{"type":"gpu","gpu":0}
-{"type":"sample","t_ns":20,"gpu":0,"used_bytes":6}
-`
-	runs, err := importString(db, "two", two, ImportOptions{})
-	if err != nil || len(runs) != 2 || runs[1].Tags["batch_size"] != "64" || runs[0].StartNS != 10 {
-		t.Fatal(runs, err)
-	}
-	if _, err := importString(db, "two", two, ImportOptions{Name: "c"}); !errors.Is(err, ErrRenameMany) || !strings.Contains(err.Error(), "two:4:") {
-		t.Fatalf("rename of two runs: %v", err)
-	}
-	if _, err := importString(db, "two", two, ImportOptions{}); !errors.Is(err, ErrExists) {
-		t.Fatalf("reimport: %v", err)
-	}
-	runs2, err := importString(db, "two", two, ImportOptions{Replace: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, _ := db.Runs()
-	if len(all) != 2 || all[0].ID == runs[0].ID {
-		t.Fatalf("replace: %v", all)
-	}
-	it := db.DeviceSamples(runs2[1], 0, MinTime, MaxTime)
-	if !it.Next() || it.At().Used != 6 {
-		t.Fatal("replaced run's data")
-	}
-	if _, err := db.Delete("a", DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Run("a"); !errors.Is(err, ErrNoRun) {
-		t.Fatal(err)
-	}
-	r, err := db.SetTags("b", map[string]string{"amp": "", "lr": "0.1"})
-	if err != nil || r.Tags["lr"] != "0.1" || r.Tags["amp"] != "" || len(r.Tags) != 2 {
-		t.Fatal(r.Tags, err)
-	}
-	if r2, err := db.Run(fmt.Sprint(r.ID)); err != nil || r2.Name != "b" {
-		t.Fatal("lookup by id", err)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage/internal/chunk"
 	bolt "go.etcd.io/bbolt"
@@ -72,7 +72,7 @@ func TestReadVersion1Chunks(t *testing.T) {
 		t.Fatalf("version 1 export differs: %d lines in, %d out", len(want), len(got))
 	}
 
-	if _, err := db.Import([]Source{{Name: "again", R: bytes.NewReader(in)}}, ImportOptions{Name: "v2"}); err != nil {
+	if _, err := loadLines(db, "again", bytes.NewReader(in), "v2"); err != nil {
 		t.Fatal(err)
 	}
 	if v := chunkVersions(t, db); v[1] == 0 || v[chunk.Version] == 0 {
@@ -111,7 +111,7 @@ func TestCloseTrims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := db.Import([]Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{})
+	runs, err := loadLines(db, "gen", bytes.NewReader(buf.Bytes()), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestReadSitesWithoutSampledEvery(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := openTestDB(t)
-	runs, err := importString(now, "sites-12cols.jsonl", string(gunzip(t, "sites-12cols.jsonl.gz")), ImportOptions{})
+	runs, err := loadString(now, "sites-12cols.jsonl", string(gunzip(t, "sites-12cols.jsonl.gz")))
 	if err != nil {
 		t.Fatal(err)
 	}

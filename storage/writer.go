@@ -40,7 +40,7 @@ type runWriter struct {
 	gpus   map[int]bool
 	pids   map[seriesKey]int // processes kept apart, by kind and GPU (pid 0)
 	nextG  uint32            // next torch group id
-	// maxSeries is MaxSeries but where a test lowers it, so that the
+	// maxSeries is MaxSeries but where a Load lowers it (WithMaxSeries), so that the
 	// bound is reached without building that many series.
 	maxSeries int
 	ints      []int64

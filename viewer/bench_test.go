@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
@@ -34,7 +35,7 @@ func benchDB(b *testing.B) (string, storage.Run) {
 		}
 		pr, pw, _ := os.Pipe()
 		go func() { tracegen.Write(pw, tracegen.Default()); pw.Close() }()
-		if _, err := db.Import([]storage.Source{{Name: "gen", R: pr}}, storage.ImportOptions{}); err != nil {
+		if _, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: pr}}, jsonl.ImportOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		db.Close()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
@@ -355,7 +356,7 @@ func TestViewSeveralRunsInBrowser(t *testing.T) {
 		if _, err := tracegen.Write(&buf, c); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Import([]storage.Source{{Name: name, R: &buf}}, storage.ImportOptions{}); err != nil {
+		if _, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: &buf}}, jsonl.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

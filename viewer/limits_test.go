@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )
@@ -171,7 +172,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // seconds, into a new file.
 func manyRunsDB(t *testing.T, seconds int, names ...string) (string, []storage.Run) {
 	t.Helper()
-	var srcs []storage.Source
+	var srcs []jsonl.Source
 	for _, name := range names {
 		c := tracegen.Default()
 		c.Name, c.GPUs, c.Duration = name, 1, time.Duration(seconds)*time.Second
@@ -179,7 +180,7 @@ func manyRunsDB(t *testing.T, seconds int, names ...string) (string, []storage.R
 		if _, err := tracegen.Write(&buf, c); err != nil {
 			t.Fatal(err)
 		}
-		srcs = append(srcs, storage.Source{Name: name, R: &buf})
+		srcs = append(srcs, jsonl.Source{Name: name, R: &buf})
 	}
 	path := filepath.Join(t.TempDir(), "runs.db")
 	db, err := storage.Open(path, storage.Options{})
@@ -187,7 +188,7 @@ func manyRunsDB(t *testing.T, seconds int, names ...string) (string, []storage.R
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import(srcs, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, srcs, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )
@@ -58,7 +59,7 @@ func testDBOf(t testing.TB, seconds int) (string, storage.Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: &buf}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: &buf}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

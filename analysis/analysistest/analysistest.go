@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/storage"
 )
@@ -201,11 +202,11 @@ func AnalyzeFiles[R any](t testing.TB, inputs map[string][]byte, analyze func(*s
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var srcs []storage.Source
+	var srcs []jsonl.Source
 	for name, data := range inputs {
-		srcs = append(srcs, storage.Source{Name: name, R: bytes.NewReader(data)})
+		srcs = append(srcs, jsonl.Source{Name: name, R: bytes.NewReader(data)})
 	}
-	runs, err := db.Import(srcs, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, srcs, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/analysistest"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 // TestLargestBatchOnRealRuns predicts the largest batch from real runs at

@@ -15,7 +15,9 @@ import (
 // thresholds the growth rule judges by, the judgement of a GPU from the
 // growth of its allocated, reserved and device memory, and its words. The
 // growth rule itself (warm-up, jumps, Theil–Sen, Mann–Kendall) is in
-// trend.go; docs/analysis.md defines each threshold and verdict.
+// trend.go; docs/analysis.md defines each threshold and verdict, and
+// TestLeakThresholdsStatedOnce checks its table and the Python reference
+// against the constants below.
 
 // The leak rule's thresholds.
 const (
@@ -376,7 +378,7 @@ func noGrowthReason(g *Growth) string {
 	var r string
 	switch {
 	case g.GrowthBytes != nil && *g.GrowthBytes < minLeakGrowth && t.Slope > 0:
-		r = "the steady-state floor grows by less than 1 MiB over the run"
+		r = "the steady-state floor grows by less than " + wholeBytes(minLeakGrowth) + " over the run"
 	case t.P >= leakP:
 		r = "no significant trend in the steady-state floor"
 	case t.Slope > 0:
@@ -388,6 +390,18 @@ func noGrowthReason(g *Growth) string {
 		r += "; one-off jumps were set aside"
 	}
 	return r
+}
+
+// wholeBytes writes a threshold of whole MiB or KiB as docs/analysis.md
+// spells it ("1 MiB", "64 KiB"), so that a message formats the constant.
+func wholeBytes(b int64) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return strconv.FormatInt(b>>20, 10) + " MiB"
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return strconv.FormatInt(b>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(b, 10) + " B"
 }
 
 // slopeBesideNoLeak says whether a no_leak verdict may show the slope: a

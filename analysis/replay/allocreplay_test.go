@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -86,7 +86,8 @@ JUMPS = {
     "steps": [float(i) for i in range(10)],
 }
 
-# The growth rule's thresholds, as docs/analysis.md states them.
+# The growth rule's thresholds: analysis/growth/leak.go's constants, which
+# TestLeakThresholdsStatedOnce checks these against.
 P_MAX = 0.01
 MIN_GROWTH = 1 << 20
 MIN_POINTS = 8

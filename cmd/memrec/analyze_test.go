@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 var leakRun = fixtures.Path(fixtures.LeakRun)

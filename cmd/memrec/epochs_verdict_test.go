@@ -11,7 +11,8 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 )
@@ -56,11 +57,11 @@ func TestEpochDeltasAgreeWithVerdict(t *testing.T) {
 	}
 	names := append([]string{fixtures.LeakRun, fixtures.CleanRun, fixtures.H200OOM}, fixtures.H200Plain...)
 	names = append(append(names, fixtures.H200R18...), fixtures.H200GPT...)
-	var srcs []storage.Source
+	var srcs []jsonl.Source
 	for _, n := range names {
-		srcs = append(srcs, storage.Source{Name: n, R: bytes.NewReader(fixtures.Read(t, n))})
+		srcs = append(srcs, jsonl.Source{Name: n, R: bytes.NewReader(fixtures.Read(t, n))})
 	}
-	imported, err := db.Import(srcs, storage.ImportOptions{})
+	imported, err := jsonl.Import(db, srcs, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

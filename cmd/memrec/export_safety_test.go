@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

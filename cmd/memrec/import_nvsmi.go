@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/formats/nvsmi"
-	"github.com/memrec/memrec/storage"
 )
 
 // runImportNvidiaSMI imports nvidia-smi CSV logs as one run, all or nothing.
@@ -58,7 +58,7 @@ func runImportNvidiaSMI(o *importOptions, files []string) error {
 	// sample) are never held whole.
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(log.WriteJSONL(pw, name, host)) }()
-	runs, err := db.Import([]storage.Source{{Name: strings.Join(names, ", "), R: pr, Converted: true}}, storage.ImportOptions{Replace: o.replace, Context: o.ctx})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: strings.Join(names, ", "), R: pr, Converted: true}}, jsonl.ImportOptions{Replace: o.replace, Context: o.ctx})
 	pr.CloseWithError(io.ErrClosedPipe) // the writer stops if the import did
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 func smiLog(t *testing.T, name string) string {

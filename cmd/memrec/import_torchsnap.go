@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis/units"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/formats/torchsnap"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -148,7 +149,7 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 	if o.run != "" {
 		return addSnapshotsToRun(o, db, all)
 	}
-	var srcs []storage.Source
+	var srcs []jsonl.Source
 	for _, fs := range all {
 		name := o.name
 		switch {
@@ -173,9 +174,9 @@ func runImportTorchSnapshots(o *importOptions, files []string) error {
 		for _, rows := range fs.snaps {
 			buf.Write(wire.AppendSites(nil, rows))
 		}
-		srcs = append(srcs, storage.Source{Name: inputName(fs.file), R: &buf, Converted: true})
+		srcs = append(srcs, jsonl.Source{Name: inputName(fs.file), R: &buf, Converted: true})
 	}
-	runs, err := db.Import(srcs, storage.ImportOptions{Replace: o.replace, Context: o.ctx})
+	runs, err := jsonl.Import(db, srcs, jsonl.ImportOptions{Replace: o.replace, Context: o.ctx})
 	if err != nil {
 		return fmt.Errorf("import: %w (nothing was imported)", err)
 	}

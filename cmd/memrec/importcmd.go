@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/formats/nvsmi"
 	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/storage"
@@ -113,7 +114,7 @@ given. Snapshots past memrec's limits (docs/limits.md) are refused.`,
 // openImportFiles opens the files to import ("-" is stdin), each
 // gunzipped if it is gzip. closeFiles closes those opened, also when err is
 // not nil.
-func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, closeFiles func(), err error) {
+func openImportFiles(o *importOptions, files []string) (srcs []jsonl.Source, closeFiles func(), err error) {
 	var opened []*os.File
 	closeFiles = func() {
 		for _, fh := range opened {
@@ -126,7 +127,7 @@ func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, c
 			if err != nil {
 				return nil, closeFiles, err
 			}
-			srcs = append(srcs, storage.Source{Name: stdinName, R: r})
+			srcs = append(srcs, jsonl.Source{Name: stdinName, R: r})
 			continue
 		}
 		fh, err := os.Open(f)
@@ -138,7 +139,7 @@ func openImportFiles(o *importOptions, files []string) (srcs []storage.Source, c
 		if err != nil {
 			return nil, closeFiles, err
 		}
-		srcs = append(srcs, storage.Source{Name: f, R: r})
+		srcs = append(srcs, jsonl.Source{Name: f, R: r})
 	}
 	return srcs, closeFiles, nil
 }
@@ -246,8 +247,8 @@ func runImport(o *importOptions, files []string) error {
 		return err
 	}
 	defer db.Close()
-	runs, err := db.Import(srcs, storage.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated, Context: o.ctx})
-	if errors.Is(err, storage.ErrTruncated) {
+	runs, err := jsonl.Import(db, srcs, jsonl.ImportOptions{Name: o.name, Replace: o.replace, AllowTruncated: o.allowTruncated, Context: o.ctx})
+	if errors.Is(err, jsonl.ErrTruncated) {
 		return fmt.Errorf("import: %w (nothing was imported; --allow-truncated imports its whole lines and marks the run incomplete)", err)
 	}
 	if errors.Is(err, storage.ErrExists) {
@@ -284,7 +285,7 @@ func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
 // runImportMerge imports each node's export into a scratch database, then
 // merges them into the database as one run: nothing is written there
 // unless every file imports and the runs merge.
-func runImportMerge(o *importOptions, srcs []storage.Source) error {
+func runImportMerge(o *importOptions, srcs []jsonl.Source) error {
 	dir, err := os.MkdirTemp("", "memrec-import-")
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func runImportMerge(o *importOptions, srcs []storage.Source) error {
 		if err != nil {
 			return err
 		}
-		runs, err := tmp.Import([]storage.Source{src}, storage.ImportOptions{AllowTruncated: o.allowTruncated, Context: o.ctx})
+		runs, err := jsonl.Import(tmp, []jsonl.Source{src}, jsonl.ImportOptions{AllowTruncated: o.allowTruncated, Context: o.ctx})
 		if err == nil && len(runs) != 1 {
 			err = fmt.Errorf("%s holds %d runs; give one file per node", src.Name, len(runs))
 		}

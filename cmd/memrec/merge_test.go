@@ -17,7 +17,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"

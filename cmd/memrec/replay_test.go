@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
@@ -37,7 +38,7 @@ func TestReportIndexIsBuildIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: &buf}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "gen", R: &buf}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 )
@@ -51,7 +52,7 @@ func importLong(path string, runs ...[2]string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.Import([]storage.Source{{Name: r[0] + ".jsonl", R: bytes.NewReader(b)}}, storage.ImportOptions{}); err != nil {
+		if _, err := jsonl.Import(d, []jsonl.Source{{Name: r[0] + ".jsonl", R: bytes.NewReader(b)}}, jsonl.ImportOptions{}); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 func TestParseBound(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -40,7 +41,7 @@ func TestExportCSV(t *testing.T) {
 {"type":"proc","t_ns":1020000000,"gpu":0,"pid":10,"used_bytes":60}
 {"type":"proc","t_ns":1020000000,"gpu":0,"pid":11,"used_bytes":20}
 `
-	runs, err := importString(db, "in", in, storage.ImportOptions{})
+	runs, err := importString(db, "in", in, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 {"type":"torch","t_ns":1000,"gpu":2,"pid":1,"allocated_bytes":3,"reserved_bytes":4}
 {"type":"torch","t_ns":3000,"gpu":2,"pid":1,"allocated_bytes":5,"reserved_bytes":8}
 `
-	runs, err := importString(db, "in", in, storage.ImportOptions{})
+	runs, err := importString(db, "in", in, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestCSVCountersFollowTheTable(t *testing.T) {
 {"type":"gpu","gpu":0}
 {"type":"torch","t_ns":1000,"gpu":0,"pid":1,"allocated_bytes":3,"reserved_bytes":4,"segments":3}
 {"type":"torch","t_ns":2000,"gpu":0,"pid":2,"allocated_bytes":3,"reserved_bytes":4,"segments":2}
-`, storage.ImportOptions{})
+`, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ const budgetRun = `{"type":"run","name":"watched","start_ns":1000000000}
 // processes (here one, watched from its second sample on).
 func TestBudgetCSV(t *testing.T) {
 	db := openTestDB(t)
-	runs, err := importString(db, "budget.jsonl", budgetRun, storage.ImportOptions{})
+	runs, err := importString(db, "budget.jsonl", budgetRun, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +216,6 @@ func openTestDB(t testing.TB) *storage.DB {
 	return db
 }
 
-func importString(db *storage.DB, name, s string, opts storage.ImportOptions) ([]storage.Run, error) {
-	return db.Import([]storage.Source{{Name: name, R: strings.NewReader(s)}}, opts)
+func importString(db *storage.DB, name, s string, opts jsonl.ImportOptions) ([]storage.Run, error) {
+	return jsonl.Import(db, []jsonl.Source{{Name: name, R: strings.NewReader(s)}}, opts)
 }

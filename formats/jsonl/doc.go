@@ -1,6 +1,7 @@
-// Package jsonl writes a stored run as JSON Lines, the format of package
-// wire (docs/format.md): its run and gpu lines, then every series merged
-// by time.
+// Package jsonl reads and writes JSON Lines, the format of package wire
+// (docs/format.md). Export writes a stored run: its run and gpu lines,
+// then every series merged by time. Import reads files of such lines into
+// the store in one transaction.
 //
 // It reads the store as every export under formats/ does, through
 // storage's public reader (DB.Series and the per-kind iterators), a block
@@ -9,11 +10,10 @@
 // before be copied instead of formatted. The iterators need no Close; the
 // export uses one per series, from one goroutine.
 //
-// The import of JSON Lines stays in storage for now (storage/import.go): it
-// writes through the store's transaction and is what every package's tests
-// load their runs with. It uses no more of storage than the public Loader
-// the merge of runs uses. The bounds on what an input may hold
-// (storage/limits.go) stay with the store whichever way the import goes:
-// the store checks them on every row whoever writes it (a recording, an
-// import, a merge), so no writer can skip them.
+// Import writes through storage's public Loader (DB.Load), as the merge of
+// runs does: parsed in parallel, applied in order, in one transaction. The
+// bounds on what an input may hold (storage/limits.go) stay with the
+// store: it checks them on every row whoever writes it (a recording, an
+// import, a merge), so no writer can skip them. Only the length of a line
+// (MaxLineBytes) is the reader's own bound.
 package jsonl

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/linetest"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
@@ -46,7 +46,7 @@ func importGenerated(t testing.TB, gpus int, d time.Duration) (*storage.DB, stor
 		t.Fatal(err)
 	}
 	db := openTestDB(t)
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, storage.ImportOptions{Workers: 2})
+	runs, err := Import(db, []Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, ImportOptions{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestImportExportRoundTripReal(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			db := openTestDB(t)
 			in := fixtures.Read(t, f)
-			runs, err := db.Import([]storage.Source{{Name: f, R: bytes.NewReader(in)}}, storage.ImportOptions{})
+			runs, err := Import(db, []Source{{Name: f, R: bytes.NewReader(in)}}, ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestImportExportRoundTripReal(t *testing.T) {
 				}
 			}
 			// The exported file imports again to the same export.
-			runs2, err := db.Import([]storage.Source{{Name: "export", R: bytes.NewReader(out.Bytes())}}, storage.ImportOptions{Name: "again"})
+			runs2, err := Import(db, []Source{{Name: "export", R: bytes.NewReader(out.Bytes())}}, ImportOptions{Name: "again"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestExportBudgetAndSites(t *testing.T) {
 		string(wire.AppendTorch(nil, torch)) + string(wire.AppendTorchBudget(nil, watched, budget)) +
 		string(wire.AppendSites(nil, []storage.SiteSample{head, site}))
 	db := openTestDB(t)
-	runs, err := db.Import([]storage.Source{{Name: "b.jsonl", R: strings.NewReader(in)}}, storage.ImportOptions{})
+	runs, err := Import(db, []Source{{Name: "b.jsonl", R: strings.NewReader(in)}}, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

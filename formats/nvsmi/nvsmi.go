@@ -495,7 +495,7 @@ func (l *Log) Interval() int64 {
 }
 
 // WriteJSONL writes the log as one run of memrec's JSON Lines, named name,
-// of host (may be ""), for storage.DB.Import. The run's recorder says its
+// of host (may be ""), for jsonl.Import. The run's recorder says its
 // source is nvidia-smi and counts the unavailable values as invalid
 // readings.
 func (l *Log) WriteJSONL(w io.Writer, name, host string) error {

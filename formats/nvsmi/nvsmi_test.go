@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
@@ -177,7 +178,7 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "smi", R: &buf}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "smi", R: &buf}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

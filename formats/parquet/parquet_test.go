@@ -10,7 +10,8 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -21,7 +22,7 @@ func importRun(t *testing.T, data []byte) (*storage.DB, storage.Run) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	runs, err := db.Import([]storage.Source{{Name: "run", R: bytes.NewReader(data)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: "run", R: bytes.NewReader(data)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -69,8 +70,8 @@ func FuzzPartitionValue(f *testing.F) {
 // importNamed imports the fixture into db under name.
 func importNamed(t *testing.T, db *storage.DB, name string) storage.Run {
 	t.Helper()
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(fixtures.Read(t, fixtures.CleanRun))}},
-		storage.ImportOptions{Name: name})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: bytes.NewReader(fixtures.Read(t, fixtures.CleanRun))}},
+		jsonl.ImportOptions{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}

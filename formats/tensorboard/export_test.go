@@ -9,7 +9,8 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -151,14 +152,14 @@ func realExport(t *testing.T, name string, points int) ([]byte, *analysis.Report
 
 // exportRun imports a run from its JSON Lines and exports it as realExport
 // does.
-func exportRun(t *testing.T, name string, jsonl []byte, points int) ([]byte, *analysis.Report, map[int64]int64) {
+func exportRun(t *testing.T, name string, lines []byte, points int) ([]byte, *analysis.Report, map[int64]int64) {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(jsonl)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: bytes.NewReader(lines)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

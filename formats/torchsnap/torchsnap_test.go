@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/pickletest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"

@@ -15,6 +15,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/storage"
 )
@@ -47,7 +48,7 @@ func importFile(t *testing.T, path, name string) (*storage.DB, storage.Run) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(data)}}, storage.ImportOptions{})
+	runs, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: bytes.NewReader(data)}}, jsonl.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestDuckDBTypesAndNames(t *testing.T) {
 	var runs []storage.Run
 	for _, name := range []string{"20261207", "bs 64/amp", "bs_64_amp"} {
 		zr, _ := gzip.NewReader(bytes.NewReader(data))
-		rs, err := db.Import([]storage.Source{{Name: name, R: zr}}, storage.ImportOptions{Name: name})
+		rs, err := jsonl.Import(db, []jsonl.Source{{Name: name, R: zr}}, jsonl.ImportOptions{Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package storage
+package jsonl
 
 import (
 	"bufio"
@@ -12,13 +12,15 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
 
 // This file is the import pipeline: JSON Lines files (package wire's
 // format, docs/format.md) into the database, parsed in parallel, applied in
 // order, in one transaction. A "run" line starts a run. It writes through
-// a Loader alone, as any importer outside the package would.
+// storage's public Loader (DB.Load), which checks every row against the
+// store's limits.
 
 // Source is one named input of an import ("-" for standard input).
 type Source struct {
@@ -30,7 +32,7 @@ type Source struct {
 	Converted bool
 }
 
-// ImportOptions configure DB.Import.
+// ImportOptions configure Import.
 type ImportOptions struct {
 	// Name renames the imported run; the input must then hold exactly one.
 	Name string
@@ -46,8 +48,6 @@ type ImportOptions struct {
 	// batch of lines, or before the commit, Import returns its error and
 	// commits nothing. nil: never stopped.
 	Context context.Context
-	// maxSeries lowers MaxSeries for a test; zero means MaxSeries.
-	maxSeries int
 }
 
 // stopped is the import's Context's error, once it is done.
@@ -75,8 +75,8 @@ var (
 // transaction: it either imports every run or, on any error, leaves the
 // file exactly as it was. Errors name the source and line. Unknown fields
 // are ignored. It blocks until done and returns the imported runs.
-func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
-	return db.Load(func(l *Loader) error {
+func Import(db *storage.DB, srcs []Source, opts ImportOptions) ([]storage.Run, error) {
+	return db.Load(func(l *storage.Loader) error {
 		imp := &importer{l: l, opts: opts, names: map[string]bool{}}
 		for _, src := range srcs {
 			imp.src, imp.converted, imp.truncated = src.Name, src.Converted, false
@@ -104,7 +104,7 @@ type rec struct {
 }
 
 type importer struct {
-	l    *Loader
+	l    *storage.Loader
 	opts ImportOptions
 	src  string
 	// converted: the source is not the user's text (Source.Converted).
@@ -144,16 +144,16 @@ func (imp *importer) finish() error {
 // runLine is the "run" line: the fields docs/format.md lists, all optional
 // but the name.
 type runLine struct {
-	Name       string          `json:"name"`
-	Host       string          `json:"host"`
-	Job        string          `json:"job"`
-	Hosts      []HostInfo      `json:"hosts"`
-	StartNS    *int64          `json:"start_ns"`
-	EndNS      int64           `json:"end_ns"`
-	IntervalNS int64           `json:"interval_ns"`
-	Tags       map[string]any  `json:"tags"`
-	Complete   *bool           `json:"complete"`
-	Recorder   json.RawMessage `json:"recorder"`
+	Name       string             `json:"name"`
+	Host       string             `json:"host"`
+	Job        string             `json:"job"`
+	Hosts      []storage.HostInfo `json:"hosts"`
+	StartNS    *int64             `json:"start_ns"`
+	EndNS      int64              `json:"end_ns"`
+	IntervalNS int64              `json:"interval_ns"`
+	Tags       map[string]any     `json:"tags"`
+	Complete   *bool              `json:"complete"`
+	Recorder   json.RawMessage    `json:"recorder"`
 }
 
 func (imp *importer) startRun(r rec) error {
@@ -166,22 +166,22 @@ func (imp *importer) startRun(r rec) error {
 	}
 	if imp.opts.Name != "" {
 		if len(imp.l.Finished()) > 0 {
-			return imp.errf(r.line, "%w", ErrRenameMany)
+			return imp.errf(r.line, "%w", storage.ErrRenameMany)
 		}
 		l.Name = imp.opts.Name
 	}
 	if l.Name == "" {
-		return imp.errf(r.line, "%w", ErrNoName)
+		return imp.errf(r.line, "%w", storage.ErrNoName)
 	}
 	if imp.names[l.Name] {
 		return imp.errf(r.line, "run %q appears twice in the input", l.Name)
 	}
 	imp.names[l.Name] = true
-	run := Run{Name: l.Name, Host: l.Host, Job: l.Job, Hosts: l.Hosts, EndNS: l.EndNS, IntervalNS: l.IntervalNS, Complete: true}
+	run := storage.Run{Name: l.Name, Host: l.Host, Job: l.Job, Hosts: l.Hosts, EndNS: l.EndNS, IntervalNS: l.IntervalNS, Complete: true}
 	if l.StartNS != nil {
 		run.StartNS = *l.StartNS
 	} else {
-		run.StartNS = MinTime // set from the first sample
+		run.StartNS = storage.MinTime // set from the first sample
 	}
 	if l.Complete != nil {
 		run.Complete = *l.Complete
@@ -215,9 +215,6 @@ func (imp *importer) startRun(r rec) error {
 		return imp.errf(r.line, "%w", err)
 	}
 	imp.open = true
-	if imp.opts.maxSeries > 0 {
-		imp.l.w.maxSeries = imp.opts.maxSeries
-	}
 	return nil
 }
 
@@ -232,7 +229,7 @@ func (imp *importer) apply(r rec) error {
 	var err error
 	switch r.Type {
 	case wire.TypeGPU:
-		var g GPU
+		var g storage.GPU
 		if err := json.Unmarshal(r.Raw, &g); err != nil {
 			return imp.errf(r.line, "gpu: %v", err)
 		}
