@@ -527,9 +527,6 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 				}
 			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
-			if err == nil {
-				gr.Counters, err = allocatorCounters(db, run, g.Index, seriesOf(series, g.Index).torchPIDs, gr, marks.warm, wire.Counters(wire.TorchFields))
-			}
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()
