@@ -111,7 +111,7 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.processes()
 	a.allocTrace()
-	a.oomCauses() // after the trace: its what-ifs
+	a.oomCauses()                        // after the trace: its what-ifs
 	if err := a.counters(); err != nil { // after leak: the rate's span
 		return nil, err
 	}
