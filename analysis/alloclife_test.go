@@ -3,6 +3,7 @@ package analysis
 import (
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -10,25 +11,25 @@ import (
 // the epochs other ranks mark later show no allocated figure for its GPU,
 // not its last value carried over them; the device view goes on.
 func TestAllocatorViewEndsWithTheProcess(t *testing.T) {
-	g := &gen{}
-	g.line(`{"type":"run","name":"r","start_ns":%d}`, t0)
-	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(24*GiB))
+	g := &analysistest.Gen{}
+	g.Line(`{"type":"run","name":"r","start_ns":%d}`, t0)
+	g.Line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(24*GiB))
 	for ep := range 5 { // epochs of 2 s
 		s := t0 + int64(ep)*2e9
-		g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":%d}`, s, ep)
-		g.line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, s+2e9-1, ep)
+		g.Line(`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":%d}`, s, ep)
+		g.Line(`{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":%d}`, s+2e9-1, ep)
 	}
 	for i := range 100 { // device samples every 100 ms, all along
 		used := int64(20 * GiB)
 		if i >= 20 {
 			used = 3 << 20 // the process is gone
 		}
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8+5, used)
+		g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, t0+int64(i)*1e8+5, used)
 	}
 	for i := range 20 { // allocator samples until the process dies
-		g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d}`, t0+int64(i)*1e8+7, int64(16*GiB)+int64(i)*(64<<20), int64(18*GiB))
+		g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d}`, t0+int64(i)*1e8+7, int64(16*GiB)+int64(i)*(64<<20), int64(18*GiB))
 	}
-	rep := analyzeJSONL(t, g.b.String())["r"]
+	rep := analyzeJSONL(t, g.String())["r"]
 	ep := rep.GPUs[0].Epochs
 	if len(ep) != 5 {
 		t.Fatalf("%d epochs", len(ep))
@@ -75,19 +76,19 @@ func torchAt(t int64, pid int, allocated, reserved int64) *storage.TorchSample {
 // basis of compare --by's and fit's projections, is the sum of the two
 // processes' step peaks, not the larger of them, and so is each step's.
 func TestStepPeakSumsTheProcesses(t *testing.T) {
-	g := &gen{}
-	g.line(`{"type":"run","name":"r","start_ns":%d}`, t0)
-	g.line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(140*GiB))
+	g := &analysistest.Gen{}
+	g.Line(`{"type":"run","name":"r","start_ns":%d}`, t0)
+	g.Line(`{"type":"gpu","gpu":0,"total_bytes":%d}`, int64(140*GiB))
 	for step := range 20 { // a step every 100 ms; each rank reports its peak at the step's end
 		end := t0 + int64(step+1)*1e8
 		for r, pid := range []int{7, 8} {
 			peak := int64(30*GiB) + int64(r)*int64(4*GiB)
-			g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
+			g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":%d,"rank":%d,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`,
 				end+int64(r), pid, r, int64(2*GiB), int64(36*GiB), peak)
 		}
-		g.line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":0}`, end+5, step)
+		g.Line(`{"type":"mark","t_ns":%d,"kind":"step","step":%d,"rank":0}`, end+5, step)
 	}
-	rep := analyzeJSONL(t, g.b.String())["r"]
+	rep := analyzeJSONL(t, g.String())["r"]
 	gr := rep.GPUs[0]
 	if want := int64(64 * GiB); gr.PeakStepBytes == nil || *gr.PeakStepBytes != want {
 		t.Errorf("step peak %v, want the two ranks' %d", deref64(gr.PeakStepBytes), want)

@@ -9,23 +9,6 @@ import (
 	"github.com/memrec/memrec/storage/wire"
 )
 
-// Counter is one of the allocator's event counters (a row of
-// wire.TorchFields with a Stat) over one GPU: how many events its
-// processes counted while the run was analysed, and how many a step once
-// the job had warmed up. A new row of the table is a new Counter: nothing
-// here names one.
-type Counter struct {
-	Name  string `json:"name"`  // the field's name (device_allocs)
-	Total int64  `json:"total"` // over the analysed span, summed over the GPU's processes
-	// PerStep is the count from the end of the warm-up to the last step
-	// mark, divided by the Steps marked in between: a cache that keeps
-	// calling cudaMalloc in the steady state thrashes. Nil without step
-	// marks after the warm-up.
-	PerStep *float64 `json:"per_step,omitempty"`
-	Steps   int      `json:"steps,omitempty"`
-	Help    string   `json:"-"` // what the count means (the table's Help)
-}
-
 // allocatorCounters totals each counter of fs over the GPU's allocator
 // series. A counter counts from its process's start, so the total is what
 // it rose by from the GPU's first sample in the span, each process's rise

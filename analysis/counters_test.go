@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -58,7 +59,7 @@ func TestCounters(t *testing.T) {
 	for _, c := range g.Counters {
 		w := want[c.Name]
 		if float64(c.Total) != w[0] || c.PerStep == nil || *c.PerStep != w[1] || c.Steps != 4 {
-			t.Errorf("%s: total %d, %v a step over %d steps; want %v, %v over 4", c.Name, c.Total, deref(c.PerStep), c.Steps, w[0], w[1])
+			t.Errorf("%s: total %d, %v a step over %d steps; want %v, %v over 4", c.Name, c.Total, analysistest.Deref(c.PerStep), c.Steps, w[0], w[1])
 		}
 		if c.Help == "" {
 			t.Errorf("%s: no help", c.Name)
@@ -66,7 +67,7 @@ func TestCounters(t *testing.T) {
 	}
 	// gpupass sums alloc_retries on its own: the two agree.
 	if i := slices.IndexFunc(g.Counters, func(c Counter) bool { return c.Name == "alloc_retries" }); g.AllocRetries == nil || g.Counters[i].Total != *g.AllocRetries {
-		t.Errorf("alloc_retries %d, the allocator pass's %v", g.Counters[i].Total, deref(g.AllocRetries))
+		t.Errorf("alloc_retries %d, the allocator pass's %v", g.Counters[i].Total, analysistest.Deref(g.AllocRetries))
 	}
 }
 
@@ -196,7 +197,7 @@ func TestCounterLogAgreesWithSecondRead(t *testing.T) {
 func counterText(cs []Counter) string {
 	var b strings.Builder
 	for _, c := range cs {
-		fmt.Fprintf(&b, "%s total %d, %v a step over %d\n", c.Name, c.Total, deref(c.PerStep), c.Steps)
+		fmt.Fprintf(&b, "%s total %d, %v a step over %d\n", c.Name, c.Total, analysistest.Deref(c.PerStep), c.Steps)
 	}
 	return b.String()
 }

@@ -183,30 +183,6 @@ func (a *gpuAnalysis) sinceStart(t int64) string {
 // step's activations (a run that stops mid-step ends on them), and the
 // difference of two such instants is a step's sawtooth, not growth.
 
-// DeltaBasis is what an epoch's start, end and Δ were read from.
-type DeltaBasis string
-
-// The bases of an epoch's Δ.
-const (
-	// DeltaStepFloors: the floors between steps (the lowest sample from a
-	// step's mark to the next) after the epoch's first step and after its
-	// last. They lie inside the epoch: a window that starts at the epoch,
-	// or a run cut there, reads the same.
-	DeltaStepFloors DeltaBasis = "step_floors"
-	// DeltaTimeFloors: without step marks, the lowest sample of a window
-	// of time slices at each end of the epoch (floorWindow).
-	DeltaTimeFloors DeltaBasis = "time_floors"
-	// DeltaFloorBounds: the samples at the epoch's bounds, which were
-	// placed at floors (epochs inferred from device memory).
-	DeltaFloorBounds DeltaBasis = "floor_bounds"
-	// DeltaBounds: the samples at the epoch's start and end, where it
-	// holds too few floors (an epoch of one step, or within one slice).
-	DeltaBounds DeltaBasis = "bounds"
-)
-
-// String is the basis as the JSON report spells it.
-func (b DeltaBasis) String() string { return string(b) }
-
 // timeFloorSlices is the fewest time slices at each end of an epoch whose
 // lowest sample is its floor there without step marks; where the device
 // shows a step pattern, the window spans two step times at least, so that

@@ -6,31 +6,6 @@ import "github.com/memrec/memrec/analysis/growth"
 // and inactive-split shares summed as samples come, the waste at the peak,
 // and the decimation of their series for drawing.
 
-// Frag summarises fragmentation of the caching allocator.
-//
-// Mean, P95, Max and Final are of (reserved − allocated) / reserved: the
-// share of the allocator's memory that is cached and free, what
-// empty_cache() would return. Most of it is the cache doing its job (a
-// step's activations are freed at its end and kept for the next), so it is
-// not waste. What the job never uses, even at its busiest, is PeakWaste:
-// 1 − the step's peak allocated / reserved, at each allocator sample that
-// reports a peak. Stuck is the share in inactive split blocks.
-type Frag struct {
-	Mean      float64 `json:"mean"`
-	P95       float64 `json:"p95"`
-	Max       float64 `json:"max"`
-	Final     float64 `json:"final"`
-	StuckMean float64 `json:"stuck_mean"`
-	StuckMax  float64 `json:"stuck_max"`
-	Samples   int     `json:"samples"`
-
-	CachedFreeMean    float64  `json:"cached_free_mean"` // = Mean, under its name
-	PeakWasteMean     *float64 `json:"waste_at_peak_mean"`
-	PeakWasteMin      *float64 `json:"waste_at_peak_min"`
-	PeakWasteMax      *float64 `json:"waste_at_peak_max"`
-	InactiveSplitMean float64  `json:"inactive_split_mean"` // = StuckMean, under its name
-}
-
 // add counts one sample's fragmentation and stuck share into f; Mean and
 // StuckMean hold sums until summarizeFrag.
 func (f *Frag) add(frag, stuck float64) {

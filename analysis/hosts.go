@@ -15,45 +15,6 @@ import (
 // several nodes), the spread of peaks across ranks, and the GPU to look at
 // first.
 
-// HostSummary is one node of a merged run.
-type HostSummary struct {
-	Host     string `json:"host"`
-	GPUs     int    `json:"gpus"`
-	OffsetNS int64  `json:"clock_offset_ns"` // subtracted from the node's times at merge
-	// Aligned is false where the node shared no step marks with the first
-	// node: its clock was taken as it was.
-	Aligned            bool   `json:"aligned"`
-	PeakUsedBytes      *int64 `json:"peak_used_bytes"`
-	PeakUsedGPU        string `json:"peak_used_gpu,omitempty"`
-	PeakAllocatedBytes *int64 `json:"peak_allocated_bytes"`
-	Leaks              int    `json:"leaking_gpus"`
-	OOMs               int    `json:"ooms"`
-	// Growth is the growth rule on the node's total: the sum of its GPUs'
-	// floors (the leak's series of each) at each step or time slice that
-	// every one of them has.
-	Growth *growth.Growth `json:"growth,omitempty"`
-}
-
-// Imbalance is the spread of peak memory across the run's GPUs (ranks):
-// Ratio = max/min. Basis says which peak: step_peak (the probe's per-step
-// peak), allocated, or device_used.
-type Imbalance struct {
-	Basis    string  `json:"basis"`
-	MaxBytes int64   `json:"max_bytes"`
-	MaxGPU   string  `json:"max_gpu"`
-	MinBytes int64   `json:"min_bytes"`
-	MinGPU   string  `json:"min_gpu"`
-	Ratio    float64 `json:"ratio"`
-}
-
-// Worst is the GPU to look at first, and why: one that ran out of memory,
-// else the fastest leak, else the fullest.
-type Worst struct {
-	GPU    int    `json:"gpu"`
-	Label  string `json:"label"`
-	Reason string `json:"reason"`
-}
-
 // Label names a GPU for people: "node2/gpu3" in a merged run, "GPU 3"
 // otherwise.
 func (g GPUReport) Label() string {

@@ -14,8 +14,8 @@ import (
 // freed everything, and the first seconds of a job are its warm-up (the
 // CUDA context, the weights, the allocator's cache growing to its working
 // size). A slope fitted over all of that measures start-up and teardown,
-// not the job: on a real 40 s recording of a clean ResNet-18 run it reads
-// hundreds of GB per hour.
+// not the job: on a short recording of a clean run it reads as a steep
+// leak (see bench/README.md, "Figures behind the code's constants").
 
 // JobSpan is where the job holds memory on a GPU, and how that was found.
 type JobSpan struct {

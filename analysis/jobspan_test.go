@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -14,13 +15,13 @@ import (
 // minutes before the end (read whole), each with samples of no memory
 // before and after.
 func TestProcSpanFromTheEnds(t *testing.T) {
-	var g gen
-	g.line(`{"type":"run","name":"p","start_ns":%d,"interval_ns":1000000000}`, t0)
-	g.line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
+	var g analysistest.Gen
+	g.Line(`{"type":"run","name":"p","start_ns":%d,"interval_ns":1000000000}`, t0)
+	g.Line(`{"type":"gpu","gpu":0,"name":"Test GPU","total_bytes":%d}`, int64(80*GiB))
 	const minutes = 30
 	for s := 0; s <= minutes*60; s++ {
 		tt := t0 + int64(s)*1e9
-		g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt, 4*GiB)
+		g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt, 4*GiB)
 		early, late := int64(0), int64(0)
 		if s >= 120 && s < (minutes-10)*60 {
 			early = GiB
@@ -28,10 +29,10 @@ func TestProcSpanFromTheEnds(t *testing.T) {
 		if s >= 300 && s < minutes*60-5 {
 			late = 2 * GiB
 		}
-		g.line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":1,"used_bytes":%d}`, tt, early)
-		g.line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":2,"used_bytes":%d}`, tt, late)
+		g.Line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":1,"used_bytes":%d}`, tt, early)
+		g.Line(`{"type":"proc","t_ns":%d,"gpu":0,"pid":2,"used_bytes":%d}`, tt, late)
 	}
-	db, run := openJSONL(t, g.b.String(), "p")
+	db, run := openJSONL(t, g.String(), "p")
 	for _, c := range []struct {
 		pids     []int
 		from, to int64

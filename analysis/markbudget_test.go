@@ -8,17 +8,18 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 
 // markRun is a run of one GPU with n event marks, the i-th's text
 // text(i), and one OOM mark after them.
 func markRun(n int, text func(i int) string) string {
-	return hostileTraceRun(func(g *gen, t0 int64) {
+	return hostileTraceRun(func(g *analysistest.Gen, t0 int64) {
 		for i := range n {
-			g.line(`{"type":"mark","t_ns":%d,"kind":"event","text":%q}`, t0+int64(2e9)+int64(i)*1000, text(i))
+			g.Line(`{"type":"mark","t_ns":%d,"kind":"event","text":%q}`, t0+int64(2e9)+int64(i)*1000, text(i))
 		}
-		g.line(`{"type":"mark","t_ns":%d,"kind":"oom","text":"CUDA out of memory"}`, t0+int64(50e9))
+		g.Line(`{"type":"mark","t_ns":%d,"kind":"oom","text":"CUDA out of memory"}`, t0+int64(50e9))
 	})
 }
 

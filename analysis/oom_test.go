@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memrec/memrec/analysis/analysistest"
 )
 
 // oomRun writes a run of one GPU sampled every 10 ms (so two views pair
@@ -51,40 +53,40 @@ func TestOOMViewsPairedAtTheMoment(t *testing.T) {
 
 	o := reps["close"].GPUs[0].OOMs[0]
 	if o.Outcome != OOMFatal || o.UsedBytes == nil || *o.UsedBytes != 20*GiB || o.UsedTNS == nil || *o.UsedTNS != o.TNS+1e6 {
-		t.Fatalf("close: used %v at %v, want 20 GiB from the sample 1 ms after the OOM (%s)", deref(o.UsedBytes), deref(o.UsedTNS), o.Outcome)
+		t.Fatalf("close: used %v at %v, want 20 GiB from the sample 1 ms after the OOM (%s)", analysistest.Deref(o.UsedBytes), analysistest.Deref(o.UsedTNS), o.Outcome)
 	}
 	if o.AllocatedBytes == nil || *o.AllocatedBytes != 18*GiB || *o.ReservedBytes != 19*GiB || o.UnseenBytes == nil || *o.UnseenBytes != GiB {
-		t.Fatalf("close: allocated %v, reserved %v, unseen %v; want 18, 19 and 1 GiB", deref(o.AllocatedBytes), deref(o.ReservedBytes), deref(o.UnseenBytes))
+		t.Fatalf("close: allocated %v, reserved %v, unseen %v; want 18, 19 and 1 GiB", analysistest.Deref(o.AllocatedBytes), analysistest.Deref(o.ReservedBytes), analysistest.Deref(o.UnseenBytes))
 	}
 	if o.CachedFreeBytes == nil || *o.CachedFreeBytes != GiB || o.PairToleranceNS != 20e6 || len(o.LeftOut) != 0 {
-		t.Fatalf("close: cached free %v, tolerance %d, left out %q", deref(o.CachedFreeBytes), o.PairToleranceNS, o.LeftOut)
+		t.Fatalf("close: cached free %v, tolerance %d, left out %q", analysistest.Deref(o.CachedFreeBytes), o.PairToleranceNS, o.LeftOut)
 	}
 
 	o = reps["far"].GPUs[0].OOMs[0]
 	if o.UsedBytes != nil || o.UnseenBytes != nil {
-		t.Fatalf("far: used %v, unseen %v from a device sample 500 ms away", deref(o.UsedBytes), deref(o.UnseenBytes))
+		t.Fatalf("far: used %v, unseen %v from a device sample 500 ms away", analysistest.Deref(o.UsedBytes), analysistest.Deref(o.UnseenBytes))
 	}
 	if len(o.LeftOut) != 1 || !strings.Contains(o.LeftOut[0], "500.0 ms from the OOM") {
 		t.Fatalf("far: left out %q, want the device sample 500 ms away named", o.LeftOut)
 	}
 	if o.AllocatedBytes == nil || *o.AllocatedBytes != 18*GiB || o.CacheWouldHelp == nil {
 		t.Fatalf("far: the allocator's figures (%v) and the advice made of them and the message (%v) need no device sample",
-			deref(o.AllocatedBytes), o.CacheWouldHelp)
+			analysistest.Deref(o.AllocatedBytes), o.CacheWouldHelp)
 	}
 
 	o = reps["stale"].GPUs[0].OOMs[0]
 	if o.AllocatedBytes != nil || o.ReservedBytes != nil || o.CachedFreeBytes != nil || o.CacheWouldHelp != nil || o.UnseenBytes != nil {
 		t.Fatalf("stale: allocated %v, reserved %v, cached free %v, unseen %v from an allocator sample 2 s before the OOM",
-			deref(o.AllocatedBytes), deref(o.ReservedBytes), deref(o.CachedFreeBytes), deref(o.UnseenBytes))
+			analysistest.Deref(o.AllocatedBytes), analysistest.Deref(o.ReservedBytes), analysistest.Deref(o.CachedFreeBytes), analysistest.Deref(o.UnseenBytes))
 	}
 	if o.UsedBytes == nil || *o.UsedBytes != 20*GiB || len(o.LeftOut) != 1 || !strings.Contains(o.LeftOut[0], "2000.0 ms from the OOM") {
-		t.Fatalf("stale: used %v, left out %q", deref(o.UsedBytes), o.LeftOut)
+		t.Fatalf("stale: used %v, left out %q", analysistest.Deref(o.UsedBytes), o.LeftOut)
 	}
 	// Whatever was paired, nothing made of two views is negative.
 	for name, r := range reps {
 		for _, o := range r.GPUs[0].OOMs {
 			if o.UnseenBytes != nil && *o.UnseenBytes < 0 || o.CachedFreeBytes != nil && *o.CachedFreeBytes < 0 {
-				t.Errorf("%s: unseen %v, cached free %v", name, deref(o.UnseenBytes), deref(o.CachedFreeBytes))
+				t.Errorf("%s: unseen %v, cached free %v", name, analysistest.Deref(o.UnseenBytes), analysistest.Deref(o.CachedFreeBytes))
 			}
 		}
 	}
@@ -98,7 +100,7 @@ func TestOOMUnseenNeverNegative(t *testing.T) {
 	reps := analyzeJSONL(t, oomRun("below", map[float64]int64{-3: 10 * GiB, 30: 20 * GiB}, map[float64][2]int64{0.02: {18 * GiB, 19 * GiB}}))
 	o := reps["below"].GPUs[0].OOMs[0]
 	if o.UsedBytes == nil || *o.UsedBytes != 10*GiB || o.UnseenBytes != nil {
-		t.Fatalf("used %v, unseen %v; want 10 GiB and nothing", deref(o.UsedBytes), deref(o.UnseenBytes))
+		t.Fatalf("used %v, unseen %v; want 10 GiB and nothing", analysistest.Deref(o.UsedBytes), analysistest.Deref(o.UnseenBytes))
 	}
 	if len(o.LeftOut) != 1 || !strings.Contains(o.LeftOut[0], "9.00 GiB below reserved") {
 		t.Fatalf("left out %q", o.LeftOut)

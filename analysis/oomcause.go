@@ -275,3 +275,5 @@ func CauseLines(o OOM) []string {
 	}
 	return out
 }
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

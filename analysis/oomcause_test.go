@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/internal/fixtures"
@@ -152,14 +153,14 @@ func TestOOMCauseOnTheRealR18Run(t *testing.T) {
 
 // TestAllocTraceWhatIf: a run with a trace carries the trace replayed
 // under each setting; the fragmenting job's default holds 15b MiB of
-// segments at batch b (fragmentingBatch), expandable segments the 20 MiB
+// segments at batch b (analysistest.FragmentingTrace), expandable segments the 20 MiB
 // pages under 9.5b.
 func TestAllocTraceWhatIf(t *testing.T) {
-	g := &gen{}
-	tr := fragmentingBatch(64)
+	g := &analysistest.Gen{}
+	tr := analysistest.FragmentingTrace(64)
 	r, _ := replay.ReplayAllocator(tr.Ops, 0)
-	tracedRun(g, "b", "batch_size", 64, tr, r.PeakAllocated)
-	rep := analyzeJSONL(t, g.b.String())["b64"]
+	g.TracedRun("b", "batch_size", 64, tr, r.PeakAllocated)
+	rep := analyzeJSONL(t, g.String())["b64"]
 	w := rep.GPUs[0].AllocTraceWhatIf
 	if len(w) != 1+len(replay.WhatIfSettings) || w[0].PeakReservedBytes != 15*64*MiB || w[1].PeakReservedBytes != (19*64*MiB/2+20*MiB-1)/(20*MiB)*(20*MiB) {
 		t.Errorf("what-ifs %+v", w)

@@ -1,16 +1,15 @@
 package analysis
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
@@ -23,26 +22,7 @@ import (
 // analyses every run, by run name.
 func importFixtures(t *testing.T, inputs map[string][]byte) map[string]*Report {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var srcs []storage.Source
-	for name, data := range inputs {
-		srcs = append(srcs, storage.Source{Name: name, R: bytes.NewReader(data)})
-	}
-	runs, err := db.Import(srcs, storage.ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*Report{}
-	for _, r := range runs {
-		if out[r.Name], err = Analyze(db, r, Options{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return analysistest.AnalyzeFiles(t, inputs, func(db *storage.DB, r storage.Run) (*Report, error) { return Analyze(db, r, Options{}) })
 }
 
 // TestDeviceOnlyLeakOnRealRuns judges real H200 runs recorded without the
@@ -143,71 +123,6 @@ func TestDeviceOnlyLeakOnRealRuns(t *testing.T) {
 	}
 }
 
-// TestLargestBatchOnRealRuns predicts the largest batch from real runs at
-// three small batch sizes and checks it against the limit found by
-// bisection on the same H200: without headroom never above the largest
-// batch that ran (and, with the default allowance, within 30 % below it),
-// with 5 % headroom no more than it.
-func TestLargestBatchOnRealRuns(t *testing.T) {
-	truth := fixtures.ReadTruth(t)
-	for model, files := range map[string][]string{"r18": fixtures.H200R18, "gpt": fixtures.H200GPT} {
-		inputs := map[string][]byte{}
-		for _, f := range files {
-			inputs[f] = fixtures.Read(t, f)
-		}
-		reps := importFixtures(t, inputs)
-		var list []*Report
-		for _, r := range reps {
-			list = append(list, r)
-		}
-		c, err := Compare(list, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0.05); err != nil {
-			t.Fatal(err)
-		}
-		b, lim := c.By, truth.Limits[model]
-		if lim.Largest == 0 || b.Basis != "step_peak_allocated" || b.MaxFittingValue == nil || b.MaxFittingValueNoHeadroom == nil {
-			t.Fatalf("%s: limit %+v, by %+v", model, lim, b)
-		}
-		p, h := *b.MaxFittingValueNoHeadroom, *b.MaxFittingValue
-		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d; %s; %s", model, p, h, lim.Largest, b.BasisWords, b.IntervalWords)
-		// Never above the limit. These runs' probe did not measure the
-		// allocator's largest segment, so the default allowance holds:
-		// the most eighteen models needed (VGG-16's 36 %, rounded up to
-		// 40 %). ResNet-18 packs tightly at its limit (it needed nothing
-		// beyond its peak) and GPT-2 needed 7.6 %: about 29 % and 24 %
-		// below.
-		if p < 0.7*float64(lim.Largest) || p > float64(lim.Largest) {
-			t.Errorf("%s: predicted %v without headroom, the largest batch that ran is %d", model, p, lim.Largest)
-		}
-		if h > float64(lim.Largest) {
-			t.Errorf("%s: predicted %v with headroom, but %d is the largest batch that ran", model, h, lim.Largest)
-		}
-		if model != "r18" {
-			continue
-		}
-		// The run that died at batch 7728 is not a point of the fit: the
-		// prediction stays, and the statement names the failure.
-		oom := importFixtures(t, map[string][]byte{fixtures.H200OOM: fixtures.Read(t, fixtures.H200OOM)})
-		for _, r := range oom {
-			list = append(list, r)
-		}
-		c, err = Compare(list, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0.05); err != nil {
-			t.Fatal(err)
-		}
-		if f := c.By.Failed; len(f) != 1 || f[0].Value != 7728 || len(c.By.Points) != 3 || *c.By.MaxFittingValueNoHeadroom != p ||
-			!strings.Contains(c.By.Statement, "ran out of memory at batch_size=7728") {
-			t.Errorf("with the OOM run: failed %+v, %d points, %v without headroom: %s", f, len(c.By.Points), deref(c.By.MaxFittingValueNoHeadroom), c.By.Statement)
-		}
-	}
-}
-
 // TestOOMsToldApartOnARealRun analyses ResNet-18 at a batch too large for
 // the H200: 32 OOM marks within 240 ms, then exit 3. The script's own log
 // (storage/testdata/h200-truth.json's source) has the error that ended it:
@@ -261,7 +176,7 @@ func TestOOMsToldApartOnARealRun(t *testing.T) {
 	lim := fixtures.ReadTruth(t).Limits["r18"]
 	want := math.Floor(7728 * (137.28 + 1.04) / (137.28 + 2.89))
 	if f.FittingBatch == nil || f.FitBasis != "lower_bound" || f.FitKind != FitUpperBound {
-		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", deref(f.FittingBatch), f.FitBasis, f.FitKind)
+		t.Fatalf("fitting batch %v (%s, %s), want an upper bound", analysistest.Deref(f.FittingBatch), f.FitBasis, f.FitKind)
 	}
 	if b := *f.FittingBatch; math.Abs(b-want) > 1 || b >= 7728 || b < float64(lim.Largest) {
 		t.Fatalf("fitting batch at most %v, want %v from torch's figures; an upper bound of the largest that ran, %d, below the 7728 that failed", b, want, lim.Largest)
@@ -351,7 +266,7 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 		fixtures.LeakRun: fixtures.DeviceOnly(t, fixtures.LeakRun)})
 	g := reps["saw"].GPUs[0]
 	if g.InferredStepTimeS == nil || *g.InferredStepTimeS < 0.25 || *g.InferredStepTimeS > 0.255 {
-		t.Fatalf("inferred step time %v (%s), want 0.25 s to 0.255 s", deref(g.InferredStepTimeS), g.InferredStepBasis)
+		t.Fatalf("inferred step time %v (%s), want 0.25 s to 0.255 s", analysistest.Deref(g.InferredStepTimeS), g.InferredStepBasis)
 	}
 	for _, name := range []string{"plain-leak-bs64", fixtures.LeakRun + "-device"} {
 		if g := reps[name].GPUs[0]; g.InferredStepTimeS != nil {
@@ -370,7 +285,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
 	want := math.Floor(100 * 71.0 / 82.0 / (1 + replay.AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
-		t.Fatalf("fitting batch %v (%s), want %v from the step peak", deref(o.FittingBatch), o.FitBasis, want)
+		t.Fatalf("fitting batch %v (%s), want %v from the step peak", analysistest.Deref(o.FittingBatch), o.FitBasis, want)
 	}
 	// With the largest segment measured (200 segments held: 400 MiB of
 	// rounding): 100 × (71 GiB − 400 MiB) / (82 GiB + 2 segments), the rule
@@ -381,7 +296,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding)
 		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+replay.StrandedSegments*seg))
 		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
-			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), deref(s.FittingBatch), want)
+			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), analysistest.Deref(s.FittingBatch), want)
 		}
 	}
 	// 2 GiB cached and free + 1 GiB free < 5 GiB asked: the cache would not help.

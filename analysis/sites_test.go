@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/storage"
 )
@@ -17,11 +18,11 @@ import (
 // A leak of 4 MiB a step on GPU 1, kept at train.py:52: the verdict names
 // that line, and the site explains the whole slope.
 func TestWhereNamesTheLeakSite(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(11, 12))}
-	c := trainCfg{gpus: 2, epochs: 4, stepsPerEpoch: 60, stepNS: 100e6, leak: []int64{0, 4 * MiB}, noise: 64 << 10, sites: true}
-	g.train("leak", c)
-	job := c.job()
-	rep := analyzeJSONL(t, g.b.String())["leak"]
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(11, 12))}
+	c := analysistest.Train{GPUs: 2, Epochs: 4, StepsPerEpoch: 60, StepNS: 100e6, Leak: []int64{0, 4 * MiB}, Noise: 64 << 10, Sites: true}
+	g.Train("leak", c)
+	job := c.Job()
+	rep := analyzeJSONL(t, g.String())["leak"]
 	clean, leak := rep.GPUs[0], rep.GPUs[1]
 	if clean.Where == nil || clean.Where.Growing == nil || len(clean.Where.Growing) != 0 || clean.Leak.HeldBy != nil {
 		t.Errorf("GPU 0 (no leak): where %+v, held by %+v", clean.Where, clean.Leak.HeldBy)
@@ -32,12 +33,12 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 	}
 	gs := w.Growing[0]
 	// What leaked between the first and the last epoch end.
-	steps := c.epochs * c.stepsPerEpoch
-	if gs.Site != "train.py:52" || gs.Func != "keep" || gs.GrowthBytes != job.Kept(1, steps)-job.Kept(1, c.stepsPerEpoch) || gs.BytesPerStep == nil ||
+	steps := c.Epochs * c.StepsPerEpoch
+	if gs.Site != "train.py:52" || gs.Func != "keep" || gs.GrowthBytes != job.Kept(1, steps)-job.Kept(1, c.StepsPerEpoch) || gs.BytesPerStep == nil ||
 		*gs.BytesPerStep != float64(job.LeakPerStep(1)) || gs.BytesPerEpoch == nil || *gs.BytesPerEpoch != float64(job.EpochDelta(1, 1)) {
 		t.Errorf("growing site %+v", gs)
 	}
-	if !within(gs.Share, 1, 0.02) {
+	if !analysistest.Within(gs.Share, 1, 0.02) {
 		t.Errorf("share of the slope %.3f, want 1", gs.Share)
 	}
 	h := leak.Leak.HeldBy
@@ -65,22 +66,22 @@ func TestWhereNamesTheLeakSite(t *testing.T) {
 // whole slope, the sentence says it is an estimate, and the untracked
 // entry is not a growing site.
 func TestWhereScalesSampledSites(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(11, 12)), sampleEvery: 8}
-	c := trainCfg{gpus: 1, epochs: 4, stepsPerEpoch: 64, stepNS: 100e6, leak: []int64{4 * MiB}, noise: 64 << 10, sites: true}
-	g.train("leak", c)
-	job := c.job()
-	gr := analyzeJSONL(t, g.b.String())["leak"].GPUs[0]
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(11, 12)), SampleEvery: 8}
+	c := analysistest.Train{GPUs: 1, Epochs: 4, StepsPerEpoch: 64, StepNS: 100e6, Leak: []int64{4 * MiB}, Noise: 64 << 10, Sites: true}
+	g.Train("leak", c)
+	job := c.Job()
+	gr := analyzeJSONL(t, g.String())["leak"].GPUs[0]
 	w := gr.Where
 	if w == nil || len(w.Growing) != 1 {
 		t.Fatalf("where %+v", w)
 	}
 	gs := w.Growing[0]
-	steps := c.epochs * c.stepsPerEpoch
-	if gs.Site != "train.py:52" || gs.SampledEvery != 8 || gs.GrowthBytes != job.Kept(0, steps)-job.Kept(0, c.stepsPerEpoch) ||
+	steps := c.Epochs * c.StepsPerEpoch
+	if gs.Site != "train.py:52" || gs.SampledEvery != 8 || gs.GrowthBytes != job.Kept(0, steps)-job.Kept(0, c.StepsPerEpoch) ||
 		gs.BytesPerStep == nil || *gs.BytesPerStep != float64(job.LeakPerStep(0)) || gs.LastBytes-gs.FirstBytes != gs.GrowthBytes/8 {
 		t.Errorf("growing site %+v", gs)
 	}
-	if !within(gs.Share, 1, 0.02) {
+	if !analysistest.Within(gs.Share, 1, 0.02) {
 		t.Errorf("share of the slope %.3f, want 1", gs.Share)
 	}
 	h := gr.Leak.HeldBy
@@ -94,18 +95,18 @@ func TestWhereScalesSampledSites(t *testing.T) {
 
 // The OOM's post-mortem lists the holders at the OOM.
 func TestWhereOOMHolders(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(13, 14))}
-	c := trainCfg{gpus: 1, epochs: 2, stepsPerEpoch: 30, stepNS: 100e6, leak: []int64{64 * MiB}, oomAt: 45, sites: true}
-	g.train("oom", c)
-	job := c.job()
-	rep := analyzeJSONL(t, g.b.String())["oom"]
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(13, 14))}
+	c := analysistest.Train{GPUs: 1, Epochs: 2, StepsPerEpoch: 30, StepNS: 100e6, Leak: []int64{64 * MiB}, OOMAt: 45, Sites: true}
+	g.Train("oom", c)
+	job := c.Job()
+	rep := analyzeJSONL(t, g.String())["oom"]
 	gr := rep.GPUs[0]
 	if len(gr.OOMs) != 1 || len(gr.OOMs[0].Holders) != 3 {
 		t.Fatalf("ooms %+v", gr.OOMs)
 	}
 	hs := gr.OOMs[0].Holders
 	// 45 leaks of 64 MiB (2.8 GiB) by then: the leak is the largest holder.
-	if hs[0].Site != "train.py:52" || hs[0].LiveBytes != job.Kept(0, job.OOMStep(0, c.epochs*c.stepsPerEpoch)) || hs[1].Site != "model.py:10" {
+	if hs[0].Site != "train.py:52" || hs[0].LiveBytes != job.Kept(0, job.OOMStep(0, c.Epochs*c.StepsPerEpoch)) || hs[1].Site != "model.py:10" {
 		t.Errorf("holders %+v", hs)
 	}
 	if gr.Where.OOM == nil || gr.Where.OOM.Reason != "oom" || gr.Where.AtEnd.Reason != "epoch_end" {
@@ -116,11 +117,11 @@ func TestWhereOOMHolders(t *testing.T) {
 // The chart's bands add up to each snapshot's live bytes; the growing site
 // is the first band.
 func TestWhereSeries(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
-	c := trainCfg{gpus: 1, epochs: 3, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true}
-	g.train("leak", c)
-	job := c.job()
-	w := analyzeJSONL(t, g.b.String())["leak"].GPUs[0].Where
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(15, 16))}
+	c := analysistest.Train{GPUs: 1, Epochs: 3, StepsPerEpoch: 20, StepNS: 100e6, Leak: []int64{4 * MiB}, Sites: true}
+	g.Train("leak", c)
+	job := c.Job()
+	w := analyzeJSONL(t, g.String())["leak"].GPUs[0].Where
 	if len(w.Series) != 5 || w.Series[0].Name != "train.py:52 keep" || !w.Series[0].Growth || w.Series[4].Name != "untracked" {
 		t.Fatalf("series %+v", w.Series)
 	}
@@ -130,7 +131,7 @@ func TestWhereSeries(t *testing.T) {
 			sum += s.Bytes[k]
 		}
 		// weights 2.5 GiB + buffer 512 MiB + untracked 1 GiB + the leak so far
-		if want := int64(4*GiB) + job.Kept(0, (k+1)*c.stepsPerEpoch); sum != want {
+		if want := int64(4*GiB) + job.Kept(0, (k+1)*c.StepsPerEpoch); sum != want {
 			t.Errorf("snapshot %d: bands add up to %d, want %d", k, sum, want)
 		}
 	}
@@ -147,13 +148,13 @@ func cpuTime() int64 {
 // site snapshots at its epoch ends (bench/README.md: analysis with sites).
 func BenchmarkAnalyzeSites(b *testing.B) {
 	for _, sites := range []bool{false, true} {
-		g := &gen{rng: rand.New(rand.NewPCG(21, 22))}
-		g.train("r", trainCfg{gpus: 1, epochs: 10, stepsPerEpoch: 500, stepNS: 100e6, leak: []int64{1 * MiB}, noise: 64 << 10, sites: sites})
+		g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(21, 22))}
+		g.Train("r", analysistest.Train{GPUs: 1, Epochs: 10, StepsPerEpoch: 500, StepNS: 100e6, Leak: []int64{1 * MiB}, Noise: 64 << 10, Sites: sites})
 		db, err := storage.Open(filepath.Join(b.TempDir(), "a.db"), storage.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.b.String())}}, storage.ImportOptions{})
+		runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.String())}}, storage.ImportOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -181,15 +182,15 @@ func BenchmarkAnalyzeSites(b *testing.B) {
 // with n = 1 the one site shown is the growing one and the rest adds up
 // under "other sites".
 func TestSitesBands(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
-	c := trainCfg{gpus: 1, epochs: 4, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true}
-	g.train("leak", c)
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(15, 16))}
+	c := analysistest.Train{GPUs: 1, Epochs: 4, StepsPerEpoch: 20, StepNS: 100e6, Leak: []int64{4 * MiB}, Sites: true}
+	g.Train("leak", c)
 	db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.b.String())}}, storage.ImportOptions{})
+	runs, err := db.Import([]storage.Source{{Name: "gen", R: strings.NewReader(g.String())}}, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +246,9 @@ func TestSitesBands(t *testing.T) {
 // site_rows_left_out. The rows of each snapshot are counted from the
 // store, not from the reader.
 func TestSiteRowsTakenFromTheBudgetAtTheBound(t *testing.T) {
-	g := &gen{rng: rand.New(rand.NewPCG(15, 16))}
-	g.train("leak", trainCfg{gpus: 1, epochs: 4, stepsPerEpoch: 20, stepNS: 100e6, leak: []int64{4 * MiB}, sites: true})
-	db, run := importRun(t, g.b.String())
+	g := &analysistest.Gen{Rand: rand.New(rand.NewPCG(15, 16))}
+	g.Train("leak", analysistest.Train{GPUs: 1, Epochs: 4, StepsPerEpoch: 20, StepNS: 100e6, Leak: []int64{4 * MiB}, Sites: true})
+	db, run := importRun(t, g.String())
 	series, err := db.Series(run)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"testing"
+
+	"github.com/memrec/memrec/analysis/analysistest"
 )
 
 // TestStepPeakAbsentWithoutPeaks: allocator samples that carry no
@@ -10,20 +12,20 @@ import (
 // before the run's start), and the table 0 B.
 func TestStepPeakAbsentWithoutPeaks(t *testing.T) {
 	for _, withPeak := range []bool{false, true} {
-		g := &gen{}
+		g := &analysistest.Gen{}
 		const t0 = 1764430000000000000
-		g.line(`{"type":"run","name":"r","start_ns":%d,"end_ns":%d,"interval_ns":100000000}`, t0, t0+int64(60e9))
-		g.line(`{"type":"gpu","gpu":0,"uuid":"GPU-0","name":"G","total_bytes":80000000000}`)
+		g.Line(`{"type":"run","name":"r","start_ns":%d,"end_ns":%d,"interval_ns":100000000}`, t0, t0+int64(60e9))
+		g.Line(`{"type":"gpu","gpu":0,"uuid":"GPU-0","name":"G","total_bytes":80000000000}`)
 		for i := 0; i < 600; i++ {
 			tt := t0 + int64(i)*1e8
-			g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt, int64(20*GiB))
+			g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`, tt, int64(20*GiB))
 			if withPeak {
-				g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`, tt+7, int64(16*GiB), int64(18*GiB), int64(17*GiB))
+				g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d}`, tt+7, int64(16*GiB), int64(18*GiB), int64(17*GiB))
 			} else {
-				g.line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d}`, tt+7, int64(16*GiB), int64(18*GiB))
+				g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d}`, tt+7, int64(16*GiB), int64(18*GiB))
 			}
 		}
-		rep := analyzeJSONL(t, g.b.String())["r"]
+		rep := analyzeJSONL(t, g.String())["r"]
 		gr := rep.GPUs[0]
 		var step *Peak
 		for i, p := range gr.Peaks {
@@ -35,7 +37,7 @@ func TestStepPeakAbsentWithoutPeaks(t *testing.T) {
 		case withPeak && (step == nil || step.Bytes != int64(17*GiB) || step.TNS < rep.StartNS || gr.PeakStepBytes == nil):
 			t.Errorf("with peaks: step peak %+v, PeakStepBytes %v; want 17 GiB within the run", step, gr.PeakStepBytes)
 		case !withPeak && (step != nil || gr.PeakStepBytes != nil):
-			t.Errorf("without peaks: step peak %+v, PeakStepBytes %v; want neither", step, deref(gr.PeakStepBytes))
+			t.Errorf("without peaks: step peak %+v, PeakStepBytes %v; want neither", step, analysistest.Deref(gr.PeakStepBytes))
 		}
 	}
 }

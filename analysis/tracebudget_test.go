@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -19,32 +20,32 @@ const heapBound = 600 << 20
 
 // hostileTraceRun is a run of one GPU whose marks carry hostile
 // allocator traces (see the cases in TestAnalyzeOfHostileTracesStaysUnderTheHeapBound).
-func hostileTraceRun(marks func(g *gen, t0 int64)) string {
-	g := &gen{}
+func hostileTraceRun(marks func(g *analysistest.Gen, t0 int64)) string {
+	g := &analysistest.Gen{}
 	const t0 = 1764430000000000000
-	g.line(`{"type":"run","name":"bomb","start_ns":%d,"end_ns":%d,"interval_ns":10000000}`, t0, t0+int64(60e9))
-	g.line(`{"type":"gpu","gpu":0,"uuid":"GPU-0","name":"G","total_bytes":80000000000}`)
-	g.line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":1073741824}`, t0+int64(1e9))
+	g.Line(`{"type":"run","name":"bomb","start_ns":%d,"end_ns":%d,"interval_ns":10000000}`, t0, t0+int64(60e9))
+	g.Line(`{"type":"gpu","gpu":0,"uuid":"GPU-0","name":"G","total_bytes":80000000000}`)
+	g.Line(`{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":1073741824}`, t0+int64(1e9))
 	marks(g, t0)
-	return g.b.String()
+	return g.String()
 }
 
 // TestAnalyzeOfHostileTracesStaysUnderTheHeapBound analyses runs whose
 // allocator traces claim far more than they hold: one trace whose few
-// hundred KiB of marks inflate to 256 MiB of ops (the old analysis
-// decoded them all, at 17 bytes an op), three of them, and 20 000 marks
-// each announcing a trace of 65 536 pieces (the old one made a slot for
-// each). Each is analysed within the heap bound, counted as every byte
+// dozen KiB of marks inflate to 64 Mi ops, 16 times MaxTraceOps (the old
+// analysis decoded them all, at 17 bytes an op: past heapBound), three
+// at MaxTraceOps, and 20 000 marks each announcing a trace of 65 536
+// pieces (the old one made a slot for each). Each is analysed within the heap bound, counted as every byte
 // allocated, with one note that says what was left out.
 func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
-	bomb := func(g *gen, at int64, claim uint64) {
+	bomb := func(g *analysistest.Gen, at int64, claim uint64) {
 		var head []byte
 		ops := int(claim)
 		for _, v := range []uint64{1, 0, 1, 1, 0, 0, claim} {
 			head = binary.AppendUvarint(head, v)
 		}
 		var z bytes.Buffer
-		w, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+		w, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed) // zeros shrink about as far, in a quarter of the time
 		w.Write(head)
 		zero := make([]byte, 1<<20)
 		for left := ops; left > 0; left -= min(left, len(zero)) {
@@ -54,25 +55,25 @@ func TestAnalyzeOfHostileTracesStaysUnderTheHeapBound(t *testing.T) {
 		b := z.Bytes()
 		n := (len(b) + 2999) / 3000
 		for i := 0; i < n; i++ {
-			g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":"%d/%d %s"}`, at, i, n,
+			g.Line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":"%d/%d %s"}`, at, i, n,
 				base64.StdEncoding.EncodeToString(b[i*3000:min(len(b), (i+1)*3000)]))
 		}
 	}
 	for _, c := range []struct {
 		name  string
-		marks func(g *gen, t0 int64)
+		marks func(g *analysistest.Gen, t0 int64)
 		note  string
 	}{
-		{"inflating trace", func(g *gen, t0 int64) { bomb(g, t0+int64(2e9), 256<<20-16) }, "ops, more than"},
+		{"inflating trace", func(g *analysistest.Gen, t0 int64) { bomb(g, t0+int64(2e9), 64<<20) }, "ops, more than"},
 		// Each at the most ops a trace may have: the third is past the budget.
-		{"three inflating traces", func(g *gen, t0 int64) {
+		{"three inflating traces", func(g *analysistest.Gen, t0 int64) {
 			for i := int64(0); i < 3; i++ {
 				bomb(g, t0+int64(2e9)+i*int64(1e9), storage.MaxTraceOps)
 			}
 		}, "past the decoding budget"},
-		{"20 000 announced pieces", func(g *gen, t0 int64) {
+		{"20 000 announced pieces", func(g *analysistest.Gen, t0 int64) {
 			for i := int64(0); i < 20000; i++ {
-				g.line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":"0/65536 AAAA"}`, t0+int64(2e9)+i*int64(1e6))
+				g.Line(`{"type":"mark","t_ns":%d,"kind":"alloc_trace","gpu":0,"pid":1,"text":"0/65536 AAAA"}`, t0+int64(2e9)+i*int64(1e6))
 			}
 		}, "20000 malformed pieces or traces, the first: "},
 	} {

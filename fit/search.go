@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
@@ -468,13 +469,13 @@ func (s *Search) reports() []*analysis.Report {
 
 // byTag is compare --by's fit over the reports (nil with fewer than two,
 // or where it cannot be made).
-func (s *Search) byTag() *analysis.ByTag {
+func (s *Search) byTag() *compare.ByTag {
 	reps := s.reports()
 	if len(reps) < 2 {
 		return nil
 	}
-	c, err := analysis.Compare(reps, "", "")
-	if err != nil || analysis.FitByTag(c, s.opt.By, 0) != nil {
+	c, err := compare.Compare(reps, "", "")
+	if err != nil || compare.FitByTag(c, s.opt.By, 0) != nil {
 		return nil
 	}
 	return c.By

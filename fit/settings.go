@@ -1,6 +1,6 @@
 package fit
 
-import "github.com/memrec/memrec/analysis"
+import "github.com/memrec/memrec/analysis/compare"
 
 // Settings is what a fit says of the allocator's settings: the first
 // prediction's limit under each (where the allocator replay was its basis)
@@ -9,7 +9,7 @@ import "github.com/memrec/memrec/analysis"
 type Settings struct {
 	// PredictionBySetting is the first prediction per allocator setting,
 	// without headroom (compare --by's limit_by_setting).
-	PredictionBySetting []analysis.SettingLimit `json:"prediction_by_setting,omitempty"`
+	PredictionBySetting []compare.SettingLimit `json:"prediction_by_setting,omitempty"`
 	// TrialsAllocConf is PYTORCH_CUDA_ALLOC_CONF as the trials got it, as
 	// replay.ParseAllocSettings spells it ("default" unset).
 	TrialsAllocConf string `json:"trials_alloc_conf,omitempty"`
@@ -41,7 +41,7 @@ func (b Basis) String() string {
 }
 
 // BasisOf is the basis of compare --by's fit by.
-func BasisOf(by *analysis.ByTag) Basis {
+func BasisOf(by *compare.ByTag) Basis {
 	switch {
 	case by.Basis == "allocator_replay":
 		return BasisReplay
@@ -52,6 +52,6 @@ func BasisOf(by *analysis.ByTag) Basis {
 }
 
 // predicted keeps what the first prediction said per allocator setting.
-func (s *Search) predicted(by *analysis.ByTag) {
+func (s *Search) predicted(by *compare.ByTag) {
 	s.res.PredictionBySetting, s.res.PredictionBasis = by.LimitBySetting, BasisOf(by)
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // maxRawSleep is the longest sleep made as a raw system call. A raw call
-// skips the runtime's system-call bookkeeping (which, in a VM, doubles the
-// CPU cost of waking every millisecond) but keeps its P busy: a garbage
+// skips the runtime's system-call bookkeeping (which, in a VM, is much of
+// the CPU cost of waking every millisecond) but keeps its P busy: a garbage
 // collection waits for it, so it is kept short.
 const maxRawSleep = 2 * time.Millisecond
 

@@ -510,13 +510,16 @@ const SendTimeout = 5 * time.Second
 // Send sends one mark to the socket at path (what `memrec annotate` does)
 // and waits, up to SendTimeout, for the recorder to say it took it; a mark
 // it did not confirm is ErrNotTaken. It blocks; safe for concurrent use.
-func Send(path string, m storage.Mark) error {
+func Send(path string, m storage.Mark) error { return SendWithin(path, m, SendTimeout) }
+
+// SendWithin is Send waiting up to timeout for the recorder's answer.
+func SendWithin(path string, m storage.Mark, timeout time.Duration) error {
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
 		return fmt.Errorf("marks socket %s: %w", path, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(SendTimeout))
+	c.SetDeadline(time.Now().Add(timeout))
 	if _, err := c.Write(wire.AppendMark(nil, m)); err != nil {
 		return fmt.Errorf("marks socket %s: %w", path, err)
 	}
@@ -528,7 +531,7 @@ func Send(path string, m storage.Mark) error {
 	case string(answer) == "ok 1\n":
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("%w within %v: it may be out of file descriptors or stopping", ErrNotTaken, SendTimeout)
+		return fmt.Errorf("%w within %v: it may be out of file descriptors or stopping", ErrNotTaken, timeout)
 	case strings.HasPrefix(string(answer), "ok "):
 		return fmt.Errorf("%w: it dropped it (past its socket's bounds, or malformed)", ErrNotTaken)
 	}

@@ -11,8 +11,8 @@ import (
 
 // drainEvery is how often the native loop's readings are moved into the
 // sink: as seldom as the 1 s commits, since every wake of the Go runtime
-// costs (in the H200 VM, 4 more drains a second cost 0.1 % of a core). The
-// ring holds two seconds.
+// costs CPU (see bench/README.md, "Figures behind the code's constants").
+// The ring holds two seconds.
 const drainEvery = time.Second
 
 // loopSource is a source that can sample on a thread of its own, outside

@@ -3,13 +3,13 @@
 package recorder
 
 // The native loop exists because of what waking every millisecond costs.
-// Measured on the H200 VM: a C thread that sleeps to each 1 ms deadline with
-// clock_nanosleep uses 0.94 % of a core (bench/tools/cwake); the same wait in Go,
-// even as a raw system call on a locked thread, 1.55 % (bench/tools/wakecost), and
-// the scheduler and its monitor thread wake with every tick. Sampling one
-// GPU at 1 ms with process lists, memrec as a Go loop used 3.40 % of a core
-// and this loop 2.58 % (bench/h200/h200_cpu.sh). Here the thread never enters
-// Go; Go wakes every drainEvery to move the readings on.
+// A C thread that sleeps to each deadline with clock_nanosleep costs less
+// CPU than the same wait in Go, even as a raw system call on a locked
+// thread (bench/tools/cwake, bench/tools/wakecost), and in Go the scheduler
+// and its monitor thread wake with every tick too; sampling as a Go loop
+// costs more than this loop (bench/perf/h200_cpu.sh; the figures are in
+// bench/README.md, "Figures behind the code's constants"). Here the thread
+// never enters Go; Go wakes every drainEvery to move the readings on.
 
 /*
 #cgo LDFLAGS: -ldl -lpthread

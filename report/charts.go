@@ -158,8 +158,8 @@ type envColumn struct{ x, lo, hi float64 }
 // polygon around the band is the same picture where columns overlap, but
 // where they do not (a series sampled at random points of a sawtooth, a
 // few points a column) its edges zig-zag across the whole chart, and the
-// rasterizer's time grows with the square of the crossings per row: 15 s of
-// CPU for one chart. Bars are four edges each.
+// rasterizer's time grows with the square of the crossings per row, which
+// made one chart cost seconds of CPU. Bars are four edges each.
 type envelopeBars struct {
 	cols  []envColumn
 	w     float64

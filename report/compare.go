@@ -15,16 +15,17 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/analysis/units"
 )
 
 // alignX maps a time of a run to the compared x axis: steps, epochs or
 // seconds since the run's start. It reports false where the run has no
 // marks for that alignment (the caller falls back to time).
-func alignX(rep *analysis.Report, gpu analysis.GPUReport, align analysis.Align) (func(int64) float64, bool) {
+func alignX(rep *analysis.Report, gpu analysis.GPUReport, align compare.Align) (func(int64) float64, bool) {
 	seconds := func(t int64) float64 { return float64(t-rep.StartNS) / 1e9 }
 	switch align {
-	case analysis.AlignStep:
+	case compare.AlignStep:
 		if gpu.Leak.Per != "step" || len(gpu.Floors) < 2 {
 			return seconds, false
 		}
@@ -40,7 +41,7 @@ func alignX(rep *analysis.Report, gpu analysis.GPUReport, align analysis.Align) 
 			a, b := fl[i-1], fl[i]
 			return a.X + (b.X-a.X)*float64(t-a.TNS)/float64(b.TNS-a.TNS)
 		}, true
-	case analysis.AlignEpoch:
+	case compare.AlignEpoch:
 		ep := gpu.Epochs
 		if len(ep) == 0 {
 			return seconds, false
@@ -61,7 +62,7 @@ func alignX(rep *analysis.Report, gpu analysis.GPUReport, align analysis.Align) 
 }
 
 // overlayChart draws one series of every run's worst GPU on one axis.
-func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
+func overlayChart(c *compare.Comparison, what string) *plot.Plot {
 	top := 1.0
 	pick := func(g analysis.GPUReport) analysis.Series {
 		if what == "allocated" {
@@ -79,7 +80,7 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		longest = math.Max(longest, r.DurationS)
 	}
 	tu := TimeUnitFor(longest)
-	xlabel := map[analysis.Align]string{analysis.AlignStep: "step", analysis.AlignEpoch: "epoch", analysis.AlignTime: tu.Label()}[c.Align]
+	xlabel := map[compare.Align]string{compare.AlignStep: "step", compare.AlignEpoch: "epoch", compare.AlignTime: tu.Label()}[c.Align]
 	p := newPlot(fmt.Sprintf("%s of each run's worst GPU, aligned by %s", map[string]string{"used": "Device used", "allocated": "Allocated"}[what], c.Align), xlabel, uname)
 	for i, r := range c.Reports {
 		g := worstGPU(r, c.Runs[i].WorstGPU)
@@ -89,7 +90,7 @@ func overlayChart(c *analysis.Comparison, what string) *plot.Plot {
 		}
 		x, aligned := alignX(r, g, c.Align)
 		div := 1.0
-		if c.Align == analysis.AlignTime || !aligned {
+		if c.Align == compare.AlignTime || !aligned {
 			div = tu.Seconds
 		}
 		xy := make(plotter.XYs, len(s.T))
@@ -122,7 +123,7 @@ func worstGPU(r *analysis.Report, idx int) analysis.GPUReport {
 }
 
 // byTagChart: peak device memory against the tag, the fit, and the budget.
-func byTagChart(b *analysis.ByTag) *plot.Plot {
+func byTagChart(b *compare.ByTag) *plot.Plot {
 	top := float64(b.TotalBytes)
 	for _, p := range b.Points {
 		top = math.Max(top, float64(p.PeakUsedBytes))
@@ -159,7 +160,7 @@ func byTagChart(b *analysis.ByTag) *plot.Plot {
 }
 
 // CompareCharts draws the comparison's charts.
-func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
+func CompareCharts(c *compare.Comparison, opts Options) ([]Chart, error) {
 	w, h := size(opts)
 	var out []Chart
 	add := func(file, title string, p *plot.Plot) error {
@@ -207,7 +208,7 @@ func CompareCharts(c *analysis.Comparison, opts Options) ([]Chart, error) {
 
 // WriteCompare writes the comparison's charts and page into dir, replacing
 // an existing report as a whole (see Write).
-func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, error) {
+func WriteCompare(dir string, c *compare.Comparison, opts Options) (string, error) {
 	if _, err := checkFolder(filepath.Clean(dir)); err != nil {
 		return "", err
 	}
@@ -225,9 +226,9 @@ func WriteCompare(dir string, c *analysis.Comparison, opts Options) (string, err
 }
 
 // ComparePage renders the comparison as one self-contained page.
-func ComparePage(c *analysis.Comparison, charts []Chart) ([]byte, error) {
+func ComparePage(c *compare.Comparison, charts []Chart) ([]byte, error) {
 	view := struct {
-		C      *analysis.Comparison
+		C      *compare.Comparison
 		Charts []chartView
 	}{C: c, Charts: chartViews(charts)}
 	var b strings.Builder

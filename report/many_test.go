@@ -16,6 +16,9 @@ import (
 // of their own for at most 16 GPUs, a heat map no taller than
 // maxHeatHeight, the rest in the tables.
 func TestManyGPUsBoundedReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("charts 1000 GPUs")
+	}
 	const n = 1000
 	rep := &analysis.Report{Run: "many", StartNS: 1e18, EndNS: 1e18 + 60e9}
 	for i := range n {

@@ -3,8 +3,10 @@ package report
 import (
 	"bytes"
 	"html"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,34 +18,60 @@ import (
 
 // pyramidRun is a generated 20-minute run of one GPU at 100 Hz (120 000
 // samples), analysed, with its lines indexed and read back as they are
-// stored.
+// stored. It is built once per test binary (most of its tests' time); each
+// caller gets its own Options to change.
 func pyramidRun(t *testing.T) (*analysis.Report, *Options, []storage.DeviceSample) {
 	t.Helper()
+	pyramid.once.Do(func() { pyramid.rep, pyramid.opts, pyramid.stored, pyramid.err = buildPyramidRun() })
+	if pyramid.err != nil {
+		t.Fatal(pyramid.err)
+	}
+	opts := *pyramid.opts
+	return pyramid.rep, &opts, pyramid.stored
+}
+
+var pyramid struct {
+	once   sync.Once
+	rep    *analysis.Report
+	opts   *Options
+	stored []storage.DeviceSample
+	err    error
+}
+
+func buildPyramidRun() (*analysis.Report, *Options, []storage.DeviceSample, error) {
 	c := tracegen.Default()
 	c.GPUs, c.Duration = 1, 20*time.Minute
 	var buf bytes.Buffer
 	if _, err := tracegen.Write(&buf, c); err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
-	db, err := storage.Open(filepath.Join(t.TempDir(), "p.db"), storage.Options{})
+	dir, err := os.MkdirTemp("", "memrec-pyramid-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
-	t.Cleanup(func() { db.Close() })
+	defer os.RemoveAll(dir)
+	db, err := storage.Open(filepath.Join(dir, "p.db"), storage.Options{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer db.Close()
 	runs, err := db.Import([]storage.Source{{Name: "p", R: &buf}}, storage.ImportOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	run := runs[0]
 	rep, err := analysis.Analyze(db, run, analysis.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	x := series.NewIndex(0)
 	var stored []storage.DeviceSample
 	it := db.DeviceSamples(run, 0, storage.MinTime, storage.MaxTime)
 	for it.Next() {
 		stored = append(stored, it.At())
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, nil, err
 	}
 	for _, s := range stored {
 		x.AddDevice(s)
@@ -62,7 +90,7 @@ func pyramidRun(t *testing.T) (*analysis.Report, *Options, []storage.DeviceSampl
 			return nil
 		}
 	}
-	return rep, &Options{Lines: x, Raw: raw}, stored
+	return rep, &Options{Lines: x, Raw: raw}, stored, nil
 }
 
 // TestPagePyramid: the page's levels are each four times finer, within the

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/storage"
@@ -243,11 +244,11 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := analysis.Compare([]*analysis.Report{rep, realReport(t, fixtures.CleanRun)}, "", "epoch")
+	c, err := compare.Compare([]*analysis.Report{rep, realReport(t, fixtures.CleanRun)}, "", "epoch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := analysis.FitByTag(c, "batch_size", 0.05); err != nil {
+	if err := compare.FitByTag(c, "batch_size", 0.05); err != nil {
 		t.Fatal(err)
 	}
 	cmpPath, err := WriteCompare(filepath.Join(dir, "cmp"), c, Options{})

@@ -42,8 +42,8 @@ import (
 //
 // A mark's text carries one piece: "i/n " and the base64 (standard, padded)
 // of the i-th of n pieces of those bytes, or of their zlib stream (what the
-// probe sends: a quarter to a ninth of them on the H200 traces, at most
-// 384 KiB a process, half the socket's 1 MiB a second in base64); the
+// probe sends, at most 384 KiB a process, half the socket's 1 MiB a second
+// in base64); the
 // pieces of one trace share the mark's time, gpu and pid.
 
 // MarkAllocTrace is the kind of the marks that carry an allocator trace.

@@ -9,9 +9,10 @@ import (
 
 // checkedChunks remembers the chunks whose checksum a handle has verified,
 // so that a chunk holding the series of eight GPUs is checked once, not
-// once for each series read from it: a week's analysis of 8 GPUs read its
-// allocator chunks once a GPU and spent 5.4 of its 40 s CPU in the
-// checksum. A chunk is known by its run, its key, its length and the
+// once for each series read from it: a long analysis of 8 GPUs reads its
+// allocator chunks once a GPU, and the checksum was then a large share of
+// its CPU (see bench/README.md, "Figures behind the code's constants"). A
+// chunk is known by its run, its key, its length and the
 // checksum it stores: one rewritten since (the open tail of a live run)
 // differs in length or checksum and is checked again. runs --check and
 // compact check every chunk themselves.

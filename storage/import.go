@@ -47,6 +47,8 @@ type ImportOptions struct {
 	// batch of lines, or before the commit, Import returns its error and
 	// commits nothing. nil: never stopped.
 	Context context.Context
+	// maxSeries lowers MaxSeries for a test; zero means MaxSeries.
+	maxSeries int
 }
 
 // stopped is the import's Context's error, once it is done.
@@ -222,6 +224,9 @@ func (imp *importer) startRun(r rec) error {
 		return imp.errf(r.line, "%w", err)
 	}
 	imp.w = newRunWriter(run)
+	if imp.opts.maxSeries > 0 {
+		imp.w.maxSeries = imp.opts.maxSeries
+	}
 	return nil
 }
 

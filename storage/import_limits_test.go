@@ -200,11 +200,15 @@ func TestImportFoldsManyProcesses(t *testing.T) {
 }
 
 // TestImportBoundsSeries: many GPUs each with many processes stop making
-// new series at MaxSeries; later processes are kept under OtherPID of
-// their GPU, and every sample stays.
+// new series at the run's bound; later processes are kept under OtherPID
+// of their GPU, and every sample stays. The bound is lowered so that it is
+// reached in a few thousand lines; the writer starts from MaxSeries.
 func TestImportBoundsSeries(t *testing.T) {
+	if got := newRunWriter(Run{}).maxSeries; got != MaxSeries {
+		t.Fatalf("a run's writer bounds series at %d, want MaxSeries %d", got, MaxSeries)
+	}
 	db := openTestDB(t)
-	const gpus, pids = 300, 250
+	const gpus, pids, bound = 12, 250, 1000 // pids below MaxPIDsPerGPU: only the run's bound folds
 	var b strings.Builder
 	b.WriteString(`{"type":"run","name":"wide","start_ns":1000000000000000000}` + "\n")
 	for g := range gpus {
@@ -215,7 +219,7 @@ func TestImportBoundsSeries(t *testing.T) {
 			fmt.Fprintf(&b, `{"type":"proc","t_ns":%d,"gpu":%d,"pid":%d,"used_bytes":1}`+"\n", 1000000000000000000+int64(g*pids+pid), g, pid)
 		}
 	}
-	runs, err := importString(db, "wide.jsonl", b.String(), ImportOptions{})
+	runs, err := importString(db, "wide.jsonl", b.String(), ImportOptions{maxSeries: bound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +230,19 @@ func TestImportBoundsSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(series) > MaxSeries+gpus || len(series) < MaxSeries {
-		t.Fatalf("%d series, want between %d and %d", len(series), MaxSeries, MaxSeries+gpus)
+	// The bound's series, and one OtherPID series on each GPU whose
+	// processes came after it was reached.
+	if len(series) > bound+gpus || len(series) < bound {
+		t.Fatalf("%d series, want between %d and %d", len(series), bound, bound+gpus)
+	}
+	other := 0
+	for _, s := range series {
+		if s.PID == OtherPID {
+			other++
+		}
+	}
+	if late := gpus - bound/pids; other != late {
+		t.Errorf("%d series under OtherPID, want one on each of the %d GPUs past the bound", other, late)
 	}
 }
 

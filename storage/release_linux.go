@@ -8,7 +8,8 @@ import (
 // ReleasePages tells the kernel that this process no longer needs the
 // pages of the file it has read. The file is mapped into memory, and every
 // page read stays counted in the process's resident memory until it ends:
-// a week of 8 GPUs is 740 MB of file on top of what the analysis holds.
+// a week of 8 GPUs is hundreds of MB of file on top of what the analysis
+// holds.
 // Released, the pages stay in the page cache; a later read maps them
 // again, which costs a minor fault a page and no read from disk. Reads in
 // flight are not disturbed: the mapping is read-only and file-backed, so a

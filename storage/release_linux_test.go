@@ -38,6 +38,9 @@ func residentFileKB(t *testing.T) int64 {
 // read again, and a reader in flight goes on unharmed; on a file opened
 // for writing it does nothing.
 func TestReleasePagesKeepsTheData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports 30 minutes of two GPUs")
+	}
 	w, r := importMinutes(t, 2, 30*time.Minute)
 	w.ReleasePages() // a writer's file: nothing happens
 	path := w.path

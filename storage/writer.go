@@ -40,12 +40,15 @@ type runWriter struct {
 	gpus   map[int]bool
 	pids   map[seriesKey]int // processes kept apart, by kind and GPU (pid 0)
 	nextG  uint32            // next torch group id
-	ints   []int64
-	strs   []string
+	// maxSeries is MaxSeries but where a test lowers it, so that the
+	// bound is reached without building that many series.
+	maxSeries int
+	ints      []int64
+	strs      []string
 }
 
 func newRunWriter(run Run) *runWriter {
-	w := &runWriter{run: run, index: map[seriesKey]uint32{}, gpus: map[int]bool{}, pids: map[seriesKey]int{}, nextG: groupTorch0}
+	w := &runWriter{run: run, index: map[seriesKey]uint32{}, gpus: map[int]bool{}, pids: map[seriesKey]int{}, nextG: groupTorch0, maxSeries: MaxSeries}
 	for _, g := range run.GPUs {
 		w.gpus[g.Index] = true
 	}
@@ -100,7 +103,7 @@ func (w *runWriter) fold(k seriesKey) seriesKey {
 		return k
 	}
 	per := seriesKey{kind: k.kind, gpu: k.gpu}
-	if w.pids[per] >= MaxPIDsPerGPU || len(w.series) >= MaxSeries {
+	if w.pids[per] >= MaxPIDsPerGPU || len(w.series) >= w.maxSeries {
 		k.pid = OtherPID
 		return k
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // benchDB is the database the window benchmarks read: $MEMREC_VIEW_DB
-// (bench/cpu/view.sh makes a 24-hour run of 8 GPUs at 100 Hz with
+// (bench/perf/view.sh makes a 24-hour run of 8 GPUs at 100 Hz with
 // bench/tools/gentrace), or else a generated 10-minute run of 8 GPUs.
 func benchDB(b *testing.B) (string, storage.Run) {
 	b.Helper()

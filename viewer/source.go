@@ -114,13 +114,13 @@ const (
 	IndexIdle     = 5 * time.Minute
 )
 
-// How a run's index is built. An index of every sample takes about 0.85
-// bytes a sample and 13 ns a sample to build (132 MiB and 2.0 s for a day
-// of 8 GPUs at 100 Hz, 150 M samples); one from the chunks' summaries
-// takes 17 MiB and 0.6 s for the same day, and windows of fewer samples a
-// pixel than a piece holds then read their samples from the file (a
-// window's 95th percentile over all 8 GPUs 1.1 s, against 0.15 s from the
-// buckets of every sample). So a run of up to directSamples samples is
+// How a run's index is built. An index of every sample costs memory and
+// time in proportion to the samples; one from the chunks' summaries is
+// several times smaller and quicker to build, but windows of fewer samples
+// a pixel than a piece holds then read their samples from the file, which
+// is several times slower than the buckets of every sample (see
+// bench/README.md, "Figures behind the code's constants"). So a run of up
+// to directSamples samples is
 // indexed from every sample at once; a larger one from its summaries
 // first, so the page draws at once, and then from every sample in the
 // background, served once whole; past refineSamples (about 250 MiB of

@@ -234,45 +234,7 @@ func New(in Input) *Budget {
 	}
 	alloc := p.PeakAllocated
 	if bs := in.Budget; bs != nil {
-		b.Watched = true
-		b.ParamCount, b.Trainable, b.DType, b.Optimizer, b.StateKeys, b.Autocast = bs.ParamCount, bs.Trainable, bs.DType, bs.Optimizer, bs.OptimizerKeys, bs.Autocast
-		detail := ""
-		if bs.Optimizer != "" {
-			detail = bs.Optimizer
-			if bs.OptimizerKeys != "" {
-				detail += " " + commaSpace(bs.OptimizerKeys)
-			}
-		}
-		b.GradsAtPeak, b.GradBytes = bs.GradsAtForward, bs.Grads
-		grads, gradWords := bs.Grads, ""
-		switch bs.GradsAtForward {
-		case storage.FlagNo:
-			grads = 0
-			gradWords = fmt.Sprintf("none at the peak: zero_grad(set_to_none=True) frees them before the forward pass; backward makes %s as it frees the activations", units.FormatBytes(bs.Grads))
-		case storage.FlagUnknown:
-			b.Notes = append(b.Notes, "whether the gradients are held at the peak is not known (the probe saw no forward pass after a backward): they are counted as held")
-		}
-		add(PartParams, bs.Params, "")
-		add(PartGrads, grads, gradWords)
-		add(PartOptimizer, bs.OptimizerState, detail)
-		add(PartBuffers, bs.Buffers, "")
-		fixed := bs.Params + grads + bs.OptimizerState + bs.Buffers
-		act := alloc - fixed
-		if act < 0 {
-			b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: not all of them were held at the peak; activations are counted as 0",
-				units.FormatBytes(fixed), units.FormatBytes(alloc), units.FormatBytes(-act)))
-			act = 0
-		}
-		actWords := ""
-		switch {
-		case in.Held == nil:
-			b.Notes = append(b.Notes, "what of the activations outlives the step is not known (no allocator sample at the step's end): the remedies that act within a step count all of them")
-		case *in.Held > 0:
-			b.HeldBytes = min(*in.Held, act)
-			actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", units.FormatBytes(b.HeldBytes))
-		}
-		add(PartActivations, act, actWords)
-		b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries; what of it is still allocated at the step's end outlives the step"
+		b.splitWatched(bs, alloc, in.Held, add)
 	} else {
 		add(PartAllocated, alloc, "")
 		b.Basis = "the step's peak allocated, not split: the run has no memrec.watch"
@@ -322,6 +284,52 @@ func New(in Input) *Budget {
 	}
 	b.Parts, b.LeftOverBytes = parts, b.TotalBytes-sum
 	return b
+}
+
+// splitWatched adds the parts a watched model names (its parameters,
+// gradients where held at the peak, optimizer state and buffers) and the
+// activations, the rest of the step's peak allocated alloc, of which held
+// outlives the step (nil: not known).
+func (b *Budget) splitWatched(bs *storage.BudgetSample, alloc int64, held *int64, add func(Part, int64, string)) {
+	b.Watched = true
+	b.ParamCount, b.Trainable, b.DType, b.Optimizer, b.StateKeys, b.Autocast = bs.ParamCount, bs.Trainable, bs.DType, bs.Optimizer, bs.OptimizerKeys, bs.Autocast
+	detail := ""
+	if bs.Optimizer != "" {
+		detail = bs.Optimizer
+		if bs.OptimizerKeys != "" {
+			detail += " " + commaSpace(bs.OptimizerKeys)
+		}
+	}
+	b.GradsAtPeak, b.GradBytes = bs.GradsAtForward, bs.Grads
+	grads, gradWords := bs.Grads, ""
+	switch bs.GradsAtForward {
+	case storage.FlagNo:
+		grads = 0
+		gradWords = fmt.Sprintf("none at the peak: zero_grad(set_to_none=True) frees them before the forward pass; backward makes %s as it frees the activations", units.FormatBytes(bs.Grads))
+	case storage.FlagUnknown:
+		b.Notes = append(b.Notes, "whether the gradients are held at the peak is not known (the probe saw no forward pass after a backward): they are counted as held")
+	}
+	add(PartParams, bs.Params, "")
+	add(PartGrads, grads, gradWords)
+	add(PartOptimizer, bs.OptimizerState, detail)
+	add(PartBuffers, bs.Buffers, "")
+	fixed := bs.Params + grads + bs.OptimizerState + bs.Buffers
+	act := alloc - fixed
+	if act < 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("the model's own tensors (%s) exceed the step's peak allocated (%s) by %s: not all of them were held at the peak; activations are counted as 0",
+			units.FormatBytes(fixed), units.FormatBytes(alloc), units.FormatBytes(-act)))
+		act = 0
+	}
+	actWords := ""
+	switch {
+	case held == nil:
+		b.Notes = append(b.Notes, "what of the activations outlives the step is not known (no allocator sample at the step's end): the remedies that act within a step count all of them")
+	case *held > 0:
+		b.HeldBytes = min(*held, act)
+		actWords = fmt.Sprintf("%s of them still allocated at the step's end (the data, library workspaces, tensors kept across steps)", units.FormatBytes(b.HeldBytes))
+	}
+	add(PartActivations, act, actWords)
+	b.Basis = "the step's peak allocated, less the watched model's parameters, gradients (where held at the peak), optimizer state and buffers (each storage once, this GPU only, read at the end of the same step), is activations and temporaries; what of it is still allocated at the step's end outlives the step"
 }
 
 // commaSpace writes "a,b" as "a, b".

@@ -183,3 +183,6 @@ func judgeLeak(series []floorSeries, w Warmup, per string, run storage.Run, g st
 	}
 	return JudgeGrowths(growths, w, per, run, g, lastUsed)
 }
+
+// growthOf is growthOfPart with the least growth of a GPU's memory.
+func growthOf(x, y []float64, skip int) growthFit { return growthOfPart(x, y, skip, minLeakGrowth) }

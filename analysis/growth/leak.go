@@ -395,8 +395,8 @@ func noGrowthReason(g *Growth) string {
 // stays when it is 0, or when its 95 % interval holds 0 and the
 // Mann–Kendall test finds no trend. Both are needed: memory known to 1 MiB
 // (nvidia-smi's logs) is full of ties, and the interval can then end
-// exactly at 0 beside a trend the test tells apart (a real log: 6.62 GiB
-// per hour, interval [0, 8.88 GiB], p = 1e-6).
+// exactly at 0 beside a trend the test tells apart (one real log did: see
+// bench/README.md, "Figures behind the code's constants").
 func slopeBesideNoLeak(t trend) bool {
 	return t.Slope == 0 || t.Lo <= 0 && t.Hi >= 0 && t.P >= leakP
 }

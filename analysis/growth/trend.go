@@ -96,17 +96,6 @@ func removeJumps(y []float64) ([]float64, int) {
 	return y, taken
 }
 
-// fitTrend fits y against x (x ascending) after reducing it to
-// maxTrendPoints and setting its one-off jumps aside. It needs at least 3
-// points.
-func fitTrend(x, y []float64) trend {
-	x, y = reduce(x, y, maxTrendPoints)
-	y, jumps := removeJumps(y)
-	t := fitPoints(x, y)
-	t.JumpsTaken = jumps
-	return t
-}
-
 // fitPoints fits y against x as they are: Theil–Sen with Sen's interval,
 // and the Mann–Kendall test.
 func fitPoints(x, y []float64) trend {
@@ -377,14 +366,11 @@ type growthFit struct {
 	growth float64 // fit.Slope · span
 }
 
-// growthOf applies the growth rule to y against x (ascending). skip is the
-// number of warm-up points when the caller knows them (the run's first
-// epoch, counted before reduction), or -1 to find them by settle. The
-// least growth is minLeakGrowth (growthOfPart: a smaller one).
-func growthOf(x, y []float64, skip int) growthFit { return growthOfPart(x, y, skip, minLeakGrowth) }
-
-// growthOfPart is growthOf with the least growth that counts: a site's
-// live bytes are a part of a GPU's memory, judged with minSiteGrowth.
+// growthOfPart applies the growth rule to y against x (ascending). skip
+// is the number of warm-up points when the caller knows them (the run's
+// first epoch, counted before reduction), or -1 to find them by settle.
+// least is the least growth that counts: minLeakGrowth for a GPU's
+// memory, minSiteGrowth for a site's live bytes (a part of it).
 func growthOfPart(x, y []float64, skip int, least float64) growthFit {
 	n0 := len(x)
 	x, y = reduce(x, y, maxTrendPoints)

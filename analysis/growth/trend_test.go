@@ -113,3 +113,14 @@ func BenchmarkFitPoints(b *testing.B) {
 		fitPoints(x, y)
 	}
 }
+
+// fitTrend fits y against x (x ascending) after reducing it to
+// maxTrendPoints and setting its one-off jumps aside. It needs at least 3
+// points.
+func fitTrend(x, y []float64) trend {
+	x, y = reduce(x, y, maxTrendPoints)
+	y, jumps := removeJumps(y)
+	t := fitPoints(x, y)
+	t.JumpsTaken = jumps
+	return t
+}

@@ -156,6 +156,9 @@ func TestReplayMatchesTheAllocatorOnTheH200(t *testing.T) {
 // The optimistic end is not a bound: how many limits lie above it, and how
 // far, is what compare's words say (replayNotABound).
 func TestReplayLargestBatchOnTheH200(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays every model's H200 traces")
+	}
 	h := loadH200Alloc(t)
 	models := make([]string, 0, len(h.Limits))
 	for m := range h.Limits {

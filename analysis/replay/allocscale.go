@@ -146,9 +146,10 @@ func (s ReplayScale) GrownWords() string {
 //
 // Near the limit whether a value fits is not monotone in the value: which
 // segments end up split, and how much room they strand, changes with every
-// size and with when the allocator frees its cache (MobileNetV3's requests
-// scaled from its trace at batch 3 232 on an H200 fail the replay at 3 236,
-// pass at 3 240 and 3 246 and fail at 3 248). A bisection finds one edge;
+// size and with when the allocator frees its cache (a model's requests
+// scaled near its limit can fail at one value, pass at the next two and
+// fail again: see bench/README.md, "Figures behind the code's
+// constants"). A bisection finds one edge;
 // the values below it, down to LargestWindow of it, are then tried in up
 // to largestProbes steps, and the first failure among them sets the answer.
 func (s ReplayScale) Largest(capacity func(v float64) float64, integer bool) (float64, ReplayResult, bool) {
@@ -331,9 +332,9 @@ func backtrackDiff(trace [][]int, x, y int, match []int) {
 // request for the shape (cuDNN takes the largest workspace among the
 // plans that fit in the free memory) may make others at the larger
 // value, and their segments, split by later requests, strand room the
-// replay does not know of. On MobileNetV3 at batch 3 232 the workspaces
-// were 4× those of batch 128 grown with the batch, and the replay without
-// Chosen put the limit 0.4 % above the batch that ran.
+// replay does not know of; without Chosen the replay can put the limit
+// above a batch that fails (see bench/README.md, "Figures behind the
+// code's constants").
 func (s ReplayScale) Fitting(need NeedCurve, avail float64, e End, integer bool) (float64, ReplayResult, bool) {
 	return s.FittingPlus(need, avail, nil, e, integer)
 }

@@ -30,7 +30,8 @@ import (
 //     gradients and workspaces per sample are the same at any batch, so a
 //     rising marginal cost between small batches is a bounded effect
 //     (workspaces chosen per shape, allocator rounding), and its parabola
-//     projected 17× put ResNet-50's limit at 1074 where 1696 runs. A
+//     carried far puts the limit well below where the job runs (see
+//     bench/README.md, "Figures behind the code's constants"). A
 //     setting whose cost per unit truly grows (a sequence length without
 //     fused attention, an image's side) keeps it;
 //   - the flattest: the lowest marginal cost between neighbouring values

@@ -51,6 +51,9 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for job in jobs:
         off = {r["round"]: r for r in by[(job, "off")] if r["median"]}
+        if not off:
+            print(f"| {job} | (no complete round without memrec: nothing to compare) | | | | | | |")
+            continue
         offmed = statistics.median([r["median"] for r in off.values()])
         spread = (max(r["median"] for r in off.values()) - min(r["median"] for r in off.values())) / offmed
         for mode in modes:

@@ -22,10 +22,12 @@ type annotateOptions struct {
 	step   int
 	rank   int
 	socket string
+	// timeout is how long the recorder has to take the mark.
+	timeout time.Duration
 }
 
 func newAnnotateCmd(g *globals) *cobra.Command {
-	o := &annotateOptions{globals: g}
+	o := &annotateOptions{globals: g, timeout: recorder.SendTimeout}
 	cmd := &cobra.Command{
 		Use:   "annotate [TEXT]",
 		Short: "Send a mark to the recording that runs this command",
@@ -67,7 +69,7 @@ func runAnnotate(o *annotateOptions, text string) error {
 	}
 	m := storage.NewMark(time.Now().UnixNano(), kind)
 	m.Epoch, m.Step, m.Rank, m.Text = o.epoch, o.step, o.rank, text
-	if err := recorder.Send(o.socket, m); err != nil {
+	if err := recorder.SendWithin(o.socket, m, o.timeout); err != nil {
 		return fmt.Errorf("%w (is memrec record still running?)", err)
 	}
 	return nil

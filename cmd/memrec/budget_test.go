@@ -9,6 +9,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/internal/jobmodel"
 )
 
@@ -75,7 +76,7 @@ func TestBudgetSaysWhyUnseenIsNotKnown(t *testing.T) {
 		Parts: []budget.Slice{{Part: budget.PartAllocated, Bytes: 2 << 30}, {Part: budget.PartCachedFree, Bytes: 1 << 30}}}
 	var one, side strings.Builder
 	printBudget(&one, &analysis.Report{}, b)
-	printBudgets(&side, []analysis.RunSummary{{Run: "a", Budget: b}})
+	printBudgets(&side, []compare.RunSummary{{Run: "a", Budget: b}})
 	for name, out := range map[string]string{"one": one.String(), "side by side": side.String()} {
 		var row string
 		for _, l := range strings.Split(out, "\n") {

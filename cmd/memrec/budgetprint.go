@@ -9,6 +9,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/analysis/units"
 )
 
@@ -92,8 +93,8 @@ func orDash(s string) string {
 
 // printBudgets writes the runs' budgets at the peak side by side: a row per
 // part, a column per run (its worst GPU's), and each run's first remedy.
-func printBudgets(w io.Writer, runs []analysis.RunSummary) {
-	var have []analysis.RunSummary
+func printBudgets(w io.Writer, runs []compare.RunSummary) {
+	var have []compare.RunSummary
 	for _, r := range runs {
 		if r.Budget != nil {
 			have = append(have, r)

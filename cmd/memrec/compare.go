@@ -16,6 +16,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/report"
@@ -86,7 +87,7 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 	if err != nil {
 		return err
 	}
-	var c *analysis.Comparison
+	var c *compare.Comparison
 	if err := untilDone(ctx, func() (err error) {
 		c, err = compareAll(o, refs, headroom)
 		return err
@@ -126,7 +127,7 @@ func runCompare(ctx context.Context, o *compareOptions, refs []string) error {
 }
 
 // compareAll analyses the runs and compares them (and fits them by --by).
-func compareAll(o *compareOptions, refs []string, headroom float64) (*analysis.Comparison, error) {
+func compareAll(o *compareOptions, refs []string, headroom float64) (*compare.Comparison, error) {
 	db, err := o.openRead()
 	if err != nil {
 		return nil, err
@@ -140,19 +141,19 @@ func compareAll(o *compareOptions, refs []string, headroom float64) (*analysis.C
 	if err != nil {
 		return nil, err
 	}
-	c, err := analysis.Compare(reps, o.baseline, analysis.Align(o.align))
+	c, err := compare.Compare(reps, o.baseline, compare.Align(o.align))
 	switch {
-	case errors.Is(err, analysis.ErrBadAlign):
+	case errors.Is(err, compare.ErrBadAlign):
 		return nil, fmt.Errorf("--align %w", err)
-	case errors.Is(err, analysis.ErrUnknownBaseline):
+	case errors.Is(err, compare.ErrUnknownBaseline):
 		return nil, fmt.Errorf("--baseline %w", err)
 	case err != nil:
 		return nil, err
 	}
 	if o.by != "" {
-		err := analysis.FitByTag(c, o.by, headroom)
+		err := compare.FitByTag(c, o.by, headroom)
 		switch {
-		case errors.Is(err, analysis.ErrNoTag):
+		case errors.Is(err, compare.ErrNoTag):
 			return nil, fmt.Errorf("--by %s: %w (tag it with memrec tag RUN %s=VALUE)", o.by, err, o.by)
 		case err != nil:
 			return nil, fmt.Errorf("--by %s: %w", o.by, err)
@@ -232,13 +233,13 @@ func analyzeAll(db *storage.DB, runs []storage.Run, budget *storage.DecodeBudget
 // compareJSON is `memrec compare --json`: the comparison, with the by-tag
 // fit's keys at the top level as well.
 type compareJSON struct {
-	*analysis.Comparison
+	*compare.Comparison
 	By              string      `json:"by,omitempty"`
 	Fit             *replay.Fit `json:"fit,omitempty"`
 	MaxFittingValue *float64    `json:"max_fitting_value,omitempty"`
 }
 
-func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
+func printCompareJSON(w io.Writer, c *compare.Comparison) error {
 	out := compareJSON{Comparison: c}
 	if c.By != nil {
 		out.By, out.Fit, out.MaxFittingValue = c.By.Tag, &c.By.Fit, c.By.MaxFittingValue
@@ -248,7 +249,7 @@ func printCompareJSON(w io.Writer, c *analysis.Comparison) error {
 	return enc.Encode(out)
 }
 
-func printCompare(w io.Writer, c *analysis.Comparison) {
+func printCompare(w io.Writer, c *compare.Comparison) {
 	B := units.FormatBytesPtr
 	R := func(r *float64) string {
 		if r == nil {
@@ -292,7 +293,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 		if b.IntervalWords != "" {
 			fmt.Fprintf(w, "  %s\n", b.IntervalWords)
 		}
-		if s := analysis.LimitBySettingWords(b); s != "" {
+		if s := compare.LimitBySettingWords(b); s != "" {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 		if b.MaxFittingValueNoHeadroom != nil {
@@ -320,7 +321,7 @@ func printCompare(w io.Writer, c *analysis.Comparison) {
 
 // printAcrossGPUs says, for each run of several GPUs, which GPU to look at
 // first and how far apart its ranks' peaks are.
-func printAcrossGPUs(w io.Writer, runs []analysis.RunSummary) {
+func printAcrossGPUs(w io.Writer, runs []compare.RunSummary) {
 	first := true
 	for _, s := range runs {
 		if s.GPUs < 2 {
@@ -345,8 +346,8 @@ func printAcrossGPUs(w io.Writer, runs []analysis.RunSummary) {
 // fitLine is the memrec fit that tries compare --by's projection of runs:
 // the simulated job's where every run is the simulator's (tag source=sim,
 // on as many GPUs as they had), else the user's command.
-func fitLine(tag string, runs []string, all []analysis.RunSummary) string {
-	by := map[string]analysis.RunSummary{}
+func fitLine(tag string, runs []string, all []compare.RunSummary) string {
+	by := map[string]compare.RunSummary{}
 	for _, r := range all {
 		by[r.Run] = r
 	}

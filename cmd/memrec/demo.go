@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/report"
 	"github.com/memrec/memrec/series"
@@ -79,11 +80,11 @@ func demoPrediction(ctx context.Context, o *demoOptions, db *storage.DB, big *an
 	if err != nil {
 		return err
 	}
-	c, err := analysis.Compare([]*analysis.Report{small, big}, "", analysis.Align("step"))
+	c, err := compare.Compare([]*analysis.Report{small, big}, "", compare.Align("step"))
 	if err != nil {
 		return err
 	}
-	if err := analysis.FitByTag(c, recorder.SimBatchTag, 0.05); err != nil {
+	if err := compare.FitByTag(c, recorder.SimBatchTag, 0.05); err != nil {
 		// Too short a demo to have steps: say so, the rest still holds.
 		fmt.Fprintf(o.io.Out, "  no prediction of the largest batch: %v\n", err)
 		return nil

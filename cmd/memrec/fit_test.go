@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/fit"
 	"github.com/memrec/memrec/storage"
 )
@@ -342,8 +342,8 @@ func availableTo(t *testing.T, db, id string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := analysis.Compare(reps, "", "")
-	if err != nil || analysis.FitByTag(c, "batch_size", 0) != nil || c.By == nil {
+	c, err := compare.Compare(reps, "", "")
+	if err != nil || compare.FitByTag(c, "batch_size", 0) != nil || c.By == nil {
 		t.Fatalf("compare of %d trials: %v", len(reps), err)
 	}
 	return c.By.Available(0)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/fit"
 )
 
@@ -68,7 +68,7 @@ func TestFitSettingsWords(t *testing.T) {
 		}
 	}
 	v64, v72 := 64.0, 72.0
-	r := fit.Result{By: "batch_size", Settings: fit.Settings{TrialsAllocConf: "default", PredictionBySetting: []analysis.SettingLimit{
+	r := fit.Result{By: "batch_size", Settings: fit.Settings{TrialsAllocConf: "default", PredictionBySetting: []compare.SettingLimit{
 		{Setting: "default", Value: &v64}, {Setting: "expandable_segments:True", Value: &v72}, {Setting: "max_split_size_mb:512"}}}}
 	if got, want := settingsWords(r), "batch_size=64 with the default allocator (the trials'), 72 with expandable_segments:True, none with max_split_size_mb:512"; got != want {
 		t.Errorf("words %q, want %q", got, want)

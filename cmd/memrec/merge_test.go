@@ -505,7 +505,7 @@ func TestRecordFakeClock(t *testing.T) {
 	}
 }
 
-// rankLog is one line of bench/h200/ddp_probe.py's log: PyTorch's own readings
+// rankLog is one line of bench/validation/ddp_probe.py's log: PyTorch's own readings
 // of a rank at the end of a step.
 type rankLog struct {
 	Rank, Step                int
@@ -531,7 +531,7 @@ func readRankLog(t *testing.T, path string) []rankLog {
 	return out
 }
 
-// TestH200MultiNodeRun checks the merged run of bench/h200/h200_multinode.sh (two
+// TestH200MultiNodeRun checks the merged run of bench/validation/h200_multinode.sh (two
 // single-GPU nodes under torchrun --nnodes 2 on the H200 host, each recorded
 // by its own memrec, merged) against each rank's own torch.cuda readings,
 // logged by the training script at every step: memrec's allocator sample at

@@ -311,7 +311,7 @@ func recorderOptions(o *recordOptions, src recorder.Source, now time.Time, gpus 
 // simulated recording without a command its default duration.
 func checkRecordFlags(o *recordOptions) error {
 	if o.interval < 100*time.Microsecond {
-		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is what memrec is measured for)", o.interval)
+		return fmt.Errorf("--interval %v: the shortest is 100µs (1ms and up is the range memrec is built for)", o.interval)
 	}
 	if o.interval > storage.MaxInterval {
 		return fmt.Errorf("--interval %v: the longest is %v", o.interval, storage.MaxInterval)

@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MEMREC_FAKE_JOB") == "1" {
 		os.Exit(fakeJob(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if longDBs.dir != "" {
+		os.RemoveAll(longDBs.dir)
+	}
+	os.Exit(code)
 }
 
 func TestRecordSimEndToEnd(t *testing.T) {

@@ -25,6 +25,9 @@ import (
 // for VGG-11 (16.5 %: its cuDNN workspaces at the limit are not those of
 // the small batches).
 func TestLargestBatchFromReplayOnTheH200(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays every model's H200 traces")
+	}
 	t.Parallel()
 	dir := filepath.Join("testdata", "h200-segments")
 	traces := filepath.Join("..", "..", "analysis", "testdata", "h200-alloc")

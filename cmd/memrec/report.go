@@ -104,8 +104,8 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 // Chart sizes: at least what a chart's axes and legend need, at most a
 // 4K screen (3840x2160), where a chart is still seen whole. A chart is an
 // RGBA image while it is drawn, 4 bytes a pixel: 33 MB at the largest; an
-// unbounded size ran out of memory (100000x100000 is 40 GB an image), and
-// 20000x20000 took 65 s and 4.7 GB.
+// unbounded size runs out of memory (100000x100000 is 40 GB an image), and
+// far below that one chart already takes a minute.
 const (
 	minChartWidth, minChartHeight = 200, 150
 	maxChartWidth, maxChartHeight = 3840, 2160

@@ -15,6 +15,7 @@ import (
 // Chart sizes past a 4K screen are refused before any work (100000x100000
 // ran out of memory with a Go stack), and nothing is written.
 func TestReportChartSizeBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
@@ -47,6 +48,7 @@ func TestReportPageOfADayOfEightGPUs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("imports and reports 24 h of 8 GPUs")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := tracegen.Mix("leak")
 	if err != nil {

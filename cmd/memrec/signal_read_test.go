@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,13 +19,12 @@ import (
 // host of job j1, its GPUs' UUIDs prefixed by host, with a site snapshot
 // of every GPU each minute: long enough that analyze, sites, compare and
 // merge take seconds.
-func longRunJSONL(t *testing.T, name, host string) []byte {
-	t.Helper()
+func longRunJSONL(name, host string) ([]byte, error) {
 	c := tracegen.Default()
 	c.Name, c.Duration = name, 30*time.Minute
 	var buf bytes.Buffer
 	if _, err := tracegen.Write(&buf, c); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	b := bytes.Replace(buf.Bytes(), []byte(`"host":"gen"`), []byte(`"host":"`+host+`","job":"j1"`), 1)
 	b = bytes.ReplaceAll(b, []byte(`"uuid":"`), []byte(`"uuid":"`+host+`-`))
@@ -36,22 +36,63 @@ func longRunJSONL(t *testing.T, name, host string) []byte {
 				start+int64(m)*int64(time.Minute), gpu, 100+gpu, gpu, int64(m)<<20)
 		}
 	}
-	return b
+	return b, nil
 }
 
 // importLong imports longRunJSONL runs into a new database at path.
-func importLong(t *testing.T, path string, runs ...[2]string) {
-	t.Helper()
+func importLong(path string, runs ...[2]string) error {
 	d, err := storage.Open(path, storage.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer d.Close()
 	for _, r := range runs {
-		if _, err := d.Import([]storage.Source{{Name: r[0] + ".jsonl", R: bytes.NewReader(longRunJSONL(t, r[0], r[1]))}}, storage.ImportOptions{}); err != nil {
+		b, err := longRunJSONL(r[0], r[1])
+		if err != nil {
+			return err
+		}
+		if _, err := d.Import([]storage.Source{{Name: r[0] + ".jsonl", R: bytes.NewReader(b)}}, storage.ImportOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// longDBs are the databases of long runs the signal tests read: m.db with
+// runs a and b of hostA, nodeB.db with run b of hostB. Importing them is
+// most of those tests' time, so it is done once per test binary; each test
+// reads its own copy, since each checks that its file is left unchanged.
+var longDBs struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// copyLongDBs copies longDBs into dir and returns the paths of the copies.
+func copyLongDBs(t *testing.T, dir string) (db, nodeB string) {
+	t.Helper()
+	longDBs.once.Do(func() {
+		if longDBs.dir, longDBs.err = os.MkdirTemp("", "memrec-long-"); longDBs.err != nil {
+			return
+		}
+		if longDBs.err = importLong(filepath.Join(longDBs.dir, "m.db"), [2]string{"a", "hostA"}, [2]string{"b", "hostA"}); longDBs.err != nil {
+			return
+		}
+		longDBs.err = importLong(filepath.Join(longDBs.dir, "nodeB.db"), [2]string{"b", "hostB"})
+	})
+	if longDBs.err != nil {
+		t.Fatal(longDBs.err)
+	}
+	for _, name := range []string{"m.db", "nodeB.db"} {
+		b, err := os.ReadFile(filepath.Join(longDBs.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return filepath.Join(dir, "m.db"), filepath.Join(dir, "nodeB.db")
 }
 
 // TestLongCommandsStopAtTheFirstSignal: analyze, sites, compare, merge
@@ -65,10 +106,7 @@ func TestLongCommandsStopAtTheFirstSignal(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "m.db")
-	importLong(t, db, [2]string{"a", "hostA"}, [2]string{"b", "hostA"})
-	nodeB := filepath.Join(dir, "nodeB.db")
-	importLong(t, nodeB, [2]string{"b", "hostB"})
+	db, nodeB := copyLongDBs(t, dir)
 	for _, c := range []struct {
 		name string
 		sig  syscall.Signal

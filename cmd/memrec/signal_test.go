@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/memrec/memrec/internal/tracegen"
-	"github.com/memrec/memrec/storage"
 )
 
 // memrecProcess starts this test binary as memrec (TestMain) with args.
@@ -135,32 +132,21 @@ func TestImportStopsAtTheFirstSignal(t *testing.T) {
 // first SIGTERM: exit 143, no report folder, no temporary beside it. The
 // old code ran to the end and wrote the report (exit 0).
 func TestReportStopsAtTheFirstSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports long runs")
+	}
 	t.Parallel()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "m.db")
-	c := tracegen.Default()
-	c.Name, c.Duration = "long", 30*time.Minute
-	var buf bytes.Buffer
-	if _, err := tracegen.Write(&buf, c); err != nil {
-		t.Fatal(err)
-	}
-	d, err := storage.Open(db, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Import([]storage.Source{{Name: "long.jsonl", R: &buf}}, storage.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
+	db, _ := copyLongDBs(t, dir)
 	before, _ := os.ReadFile(db)
 
 	out := filepath.Join(dir, "out", "rep")
 	os.MkdirAll(filepath.Dir(out), 0o755)
-	cmd, errb := memrecProcess(t, nil, "--db", db, "report", "long", "-o", out)
+	cmd, errb := memrecProcess(t, nil, "--db", db, "report", "a", "-o", out)
 	defer cmd.Process.Kill()
 	waitOpened(t, cmd.Process.Pid, db) // into the analysis
 	cmd.Process.Signal(syscall.SIGTERM)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if code := exitCode(t, err); code != 143 || !strings.Contains(errb.String(), "no report was written") {
 		t.Fatalf("exit %d, want 143; stderr %q", code, errb.String())
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/internal/jobmodel"
 	"github.com/memrec/memrec/recorder"
 )
@@ -99,7 +99,7 @@ func TestSimOOMsLikeAJob(t *testing.T) {
 // user's command for any other, never a COMMAND the sim does not take.
 func TestCompareSuggestsTheFitOfItsRuns(t *testing.T) {
 	sim := map[string]string{"source": "sim"}
-	all := []analysis.RunSummary{{Run: "s1", Tags: sim, GPUs: 2}, {Run: "s2", Tags: sim, GPUs: 2}, {Run: "s3", Tags: sim, GPUs: 1},
+	all := []compare.RunSummary{{Run: "s1", Tags: sim, GPUs: 2}, {Run: "s2", Tags: sim, GPUs: 2}, {Run: "s3", Tags: sim, GPUs: 1},
 		{Run: "real", Tags: map[string]string{"batch_size": "8"}, GPUs: 8}}
 	for _, tc := range []struct {
 		tag  string

@@ -148,7 +148,7 @@ func TestImportSnapshotFromStdin(t *testing.T) {
 }
 
 // TestSitesRankedByTrendOnARealSnapshot imports a real H200 snapshot
-// (history "all", Python stacks; bench/h200/judge_runs.sh) of an MLP with
+// (history "all", Python stacks; bench/validation/judge_runs.sh) of an MLP with
 // Adam whose loop keeps a clone of each step's logits three calls down
 // (log_step → keep_for_plot → store, 512 000 B a step for 60 steps; its
 // facts in snap-judge-leak.json, written by the job). The first step's

@@ -35,19 +35,15 @@ type Limits struct {
 	Sites int
 }
 
-// DefaultLimits are scaled to real snapshots. The largest real one here
-// (the H200 ResNet-18 trace in testdata: 3 213 trace entries, 248 blocks,
-// stacks of up to 19 frames) is 123 615 values, 38 a trace entry, and
-// 21 KiB of strings (file and function names, memoised). Ten times it is
-// 32 000 entries, less than the trace of PyTorch's own example
-// (max_entries=100 000): the limits hold that, 100 000 entries at 38
-// values and as many blocks, 5 M values in all. The costliest value is
-// an empty list (an object and its stack slot): 5 M of them, 100 KB of
-// gzip, peak at 313 MiB of RSS and 9 s on the development machine
-// (bench/cpu/pickle_bombs.sh), about memrec's 300 MiB heap (GOMEMLIMIT);
-// 50 M took 207 s and 2.4 GB, the garbage collector running without end.
-// One string may be 1 MiB, all of them 64 MiB. Python's recursion limit
-// is 1 000 frames.
+// DefaultLimits are scaled to real snapshots: they hold the trace of
+// PyTorch's own example (max_entries=100 000) at the values a trace entry
+// takes in the real snapshots in testdata (about 38), and as many blocks,
+// 5 M values in all. The costliest value is an empty list (an object and
+// its stack slot); 5 M of them stay near memrec's soft heap limit
+// (GOMEMLIMIT), where ten times as many would not finish (see
+// bench/perf/pickle_bombs.sh and bench/README.md, "Figures behind the
+// code's constants"). One string may be 1 MiB, all of them 64 MiB.
+// Python's recursion limit is 1 000 frames.
 var DefaultLimits = Limits{
 	Elements:    5_000_000,
 	String:      1 << 20,

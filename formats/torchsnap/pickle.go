@@ -21,10 +21,9 @@ import (
 // index when the same list object appears twice. Torch shares one frames
 // list between every block and trace entry with the same stack, so those
 // references matter. A decoder that memoises Go slices by value gives the
-// later references the empty list of the moment it was memoised: on a real
-// ResNet-18 snapshot that lost the stacks of 28 allocations, the 12 of the
-// planted leak among them. Lists here are pointers, so every reference sees
-// the items appended later.
+// later references the empty list of the moment it was memoised, and
+// allocations lose their stacks. Lists here are pointers, so every
+// reference sees the items appended later.
 
 // list is a Python list: a pointer, so that memo references share it.
 type list struct{ items []any }

@@ -19,9 +19,9 @@ Where the job records the history itself (a snapshot of its own), the
 history is the job's from its first call: the probe gives up its trace
 with a note and never turns the history off.
 
-Cost (an H200, ResNet-18): the history without stacks costs a few µs a
-request, for three steps; the snapshot and the encoding at the third step's
-end 20 to 120 ms for 2 000 to 30 000 requests, once.
+Cost: the history without stacks is paid per request for three steps only,
+and the snapshot and its encoding once, at the third step's end
+(bench/README.md, "The allocator trace's cost").
 """
 
 from __future__ import annotations

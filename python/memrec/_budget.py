@@ -19,8 +19,9 @@ tensor-parallel) counts its local shard; FSDP1's flat parameters are
 already local.
 
 What it costs. Walking a model's parameters, buffers and optimizer state
-touches every tensor (a GPT-2 small has 148 parameter tensors and 296
-state tensors: tens of µs in Python). The set of tensors changes rarely:
+touches every tensor, hundreds of them in a small transformer, at
+Python's speed (bench/README.md, "Figures behind the code's constants").
+The set of tensors changes rarely:
 when the optimizer creates its state (its first step), when a module is
 added or replaced. So the probe walks them only when a cheap signature
 changed (how many parameter groups, parameters and state entries the

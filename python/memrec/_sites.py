@@ -2,26 +2,24 @@
 
 PyTorch's allocator can keep the Python stack of every block it hands out
 (``torch.cuda.memory._record_memory_history``). Two modes, chosen by what they
-cost on an H200 (ResNet-18, batch 64, 14.2-15.1 ms a step without):
+cost (bench/README.md, "Allocation sites"):
 
 - "state" keeps the stack of each live block and no event trace: that is all
   a leak needs (which line allocated the blocks that stay). Its cost is a
-  Python stack per allocation: on a GPU-bound job it hides behind the GPU
-  (ResNet-18, batch 64: +0.05 % a step, +0.8 % with a synchronize each
-  step), on a CPU-bound one it does not (a tiny MLP at 1.1 ms a step:
-  +11 %). So the probe measures it: over the first 257 steps it alternates
-  blocks of 16 steps without and with the history, and when the history costs
-  more than STATE_BUDGET of a step it keeps it on one step in N only
-  (N = cost / STATE_BUDGET, rounded up). Blocks allocated in the other
-  steps have no stack; each summary says N ("sampled_every": the steps
-  since the previous summary over those that had the history on, which
-  counts the measuring blocks and trace windows too) and the analysis
+  Python stack per allocation: on a GPU-bound job it hides behind the GPU,
+  on a CPU-bound one it does not. So the probe measures it: over the first
+  257 steps it alternates blocks of 16 steps without and with the history,
+  and when the history costs more than STATE_BUDGET of a step it keeps it on
+  one step in N only (N = cost / STATE_BUDGET, rounded up). Blocks allocated
+  in the other steps have no stack; each summary says N ("sampled_every":
+  the steps since the previous summary over those that had the history on,
+  which counts the measuring blocks and trace windows too) and the analysis
   scales the growth of a site by it, as a sampling profiler does.
-- "all" adds a trace of every alloc and free (about 990 events a step): a
-  step takes up to 19 % longer, and a snapshot 15-128 ms. It is on only in
-  short windows of a few steps, where the alloc and free counts per site are
-  wanted, and a window opens only when the windows so far cost less than
-  WINDOW_BUDGET of the time since the first one.
+- "all" adds a trace of every alloc and free: it lengthens every step and
+  makes each snapshot slow, so it is on only in short windows of a few
+  steps, where the alloc and free counts per site are wanted, and a window
+  opens only when the windows so far cost less than WINDOW_BUDGET of the
+  time since the first one.
 
 A snapshot is summarised per allocation site: the innermost frame in the
 user's code (outside torch, the standard library and installed packages,

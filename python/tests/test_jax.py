@@ -1,6 +1,6 @@
 """Tests of memrec's JAX probe (memrec.jax) with a fake jax module: no GPU,
 no jax needed. The real check, on an H200 with jax, is
-bench/h200/jax_check.sh.
+bench/validation/jax_check.sh.
 
 Run: python3 -m unittest discover -s python/tests
 """

@@ -1,6 +1,6 @@
 // Command flood floods a recorder's marks socket ($MEMREC_SOCKET) with
 // large marks from several connections at once, as fast as the socket
-// takes them, for a while; it prints how many it sent. bench/cpu/flood.sh runs
+// takes them, for a while; it prints how many it sent. bench/perf/flood.sh runs
 // it under memrec record.
 package main
 

@@ -1,5 +1,5 @@
 // Command tracebomb writes a run in memrec's JSONL whose alloc_trace marks
-// are hostile, for bench/cpu/trace_bombs.sh:
+// are hostile, for bench/perf/trace_bombs.sh:
 //
 //	tracebomb inflate > a.jsonl   # one trace whose few pieces inflate to
 //	                              # 256 MiB of zero-byte allocations

@@ -102,7 +102,7 @@ func queryRows(t *testing.T, d *sql.DB, q string) [][]any {
 // TestFleetQueries: the fleet queries over two real runs (a leaking one
 // and a clean one, both resnet18) give the figures worked out here from
 // the database: each run's peak, the leaking run alone as grown. With
-// MEMREC_FLEET_DIR set (bench/cpu/fleet.sh) it times them over that
+// MEMREC_FLEET_DIR set (bench/perf/fleet.sh) it times them over that
 // folder instead.
 func TestFleetQueries(t *testing.T) {
 	if dir := os.Getenv("MEMREC_FLEET_DIR"); dir != "" {

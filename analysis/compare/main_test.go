@@ -1,0 +1,32 @@
+package compare
+
+import (
+	"testing"
+
+	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/storage"
+)
+
+const (
+	MiB = analysistest.MiB
+	GiB = analysistest.GiB
+	t0  = analysistest.Start
+)
+
+// analyzeJSONL imports the lines and analyses every run, by name.
+func analyzeJSONL(t *testing.T, data string) map[string]*analysis.Report {
+	t.Helper()
+	return analysistest.Analyze(t, data, analyze)
+}
+
+// importFixtures imports JSON Lines inputs into one fresh database and
+// analyses every run, by run name.
+func importFixtures(t *testing.T, inputs map[string][]byte) map[string]*analysis.Report {
+	t.Helper()
+	return analysistest.AnalyzeFiles(t, inputs, analyze)
+}
+
+func analyze(db *storage.DB, r storage.Run) (*analysis.Report, error) {
+	return analysis.Analyze(db, r, analysis.Options{})
+}
