@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,25 +85,6 @@ func BenchmarkDecodeRun(b *testing.B) {
 		b.Fatal("nothing read")
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds()/1e6, "Msamples/s")
-}
-
-// BenchmarkExport writes a stored 5-minute 8-GPU run as JSON Lines (the
-// export command's work less the file), and reports the time per line.
-func BenchmarkExport(b *testing.B) {
-	db, r, _ := benchRun(b, 5*time.Minute)
-	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
-		b.Fatal(err)
-	}
-	lines := bytes.Count(out.Bytes(), []byte("\n"))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := db.Export(io.Discard, r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(lines*b.N), "ns/line")
-	b.ReportMetric(float64(out.Len())/float64(lines), "B/line")
 }
 
 // BenchmarkImport imports a 2-minute 8-GPU run from memory; it reports

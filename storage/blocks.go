@@ -51,7 +51,7 @@ func (db *DB) TorchBlocks(r Run, gpu, pid int, from, to int64) *Blocks {
 
 // Next moves to the next chunk's samples in range; false at the end or on
 // an error.
-func (b *Blocks) Next() bool { return b.setTimes(b.it.nextChunk()) }
+func (b *Blocks) Next() bool { return b.setTimes(b.it.NextBlock()) }
 
 // setTimes makes the block's times those of ts (µs, as stored) in ns;
 // false when there are none.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/storage/wire"
+
+	"github.com/memrec/memrec/internal/testsupport/linetest"
 )
 
 // budgetRun is a run whose allocator samples carry the watched model's
@@ -51,10 +53,10 @@ func TestBudgetRoundTrip(t *testing.T) {
 		t.Fatalf("series %v lack the budget", series)
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
-	if w, g := normalize(t, []byte(budgetRun)), normalize(t, out.Bytes()); !slices.Equal(w, g) {
+	if w, g := linetest.Normalize(t, []byte(budgetRun)), linetest.Normalize(t, out.Bytes()); !slices.Equal(w, g) {
 		t.Fatalf("export differs:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
 	}
 }
@@ -95,44 +97,5 @@ func TestBudgetSchemaFollowsWireTable(t *testing.T) {
 	}
 	if got := roundTrip(t, &budgetSchema, v); got != v {
 		t.Errorf("budget came back %+v, want %+v", got, v)
-	}
-}
-
-// TestBudgetCSV: a run with a budget has its four columns per GPU, each
-// holding the last value of each process's budget, summed over the GPU's
-// processes (here one, watched from its second sample on).
-func TestBudgetCSV(t *testing.T) {
-	db := openTestDB(t)
-	runs, err := importString(db, "budget.jsonl", budgetRun, ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := db.ExportCSV(&out, runs[0], CSVOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	head := strings.Split(lines[0], ",")
-	at := map[string]int{}
-	for i, h := range head {
-		at[h] = i
-	}
-	cols := []string{"gpu0_params_bytes", "gpu0_grads_bytes", "gpu0_optimizer_bytes", "gpu0_buffers_bytes"}
-	// One row per allocator sample time (no device samples): before the
-	// watch, then the two watched samples (the second with the other process).
-	for i, want := range [][]string{{"", "", "", ""}, {"1024", "1024", "2048", "32"}, {"1024", "0", "2048", "32"}} {
-		row := strings.Split(lines[1+i], ",")
-		if len(row) != len(head) {
-			t.Fatalf("row %d has %d cells, the header %d", i+1, len(row), len(head))
-		}
-		for k, c := range cols {
-			j, ok := at[c]
-			if !ok {
-				t.Fatalf("header %v lacks %s", head, c)
-			}
-			if row[j] != want[k] {
-				t.Errorf("row %d %s = %q, want %q", i+1, c, row[j], want[k])
-			}
-		}
 	}
 }

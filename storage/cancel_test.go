@@ -26,33 +26,6 @@ func (c *cancelAfter) Err() error {
 	return nil
 }
 
-// TestMergeContextStopsAndWritesNothing: a merge whose context ends at
-// each point of its loops returns the context's error and leaves no run
-// behind; with a context that never ends it merges.
-func TestMergeContextStopsAndWritesNothing(t *testing.T) {
-	src := openTestDB(t)
-	const t0 = int64(1_700_000_000e9)
-	steps := make([]int, 3000)
-	for i := range steps {
-		steps[i] = i
-	}
-	a := nodeRun(t, src, "a", "ha", "j", "GPU-a", t0, []int{0}, steps, func(_, i int) int64 { return t0 + int64(i)*1e6 })
-	b := nodeRun(t, src, "b", "hb", "j", "GPU-b", t0, []int{1}, steps, func(_, i int) int64 { return t0 + int64(i)*1e6 })
-	in := []MergeInput{{File: "a.db", DB: src, Run: a}, {File: "b.db", DB: src, Run: b}}
-	for _, n := range []int{0, 1, 2, 3, 4, 5} {
-		dst := openTestDB(t)
-		if _, err := dst.MergeContext(&cancelAfter{context.Background(), n}, in, MergeOptions{}); !errors.Is(err, context.Canceled) {
-			t.Fatalf("canceled after %d looks: %v", n, err)
-		}
-		if runs, err := dst.Runs(); err != nil || len(runs) != 0 {
-			t.Errorf("canceled after %d looks: %d runs written, %v", n, len(runs), err)
-		}
-	}
-	if _, err := openTestDB(t).MergeContext(context.Background(), in, MergeOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestCompactContextStopsAndLeavesTheFile: a compaction whose context
 // ends part way through the copy or its check returns the context's
 // error, leaves the file byte for byte, and removes its own temporary

@@ -12,6 +12,8 @@ import (
 
 	"github.com/memrec/memrec/internal/fixtures"
 	"github.com/memrec/memrec/storage/internal/chunk"
+
+	"github.com/memrec/memrec/internal/testsupport/linetest"
 )
 
 // rewriteChunks replaces every stored chunk v of every run by f(v).
@@ -121,10 +123,10 @@ func TestReadVersion2Chunks(t *testing.T) {
 		t.Fatalf("chunks by version %v, want all 2", v)
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := normalize(t, in), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+	if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
 		t.Fatalf("version 2 export differs: %d lines in, %d out", len(want), len(got))
 	}
 }

@@ -67,7 +67,7 @@ func exportAll(t *testing.T, path string) []byte {
 	}
 	var out bytes.Buffer
 	for _, r := range runs {
-		must(t, db.Export(&out, r))
+		must(t, exportStored(&out, db, r))
 	}
 	return out.Bytes()
 }

@@ -23,26 +23,26 @@
 //   - schema.go: each kind of series mapped to its stored columns, once.
 //   - series.go: chunk groups and keys, and the buffer of one group that
 //     sorts its rows and seals them into chunks.
-//   - writer.go: the run writer under import, merge and AddSites, and the
+//   - writer.go: the run writer under Loader and AddSites, and the
 //     Appender of a live recording, committing on its timer.
-//   - iter.go: Iter, reading one series back over a time range, and the
-//     list of a run's series.
+//   - iter.go: Iter, reading one series back over a time range (sample by
+//     sample, or a block at a time for the exports), and the list of a
+//     run's series: the one reader every export under formats/ uses.
+//   - load.go: Loader, whole runs written in one transaction, row by row,
+//     for the import and the merge of runs.
 //   - budget.go: the budget series (memrec.watch), stored apart from the
 //     torch series it rides with on the wire, and read back beside it.
 //   - sites.go: AddSites, site snapshots added to an existing run.
 //   - import.go: JSON Lines into the database, parsed in parallel, applied
-//     in order, in one transaction.
-//   - export.go: a run out as JSON Lines, every series merged by time.
-//   - csv.go: a run out as CSV, one row per NVML tick.
-//   - merge.go: the runs of a multi-node job joined into one, their clocks
-//     aligned on the step marks.
+//     in order, through one Loader.
 //   - summary.go: each sealed chunk's summary of its device and allocator
 //     series (pieces of at most PieceSamples samples: first and last time,
 //     count, and per drawn column first, last, lowest, highest), and
 //     Overview's reading of them; Compact adds those a file lacks.
 //   - compact.go: the file rewritten without its free pages, checked, then
 //     renamed over the original.
-//   - limits.go: bounds on times, runs, GPUs and pids (docs/limits.md).
+//   - limits.go: bounds on times, runs, GPUs and pids (docs/limits.md),
+//     checked on every row whoever writes it.
 //   - doc.go: this overview.
 //
 // The chunk bytes are the subpackage internal/chunk (its doc.go is the
@@ -60,8 +60,9 @@
 // rewrites the group's open chunk, so a writer that dies loses at most one
 // interval; its run stays listed as incomplete. The pages each commit
 // replaces stay in the file as free pages; Compact rewrites the file
-// without them (memrec record does at its end). Import writes a whole input
-// in one transaction: all or nothing.
+// without them (memrec record does at its end). A Loader (Load) writes
+// whole runs in one transaction, all or nothing: Import and package merge
+// write through it.
 //
 // Reading: Iter decodes one chunk at a time, opening a short read
 // transaction per chunk and copying values out before it ends, so reading

@@ -12,14 +12,13 @@ import (
 	"strconv"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/memrec/memrec/storage/wire"
 )
 
 // This file is the import pipeline: JSON Lines files (package wire's
 // format, docs/format.md) into the database, parsed in parallel, applied in
-// order, in one transaction. A "run" line starts a run.
+// order, in one transaction. A "run" line starts a run. It writes through
+// a Loader alone, as any importer outside the package would.
 
 // Source is one named input of an import ("-" for standard input).
 type Source struct {
@@ -77,9 +76,8 @@ var (
 // file exactly as it was. Errors name the source and line. Unknown fields
 // are ignored. It blocks until done and returns the imported runs.
 func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
-	var runs []Run
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		imp := &importer{tx: tx, opts: opts, names: map[string]bool{}}
+	return db.Load(func(l *Loader) error {
+		imp := &importer{l: l, opts: opts, names: map[string]bool{}}
 		for _, src := range srcs {
 			imp.src, imp.converted, imp.truncated = src.Name, src.Converted, false
 			if err := imp.read(src.R); err != nil {
@@ -92,13 +90,11 @@ func (db *DB) Import(srcs []Source, opts ImportOptions) ([]Run, error) {
 		if err := opts.stopped(); err != nil {
 			return fmt.Errorf("import stopped: %w", err)
 		}
-		runs = imp.done
-		if len(runs) == 0 {
+		if len(l.Finished()) == 0 {
 			return errors.New("no run in the input (a file starts with a \"run\" line)")
 		}
 		return nil
 	})
-	return runs, err
 }
 
 // rec is one parsed line and its number.
@@ -108,14 +104,13 @@ type rec struct {
 }
 
 type importer struct {
-	tx   *bolt.Tx
+	l    *Loader
 	opts ImportOptions
 	src  string
 	// converted: the source is not the user's text (Source.Converted).
 	converted bool
-	w         *runWriter
+	open      bool // a run is started
 	names     map[string]bool
-	done      []Run
 	// truncated: the current source ended early (AllowTruncated).
 	truncated bool
 }
@@ -135,17 +130,14 @@ func (imp *importer) pos(line int) string {
 
 // finish writes the current run's remaining chunks into the transaction.
 func (imp *importer) finish() error {
-	if imp.w == nil {
+	if !imp.open {
 		return nil
 	}
-	imp.w.sealAll()
-	committed, err := imp.w.flush(imp.tx)
-	if err != nil {
-		return fmt.Errorf("%s: write run %q: %w", imp.src, imp.w.run.Name, err)
+	imp.open = false
+	name := imp.l.Run().Name
+	if err := imp.l.Finish(); err != nil {
+		return fmt.Errorf("%s: write run %q: %w", imp.src, name, err)
 	}
-	committed()
-	imp.done = append(imp.done, imp.w.run)
-	imp.w = nil
 	return nil
 }
 
@@ -173,7 +165,7 @@ func (imp *importer) startRun(r rec) error {
 		return imp.errf(r.line, "run: %v", err)
 	}
 	if imp.opts.Name != "" {
-		if len(imp.done) > 0 {
+		if len(imp.l.Finished()) > 0 {
 			return imp.errf(r.line, "%w", ErrRenameMany)
 		}
 		l.Name = imp.opts.Name
@@ -219,13 +211,12 @@ func (imp *importer) startRun(r rec) error {
 			}
 		}
 	}
-	run, err := createRun(imp.tx, run, imp.opts.Replace)
-	if err != nil {
+	if _, err := imp.l.Start(run, imp.opts.Replace); err != nil {
 		return imp.errf(r.line, "%w", err)
 	}
-	imp.w = newRunWriter(run)
+	imp.open = true
 	if imp.opts.maxSeries > 0 {
-		imp.w.maxSeries = imp.opts.maxSeries
+		imp.l.w.maxSeries = imp.opts.maxSeries
 	}
 	return nil
 }
@@ -234,8 +225,8 @@ func (imp *importer) apply(r rec) error {
 	if r.Type == wire.TypeRun {
 		return imp.startRun(r)
 	}
-	w := imp.w
-	if w == nil {
+	l := imp.l
+	if !imp.open {
 		return imp.errf(r.line, "data before the first \"run\" line")
 	}
 	var err error
@@ -245,49 +236,28 @@ func (imp *importer) apply(r rec) error {
 		if err := json.Unmarshal(r.Raw, &g); err != nil {
 			return imp.errf(r.line, "gpu: %v", err)
 		}
-		if err := checkGPU(g); err != nil {
-			return imp.errf(r.line, "gpu: %w", err)
+		if err := l.AddGPU(g); err != nil {
+			return imp.errf(r.line, "%w", err)
 		}
-		if len(w.run.GPUs) >= MaxGPUs {
-			return imp.errf(r.line, "gpu: more than %d GPUs in run %q: %w", MaxGPUs, w.run.Name, ErrLimit)
-		}
-		if w.gpus[g.Index] {
-			return imp.errf(r.line, "gpu %d declared twice", g.Index)
-		}
-		w.run.GPUs = append(w.run.GPUs, g)
-		w.gpus[g.Index] = true
 		return nil
 	case wire.TypeSample:
-		err = appendRow(w, &deviceSchema, r.Device)
-		imp.firstTime(r.Device.T)
+		err = l.AppendDevice(r.Device)
 	case wire.TypeProc:
-		err = appendRow(w, &procSchema, r.Proc)
-		imp.firstTime(r.Proc.T)
+		err = l.AppendProc(r.Proc)
 	case wire.TypeTorch:
-		err = appendRow(w, &torchSchema, r.Torch)
+		err = l.AppendTorch(r.Torch)
 		if err == nil && r.Budget != nil {
-			err = appendRow(w, &budgetSchema, *r.Budget)
+			err = l.AppendBudget(*r.Budget)
 		}
-		imp.firstTime(r.Torch.T)
 	case wire.TypeMark:
-		err = appendRow(w, &markSchema, r.Mark)
-		imp.firstTime(r.Mark.T)
+		err = l.AppendMark(r.Mark)
 	case wire.TypeSites:
-		err = appendSites(w, r.Sites)
-		if len(r.Sites) > 0 {
-			imp.firstTime(r.Sites[0].T)
-		}
+		err = l.AppendSites(r.Sites)
 	}
 	if err != nil {
 		return imp.errf(r.line, "%s: %w", r.Type, err)
 	}
 	return nil
-}
-
-func (imp *importer) firstTime(t int64) {
-	if imp.w.run.StartNS == MinTime {
-		imp.w.run.StartNS = t
-	}
 }
 
 // batch is a slice of input lines parsed by one worker.
@@ -361,8 +331,8 @@ func (imp *importer) read(r io.Reader) error {
 		}
 		return fmt.Errorf("%s: %w", imp.src, err)
 	}
-	if imp.truncated && imp.w != nil {
-		imp.w.run.Complete = false
+	if imp.truncated && imp.open {
+		imp.l.SetComplete(false)
 	}
 	return nil
 }

@@ -25,8 +25,18 @@ const (
 //	for it.Next() { s := it.At() ... }
 //	if err := it.Err(); err != nil { ... }
 //
-// An Iter is not safe for concurrent use. It holds no transaction between
-// chunks, so it needs no Close; it must not be used after the DB is closed.
+// An exporter that writes every sample reads it a block (a decoded chunk)
+// at a time instead, and never mixes the two ways:
+//
+//	for ts := it.NextBlock(); len(ts) > 0; ts = it.NextBlock() {
+//		for i := range ts { s := it.BlockAt(i) ... }
+//	}
+//	if err := it.Err(); err != nil { ... }
+//
+// An Iter is not safe for concurrent use; iterators of one DB may be used
+// from several goroutines at once, one each. It holds no transaction
+// between chunks, so it needs no Close; it must not be used after the DB
+// is closed. A zero Iter is not usable: get one from the DB.
 type Iter[T any] struct {
 	db       *DB
 	run      uint64
@@ -38,7 +48,7 @@ type Iter[T any] struct {
 	started  bool
 	d        *chunk.Decoded
 	i        int
-	lo       int // the first sample of it.d that nextChunk returned
+	lo       int // the first sample of it.d that NextBlock returned
 	// get is the schema's: one call a sample, not two through a closure.
 	get    func(d *chunk.Decoded, i int, k seriesKey) T
 	key    seriesKey
@@ -82,11 +92,12 @@ func (it *Iter[T]) more() bool {
 // At returns the current sample.
 func (it *Iter[T]) At() T { return it.get(it.d, it.i, it.key) }
 
-// nextChunk is Next a chunk at a time, for the export and Blocks: it moves past the
-// samples of the current chunk to those of the next one in range and
-// returns their times (µs), empty at the end or on error; sample(i) is
-// then the one of time ts[i]. Do not mix it with Next.
-func (it *Iter[T]) nextChunk() (ts []int64) {
+// NextBlock is Next a chunk at a time, for the exports and Blocks: it
+// moves past the samples of the current chunk to those of the next one in
+// range and returns their times (µs, as stored: ns / 1000), empty at the
+// end or on error; BlockAt(i) is then the sample of time ts[i]. The slice
+// is valid until the next call. Do not mix it with Next.
+func (it *Iter[T]) NextBlock() (ts []int64) {
 	if !it.more() {
 		return nil
 	}
@@ -100,13 +111,14 @@ func (it *Iter[T]) take() []int64 {
 	return it.d.T[it.lo:it.hi]
 }
 
-// sample is the sample of time ts[i] of the chunk nextChunk returned.
-func (it *Iter[T]) sample(i int) T { return it.get(it.d, it.lo+i, it.key) }
+// BlockAt is the sample of time ts[i] of the block NextBlock returned.
+func (it *Iter[T]) BlockAt(i int) T { return it.get(it.d, it.lo+i, it.key) }
 
-// repeats says whether sample(i) has every stored column but the time
-// equal to sample(i-1)'s, and so the same values: the export then copies
-// the line before instead of decoding and formatting the sample.
-func (it *Iter[T]) repeats(i int) bool {
+// Repeats says whether BlockAt(i) has every stored column but the time
+// equal to BlockAt(i-1)'s, and so the same values: an export may then copy
+// the line before instead of decoding and formatting the sample. It is
+// false for i = 0.
+func (it *Iter[T]) Repeats(i int) bool {
 	j := it.lo + i
 	if i == 0 {
 		return false

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/storage/wire"
+
+	"github.com/memrec/memrec/internal/testsupport/linetest"
 )
 
 // siteRun writes a run of n epoch-end snapshots of one process on GPU 0:
@@ -80,10 +82,10 @@ func TestSitesImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("stored rows differ: %d rows, want %d\nfirst got  %+v\nfirst want %+v", len(got), len(want), got[0], want[0])
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := normalize(t, out.Bytes()), normalize(t, []byte(text)); !slices.Equal(got, want) {
+	if got, want := linetest.Normalize(t, out.Bytes()), linetest.Normalize(t, []byte(text)); !slices.Equal(got, want) {
 		t.Fatalf("export differs from the input:\n got %d lines\nwant %d lines\n%s", len(got), len(want), out.String()[:400])
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage/internal/chunk"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/memrec/memrec/internal/testsupport/linetest"
 )
 
 // gunzip returns the contents of testdata/name.
@@ -63,10 +65,10 @@ func TestReadVersion1Chunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := normalize(t, in), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+	if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
 		t.Fatalf("version 1 export differs: %d lines in, %d out", len(want), len(got))
 	}
 
@@ -84,10 +86,10 @@ func TestReadVersion1Chunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := db.Export(&out, r2); err != nil {
+	if err := exportStored(&out, db, r2); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := normalize(t, in), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+	if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
 		t.Fatalf("current version export differs: %d lines in, %d out", len(want), len(got))
 	}
 }
@@ -142,10 +144,10 @@ func TestCloseTrims(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := db.Export(&out, runs[0]); err != nil {
+	if err := exportStored(&out, db, runs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := normalize(t, buf.Bytes()), normalize(t, out.Bytes()); !slices.Equal(want, got) {
+	if want, got := linetest.Normalize(t, buf.Bytes()), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
 		t.Fatalf("after reopening: %d lines in, %d out", len(want), len(got))
 	}
 }
@@ -186,7 +188,7 @@ func TestReadSitesWithoutSampledEvery(t *testing.T) {
 		}
 	}
 	var out, fresh bytes.Buffer
-	if err := db.Export(&out, r); err != nil {
+	if err := exportStored(&out, db, r); err != nil {
 		t.Fatal(err)
 	}
 	now := openTestDB(t)
@@ -194,10 +196,10 @@ func TestReadSitesWithoutSampledEvery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := now.Export(&fresh, runs[0]); err != nil {
+	if err := exportStored(&fresh, now, runs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := normalize(t, out.Bytes()), normalize(t, fresh.Bytes()); !slices.Equal(got, want) {
+	if got, want := linetest.Normalize(t, out.Bytes()), linetest.Normalize(t, fresh.Bytes()); !slices.Equal(got, want) {
 		t.Fatalf("export differs from that of the same input imported now:\n%s\n%s", out.String(), fresh.String())
 	}
 	sampled := rows[:2]

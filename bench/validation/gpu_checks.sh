@@ -26,7 +26,7 @@ if has overhead; then
   summary+=("overhead: see overhead.txt")
 fi
 if has tensorboard; then
-  timeout 120 bash "$HERE/tb_default_keeps_peak.sh" "$BIN" "$OUT/tb" > "$OUT/tensorboard.txt" 2>&1
+  timeout 300 bash "$HERE/tb_default_keeps_peak.sh" "$BIN" "$OUT/tb" > "$OUT/tensorboard.txt" 2>&1
   summary+=("$(grep -E '^(PASS|FAIL)' "$OUT/tensorboard.txt" | tr '\n' ';')")
 fi
 if has whatif && [ -f "$HERE/whatif_check.sh" ]; then

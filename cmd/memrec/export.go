@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memrec/memrec/formats/csv"
+	"github.com/memrec/memrec/formats/jsonl"
 	"github.com/memrec/memrec/formats/parquet"
 	"github.com/memrec/memrec/formats/tensorboard"
 	"github.com/memrec/memrec/internal/safefile"
@@ -40,10 +42,12 @@ type exportFormat struct {
 
 var exportFormats = []exportFormat{
 	{name: "jsonl", about: "JSON Lines, every record (memrec import reads it back)",
-		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error { return db.Export(w, r) }, shown: true},
+		stream: func(_ *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
+			return jsonl.Export(w, db, r)
+		}, shown: true},
 	{name: "csv", about: "one row per tick, a column per GPU and figure",
 		stream: func(o *exportOptions, db *storage.DB, w io.Writer, r storage.Run) error {
-			return db.ExportCSV(w, r, storage.CSVOptions{Procs: o.procs})
+			return csv.Export(w, db, r, csv.Options{Procs: o.procs})
 		}},
 	{name: "tensorboard", about: "one TensorBoard event file in the folder -o DIR",
 		folder: exportTensorBoard, check: func(o *exportOptions) error {

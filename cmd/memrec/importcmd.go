@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/formats/nvsmi"
+	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -289,7 +290,7 @@ func runImportMerge(o *importOptions, srcs []storage.Source) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var inputs []storage.MergeInput
+	var inputs []merge.Input
 	defer func() { closeInputs(inputs) }()
 	for i, src := range srcs {
 		// A scratch database per node: their runs may share a name.
@@ -305,7 +306,7 @@ func runImportMerge(o *importOptions, srcs []storage.Source) error {
 			tmp.Close()
 			return fmt.Errorf("import --merge: %w (nothing was imported)", err)
 		}
-		inputs = append(inputs, storage.MergeInput{File: src.Name, DB: tmp, Run: runs[0]})
+		inputs = append(inputs, merge.Input{File: src.Name, DB: tmp, Run: runs[0]})
 	}
 	db, err := o.openWrite()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memrec/memrec/analysis/units"
+	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -66,7 +67,7 @@ func splitRunRef(arg string) (file, run string) {
 func runMerge(ctx context.Context, o *mergeOptions, out string, args []string) error {
 	outAbs, _ := filepath.Abs(out)
 	outInfo, _ := os.Stat(out) // nil for a new file
-	var inputs []storage.MergeInput
+	var inputs []merge.Input
 	for _, a := range args {
 		file, ref := splitRunRef(a)
 		if abs, _ := filepath.Abs(file); abs == outAbs {
@@ -85,7 +86,7 @@ func runMerge(ctx context.Context, o *mergeOptions, out string, args []string) e
 		if err != nil {
 			return err
 		}
-		inputs = append(inputs, storage.MergeInput{File: file, DB: db, Run: r})
+		inputs = append(inputs, merge.Input{File: file, DB: db, Run: r})
 	}
 	defer closeInputs(inputs)
 	dst, err := storage.Open(out, storage.Options{})
@@ -96,9 +97,9 @@ func runMerge(ctx context.Context, o *mergeOptions, out string, args []string) e
 	return doMerge(ctx, o, dst, out, inputs)
 }
 
-func doMerge(ctx context.Context, o *mergeOptions, dst *storage.DB, out string, inputs []storage.MergeInput) error {
+func doMerge(ctx context.Context, o *mergeOptions, dst *storage.DB, out string, inputs []merge.Input) error {
 	t0 := time.Now()
-	run, err := dst.MergeContext(ctx, inputs, storage.MergeOptions{Name: o.name, Replace: o.replace})
+	run, err := merge.Runs(ctx, dst, inputs, merge.Options{Name: o.name, Replace: o.replace})
 	if errors.Is(err, storage.ErrExists) {
 		return fmt.Errorf("merge: %w: give --name or --replace (nothing was written)", err)
 	}
@@ -111,7 +112,7 @@ func doMerge(ctx context.Context, o *mergeOptions, dst *storage.DB, out string, 
 
 // openInput opens file read-only, or returns the handle an earlier input
 // already opened.
-func openInput(prev []storage.MergeInput, file string) (*storage.DB, error) {
+func openInput(prev []merge.Input, file string) (*storage.DB, error) {
 	for _, p := range prev {
 		if p.File == file {
 			return p.DB, nil
@@ -120,7 +121,7 @@ func openInput(prev []storage.MergeInput, file string) (*storage.DB, error) {
 	return storage.Open(file, storage.Options{ReadOnly: true})
 }
 
-func closeInputs(in []storage.MergeInput) {
+func closeInputs(in []merge.Input) {
 	seen := map[*storage.DB]bool{}
 	for _, p := range in {
 		if !seen[p.DB] {

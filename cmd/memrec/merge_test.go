@@ -18,6 +18,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
@@ -272,9 +273,9 @@ func TestMergeRefusesAndWritesNothing(t *testing.T) {
 		want   error
 		says   []string
 	}{
-		{"same host twice", []string{a, b, sameHost}, storage.ErrSameHost, []string{a, sameHost, `"a"`}},
-		{"different jobs", []string{a, b, otherJob}, storage.ErrOtherJob, []string{`"j1"`, `"j2"`, otherJob}},
-		{"overlapping GPUs", []string{a, b, overlap}, storage.ErrGPUOverlap, []string{b, overlap, "GPU-5e000000-0000-0000-0000-000000000008"}},
+		{"same host twice", []string{a, b, sameHost}, merge.ErrSameHost, []string{a, sameHost, `"a"`}},
+		{"different jobs", []string{a, b, otherJob}, merge.ErrOtherJob, []string{`"j1"`, `"j2"`, otherJob}},
+		{"overlapping GPUs", []string{a, b, overlap}, merge.ErrGPUOverlap, []string{b, overlap, "GPU-5e000000-0000-0000-0000-000000000008"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, errs, code := run(t, out, "", append([]string{"merge", out}, c.inputs...)...)
@@ -297,7 +298,7 @@ func TestMergeRefusesAndWritesNothing(t *testing.T) {
 	ra, _ := src.Run("node-a")
 	dst, _ := storage.Open(filepath.Join(dir, "lib.db"), storage.Options{})
 	defer dst.Close()
-	if _, err := dst.Merge([]storage.MergeInput{{File: "x", DB: src, Run: ra}, {File: "y", DB: src, Run: ra}}, storage.MergeOptions{}); !errors.Is(err, storage.ErrSameHost) {
+	if _, err := merge.Runs(context.Background(), dst, []merge.Input{{File: "x", DB: src, Run: ra}, {File: "y", DB: src, Run: ra}}, merge.Options{}); !errors.Is(err, merge.ErrSameHost) {
 		t.Errorf("a run merged with itself: %v", err)
 	}
 	if _, errs, code := run(t, out, "", "merge", out, a); code != 1 || !strings.Contains(errs, "requires at least 3 arg") {
@@ -444,7 +445,7 @@ func TestImportMerge(t *testing.T) {
 		t.Fatal(errs)
 	}
 	fresh := filepath.Join(dir, "fresh.db")
-	if _, errs, code := run(t, fresh, "", "import", "--merge", exports[0], x); code != 1 || !strings.Contains(errs, storage.ErrOtherJob.Error()) || !strings.Contains(errs, "nothing was written") {
+	if _, errs, code := run(t, fresh, "", "import", "--merge", exports[0], x); code != 1 || !strings.Contains(errs, merge.ErrOtherJob.Error()) || !strings.Contains(errs, "nothing was written") {
 		t.Errorf("a node of another job: %d %s", code, errs)
 	}
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {

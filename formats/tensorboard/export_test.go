@@ -146,12 +146,19 @@ func keys[V any](m map[string]V) []string {
 // it returns the event file and the run's device samples of GPU 0 by time.
 func realExport(t *testing.T, name string, points int) ([]byte, *analysis.Report, map[int64]int64) {
 	t.Helper()
+	return exportRun(t, name, fixtures.Read(t, name), points)
+}
+
+// exportRun imports a run from its JSON Lines and exports it as realExport
+// does.
+func exportRun(t *testing.T, name string, jsonl []byte, points int) ([]byte, *analysis.Report, map[int64]int64) {
+	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(fixtures.Read(t, name))}}, storage.ImportOptions{})
+	runs, err := db.Import([]storage.Source{{Name: name, R: bytes.NewReader(jsonl)}}, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,15 @@
-package storage
+package csv
 
 import (
 	"bytes"
-	"encoding/csv"
+	stdcsv "encoding/csv"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
 
@@ -38,15 +40,15 @@ func TestExportCSV(t *testing.T) {
 {"type":"proc","t_ns":1020000000,"gpu":0,"pid":10,"used_bytes":60}
 {"type":"proc","t_ns":1020000000,"gpu":0,"pid":11,"used_bytes":20}
 `
-	runs, err := importString(db, "in", in, ImportOptions{})
+	runs, err := importString(db, "in", in, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportCSV(&buf, runs[0], CSVOptions{Procs: true}); err != nil {
+	if err := Export(&buf, db, runs[0], Options{Procs: true}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := csv.NewReader(&buf).ReadAll()
+	rows, err := stdcsv.NewReader(&buf).ReadAll()
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, buf.String())
 	}
@@ -96,12 +98,12 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 {"type":"torch","t_ns":1000,"gpu":2,"pid":1,"allocated_bytes":3,"reserved_bytes":4}
 {"type":"torch","t_ns":3000,"gpu":2,"pid":1,"allocated_bytes":5,"reserved_bytes":8}
 `
-	runs, err := importString(db, "in", in, ImportOptions{})
+	runs, err := importString(db, "in", in, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
+	if err := Export(&buf, db, runs[0], Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var head, zeros string
@@ -122,22 +124,22 @@ func TestExportCSVAllocatorOnly(t *testing.T) {
 func TestCSVCountersFollowTheTable(t *testing.T) {
 	saved := csvCounters
 	defer func() { csvCounters = saved }()
-	csvCounters = append(wire.Counters(wire.TorchFields), wire.Field[TorchSample]{Name: "throwaway_counts", Stat: "num_throwaway",
-		Get: func(s TorchSample) int64 { return s.Segments }})
+	csvCounters = append(wire.Counters(wire.TorchFields), wire.Field[storage.TorchSample]{Name: "throwaway_counts", Stat: "num_throwaway",
+		Get: func(s storage.TorchSample) int64 { return s.Segments }})
 	db := openTestDB(t)
 	runs, err := importString(db, "in", `{"type":"run","name":"a","start_ns":0}
 {"type":"gpu","gpu":0}
 {"type":"torch","t_ns":1000,"gpu":0,"pid":1,"allocated_bytes":3,"reserved_bytes":4,"segments":3}
 {"type":"torch","t_ns":2000,"gpu":0,"pid":2,"allocated_bytes":3,"reserved_bytes":4,"segments":2}
-`, ImportOptions{})
+`, storage.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportCSV(&buf, runs[0], CSVOptions{}); err != nil {
+	if err := Export(&buf, db, runs[0], Options{}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := csv.NewReader(&buf).ReadAll()
+	rows, err := stdcsv.NewReader(&buf).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +147,74 @@ func TestCSVCountersFollowTheTable(t *testing.T) {
 	if i < 0 || rows[1][i] != "3" || rows[2][i] != "5" {
 		t.Errorf("no column gpu0_throwaway_counts of 3 then 5:\n%s", buf.String())
 	}
+}
+
+// budgetRun (as in storage's budget test) is a run whose allocator samples carry the watched model's
+// budget on some lines and not on others (before watch, another process).
+const budgetRun = `{"type":"run","name":"watched","start_ns":1000000000}
+{"type":"gpu","gpu":0,"total_bytes":1000000000}
+{"type":"torch","t_ns":1001000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":6000,"segments":1,"alloc_retries":0,"ooms":0}
+{"type":"torch","t_ns":1002000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":7000,"segments":1,"alloc_retries":0,"ooms":0,"params_bytes":1024,"grads_bytes":1024,"optimizer_bytes":2048,"buffers_bytes":32,"params":256,"trainable":256,"autocast":false,"grads_at_forward":false,"optimizer":"AdamW","optimizer_state":"exp_avg,exp_avg_sq","dtype":"float32"}
+{"type":"torch","t_ns":1003000000,"gpu":0,"pid":7,"rank":0,"allocated_bytes":5000,"reserved_bytes":8192,"active_bytes":5000,"inactive_split_bytes":0,"peak_allocated_bytes":7000,"segments":1,"alloc_retries":0,"ooms":0,"params_bytes":1024,"grads_bytes":0,"optimizer_bytes":2048,"buffers_bytes":32,"params":256,"trainable":256,"autocast":true}
+{"type":"torch","t_ns":1003000000,"gpu":0,"pid":8,"allocated_bytes":10,"reserved_bytes":20,"active_bytes":10,"inactive_split_bytes":0,"peak_allocated_bytes":10,"segments":1,"alloc_retries":0,"ooms":0}
+`
+
+// TestBudgetCSV: a run with a budget has its four columns per GPU, each
+// holding the last value of each process's budget, summed over the GPU's
+// processes (here one, watched from its second sample on).
+func TestBudgetCSV(t *testing.T) {
+	db := openTestDB(t)
+	runs, err := importString(db, "budget.jsonl", budgetRun, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Export(&out, db, runs[0], Options{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	head := strings.Split(lines[0], ",")
+	at := map[string]int{}
+	for i, h := range head {
+		at[h] = i
+	}
+	cols := []string{"gpu0_params_bytes", "gpu0_grads_bytes", "gpu0_optimizer_bytes", "gpu0_buffers_bytes"}
+	// One row per allocator sample time (no device samples): before the
+	// watch, then the two watched samples (the second with the other process).
+	for i, want := range [][]string{{"", "", "", ""}, {"1024", "1024", "2048", "32"}, {"1024", "0", "2048", "32"}} {
+		row := strings.Split(lines[1+i], ",")
+		if len(row) != len(head) {
+			t.Fatalf("row %d has %d cells, the header %d", i+1, len(row), len(head))
+		}
+		for k, c := range cols {
+			j, ok := at[c]
+			if !ok {
+				t.Fatalf("header %v lacks %s", head, c)
+			}
+			if row[j] != want[k] {
+				t.Errorf("row %d %s = %q, want %q", i+1, c, row[j], want[k])
+			}
+		}
+	}
+}
+
+// openTestDB opens a fresh database in a temporary folder and checks on
+// cleanup that every chunk in it decodes.
+func openTestDB(t testing.TB) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "test.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Check(); err != nil {
+			t.Errorf("consistency check: %v", err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+func importString(db *storage.DB, name, s string, opts storage.ImportOptions) ([]storage.Run, error) {
+	return db.Import([]storage.Source{{Name: name, R: strings.NewReader(s)}}, opts)
 }

@@ -1,4 +1,4 @@
-package storage
+package csv
 
 import (
 	"bufio"
@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/merge"
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
 
@@ -36,7 +37,7 @@ import (
 //	gpuN_grads_bytes                the watched model's, summed over the GPU's
 //	gpuN_optimizer_bytes            processes, each holding its last value
 //	gpuN_buffers_bytes
-//	gpuN_pidP_used_bytes            with CSVOptions.Procs: each process (NVML)
+//	gpuN_pidP_used_bytes            with Options.Procs: each process (NVML)
 //
 // One row per NVML tick (per allocator sample when the run has no device
 // samples). A cell is empty where its value is unknown: a figure with no
@@ -50,17 +51,17 @@ var csvFigures = []string{"used_bytes", "driver_reserved_bytes", "allocated_byte
 // csvFigures: a new row of the table is a new column here.
 var csvCounters = wire.Counters(wire.TorchFields)
 
-// CSVOptions choose ExportCSV's optional columns. The zero value: none.
-type CSVOptions struct {
+// Options choose Export's optional columns. The zero value: none.
+type Options struct {
 	// Procs adds a column per process and GPU (gpuN_pidP_used_bytes).
 	Procs bool
 }
 
-// ExportCSV writes a run as CSV, one row per tick and a column per GPU and
+// Export writes a run as CSV, one row per tick and a column per GPU and
 // figure, for pandas and spreadsheets. It streams: memory does not grow
 // with the run's length (it grows with the number of processes and
 // ranks). It is safe to call while other readers read.
-func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
+func Export(out io.Writer, db *storage.DB, r storage.Run, opts Options) error {
 	series, err := db.Series(r)
 	if err != nil {
 		return err
@@ -75,34 +76,34 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 		col[g] = i
 	}
 	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.RunStartNS(), gpus: len(gpus), col: col,
-		last: map[[2]int]TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*DeviceSample, len(gpus)),
+		last: map[[2]int]storage.TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*storage.DeviceSample, len(gpus)),
 		procCol: map[[2]int]int{}, rankCol: map[int]int{}}
-	var devs []merge.Iterator[DeviceSample]
-	var torchs []merge.Iterator[TorchSample]
-	var procs []merge.Iterator[ProcSample]
-	var budgets []merge.Iterator[BudgetSample]
+	var devs []merge.Iterator[storage.DeviceSample]
+	var torchs []merge.Iterator[storage.TorchSample]
+	var procs []merge.Iterator[storage.ProcSample]
+	var budgets []merge.Iterator[storage.BudgetSample]
 	var procNames [][2]int
 	for _, s := range series {
 		if _, ok := col[s.GPU]; !ok {
 			continue
 		}
 		switch s.Kind {
-		case SeriesDevice:
-			devs = append(devs, db.DeviceSamples(r, s.GPU, MinTime, MaxTime))
-		case SeriesTorch:
-			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime))
-		case SeriesBudget:
-			budgets = append(budgets, db.BudgetSamples(r, s.GPU, s.PID, MinTime, MaxTime))
-		case SeriesProc:
+		case storage.SeriesDevice:
+			devs = append(devs, db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime))
+		case storage.SeriesTorch:
+			torchs = append(torchs, db.TorchSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime))
+		case storage.SeriesBudget:
+			budgets = append(budgets, db.BudgetSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime))
+		case storage.SeriesProc:
 			if opts.Procs {
-				procs = append(procs, db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime))
+				procs = append(procs, db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime))
 				procNames = append(procNames, [2]int{s.GPU, s.PID})
 			}
 		}
 	}
 	// The ranks with marks: one pass over the marks before the rows, for
 	// the header.
-	ranks, err := db.markRanks(r)
+	ranks, err := markRanks(db, r)
 	if err != nil {
 		return err
 	}
@@ -113,15 +114,15 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 	}
 	c.rankEpoch, c.rankStep = make([]int, len(c.rankCol)), make([]int, len(c.rankCol))
 	for i := range c.rankEpoch {
-		c.rankEpoch[i], c.rankStep[i] = None, None
+		c.rankEpoch[i], c.rankStep[i] = storage.None, storage.None
 	}
-	c.epoch, c.step = None, None
-	c.torch = merge.New(func(s TorchSample) int64 { return s.T }, torchs...)
-	c.marks = db.Marks(r, MinTime, MaxTime)
-	c.procs = merge.New(func(s ProcSample) int64 { return s.T }, procs...)
+	c.epoch, c.step = storage.None, storage.None
+	c.torch = merge.New(func(s storage.TorchSample) int64 { return s.T }, torchs...)
+	c.marks = db.Marks(r, storage.MinTime, storage.MaxTime)
+	c.procs = merge.New(func(s storage.ProcSample) int64 { return s.T }, procs...)
 	if len(budgets) > 0 {
-		c.budget = &csvBudget{it: merge.New(func(s BudgetSample) int64 { return s.T }, budgets...),
-			last: map[[2]int]BudgetSample{}, sums: make([]csvBudgetSum, len(gpus))}
+		c.budget = &csvBudget{it: merge.New(func(s storage.BudgetSample) int64 { return s.T }, budgets...),
+			last: map[[2]int]storage.BudgetSample{}, sums: make([]csvBudgetSum, len(gpus))}
 		c.budget.next()
 	}
 
@@ -167,7 +168,7 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 	c.nextMark()
 	c.nextProc()
 	if len(devs) > 0 {
-		err = c.deviceRows(merge.New(func(s DeviceSample) int64 { return s.T }, devs...))
+		err = c.deviceRows(merge.New(func(s storage.DeviceSample) int64 { return s.T }, devs...))
 	} else {
 		err = c.torchRows()
 	}
@@ -179,9 +180,9 @@ func (db *DB) ExportCSV(out io.Writer, r Run, opts CSVOptions) error {
 
 // markRanks lists the ranks of the run's epoch and step marks, ascending
 // (a mark without a rank counts as rank 0, as the probe's RANK default).
-func (db *DB) markRanks(r Run) ([]int, error) {
+func markRanks(db *storage.DB, r storage.Run) ([]int, error) {
 	seen := map[int]bool{}
-	it := db.Marks(r, MinTime, MaxTime)
+	it := db.Marks(r, storage.MinTime, storage.MaxTime)
 	for it.Next() {
 		m := it.At()
 		if m.Kind == wire.MarkEpochStart || m.Kind == wire.MarkStep {
@@ -196,30 +197,30 @@ func (db *DB) markRanks(r Run) ([]int, error) {
 	return ranks, it.Err()
 }
 
-// csvWriter writes the rows of ExportCSV.
+// csvWriter writes the rows of Export.
 type csvWriter struct {
 	w     *bufio.Writer
 	start int64
 	gpus  int
 	col   map[int]int // GPU index → column group
 	row   []byte
-	dev   []*DeviceSample // this tick's samples by column group
+	dev   []*storage.DeviceSample // this tick's samples by column group
 
-	torch    *merge.ByTime[TorchSample]
-	pending  TorchSample // the next allocator sample not yet applied
+	torch    *merge.ByTime[storage.TorchSample]
+	pending  storage.TorchSample // the next allocator sample not yet applied
 	hasTorch bool
-	last     map[[2]int]TorchSample // (gpu, pid) → last applied
+	last     map[[2]int]storage.TorchSample // (gpu, pid) → last applied
 	alloc    []csvAlloc
 
-	marks       *Iter[Mark]
-	pendingMark Mark
+	marks       *storage.Iter[storage.Mark]
+	pendingMark storage.Mark
 	hasMark     bool
 	epoch, step int         // the furthest of any rank; None before the first
 	rankCol     map[int]int // rank → its columns (empty: one rank)
 	rankEpoch   []int       // by rankCol
 	rankStep    []int       //
-	procs       *merge.ByTime[ProcSample]
-	pendingProc ProcSample
+	procs       *merge.ByTime[storage.ProcSample]
+	pendingProc storage.ProcSample
 	hasProc     bool
 	procCol     map[[2]int]int // (gpu, pid) → position in proc
 	procStart   []int          // by column group: its first process
@@ -234,10 +235,10 @@ var csvBudgetFigures = []string{"params_bytes", "grads_bytes", "optimizer_bytes"
 // csvBudget sums the budget samples of each GPU's processes, each holding
 // its last value, as csvAlloc does the allocator's.
 type csvBudget struct {
-	it      *merge.ByTime[BudgetSample]
-	pending BudgetSample
+	it      *merge.ByTime[storage.BudgetSample]
+	pending storage.BudgetSample
 	has     bool
-	last    map[[2]int]BudgetSample
+	last    map[[2]int]storage.BudgetSample
 	sums    []csvBudgetSum
 }
 
@@ -367,7 +368,7 @@ func (c *csvWriter) apply(t int64) error {
 }
 
 // deviceRows writes a row per distinct device sample time.
-func (c *csvWriter) deviceRows(devs *merge.ByTime[DeviceSample]) error {
+func (c *csvWriter) deviceRows(devs *merge.ByTime[storage.DeviceSample]) error {
 	t, open := int64(0), false
 	for devs.Next() {
 		s := devs.At()
@@ -398,9 +399,9 @@ func (c *csvWriter) torchRows() error {
 	return c.torch.Err()
 }
 
-// markInt appends ",v", or ",-1" where v is None (no mark yet).
+// markInt appends ",v", or ",-1" where v is storage.None (no mark yet).
 func markInt(row []byte, v int) []byte {
-	if v == None {
+	if v == storage.None {
 		v = -1
 	}
 	return strconv.AppendInt(append(row, ','), int64(v), 10)

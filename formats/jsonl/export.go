@@ -1,4 +1,4 @@
-package storage
+package jsonl
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
 
@@ -15,41 +16,41 @@ import (
 
 // exportRun is the run line memrec writes (docs/format.md).
 type exportRun struct {
-	Type       string            `json:"type"`
-	Name       string            `json:"name"`
-	Host       string            `json:"host,omitempty"`
-	Job        string            `json:"job,omitempty"`
-	Hosts      []HostInfo        `json:"hosts,omitempty"`
-	StartNS    int64             `json:"start_ns"`
-	EndNS      int64             `json:"end_ns,omitempty"`
-	IntervalNS int64             `json:"interval_ns,omitempty"`
-	Tags       map[string]string `json:"tags,omitempty"`
-	Complete   bool              `json:"complete"`
-	Recorder   *Recorder         `json:"recorder,omitempty"`
+	Type       string             `json:"type"`
+	Name       string             `json:"name"`
+	Host       string             `json:"host,omitempty"`
+	Job        string             `json:"job,omitempty"`
+	Hosts      []storage.HostInfo `json:"hosts,omitempty"`
+	StartNS    int64              `json:"start_ns"`
+	EndNS      int64              `json:"end_ns,omitempty"`
+	IntervalNS int64              `json:"interval_ns,omitempty"`
+	Tags       map[string]string  `json:"tags,omitempty"`
+	Complete   bool               `json:"complete"`
+	Recorder   *storage.Recorder  `json:"recorder,omitempty"`
 }
 
 type exportGPU struct {
 	Type string `json:"type"`
-	GPU
+	storage.GPU
 }
 
-// Export writes a run as JSON Lines: the run and gpu lines, then every
+// Export writes a run of db as JSON Lines: the run and gpu lines, then every
 // sample, process sample, allocator sample (with the budget of the same
 // sample, if any), mark and site snapshot merged in time order.
 // It streams: memory does not grow with the run's length. The text holds
 // no control character but newlines: JSON escapes the rest, DEL and the C1
 // controls included (wire.EscapeControls).
-func (db *DB) Export(out io.Writer, r Run) error {
+func Export(out io.Writer, db *storage.DB, r storage.Run) error {
 	head := exportRun{Type: "run", Name: r.Name, Host: r.Host, Job: r.Job, Hosts: r.Hosts, StartNS: r.StartNS, EndNS: r.EndNS,
 		IntervalNS: r.IntervalNS, Tags: r.Tags, Complete: r.Complete}
-	if r.Recorder != (Recorder{}) {
+	if r.Recorder != (storage.Recorder{}) {
 		head.Recorder = &r.Recorder
 	}
 	b, err := appendJSONLine(make([]byte, 0, 1<<20), head)
 	if err != nil {
 		return err
 	}
-	gpus := append([]GPU(nil), r.GPUs...)
+	gpus := append([]storage.GPU(nil), r.GPUs...)
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
 	for _, g := range gpus {
 		if b, err = appendJSONLine(b, exportGPU{"gpu", g}); err != nil {
@@ -62,26 +63,26 @@ func (db *DB) Export(out io.Writer, r Run) error {
 	}
 	budgets := map[[2]int]bool{}
 	for _, s := range series {
-		if s.Kind == SeriesBudget {
+		if s.Kind == storage.SeriesBudget {
 			budgets[[2]int{s.GPU, s.PID}] = true
 		}
 	}
 	srcs := make([]lineBlocks, 0, len(series)+1)
 	for _, s := range series {
 		switch s.Kind {
-		case SeriesDevice:
-			srcs = append(srcs, &rowLines[DeviceSample]{it: db.DeviceSamples(r, s.GPU, MinTime, MaxTime),
-				format: wire.NewSeriesFormat(wire.TypeSample, s.GPU, wire.DeviceFields, DeviceSample{})})
-		case SeriesProc:
-			srcs = append(srcs, &rowLines[ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime),
-				format: wire.NewSeriesFormat(wire.TypeProc, s.GPU, wire.ProcFields, ProcSample{PID: s.PID})})
-		case SeriesTorch:
+		case storage.SeriesDevice:
+			srcs = append(srcs, &rowLines[storage.DeviceSample]{it: db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime),
+				format: wire.NewSeriesFormat(wire.TypeSample, s.GPU, wire.DeviceFields, storage.DeviceSample{})})
+		case storage.SeriesProc:
+			srcs = append(srcs, &rowLines[storage.ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime),
+				format: wire.NewSeriesFormat(wire.TypeProc, s.GPU, wire.ProcFields, storage.ProcSample{PID: s.PID})})
+		case storage.SeriesTorch:
 			srcs = append(srcs, newTorchLines(db, r, s.GPU, s.PID, budgets[[2]int{s.GPU, s.PID}]))
-		case SeriesSites:
-			srcs = append(srcs, &oneLine{it: &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime)}})
+		case storage.SeriesSites:
+			srcs = append(srcs, &oneLine{it: &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)}})
 		}
 	}
-	srcs = append(srcs, &markLines{it: db.Marks(r, MinTime, MaxTime)})
+	srcs = append(srcs, &markLines{it: db.Marks(r, storage.MinTime, storage.MaxTime)})
 	return writeLines(out, b, srcs, db.ReleasePages)
 }
 
@@ -123,7 +124,7 @@ type lineBlocks interface {
 // otherwise end holding the whole file).
 func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error {
 	live := make([]cursor, 0, len(srcs))
-	t := MaxTime
+	t := storage.MaxTime
 	for _, s := range srcs {
 		c := cursor{src: s}
 		if !c.refill() {
@@ -139,7 +140,7 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error 
 	written := 0
 	for len(live) > 0 {
 		tNS = strconv.AppendInt(tNS[:0], t*1000, 10)
-		next, ended := MaxTime, false
+		next, ended := storage.MaxTime, false
 		for k := range live {
 			c := &live[k]
 			for c.t == t {
@@ -194,7 +195,7 @@ type cursor struct {
 // refill moves to the source's next block; false at its end.
 func (c *cursor) refill() bool {
 	if c.ts, c.i = c.src.next(), 0; len(c.ts) == 0 {
-		c.ts, c.t = nil, MaxTime
+		c.ts, c.t = nil, storage.MaxTime
 		return false
 	}
 	c.t = c.ts[0]
@@ -203,30 +204,30 @@ func (c *cursor) refill() bool {
 
 // rowLines writes the samples of one series, a line each.
 type rowLines[T any] struct {
-	it     *Iter[T]
+	it     *storage.Iter[T]
 	format *wire.SeriesFormat[T]
 	cur    T // the sample being written: a local would escape through format, a heap allocation a line
 }
 
-func (l *rowLines[T]) next() []int64 { return l.it.nextChunk() }
+func (l *rowLines[T]) next() []int64 { return l.it.NextBlock() }
 
 func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
-	if l.it.repeats(i) {
+	if l.it.Repeats(i) {
 		return l.format.AppendAgain(b, tNS)
 	}
-	l.cur = l.it.sample(i)
+	l.cur = l.it.BlockAt(i)
 	return l.format.Append(b, tNS, &l.cur)
 }
 
 func (l *rowLines[T]) err() error { return l.it.Err() }
 
 // markLines writes the marks of a run, a line each.
-type markLines struct{ it *Iter[Mark] }
+type markLines struct{ it *storage.Iter[storage.Mark] }
 
-func (l *markLines) next() []int64 { return l.it.nextChunk() }
+func (l *markLines) next() []int64 { return l.it.NextBlock() }
 
 func (l *markLines) appendLine(b []byte, i int, _ []byte) []byte {
-	return wire.AppendMark(b, l.it.sample(i))
+	return wire.AppendMark(b, l.it.BlockAt(i))
 }
 
 func (l *markLines) err() error { return l.it.Err() }
@@ -261,9 +262,9 @@ type line struct {
 // siteLines formats the rows of a site series as one line per snapshot (a
 // snapshot starts at its wire.SiteUntracked row).
 type siteLines struct {
-	it   *Iter[SiteSample]
-	rows []SiteSample
-	next *SiteSample // the first row of the next snapshot, read ahead
+	it   *storage.Iter[storage.SiteSample]
+	rows []storage.SiteSample
+	next *storage.SiteSample // the first row of the next snapshot, read ahead
 	done bool
 	cur  line
 }
@@ -295,3 +296,56 @@ func (l *siteLines) Next() bool {
 
 func (l *siteLines) At() line   { return l.cur }
 func (l *siteLines) Err() error { return l.it.Err() }
+
+// torchLines writes one process's allocator samples on one GPU as torch
+// lines, each with the budget of the same sample where there is one: the
+// two series are read side by side, a budget row belonging to the torch row
+// of its time (the probe sends them in one line).
+type torchLines struct {
+	torch  *storage.Iter[storage.TorchSample]
+	format *wire.SeriesFormat[storage.TorchSample]
+	budget *storage.Iter[storage.BudgetSample]
+	ahead  *storage.BudgetSample // read ahead
+	done   bool                  // the budget series is at its end
+	cur    storage.TorchSample   // the sample being written (see rowLines.cur)
+}
+
+func newTorchLines(db *storage.DB, r storage.Run, gpu, pid int, withBudget bool) *torchLines {
+	l := &torchLines{torch: db.TorchSamples(r, gpu, pid, storage.MinTime, storage.MaxTime), done: !withBudget,
+		format: wire.NewSeriesFormat(wire.TypeTorch, gpu, wire.TorchFields, storage.TorchSample{PID: pid})}
+	if withBudget {
+		l.budget = db.BudgetSamples(r, gpu, pid, storage.MinTime, storage.MaxTime)
+	}
+	return l
+}
+
+func (l *torchLines) next() []int64 { return l.torch.NextBlock() }
+
+func (l *torchLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	l.cur = l.torch.BlockAt(i)
+	s := &l.cur
+	for !l.done && (l.ahead == nil || l.ahead.T < s.T) {
+		if !l.budget.Next() {
+			l.done, l.ahead = true, nil
+			break
+		}
+		bs := l.budget.At()
+		l.ahead = &bs
+	}
+	if l.ahead != nil && l.ahead.T == s.T {
+		b = wire.AppendTorchBudget(b, *s, *l.ahead)
+		l.ahead = nil
+		return b
+	}
+	return l.format.Append(b, tNS, s)
+}
+
+func (l *torchLines) err() error {
+	if err := l.torch.Err(); err != nil {
+		return err
+	}
+	if l.budget != nil {
+		return l.budget.Err()
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package storage
+package merge
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
-
-	"github.com/memrec/memrec/internal/merge"
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )
 
@@ -25,7 +23,7 @@ import (
 // over every step both nodes marked; the median ignores the odd step where
 // a probe's mark was late.
 
-// Errors of Merge a caller can test with errors.Is.
+// Errors of Runs a caller can test with errors.Is.
 var (
 	ErrSameHost   = errors.New("two runs were recorded on the same host")
 	ErrOtherJob   = errors.New("runs belong to different jobs")
@@ -34,22 +32,22 @@ var (
 	ErrNoInput    = errors.New("nothing to merge")
 )
 
-// MergeInput is one node's run. DB may be shared by several inputs.
-type MergeInput struct {
+// Input is one node's run. DB may be shared by several inputs.
+type Input struct {
 	File string // for messages
-	DB   *DB
-	Run  Run
+	DB   *storage.DB
+	Run  storage.Run
 }
 
-// MergeOptions configure DB.Merge.
-type MergeOptions struct {
+// Options configure Runs.
+type Options struct {
 	// Name of the merged run; "" uses the job, or else the first run's name.
 	Name string
 	// Replace deletes a stored run of the same name instead of refusing.
 	Replace bool
 }
 
-// Merge writes the runs of in as one run into db, in one transaction:
+// Runs writes the runs of in as one run into db, in one transaction:
 // either the whole merged run is written or nothing is. The runs must be
 // of one job (the same Run.Job), from different hosts, with no GPU (by
 // UUID) in two of them; otherwise nothing is written and the error wraps
@@ -57,45 +55,38 @@ type MergeOptions struct {
 // numbered in input order (the first run's GPUs first); each keeps its host
 // and NVML index (GPU.Host, GPU.HostGPU). Every time of input k is moved by
 // Hosts[k].OffsetNS onto the first input's clock. db must not be one of the
-// inputs' databases. It blocks until done.
-func (db *DB) Merge(in []MergeInput, opts MergeOptions) (Run, error) {
-	return db.MergeContext(context.Background(), in, opts)
-}
-
-// MergeContext is Merge that stops when ctx is done: it returns ctx's
-// error and nothing is written.
-func (db *DB) MergeContext(ctx context.Context, in []MergeInput, opts MergeOptions) (Run, error) {
+// inputs' databases. It blocks until done, or until ctx is done: it then
+// returns ctx's error and nothing is written. The inputs are only read, by
+// storage's iterators, and may be read by others meanwhile.
+func Runs(ctx context.Context, db *storage.DB, in []Input, opts Options) (storage.Run, error) {
 	if len(in) < 2 {
-		return Run{}, fmt.Errorf("%w: give at least two runs", ErrNoInput)
+		return storage.Run{}, fmt.Errorf("%w: give at least two runs", ErrNoInput)
 	}
 	if err := checkMergeable(in); err != nil {
-		return Run{}, err
+		return storage.Run{}, err
 	}
 	hosts, err := alignClocks(ctx, in)
 	if err != nil {
-		return Run{}, err
+		return storage.Run{}, err
 	}
-
 	out, gpuMap := mergedRun(in, hosts, opts)
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
-		run, err := createRun(tx, out, opts.Replace)
-		if err != nil {
+	runs, err := db.Load(func(l *storage.Loader) error {
+		if _, err := l.Start(out, opts.Replace); err != nil {
 			return err
 		}
-		out, err = writeMerged(ctx, tx, run, in, hosts, gpuMap)
-		return err
+		return writeMerged(ctx, l, in, hosts, gpuMap)
 	})
 	if err != nil {
-		return Run{}, err
+		return storage.Run{}, err
 	}
-	return out, nil
+	return runs[0], nil
 }
 
 // mergedRun returns the record of the merged run (its name, span, tags and
 // GPUs renumbered in input order) and, per input, the map from its GPU
 // indexes to the merged ones.
-func mergedRun(in []MergeInput, hosts []HostInfo, opts MergeOptions) (Run, []map[int]int) {
-	out := Run{Name: opts.Name, Job: in[0].Run.Job, Hosts: hosts, StartNS: MaxTime, IntervalNS: in[0].Run.IntervalNS, Complete: true}
+func mergedRun(in []Input, hosts []storage.HostInfo, opts Options) (storage.Run, []map[int]int) {
+	out := storage.Run{Name: opts.Name, Job: in[0].Run.Job, Hosts: hosts, StartNS: storage.MaxTime, IntervalNS: in[0].Run.IntervalNS, Complete: true}
 	if out.Name == "" {
 		out.Name = out.Job
 	}
@@ -118,11 +109,11 @@ func mergedRun(in []MergeInput, hosts []HostInfo, opts MergeOptions) (Run, []map
 			}
 		}
 		gpus := slices.Clone(r.GPUs)
-		slices.SortFunc(gpus, func(a, b GPU) int { return a.Index - b.Index })
+		slices.SortFunc(gpus, func(a, b storage.GPU) int { return a.Index - b.Index })
 		gpuMap[k] = map[int]int{}
 		for _, g := range gpus {
 			gpuMap[k][g.Index] = len(out.GPUs)
-			out.GPUs = append(out.GPUs, GPU{Index: len(out.GPUs), UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes, Host: r.Host, HostGPU: g.Index})
+			out.GPUs = append(out.GPUs, storage.GPU{Index: len(out.GPUs), UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes, Host: r.Host, HostGPU: g.Index})
 		}
 	}
 	if out.EndNS < out.StartNS {
@@ -132,46 +123,40 @@ func mergedRun(in []MergeInput, hosts []HostInfo, opts MergeOptions) (Run, []map
 }
 
 // writeMerged writes every input's rows, moved onto the first input's clock
-// and merged by time, into run inside tx, and returns the run as written.
-func writeMerged(ctx context.Context, tx *bolt.Tx, run Run, in []MergeInput, hosts []HostInfo, gpuMap []map[int]int) (Run, error) {
-	w := newRunWriter(run)
-	var its []merge.Iterator[rowSource]
+// and merged by time, into the run l has started.
+func writeMerged(ctx context.Context, l *storage.Loader, in []Input, hosts []storage.HostInfo, gpuMap []map[int]int) error {
+	var its []Iterator[rowSource]
 	var owner []int // input of each iterator
 	for k, inp := range in {
 		series, err := inp.DB.Series(inp.Run)
 		if err != nil {
-			return Run{}, fmt.Errorf("%s: %w", inp.File, err)
+			return fmt.Errorf("%s: %w", inp.File, err)
 		}
 		its = append(its, inputRows(inp, series, hosts[k].OffsetNS, gpuMap[k])...)
 		for len(owner) < len(its) {
 			owner = append(owner, k)
 		}
 	}
-	m := merge.New(func(r rowSource) int64 { return r.time() }, its...)
+	m := New(func(r rowSource) int64 { return r.time() }, its...)
 	for n := 0; m.Next(); n++ {
 		if n%cancelEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return Run{}, err
+				return err
 			}
 		}
-		if err := m.At().write(w); err != nil {
-			return Run{}, fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
+		if err := m.At().writeTo(l); err != nil {
+			return fmt.Errorf("%s: %w", in[owner[m.Source()]].File, err)
 		}
 	}
-	if err := m.Err(); err != nil {
-		return Run{}, err
-	}
-	w.sealAll()
-	committed, err := w.flush(tx)
-	if err != nil {
-		return Run{}, err
-	}
-	committed()
-	return w.run, nil
+	return m.Err()
 }
 
+// cancelEvery is how many rows the merge writes between two looks at its
+// context.
+const cancelEvery = 1024
+
 // checkMergeable refuses runs that are not the nodes of one job.
-func checkMergeable(in []MergeInput) error {
+func checkMergeable(in []Input) error {
 	hosts := map[string]string{} // host -> file
 	uuids := map[string]string{} // GPU UUID -> file
 	job, jobFile := in[0].Run.Job, in[0].File
@@ -209,10 +194,10 @@ type stepKey struct{ step, seen int }
 
 // stepClock returns, for every step a run marked, the median time at which
 // its ranks marked it.
-func stepClock(ctx context.Context, inp MergeInput) (map[stepKey]int64, error) {
+func stepClock(ctx context.Context, inp Input) (map[stepKey]int64, error) {
 	seen := map[[2]int]int{} // rank, step -> times seen
 	times := map[stepKey][]int64{}
-	it := inp.DB.Marks(inp.Run, MinTime, MaxTime)
+	it := inp.DB.Marks(inp.Run, storage.MinTime, storage.MaxTime)
 	for n := 0; it.Next(); n++ {
 		if n%cancelEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -220,7 +205,7 @@ func stepClock(ctx context.Context, inp MergeInput) (map[stepKey]int64, error) {
 			}
 		}
 		m := it.At()
-		if m.Kind != wire.MarkStep || m.Step == None {
+		if m.Kind != wire.MarkStep || m.Step == storage.None {
 			continue
 		}
 		rs := [2]int{m.Rank, m.Step}
@@ -239,12 +224,12 @@ func stepClock(ctx context.Context, inp MergeInput) (map[stepKey]int64, error) {
 }
 
 // alignClocks finds each input's clock offset from the first input's.
-func alignClocks(ctx context.Context, in []MergeInput) ([]HostInfo, error) {
-	hosts := make([]HostInfo, len(in))
+func alignClocks(ctx context.Context, in []Input) ([]storage.HostInfo, error) {
+	hosts := make([]storage.HostInfo, len(in))
 	var ref map[stepKey]int64
 	for k, inp := range in {
 		r := inp.Run
-		hosts[k] = HostInfo{Name: r.Host, Run: r.Name, Job: r.Job, GPUs: len(r.GPUs), Complete: r.Complete, Recorder: r.Recorder}
+		hosts[k] = storage.HostInfo{Name: r.Host, Run: r.Name, Job: r.Job, GPUs: len(r.GPUs), Complete: r.Complete, Recorder: r.Recorder}
 		clock, err := stepClock(ctx, inp)
 		if err != nil {
 			return nil, err
@@ -292,72 +277,85 @@ func medianInt(v []int64) int64 {
 // the merged run's clock and GPU numbers, ready to be written. At returns
 // the series itself, so the merge moves a small interface value, not rows.
 type rowSource interface {
-	merge.Iterator[rowSource]
+	Iterator[rowSource]
 	time() int64
-	write(w *runWriter) error
+	writeTo(l *storage.Loader) error
 }
 
 // inputRows returns one input's series as row sources.
-func inputRows(inp MergeInput, series []SeriesRef, shift int64, gpus map[int]int) []merge.Iterator[rowSource] {
+func inputRows(inp Input, series []storage.SeriesRef, shift int64, gpus map[int]int) []Iterator[rowSource] {
 	db, r := inp.DB, inp.Run
 	remap := func(g int) int {
 		if n, ok := gpus[g]; ok {
 			return n
 		}
-		return None
+		return storage.None
 	}
-	var its []merge.Iterator[rowSource]
+	const from, to = storage.MinTime, storage.MaxTime
+	var its []Iterator[rowSource]
 	for _, s := range series {
 		switch s.Kind {
-		case deviceSchema.name:
-			its = append(its, &rowIter[DeviceSample]{it: db.DeviceSamples(r, s.GPU, MinTime, MaxTime), sc: &deviceSchema, fix: func(v *DeviceSample) {
-				v.T -= shift
-				v.GPU = remap(v.GPU)
-			}})
-		case procSchema.name:
-			its = append(its, &rowIter[ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &procSchema, fix: func(v *ProcSample) {
-				v.T -= shift
-				v.GPU = remap(v.GPU)
-			}})
-		case torchSchema.name:
-			its = append(its, &rowIter[TorchSample]{it: db.TorchSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &torchSchema, fix: func(v *TorchSample) {
-				v.T -= shift
-				v.GPU = remap(v.GPU)
-			}})
-		case budgetSchema.name:
-			its = append(its, &rowIter[BudgetSample]{it: db.BudgetSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &budgetSchema, fix: func(v *BudgetSample) {
-				v.T -= shift
-				v.GPU = remap(v.GPU)
-				v.Optimizer, v.OptimizerKeys, v.DType = strings.Clone(v.Optimizer), strings.Clone(v.OptimizerKeys), strings.Clone(v.DType)
-			}})
-		case siteSchema.name:
-			its = append(its, &rowIter[SiteSample]{it: db.SiteSamples(r, s.GPU, s.PID, MinTime, MaxTime), sc: &siteSchema, fix: func(v *SiteSample) {
-				v.T -= shift
-				if v.SinceNS != 0 {
-					v.SinceNS -= shift
-				}
-				v.GPU = remap(v.GPU)
-				v.Reason, v.Name, v.File, v.Func, v.Stack = SitesReason(strings.Clone(string(v.Reason))), strings.Clone(v.Name), strings.Clone(v.File), strings.Clone(v.Func), strings.Clone(v.Stack)
-			}})
+		case storage.SeriesDevice:
+			its = append(its, &rowIter[storage.DeviceSample]{it: db.DeviceSamples(r, s.GPU, from, to), write: (*storage.Loader).AppendDevice,
+				fix: func(v *storage.DeviceSample) int64 {
+					v.T -= shift
+					v.GPU = remap(v.GPU)
+					return v.T
+				}})
+		case storage.SeriesProc:
+			its = append(its, &rowIter[storage.ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, from, to), write: (*storage.Loader).AppendProc,
+				fix: func(v *storage.ProcSample) int64 {
+					v.T -= shift
+					v.GPU = remap(v.GPU)
+					return v.T
+				}})
+		case storage.SeriesTorch:
+			its = append(its, &rowIter[storage.TorchSample]{it: db.TorchSamples(r, s.GPU, s.PID, from, to), write: (*storage.Loader).AppendTorch,
+				fix: func(v *storage.TorchSample) int64 {
+					v.T -= shift
+					v.GPU = remap(v.GPU)
+					return v.T
+				}})
+		case storage.SeriesBudget:
+			its = append(its, &rowIter[storage.BudgetSample]{it: db.BudgetSamples(r, s.GPU, s.PID, from, to), write: (*storage.Loader).AppendBudget,
+				fix: func(v *storage.BudgetSample) int64 {
+					v.T -= shift
+					v.GPU = remap(v.GPU)
+					v.Optimizer, v.OptimizerKeys, v.DType = strings.Clone(v.Optimizer), strings.Clone(v.OptimizerKeys), strings.Clone(v.DType)
+					return v.T
+				}})
+		case storage.SeriesSites:
+			its = append(its, &rowIter[storage.SiteSample]{it: db.SiteSamples(r, s.GPU, s.PID, from, to), write: (*storage.Loader).AppendSiteRow,
+				fix: func(v *storage.SiteSample) int64 {
+					v.T -= shift
+					if v.SinceNS != 0 {
+						v.SinceNS -= shift
+					}
+					v.GPU = remap(v.GPU)
+					v.Reason, v.Name, v.File, v.Func, v.Stack = storage.SitesReason(strings.Clone(string(v.Reason))), strings.Clone(v.Name), strings.Clone(v.File), strings.Clone(v.Func), strings.Clone(v.Stack)
+					return v.T
+				}})
 		}
 	}
-	its = append(its, &rowIter[Mark]{it: db.Marks(r, MinTime, MaxTime), sc: &markSchema, fix: func(v *Mark) {
-		v.T -= shift
-		if v.GPU != None {
-			v.GPU = remap(v.GPU)
-		}
-		v.Text = strings.Clone(v.Text)
-	}})
+	its = append(its, &rowIter[storage.Mark]{it: db.Marks(r, from, to), write: (*storage.Loader).AppendMark,
+		fix: func(v *storage.Mark) int64 {
+			v.T -= shift
+			if v.GPU != storage.None {
+				v.GPU = remap(v.GPU)
+			}
+			v.Text = strings.Clone(v.Text)
+			return v.T
+		}})
 	return its
 }
 
 // rowIter is one series of an input as a rowSource.
 type rowIter[T any] struct {
-	it  *Iter[T]
-	sc  *rowSchema[T]
-	fix func(*T) // to the merged run's clock and GPU numbers
-	cur T
-	t   int64
+	it    *storage.Iter[T]
+	fix   func(*T) int64 // to the merged run's clock and GPU numbers; returns the row's time
+	write func(*storage.Loader, T) error
+	cur   T
+	t     int64
 }
 
 func (r *rowIter[T]) Next() bool {
@@ -365,12 +363,11 @@ func (r *rowIter[T]) Next() bool {
 		return false
 	}
 	r.cur = r.it.At()
-	r.fix(&r.cur)
-	r.t = r.sc.time(r.cur)
+	r.t = r.fix(&r.cur)
 	return true
 }
 
-func (r *rowIter[T]) At() rowSource            { return r }
-func (r *rowIter[T]) Err() error               { return r.it.Err() }
-func (r *rowIter[T]) time() int64              { return r.t }
-func (r *rowIter[T]) write(w *runWriter) error { return appendRow(w, r.sc, r.cur) }
+func (r *rowIter[T]) At() rowSource                   { return r }
+func (r *rowIter[T]) Err() error                      { return r.it.Err() }
+func (r *rowIter[T]) time() int64                     { return r.t }
+func (r *rowIter[T]) writeTo(l *storage.Loader) error { return r.write(l, r.cur) }

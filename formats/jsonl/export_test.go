@@ -1,0 +1,172 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memrec/memrec/internal/fixtures"
+	"github.com/memrec/memrec/internal/testsupport/linetest"
+	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/storage/wire"
+)
+
+// openTestDB opens a fresh database in a temporary folder and checks on
+// cleanup that every chunk in it decodes.
+func openTestDB(t testing.TB) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "test.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Check(); err != nil {
+			t.Errorf("consistency check: %v", err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+// importGenerated imports a generated run of gpus GPUs lasting d (several
+// sealed chunks per group at 40 s) into a fresh database; it returns the
+// lines too.
+func importGenerated(t testing.TB, gpus int, d time.Duration) (*storage.DB, storage.Run, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	c := tracegen.Default()
+	c.GPUs, c.Duration = gpus, d
+	if _, err := tracegen.Write(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDB(t)
+	runs, err := db.Import([]storage.Source{{Name: "gen", R: bytes.NewReader(buf.Bytes())}}, storage.ImportOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, runs[0], buf.Bytes()
+}
+
+func TestImportExportRoundTripReal(t *testing.T) {
+	for _, f := range []string{fixtures.CleanRun, fixtures.LeakRun} {
+		t.Run(f, func(t *testing.T) {
+			db := openTestDB(t)
+			in := fixtures.Read(t, f)
+			runs, err := db.Import([]storage.Source{{Name: f, R: bytes.NewReader(in)}}, storage.ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := Export(&out, db, runs[0]); err != nil {
+				t.Fatal(err)
+			}
+			want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes())
+			if len(want) != len(got) {
+				t.Fatalf("export has %d data lines, input %d", len(got), len(want))
+			}
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("line differs:\n got %s\nwant %s", got[i], want[i])
+				}
+			}
+			// The exported file imports again to the same export.
+			runs2, err := db.Import([]storage.Source{{Name: "export", R: bytes.NewReader(out.Bytes())}}, storage.ImportOptions{Name: "again"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out2 bytes.Buffer
+			if err := Export(&out2, db, runs2[0]); err != nil {
+				t.Fatal(err)
+			}
+			first := strings.SplitN(out.String(), "\n", 2)
+			second := strings.SplitN(out2.String(), "\n", 2)
+			if first[1] != second[1] {
+				t.Fatal("second export differs from the first")
+			}
+			r := runs[0]
+			if r.Tags["model"] != "resnet18" || len(r.GPUs) != 1 || r.GPUs[0].TotalBytes != 150754820096 || !r.Complete {
+				t.Fatalf("run metadata: %+v", r)
+			}
+		})
+	}
+}
+
+func TestImportGeneratedRoundTrip(t *testing.T) {
+	const gpus = 3
+	db, run, lines := importGenerated(t, gpus, 40*time.Second)
+	var out bytes.Buffer
+	if err := Export(&out, db, run); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := linetest.Normalize(t, lines), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
+		t.Fatalf("round trip differs: %d lines in, %d out", len(want), len(got))
+	}
+	// The export is in time order.
+	var last int64
+	for i, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1+gpus:] {
+		var m struct {
+			T int64 `json:"t_ns"`
+		}
+		json.Unmarshal([]byte(l), &m)
+		if m.T < last {
+			t.Fatalf("export line %d goes back in time", i)
+		}
+		last = m.T
+	}
+}
+
+// TestExportBudgetAndSites: a torch line carries the budget of its sample
+// and no other; a site snapshot is one line however many rows it has. The
+// input is written by wire's own appenders, so the export must give it
+// back line for line.
+func TestExportBudgetAndSites(t *testing.T) {
+	torch := storage.TorchSample{T: 1_001_000_000, GPU: 0, PID: 7, Allocated: 5000, Reserved: 8192, Active: 5000, PeakAllocated: 6000, Segments: 1}
+	watched := torch
+	watched.T = 1_002_000_000
+	budget := storage.BudgetSample{T: watched.T, GPU: 0, PID: 7, Params: 1024, Grads: 1024, OptimizerState: 2048, Buffers: 32,
+		ParamCount: 256, Trainable: 256, Autocast: storage.AutocastOn, Optimizer: "AdamW"}
+	head := storage.SiteSample{T: 1_003_000_000, GPU: 0, PID: 7, Reason: wire.SitesEpochEnd, File: wire.SiteUntracked, LiveBytes: 4096, LiveBlocks: 1}
+	site := head
+	site.File, site.Line, site.Func, site.LiveBytes = "/home/u/train.py", 52, "step", 1<<20
+	in := `{"type":"run","name":"b","start_ns":1000000000}` + "\n" + `{"type":"gpu","gpu":0,"total_bytes":1000000000}` + "\n" +
+		string(wire.AppendTorch(nil, torch)) + string(wire.AppendTorchBudget(nil, watched, budget)) +
+		string(wire.AppendSites(nil, []storage.SiteSample{head, site}))
+	db := openTestDB(t)
+	runs, err := db.Import([]storage.Source{{Name: "b.jsonl", R: strings.NewReader(in)}}, storage.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Export(&out, db, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if want := strings.Split(strings.TrimSpace(in), "\n")[2:]; !slices.Equal(lines[2:], want) {
+		t.Fatalf("export data lines:\n%s\nwant\n%s", strings.Join(lines[2:], "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// BenchmarkExport writes a stored 5-minute 8-GPU run as JSON Lines (the
+// export command's work less the file), and reports the time per line.
+func BenchmarkExport(b *testing.B) {
+	db, r, _ := importGenerated(b, 8, 5*time.Minute)
+	var out bytes.Buffer
+	if err := Export(&out, db, r); err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Count(out.Bytes(), []byte("\n"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Export(io.Discard, db, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(lines*b.N), "ns/line")
+	b.ReportMetric(float64(out.Len())/float64(lines), "B/line")
+}
