@@ -13,7 +13,7 @@ import (
 
 // retire takes out of the sums the processes whose last sample is more
 // than allocatorLife before t. A retired process keeps its counters
-// (retries, OOMs), so that a later sample of it adds only what is new.
+// (retries, OOMs, the table's counters), so that a later sample of it adds only what is new.
 func (s *allocSum) retire(t int64) {
 	for _, l := range s.last {
 		if l.T != retired && t-l.T > allocatorLife {
@@ -22,7 +22,11 @@ func (s *allocSum) retire(t int64) {
 			s.cur.inactive -= l.InactiveSplit
 			s.cur.peak -= l.PeakAllocated
 			s.cur.segments -= l.Segments
-			*l = storage.TorchSample{T: retired, AllocRetries: l.AllocRetries, OOMs: l.OOMs}
+			r := storage.TorchSample{T: retired}
+			for _, f := range torchCounters {
+				f.Set(&r, f.Get(*l))
+			}
+			*l = r
 		}
 	}
 }
@@ -59,6 +63,7 @@ type allocSum struct {
 	// at once; mostSegs the most segments they held at once.
 	largestSeg, mostSegs int64
 	mostSplit            int64 // the most inactive split bytes at once
+	counters             *counterLog
 }
 
 // allocatorLife is how long after a process's last allocator sample its
@@ -81,6 +86,7 @@ func (s *allocSum) take(x *storage.TorchSample) (prev storage.TorchSample) {
 		s.lastPID, s.lastOf = x.PID, l
 	}
 	prev, *l = *l, *x
+	s.counters.take(x, &prev)
 	c := &s.cur
 	c.allocated += x.Allocated - prev.Allocated
 	c.reserved += x.Reserved - prev.Reserved
@@ -143,13 +149,15 @@ func (a *gpuAnalysis) allocatorPass() error {
 	gr := a.gr
 	a.resAt = make([]int64, len(a.q))
 	tq := 0
-	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1}
+	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1, counters: newCounterLog(torchCounters)}
+	a.counterLog = sum.counters
 	// Sized for this GPU's share of the run's samples: a day-long run has
 	// millions, and growing by copying would double the peak.
 	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples))
 	if err := a.carryIn(sum); err != nil {
 		return err
 	}
+	sum.counters.inRun = true
 	tla := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Allocated)
 	tlr := newM4(a.start, a.end, a.opts.Width, &gr.Timeline.Reserved)
 	// The sums go to the trackers in blocks, which take them as runs.

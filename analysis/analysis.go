@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/memrec/memrec/storage"
-	"github.com/memrec/memrec/storage/wire"
 )
 
 // Analyze reads a run from the store and analyses every GPU. It streams
@@ -175,9 +174,6 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 				}
 			}()
 			gr, err := analyzeGPU(db, run, g, series, marks, opts)
-			if err == nil {
-				gr.Counters, err = allocatorCounters(db, run, g.Index, seriesOf(series, g.Index).torchPIDs, gr, marks.warm, wire.Counters(wire.TorchFields))
-			}
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()

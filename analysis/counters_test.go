@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -125,4 +127,78 @@ func growthWarmup(t *testing.T, db *storage.DB, r storage.Run) growth.Warmup {
 		t.Fatal(err)
 	}
 	return mi.warm
+}
+
+// TestCounterLogAgreesWithSecondRead: the counters the allocator pass
+// keeps as it reads (counterLog) are those of a second read of the series
+// (allocatorCounters, which sums every sample on its own), on runs where
+// two processes start at the same time, one falls silent past
+// allocatorLife (the allocator pass retires it) and comes back, and
+// counters change at every sample; and where the log gives up (a bound of
+// 2 changes), the second read's counters are what analyze reports.
+func TestCounterLogAgreesWithSecondRead(t *testing.T) {
+	run := func(silent bool) string {
+		var b strings.Builder
+		b.WriteString(`{"type":"run","name":"c","start_ns":1000000000}` + "\n" + `{"type":"gpu","gpu":0,"total_bytes":1000000}` + "\n")
+		b.WriteString(`{"type":"mark","t_ns":1000000000,"kind":"epoch_start","epoch":0}` + "\n")
+		for i := range 40 {
+			tn := 1_000_000_000 + int64(i)*250_000_000
+			fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":10,"allocated_bytes":10,"reserved_bytes":20,"device_allocs":%d,"device_frees":%d,"alloc_retries":%d}`+"\n", tn, 100+3*i, i/2, i/10)
+			if !silent || i < 8 || i > 25 {
+				fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":11,"allocated_bytes":5,"reserved_bytes":20,"device_allocs":%d,"ooms":%d}`+"\n", tn, 7+i, i/20)
+			}
+			fmt.Fprintf(&b, `{"type":"mark","t_ns":%d,"kind":"step","step":%d}`+"\n", tn+1, i)
+			if i == 12 {
+				fmt.Fprintf(&b, `{"type":"mark","t_ns":%d,"kind":"epoch_end","epoch":0}`+"\n"+`{"type":"mark","t_ns":%d,"kind":"epoch_start","epoch":1}`+"\n", tn+2, tn+3)
+			}
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name  string
+		data  string
+		bound int
+	}{
+		{"together", run(false), maxCounterChanges},
+		{"one retired and back", run(true), maxCounterChanges},
+		{"too many changes", run(true), 2},
+		{"the fixture", countersRun, maxCounterChanges},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(n int) { maxCounterChanges = n }(maxCounterChanges)
+			maxCounterChanges = tc.bound
+			db, err := storage.Open(filepath.Join(t.TempDir(), "a.db"), storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			runs, err := db.Import([]storage.Source{{Name: "c", R: strings.NewReader(tc.data)}}, storage.ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Analyze(db, runs[0], Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &rep.GPUs[0]
+			want, err := allocatorCounters(db, runs[0], 0, []int{10, 11}, g, growthWarmup(t, db, runs[0]), torchCounters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) == 0 || want[0].Total == 0 && want[2].Total == 0 {
+				t.Fatalf("the second read counted nothing: %+v", want)
+			}
+			if !reflect.DeepEqual(g.Counters, want) {
+				t.Errorf("analyze's counters\n%s\nwant the second read's\n%s", counterText(g.Counters), counterText(want))
+			}
+		})
+	}
+}
+
+func counterText(cs []Counter) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s total %d, %v a step over %d\n", c.Name, c.Total, analysistest.Deref(c.PerStep), c.Steps)
+	}
+	return b.String()
 }

@@ -68,6 +68,9 @@ type gpuAnalysis struct {
 	// where the budget is taken.
 	peakS   storage.TorchSample
 	peakSum torchAtTime
+	// counterLog is the allocator's counters as the allocator pass summed
+	// them (nil without allocator series).
+	counterLog *counterLog
 	// allocPeaks are the allocator pass's peaks, added to the report's
 	// after the device pass's (passes).
 	allocPeaks []Peak
@@ -108,8 +111,26 @@ func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage
 	}
 	a.processes()
 	a.allocTrace()
-	a.oomCauses() // after the trace: its what-ifs
+	a.oomCauses()                        // after the trace: its what-ifs
+	if err := a.counters(); err != nil { // after leak: the rate's span
+		return nil, err
+	}
 	return a.gr, nil
+}
+
+// counters sets the allocator's counters from the sums the allocator pass
+// kept, or, where they changed too often to keep, from a second read.
+func (a *gpuAnalysis) counters() error {
+	if a.counterLog == nil {
+		return nil
+	}
+	var ok bool
+	if a.gr.Counters, ok = a.counterLog.counters(a.gr, a.mi.warm); ok {
+		return nil
+	}
+	var err error
+	a.gr.Counters, err = allocatorCounters(a.db, a.run, a.g.Index, a.torchPIDs, a.gr, a.mi.warm, torchCounters)
+	return err
 }
 
 // allocTrace attaches the allocator trace of the GPU's one traced process.

@@ -1,6 +1,9 @@
 package growth
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // StepMark is one step mark: the step ends at TNS.
 type StepMark struct {
@@ -12,12 +15,21 @@ type StepMark struct {
 // training is millions of them a rank, so they are kept as their times and,
 // for their numbers, the runs in which each mark's step is the one before's
 // plus the same stride (a job's marks are almost always one such run: every
-// step, every tenth, or none numbered): 8 bytes a mark, where a StepMark is
-// 16. A nil *Steps has no marks.
+// step, every tenth, or none numbered). A time is 4 bytes: microseconds
+// (the store's unit) after the first mark of its block of stepBlock marks,
+// whose time is kept whole; marks that do not fit (out of order, a block
+// longer than 71 minutes, a time not in whole microseconds) turn every
+// time into 8 bytes. A nil *Steps has no marks.
 type Steps struct {
-	t    []int64
+	n    int
+	base []int64   // the first mark's time of each block
+	off  []uint32  // each mark's time after its block's first, µs
+	wide []int64   // every mark's time, once one did not fit off (base and off are then nil)
 	runs []stepRun // by first mark; runs[0].i is 0 when there are marks
 }
+
+// stepBlock is how many marks share a base time.
+const stepBlock = 1024
 
 // stepRun: from mark i until the next run, mark j is step n + d·(j − i).
 type stepRun struct{ i, n, d int }
@@ -32,18 +44,42 @@ func StepsOf(marks ...StepMark) *Steps {
 }
 
 // NewSteps makes empty Steps with room for n marks.
-func NewSteps(n int) *Steps { return &Steps{t: make([]int64, 0, n)} }
+func NewSteps(n int) *Steps {
+	return &Steps{base: make([]int64, 0, n/stepBlock+1), off: make([]uint32, 0, n)}
+}
 
 // Add appends the mark of step n at t.
 func (s *Steps) Add(t int64, n int) {
 	k := len(s.runs)
 	switch {
-	case k > 0 && len(s.t)-s.runs[k-1].i == 1: // a run's second mark sets its stride
+	case k > 0 && s.n-s.runs[k-1].i == 1: // a run's second mark sets its stride
 		s.runs[k-1].d = n - s.runs[k-1].n
-	case k == 0 || s.stepOf(s.runs[k-1], len(s.t)) != n:
-		s.runs = append(s.runs, stepRun{i: len(s.t), n: n})
+	case k == 0 || s.stepOf(s.runs[k-1], s.n) != n:
+		s.runs = append(s.runs, stepRun{i: s.n, n: n})
 	}
-	s.t = append(s.t, t)
+	s.addTime(t)
+	s.n++
+}
+
+// addTime keeps the time of mark s.n.
+func (s *Steps) addTime(t int64) {
+	switch {
+	case s.wide != nil:
+		s.wide = append(s.wide, t)
+		return
+	case s.n%stepBlock == 0:
+		s.base, s.off = append(s.base, t), append(s.off, 0)
+		return
+	}
+	if d := t - s.base[len(s.base)-1]; d >= 0 && d%1000 == 0 && d/1000 <= math.MaxUint32 {
+		s.off = append(s.off, uint32(d/1000))
+		return
+	}
+	wide := make([]int64, s.n, max(cap(s.off), s.n+1))
+	for i := range wide {
+		wide[i] = s.T(i)
+	}
+	s.wide, s.base, s.off = append(wide, t), nil, nil
 }
 
 // stepOf is the step of mark j in run r.
@@ -54,11 +90,16 @@ func (s *Steps) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.t)
+	return s.n
 }
 
 // T is mark i's time.
-func (s *Steps) T(i int) int64 { return s.t[i] }
+func (s *Steps) T(i int) int64 {
+	if s.wide != nil {
+		return s.wide[i]
+	}
+	return s.base[i/stepBlock] + int64(s.off[i])*1000
+}
 
 // Step is mark i's step.
 func (s *Steps) Step(i int) int {
@@ -67,13 +108,13 @@ func (s *Steps) Step(i int) int {
 }
 
 // At is mark i.
-func (s *Steps) At(i int) StepMark { return StepMark{TNS: s.t[i], Step: s.Step(i)} }
+func (s *Steps) At(i int) StepMark { return StepMark{TNS: s.T(i), Step: s.Step(i)} }
 
 // Last is the last mark (Len must not be 0).
-func (s *Steps) Last() StepMark { return s.At(len(s.t) - 1) }
+func (s *Steps) Last() StepMark { return s.At(s.n - 1) }
 
 // Search is the first mark at or after t, or Len where none is.
 func (s *Steps) Search(t int64) int {
 	n := s.Len()
-	return sort.Search(n, func(i int) bool { return s.t[i] >= t })
+	return sort.Search(n, func(i int) bool { return s.T(i) >= t })
 }

@@ -45,3 +45,60 @@ func TestStepsKeepEveryMarksNumber(t *testing.T) {
 		t.Errorf("nil Steps: %d marks, search %d", none.Len(), none.Search(5))
 	}
 }
+
+// TestStepsTimes: every mark keeps its time to the nanosecond, across
+// blocks, in 4 bytes a mark where each lies whole microseconds after its
+// block's first and within 2³² µs of it, and in 8 once one does not (a
+// time between microseconds, a mark before the one before, a block longer
+// than 71 minutes).
+func TestStepsTimes(t *testing.T) {
+	const start = int64(1_764_430_000_000_000_000)
+	regular := func(n int) []int64 {
+		ts := make([]int64, n)
+		for i := range ts {
+			ts[i] = start + int64(i)*250_123_000 // whole µs
+		}
+		return ts
+	}
+	odd, back, gap := regular(3000), regular(3000), regular(3000)
+	odd[2500] += 7
+	back[1500] = back[1000] // before its block's first
+	for i := 2100; i < len(gap); i++ {
+		gap[i] += 5e12 // 83 minutes
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []int64
+		wide bool
+	}{
+		{"regular", regular(3000), false},
+		{"one block", regular(10), false},
+		{"a time between microseconds", odd, true},
+		{"a mark back in time", back, true},
+		{"a long gap in a block", gap, true},
+		{"a long gap at a block's start", append(regular(stepBlock), start+9e12, start+9e12+1000), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSteps(len(tc.ts))
+			for i, ts := range tc.ts {
+				s.Add(ts, i)
+			}
+			for i, want := range tc.ts {
+				if got := s.T(i); got != want {
+					t.Fatalf("mark %d at %d, want %d", i, got, want)
+				}
+			}
+			if (s.wide != nil) != tc.wide {
+				t.Errorf("8 bytes a mark: %v, want %v", s.wide != nil, tc.wide)
+			}
+			if !tc.wide {
+				if b := float64(4*cap(s.off)+8*cap(s.base)) / float64(len(tc.ts)); b > 4+8 && len(tc.ts) > stepBlock || len(tc.ts) > stepBlock && b > 4.1 {
+					t.Errorf("%.2f bytes a mark, want about 4", b)
+				}
+			}
+			if i := s.Search(tc.ts[len(tc.ts)-1]); s.T(i) != tc.ts[len(tc.ts)-1] {
+				t.Errorf("Search of the last time: mark %d", i)
+			}
+		})
+	}
+}
