@@ -172,7 +172,7 @@ func TestCounterLogAgreesWithSecondRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			runs, err := db.Import([]storage.Source{{Name: "c", R: strings.NewReader(tc.data)}}, storage.ImportOptions{})
+			runs, err := jsonl.Import(db, []jsonl.Source{{Name: "c", R: strings.NewReader(tc.data)}}, jsonl.ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
