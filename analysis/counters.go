@@ -13,68 +13,81 @@ import (
 // series. A counter counts from its process's start, so the total is what
 // it rose by from the GPU's first sample in the span, each process's rise
 // added (the processes' last samples before a window carried in), as
-// gpupass sums alloc_retries. It reads the series once more: the
-// allocator pass keeps the same sums as it reads them (counterLog), and
-// this second read serves only where their changes were too many to keep.
+// gpupass sums alloc_retries. The sum over the processes at a time is the
+// sum of each one's last sample by then, so each series is read on its
+// own, a chunk at a time, and only the few samples that end a stretch
+// (the first, the last at or before each bound of the rate, the last) are
+// converted: merging the series by time and converting every sample cost
+// more than the rest of the allocator's analysis. The allocator pass
+// keeps the same sums as it reads (counterLog); this read serves only
+// where their changes were too many to keep.
 func allocatorCounters(db *storage.DB, run storage.Run, gpu int, pids []int, gr *GPUReport, warm growth.Warmup,
 	fs []wire.Field[storage.TorchSample]) ([]Counter, error) {
 	if len(pids) == 0 || len(fs) == 0 {
 		return nil, nil
 	}
-	last := map[int]storage.TorchSample{}
-	sum := make([]int64, len(fs))
-	take := func(x storage.TorchSample) {
-		prev := last[x.PID]
-		last[x.PID] = x
-		for i, f := range fs {
-			sum[i] += f.Get(x) - f.Get(prev)
+	from, to, steps := rateSpan(gr, warm)
+	ends := make([]counterEnds, len(pids))
+	before, windowed := run.Before(windowLookBack)
+	for i, pid := range pids {
+		e := &ends[i]
+		if windowed {
+			if err := e.readCarried(db.TorchSamples(before, gpu, pid, storage.MinTime, storage.MaxTime)); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if before, ok := run.Before(windowLookBack); ok {
-		carried := mergeTorch(db, before, gpu, pids)
-		for carried.Next() {
-			take(carried.At())
-		}
-		if err := carried.Err(); err != nil {
+		if err := e.read(db.TorchSamples(run, gpu, pid, storage.MinTime, storage.MaxTime), from, to); err != nil {
 			return nil, err
 		}
 	}
-	from, to, steps := rateSpan(gr, warm)
-	// base is the sums at the first sample of the span, atFrom and atTo
-	// at the rate's bounds (after the samples at or before each, and never
-	// before base).
-	var base, atFrom, atTo []int64
-	it := mergeTorch(db, run, gpu, pids)
-	for it.Next() {
-		x := it.At()
-		if base != nil && atFrom == nil && x.T > from {
-			atFrom = slices.Clone(sum)
-		}
-		if base != nil && atTo == nil && x.T > to {
-			atTo = slices.Clone(sum)
-		}
-		take(x)
-		if base == nil {
-			base = slices.Clone(sum)
-			if x.T > from {
-				atFrom = base
-			}
-			if x.T > to {
-				atTo = base
-			}
+	// The GPU's first sample: the earliest, the first process's on a tie
+	// (the order a merge by time gives).
+	first := -1
+	for i := range ends {
+		if ends[i].first != nil && (first < 0 || ends[i].first.T < ends[first].first.T) {
+			first = i
 		}
 	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	if base == nil { // no sample in the span
+	if first < 0 { // no sample in the span
 		return nil, nil
 	}
-	if atFrom == nil {
-		atFrom = sum
+	var zero storage.TorchSample
+	// sumOf sums, over the processes, pick's sample less the zero sample
+	// (a process not seen yet adds nothing).
+	sumOf := func(pick func(e *counterEnds, i int) *storage.TorchSample) []int64 {
+		sum := make([]int64, len(fs))
+		for i := range ends {
+			x := pick(&ends[i], i)
+			if x == nil {
+				continue
+			}
+			for j, f := range fs {
+				sum[j] += f.Get(*x) - f.Get(zero)
+			}
+		}
+		return sum
 	}
-	if atTo == nil {
-		atTo = sum
+	orCarried := func(x *storage.TorchSample, e *counterEnds) *storage.TorchSample {
+		if x != nil {
+			return x
+		}
+		return e.carried
+	}
+	base := sumOf(func(e *counterEnds, i int) *storage.TorchSample {
+		if i == first {
+			return e.first
+		}
+		return e.carried
+	})
+	sum := sumOf(func(e *counterEnds, _ int) *storage.TorchSample { return orCarried(e.last, e) })
+	// atFrom and atTo are the sums after the samples at or before each
+	// bound of the rate, and never before base.
+	atFrom, atTo := base, base
+	if t0 := ends[first].first.T; t0 <= from {
+		atFrom = sumOf(func(e *counterEnds, _ int) *storage.TorchSample { return orCarried(e.atFrom, e) })
+	}
+	if t0 := ends[first].first.T; t0 <= to {
+		atTo = sumOf(func(e *counterEnds, _ int) *storage.TorchSample { return orCarried(e.atTo, e) })
 	}
 	out := make([]Counter, len(fs))
 	for i, f := range fs {
@@ -85,6 +98,59 @@ func allocatorCounters(db *storage.DB, run storage.Run, gpu int, pids []int, gr 
 		}
 	}
 	return out, nil
+}
+
+// counterEnds are the samples of one process's allocator series that
+// allocatorCounters needs; nil where there is none.
+type counterEnds struct {
+	carried      *storage.TorchSample // the last before the window
+	first, last  *storage.TorchSample
+	atFrom, atTo *storage.TorchSample // the last at or before each bound
+}
+
+// readCarried keeps the last sample of it.
+func (e *counterEnds) readCarried(it *storage.Iter[storage.TorchSample]) error {
+	for ts := it.NextBlock(); len(ts) > 0; ts = it.NextBlock() {
+		x := it.BlockAt(len(ts) - 1)
+		e.carried = &x
+	}
+	return it.Err()
+}
+
+// read keeps the samples of it that e holds; from and to are ns, the
+// block's times µs, as stored.
+func (e *counterEnds) read(it *storage.Iter[storage.TorchSample], from, to int64) error {
+	at := func(i int) *storage.TorchSample {
+		x := it.BlockAt(i)
+		return &x
+	}
+	for ts := it.NextBlock(); len(ts) > 0; ts = it.NextBlock() {
+		if e.first == nil {
+			e.first = at(0)
+		}
+		e.last = at(len(ts) - 1)
+		if n := countUpTo(ts, from); n > 0 {
+			e.atFrom = at(n - 1)
+		}
+		if n := countUpTo(ts, to); n > 0 {
+			e.atTo = at(n - 1)
+		}
+	}
+	return it.Err()
+}
+
+// countUpTo is how many of the ascending µs times ts are at or before ns.
+func countUpTo(ts []int64, ns int64) int {
+	lo, hi := 0, len(ts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ts[m]*1000 <= ns {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // rateSpan is where a counter's rate a step is taken: from the end of the

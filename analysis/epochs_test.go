@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/jobmodel"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 )
 
 // evalRun is jobmodel's H200 job on one GPU, emptying its cache at every

@@ -21,8 +21,8 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/testsupport/cdp"
+	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -12,7 +12,7 @@ import (
 // writes its value; py names the Python reference's variable, if any.
 var leakThresholds = []struct {
 	name, doc, py string
-	value       float64
+	value         float64
 }{
 	{"leakP", "0.01", "P_MAX", leakP},
 	{"minLeakGrowth", wholeBytes(minLeakGrowth), "MIN_GROWTH", minLeakGrowth},
