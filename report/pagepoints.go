@@ -8,7 +8,7 @@ import (
 
 // The page's points are packed, not written as JSON numbers: a day of many
 // lines is millions of points, and a point's two differences take a few
-// bytes here where decimal digits and commas took several times that.
+// bytes here where decimal digits and commas take several times that.
 //
 //	points  := base64(point*)            standard alphabet, padded
 //	point   := dt dv

@@ -153,13 +153,12 @@ func appendRow[T any](w *runWriter, sc *rowSchema[T], v T) error {
 // Appender keeps it small: at a commit, a group's entries older than
 // liveLateWindow before its newest are sealed once there are liveSealMin of
 // them. Without this the open chunk grows to 2·chunkEntries, which at one
-// GPU and 100 Hz is minutes of samples encoded again every second (0.29 %
-// of a core, BenchmarkAppenderSecond). Half a chunk, not less: each
-// sealed chunk carries a summary of its series (summary.go), whose pieces
-// cannot span chunks, so smaller live chunks made a compacted live file
-// of a slowly moving run 1.22x the imported one (TestCompactLiveFile; at
-// 8192, 1.09x), for 0.29 → 0.36 % of a core at 8 GPUs and 1 kHz. Imports
-// seal by count alone.
+// GPU and 100 Hz is minutes of samples encoded again every second
+// (BenchmarkAppenderSecond). Half a chunk, not less: each sealed chunk
+// carries a summary of its series (summary.go), whose pieces cannot span
+// chunks, so smaller live chunks make a compacted live file larger than
+// the same run imported (TestCompactLiveFile; bench/README.md, "Chunk
+// summaries", has both costs). Imports seal by count alone.
 const (
 	liveSealMin    = 8192
 	liveLateWindow = 10 * time.Second

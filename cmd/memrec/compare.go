@@ -44,8 +44,8 @@ run unless --baseline), and overlay charts aligned by step, epoch or time.
 With --by TAG, what the job needs is projected against a numeric tag (batch
 size, sequence length) over the given runs, or over every run that has the tag:
 its per-step peak allocated (peak device memory without the probe), plus what
-the allocator may strand at the limit (the smaller of two of its largest
-segments, which the probe measures, and 18 % of the peak), plus what PyTorch
+the allocator may strand at the limit (two of its largest segments where the
+probe measures them, else 40 % of the peak), plus what PyTorch
 does not see. A run that exited with an error before its first step is left
 out, and a note says so. The
 largest value that still fits on the GPU with --headroom is stated, with the

@@ -71,7 +71,8 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	defer db.Close()
 	// The analysis, which reads every device and allocator sample, hands
 	// them to the page's pyramid of levels as it goes (a second read of
-	// the run took a third of the report's time on a day of 8 GPUs); the
+	// a long run is a large part of the report's time: bench/README.md,
+	// "Figures behind the code's constants"); the
 	// marks and the budget are added after it. The first signal waits for
 	// neither.
 	var rep *analysis.Report

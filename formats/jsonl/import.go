@@ -415,13 +415,14 @@ func fill(r io.Reader, p []byte) (int, error) {
 
 // recPool holds the record slices of batches already applied, for reuse: a
 // record is a few hundred bytes, and a new slice per batch, cleared by the
-// allocator, took a fifth of an import's CPU.
+// allocator, costs more of an import's CPU than parsing the batch
+// (BenchmarkImport; bench/README.md, "Figures behind the code's constants").
 var recPool sync.Pool
 
 // parseBatch parses the lines of one batch into buf's space. Blank lines
 // cost nothing: the records are allocated ahead by the count of lines that
-// are not blank. (Growing the slice instead, cleared and copied at every
-// doubling, took over 40 % of an import's CPU.)
+// are not blank: growing the slice instead clears and copies it at every
+// doubling (BenchmarkImport).
 func parseBatch(p *wire.Parser, buf []rec, data []byte, line int, pos func(line int) string) ([]rec, error) {
 	recs := buf[:0]
 	if n := countLines(data); cap(recs) < n {
