@@ -136,7 +136,7 @@ func (s *server) window(w http.ResponseWriter, r *http.Request) {
 // writeJSON writes the window as encoding/json would, with the arrays of
 // numbers written directly (the page's points are most of the bytes, and
 // encoding them through reflection is a large part of a window's time:
-// BenchmarkWindows; bench/README.md, "Figures behind the code's constants"), a
+// BenchmarkWindows; bench/README.md, "Figures moved from comments"), a
 // chunk of about chunkBytes at a time: an answer never holds its text
 // whole. It returns the first write's error.
 func (wj *windowJSON) writeJSON(w io.Writer) error {

@@ -72,7 +72,7 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	// The analysis, which reads every device and allocator sample, hands
 	// them to the page's pyramid of levels as it goes (a second read of
 	// a long run is a large part of the report's time: bench/README.md,
-	// "Figures behind the code's constants"); the
+	// "Figures moved from comments"); the
 	// marks and the budget are added after it. The first signal waits for
 	// neither.
 	var rep *analysis.Report

@@ -415,8 +415,8 @@ func fill(r io.Reader, p []byte) (int, error) {
 
 // recPool holds the record slices of batches already applied, for reuse: a
 // record is a few hundred bytes, and a new slice per batch, cleared by the
-// allocator, costs more of an import's CPU than parsing the batch
-// (BenchmarkImport; bench/README.md, "Figures behind the code's constants").
+// allocator, is a large share of an import's CPU (BenchmarkImport;
+// bench/README.md, "Figures moved from comments").
 var recPool sync.Pool
 
 // parseBatch parses the lines of one batch into buf's space. Blank lines
