@@ -63,7 +63,11 @@ type allocSum struct {
 	// at once; mostSegs the most segments they held at once.
 	largestSeg, mostSegs int64
 	mostSplit            int64 // the most inactive split bytes at once
-	counters             *counterLog
+	// mostLive is the most allocated + inactive split at once: what the
+	// segments holding live blocks spanned, which the allocator cannot
+	// give back; lastSplit the inactive split at the last sample.
+	mostLive, lastSplit int64
+	counters            *counterLog
 }
 
 // allocatorLife is how long after a process's last allocator sample its
@@ -113,6 +117,7 @@ func (s *allocSum) add(x *storage.TorchSample) {
 	}
 	s.mostSegs = max(s.mostSegs, c.segments)
 	s.mostSplit = max(s.mostSplit, c.inactive)
+	s.mostLive, s.lastSplit = max(s.mostLive, c.allocated+c.inactive), c.inactive
 	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
 		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
 		if s.nearLimit == nil || r > *s.nearLimit {
@@ -277,6 +282,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	}
 	if sum.mostSplit > 0 {
 		gr.MostInactiveSplitBytes = i64(sum.mostSplit)
+		gr.MostLiveSegmentBytes, gr.LastInactiveSplitBytes = i64(sum.mostLive), i64(sum.lastSplit)
 	}
 	gr.PeakAllocatedBytes = i64(sum.peakA.Allocated)
 	gr.PeakReservedBytes = i64(sum.peakR.Reserved)

@@ -135,6 +135,13 @@ type GPUReport struct {
 	// held inside split segments at once (inactive_split_bytes);
 	// compare's traceless.go reads it.
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
+	// MostLiveSegmentBytes is, with MostInactiveSplitBytes, the most
+	// allocated + inactive split at once: the room of the segments that
+	// held live blocks. LastInactiveSplitBytes is the inactive split at the
+	// last allocator sample (after the job's last step: a split it holds
+	// across steps). compare's traceless.go reads both.
+	MostLiveSegmentBytes   *int64 `json:"most_live_segment_bytes,omitempty"`
+	LastInactiveSplitBytes *int64 `json:"last_inactive_split_bytes,omitempty"`
 	// SiteRowsLeftOut counts the site rows not read, past the command's
 	// decoding budget (SiteRowsLeftOutWhy says why); 0 when none.
 	SiteRowsLeftOut int `json:"site_rows_left_out,omitempty"`

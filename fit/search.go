@@ -402,6 +402,9 @@ func (s *Search) held() (v float64, words string, ok bool) {
 	if l := by.SegmentLine; l != nil && l.SlopeBytesPerUnit > 0 {
 		unit += l.SlopeBytesPerUnit
 	}
+	if l := by.SplitLine; l != nil && l.SlopeBytesPerUnit > 0 {
+		unit += l.SlopeBytesPerUnit
+	}
 	reserved := float64(*last.ReservedBytes)
 	left := by.Available(0) - reserved
 	v = s.clamp(s.lo + max(left, 0)/unit)

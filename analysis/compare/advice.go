@@ -5,6 +5,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/budget"
+	"github.com/memrec/memrec/analysis/replay"
 )
 
 // advise gives the advice of the run at the largest value with a watched
@@ -33,6 +34,11 @@ func (by *ByTag) advise(c *Comparison) {
 	var segPerUnit float64
 	if l := by.SegmentLine; l != nil {
 		segPerUnit = l.SlopeBytesPerUnit
+	}
+	if l := by.SplitLine; l != nil {
+		// Advise counts StrandedSegments segments a sample; the split
+		// line is the whole stranded room a sample.
+		segPerUnit = l.SlopeBytesPerUnit / replay.StrandedSegments
 	}
 	budget.Advise(&b, budget.AdviceInput{Batch: value, Total: by.TotalBytes, DriverReserved: by.DriverReservedBytes,
 		SampleAllocated: b.PeakAllocatedBytes - sampled,

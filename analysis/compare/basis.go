@@ -41,11 +41,10 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		if l, ok := segmentLine(by.Points); ok {
 			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
 			by.StrandedSegments, by.StrandedRun = strandedSegments(by.Points)
-			for _, p := range by.Points {
-				if p.MostSegments != nil {
-					by.RoundingBytes = max(by.RoundingBytes, float64(*p.MostSegments)*replay.SegmentRounding)
-				}
-			}
+			by.RoundingBytes = segmentRounding(by.Points)
+		} else if l, runs, ok := splitLine(by.Points); ok {
+			allowance, by.AllowanceBasis, by.SplitLine, by.SplitRuns = 0, "inactive_split", &l, runs
+			by.RoundingBytes = segmentRounding(by.Points)
 		}
 	}
 	by.AllowanceFraction = allowance
@@ -61,6 +60,12 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks: %s) "+
 			"+ %s PyTorch does not see",
 			by.StrandedSegments, units.FormatBytes(int64(by.RoundingBytes)), strandedWords(by.StrandedRun, by.StrandedSegments), units.FormatBytes(by.UnseenBytes))
+	}
+	if l := by.SplitLine; l != nil {
+		by.BasisWords = fmt.Sprintf("the per-step peak allocated + the room the allocator may strand in split segments at its limit, %s "+
+			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks; the probe did not measure the largest segment), "+
+			"with %s for the rounding of its segments (2 MiB each) + %s PyTorch does not see",
+			splitWords(*l, by.SplitRuns), units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))
@@ -116,6 +121,9 @@ func (by *ByTag) fitting(avail float64, e replay.End) (float64, bool) {
 		return by.floorAtHigh(avail, v, ok)
 	}
 	k := map[replay.End]float64{replay.Optimistic: 0, replay.Middle: 0.5, replay.Pessimistic: 1}[e]
+	if l := by.SplitLine; l != nil {
+		return by.Need.Plus(k*by.RoundingBytes, k*l.SlopeBytesPerUnit).Solve(avail, e)
+	}
 	if l := by.SegmentLine; l != nil {
 		return by.Need.Plus(k*(by.StrandedSegments*l.InterceptBytes+by.RoundingBytes), k*by.StrandedSegments*l.SlopeBytesPerUnit).Solve(avail, e)
 	}
@@ -162,6 +170,11 @@ func (by *ByTag) interval() {
 		_, _, peak := c.At(*p)
 		allowance = fmt.Sprintf("+ %s at %s, %.2f largest segments with their rounding (%.0f %% of the peak); in the middle half of it",
 			units.FormatBytes(int64(segs)), num(p), by.StrandedSegments, 100*segs/peak)
+	} else if l := by.SplitLine; l != nil {
+		split := l.SlopeBytesPerUnit**p + by.RoundingBytes
+		_, _, peak := c.At(*p)
+		allowance = fmt.Sprintf("+ %s at %s stranded in split segments with their rounding (%.0f %% of the peak); in the middle half of it, at the optimistic end none: the limit lies in this range",
+			units.FormatBytes(int64(split)), num(p), 100*split/peak)
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}
@@ -187,3 +200,15 @@ func (by *ByTag) interval() {
 // limit cuDNN takes a smaller one where memory is short (how far, on real
 // models: bench/README.md, TestReplayLargestBatchOnTheH200).
 const replayNotABound = "; not a bound: where a library such as cuDNN takes a smaller workspace when memory is short (convolutions), the limit can lie a few per cent above it"
+
+// segmentRounding is what the rounding of segments to 2 MiB may hold: 2 MiB
+// for each of the most segments a run held.
+func segmentRounding(points []TagPoint) float64 {
+	var r float64
+	for _, p := range points {
+		if p.MostSegments != nil {
+			r = max(r, float64(*p.MostSegments)*replay.SegmentRounding)
+		}
+	}
+	return r
+}

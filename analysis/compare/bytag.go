@@ -45,6 +45,8 @@ type ByTag struct {
 	// its allocator retried, and its reserved memory exceeded the step's
 	// peak by AllowanceFraction), "largest_segment" (every run's probe
 	// measured the allocator's largest segment: SegmentLine, and
+	// AllowanceFraction is 0), "inactive_split" (every run's probe measured
+	// the inactive split, none the largest segment: SplitLine, and
 	// AllowanceFraction is 0) or "default" (AllocatorAllowance).
 	AllowanceBasis string `json:"allowance_basis,omitempty"`
 	AllowanceRun   string `json:"allowance_run,omitempty"`
@@ -64,6 +66,13 @@ type ByTag struct {
 	// inactive split; without it the package's StrandedSegments.
 	StrandedSegments float64 `json:"stranded_segments,omitempty"`
 	StrandedRun      string  `json:"stranded_run,omitempty"`
+	// SplitLine is, with AllowanceBasis "inactive_split" (no run measured
+	// the largest segment), the room the allocator may strand at the
+	// limit against the value (traceless.go): the pessimistic end adds it
+	// with RoundingBytes, the middle half of it. SplitRuns name the runs
+	// of its two terms, the most stranded a unit and the least.
+	SplitLine *replay.Fit `json:"inactive_split_line,omitempty"`
+	SplitRuns [2]string   `json:"inactive_split_runs,omitzero"`
 	// Failed are the runs that ended in an out-of-memory error: their peak
 	// is not what they needed, so they are not points of the fit, and the
 	// largest value that fits lies below the smallest of them.
@@ -131,6 +140,9 @@ type TagPoint struct {
 	MostSegments *int64 `json:"most_segments,omitempty"`
 	// MostInactiveSplitBytes is that GPU's GPUReport.MostInactiveSplitBytes.
 	MostInactiveSplitBytes *int64 `json:"most_inactive_split_bytes,omitempty"`
+	// MostLiveSegmentBytes and LastInactiveSplitBytes are that GPU's.
+	MostLiveSegmentBytes   *int64 `json:"most_live_segment_bytes,omitempty"`
+	LastInactiveSplitBytes *int64 `json:"last_inactive_split_bytes,omitempty"`
 }
 
 // FitByTag projects memory against a numeric tag and finds the largest
@@ -279,6 +291,7 @@ func (by *ByTag) collect(c *Comparison) (allProbe bool, err error) {
 					p.UnseenBytes = i64(g.Unseen.MedianBytes)
 				}
 				p.LargestSegmentBytes, p.MostSegments, p.MostInactiveSplitBytes = g.LargestSegmentBytes, g.MostSegments, g.MostInactiveSplitBytes
+				p.MostLiveSegmentBytes, p.LastInactiveSplitBytes = g.MostLiveSegmentBytes, g.LastInactiveSplitBytes
 				p.trace = g.AllocTrace
 			}
 		}

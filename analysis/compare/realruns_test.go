@@ -12,7 +12,7 @@ import (
 // TestLargestBatchOnRealRuns predicts the largest batch from real runs at
 // three small batch sizes and checks it against the limit found by
 // bisection on the same H200: without headroom never above the largest
-// batch that ran (and, with the default allowance, within 30 % below it),
+// batch that ran (ResNet-18 within 10 % below it, GPT-2 within 30 %),
 // with 5 % headroom no more than it.
 func TestLargestBatchOnRealRuns(t *testing.T) {
 	truth := fixtures.ReadTruth(t)
@@ -40,13 +40,15 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		p, h := *b.MaxFittingValueNoHeadroom, *b.MaxFittingValue
 		t.Logf("%s: predicted %v (with headroom %v), largest that ran %d; %s; %s", model, p, h, lim.Largest, b.BasisWords, b.IntervalWords)
 		// Never above the limit. These runs' probe did not measure the
-		// allocator's largest segment, so the default allowance holds:
-		// the most eighteen models needed (VGG-16's 36 %, rounded up to
-		// 40 %). ResNet-18 packs tightly at its limit (it needed nothing
-		// beyond its peak) and GPT-2 needed 7.6 %: about 29 % and 24 %
-		// below.
-		if p < 0.7*float64(lim.Largest) || p > float64(lim.Largest) {
-			t.Errorf("%s: predicted %v without headroom, the largest batch that ran is %d", model, p, lim.Largest)
+		// allocator's largest segment: the room stranded in split segments
+		// a unit of the batch bounds it (traceless.go); ResNet-18 within
+		// 10 % below.
+		low := 0.7
+		if model == "r18" {
+			low = 0.9
+		}
+		if b.AllowanceBasis != "inactive_split" || p < low*float64(lim.Largest) || p > float64(lim.Largest) {
+			t.Errorf("%s: predicted %v without headroom (%s), the largest batch that ran is %d", model, p, b.AllowanceBasis, lim.Largest)
 		}
 		if h > float64(lim.Largest) {
 			t.Errorf("%s: predicted %v with headroom, but %d is the largest batch that ran", model, h, lim.Largest)

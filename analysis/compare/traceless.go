@@ -3,8 +3,10 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/analysis/units"
 )
 
 // Without an allocator trace, compare --by and fit bound what the caching
@@ -67,4 +69,65 @@ func strandedWords(run string, k float64) string {
 		return fmt.Sprintf("run %q held at least %d largest segments' worth of it in split segments, and %d bound it", run, replay.StrandedSegments, replay.StrandedSegments)
 	}
 	return fmt.Sprintf("%.2f largest segments: the most any run held in split segments (run %q) plus the least, for splits made and merged between the probe's samples; memrec fit checks by trial", k, run)
+}
+
+// Without the largest segment either (probes before it), the room the
+// allocator cannot give back at the limit is read from the same samples in
+// bytes per unit of the value: large requests get segments of their own
+// size (rounded to 2 MiB), which grow with the batch, and a segment is split
+// only by a request smaller than it, so the room stranded in split segments
+// grows with the batch as they do. A run's stranding is the larger of two
+// things the probe sees: the inactive split at its last sample (a split the
+// job holds across steps, so at each step's peak too) and how far the
+// segments that held live blocks (allocated + inactive split, at once) rose
+// above the step's peak (a split seen beside the peak). The pessimistic end
+// adds the most any run stranded a unit (or its growth between the two
+// largest values, where faster) plus the least, for splits made and merged
+// between samples, as the segment rule does; and the segments' rounding.
+// What it leaves out: a split no sample saw at all; a library that takes
+// a smaller workspace where memory is short (the limit then lies above).
+
+// splitLine is the room stranded at the limit against the value, through 0
+// (see above), with the runs of its most and least a unit; false when a
+// point lacks the samples or its value is not above 0.
+func splitLine(points []TagPoint) (replay.Fit, [2]string, bool) {
+	hi := -1.0
+	var runs [2]string
+	var per []float64
+	var xs, ys []float64 // the most stranded at each value, ascending
+	for _, p := range points {
+		if p.LastInactiveSplitBytes == nil || p.MostLiveSegmentBytes == nil || p.StepPeakBytes == nil || p.Value <= 0 {
+			return replay.Fit{}, runs, false
+		}
+		s := float64(max(*p.LastInactiveSplitBytes, *p.MostLiveSegmentBytes-*p.StepPeakBytes, 0))
+		if u := s / p.Value; u > hi {
+			hi, runs[0] = u, p.Run
+		}
+		per = append(per, s/p.Value)
+		if n := len(xs); n > 0 && xs[n-1] == p.Value {
+			ys[n-1] = max(ys[n-1], s)
+			continue
+		}
+		xs, ys = append(xs, p.Value), append(ys, s)
+	}
+	if hi < 0 {
+		return replay.Fit{}, runs, false
+	}
+	if n := len(xs) - 1; n > 0 {
+		hi = max(hi, (ys[n]-ys[n-1])/(xs[n]-xs[n-1]))
+	}
+	lo := slices.Min(per)
+	for _, p := range points {
+		if u := float64(max(*p.LastInactiveSplitBytes, *p.MostLiveSegmentBytes-*p.StepPeakBytes, 0)) / p.Value; u == lo {
+			runs[1] = p.Run
+			break
+		}
+	}
+	return replay.Fit{SlopeBytesPerUnit: hi + lo}, runs, true
+}
+
+// splitWords says where the stranded room came from.
+func splitWords(l replay.Fit, runs [2]string) string {
+	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples; memrec fit checks by trial",
+		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1])
 }
