@@ -432,3 +432,135 @@ type Counter struct {
 	Steps   int      `json:"steps,omitempty"`
 	Help    string   `json:"-"` // what the count means (the table's Help)
 }
+
+// FitKind says what the fatal OOM's fitting batch is. With the per-step
+// peak of steps the run completed, the need of a step is known and the
+// batch is an estimate; without, the need is known only from below (what
+// was allocated at the OOM plus the request: the step would have gone on
+// to allocate more), so the batch is an upper bound: the batch that fits is
+// at most this, and may be well below it.
+type FitKind uint8
+
+const (
+	FitNone       FitKind = iota // no fitting batch
+	FitEstimate                  // from the run's own per-step peak
+	FitUpperBound                // from a lower bound of the step's need
+)
+
+func (k FitKind) String() string {
+	switch k {
+	case FitEstimate:
+		return "estimate"
+	case FitUpperBound:
+		return "upper_bound"
+	}
+	return ""
+}
+
+// MarshalText writes the kind's name into JSON.
+func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// OOM outcomes: a job survives most out-of-memory errors it meets. cuDNN
+// and cuBLAS ask for a large workspace, catch the error and fall back to a
+// smaller one; scripts catch it and skip a batch. A run at too large a
+// batch may show a burst of such fallbacks before the one that ends it.
+type OOMOutcome uint8
+
+const (
+	OOMUnknown  OOMOutcome = iota // the run ends without telling
+	OOMSurvived                   // the job went on after it
+	OOMFatal                      // the process exited with an error after it
+)
+
+func (o OOMOutcome) String() string {
+	switch o {
+	case OOMSurvived:
+		return "survived"
+	case OOMFatal:
+		return "fatal"
+	}
+	return "unknown"
+}
+
+// MarshalText writes the outcome's name into JSON.
+func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// CauseBasis says what an OOM's parts come from.
+type CauseBasis string
+
+// The bases of a cause.
+const (
+	CauseWatched CauseBasis = "watched_budget"   // the job's memrec.watch budget
+	CauseTrace   CauseBasis = "allocator_trace"  // the allocator sample, the split from the trace's replay
+	CauseSample  CauseBasis = "allocator_sample" // the allocator sample at the OOM alone
+)
+
+// ChangeKind is the kind of change that would have made a step fit.
+type ChangeKind string
+
+// The changes.
+const (
+	ChangeSetting       ChangeKind = "allocator_setting"
+	ChangeMicroBatch    ChangeKind = "micro_batch"
+	ChangeCheckpointing ChangeKind = "activation_checkpointing"
+	ChangeNone          ChangeKind = "none"
+)
+
+// OOMCause is the fatal OOM's budget at that moment and the change.
+type OOMCause struct {
+	Basis CauseBasis `json:"basis"`
+	// Parts add up to TotalBytes: device used at the OOM where a device
+	// sample was near it, else reserved. Shares are of TotalBytes.
+	Parts      []budget.Slice `json:"parts"`
+	TotalBytes int64          `json:"total_bytes"`
+	// RequestBytes is the failed request, MissingBytes what the device
+	// lacked for it (the request less the free memory).
+	RequestBytes int64     `json:"request_bytes"`
+	MissingBytes int64     `json:"missing_bytes"`
+	Change       OOMChange `json:"change"`
+	Notes        []string  `json:"notes,omitempty"`
+}
+
+// OOMChange is the one change, with its number.
+type OOMChange struct {
+	Kind ChangeKind `json:"kind"`
+	// Setting is PYTORCH_CUDA_ALLOC_CONF's value, for ChangeSetting.
+	Setting string `json:"setting,omitempty"`
+	// MicroBatch is the largest micro-batch that leaves room, with the
+	// run's batch_size tag; Accumulation the micro-batches a batch then
+	// takes (without the tag, the fewest equal parts that leave room).
+	MicroBatch   float64 `json:"micro_batch,omitempty"`
+	Accumulation int     `json:"accumulation,omitempty"`
+	// FreeBytes is what the change must free of the activations, for
+	// ChangeCheckpointing and ChangeNone.
+	FreeBytes int64  `json:"free_bytes,omitempty"`
+	Words     string `json:"words"`
+}
+
+// Timeline is a GPU's memory downsampled for drawing: per bucket of time
+// the first, lowest, highest and last point (M4), so no peak disappears.
+type Timeline struct {
+	StartNS, EndNS int64
+	Used           Series
+	DriverReserved Series // NVML's reserved memory; empty where the driver does not report it
+	Allocated      Series
+	Reserved       Series
+	Procs          []Series // one per process (NVML), named "pid N"
+}
+
+// Series is a list of points in time order.
+type Series struct {
+	Name string
+	T    []int64
+	V    []int64
+	// I is each point's position among all the samples of the series
+	// before downsampling (0 for the first sample).
+	I []int64
+}
+
+// JobSpan is where the job holds memory on a GPU, and how that was found.
+type JobSpan struct {
+	FromNS int64  `json:"from_ns"`
+	ToNS   int64  `json:"to_ns"`
+	Basis  string `json:"basis"` // processes, device_rise_fall
+}
