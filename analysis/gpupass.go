@@ -429,3 +429,19 @@ func (a *gpuAnalysis) newView() view {
 func makePeak(what string, v, t int64, mi *markIndex, steps *growth.Steps) Peak {
 	return Peak{What: what, Bytes: v, TNS: t, Epoch: mi.epochAt(t), Step: stepAt(steps, t), NearMark: mi.nearestMark(t)}
 }
+
+// procTrack is one process's figures as the device pass reads its samples.
+type procTrack struct {
+	p      Process
+	ser    *Series
+	tl     *m4
+	floors *spans
+}
+
+// add takes a block of the process's samples.
+func (t *procTrack) add(ts, used []int64) {
+	t.p.Samples += int64(len(used))
+	t.p.PeakBytes = max(t.p.PeakBytes, slices.Max(used))
+	t.tl.addAll(ts, used)
+	t.floors.addAll(ts, used)
+}
