@@ -9,8 +9,8 @@ import (
 )
 
 // The Report and the types it is made of: the shape of analyze --json.
-// How each figure is computed lies in the pass that fills it; the OOM's
-// outcome, fit and cause types stay with their rules (oom.go, oomcause.go).
+// How each figure is computed lies in the pass that fills it; an OOM's
+// post-mortem and its types are in oomreport.go.
 
 // Report is the analysis of one run. Allocator-based fields are nil where
 // the run has no allocator samples. It is plain data: safe to copy, to
