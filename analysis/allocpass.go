@@ -241,10 +241,6 @@ func (a *gpuAnalysis) atQuery(i int, c torchAtTime) {
 	}
 }
 
-// windowLookBack is how far before a window its last samples are looked
-// for: a value at the window's start older than this is not known.
-const windowLookBack = 60e9
-
 // carryIn starts a window's allocator sum from each process's last sample
 // before the window, so a mark at its start has the allocator's value as
 // inside a run; the sample counts for nothing else (no peak, no floor).

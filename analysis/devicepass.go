@@ -119,14 +119,6 @@ func (a *gpuAnalysis) processes() {
 	}
 }
 
-// procTrack is one process's figures as the device pass reads its samples.
-type procTrack struct {
-	p      Process
-	ser    *Series
-	tl     *m4
-	floors *spans
-}
-
 func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
 	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin)}
 	if pid == storage.OtherPID {
@@ -134,12 +126,4 @@ func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
 	}
 	t.tl = newM4(a.start, a.end, a.opts.Width, t.ser)
 	return t
-}
-
-// add takes a block of the process's samples.
-func (t *procTrack) add(ts, used []int64) {
-	t.p.Samples += int64(len(used))
-	t.p.PeakBytes = max(t.p.PeakBytes, slices.Max(used))
-	t.tl.addAll(ts, used)
-	t.floors.addAll(ts, used)
 }

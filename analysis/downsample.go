@@ -12,27 +12,6 @@ import (
 // first, lowest, highest and last point, so no peak disappears), and the
 // decimation of the step peaks for drawing.
 
-// Timeline is a GPU's memory downsampled for drawing: per bucket of time
-// the first, lowest, highest and last point (M4), so no peak disappears.
-type Timeline struct {
-	StartNS, EndNS int64
-	Used           Series
-	DriverReserved Series // NVML's reserved memory; empty where the driver does not report it
-	Allocated      Series
-	Reserved       Series
-	Procs          []Series // one per process (NVML), named "pid N"
-}
-
-// Series is a list of points in time order.
-type Series struct {
-	Name string
-	T    []int64
-	V    []int64
-	// I is each point's position among all the samples of the series
-	// before downsampling (0 for the first sample).
-	I []int64
-}
-
 // m4 downsamples a stream into buckets of equal time.
 type m4 struct {
 	start, width        int64

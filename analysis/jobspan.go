@@ -17,13 +17,6 @@ import (
 // not the job: on a short recording of a clean run it reads as a steep
 // leak (see bench/README.md, "Figures behind the code's constants").
 
-// JobSpan is where the job holds memory on a GPU, and how that was found.
-type JobSpan struct {
-	FromNS int64  `json:"from_ns"`
-	ToNS   int64  `json:"to_ns"`
-	Basis  string `json:"basis"` // processes, device_rise_fall
-}
-
 // procSpan is the span in which any of the GPU's processes holds memory,
 // from their NVML samples: from the first sample with memory to the last.
 // It reads each process's samples from its start to the first with memory,

@@ -12,31 +12,6 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
-// OOM outcomes: a job survives most out-of-memory errors it meets. cuDNN
-// and cuBLAS ask for a large workspace, catch the error and fall back to a
-// smaller one; scripts catch it and skip a batch. A run at too large a
-// batch may show a burst of such fallbacks before the one that ends it.
-type OOMOutcome uint8
-
-const (
-	OOMUnknown  OOMOutcome = iota // the run ends without telling
-	OOMSurvived                   // the job went on after it
-	OOMFatal                      // the process exited with an error after it
-)
-
-func (o OOMOutcome) String() string {
-	switch o {
-	case OOMSurvived:
-		return "survived"
-	case OOMFatal:
-		return "fatal"
-	}
-	return "unknown"
-}
-
-// MarshalText writes the outcome's name into JSON.
-func (o OOMOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
-
 // classifyOOMs tells the OOMs of one GPU apart (ooms in time order). An
 // OOM is survived when something shows the job went on after it: a later
 // OOM of the same process (it caught the error and tried again, smaller) or
@@ -119,33 +94,6 @@ func parseSize(num, unit string) int64 {
 	shift := map[string]uint{"B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[unit]
 	return int64(math.Round(v * float64(uint64(1)<<shift)))
 }
-
-// FitKind says what the fatal OOM's fitting batch is. With the per-step
-// peak of steps the run completed, the need of a step is known and the
-// batch is an estimate; without, the need is known only from below (what
-// was allocated at the OOM plus the request: the step would have gone on
-// to allocate more), so the batch is an upper bound: the batch that fits is
-// at most this, and may be well below it.
-type FitKind uint8
-
-const (
-	FitNone       FitKind = iota // no fitting batch
-	FitEstimate                  // from the run's own per-step peak
-	FitUpperBound                // from a lower bound of the step's need
-)
-
-func (k FitKind) String() string {
-	switch k {
-	case FitEstimate:
-		return "estimate"
-	case FitUpperBound:
-		return "upper_bound"
-	}
-	return ""
-}
-
-// MarshalText writes the kind's name into JSON.
-func (k FitKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // oomAdvice says, for the fatal OOM, what would have fitted: whether the
 // allocator's cache could have served the request (reserved − allocated

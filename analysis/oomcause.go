@@ -33,58 +33,6 @@ import (
 // where not even one sample's activations leave room; else none that a
 // step's shape can give (the model's own tensors fill the GPU).
 
-// CauseBasis says what an OOM's parts come from.
-type CauseBasis string
-
-// The bases of a cause.
-const (
-	CauseWatched CauseBasis = "watched_budget"   // the job's memrec.watch budget
-	CauseTrace   CauseBasis = "allocator_trace"  // the allocator sample, the split from the trace's replay
-	CauseSample  CauseBasis = "allocator_sample" // the allocator sample at the OOM alone
-)
-
-// ChangeKind is the kind of change that would have made a step fit.
-type ChangeKind string
-
-// The changes.
-const (
-	ChangeSetting       ChangeKind = "allocator_setting"
-	ChangeMicroBatch    ChangeKind = "micro_batch"
-	ChangeCheckpointing ChangeKind = "activation_checkpointing"
-	ChangeNone          ChangeKind = "none"
-)
-
-// OOMCause is the fatal OOM's budget at that moment and the change.
-type OOMCause struct {
-	Basis CauseBasis `json:"basis"`
-	// Parts add up to TotalBytes: device used at the OOM where a device
-	// sample was near it, else reserved. Shares are of TotalBytes.
-	Parts      []budget.Slice `json:"parts"`
-	TotalBytes int64          `json:"total_bytes"`
-	// RequestBytes is the failed request, MissingBytes what the device
-	// lacked for it (the request less the free memory).
-	RequestBytes int64     `json:"request_bytes"`
-	MissingBytes int64     `json:"missing_bytes"`
-	Change       OOMChange `json:"change"`
-	Notes        []string  `json:"notes,omitempty"`
-}
-
-// OOMChange is the one change, with its number.
-type OOMChange struct {
-	Kind ChangeKind `json:"kind"`
-	// Setting is PYTORCH_CUDA_ALLOC_CONF's value, for ChangeSetting.
-	Setting string `json:"setting,omitempty"`
-	// MicroBatch is the largest micro-batch that leaves room, with the
-	// run's batch_size tag; Accumulation the micro-batches a batch then
-	// takes (without the tag, the fewest equal parts that leave room).
-	MicroBatch   float64 `json:"micro_batch,omitempty"`
-	Accumulation int     `json:"accumulation,omitempty"`
-	// FreeBytes is what the change must free of the activations, for
-	// ChangeCheckpointing and ChangeNone.
-	FreeBytes int64  `json:"free_bytes,omitempty"`
-	Words     string `json:"words"`
-}
-
 // wholeTraceWhatIfOps is the most ops a trace may have for AllocTraceWhatIf:
 // each of its five replays holds a block per live allocation, and an
 // inflated trace's five would pass the analysis's heap bound

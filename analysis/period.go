@@ -1,12 +1,10 @@
 package analysis
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/analysis/units"
 )
 
 // Without step marks, a job can still show its step on the device when it
@@ -111,48 +109,4 @@ func (f *fallFinder) done() []stepFall {
 		f.end()
 	}
 	return f.out
-}
-
-// stepPattern looks for regular falls in the middle minute of the job's
-// device memory (of the run, when the job is not known), once per span.
-func (a *gpuAnalysis) stepPattern() (stepPattern, error) {
-	from, to := a.run.StartNS, a.run.EndNS
-	if a.job != nil {
-		from, to = a.job.FromNS, a.job.ToNS
-	}
-	if mid := from + (to-from)/2; to-from > periodWindow {
-		from, to = mid-periodWindow/2, mid+periodWindow/2
-	}
-	if p := a.pattern; p != nil && p.from == from && p.to == to {
-		return *p, nil
-	}
-	var ts, vs []int64
-	it := a.db.DeviceSamples(a.run, a.g.Index, from, to)
-	for it.Next() {
-		s := it.At()
-		ts, vs = append(ts, s.T), append(vs, s.Used)
-	}
-	if err := it.Err(); err != nil {
-		return stepPattern{}, err
-	}
-	p := fallPeriod(ts, vs)
-	p.from, p.to = from, to
-	a.pattern = &p
-	return p, nil
-}
-
-// inferStepTime looks for a step period in the job's device memory when
-// the run has no step marks.
-func (a *gpuAnalysis) inferStepTime() error {
-	if !a.hasDevice || a.steps.Len() >= 2 {
-		return nil
-	}
-	p, err := a.stepPattern()
-	if err != nil || !p.ok {
-		return err
-	}
-	a.gr.InferredStepTimeS = f64(float64(p.period) / 1e9)
-	a.gr.InferredStepBasis = fmt.Sprintf("device memory falls every %.3f s (%d falls in the %s read): the job gives memory back once a step, or once every few steps",
-		float64(p.period)/1e9, p.falls, units.FormatDuration(float64(p.to-p.from)/1e9))
-	return nil
 }

@@ -1,8 +1,6 @@
 package analysis
 
 import (
-	"math"
-
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
@@ -11,8 +9,8 @@ import (
 )
 
 // The Report and the types it is made of: the shape of analyze --json.
-// How each figure is computed lies in the pass that fills it; the OOM's
-// outcome, fit and cause types stay with their rules (oom.go, oomcause.go).
+// How each figure is computed lies in the pass that fills it; an OOM's
+// post-mortem and its types are in oomreport.go.
 
 // Report is the analysis of one run. Allocator-based fields are nil where
 // the run has no allocator samples. It is plain data: safe to copy, to
@@ -269,70 +267,6 @@ type Unseen struct {
 	ToleranceNS int64 `json:"tolerance_ns"`
 }
 
-// OOM is the post-mortem of one out-of-memory mark.
-type OOM struct {
-	TNS              int64    `json:"t_ns"`
-	Message          string   `json:"message"`
-	Summary          string   `json:"summary,omitempty"`
-	Epoch            *int     `json:"epoch"`
-	Step             *int     `json:"step"`
-	UsedBytes        *int64   `json:"used_bytes"`
-	AllocatedBytes   *int64   `json:"allocated_bytes"`
-	ReservedBytes    *int64   `json:"reserved_bytes"`
-	Fragmentation    *float64 `json:"fragmentation"`
-	LargestGrowth    *int64   `json:"largest_step_growth_bytes"`
-	LargestGrowthAt  *int     `json:"largest_step_growth_step"`
-	AllocRetriesRise *int64   `json:"alloc_retries_rise"`
-	// The figures above are each view's at the OOM: the device sample
-	// (UsedTNS) and the allocator sample (AllocatorTNS) nearest to it, each
-	// at most PairToleranceNS away; a view without such a sample is left
-	// out. UnseenBytes, device used − reserved, combines the two: it also
-	// needs them at most PairToleranceNS apart and is never negative.
-	// LeftOut says what was left out and why.
-	UsedTNS         *int64   `json:"used_t_ns"`
-	AllocatorTNS    *int64   `json:"allocator_t_ns"`
-	UnseenBytes     *int64   `json:"unseen_bytes"`
-	PairToleranceNS int64    `json:"pair_tolerance_ns"`
-	LeftOut         []string `json:"left_out,omitempty"`
-
-	// Outcome tells the OOMs the job survived (a fallback to a smaller
-	// cuDNN workspace, an error the script caught) from the one that ended
-	// it; OutcomeReason says what decided it.
-	Outcome       OOMOutcome `json:"outcome"`
-	OutcomeReason string     `json:"outcome_reason"`
-	// From the message: the request and the free memory on the device.
-	RequestedBytes *int64 `json:"requested_bytes,omitempty"`
-	FreeBytes      *int64 `json:"free_bytes,omitempty"`
-	// For the fatal OOM: what was missing, what the allocator held free in
-	// its cache (reserved − allocated), whether that and the free memory
-	// would have served the request (expandable_segments or empty_cache()
-	// would have helped), and the largest batch that could have fitted
-	// (from the run's batch_size tag), with its basis: step_peak (the run's
-	// own per-step peak) or lower_bound (no step completed: only a lower
-	// bound of the step's need is known), and the figure's kind that
-	// follows: an estimate, or an upper bound on the batch.
-	ShortBytes      *int64   `json:"short_bytes,omitempty"`
-	CachedFreeBytes *int64   `json:"cached_free_bytes,omitempty"`
-	CacheWouldHelp  *bool    `json:"cache_would_help,omitempty"`
-	FittingBatch    *float64 `json:"fitting_batch_size,omitempty"`
-	FitBasis        string   `json:"fitting_batch_basis,omitempty"`
-	FitKind         FitKind  `json:"fitting_batch_kind,omitempty"`
-	// WhatIf is, for the fatal OOM of a GPU with an allocator trace, the
-	// trace up to the failed request replayed under the default allocator
-	// and each of WhatIfSettings on the room the allocator had at the OOM
-	// (reserved + free); WhatIfLines says it in words.
-	WhatIf []replay.WhatIf `json:"what_if,omitempty"`
-	// Holders are the sites that held the most at the OOM, from the
-	// probe's snapshot in PyTorch's OOM observer; nil without one.
-	Holders []sites.SiteFigure `json:"holders,omitempty"`
-	// Budget splits what the fatal OOM's step had and asked for, where the
-	// run has memrec.watch (budget.go).
-	Budget *budget.OOM `json:"budget,omitempty"`
-	// Cause is the fatal OOM's budget at that moment and the one change
-	// that would have made its step fit (oomcause.go).
-	Cause *OOMCause `json:"cause,omitempty"`
-}
-
 // Process is one process seen on the GPU.
 type Process struct {
 	PID       int    `json:"pid"`
@@ -350,14 +284,6 @@ type FragPoint struct {
 	Frag, Stuck float64
 	I           int64 // position among the GPU's allocator samples (all processes merged)
 }
-
-func i64(v int64) *int64 { return &v }
-
-func f64(v float64) *float64 { return &v }
-
-func intp(v int) *int { return &v }
-
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // HostSummary is one node of a merged run.
 type HostSummary struct {
@@ -438,4 +364,32 @@ type Counter struct {
 	PerStep *float64 `json:"per_step,omitempty"`
 	Steps   int      `json:"steps,omitempty"`
 	Help    string   `json:"-"` // what the count means (the table's Help)
+}
+
+// Timeline is a GPU's memory downsampled for drawing: per bucket of time
+// the first, lowest, highest and last point (M4), so no peak disappears.
+type Timeline struct {
+	StartNS, EndNS int64
+	Used           Series
+	DriverReserved Series // NVML's reserved memory; empty where the driver does not report it
+	Allocated      Series
+	Reserved       Series
+	Procs          []Series // one per process (NVML), named "pid N"
+}
+
+// Series is a list of points in time order.
+type Series struct {
+	Name string
+	T    []int64
+	V    []int64
+	// I is each point's position among all the samples of the series
+	// before downsampling (0 for the first sample).
+	I []int64
+}
+
+// JobSpan is where the job holds memory on a GPU, and how that was found.
+type JobSpan struct {
+	FromNS int64  `json:"from_ns"`
+	ToNS   int64  `json:"to_ns"`
+	Basis  string `json:"basis"` // processes, device_rise_fall
 }

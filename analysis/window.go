@@ -190,3 +190,7 @@ func stepIndex(steps *growth.Steps, n int) int {
 	}
 	return n
 }
+
+// windowLookBack is how far before a window its last samples are looked
+// for: a value at the window's start older than this is not known.
+const windowLookBack = 60e9
