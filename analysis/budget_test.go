@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

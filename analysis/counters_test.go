@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
 )

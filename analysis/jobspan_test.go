@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 )
 
 // oomRun writes a run of one GPU sampled every 10 ms (so two views pair

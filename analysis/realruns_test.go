@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"

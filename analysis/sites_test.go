@@ -10,9 +10,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/formats/jsonl"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

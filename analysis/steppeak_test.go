@@ -3,7 +3,7 @@ package analysis
 import (
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 )
 
 // TestStepPeakAbsentWithoutPeaks: allocator samples that carry no

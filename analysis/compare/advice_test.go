@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/internal/jobmodel"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 )
 
 // batchRuns writes runs whose peak device memory is exactly

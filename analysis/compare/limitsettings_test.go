@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 )
 
 // TestCompareByLimitPerSetting: compare --by over two traced runs of the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/analysis/analysistest"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 )
 
 // curveRuns compares probe runs at the batches given, each step's peak

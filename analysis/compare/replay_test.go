@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis/analysistest"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/replay/replaytest"
+	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 )
 
