@@ -3,8 +3,8 @@ package analysis
 import (
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // A process that died (an OOM at 1.9 s) has no allocator view after it:

@@ -11,9 +11,9 @@ import (
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 const (

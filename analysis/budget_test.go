@@ -9,8 +9,8 @@ import (
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestBudgetAtThePeakIsTheTruth checks every part of the budget against

@@ -10,9 +10,9 @@ import (
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // countersRun is two epochs of steps on GPU 0; pid 10 counts from its

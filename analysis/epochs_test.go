@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/internal/jobmodel"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // evalRun is jobmodel's H200 job on one GPU, emptying its cache at every

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestProcSpanFromTheEnds: the span in which processes hold memory is the

@@ -9,8 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // markRun is a run of one GPU with n event marks, the i-th's text

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // oomRun writes a run of one GPU sampled every 10 ms (so two views pair

@@ -9,8 +9,8 @@ import (
 
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestOOMCauseSynthetic: OOMs whose answer is worked by hand. The watched

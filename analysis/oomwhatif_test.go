@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestOOMWhatIfs: a sequence whose outcome follows by hand (the one of

@@ -12,10 +12,10 @@ import (
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // importFixtures imports JSON Lines inputs into one fresh database and

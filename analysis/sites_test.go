@@ -12,8 +12,8 @@ import (
 
 	"github.com/memrec/memrec/analysis/sites"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // A leak of 4 MiB a step on GPU 1, kept at train.py:52: the verdict names

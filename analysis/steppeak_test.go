@@ -3,7 +3,7 @@ package analysis
 import (
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestStepPeakAbsentWithoutPeaks: allocator samples that carry no

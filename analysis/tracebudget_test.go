@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // heapBound is the heap every command stays under (docs/limits.md, cmd's

@@ -11,8 +11,8 @@ import (
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestWindowBounds resolves every kind of bound on a run of 3 epochs of 10

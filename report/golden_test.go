@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 	"gonum.org/v1/plot/cmpimg"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/cdp"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/cdp"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestTimelineData: the page's arrays decode to real points of the run,

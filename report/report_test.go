@@ -21,9 +21,9 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/compare"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/cdp"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/cdp"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden images in testdata/")

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // benchRun imports a generated run (8 GPUs at 100 Hz with per-process and

@@ -8,7 +8,7 @@ import (
 
 	"github.com/memrec/memrec/storage/wire"
 
-	"github.com/memrec/memrec/internal/testsupport/linetest"
+	"github.com/memrec/memrec/testsupport/linetest"
 )
 
 // budgetRun is a run whose allocator samples carry the watched model's

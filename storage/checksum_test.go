@@ -10,10 +10,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/testsupport/fixtures"
 
-	"github.com/memrec/memrec/internal/testsupport/linetest"
+	"github.com/memrec/memrec/testsupport/linetest"
 )
 
 // rewriteChunks replaces every stored chunk v of every run by f(v).

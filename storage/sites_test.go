@@ -10,7 +10,7 @@ import (
 
 	"github.com/memrec/memrec/storage/wire"
 
-	"github.com/memrec/memrec/internal/testsupport/linetest"
+	"github.com/memrec/memrec/testsupport/linetest"
 )
 
 // siteRun writes a run of n epoch-end snapshots of one process on GPU 0:

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/testsupport/fixtures"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/memrec/memrec/internal/testsupport/linetest"
+	"github.com/memrec/memrec/testsupport/linetest"
 )
 
 // gunzip returns the contents of testdata/name.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/cdp"
 )
 
 // benchDB is the database the window benchmarks read: $MEMREC_VIEW_DB

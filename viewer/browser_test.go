@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/cdp"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/cdp"
 )
 
 // viewProbe is added to the page by the browser test. It waits for the

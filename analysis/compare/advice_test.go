@@ -10,8 +10,8 @@ import (
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/internal/jobmodel"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestAdviceFromTheNeedCurve: three watched runs at batches 16, 32 and 64

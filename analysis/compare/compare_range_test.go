@@ -7,7 +7,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // Tags of ±1e308 square past float64 (the fit printed −8 589 934 592 GiB

@@ -13,7 +13,7 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // batchRuns writes runs whose peak device memory is exactly

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestCompareByLimitPerSetting: compare --by over two traced runs of the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/replay"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // curveRuns compares probe runs at the batches given, each step's peak

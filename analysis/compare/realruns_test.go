@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/analysistest"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestLargestBatchOnRealRuns predicts the largest batch from real runs at

@@ -6,8 +6,8 @@ import (
 
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/analysis/replay/replaytest"
-	"github.com/memrec/memrec/internal/testsupport/analysistest"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/analysistest"
 )
 
 // TestCompareBySeqLenReplaysEachRequestsGrowth is compare --by seq_len of

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis/units"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // h200Alloc is analysis/testdata/h200-alloc: allocator traces of eighteen

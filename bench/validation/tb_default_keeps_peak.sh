@@ -4,7 +4,7 @@
 # a series, seeded with 0), still show the run's peak? A simulated 10-minute
 # run at 10 ms (60 000 samples a GPU), exported with the default points and,
 # as a contrast, with --points 4000, loaded by
-# internal/testsupport/tbload/tbload.py: through the installed tensorboard
+# testsupport/tbload/tbload.py: through the installed tensorboard
 # package if Python has one, else through the copy of TensorBoard's loader in
 # that folder (needs protoc, python3-protobuf and python3-numpy). Each GPU's
 # highest device used is checked against the run's peak from its JSON Lines;
@@ -16,7 +16,7 @@
 #   bash bench/validation/tb_default_keeps_peak.sh MEMREC_BINARY [OUT_DIR]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-TBLOAD="$HERE/../../internal/testsupport/tbload"
+TBLOAD="$HERE/../../testsupport/tbload"
 BIN=$(readlink -f "${1:?memrec binary}"); OUT=${2:-/tmp/memrec-tb}; mkdir -p "$OUT"
 rm -rf "$OUT/tb" "$OUT/tb4000" "$OUT/tb.db" "$OUT/tbroot" "$OUT"/load-*.json
 "$BIN" --db "$OUT/tb.db" record --source sim --sim-scenario leak --duration 10m --sim-speed 50 --name tb > "$OUT/record.txt" 2>&1

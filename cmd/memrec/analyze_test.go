@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 var leakRun = fixtures.Path(fixtures.LeakRun)

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // cancelOnWrite is an output that is signalled (its context cancelled

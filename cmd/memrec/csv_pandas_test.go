@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // pandasScript reads memrec's CSV as the docs say to, and prints per epoch

@@ -12,9 +12,9 @@ import (
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // recordSim records a simulated two-GPU job of the scenario into db for

@@ -11,7 +11,7 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/memrec/memrec/formats/parquet"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestExportFormats: CSV to stdout and to a file, a TensorBoard event file

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestExportNeverReplacesADatabase: -o naming the database in use, the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

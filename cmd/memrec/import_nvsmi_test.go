@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 func smiLog(t *testing.T, name string) string {

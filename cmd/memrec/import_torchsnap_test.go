@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/pickletest"
+	"github.com/memrec/memrec/testsupport/pickletest"
 )
 
 // writePickle writes a snapshot pickle into dir and returns its path.

@@ -17,11 +17,11 @@ import (
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/merge"
 	"github.com/memrec/memrec/recorder"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // simNode describes one node of a simulated multi-node job.

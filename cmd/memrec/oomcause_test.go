@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestAnalyzeOOMCause: analyze's post-mortem of the real run that ran out

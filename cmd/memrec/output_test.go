@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // badOutput matches what a formatting path prints when it goes wrong: a Go

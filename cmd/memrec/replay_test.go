@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestLargestBatchFromReplayOnTheH200 is compare --by on the H200

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
-	"github.com/memrec/memrec/internal/testsupport/pickletest"
+	"github.com/memrec/memrec/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/pickletest"
 )
 
 // The real H200 snapshots of a job that leaks 256 000 B a step from its

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/analysis"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 func TestParseBound(t *testing.T) {

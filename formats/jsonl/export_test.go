@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
-	"github.com/memrec/memrec/internal/testsupport/linetest"
 	"github.com/memrec/memrec/internal/tracegen"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/linetest"
 )
 
 // openTestDB opens a fresh database in a temporary folder and checks on

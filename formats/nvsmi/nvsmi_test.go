@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 func parseStrings(t *testing.T, loc *time.Location, files ...string) (*Log, error) {

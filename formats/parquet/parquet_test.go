@@ -11,8 +11,8 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 func importRun(t *testing.T, data []byte) (*storage.DB, storage.Run) {

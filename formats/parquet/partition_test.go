@@ -12,8 +12,8 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestPartitionValue: the escaped forms follow Hive's and Spark's

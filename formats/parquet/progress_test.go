@@ -9,7 +9,7 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // testMark is a mark of the input, for the expected values.

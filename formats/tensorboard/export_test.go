@@ -10,8 +10,8 @@ import (
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/formats/jsonl"
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
 	"github.com/memrec/memrec/storage"
+	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
 // TestMaskedCRC checks the CRC against the published CRC-32C check value

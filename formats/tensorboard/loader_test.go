@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
-	"github.com/memrec/memrec/internal/testsupport/tbload"
+	"github.com/memrec/memrec/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/tbload"
 )
 
 // extremes is the highest and lowest device used of one GPU.

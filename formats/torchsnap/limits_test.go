@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/pickletest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/pickletest"
 )
 
 // memoGet writes a LONG_BINGET of memo entry k.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/memrec/memrec/internal/testsupport/fixtures"
-	"github.com/memrec/memrec/internal/testsupport/pickletest"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/storage/wire"
+	"github.com/memrec/memrec/testsupport/fixtures"
+	"github.com/memrec/memrec/testsupport/pickletest"
 )
 
 // The fixtures come from a ResNet-18 job (batch 64) on an H200 whose helper

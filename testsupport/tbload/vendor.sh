@@ -2,7 +2,7 @@
 # Copy the files FILES names from a git clone of TensorBoard, at the commit
 # FILES names, into upstream/ unchanged.
 #
-#   bash internal/testsupport/tbload/vendor.sh PATH_TO_TENSORBOARD_GIT_DIR
+#   bash testsupport/tbload/vendor.sh PATH_TO_TENSORBOARD_GIT_DIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 git_dir=${1:?a git clone of github.com/tensorflow/tensorboard}
