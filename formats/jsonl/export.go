@@ -206,7 +206,7 @@ func (c *cursor) refill() bool {
 type rowLines[T any] struct {
 	it     *storage.Iter[T]
 	format *wire.SeriesFormat[T]
-	cur    T // the sample being written: a local would escape through format, a heap allocation a line
+	vals   []int64 // the fields of the sample being written
 }
 
 func (l *rowLines[T]) next() []int64 { return l.it.NextBlock() }
@@ -215,8 +215,8 @@ func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
 	if l.it.Repeats(i) {
 		return l.format.AppendAgain(b, tNS)
 	}
-	l.cur = l.it.BlockAt(i)
-	return l.format.Append(b, tNS, &l.cur)
+	l.vals = l.it.BlockFields(l.vals[:0], i)
+	return l.format.AppendFields(b, tNS, l.vals)
 }
 
 func (l *rowLines[T]) err() error { return l.it.Err() }
@@ -307,7 +307,8 @@ type torchLines struct {
 	budget *storage.Iter[storage.BudgetSample]
 	ahead  *storage.BudgetSample // read ahead
 	done   bool                  // the budget series is at its end
-	cur    storage.TorchSample   // the sample being written (see rowLines.cur)
+	vals   []int64               // the fields of the sample being written (see rowLines)
+	cur    storage.TorchSample   // the sample being written with a budget at hand: a local would escape through format, a heap allocation a line
 }
 
 func newTorchLines(db *storage.DB, r storage.Run, gpu, pid int, withBudget bool) *torchLines {
@@ -321,7 +322,14 @@ func newTorchLines(db *storage.DB, r storage.Run, gpu, pid int, withBudget bool)
 
 func (l *torchLines) next() []int64 { return l.torch.NextBlock() }
 
+// appendLine reads the sample as a TorchSample only where a budget line
+// may share its time; a run without budgets writes every sample from its
+// fields.
 func (l *torchLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	if l.done && l.ahead == nil {
+		l.vals = l.torch.BlockFields(l.vals[:0], i)
+		return l.format.AppendFields(b, tNS, l.vals)
+	}
 	l.cur = l.torch.BlockAt(i)
 	s := &l.cur
 	for !l.done && (l.ahead == nil || l.ahead.T < s.T) {
