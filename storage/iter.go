@@ -155,6 +155,31 @@ func (it *Iter[T]) Repeats(i int) bool {
 	return true
 }
 
+// RepeatsUntil is the first j > i such that Repeats(j) is false (the
+// block's length if none): the samples of i+1 to j-1 repeat that of i.
+// An export asks it once a run of repeats, column by column, where
+// Repeats would be asked once a sample, every column each time.
+func (it *Iter[T]) RepeatsUntil(i int) int {
+	lo, end := it.lo+i, it.hi
+	for _, c := range it.d.Ints {
+		c := c[:end]
+		j := lo + 1
+		for j < end && c[j] == c[lo] {
+			j++
+		}
+		end = j
+	}
+	for _, c := range it.d.Strs {
+		c := c[:end]
+		j := lo + 1
+		for j < end && c[j] == c[lo] {
+			j++
+		}
+		end = j
+	}
+	return end - it.lo
+}
+
 // Err returns the error that stopped the iteration, if any.
 func (it *Iter[T]) Err() error { return it.err }
 

@@ -244,3 +244,23 @@ func checkBlockFields[T any](t *testing.T, sc *rowSchema[T], fs []wire.Field[T],
 		t.Errorf("%s with %d columns: BlockFields = %v, want %v (get's row through the table)", sc.name, len(ints), got, want)
 	}
 }
+
+// RepeatsUntil agrees with Repeats asked sample by sample, on columns whose
+// runs end at different rows, with a string column, from every start.
+func TestRepeatsUntilFollowsRepeats(t *testing.T) {
+	t.Parallel()
+	d := &chunk.Decoded{T: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		Ints: [][]int64{{9, 1, 1, 1, 1, 2, 2, 2, 2}, {9, 5, 5, 5, 6, 6, 6, 6, 6}},
+		Strs: [][]string{{"x", "a", "a", "a", "a", "a", "a", "b", "b"}}}
+	it := &Iter[Mark]{d: d, lo: 1, hi: len(d.T)} // the block: rows 1 to 8
+	n := it.hi - it.lo
+	for i := range n {
+		want := i + 1
+		for want < n && it.Repeats(want) {
+			want++
+		}
+		if got := it.RepeatsUntil(i); got != want {
+			t.Errorf("RepeatsUntil(%d) = %d, want %d", i, got, want)
+		}
+	}
+}
