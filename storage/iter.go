@@ -51,6 +51,7 @@ type Iter[T any] struct {
 	lo       int // the first sample of it.d that NextBlock returned
 	// get is the schema's: one call a sample, not two through a closure.
 	get    func(d *chunk.Decoded, i int, k seriesKey) T
+	fields func(d *chunk.Decoded, i int, dst []int64) []int64 // the schema's
 	key    seriesKey
 	schema *schema // the columns a decoded chunk must have
 	hi     int     // end of the samples of it.d in range
@@ -114,6 +115,24 @@ func (it *Iter[T]) take() []int64 {
 // BlockAt is the sample of time ts[i] of the block NextBlock returned.
 func (it *Iter[T]) BlockAt(i int) T { return it.get(it.d, it.lo+i, it.key) }
 
+// BlockFields appends to dst the values of the fields of BlockAt(i) that
+// are not keys, in the order of the kind's wire table (DeviceFields,
+// ProcFields, TorchFields), as that table's Get reads them from BlockAt(i):
+// for an export that writes every sample, without building each one.
+func (it *Iter[T]) BlockFields(dst []int64, i int) []int64 {
+	j := it.lo + i
+	if it.fields != nil {
+		return it.fields(it.d, j, dst)
+	}
+	for _, c := range it.d.Ints {
+		dst = append(dst, c[j])
+	}
+	for range len(it.schema.ints) - len(it.d.Ints) { // later columns a series written before them lacks
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
 // Repeats says whether BlockAt(i) has every stored column but the time
 // equal to BlockAt(i-1)'s, and so the same values: an export may then copy
 // the line before instead of decoding and formatting the sample. It is
@@ -134,6 +153,31 @@ func (it *Iter[T]) Repeats(i int) bool {
 		}
 	}
 	return true
+}
+
+// RepeatsUntil is the first j > i such that Repeats(j) is false (the
+// block's length if none): the samples of i+1 to j-1 repeat that of i.
+// An export asks it once a run of repeats, column by column, where
+// Repeats would be asked once a sample, every column each time.
+func (it *Iter[T]) RepeatsUntil(i int) int {
+	lo, end := it.lo+i, it.hi
+	for _, c := range it.d.Ints {
+		c := c[:end]
+		j := lo + 1
+		for j < end && c[j] == c[lo] {
+			j++
+		}
+		end = j
+	}
+	for _, c := range it.d.Strs {
+		c := c[:end]
+		j := lo + 1
+		for j < end && c[j] == c[lo] {
+			j++
+		}
+		end = j
+	}
+	return end - it.lo
 }
 
 // Err returns the error that stopped the iteration, if any.
@@ -306,7 +350,7 @@ func newIter[T any](db *DB, r Run, sc *rowSchema[T], k seriesKey, from, to int64
 	}
 	// A stored time t µs is t*1000 ns: keep t*1000 >= from and t*1000 < to.
 	it := &Iter[T]{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), i: -1, schema: &sc.schema,
-		get: sc.get, key: k}
+		get: sc.get, fields: sc.fields, key: k}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		series, err := seriesTable(tx, r.ID)
 		for _, s := range series {

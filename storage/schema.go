@@ -59,6 +59,11 @@ type rowSchema[T any] struct {
 	put func(v T, ints []int64, strs []string) ([]int64, []string)
 	// get builds the value of row i of a decoded series with key k.
 	get func(d *chunk.Decoded, i int, k seriesKey) T
+	// fields appends the values of row i's fields that are not keys, in
+	// the order of the kind's wire table (what get's value gives through
+	// the table's Get), without building a T; nil: the columns are those
+	// values as they are, absent later ones 0 (Iter.BlockFields).
+	fields func(d *chunk.Decoded, i int, dst []int64) []int64
 }
 
 var deviceSchema = rowSchema[DeviceSample]{
@@ -120,6 +125,17 @@ var torchSchema = rowSchema[TorchSample]{
 			torchTailFields[j-torchTail].Set(&s, c[j][i])
 		}
 		return s
+	},
+	fields: func(d *chunk.Decoded, i int, dst []int64) []int64 {
+		c := d.Ints
+		dst = append(dst, int64(optDecode(c[0][i])), c[1][i], c[2][i], c[3][i]+c[1][i])
+		for _, col := range c[4:] {
+			dst = append(dst, col[i])
+		}
+		for range len(wire.TorchFields) - 1 - len(c) { // later columns a series written before them lacks
+			dst = append(dst, 0)
+		}
+		return dst
 	},
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -196,5 +197,70 @@ func rowsOf[T any](t *testing.T, sc *rowSchema[T], d *chunk.Decoded, k seriesKey
 	}
 	for i := range d.T {
 		sc.get(d, i, k)
+	}
+}
+
+// TestBlockFieldsFollowGet holds the export's reading of a row's fields
+// (Iter.BlockFields) to get's value read through the wire table, for every
+// field set to its own value through the table, and for a row of a torch
+// series written before the later columns (those read 0).
+func TestBlockFieldsFollowGet(t *testing.T) {
+	t.Parallel()
+	checkBlockFields(t, &deviceSchema, wire.DeviceFields, DeviceSample{T: 7000, GPU: 2}, 0)
+	checkBlockFields(t, &procSchema, wire.ProcFields, ProcSample{T: 7000, GPU: 2}, 0)
+	checkBlockFields(t, &torchSchema, wire.TorchFields, TorchSample{T: 7000, GPU: 2}, 0)
+	checkBlockFields(t, &torchSchema, wire.TorchFields, TorchSample{T: 7000, GPU: 2}, torchSchema.minInts)
+	torch := TorchSample{T: 7000, GPU: 2, PID: 9, Rank: None, Allocated: 5, Active: 5}
+	checkBlockFields(t, &torchSchema, wire.TorchFields, torch, -1) // absent rank, active = allocated
+}
+
+// checkBlockFields sets each field of v to its own value (unless cols is
+// -1, which keeps v), stores it keeping the first cols columns (0: all)
+// and compares BlockFields with the table's Get of the row get builds.
+func checkBlockFields[T any](t *testing.T, sc *rowSchema[T], fs []wire.Field[T], v T, cols int) {
+	t.Helper()
+	if cols >= 0 {
+		for i, f := range fs {
+			f.Set(&v, int64(101+i))
+		}
+	}
+	ints, _ := sc.put(v, nil, nil)
+	if cols > 0 {
+		ints = ints[:cols]
+	}
+	d := &chunk.Decoded{T: []int64{0, sc.time(v) / 1000}} // row 1, so the index is used
+	for _, x := range ints {
+		d.Ints = append(d.Ints, []int64{-1, x})
+	}
+	row := sc.get(d, 1, sc.key(v))
+	var want []int64
+	for _, f := range fs {
+		if !f.Key {
+			want = append(want, f.Get(row))
+		}
+	}
+	it := &Iter[T]{d: d, lo: 1, fields: sc.fields, schema: &sc.schema}
+	if got := it.BlockFields(nil, 0); !slices.Equal(got, want) {
+		t.Errorf("%s with %d columns: BlockFields = %v, want %v (get's row through the table)", sc.name, len(ints), got, want)
+	}
+}
+
+// RepeatsUntil agrees with Repeats asked sample by sample, on columns whose
+// runs end at different rows, with a string column, from every start.
+func TestRepeatsUntilFollowsRepeats(t *testing.T) {
+	t.Parallel()
+	d := &chunk.Decoded{T: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		Ints: [][]int64{{9, 1, 1, 1, 1, 2, 2, 2, 2}, {9, 5, 5, 5, 6, 6, 6, 6, 6}},
+		Strs: [][]string{{"x", "a", "a", "a", "a", "a", "a", "b", "b"}}}
+	it := &Iter[Mark]{d: d, lo: 1, hi: len(d.T)} // the block: rows 1 to 8
+	n := it.hi - it.lo
+	for i := range n {
+		want := i + 1
+		for want < n && it.Repeats(want) {
+			want++
+		}
+		if got := it.RepeatsUntil(i); got != want {
+			t.Errorf("RepeatsUntil(%d) = %d, want %d", i, got, want)
+		}
 	}
 }

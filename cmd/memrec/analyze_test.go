@@ -152,3 +152,40 @@ func TestAnalyzeProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandProfiles: report, compare and export take analyze's hidden
+// --cpuprofile: a pprof file, the command's output as without it, and an
+// error naming the flag for a path that cannot be written.
+func TestCommandProfiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, db, "", "import", "--name", "again", realRun); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{
+		{"export", "real-resnet18-bs128"},
+		{"compare", "real-resnet18-bs128", "again", "--json"},
+		{"report", "real-resnet18-bs128", "--png-only", "-o", filepath.Join(dir, "rep")},
+	} {
+		plain, errs, code := run(t, db, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, errs)
+		}
+		cpu := filepath.Join(dir, args[0]+".pprof")
+		out, errs, code := run(t, db, "", append(args, "--cpuprofile", cpu)...)
+		if code != 0 || out != plain {
+			t.Fatalf("%v with --cpuprofile: exit %d, output differs: %v, %s", args, code, out != plain, errs)
+		}
+		if st, err := os.Stat(cpu); err != nil || st.Size() == 0 {
+			t.Fatalf("%v: %s: %v", args, cpu, err)
+		}
+		_, errs, code = run(t, db, "", append(args, "--cpuprofile", filepath.Join(dir, "no", "such", "dir"))...)
+		if code == 0 || !strings.Contains(errs, "--cpuprofile") {
+			t.Fatalf("%v --cpuprofile into a missing directory: exit %d, %s", args, code, errs)
+		}
+	}
+}

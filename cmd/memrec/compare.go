@@ -55,7 +55,8 @@ interval of the projection and how far it reaches.`,
   memrec compare bs32 bs64 --json | jq '.runs[] | {run, peak_used_ratio}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return stoppedSaying(ctx, o.io.Err, runCompare(ctx, o, args), "no comparison folder was written")
+			err := profiled(o.cpuProfile, func() error { return runCompare(ctx, o, args) })
+			return stoppedSaying(ctx, o.io.Err, err, "no comparison folder was written")
 		},
 	}
 	f := cmd.Flags()
@@ -66,6 +67,7 @@ interval of the projection and how far it reaches.`,
 	f.StringVar(&o.headroom, "headroom", "5%", "with --by: memory to keep free, as a percentage of the GPU")
 	addReportFlags(cmd, &o.reportOptions, "")
 	addWindowFlags(cmd, &o.window)
+	addCPUProfileFlag(cmd, &o.cpuProfile)
 	return cmd
 }
 

@@ -86,6 +86,8 @@ type exportOptions struct {
 	points int  // tensorboard: points per series
 	all    bool // every run (parquet)
 	procs  bool // csv: a column per process
+	// cpuProfile: --cpuprofile's file.
+	cpuProfile string
 
 	parquet *parquet.Dataset // the runs written so far (parquet)
 }
@@ -129,7 +131,7 @@ replaces a memrec database.`,
 			if len(args) == 1 {
 				ref = args[0]
 			}
-			return runExport(cmd.Context(), o, ref)
+			return profiled(o.cpuProfile, func() error { return runExport(cmd.Context(), o, ref) })
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (folder formats: this folder)")
@@ -138,6 +140,7 @@ replaces a memrec database.`,
 	cmd.Flags().BoolVar(&o.all, "all", false, "parquet: export every run of the database into -o DIR")
 	cmd.Flags().BoolVar(&o.procs, "procs", false, "csv: add a column per process and GPU (gpuN_pidP_used_bytes)")
 	addWindowFlags(cmd, &o.window)
+	addCPUProfileFlag(cmd, &o.cpuProfile)
 	return cmd
 }
 

@@ -21,7 +21,8 @@ type reportOptions struct {
 	width   int
 	height  int
 	// pageBytes bounds the timeline data the page embeds.
-	pageBytes int
+	pageBytes  int
+	cpuProfile string
 }
 
 func addReportFlags(cmd *cobra.Command, o *reportOptions, defOut string) {
@@ -50,12 +51,13 @@ func newReportCmd(g *globals) *cobra.Command {
 			// written, what was is removed, and memrec exits 130 (143 for
 			// SIGTERM).
 			ctx := cmd.Context()
-			err := runReport(ctx, o, args[0])
+			err := profiled(o.cpuProfile, func() error { return runReport(ctx, o, args[0]) })
 			return stoppedSaying(ctx, o.io.Err, err, "no report was written")
 		},
 	}
 	addReportFlags(cmd, o, "memrec-report")
 	addWindowFlags(cmd, &o.window)
+	addCPUProfileFlag(cmd, &o.cpuProfile)
 	return cmd
 }
 

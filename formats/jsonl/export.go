@@ -136,10 +136,10 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error 
 		live = append(live, c)
 		t = min(t, c.t)
 	}
-	var tNS []byte
+	var times nsText
 	written := 0
 	for len(live) > 0 {
-		tNS = strconv.AppendInt(tNS[:0], t*1000, 10)
+		tNS := times.set(t)
 		next, ended := storage.MaxTime, false
 		for k := range live {
 			c := &live[k]
@@ -179,6 +179,38 @@ func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error 
 	return err
 }
 
+// nsText is the decimal text of a time in ns, t*1000 for a stored time t
+// µs, as strconv.AppendInt writes it. writeLines' times only grow, mostly
+// by a tick, so set adds the difference to the digits it has, a digit at a
+// time, rather than writing all nineteen of them again.
+type nsText struct {
+	t int64 // µs
+	b []byte
+}
+
+func (x *nsText) set(t int64) []byte {
+	if len(x.b) == 0 || t < x.t || x.t <= 0 {
+		return x.format(t)
+	}
+	d, carry := t-x.t, int64(0)
+	for i := len(x.b) - 4; d > 0 || carry > 0; i-- { // the last three digits are 000
+		if i < 0 { // one digit more
+			return x.format(t)
+		}
+		v := int64(x.b[i]-'0') + d%10 + carry
+		d /= 10
+		carry = v / 10
+		x.b[i] = byte('0' + v%10)
+	}
+	x.t = t
+	return x.b
+}
+
+func (x *nsText) format(t int64) []byte {
+	x.t, x.b = t, strconv.AppendInt(x.b[:0], t*1000, 10)
+	return x.b
+}
+
 // releaseEvery is how many bytes of lines Export writes between releases
 // of the file's pages: a byte of the file is about 100 bytes of lines, so
 // about 2.5 MB of the file is read between them.
@@ -206,17 +238,24 @@ func (c *cursor) refill() bool {
 type rowLines[T any] struct {
 	it     *storage.Iter[T]
 	format *wire.SeriesFormat[T]
-	cur    T // the sample being written: a local would escape through format, a heap allocation a line
+	vals   []int64 // the fields of the sample being written
+	// until: the samples of the block before it repeat the last one
+	// written from its fields (Iter.RepeatsUntil).
+	until int
 }
 
-func (l *rowLines[T]) next() []int64 { return l.it.NextBlock() }
+func (l *rowLines[T]) next() []int64 {
+	l.until = 0
+	return l.it.NextBlock()
+}
 
 func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
-	if l.it.Repeats(i) {
+	if i < l.until {
 		return l.format.AppendAgain(b, tNS)
 	}
-	l.cur = l.it.BlockAt(i)
-	return l.format.Append(b, tNS, &l.cur)
+	l.until = l.it.RepeatsUntil(i)
+	l.vals = l.it.BlockFields(l.vals[:0], i)
+	return l.format.AppendFields(b, tNS, l.vals)
 }
 
 func (l *rowLines[T]) err() error { return l.it.Err() }
@@ -307,7 +346,8 @@ type torchLines struct {
 	budget *storage.Iter[storage.BudgetSample]
 	ahead  *storage.BudgetSample // read ahead
 	done   bool                  // the budget series is at its end
-	cur    storage.TorchSample   // the sample being written (see rowLines.cur)
+	vals   []int64               // the fields of the sample being written (see rowLines)
+	cur    storage.TorchSample   // the sample being written with a budget at hand: a local would escape through format, a heap allocation a line
 }
 
 func newTorchLines(db *storage.DB, r storage.Run, gpu, pid int, withBudget bool) *torchLines {
@@ -321,7 +361,14 @@ func newTorchLines(db *storage.DB, r storage.Run, gpu, pid int, withBudget bool)
 
 func (l *torchLines) next() []int64 { return l.torch.NextBlock() }
 
+// appendLine reads the sample as a TorchSample only where a budget line
+// may share its time; a run without budgets writes every sample from its
+// fields.
 func (l *torchLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	if l.done && l.ahead == nil {
+		l.vals = l.torch.BlockFields(l.vals[:0], i)
+		return l.format.AppendFields(b, tNS, l.vals)
+	}
 	l.cur = l.torch.BlockAt(i)
 	s := &l.cur
 	for !l.done && (l.ahead == nil || l.ahead.T < s.T) {

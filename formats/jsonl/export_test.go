@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +171,37 @@ func BenchmarkExport(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(lines*b.N), "ns/line")
 	b.ReportMetric(float64(out.Len())/float64(lines), "B/line")
+}
+
+// nsText writes what strconv writes for t*1000 over ascending times: by a
+// tick, by one, through carries into a new digit, from and to zero and
+// negative times, and a time that goes back (each sequence from a fresh
+// nsText and, run after run, from the last one's digits).
+func TestNSTextMatchesStrconv(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := []int64{1764430000000000}
+	for range 2000 {
+		random = append(random, random[len(random)-1]+rng.Int64N(30000))
+	}
+	var kept nsText
+	for _, ts := range [][]int64{
+		{1764429999999992, 1764430000010010, 1764430000020010, 1764430000020011},
+		{9, 10, 99, 100, 999, 1000, 9999999, 10000000},
+		{-5, -1, 0, 1, 2, 0, 5},
+		{1764430000000000, 1764429999999999, 1764430000000001},
+		{99999999999999, 100000000000001, 999999999999999999 / 1000},
+		random,
+	} {
+		var fresh nsText
+		for _, v := range ts {
+			want := strconv.AppendInt(nil, v*1000, 10)
+			if got := fresh.set(v); string(got) != string(want) {
+				t.Fatalf("set(%d) after the times before it in %v = %s, want %s", v, ts[:min(len(ts), 6)], got, want)
+			}
+			if got := kept.set(v); string(got) != string(want) {
+				t.Fatalf("set(%d), kept from earlier sequences = %s, want %s", v, got, want)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -391,6 +392,9 @@ type SeriesFormat[T any] struct {
 	tail  []byte
 	last  []byte // the last line written; nil before the first
 	lastT int    // the length of its time
+	// lastVals: the values of the last line's fields (those of steps
+	// with a get, in order); vals: Append's values of the line it writes.
+	lastVals, vals []int64
 }
 
 // formatStep writes text, then the value get returns unless get is nil; a
@@ -399,11 +403,11 @@ type SeriesFormat[T any] struct {
 type formatStep[T any] struct {
 	text    []byte
 	get     func(T) int64
-	omits   bool   // a value equal to omitted is left out
-	omitted int64  // None for an optional field, 0 for a later one
-	next    int64  // the value of the line being written
-	last    int64  // the value of the last line written
-	written []byte // its text and digits; empty before the first line, or when the value was absent
+	omits   bool  // a value equal to omitted is left out
+	omitted int64 // None for an optional field, 0 for a later one
+	// from, to: where its text and digits lie in the last line; equal
+	// before the first line, or when the value was absent.
+	from, to int
 }
 
 // NewSeriesFormat prepares the lines of type typ of one series on gpu (none
@@ -438,38 +442,49 @@ func NewSeriesFormat[T any](typ Type, gpu int, fs []Field[T], key T) *SeriesForm
 // Append appends v as one line, newline included; tNS is v's time as
 // strconv.AppendInt writes it.
 func (f *SeriesFormat[T]) Append(b, tNS []byte, v *T) []byte {
-	same := f.last != nil
+	f.vals = f.vals[:0]
 	for i := range f.steps {
 		if s := &f.steps[i]; s.get != nil {
-			s.next = s.get(*v)
-			same = same && s.next == s.last
+			f.vals = append(f.vals, s.get(*v))
 		}
 	}
-	if same {
+	return f.AppendFields(b, tNS, f.vals)
+}
+
+// AppendFields appends the line of a sample at time tNS (as
+// strconv.AppendInt writes it) whose fields that are not keys have the
+// values vals, in the order of the table NewSeriesFormat was given (what
+// storage's Iter.BlockFields reads): Append without a T.
+func (f *SeriesFormat[T]) AppendFields(b, tNS []byte, vals []int64) []byte {
+	if f.last != nil && slices.Equal(vals, f.lastVals) {
 		return f.again(b, tNS)
 	}
 	start := len(b)
 	b = append(b, f.head...)
 	b = append(b, tNS...)
+	k := 0
 	for i := range f.steps {
 		s := &f.steps[i]
-		switch {
-		case s.get == nil:
+		if s.get == nil {
 			b = append(b, s.text...)
-		case s.omits && s.next == s.omitted:
-			s.written = s.written[:0]
-		case s.next == s.last && len(s.written) > 0:
-			b = append(b, s.written...)
-		default:
-			at := len(b)
-			b = append(b, s.text...)
-			b = strconv.AppendInt(b, s.next, 10)
-			s.written = append(s.written[:0], b[at:]...)
+			continue
 		}
-		s.last = s.next
+		v := vals[k]
+		k++
+		at := len(b) - start
+		switch {
+		case s.omits && v == s.omitted:
+		case s.to > s.from && v == f.lastVals[k-1]: // copied from the last line
+			b = append(b, f.last[s.from:s.to]...)
+		default:
+			b = append(b, s.text...)
+			b = strconv.AppendInt(b, v, 10)
+		}
+		s.from, s.to = at, len(b)-start
 	}
 	b = append(b, f.tail...)
 	f.last, f.lastT = append(f.last[:0], b[start:]...), len(tNS)
+	f.lastVals = append(f.lastVals[:0], vals...)
 	return b
 }
 
