@@ -127,8 +127,9 @@ func TestAnalyzeOOMFiguresAtTheMoment(t *testing.T) {
 // TestAnalyzeProfiles: the hidden --cpuprofile and --memprofile write
 // pprof files beside the analysis, whose output they leave as it is; a
 // path that cannot be written is an error naming the flag.
+//
+// Not parallel: Go's CPU profiler is one per process.
 func TestAnalyzeProfiles(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
@@ -156,8 +157,9 @@ func TestAnalyzeProfiles(t *testing.T) {
 // TestCommandProfiles: report, compare and export take analyze's hidden
 // --cpuprofile: a pprof file, the command's output as without it, and an
 // error naming the flag for a path that cannot be written.
+//
+// Not parallel: Go's CPU profiler is one per process.
 func TestCommandProfiles(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	if _, errs, code := run(t, db, "", "import", realRun); code != 0 {
