@@ -141,7 +141,7 @@ func TestChunkColumnForms(t *testing.T) {
 	// The forms chosen: column 1 and 3 minus column 0, column 2 the same
 	// as column 0 where equal; column 4 plain.
 	r := reader{b: appendIntCols(nil, cols)}
-	forms := r.forms(len(cols), nil)
+	forms := r.forms(Version, len(cols), nil)
 	want := []colForm{{1, 0, formMinus}, {2, 0, formSame}, {3, 0, formMinus}}
 	if r.err != nil || !slices.Equal(forms, want) {
 		t.Fatalf("forms %v (%v), want %v", forms, r.err, want)
@@ -168,11 +168,77 @@ func TestChunkFormsCorrupt(t *testing.T) {
 		"unknown kind":         {1, 1, 0, 9},
 		"not ascending":        {2, 1, 0, formMinus, 1, 0, formSame},
 		"cut short":            {1, 1, 0},
+		"common with a ref":    {1, 1, 1, formCommon},
 	} {
 		r := reader{b: forms}
-		r.forms(2, nil)
+		r.forms(Version, 2, nil)
 		if r.err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+	// A value form in a chunk written before it existed is damage.
+	r := reader{b: []byte{1, 1, 0, formCommon}}
+	if r.forms(3, 2, nil); r.err == nil {
+		t.Error("common form in a version 3 chunk: no error")
+	}
+	r = reader{b: []byte{1, 1, 0, formCommon}}
+	if f := r.forms(Version, 2, nil); r.err != nil || !slices.Equal(f, []colForm{{1, 0, formCommon}}) {
+		t.Errorf("common form: %v, %v", f, r.err)
+	}
+}
+
+// TestChunkCommonForm: a column that keeps returning to one value (an
+// allocator's memory at each step's end, between samples at random points
+// of the step) is coded as that value, a bit a row, and the other values;
+// it round-trips and costs less than its plain form.
+func TestChunkCommonForm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{9, 1000, 4099} {
+		rowT := make([]int64, n)
+		rows := make([]int, n)
+		alloc, split := make([]int64, n), make([]int64, n)
+		for i := range n {
+			rowT[i], rows[i] = int64(i)*70_000+rng.Int64N(3000), i
+			alloc[i] = 3<<30 + rng.Int64N(6<<30)/512*512
+			if i%3 == 0 {
+				alloc[i] = 3 << 30 // the step's end
+			}
+			split[i] = rng.Int64N(1<<30) / 512 * 512
+			if i%3 == 0 {
+				split[i] = 5 << 20
+			}
+		}
+		cols := [][]int64{alloc, split}
+		b := Encode(nil, rowT, []Block{{ID: 2, Rows: rows, Ints: cols}})
+		var d Decoded
+		if ok, err := DecodeSeries(b, 2, &d); !ok || err != nil {
+			t.Fatal(n, ok, err)
+		}
+		for c := range cols {
+			if !slices.Equal(d.Ints[c], cols[c]) {
+				t.Fatalf("%d rows: column %d differs", n, c)
+			}
+		}
+		r := reader{b: appendIntCols(nil, cols)}
+		forms := r.forms(Version, len(cols), nil)
+		want := []colForm{{0, 0, formCommon}, {1, 0, formCommon}}
+		if r.err != nil || n > 100 && !slices.Equal(forms, want) {
+			t.Fatalf("%d rows: forms %v (%v), want %v", n, forms, r.err, want)
+		}
+		for c, col := range cols {
+			var others []int64
+			for _, v := range col {
+				if v != col[0] {
+					others = append(others, v)
+				}
+			}
+			// the value, the bitmap and the other values: never more
+			if got, limit := len(appendIntCols(nil, [][]int64{col})), 1+binary.MaxVarintLen64+(n+7)/8+len(appendIntCol(nil, others)); got > limit {
+				t.Errorf("%d rows: column %d takes %d bytes, more than %d", n, c, got, limit)
+			}
+			if plain, got := len(appendIntCol(nil, col)), len(appendIntCols(nil, [][]int64{col})); n > 100 && got >= plain {
+				t.Errorf("%d rows: column %d takes %d bytes, plain %d", n, c, got, plain)
+			}
 		}
 	}
 }

@@ -216,9 +216,9 @@ func Encode(dst []byte, rowT []int64, blocks []Block) []byte {
 }
 
 // appendIntCols appends the forms list and the int columns of one series,
-// each in the smallest of its plain form and its forms against every
-// earlier column. Columns that already cost under a bit a value are left
-// plain without trying.
+// each in the smallest of its plain form, its forms against every
+// earlier column and its form against its most common value. Columns that
+// already cost under a bit a value are left plain without trying.
 func appendIntCols(dst []byte, cols [][]int64) []byte {
 	var forms []colForm
 	coded := make([][]byte, len(cols))
@@ -239,8 +239,14 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 			if b := appendIntCol(nil, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formMinus
 			}
-			if b := appendSame(nil, vals, ref, scratch); len(b) < len(best) {
+			if b := appendSame(nil, vals, ref, 0, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formSame
+			}
+		}
+		if c, ok := common(vals); ok {
+			b := binary.AppendVarint(nil, c)
+			if b = appendSame(b, vals, nil, c, scratch); len(b) < len(best) {
+				best, form.ref, form.kind = b, 0, formCommon
 			}
 		}
 		coded[c] = best
@@ -260,21 +266,41 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 	return dst
 }
 
-// appendSame appends the formSame coding of vals against ref: a bitmap of
-// len(vals) bits, low bit first, set where the values are equal, then the
-// intcol of the values where they are not. scratch is reused.
-func appendSame(dst []byte, vals, ref, scratch []int64) []byte {
+// appendSame appends the formSame coding of vals against ref (or, where
+// ref is nil, against the value c): a bitmap of len(vals) bits, low bit
+// first, set where the values are equal, then the intcol of the values
+// where they are not. scratch is reused.
+func appendSame(dst []byte, vals, ref []int64, c int64, scratch []int64) []byte {
 	mark := len(dst)
 	dst = append(dst, make([]byte, (len(vals)+7)/8)...)
 	scratch = scratch[:0]
 	for i, v := range vals {
-		if v == ref[i] {
+		if ref != nil {
+			c = ref[i]
+		}
+		if v == c {
 			dst[mark+i/8] |= 1 << (i % 8)
 		} else {
 			scratch = append(scratch, v)
 		}
 	}
 	return appendIntCol(dst, scratch)
+}
+
+// common returns the value vals hold most often, where that is an
+// eighth of them or more: a series that keeps coming back to one value
+// (the allocator's memory at every step's end) pays a bit for each time,
+// and its other values no longer widen the rest. Ties go to the smallest.
+func common(vals []int64) (c int64, ok bool) {
+	counts := make(map[int64]int, 64)
+	best := 0
+	for _, v := range vals {
+		counts[v]++
+		if k := counts[v]; k > best || k == best && v < c {
+			c, best = v, k
+		}
+	}
+	return c, best >= len(vals)/8 && best > 1
 }
 
 func appendPresence(dst []byte, rows []int, nrows int) []byte {
