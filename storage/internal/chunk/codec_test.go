@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -187,6 +188,24 @@ func TestChunkFormsCorrupt(t *testing.T) {
 	}
 }
 
+// commonChunk is one allocator series of n samples, a third of them at a
+// step's end where allocated and inactive_split hold the same values each
+// time, the others at random points of the step.
+func commonChunk(rng *rand.Rand, n int) ([]int64, []Block) {
+	rowT := make([]int64, n)
+	rows := make([]int, n)
+	alloc, split := make([]int64, n), make([]int64, n)
+	for i := range n {
+		rowT[i], rows[i] = int64(i)*70_000+rng.Int64N(3000), i
+		alloc[i] = 3<<30 + rng.Int64N(6<<30)/512*512
+		split[i] = rng.Int64N(1<<30) / 512 * 512
+		if i%3 == 0 {
+			alloc[i], split[i] = 3<<30, 5<<20
+		}
+	}
+	return rowT, []Block{{ID: 2, Rows: rows, Ints: [][]int64{alloc, split}}}
+}
+
 // TestChunkCommonForm: a column that keeps returning to one value (an
 // allocator's memory at each step's end, between samples at random points
 // of the step) is coded as that value, a bit a row, and the other values;
@@ -194,22 +213,9 @@ func TestChunkFormsCorrupt(t *testing.T) {
 func TestChunkCommonForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{9, 1000, 4099} {
-		rowT := make([]int64, n)
-		rows := make([]int, n)
-		alloc, split := make([]int64, n), make([]int64, n)
-		for i := range n {
-			rowT[i], rows[i] = int64(i)*70_000+rng.Int64N(3000), i
-			alloc[i] = 3<<30 + rng.Int64N(6<<30)/512*512
-			if i%3 == 0 {
-				alloc[i] = 3 << 30 // the step's end
-			}
-			split[i] = rng.Int64N(1<<30) / 512 * 512
-			if i%3 == 0 {
-				split[i] = 5 << 20
-			}
-		}
-		cols := [][]int64{alloc, split}
-		b := Encode(nil, rowT, []Block{{ID: 2, Rows: rows, Ints: cols}})
+		rowT, blocks := commonChunk(rng, n)
+		cols := blocks[0].Ints
+		b := Encode(nil, rowT, blocks)
 		var d Decoded
 		if ok, err := DecodeSeries(b, 2, &d); !ok || err != nil {
 			t.Fatal(n, ok, err)
@@ -276,6 +282,8 @@ func FuzzChunkRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add(Encode(nil, []int64{1, 2, 3}, []Block{{ID: 1, Rows: []int{0, 2}, Ints: [][]int64{{5, 6}}}}))
 	rowT, blocks := formsChunk(rand.New(rand.NewPCG(7, 8)), 64)
+	f.Add(Encode(nil, rowT, blocks))
+	rowT, blocks = commonChunk(rand.New(rand.NewPCG(7, 8)), 300)
 	f.Add(Encode(nil, rowT, blocks))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d Decoded
@@ -510,4 +518,51 @@ func BenchmarkDecodePackedIntCol(b *testing.B) {
 		b.Fatal("round trip differs")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vals)), "ns/value")
+}
+
+// TestCommon holds common to a plain count of every value (a map): the
+// most frequent value, the smallest among ties, where it is held by an
+// eighth of the values or more and more than once.
+func TestCommon(t *testing.T) {
+	count := func(vals []int64) (int64, bool) {
+		n := map[int64]int{}
+		for _, v := range vals {
+			n[v]++
+		}
+		var c int64
+		best := 0
+		for v, k := range n {
+			if k > best || k == best && v < c {
+				c, best = v, k
+			}
+		}
+		return c, best > 1 && best >= len(vals)/8
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := map[string][]int64{
+		"empty":        {},
+		"one":          {5},
+		"all distinct": {1, 2, 3, 4, 5, 6, 7, 8, 9},
+		"tie":          {9, 9, 4, 4, 7},
+		"constant":     {3, 3, 3, 3},
+	}
+	for _, share := range []int{2, 5, 8, 9, 20} { // one value at every share-th row, the rest random
+		for _, n := range []int{16, 1000, 8354} {
+			vals := make([]int64, n)
+			for i := range vals {
+				vals[i] = rng.Int64N(1 << 20)
+				if i%share == 0 {
+					vals[i] = 1 << 30
+				}
+			}
+			cases[fmt.Sprintf("every %d of %d", share, n)] = vals
+		}
+	}
+	for name, vals := range cases {
+		c, ok := common(vals)
+		wc, wok := count(vals)
+		if ok != wok || ok && c != wc {
+			t.Errorf("%s: common %d, %v; counted %d, %v", name, c, ok, wc, wok)
+		}
+	}
 }

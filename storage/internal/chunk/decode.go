@@ -381,16 +381,25 @@ func (r *reader) same(dst []int64, n int, ref []int64, c int64, tmp *[]int64) []
 	if r.err != nil {
 		return dst
 	}
-	dst = slices.Grow(dst, n)
-	for i := range n {
-		v := c
-		switch {
-		case bitmap[i/8]>>(i%8)&1 == 0:
-			v, other = other[0], other[1:]
-		case ref != nil:
-			v = ref[i]
+	base := len(dst)
+	dst = slices.Grow(dst, n)[:base+n]
+	out := dst[base:]
+	if ref != nil {
+		copy(out, ref)
+	} else {
+		fill(out, c)
+	}
+	// Then the rows whose bit is clear, a byte of the mask at a time.
+	j := 0
+	for k, b := range bitmap {
+		for m := ^b; m != 0; m &= m - 1 {
+			i := k*8 + bits.TrailingZeros8(m)
+			if i >= n {
+				break
+			}
+			out[i] = other[j]
+			j++
 		}
-		dst = append(dst, v)
 	}
 	return dst
 }

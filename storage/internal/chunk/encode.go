@@ -291,16 +291,52 @@ func appendSame(dst []byte, vals, ref []int64, c int64, scratch []int64) []byte 
 // eighth of them or more: a series that keeps coming back to one value
 // (the allocator's memory at every step's end) pays a bit for each time,
 // and its other values no longer widen the rest. Ties go to the smallest.
+//
+// It finds it without a map: Misra and Gries' frequent items keep k
+// candidates, so that every value held by more than n/(k+1) of the n
+// values is among them after one pass; a second pass counts them.
 func common(vals []int64) (c int64, ok bool) {
-	counts := make(map[int64]int, 64)
-	best := 0
+	const k = 8 // n/(k+1) is below the eighth asked for
+	var cand [k]int64
+	var left [k]int // 0: the slot is free
 	for _, v := range vals {
-		counts[v]++
-		if k := counts[v]; k > best || k == best && v < c {
-			c, best = v, k
+		free := -1
+		for i := range k {
+			if left[i] > 0 && cand[i] == v {
+				left[i]++
+				free = k // counted
+				break
+			}
+			if left[i] == 0 && free < 0 {
+				free = i
+			}
+		}
+		switch {
+		case free == k:
+		case free >= 0:
+			cand[free], left[free] = v, 1
+		default:
+			for i := range left {
+				left[i]--
+			}
 		}
 	}
-	return c, best >= len(vals)/8 && best > 1
+	var count [k]int
+	for _, v := range vals {
+		for i := range k {
+			if left[i] > 0 && cand[i] == v {
+				count[i]++
+				break
+			}
+		}
+	}
+	best := 0
+	for i := range k {
+		if left[i] > 0 && (count[i] > best || count[i] == best && cand[i] < c) {
+			c, best = cand[i], count[i]
+		}
+	}
+	return c, best > 1 && best >= len(vals)/8
 }
 
 func appendPresence(dst []byte, rows []int, nrows int) []byte {
