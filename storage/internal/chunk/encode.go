@@ -233,11 +233,18 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 		for r := range c {
 			ref := cols[r]
 			scratch = scratch[:0]
+			equal := 0
 			for i, v := range vals {
 				scratch = append(scratch, v-ref[i])
+				if v == ref[i] {
+					equal++
+				}
 			}
 			if b := appendIntCol(nil, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formMinus
+			}
+			if equal == 0 {
+				continue // same would be the plain form and a mask
 			}
 			if b := appendSame(nil, vals, ref, 0, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formSame
