@@ -250,9 +250,9 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 				best, form.ref, form.kind = b, r, formSame
 			}
 		}
-		if c, ok := common(vals); ok {
-			b := binary.AppendVarint(nil, c)
-			if b = appendSame(b, vals, nil, c, scratch); len(b) < len(best) {
+		if v, ok := common(vals); ok {
+			b := binary.AppendVarint(nil, v)
+			if b = appendSame(b, vals, nil, v, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, 0, formCommon
 			}
 		}
@@ -296,8 +296,8 @@ func appendSame(dst []byte, vals, ref []int64, c int64, scratch []int64) []byte 
 
 // common returns the value vals hold most often, where that is an
 // eighth of them or more: a series that keeps coming back to one value
-// (the allocator's memory at every step's end) pays a bit for each time,
-// and its other values no longer widen the rest. Ties go to the smallest.
+// (the allocator's memory at every step's end) then pays a bit each time
+// instead of the column's width. Ties go to the smallest.
 //
 // It finds it without a map: Misra and Gries' frequent items keep k
 // candidates, so that every value held by more than n/(k+1) of the n
