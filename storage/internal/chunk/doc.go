@@ -82,8 +82,9 @@
 //	                same's mask and intcol, bit i set where v[i] == c
 //
 // The writer tries minus and same against every earlier column, and common
-// against the column's most frequent value, for each column whose plain
-// form costs more than a bit a value, and keeps the smallest. Common is for
+// against the column's most frequent value where an eighth of the rows or
+// more hold it, for each column whose plain form costs more than a bit a
+// value, and keeps the smallest. Common is for
 // a series that keeps coming back to one value: the allocator's memory at
 // every step's end (weights and optimizer state) between samples taken at
 // random points of the step: each row holding it costs a bit instead of
