@@ -41,56 +41,91 @@ func chunkVersions(t *testing.T, db *DB) map[byte]int {
 	return n
 }
 
-// TestReadVersion1Chunks reads a database written before column forms
-// existed (chunk version 1): testdata/chunk-v1.db holds the import of
-// testdata/chunk-v1.jsonl (2 GPUs, 20 s of the churn mix), and its export
-// must give back every line. A run added to it is written in the current
-// version, and both read back.
-func TestReadVersion1Chunks(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v1.db")
-	if err := os.WriteFile(path, gunzip(t, "chunk-v1.db.gz"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in := gunzip(t, "chunk-v1.jsonl.gz")
-	db, err := Open(path, Options{})
+// runChunkBytes is the length of run id's stored chunks.
+func runChunkBytes(t *testing.T, db *DB, id uint64) int {
+	t.Helper()
+	n := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketData).Bucket(idKey(id)).Bucket(keyChunks).ForEach(func(_, v []byte) error {
+			n += len(v)
+			return nil
+		})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if v := chunkVersions(t, db); len(v) != 1 || v[1] == 0 {
-		t.Fatalf("testdata chunks by version: %v, want only version 1", v)
-	}
-	r, err := db.Run("v1-churn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := exportStored(&out, db, r); err != nil {
-		t.Fatal(err)
-	}
-	if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
-		t.Fatalf("version 1 export differs: %d lines in, %d out", len(want), len(got))
-	}
+	return n
+}
 
-	if _, err := loadLines(db, "again", bytes.NewReader(in), "v2"); err != nil {
-		t.Fatal(err)
-	}
-	if v := chunkVersions(t, db); v[1] == 0 || v[chunk.Version] == 0 {
-		t.Fatalf("chunks by version: %v, want both", v)
-	}
-	if err := db.Check(); err != nil {
-		t.Fatal(err)
-	}
-	r2, err := db.Run("v2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
-	if err := exportStored(&out, db, r2); err != nil {
-		t.Fatal(err)
-	}
-	if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
-		t.Fatalf("current version export differs: %d lines in, %d out", len(want), len(got))
+// TestReadOlderChunks reads databases written by earlier chunk codecs, each
+// the import of the JSON Lines beside it: testdata/chunk-v1.db (before
+// column forms: version 1; 2 GPUs, 20 s of the churn mix) and
+// testdata/chunk-v3.db (before the common-value form: version 3 with
+// version 2 summaries; 2 GPUs, 20 s of the realistic mix). The export
+// must give back every line and the file must check. A run added to it is
+// written in the current version, and both read back.
+func TestReadOlderChunks(t *testing.T) {
+	for _, c := range []struct {
+		name, run string
+		version   byte
+	}{
+		{"chunk-v1", "v1-churn", 1},
+		{"chunk-v3", "v3-realistic", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.name+".db")
+			if err := os.WriteFile(path, gunzip(t, c.name+".db.gz"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := gunzip(t, c.name+".jsonl.gz")
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if v := chunkVersions(t, db); len(v) != 1 || v[c.version] == 0 {
+				t.Fatalf("testdata chunks by version: %v, want only version %d", v, c.version)
+			}
+			if err := db.Check(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := db.Run(c.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := exportStored(&out, db, r); err != nil {
+				t.Fatal(err)
+			}
+			if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
+				t.Fatalf("version %d export differs: %d lines in, %d out", c.version, len(want), len(got))
+			}
+
+			if _, err := loadLines(db, "again", bytes.NewReader(in), "now"); err != nil {
+				t.Fatal(err)
+			}
+			if v := chunkVersions(t, db); c.version >= chunk.Version || v[c.version] == 0 || v[chunk.Version] == 0 {
+				t.Fatalf("chunks by version: %v, want %d and %d", v, c.version, chunk.Version)
+			}
+			if err := db.Check(); err != nil {
+				t.Fatal(err)
+			}
+			r2, err := db.Run("now")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.Reset()
+			if err := exportStored(&out, db, r2); err != nil {
+				t.Fatal(err)
+			}
+			if want, got := linetest.Normalize(t, in), linetest.Normalize(t, out.Bytes()); !slices.Equal(want, got) {
+				t.Fatalf("current version export differs: %d lines in, %d out", len(want), len(got))
+			}
+			// Each codec is smaller than the one before on these runs.
+			if old, now := runChunkBytes(t, db, r.ID), runChunkBytes(t, db, r2.ID); now >= old {
+				t.Errorf("the run's chunks take %d bytes now, %d in version %d", now, old, c.version)
+			}
+		})
 	}
 }
 

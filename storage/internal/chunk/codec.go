@@ -7,9 +7,10 @@ import (
 	"hash/crc32"
 )
 
-const Version = 3
+const Version = 4
 
-// CRCSize is the length of a version 3 chunk's trailing checksum.
+// CRCSize is the length of the trailing checksum of a chunk of version 3
+// and later.
 const CRCSize = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -57,13 +58,16 @@ func gcd(a, b uint64) uint64 {
 }
 
 // Column forms (chunk version 2): how a series' int column is coded
-// against an earlier column of the same series, its reference.
+// against an earlier column of the same series, its reference, or
+// (version 4) against one value.
 const (
-	formMinus byte = 1 // the intcol holds v[i] - ref[i]
-	formSame  byte = 2 // a bitmap of the rows where v[i] == ref[i], then the others
+	formMinus  byte = 1 // the intcol holds v[i] - ref[i]
+	formSame   byte = 2 // a bitmap of the rows where v[i] == ref[i], then the others
+	formCommon byte = 3 // a value, a bitmap of the rows that hold it, then the others
 )
 
-// colForm says column col is coded in form kind against column ref.
+// colForm says column col is coded in form kind against column ref (0
+// and unused for formCommon).
 type colForm struct {
 	col, ref int
 	kind     byte

@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -141,7 +142,7 @@ func TestChunkColumnForms(t *testing.T) {
 	// The forms chosen: column 1 and 3 minus column 0, column 2 the same
 	// as column 0 where equal; column 4 plain.
 	r := reader{b: appendIntCols(nil, cols)}
-	forms := r.forms(len(cols), nil)
+	forms := r.forms(Version, len(cols), nil)
 	want := []colForm{{1, 0, formMinus}, {2, 0, formSame}, {3, 0, formMinus}}
 	if r.err != nil || !slices.Equal(forms, want) {
 		t.Fatalf("forms %v (%v), want %v", forms, r.err, want)
@@ -168,11 +169,82 @@ func TestChunkFormsCorrupt(t *testing.T) {
 		"unknown kind":         {1, 1, 0, 9},
 		"not ascending":        {2, 1, 0, formMinus, 1, 0, formSame},
 		"cut short":            {1, 1, 0},
+		"common with a ref":    {1, 1, 1, formCommon},
 	} {
 		r := reader{b: forms}
-		r.forms(2, nil)
+		r.forms(Version, 2, nil)
 		if r.err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+	// A value form in a chunk written before it existed is damage.
+	r := reader{b: []byte{1, 1, 0, formCommon}}
+	if r.forms(3, 2, nil); r.err == nil {
+		t.Error("common form in a version 3 chunk: no error")
+	}
+	r = reader{b: []byte{1, 1, 0, formCommon}}
+	if f := r.forms(Version, 2, nil); r.err != nil || !slices.Equal(f, []colForm{{1, 0, formCommon}}) {
+		t.Errorf("common form: %v, %v", f, r.err)
+	}
+}
+
+// commonChunk is one allocator series of n samples, a third of them at a
+// step's end where allocated and inactive_split hold the same values each
+// time, the others at random points of the step.
+func commonChunk(rng *rand.Rand, n int) ([]int64, []Block) {
+	rowT := make([]int64, n)
+	rows := make([]int, n)
+	alloc, split := make([]int64, n), make([]int64, n)
+	for i := range n {
+		rowT[i], rows[i] = int64(i)*70_000+rng.Int64N(3000), i
+		alloc[i] = 3<<30 + rng.Int64N(6<<30)/512*512
+		split[i] = rng.Int64N(1<<30) / 512 * 512
+		if i%3 == 0 {
+			alloc[i], split[i] = 3<<30, 5<<20
+		}
+	}
+	return rowT, []Block{{ID: 2, Rows: rows, Ints: [][]int64{alloc, split}}}
+}
+
+// TestChunkCommonForm: a column that keeps returning to one value (an
+// allocator's memory at each step's end, between samples at random points
+// of the step) is coded as that value, a bit a row, and the other values;
+// it round-trips and costs less than its plain form.
+func TestChunkCommonForm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{9, 1000, 4099} {
+		rowT, blocks := commonChunk(rng, n)
+		cols := blocks[0].Ints
+		b := Encode(nil, rowT, blocks)
+		var d Decoded
+		if ok, err := DecodeSeries(b, 2, &d); !ok || err != nil {
+			t.Fatal(n, ok, err)
+		}
+		for c := range cols {
+			if !slices.Equal(d.Ints[c], cols[c]) {
+				t.Fatalf("%d rows: column %d differs", n, c)
+			}
+		}
+		r := reader{b: appendIntCols(nil, cols)}
+		forms := r.forms(Version, len(cols), nil)
+		want := []colForm{{0, 0, formCommon}, {1, 0, formCommon}}
+		if r.err != nil || n > 100 && !slices.Equal(forms, want) {
+			t.Fatalf("%d rows: forms %v (%v), want %v", n, forms, r.err, want)
+		}
+		for c, col := range cols {
+			var others []int64
+			for _, v := range col {
+				if v != col[0] {
+					others = append(others, v)
+				}
+			}
+			// the value, the bitmap and the other values: never more
+			if got, limit := len(appendIntCols(nil, [][]int64{col})), 1+binary.MaxVarintLen64+(n+7)/8+len(appendIntCol(nil, others)); got > limit {
+				t.Errorf("%d rows: column %d takes %d bytes, more than %d", n, c, got, limit)
+			}
+			if plain, got := len(appendIntCol(nil, col)), len(appendIntCols(nil, [][]int64{col})); n > 100 && got >= plain {
+				t.Errorf("%d rows: column %d takes %d bytes, plain %d", n, c, got, plain)
+			}
 		}
 	}
 }
@@ -210,6 +282,8 @@ func FuzzChunkRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add(Encode(nil, []int64{1, 2, 3}, []Block{{ID: 1, Rows: []int{0, 2}, Ints: [][]int64{{5, 6}}}}))
 	rowT, blocks := formsChunk(rand.New(rand.NewPCG(7, 8)), 64)
+	f.Add(Encode(nil, rowT, blocks))
+	rowT, blocks = commonChunk(rand.New(rand.NewPCG(7, 8)), 300)
 	f.Add(Encode(nil, rowT, blocks))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d Decoded
@@ -444,4 +518,51 @@ func BenchmarkDecodePackedIntCol(b *testing.B) {
 		b.Fatal("round trip differs")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vals)), "ns/value")
+}
+
+// TestCommon holds common to a plain count of every value (a map): the
+// most frequent value, the smallest among ties, where it is held by an
+// eighth of the values or more and more than once.
+func TestCommon(t *testing.T) {
+	count := func(vals []int64) (int64, bool) {
+		n := map[int64]int{}
+		for _, v := range vals {
+			n[v]++
+		}
+		var c int64
+		best := 0
+		for v, k := range n {
+			if k > best || k == best && v < c {
+				c, best = v, k
+			}
+		}
+		return c, best > 1 && best >= len(vals)/8
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := map[string][]int64{
+		"empty":        {},
+		"one":          {5},
+		"all distinct": {1, 2, 3, 4, 5, 6, 7, 8, 9},
+		"tie":          {9, 9, 4, 4, 7},
+		"constant":     {3, 3, 3, 3},
+	}
+	for _, share := range []int{2, 5, 8, 9, 20} { // one value at every share-th row, the rest random
+		for _, n := range []int{16, 1000, 8354} {
+			vals := make([]int64, n)
+			for i := range vals {
+				vals[i] = rng.Int64N(1 << 20)
+				if i%share == 0 {
+					vals[i] = 1 << 30
+				}
+			}
+			cases[fmt.Sprintf("every %d of %d", share, n)] = vals
+		}
+	}
+	for name, vals := range cases {
+		c, ok := common(vals)
+		wc, wok := count(vals)
+		if ok != wok || ok && c != wc {
+			t.Errorf("%s: common %d, %v; counted %d, %v", name, c, ok, wc, wok)
+		}
+	}
 }

@@ -333,8 +333,8 @@ type Decoded struct {
 }
 
 // forms reads a series' forms list: ascending columns below ncols, each
-// coded against an earlier one.
-func (r *reader) forms(ncols int, dst []colForm) []colForm {
+// coded against an earlier one or, from version 4, against a value.
+func (r *reader) forms(version byte, ncols int, dst []colForm) []colForm {
 	n := r.count(uint64(ncols))
 	prev := -1
 	for range n {
@@ -344,7 +344,14 @@ func (r *reader) forms(ncols int, dst []colForm) []colForm {
 			return nil
 		}
 		f.kind, r.b = r.b[0], r.b[1:]
-		if f.col >= ncols || f.col <= prev || f.ref >= f.col || (f.kind != formMinus && f.kind != formSame) {
+		var ok bool
+		switch f.kind {
+		case formMinus, formSame:
+			ok = f.ref < f.col
+		case formCommon:
+			ok = version >= 4 && f.ref == 0
+		}
+		if !ok || f.col >= ncols || f.col <= prev {
 			r.fail()
 			return nil
 		}
@@ -354,9 +361,9 @@ func (r *reader) forms(ncols int, dst []colForm) []colForm {
 	return dst
 }
 
-// same decodes a formSame column of len(ref) values into dst.
-func (r *reader) same(dst, ref []int64, tmp *[]int64) []int64 {
-	n := len(ref)
+// same decodes a formSame column of n values into dst: ref[i] where
+// bit i is set, or where ref is nil (formCommon) the value c.
+func (r *reader) same(dst []int64, n int, ref []int64, c int64, tmp *[]int64) []int64 {
 	bitmap := r.bytes(uint64((n + 7) / 8))
 	if r.err != nil {
 		return dst
@@ -374,12 +381,25 @@ func (r *reader) same(dst, ref []int64, tmp *[]int64) []int64 {
 	if r.err != nil {
 		return dst
 	}
-	dst = slices.Grow(dst, n)
-	for i, v := range ref {
-		if bitmap[i/8]>>(i%8)&1 == 0 {
-			v, other = other[0], other[1:]
+	base := len(dst)
+	dst = slices.Grow(dst, n)[:base+n]
+	out := dst[base:]
+	if ref != nil {
+		copy(out, ref)
+	} else {
+		fill(out, c)
+	}
+	// Then the rows whose bit is clear, a byte of the mask at a time.
+	j := 0
+	for k, b := range bitmap {
+		for m := ^b; m != 0; m &= m - 1 {
+			i := k*8 + bits.TrailingZeros8(m)
+			if i >= n {
+				break
+			}
+			out[i] = other[j]
+			j++
 		}
-		dst = append(dst, v)
 	}
 	return dst
 }
@@ -513,18 +533,23 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 	d.Ints = resize(d.Ints, nints)
 	var forms []colForm
 	if version >= 2 {
-		forms = r.forms(nints, d.forms[:0])
+		forms = r.forms(version, nints, d.forms[:0])
 		d.forms = forms
 	}
 	for i := range d.Ints {
 		if len(forms) > 0 && forms[0].col == i {
 			f := forms[0]
 			forms = forms[1:]
-			ref := d.Ints[f.ref]
-			if f.kind == formSame {
-				d.Ints[i] = r.same(d.Ints[i][:0], ref, &d.tmp)
+			switch f.kind {
+			case formSame:
+				d.Ints[i] = r.same(d.Ints[i][:0], n, d.Ints[f.ref], 0, &d.tmp)
+				continue
+			case formCommon:
+				c := r.varint()
+				d.Ints[i] = r.same(d.Ints[i][:0], n, nil, c, &d.tmp)
 				continue
 			}
+			ref := d.Ints[f.ref]
 			d.Ints[i] = r.intCol(d.Ints[i][:0], n)
 			if r.err == nil {
 				for k, v := range ref {

@@ -21,12 +21,13 @@
 //	series   := size:uvarint id:uvarint presence nints:uvarint [forms] intcol* nstrs:uvarint strcol*
 //	presence := nruns:uvarint run:uvarint*
 //
-// version is 3 for the chunks this code writes: version 2's grammar
-// followed by crc:4 bytes, the CRC-32C (Castagnoli) of every byte before it,
-// little endian, so that damage to any value is found (ErrCorrupt) rather
-// than read as data. Version 2 (no checksum) and version 1 (before column
-// forms: no forms list, every int column a plain intcol, no offsets form
-// of an intcol) were written by earlier memrec and are read as they are.
+// version is 4 for the chunks this code writes: version 2's grammar, with
+// the common form below, followed by crc:4 bytes, the CRC-32C (Castagnoli)
+// of every byte before it, little endian, so that damage to any value is
+// found (ErrCorrupt) rather than read as data. Version 3 (no common form),
+// version 2 (no checksum either) and version 1 (before column forms: no
+// forms list, every int column a plain intcol, no offsets form of an
+// intcol) were written by earlier memrec and are read as they are.
 //
 // span is t[last]-t0, so a reader learns the chunk's time range from its first
 // bytes. size is the byte length of the rest of the series block, so a reader
@@ -68,16 +69,26 @@
 // byte-aligned for decoding speed.
 //
 // A column may be coded against an earlier column of the same series, its
-// reference, where that is smaller (version 2). The forms list says which:
+// reference, where that is smaller (version 2), or against one value
+// (version 4). The forms list says which:
 //
-//	forms    := nforms:uvarint (col:uvarint ref:uvarint kind:byte)*   (col ascending, ref < col)
-//	kind 1, minus: the column's intcol holds v[i] - ref[i]
-//	kind 2, same:  the column is mask:ceil(n/8) bytes then intcol(m values):
-//	               bit i (low bit of byte i/8 first) is set where v[i] == ref[i],
-//	               and the intcol holds the m values whose bit is clear, in order
+//	forms    := nforms:uvarint (col:uvarint ref:uvarint kind:byte)*   (col ascending)
+//	kind 1, minus:  ref < col; the column's intcol holds v[i] - ref[i]
+//	kind 2, same:   ref < col; the column is mask:ceil(n/8) bytes then
+//	                intcol(m values): bit i (low bit of byte i/8 first) is set
+//	                where v[i] == ref[i], and the intcol holds the m values
+//	                whose bit is clear, in order
+//	kind 3, common: ref is 0 and unused; the column is c:varint then the
+//	                same's mask and intcol, bit i set where v[i] == c
 //
-// The writer tries both against every earlier column, for each column whose
-// plain form costs more than a bit a value, and keeps the smallest. In
+// The writer tries minus and same against every earlier column, and common
+// against the column's most frequent value where an eighth of the rows or
+// more hold it, for each column whose plain form costs more than a bit a
+// value, and keeps the smallest. Common is for
+// a series that keeps coming back to one value: the allocator's memory at
+// every step's end (weights and optimizer state) between samples taken at
+// random points of the step: each row holding it costs a bit instead of
+// the column's width. In
 // allocator samples peak_allocated equals allocated whenever the peak was
 // reached at the sample (the forward pass still climbing): same costs a bit
 // there and the rest are the step's peak, nearly constant, where the plain

@@ -216,9 +216,9 @@ func Encode(dst []byte, rowT []int64, blocks []Block) []byte {
 }
 
 // appendIntCols appends the forms list and the int columns of one series,
-// each in the smallest of its plain form and its forms against every
-// earlier column. Columns that already cost under a bit a value are left
-// plain without trying.
+// each in the smallest of its plain form, its forms against every
+// earlier column and its form against its most common value. Columns that
+// already cost under a bit a value are left plain without trying.
 func appendIntCols(dst []byte, cols [][]int64) []byte {
 	var forms []colForm
 	coded := make([][]byte, len(cols))
@@ -233,14 +233,27 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 		for r := range c {
 			ref := cols[r]
 			scratch = scratch[:0]
+			equal := 0
 			for i, v := range vals {
 				scratch = append(scratch, v-ref[i])
+				if v == ref[i] {
+					equal++
+				}
 			}
 			if b := appendIntCol(nil, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formMinus
 			}
-			if b := appendSame(nil, vals, ref, scratch); len(b) < len(best) {
+			if equal == 0 {
+				continue // same would be the plain form and a mask
+			}
+			if b := appendSame(nil, vals, ref, 0, scratch); len(b) < len(best) {
 				best, form.ref, form.kind = b, r, formSame
+			}
+		}
+		if v, ok := common(vals); ok {
+			b := binary.AppendVarint(nil, v)
+			if b = appendSame(b, vals, nil, v, scratch); len(b) < len(best) {
+				best, form.ref, form.kind = b, 0, formCommon
 			}
 		}
 		coded[c] = best
@@ -260,21 +273,77 @@ func appendIntCols(dst []byte, cols [][]int64) []byte {
 	return dst
 }
 
-// appendSame appends the formSame coding of vals against ref: a bitmap of
-// len(vals) bits, low bit first, set where the values are equal, then the
-// intcol of the values where they are not. scratch is reused.
-func appendSame(dst []byte, vals, ref, scratch []int64) []byte {
+// appendSame appends the formSame coding of vals against ref (or, where
+// ref is nil, against the value c): a bitmap of len(vals) bits, low bit
+// first, set where the values are equal, then the intcol of the values
+// where they are not. scratch is reused.
+func appendSame(dst []byte, vals, ref []int64, c int64, scratch []int64) []byte {
 	mark := len(dst)
 	dst = append(dst, make([]byte, (len(vals)+7)/8)...)
 	scratch = scratch[:0]
 	for i, v := range vals {
-		if v == ref[i] {
+		if ref != nil {
+			c = ref[i]
+		}
+		if v == c {
 			dst[mark+i/8] |= 1 << (i % 8)
 		} else {
 			scratch = append(scratch, v)
 		}
 	}
 	return appendIntCol(dst, scratch)
+}
+
+// common returns the value vals hold most often, where that is an
+// eighth of them or more: a series that keeps coming back to one value
+// (the allocator's memory at every step's end) then pays a bit each time
+// instead of the column's width. Ties go to the smallest.
+//
+// It finds it without a map: Misra and Gries' frequent items keep k
+// candidates, so that every value held by more than n/(k+1) of the n
+// values is among them after one pass; a second pass counts them.
+func common(vals []int64) (c int64, ok bool) {
+	const k = 8 // n/(k+1) is below the eighth asked for
+	var cand [k]int64
+	var left [k]int // 0: the slot is free
+	for _, v := range vals {
+		free := -1
+		for i := range k {
+			if left[i] > 0 && cand[i] == v {
+				left[i]++
+				free = k // counted
+				break
+			}
+			if left[i] == 0 && free < 0 {
+				free = i
+			}
+		}
+		switch {
+		case free == k:
+		case free >= 0:
+			cand[free], left[free] = v, 1
+		default:
+			for i := range left {
+				left[i]--
+			}
+		}
+	}
+	var count [k]int
+	for _, v := range vals {
+		for i := range k {
+			if left[i] > 0 && cand[i] == v {
+				count[i]++
+				break
+			}
+		}
+	}
+	best := 0
+	for i := range k {
+		if left[i] > 0 && (count[i] > best || count[i] == best && cand[i] < c) {
+			c, best = cand[i], count[i]
+		}
+	}
+	return c, best > 1 && best >= len(vals)/8
 }
 
 func appendPresence(dst []byte, rows []int, nrows int) []byte {
