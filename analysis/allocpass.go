@@ -312,6 +312,7 @@ func (a *gpuAnalysis) eachTorch(counters *counterLog, f func(*storage.TorchSampl
 		for b.Next() {
 			counters.takeBlock(pid, b.T(), b)
 			rows = b.TorchRows(rows[:0])
+			a.readSamples(len(rows))
 			for i := range rows {
 				f(&rows[i])
 			}
@@ -334,6 +335,7 @@ func (a *gpuAnalysis) eachTorch(counters *counterLog, f func(*storage.TorchSampl
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
 	for merged.Next() {
 		s := merged.At()
+		a.readSamples(1)
 		counters.takeSample(&s)
 		f(&s)
 		if lines == nil {

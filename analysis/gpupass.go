@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
@@ -74,6 +75,22 @@ type gpuAnalysis struct {
 	// allocPeaks are the allocator pass's peaks, added to the report's
 	// after the device pass's (passes).
 	allocPeaks []Peak
+	// read counts the samples both passes have read (readSamples).
+	read atomic.Int64
+}
+
+// releaseSamples is how many samples the passes read between two
+// releases of the file's pages: a GPU's series of a long run are larger
+// than the rest of its analysis, and each chunk is read once.
+const releaseSamples = 1 << 23
+
+// readSamples counts n samples read, and releases the file's pages
+// (storage.DB.ReleasePages) each time the count passes a multiple of
+// releaseSamples. Safe for concurrent use by the two passes.
+func (a *gpuAnalysis) readSamples(n int) {
+	if t := a.read.Add(int64(n)); t/releaseSamples != (t-int64(n))/releaseSamples {
+		a.db.ReleasePages()
+	}
 }
 
 // view is one series' values where the passes need them.
