@@ -126,3 +126,23 @@ func TestDecimateFloorsKeepsTheBand(t *testing.T) {
 		t.Fatal("floors under the limit were thinned")
 	}
 }
+
+// TestPeakRunsAsDecimatePeaks: step peaks kept as they come are those
+// decimatePeaks keeps of them all, over and under the limit and with ties
+// (the first highest of a run is kept).
+func TestPeakRunsAsDecimatePeaks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 399, 400, 401, 6400, 100_003} {
+		pts := make([]growth.FloorPoint, n)
+		for i := range pts {
+			pts[i] = growth.FloorPoint{X: float64(i), TNS: int64(i), Bytes: rng.Int64N(8)}
+		}
+		r := newPeakRuns(n, 400)
+		for _, p := range pts {
+			r.add(p)
+		}
+		if want := decimatePeaks(pts, 400); !slices.Equal(r.out, want) {
+			t.Errorf("%d points: %d kept, want decimatePeaks' %d", n, len(r.out), len(want))
+		}
+	}
+}

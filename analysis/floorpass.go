@@ -71,16 +71,16 @@ func (a *gpuAnalysis) leak() {
 	}
 	gr.Floors = a.floorPoints(floors, nil)
 	if a.per == "step" {
-		gr.StepPeaks = make([]growth.FloorPoint, 0, countNonEmpty(a.stepPeaks))
-		for i := range a.fx {
+		// Step peaks are only drawn: a long run keeps the highest of each
+		// of about 4·width runs of steps.
+		r := newPeakRuns(countNonEmpty(a.stepPeaks), 4*a.opts.Width)
+		for i := range a.flo {
 			if a.stepPeaks.has(i) {
-				gr.StepPeaks = append(gr.StepPeaks, growth.FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
+				r.add(growth.FloorPoint{X: a.x(i), TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
 			}
 		}
+		gr.StepPeaks = r.out
 	}
-	// Step peaks are only drawn: a long run keeps the highest of each of
-	// about 4·width runs of steps.
-	gr.StepPeaks = decimatePeaks(gr.StepPeaks, 4*a.opts.Width)
 	if basis == "device_used" && a.per == "time" {
 		a.deviceJob()
 	}
@@ -129,8 +129,8 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		return nil
 	}
 	var most int64 = -1
-	out := slices.Grow(dst[:0], len(a.fx))
-	for i := range a.fx {
+	out := slices.Grow(dst[:0], len(a.flo))
+	for i := range a.flo {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
 		}
@@ -141,7 +141,7 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		if !high {
 			v = a.resFloors.min[i] - most
 		}
-		out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
+		out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: v})
 	}
 	return out
 }
@@ -150,9 +150,9 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 // array when it is large enough (nil: one of their own).
 func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
 	out := slices.Grow(dst[:0], countNonEmpty(s))
-	for i := range a.fx {
+	for i := range a.flo {
 		if s.has(i) {
-			out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
+			out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: s.min[i]})
 		}
 	}
 	return out
