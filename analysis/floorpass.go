@@ -69,7 +69,28 @@ func (a *gpuAnalysis) leak() {
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= growth.MinSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
-	gr.Floors = a.floorPoints(floors, nil)
+	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
+		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
+	}
+	// The other series are only judged, one at a time, in one array that
+	// then holds the judged series' floors: a week of steps is 58 MB a
+	// series.
+	var others []growth.Growth
+	var scratch []growth.FloorPoint
+	judge := func(quantity string, floors []growth.FloorPoint) {
+		others, scratch = append(others, growthOf(quantity, floors)), floors
+	}
+	if basis == "allocated" {
+		judge("reserved", a.floorPoints(a.resFloors, scratch))
+		if a.hasDevice {
+			judge("device_used", a.floorPoints(a.used.floors, scratch))
+		}
+		if c := a.cacheFloors(false, scratch); len(c) > 0 {
+			judge("reserved_beyond_peak", c)
+			judge("step_peak_high", a.cacheFloors(true, scratch))
+		}
+	}
+	gr.Floors = a.floorPoints(floors, scratch)
 	if a.per == "step" {
 		// Step peaks are only drawn: a long run keeps the highest of each
 		// of about 4·width runs of steps.
@@ -84,26 +105,7 @@ func (a *gpuAnalysis) leak() {
 	if basis == "device_used" && a.per == "time" {
 		a.deviceJob()
 	}
-	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
-		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
-	}
-	growths := []growth.Growth{growthOf(basis, gr.Floors)}
-	// The other series are only judged, one at a time, in one array: a
-	// week of steps is 58 MB a series.
-	var scratch []growth.FloorPoint
-	judge := func(quantity string, floors []growth.FloorPoint) {
-		growths, scratch = append(growths, growthOf(quantity, floors)), floors
-	}
-	if basis == "allocated" {
-		judge("reserved", a.floorPoints(a.resFloors, scratch))
-		if a.hasDevice {
-			judge("device_used", a.floorPoints(a.used.floors, scratch))
-		}
-		if c := a.cacheFloors(false, scratch); len(c) > 0 {
-			judge("reserved_beyond_peak", c)
-			judge("step_peak_high", a.cacheFloors(true, scratch))
-		}
-	}
+	growths := append([]growth.Growth{growthOf(basis, gr.Floors)}, others...)
 	gr.Leak = growth.JudgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X

@@ -84,7 +84,7 @@ type gpuAnalysis struct {
 // releaseSamples is how many samples the passes read between two
 // releases of the file's pages: a GPU's series of a long run are larger
 // than the rest of its analysis, and each chunk is read once.
-const releaseSamples = 1 << 23
+const releaseSamples = 1 << 21
 
 // readSamples counts n samples read, and releases the file's pages
 // (storage.DB.ReleasePages) each time the count passes a multiple of
