@@ -193,7 +193,9 @@ func (a *gpuAnalysis) deviceJob() {
 func (a *gpuAnalysis) unseen() {
 	// Nothing else reads the times of the samples behind the values at the
 	// query times, nor reserved there: a week of steps is 19 MB each.
-	defer func() { a.used.at.ts, a.alloc.at.ts, a.resAt = nil, nil, nil }()
+	defer func() {
+		a.used.at.ages, a.used.at.far, a.alloc.at.ages, a.alloc.at.far, a.resAt = nil, nil, nil, nil, nil
+	}()
 	if !a.hasDevice || !a.hasTorch {
 		return
 	}
@@ -205,7 +207,7 @@ func (a *gpuAnalysis) unseen() {
 			continue
 		}
 		v := a.used.at.vals[i] - a.resAt[i]
-		if abs64(a.used.at.ts[i]-a.alloc.at.ts[i]) > u.ToleranceNS || v < 0 {
+		if abs64(a.used.at.tAt(i)-a.alloc.at.tAt(i)) > u.ToleranceNS || v < 0 {
 			u.Unpaired++
 			continue
 		}
