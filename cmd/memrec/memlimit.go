@@ -7,9 +7,9 @@ import "runtime/debug"
 // is live before it collects; under the limit it collects more often
 // instead. The limit must stay above what a long run's analysis holds
 // live, or the collector runs without pause, and low enough that a week's
-// analysis of 8 GPUs stays under 512 MiB resident with the file's pages
-// (see bench/README.md, "Long runs: the week's analyze"). It is soft: a
-// command that needs more still gets it.
+// analysis of 8 GPUs stays within the long-run memory target with the
+// file's pages (see bench/README.md, "Long runs: the week's analyze"). It
+// is soft: a command that needs more still gets it.
 const softMemoryLimit = 440 << 20
 
 // limitMemory sets softMemoryLimit, unless the environment set a limit.
