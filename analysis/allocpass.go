@@ -90,7 +90,6 @@ func (s *allocSum) take(x *storage.TorchSample) (prev storage.TorchSample) {
 		s.lastPID, s.lastOf = x.PID, l
 	}
 	prev, *l = *l, *x
-	s.counters.take(x, &prev)
 	c := &s.cur
 	c.allocated += x.Allocated - prev.Allocated
 	c.reserved += x.Reserved - prev.Reserved
@@ -184,7 +183,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
 	}
 	var n int64 // samples merged so far
-	err := a.eachTorch(func(s *storage.TorchSample) {
+	err := a.eachTorch(sum.counters, func(s *storage.TorchSample) {
 		n++
 		for tq < len(a.q) && a.q[tq] < s.T {
 			a.atQuery(tq, sum.cur)
@@ -254,6 +253,7 @@ func (a *gpuAnalysis) carryIn(sum *allocSum) error {
 	for merged.Next() {
 		x := merged.At()
 		sum.take(&x)
+		sum.counters.takeSample(&x)
 		last = x.T
 	}
 	if err := merged.Err(); err != nil {
@@ -302,15 +302,19 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 }
 
 // eachTorch calls f with every allocator sample of the GPU's processes in
-// time order: one process's a chunk at a time, several merged.
-func (a *gpuAnalysis) eachTorch(f func(*storage.TorchSample)) error {
+// time order: one process's a chunk at a time, several merged. Each
+// sample's counters go to counters first: one process's as columns, a
+// chunk at a time.
+func (a *gpuAnalysis) eachTorch(counters *counterLog, f func(*storage.TorchSample)) error {
 	lines := a.opts.Lines
 	if len(a.torchPIDs) == 1 {
 		pid := a.torchPIDs[0]
 		b := a.db.TorchBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
 		var rows []storage.TorchSample
 		for b.Next() {
+			counters.takeBlock(pid, b.T(), b)
 			rows = b.TorchRows(rows[:0])
+			a.readSamples(len(rows))
 			for i := range rows {
 				f(&rows[i])
 			}
@@ -333,6 +337,8 @@ func (a *gpuAnalysis) eachTorch(f func(*storage.TorchSample)) error {
 	merged := mergeTorch(a.db, a.run, a.g.Index, a.torchPIDs)
 	for merged.Next() {
 		s := merged.At()
+		a.readSamples(1)
+		counters.takeSample(&s)
 		f(&s)
 		if lines == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/memrec/memrec/analysis/growth"
@@ -91,8 +92,14 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 				t.Fatalf("round %d: span %d has samples: %v keeping the lowest, %v the highest, %v both", round, k, lows.has(k), highs.has(k), sp1.has(k))
 			}
 		}
-		if !slices.Equal(a1.vals, a2.vals) || !slices.Equal(a1.ts, a2.ts) || !slices.Equal(a1.ok, a2.ok) {
+		if !slices.Equal(a1.vals, a2.vals) || !slices.Equal(a1.ages, a2.ages) || !reflect.DeepEqual(a1.far, a2.far) || !slices.Equal(a1.ok, a2.ok) {
 			t.Fatalf("round %d: at times %v %v, one by one %v %v", round, a2.vals, a2.ok, a1.vals, a1.ok)
+		}
+		for i, qt := range q {
+			// the last sample at or before the query time, found by a scan
+			if k := sort.Search(n, func(k int) bool { return ts[k] > qt }) - 1; a2.ok[i] && (k < 0 || a2.tAt(i) != ts[k]) {
+				t.Fatalf("round %d: the sample behind the value at %d is at %d, want the last at or before it", round, qt, a2.tAt(i))
+			}
 		}
 		for i := range q {
 			if n1.nearest(i) != n2.nearest(i) {
@@ -124,5 +131,40 @@ func TestDecimateFloorsKeepsTheBand(t *testing.T) {
 	}
 	if short := pts[:300]; len(decimateFloors(short, 400)) != 300 {
 		t.Fatal("floors under the limit were thinned")
+	}
+}
+
+// TestPeakRunsAsDecimatePeaks: step peaks kept as they come are those
+// decimatePeaks keeps of them all, over and under the limit and with ties
+// (the first highest of a run is kept).
+func TestPeakRunsAsDecimatePeaks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 399, 400, 401, 6400, 100_003} {
+		pts := make([]growth.FloorPoint, n)
+		for i := range pts {
+			pts[i] = growth.FloorPoint{X: float64(i), TNS: int64(i), Bytes: rng.Int64N(8)}
+		}
+		r := newPeakRuns(n, 400)
+		for _, p := range pts {
+			r.add(p)
+		}
+		if want := decimatePeaks(pts, 400); !slices.Equal(r.out, want) {
+			t.Errorf("%d points: %d kept, want decimatePeaks' %d", n, len(r.out), len(want))
+		}
+	}
+}
+
+// TestAtTimesKeepsOldSamplesTimes: the time behind a value is exact where
+// the sample is older than an age holds, and where it is not.
+func TestAtTimesKeepsOldSamplesTimes(t *testing.T) {
+	q := []int64{10, 1e10, 1e10 + 5, 3e10}
+	a := newAtTimes(q)
+	a.addAll([]int64{1, 7}, []int64{100, 200})
+	a.addAll([]int64{1e10 + 1}, []int64{300})
+	a.done()
+	for i, want := range []int64{7, 7, 1e10 + 1, 1e10 + 1} {
+		if !a.ok[i] || a.tAt(i) != want {
+			t.Errorf("at %d: sample at %d (held %v), want %d", q[i], a.tAt(i), a.ok[i], want)
+		}
 	}
 }

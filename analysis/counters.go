@@ -184,13 +184,16 @@ func rateSpan(gr *GPUReport, warm growth.Warmup) (from, to int64, steps int) {
 var torchCounters = wire.Counters(wire.TorchFields)
 
 // counterLog keeps the sums of the allocator's counters (fs) as the
-// allocator pass takes its samples in time order (allocSum.take), the way
+// allocator pass takes its samples in time order, the way
 // allocatorCounters sums them, so that the counters need no second read
 // of the series: the sums after the first sample of the span, and after
 // each time at which they changed. Counters change seldom (a retry, an
 // OOM, a cudaMalloc when the cache grows); a cache that thrashes changes
 // them every step, and past maxCounterChanges the log gives up (over) and
-// the counters are read again.
+// the counters are read again. It keeps each process's last counters
+// itself, so that a block of one process's samples is taken as columns
+// (takeBlock) and only the samples at which a counter moved cost more
+// than a comparison.
 type counterLog struct {
 	fs    []wire.Field[storage.TorchSample]
 	sum   []int64
@@ -199,6 +202,16 @@ type counterLog struct {
 	t     []int64 // the times of the entries; t[0] is the first sample's
 	vals  []int64 // len(fs) a time: the sums after the samples at or before it
 	over  bool
+	// last are each process's counters at its last sample (a process not
+	// seen yet counts from 0), and lastPID's those looked up last.
+	last    map[int][]int64
+	lastPID int
+	lastOf  []int64
+	row     []int64 // one sample's counters
+	// cols are the storage columns of fs; zeros stand for one a block
+	// lacks.
+	cols  []int
+	zeros []int64
 }
 
 // maxCounterChanges bounds the log: 40 bytes a change with the table's
@@ -206,19 +219,86 @@ type counterLog struct {
 var maxCounterChanges = 1 << 16 // a variable for its test
 
 func newCounterLog(fs []wire.Field[storage.TorchSample]) *counterLog {
-	return &counterLog{fs: fs, sum: make([]int64, len(fs))}
+	c := &counterLog{fs: fs, sum: make([]int64, len(fs)), last: map[int][]int64{}, row: make([]int64, len(fs))}
+	for _, f := range fs {
+		col, ok := storage.TorchColumn(f.Name)
+		if !ok {
+			panic("analysis: counter " + f.Name + " is not stored as a column of its own")
+		}
+		c.cols = append(c.cols, col)
+	}
+	return c
 }
 
-// take adds sample x of a process whose sample before was prev; a nil
-// log keeps nothing.
-func (c *counterLog) take(x, prev *storage.TorchSample) {
+// lastFor is process pid's last counters.
+func (c *counterLog) lastFor(pid int) []int64 {
+	if c.lastOf == nil || c.lastPID != pid {
+		l := c.last[pid]
+		if l == nil {
+			l = make([]int64, len(c.fs))
+			c.last[pid] = l
+		}
+		c.lastPID, c.lastOf = pid, l
+	}
+	return c.lastOf
+}
+
+// takeSample adds sample x; a nil log keeps nothing.
+func (c *counterLog) takeSample(x *storage.TorchSample) {
 	if c == nil {
 		return
 	}
-	changed := false
 	for i, f := range c.fs {
-		if d := f.Get(*x) - f.Get(*prev); d != 0 {
+		c.row[i] = f.Get(*x)
+	}
+	c.take(x.PID, x.T, c.row)
+}
+
+// takeBlock adds the samples of one process at times ts (ns), whose
+// columns b holds; a nil log keeps nothing. A column the block lacks (a
+// file written before its field) reads as 0, as a sample's field does.
+func (c *counterLog) takeBlock(pid int, ts []int64, b *storage.Blocks) {
+	if c == nil {
+		return
+	}
+	if len(c.zeros) < len(ts) {
+		c.zeros = make([]int64, len(ts))
+	}
+	cols := make([][]int64, len(c.fs))
+	for j, col := range c.cols {
+		if b.Has(col) {
+			cols[j] = b.Ints(col)[:len(ts)]
+		} else {
+			cols[j] = c.zeros[:len(ts)]
+		}
+	}
+	last := c.lastFor(pid)
+	for i, t := range ts {
+		same := c.base != nil || !c.inRun
+		for j, col := range cols {
+			if col[i] != last[j] {
+				same = false
+				break
+			}
+		}
+		if same { // nothing to add or log
+			continue
+		}
+		for j, col := range cols {
+			c.row[j] = col[i]
+		}
+		c.take(pid, t, c.row)
+	}
+}
+
+// take adds the counters v of a sample of process pid at time t.
+func (c *counterLog) take(pid int, t int64, v []int64) {
+	last := c.lastFor(pid)
+	changed := false
+	for i, x := range v {
+		if d := x - last[i]; d != 0 {
 			c.sum[i] += d
+			last[i] = x
 			changed = true
 		}
 	}
@@ -226,13 +306,13 @@ func (c *counterLog) take(x, prev *storage.TorchSample) {
 	case !c.inRun || c.over:
 	case c.base == nil:
 		c.base = slices.Clone(c.sum)
-		c.t, c.vals = append(c.t, x.T), append(c.vals, c.sum...)
-	case changed && c.t[len(c.t)-1] != x.T:
+		c.t, c.vals = append(c.t, t), append(c.vals, c.sum...)
+	case changed && c.t[len(c.t)-1] != t:
 		if len(c.t) == maxCounterChanges {
 			c.over, c.t, c.vals = true, nil, nil
 			return
 		}
-		c.t, c.vals = append(c.t, x.T), append(c.vals, c.sum...)
+		c.t, c.vals = append(c.t, t), append(c.vals, c.sum...)
 	case changed: // another sample at the entry's time
 		copy(c.vals[len(c.vals)-len(c.fs):], c.sum)
 	}

@@ -57,9 +57,11 @@ func (a *gpuAnalysis) devicePass() error {
 		for i, p := range a.procs {
 			if ts := b.T(i + 1); len(ts) > 0 {
 				p.add(ts, b.Ints(i+1, storage.ProcUsed))
+				a.readSamples(len(ts))
 			}
 		}
 		ts := b.T(0)
+		a.readSamples(len(ts))
 		if len(ts) == 0 {
 			continue
 		}

@@ -170,3 +170,28 @@ func decimatePeaks(pts []growth.FloorPoint, limit int) []growth.FloorPoint {
 	}
 	return out
 }
+
+// peakRuns is decimatePeaks for points that come one at a time, n in all:
+// it keeps the highest of each run of k as they come, so the points
+// decimated away are never held.
+type peakRuns struct {
+	k, seen int
+	out     []growth.FloorPoint
+}
+
+func newPeakRuns(n, limit int) *peakRuns {
+	k := 1
+	if n > limit {
+		k = (n + limit - 1) / limit
+	}
+	return &peakRuns{k: k, out: make([]growth.FloorPoint, 0, (n+k-1)/k)}
+}
+
+func (r *peakRuns) add(p growth.FloorPoint) {
+	if r.seen%r.k == 0 {
+		r.out = append(r.out, p)
+	} else if last := &r.out[len(r.out)-1]; p.Bytes > last.Bytes {
+		*last = p
+	}
+	r.seen++
+}

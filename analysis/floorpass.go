@@ -69,30 +69,16 @@ func (a *gpuAnalysis) leak() {
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= growth.MinSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
-	gr.Floors = a.floorPoints(floors, nil)
-	if a.per == "step" {
-		gr.StepPeaks = make([]growth.FloorPoint, 0, countNonEmpty(a.stepPeaks))
-		for i := range a.fx {
-			if a.stepPeaks.has(i) {
-				gr.StepPeaks = append(gr.StepPeaks, growth.FloorPoint{X: a.fx[i], TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
-			}
-		}
-	}
-	// Step peaks are only drawn: a long run keeps the highest of each of
-	// about 4·width runs of steps.
-	gr.StepPeaks = decimatePeaks(gr.StepPeaks, 4*a.opts.Width)
-	if basis == "device_used" && a.per == "time" {
-		a.deviceJob()
-	}
 	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
 		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
 	}
-	growths := []growth.Growth{growthOf(basis, gr.Floors)}
-	// The other series are only judged, one at a time, in one array: a
-	// week of steps is 58 MB a series.
+	// The other series are only judged, one at a time, in one array that
+	// then holds the judged series' floors: a week of steps is 58 MB a
+	// series.
+	var others []growth.Growth
 	var scratch []growth.FloorPoint
 	judge := func(quantity string, floors []growth.FloorPoint) {
-		growths, scratch = append(growths, growthOf(quantity, floors)), floors
+		others, scratch = append(others, growthOf(quantity, floors)), floors
 	}
 	if basis == "allocated" {
 		judge("reserved", a.floorPoints(a.resFloors, scratch))
@@ -104,6 +90,22 @@ func (a *gpuAnalysis) leak() {
 			judge("step_peak_high", a.cacheFloors(true, scratch))
 		}
 	}
+	gr.Floors = a.floorPoints(floors, scratch)
+	if a.per == "step" {
+		// Step peaks are only drawn: a long run keeps the highest of each
+		// of about 4·width runs of steps.
+		r := newPeakRuns(countNonEmpty(a.stepPeaks), 4*a.opts.Width)
+		for i := range a.flo {
+			if a.stepPeaks.has(i) {
+				r.add(growth.FloorPoint{X: a.x(i), TNS: a.phi[i] - 1, Bytes: a.stepPeaks.max[i]})
+			}
+		}
+		gr.StepPeaks = r.out
+	}
+	if basis == "device_used" && a.per == "time" {
+		a.deviceJob()
+	}
+	growths := append([]growth.Growth{growthOf(basis, gr.Floors)}, others...)
 	gr.Leak = growth.JudgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
@@ -129,8 +131,8 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		return nil
 	}
 	var most int64 = -1
-	out := slices.Grow(dst[:0], len(a.fx))
-	for i := range a.fx {
+	out := slices.Grow(dst[:0], len(a.flo))
+	for i := range a.flo {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
 		}
@@ -141,7 +143,7 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		if !high {
 			v = a.resFloors.min[i] - most
 		}
-		out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: v})
+		out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: v})
 	}
 	return out
 }
@@ -150,9 +152,9 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 // array when it is large enough (nil: one of their own).
 func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
 	out := slices.Grow(dst[:0], countNonEmpty(s))
-	for i := range a.fx {
+	for i := range a.flo {
 		if s.has(i) {
-			out = append(out, growth.FloorPoint{X: a.fx[i], TNS: a.flo[i], Bytes: s.min[i]})
+			out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: s.min[i]})
 		}
 	}
 	return out
@@ -191,7 +193,9 @@ func (a *gpuAnalysis) deviceJob() {
 func (a *gpuAnalysis) unseen() {
 	// Nothing else reads the times of the samples behind the values at the
 	// query times, nor reserved there: a week of steps is 19 MB each.
-	defer func() { a.used.at.ts, a.alloc.at.ts, a.resAt = nil, nil, nil }()
+	defer func() {
+		a.used.at.ages, a.used.at.far, a.alloc.at.ages, a.alloc.at.far, a.resAt = nil, nil, nil, nil, nil
+	}()
 	if !a.hasDevice || !a.hasTorch {
 		return
 	}
@@ -203,7 +207,7 @@ func (a *gpuAnalysis) unseen() {
 			continue
 		}
 		v := a.used.at.vals[i] - a.resAt[i]
-		if abs64(a.used.at.ts[i]-a.alloc.at.ts[i]) > u.ToleranceNS || v < 0 {
+		if abs64(a.used.at.tAt(i)-a.alloc.at.tAt(i)) > u.ToleranceNS || v < 0 {
 			u.Unpaired++
 			continue
 		}

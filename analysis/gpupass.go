@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
@@ -35,9 +36,11 @@ type gpuAnalysis struct {
 	// bounds, OOMs, step marks.
 	q []int64
 	// The floor spans: one per step (from its mark to the next) when
-	// per is "step", else short time slices; fx is each one's x.
+	// per is "step", else short time slices; fx is each one's x, nil
+	// where span i is step mark i's (x reads it from the marks then).
 	per      string
 	fx       []float64
+	xRun     struct{ first, end, n, d int } // the run of marks x read last
 	flo, fhi []int64
 
 	used, alloc view
@@ -73,6 +76,22 @@ type gpuAnalysis struct {
 	// allocPeaks are the allocator pass's peaks, added to the report's
 	// after the device pass's (passes).
 	allocPeaks []Peak
+	// read counts the samples both passes have read (readSamples).
+	read atomic.Int64
+}
+
+// releaseSamples is how many samples the passes read between two
+// releases of the file's pages: a GPU's series of a long run are larger
+// than the rest of its analysis, and each chunk is read once.
+const releaseSamples = 1 << 21
+
+// readSamples counts n samples read, and releases the file's pages
+// (storage.DB.ReleasePages) each time the count passes a multiple of
+// releaseSamples. Safe for concurrent use by the two passes.
+func (a *gpuAnalysis) readSamples(n int) {
+	if t := a.read.Add(int64(n)); t/releaseSamples != (t-int64(n))/releaseSamples {
+		a.db.ReleasePages()
+	}
 }
 
 // view is one series' values where the passes need them.
@@ -177,6 +196,18 @@ func (a *gpuAnalysis) queryTimes() {
 	a.q = slices.Compact(q)
 }
 
+// x is floor span i's x: its step, or its seconds from the run's start.
+func (a *gpuAnalysis) x(i int) float64 {
+	if a.fx != nil {
+		return a.fx[i]
+	}
+	r := &a.xRun
+	if i < r.first || i >= r.end {
+		r.first, r.end, r.n, r.d = a.steps.Run(i)
+	}
+	return float64(r.n + r.d*(i-r.first))
+}
+
 // index is the position of query time t in a.q.
 func (a *gpuAnalysis) index(t int64) int { i, _ := slices.BinarySearch(a.q, t); return i }
 
@@ -186,14 +217,13 @@ func (a *gpuAnalysis) floorSpans() {
 	steps, run := a.steps, a.run
 	if n := steps.Len(); n >= 2 {
 		a.per = "step"
-		// Sized once: a day-long run has hundreds of thousands of steps.
-		a.fx = make([]float64, 0, n)
 		if ascending(steps) && steps.T(n-1) <= a.mi.endNS {
 			// Each step's span ends where the next begins: one array of
-			// bounds serves both ends (a week of steps is 19 MB).
+			// bounds serves both ends (a week of steps is 19 MB), and each
+			// span's x is its mark's step.
 			b := make([]int64, n+1)
 			for i := range n {
-				a.fx, b[i] = append(a.fx, float64(steps.Step(i))), steps.T(i)
+				b[i] = steps.T(i)
 			}
 			b[n] = a.mi.endNS + 1
 			a.flo, a.fhi = b[:n], b[1:]
@@ -244,7 +274,7 @@ func (a *gpuAnalysis) floorSpans() {
 // empty is left out.
 func (a *gpuAnalysis) stepSpans() {
 	steps, n := a.steps, a.steps.Len()
-	a.flo, a.fhi = make([]int64, 0, n), make([]int64, 0, n)
+	a.flo, a.fhi, a.fx = make([]int64, 0, n), make([]int64, 0, n), make([]float64, 0, n)
 	for i := range n {
 		end := a.mi.endNS + 1
 		if i+1 < n {

@@ -15,9 +15,13 @@ import (
 // atTimes records a series' value at sorted query times: the last sample
 // at or before each (the value at a mark, docs/analysis.md).
 type atTimes struct {
-	q     []int64
-	vals  []int64
-	ts    []int64 // the time of the sample each value comes from
+	q    []int64
+	vals []int64
+	// ages are how long before each query time the sample its value comes
+	// from was taken (tAt), in half the bytes of its time; far holds the
+	// times of held samples too old for an age.
+	ages  []uint32
+	far   map[int]int64
 	ok    []bool
 	p     int
 	last  int64
@@ -30,7 +34,7 @@ type atTimes struct {
 }
 
 func newAtTimes(q []int64) *atTimes {
-	return &atTimes{q: q, vals: make([]int64, len(q)), ts: make([]int64, len(q)), ok: make([]bool, len(q))}
+	return &atTimes{q: q, vals: make([]int64, len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: make([]bool, len(q))}
 }
 
 func (a *atTimes) add(t, v int64) {
@@ -69,8 +73,25 @@ func (a *atTimes) done() {
 // carry gives the next query time the last value, if it is still held.
 func (a *atTimes) carry() {
 	held := a.has && (a.life == 0 || a.q[a.p]-a.lastT <= a.life)
-	a.vals[a.p], a.ts[a.p], a.ok[a.p] = a.last, a.lastT, held
+	a.vals[a.p], a.ok[a.p] = a.last, held
+	age := uint64(a.q[a.p] - a.lastT) // the sample is at or before the query time
+	a.ages[a.p] = uint32(min(age, farAge))
+	if held && age >= farAge {
+		a.far[a.p] = a.lastT
+	}
 	a.p++
+}
+
+// farAge marks an age that does not fit in ages.
+const farAge = math.MaxUint32
+
+// tAt is the time of the sample the value at query time i comes from
+// (ok[i] must be true).
+func (a *atTimes) tAt(i int) int64 {
+	if a.ages[i] == farAge {
+		return a.far[i]
+	}
+	return a.q[i] - int64(a.ages[i])
 }
 
 func (a *atTimes) at(i int) *int64 {

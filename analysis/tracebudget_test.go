@@ -17,7 +17,7 @@ import (
 
 // heapBound is the heap every command stays under (docs/limits.md, cmd's
 // softMemoryLimit).
-const heapBound = 600 << 20
+const heapBound = 440 << 20
 
 // hostileTraceRun is a run of one GPU whose marks carry hostile
 // allocator traces (see the cases in TestAnalyzeOfHostileTracesStaysUnderTheHeapBound).

@@ -69,6 +69,18 @@ func (b *Blocks) T() []int64 { return b.t }
 // Ints is the block's column c.
 func (b *Blocks) Ints(c int) []int64 { return b.it.d.Ints[c][b.it.lo : b.it.lo+len(b.t)] }
 
+// Has says whether the block holds column c: a file written before a
+// field was added lacks its column, which reads as 0.
+func (b *Blocks) Has(c int) bool { return c < len(b.it.d.Ints) }
+
+// TorchColumn is the column of Blocks from TorchBlocks that holds the
+// allocator field of wire.TorchFields named name as sent; false for a
+// key, a field stored otherwise (rank, active_bytes) or an unknown name.
+func TorchColumn(name string) (int, bool) {
+	c := slices.Index(torchSchema.ints, name)
+	return c, c >= 0
+}
+
 // TorchRows appends the block's allocator samples to dst, for a pass
 // that needs every field: converted in one loop, not one call at a time
 // through an iterator. The block must be of TorchBlocks.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // TestBlocksAreTheSamples: the device, process and allocator series read as blocks
@@ -159,5 +161,61 @@ func TestDeviceGroupBlocksAreTheBlocks(t *testing.T) {
 				t.Errorf("GPU 2 is not in the run, and %d chunks were read for it", chunks)
 			}
 		}
+	}
+}
+
+// TestTorchColumnIsTheField: each allocator field TorchColumn finds a
+// column for reads from Blocks what the field's Get gives of the rows
+// (the counters among them), and a key or a field stored otherwise has
+// none.
+func TestTorchColumnIsTheField(t *testing.T) {
+	db, r, _ := importGenerated(t, 1)
+	series, err := db.Series(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range wire.TorchFields {
+		c, ok := TorchColumn(f.Name)
+		if f.Key || f.Optional || f.Default != nil {
+			if ok {
+				t.Errorf("%s: column %d, want none (stored otherwise)", f.Name, c)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%s: no column", f.Name)
+			continue
+		}
+		for _, s := range series {
+			if s.Kind != SeriesTorch {
+				continue
+			}
+			b := db.TorchBlocks(r, s.GPU, s.PID, MinTime, MaxTime)
+			for b.Next() {
+				rows := b.TorchRows(nil)
+				var col []int64
+				if b.Has(c) {
+					col = b.Ints(c)
+				} else {
+					col = make([]int64, len(rows))
+				}
+				for i := range rows {
+					if col[i] != f.Get(rows[i]) {
+						t.Fatalf("%s: column %d row %d is %d, the row's field %d", f.Name, c, i, col[i], f.Get(rows[i]))
+					}
+				}
+				found++
+			}
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, ok := TorchColumn("no_such_field"); ok {
+		t.Error("an unknown name has a column")
+	}
+	if found == 0 {
+		t.Fatal("no allocator block read")
 	}
 }

@@ -107,6 +107,18 @@ func (s *Steps) Step(i int) int {
 	return s.stepOf(s.runs[k], i)
 }
 
+// Run is the run of marks that holds mark i: marks first to end−1 are
+// steps n + d·(j − first), so a walk over the marks reads their steps
+// without a search each.
+func (s *Steps) Run(i int) (first, end, n, d int) {
+	k := sort.Search(len(s.runs), func(k int) bool { return s.runs[k].i > i }) - 1
+	r, end := s.runs[k], s.n
+	if k+1 < len(s.runs) {
+		end = s.runs[k+1].i
+	}
+	return r.i, end, r.n, r.d
+}
+
 // At is mark i.
 func (s *Steps) At(i int) StepMark { return StepMark{TNS: s.T(i), Step: s.Step(i)} }
 
