@@ -26,7 +26,7 @@ func TestSlowTailInCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^slow="\$\(\.ci/slow-tests\)"$`).Match(ci) || !regexp.MustCompile(`(?m)^go test -race -short \./\.\.\.$`).Match(ci) {
+	if !regexp.MustCompile(`(?m)^slow="\$\(bash \.ci/slow-tests\)"$`).Match(ci) || !regexp.MustCompile(`(?m)^go test -race -short \./\.\.\.$`).Match(ci) {
 		t.Fatal(".ci/run does not run the -short suite with -race and then the tests .ci/slow-tests names")
 	}
 	want, outside := askShort(t, root)
