@@ -505,14 +505,28 @@ func TestRecordCommandIsTheJob(t *testing.T) {
 func TestRecordPassesSignalsToChild(t *testing.T) {
 	db := openDB(t)
 	sigs := make(chan os.Signal, 1)
+	// The signal is sent once the shell has set its trap (a fixed wait
+	// was too short for a shell started on a loaded machine).
+	ready := filepath.Join(t.TempDir(), "trapped")
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		sigs <- syscall.SIGTERM
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				sigs <- syscall.SIGTERM
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	}()
 	var log bytes.Buffer
 	res, err := Record(context.Background(), Options{
 		Open: openIn(db), Run: storage.Run{Name: "sig"}, Source: simSource(t), Interval: 10 * time.Millisecond, Log: &log,
-		Command: []string{"sh", "-c", `trap 'exit 42' TERM; while :; do sleep 0.01; done`}, Signals: sigs,
+		Command: []string{"sh", "-c", `trap 'exit 42' TERM; : > "$0"; while :; do sleep 0.01; done`, ready}, Signals: sigs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -136,9 +137,10 @@ func TestLivePage(t *testing.T) {
 
 // liveSitesJob connects to the recorder's socket as the probe does and
 // sends three site snapshots 0.3 s apart, the site train.py:52 holding
-// 16 MiB more at each, then waits for the page to be read.
+// 16 MiB more at each, then waits for the page to be read (until the
+// file named by its first argument exists).
 const liveSitesJob = `
-import json, os, socket, time
+import json, os, socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(os.environ["MEMREC_SOCKET"])
 for i in range(3):
@@ -149,7 +151,10 @@ for i in range(3):
             "other": {"sites": 0, "live_bytes": 0, "live_blocks": 0}}
     s.sendall((json.dumps(snap) + "\n").encode())
     time.sleep(0.3)
-time.sleep(6)
+# Until the test has read the live page (the file named first), at most a minute.
+end = time.time() + 60
+while not os.path.exists(sys.argv[1]) and time.time() < end:
+    time.sleep(0.05)
 `
 
 // TestLivePageSites: the live page draws the sites of a recording as it
@@ -163,10 +168,12 @@ func TestLivePageSites(t *testing.T) {
 		t.Skip("no python3")
 	}
 	db := filepath.Join(t.TempDir(), "live.db")
+	read := filepath.Join(t.TempDir(), "read")
+	defer os.WriteFile(read, nil, 0o644) // the job may end
 	view := freePort(t)
 	done := make(chan string, 1)
 	go func() {
-		_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--name", "sites", "--view-addr", view, "--", py, "-c", liveSitesJob)
+		_, errs, code := run(t, db, "", "record", "--source", "sim", "--sim-gpus", "1", "--name", "sites", "--view-addr", view, "--", py, "-c", liveSitesJob, read)
 		done <- fmt.Sprintf("%d %s", code, errs)
 	}()
 	var got struct {
@@ -205,6 +212,7 @@ func TestLivePageSites(t *testing.T) {
 		got.Sites[0].Bytes[0] != 1<<24 || got.Sites[0].Bytes[2] != 3<<24 {
 		t.Fatalf("live sites: %+v", got)
 	}
+	os.WriteFile(read, nil, 0o644)
 	if res := <-done; !strings.HasPrefix(res, "0 ") {
 		t.Fatalf("record: %s", res)
 	}

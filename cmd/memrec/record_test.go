@@ -417,14 +417,17 @@ func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "m.db")
 	sockFile := filepath.Join(dir, "socket")
-	// The command writes the socket's path for the test, then waits.
-	cmd := exec.Command("sh", "-c", `ulimit -n 40 && exec "$0" --db "$1" record --source sim --name fds -- sh -c 'echo "$MEMREC_SOCKET" > "$SOCKFILE.tmp" && mv "$SOCKFILE.tmp" "$SOCKFILE" && sleep 6'`, exe, db)
+	// The command writes the socket's path for the test, then waits until
+	// the test is done (at most a minute).
+	cmd := exec.Command("sh", "-c", `ulimit -n 40 && exec "$0" --db "$1" record --source sim --name fds -- sh -c 'echo "$MEMREC_SOCKET" > "$SOCKFILE.tmp" && mv "$SOCKFILE.tmp" "$SOCKFILE" && i=0 && while [ ! -e "$SOCKFILE.done" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done'`, exe, db)
 	cmd.Env = append(os.Environ(), "MEMREC_AS_MAIN=1", "SOCKFILE="+sockFile)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := func() { os.WriteFile(sockFile+".done", nil, 0o644) }
+	defer done()
 	var sock string
 	for deadline := time.Now().Add(20 * time.Second); sock == ""; time.Sleep(10 * time.Millisecond) {
 		if b, err := os.ReadFile(sockFile); err == nil {
@@ -449,6 +452,7 @@ func TestSocketSurvivesRunningOutOfDescriptors(t *testing.T) {
 	if err := recorder.Send(sock, storage.NewMark(time.Now().UnixNano(), wire.MarkEvent)); err != nil {
 		t.Fatalf("send after the descriptors came back: %v", err)
 	}
+	done() // the mark was taken: the command may end
 	cmd.Wait()
 	text := out.String()
 	if !strings.Contains(text, "failed accepts retried") || !strings.Contains(text, "(1 from the socket)") {

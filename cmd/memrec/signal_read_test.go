@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,43 +17,68 @@ import (
 	"github.com/memrec/memrec/storage"
 )
 
-// longRunJSONL is a 30-minute run of 8 GPUs at 100 Hz (tracegen), on host
-// host of job j1, its GPUs' UUIDs prefixed by host, with a site snapshot
-// of every GPU each minute: long enough that analyze, sites, compare and
-// merge take seconds.
-func longRunJSONL(name, host string) ([]byte, error) {
+// longRun is a 30-minute run of 8 GPUs at 100 Hz (tracegen), generated
+// once and imported as each of several runs: long enough that analyze,
+// sites, compare and merge take seconds.
+type longRun struct {
+	c tracegen.Config
+	// head is the generator's lines up to its last GPU's (the run's name
+	// and host, the GPUs' UUIDs), body the rest, the same for every run.
+	head, body []byte
+}
+
+func newLongRun() (*longRun, error) {
 	c := tracegen.Default()
-	c.Name, c.Duration = name, 30*time.Minute
-	var buf bytes.Buffer
-	if _, err := tracegen.Write(&buf, c); err != nil {
+	c.Name, c.Duration = "gen", 30*time.Minute
+	var gen bytes.Buffer
+	if _, err := tracegen.Write(&gen, c); err != nil {
 		return nil, err
 	}
-	b := bytes.Replace(buf.Bytes(), []byte(`"host":"gen"`), []byte(`"host":"`+host+`","job":"j1"`), 1)
-	b = bytes.ReplaceAll(b, []byte(`"uuid":"`), []byte(`"uuid":"`+host+`-`))
-	start := c.Start.UnixNano()
+	b, uuid := gen.Bytes(), []byte(`"uuid":"`)
+	last := bytes.LastIndex(b, uuid)
+	if last < 0 || bytes.Count(b[:last+len(uuid)], uuid) != c.GPUs || !bytes.HasPrefix(b, []byte(`{"type":"run","name":"gen","host":"gen",`)) {
+		return nil, fmt.Errorf("tracegen's output does not start with its run and %d GPUs: %.300s", c.GPUs, b)
+	}
+	end := last + bytes.IndexByte(b[last:], '\n') + 1
+	return &longRun{c: c, head: b[:end], body: b[end:]}, nil
+}
+
+// jsonl is the run named name on host host of job j1, its GPUs' UUIDs
+// prefixed by host, with a site snapshot of every GPU each minute.
+func (l *longRun) jsonl(name, host string) io.Reader {
+	head := bytes.Replace(l.head, []byte(`"name":"gen","host":"gen"`), []byte(`"name":"`+name+`","host":"`+host+`","job":"j1"`), 1)
+	head = bytes.ReplaceAll(head, []byte(`"uuid":"`), []byte(`"uuid":"`+host+`-`))
+	var sites []byte
+	start := l.c.Start.UnixNano()
 	for m := 1; m < 30; m++ {
-		for gpu := 0; gpu < c.GPUs; gpu++ {
-			b = fmt.Appendf(b, `{"type":"sites","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"reason":"timer","sites":[`+
+		for gpu := 0; gpu < l.c.GPUs; gpu++ {
+			sites = fmt.Appendf(sites, `{"type":"sites","t_ns":%d,"gpu":%d,"pid":%d,"rank":%d,"reason":"timer","sites":[`+
 				`{"file":"/w/model.py","line":10,"func":"f","live_bytes":%d,"live_blocks":4}]}`+"\n",
 				start+int64(m)*int64(time.Minute), gpu, 100+gpu, gpu, int64(m)<<20)
 		}
 	}
-	return b, nil
+	return io.MultiReader(bytes.NewReader(head), bytes.NewReader(l.body), bytes.NewReader(sites))
 }
 
-// importLong imports longRunJSONL runs into a new database at path.
-func importLong(path string, runs ...[2]string) error {
-	d, err := storage.Open(path, storage.Options{})
+// importLong imports the long run into new databases in dir: m.db with
+// runs a and b of hostA, nodeB.db with run b of hostB.
+func importLong(dir string) error {
+	l, err := newLongRun()
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	for _, r := range runs {
-		b, err := longRunJSONL(r[0], r[1])
+	for db, runs := range map[string][][2]string{"m.db": {{"a", "hostA"}, {"b", "hostA"}}, "nodeB.db": {{"b", "hostB"}}} {
+		d, err := storage.Open(filepath.Join(dir, db), storage.Options{})
 		if err != nil {
 			return err
 		}
-		if _, err := jsonl.Import(d, []jsonl.Source{{Name: r[0] + ".jsonl", R: bytes.NewReader(b)}}, jsonl.ImportOptions{}); err != nil {
+		for _, r := range runs {
+			if _, err := jsonl.Import(d, []jsonl.Source{{Name: r[0] + ".jsonl", R: l.jsonl(r[0], r[1])}}, jsonl.ImportOptions{}); err != nil {
+				d.Close()
+				return err
+			}
+		}
+		if err := d.Close(); err != nil {
 			return err
 		}
 	}
@@ -76,10 +102,7 @@ func copyLongDBs(t *testing.T, dir string) (db, nodeB string) {
 		if longDBs.dir, longDBs.err = os.MkdirTemp("", "memrec-long-"); longDBs.err != nil {
 			return
 		}
-		if longDBs.err = importLong(filepath.Join(longDBs.dir, "m.db"), [2]string{"a", "hostA"}, [2]string{"b", "hostA"}); longDBs.err != nil {
-			return
-		}
-		longDBs.err = importLong(filepath.Join(longDBs.dir, "nodeB.db"), [2]string{"b", "hostB"})
+		longDBs.err = importLong(longDBs.dir)
 	})
 	if longDBs.err != nil {
 		t.Fatal(longDBs.err)
