@@ -32,6 +32,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	by.NeedFit, by.Basis = &f, "step_peak_allocated"
 	allowance := replay.AllocatorAllowance
 	by.AllowanceBasis = "default"
+	var splitSeg float64 // the split line's part for one more segment
 	for _, p := range by.Points {
 		if o := p.NearLimitOverhead; o != nil && (by.AllowanceRun == "" || *o > allowance) {
 			allowance, by.AllowanceBasis, by.AllowanceRun = *o, "measured", p.Run
@@ -42,8 +43,8 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
 			by.StrandedSegments, by.StrandedRun = strandedSegments(by.Points)
 			by.RoundingBytes = segmentRounding(by.Points)
-		} else if l, runs, ok := splitLine(by.Points); ok {
-			allowance, by.AllowanceBasis, by.SplitLine, by.SplitRuns = 0, "inactive_split", &l, runs
+		} else if l, runs, seg, ok := splitLine(by.Points, f.SlopeBytesPerUnit); ok {
+			allowance, by.AllowanceBasis, by.SplitLine, by.SplitRuns, splitSeg = 0, "inactive_split", &l, runs, seg
 			by.RoundingBytes = segmentRounding(by.Points)
 		}
 	}
@@ -65,7 +66,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + the room the allocator may strand in split segments at its limit, %s "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks; the probe did not measure the largest segment), "+
 			"with %s for the rounding of its segments (2 MiB each) + %s PyTorch does not see",
-			splitWords(*l, by.SplitRuns), units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
+			splitWords(*l, by.SplitRuns, splitSeg), units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))

@@ -84,20 +84,35 @@ func strandedWords(run string, k float64) string {
 // adds the most any run stranded a unit (or its growth between the two
 // largest values, where faster) plus the least, for splits made and merged
 // between samples, as the segment rule does; and the segments' rounding.
-// What it leaves out: a split no sample saw at all; a library that takes
-// a smaller workspace where memory is short (the limit then lies above).
+//
+// It adds one more segment of a batch-scaled request besides: a split the
+// samples saw at one value may be missing at another (whether a free block
+// is split depends on which request comes first), and at the limit such a
+// segment can lie free but for a small live block, so the room stranded is
+// the whole segment rather than the part a sample saw free. Without the
+// largest segment its size is not known; the average segment of the part
+// that grows with the value bounds it from below: the need's growth a unit
+// spread over the most segments the run at the largest value held (large
+// requests get segments of their own, so each batch-scaled request holds at
+// least one). The largest such request may be many times the average (a
+// language model's logits), so this is not a bound.
+//
+// What it leaves out: a split no sample saw at all beyond that one segment;
+// a library that takes a smaller workspace where memory is short (the limit
+// then lies above).
 
 // splitLine is the room stranded at the limit against the value, through 0
-// (see above), with the runs of its most and least a unit; false when a
-// point lacks the samples or its value is not above 0.
-func splitLine(points []TagPoint) (replay.Fit, [2]string, bool) {
+// (see above), with the runs of its most and least a unit and the average
+// segment a unit (its part for one more segment), given the need's growth
+// a unit; false when a point lacks the samples or its value is not above 0.
+func splitLine(points []TagPoint, needPerUnit float64) (replay.Fit, [2]string, float64, bool) {
 	hi := -1.0
 	var runs [2]string
 	var per []float64
 	var xs, ys []float64 // the most stranded at each value, ascending
 	for _, p := range points {
 		if p.LastInactiveSplitBytes == nil || p.MostLiveSegmentBytes == nil || p.StepPeakBytes == nil || p.Value <= 0 {
-			return replay.Fit{}, runs, false
+			return replay.Fit{}, runs, 0, false
 		}
 		s := float64(max(*p.LastInactiveSplitBytes, *p.MostLiveSegmentBytes-*p.StepPeakBytes, 0))
 		if u := s / p.Value; u > hi {
@@ -111,7 +126,7 @@ func splitLine(points []TagPoint) (replay.Fit, [2]string, bool) {
 		xs, ys = append(xs, p.Value), append(ys, s)
 	}
 	if hi < 0 {
-		return replay.Fit{}, runs, false
+		return replay.Fit{}, runs, 0, false
 	}
 	if n := len(xs) - 1; n > 0 {
 		hi = max(hi, (ys[n]-ys[n-1])/(xs[n]-xs[n-1]))
@@ -123,11 +138,30 @@ func splitLine(points []TagPoint) (replay.Fit, [2]string, bool) {
 			break
 		}
 	}
-	return replay.Fit{SlopeBytesPerUnit: hi + lo}, runs, true
+	seg := averageSegment(points, needPerUnit)
+	return replay.Fit{SlopeBytesPerUnit: hi + lo + seg}, runs, seg, true
+}
+
+// averageSegment is the need's growth a unit over the most segments a run
+// at the largest value held: the average size a unit of the segments that
+// grow with the value (see above); 0 where none counted its segments.
+func averageSegment(points []TagPoint, needPerUnit float64) float64 {
+	var segs int64
+	last := points[len(points)-1].Value // ascending by value
+	for _, p := range points {
+		if p.Value == last && p.MostSegments != nil {
+			segs = max(segs, *p.MostSegments)
+		}
+	}
+	if segs <= 0 || needPerUnit <= 0 {
+		return 0
+	}
+	return needPerUnit / float64(segs)
 }
 
 // splitWords says where the stranded room came from.
-func splitWords(l replay.Fit, runs [2]string) string {
-	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples; memrec fit checks by trial",
-		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1])
+func splitWords(l replay.Fit, runs [2]string, seg float64) string {
+	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples, "+
+		"plus %s for one more segment of a request that grows with the value (the average segment of that part, which the largest such request may exceed many times); memrec fit checks by trial",
+		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1], units.FormatBytes(int64(seg)))
 }
