@@ -159,9 +159,13 @@ func averageSegment(points []TagPoint, needPerUnit float64) float64 {
 	return needPerUnit / float64(segs)
 }
 
-// splitWords says where the stranded room came from.
+// splitWords says where the stranded room came from; the part for one
+// more segment is named only where it is not zero.
 func splitWords(l replay.Fit, runs [2]string, seg float64) string {
-	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples, "+
-		"plus %s for one more segment of a request that grows with the value (the average segment of that part, which the largest such request may exceed many times); memrec fit checks by trial",
-		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1], units.FormatBytes(int64(seg)))
+	more := ""
+	if int64(seg) > 0 {
+		more = fmt.Sprintf(", plus %s for one more segment of a request that grows with the value (the average segment of that part, which the largest such request may exceed many times)", units.FormatBytes(int64(seg)))
+	}
+	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples%s; memrec fit checks by trial",
+		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1], more)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memrec/memrec/analysis"
+	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/testsupport/fixtures"
 )
 
@@ -133,4 +134,17 @@ func TestTracelessLargestBatch(t *testing.T) {
 		}
 	}
 	t.Logf("\n| runs | allowance | predicted | range | limit | error |\n|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+// TestSplitWordsNameOnlyAPartThatCounts: the words name the part for one
+// more segment where it adds room, and leave it out where it is zero.
+func TestSplitWordsNameOnlyAPartThatCounts(t *testing.T) {
+	l := replay.Fit{SlopeBytesPerUnit: 2 << 20}
+	runs := [2]string{"bs64", "bs32"}
+	if w := splitWords(l, runs, 0); strings.Contains(w, "one more segment") || strings.Contains(w, "plus 0 B") {
+		t.Errorf("zero part named: %s", w)
+	}
+	if w := splitWords(l, runs, 4<<20); !strings.Contains(w, "plus 4.0 MiB for one more segment") {
+		t.Errorf("part left out: %s", w)
+	}
 }
