@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"image"
 	"image/color"
 	"image/png"
 	"sync"
@@ -68,5 +69,31 @@ func BenchmarkEncodePNG(b *testing.B) {
 		if _, err := encodePNG(c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNewCanvasSamePicture: a chart drawn by newCanvas on an image another
+// chart left is vgimg.New's picture, pixel for pixel, at sizes of whole
+// pixels (kept images) and not (vgimg's own).
+func TestNewCanvasSamePicture(t *testing.T) {
+	drawOn := func(c *vgimg.Canvas, i int) {
+		dc := draw.New(c)
+		w, h := dc.Max.X, dc.Max.Y
+		dc.FillPolygon(color.RGBA{R: uint8(60 * i), G: 90, B: 30, A: 255}, []vg.Point{{X: 5, Y: 5}, {X: w / 3, Y: 8}, {X: w / 2, Y: h - 4}})
+		dc.StrokeLine2(draw.LineStyle{Color: color.RGBA{B: 200, A: 255}, Width: vg.Points(1.5)}, 0, h, w, 0)
+	}
+	for i, s := range []struct{ w, h vg.Length }{{900, 375}, {900, 375}, {900, 225}, {900, 375}, {300.3, 200.7}} {
+		want := vgimg.New(s.w, s.h)
+		drawOn(want, i)
+		got, release := newCanvas(s.w, s.h)
+		drawOn(got, i)
+		if gw, gh := got.Size(); gw != s.w || gh != s.h {
+			t.Fatalf("%vx%v: canvas %vx%v", s.w, s.h, gw, gh)
+		}
+		g, w := got.Image().(*image.RGBA), want.Image().(*image.RGBA)
+		if g.Bounds() != w.Bounds() || !bytes.Equal(g.Pix, w.Pix) {
+			t.Errorf("chart %d, %vx%v: the picture differs from vgimg.New's", i, s.w, s.h)
+		}
+		release()
 	}
 }
