@@ -61,10 +61,18 @@ func (p *imagePool) get(px image.Point) *image.RGBA {
 }
 
 // put keeps img for the next chart of its size. The images kept are as
-// many as were drawn at once (a worker each), for the life of the process.
+// many as were drawn at once (a worker each), until drop.
 func (p *imagePool) put(img *image.RGBA) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	px := img.Bounds().Size()
 	p.free[px] = append(p.free[px], img)
+}
+
+// drop lets the collector have the images kept: a report's charts are
+// drawn, and what comes after needs the memory more.
+func (p *imagePool) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.free)
 }

@@ -146,6 +146,7 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}()
 	}
 	wg.Wait()
+	chartImages.drop()
 	if err := contextOf(opts).Err(); err != nil {
 		return nil, err
 	}
