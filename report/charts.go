@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/sites"
@@ -348,7 +347,8 @@ func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 		p.Legend = plot.NewLegend()
 		plots[i] = []*plot.Plot{p}
 	}
-	img := vgimg.New(w, rowH*vg.Length(n))
+	img, release := newCanvas(w, rowH*vg.Length(n))
+	defer release()
 	dc := draw.New(img)
 	// The first row's legend (every row has the same lines) stands beside
 	// it, right of the data, as in the charts of one GPU.

@@ -405,6 +405,28 @@ func (iv *interactiveView) dropFinest() (bool, error) {
 	return true, nil
 }
 
+// timelineShown is newInteractiveView's HasData: whether a GPU the page
+// shows has a line to draw. From an index, its keys say so, with no level
+// made and encoded to learn it.
+func timelineShown(rep *analysis.Report, shown func(gpu int) bool, opts *Options) (bool, error) {
+	if opts.Lines == nil {
+		iv, err := newInteractiveView(rep, shown, opts, 0)
+		return iv.HasData, err
+	}
+	keys := opts.Lines.Keys()
+	for _, g := range rep.GPUs {
+		if !shown(g.GPU) {
+			continue
+		}
+		for _, k := range keys {
+			if k.GPU == g.GPU && !k.Field.Budget() { // as pyramidFrom lists them
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // newInteractiveView builds the timeline's data within budget bytes.
 func newInteractiveView(rep *analysis.Report, shown func(gpu int) bool, opts *Options, budget int) (interactiveView, error) {
 	var d timelineData

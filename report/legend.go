@@ -6,7 +6,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // legendEntry is one line of a legend drawn outside its plot.
@@ -26,7 +25,8 @@ const legendGap = vg.Length(12)
 // the widest entry allows; a name wider than the whole chart is shortened
 // in the middle. The plot's own legend is not drawn.
 func renderLegendBelow(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]byte, error) {
-	c := vgimg.New(w, h)
+	c, release := newCanvas(w, h)
+	defer release()
 	dc := draw.Crop(draw.New(c), 0, 0, 0, -titleTop)
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"sync"
 
 	"github.com/memrec/memrec/analysis"
 	"gonum.org/v1/plot"
@@ -223,12 +224,27 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	return renderLegendRight(p, w, h)
 }
 
-// encodePNG writes a canvas as PNG, favouring speed over the last few
-// percent of size (charts are mostly flat colour and compress well anyway).
+// pngEncoder writes the charts as PNG, favouring speed over the last few
+// percent of size (charts are mostly flat colour and compress well
+// anyway). Its pool hands each chart the row buffers and the compressor a
+// previous chart left, reset, instead of allocating and zeroing them once
+// a chart: the bytes written are the same.
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngBuffers{}}
+
+// pngBuffers is a png.EncoderBufferPool safe for the charts drawn at once.
+type pngBuffers struct{ p sync.Pool }
+
+func (b *pngBuffers) Get() *png.EncoderBuffer {
+	e, _ := b.p.Get().(*png.EncoderBuffer)
+	return e
+}
+
+func (b *pngBuffers) Put(e *png.EncoderBuffer) { b.p.Put(e) }
+
+// encodePNG writes a canvas as PNG (pngEncoder).
 func encodePNG(c *vgimg.Canvas) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, c.Image()); err != nil {
+	if err := pngEncoder.Encode(&buf, c.Image()); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -195,3 +195,44 @@ func TestVerdictsBeforeCharts(t *testing.T) {
 		t.Errorf("the verdict %q is not said before the charts", want)
 	}
 }
+
+// TestTimelineShown: whether the page has a timeline, from the index's
+// keys, is what drawing its coarsest data says, for an index with the
+// run's lines, with a budget's lines only, with lines of a GPU the run
+// lacks, for a GPU not shown, and with no index.
+func TestTimelineShown(t *testing.T) {
+	rep, opts, stored := pyramidRun(t)
+	budgetsOnly := series.NewIndex(0)
+	budgetsOnly.AddBudget(storage.BudgetSample{T: stored[0].T, GPU: 0, PID: 7, Params: 1 << 20})
+	otherGPU := series.NewIndex(0)
+	other := stored[0]
+	other.GPU = 5
+	otherGPU.AddDevice(other)
+	all := func(int) bool { return true }
+	for _, c := range []struct {
+		name  string
+		lines *series.Index
+		shown func(int) bool
+		want  bool
+	}{
+		{"the run's lines", opts.Lines, all, true},
+		{"a budget's lines only", budgetsOnly, all, false},
+		{"lines of another GPU", otherGPU, all, false},
+		{"its GPU not shown", opts.Lines, func(gpu int) bool { return gpu != 0 }, false},
+		{"no index", nil, all, true},
+	} {
+		o := *opts
+		o.Lines = c.lines
+		got, err := timelineShown(rep, c.shown, &o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		drawn, err := newInteractiveView(rep, c.shown, &o, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got != c.want || got != drawn.HasData {
+			t.Errorf("%s: timelineShown %v, want %v; the drawn view's HasData %v", c.name, got, c.want, drawn.HasData)
+		}
+	}
+}

@@ -146,6 +146,7 @@ func Charts(rep *analysis.Report, opts Options) ([]Chart, error) {
 		}()
 	}
 	wg.Wait()
+	chartImages.drop()
 	if err := contextOf(opts).Err(); err != nil {
 		return nil, err
 	}
@@ -221,19 +222,19 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 		view.Tags = append(view.Tags, k+"="+v)
 	}
 	sort.Strings(view.Tags)
-	// Whether the page has a timeline, from its coarsest data (its
-	// budget is known once the rest of the page is).
-	coarse, err := newInteractiveView(rep, shown, opts, 0)
+	// Whether the page has a timeline (its budget is known once the rest
+	// of the page is).
+	hasTimeline, err := timelineShown(rep, shown, opts)
 	if err != nil {
 		return nil, err
 	}
-	byGPU := view.placeCharts(charts, coarse.HasData)
+	byGPU := view.placeCharts(charts, hasTimeline)
 	view.addGPUs(rep, shown, byGPU)
 	bound := opts.PageBytes
 	if bound <= 0 {
 		bound = DefaultPageBytes
 	}
-	if coarse.HasData {
+	if hasTimeline {
 		if err := view.fitTimeline(rep, shown, opts, bound); err != nil {
 			return nil, err
 		}

@@ -9,7 +9,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // The charts' look, shared by every PNG: one sans-serif face (the page's
@@ -93,7 +92,8 @@ const legendRowGap = vg.Length(3)
 // of the plot, outside the data: the plot is drawn in what is left of the
 // width. A legend wider than a third of the chart stays inside.
 func renderLegendRight(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgimg.New(w, h)
+	c, release := newCanvas(w, h)
+	defer release()
 	dc := draw.Crop(draw.New(c), 0, 0, 0, -titleTop)
 	leg := p.Legend
 	leg.Padding = legendRowGap

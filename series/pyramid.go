@@ -183,9 +183,40 @@ func (p *Pyramid) Span() (first, last int64, ok bool) {
 // Count estimates the samples in [from, to): exact to one level-0 bucket
 // at each end.
 func (p *Pyramid) Count(from, to int64) int64 {
+	if n, ok := p.countAll(from, to); ok {
+		return n
+	}
 	var n int64
 	p.Buckets(0, from, to, func(b Bucket) { n += b.N })
 	return n
+}
+
+// countAll is Count of a window that Buckets(0) would give every level-0
+// bucket of: the pyramid's length, without visiting them (a report's page
+// asks for the whole run, for every line and level). ok is false for any
+// other window.
+func (p *Pyramid) countAll(from, to int64) (int64, bool) {
+	if p.n == 0 {
+		return 0, true
+	}
+	var l0 []Bucket
+	if len(p.levels) > 0 {
+		l0 = p.levels[0]
+	}
+	o := p.open[0]
+	first := o
+	if len(l0) > 0 {
+		first = l0[0]
+	}
+	if first.T1 < from {
+		return 0, false
+	}
+	if o.N == 0 {
+		return p.n, l0[len(l0)-1].T0 < to
+	}
+	// Buckets passes the open bucket over where it starts at the last
+	// complete one's end (samples of equal times).
+	return p.n, o.T0 < to && (len(l0) == 0 || o.T0 > l0[len(l0)-1].T1)
 }
 
 // Buckets calls f, in time order, with the buckets that cover [from, to):

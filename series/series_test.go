@@ -234,6 +234,68 @@ func BenchmarkQueryWholeDay(b *testing.B) {
 	}
 }
 
+// TestCount: a window over every sample counts them all; any other counts
+// its level-0 buckets' samples, within a bucket of the samples at each end.
+func TestCount(t *testing.T) {
+	// One series with every sample at the same time: the open bucket
+	// starts where the last complete one ends, and Buckets passes it over.
+	same := func(n int) ([]int64, []int64) {
+		ts, vs := make([]int64, n), make([]int64, n)
+		for i := range ts {
+			ts[i], vs[i] = 5_000, int64(i)
+		}
+		return ts, vs
+	}
+	for _, n := range []int{0, 1, Base - 1, Base + 1, Base * Fan * Fan, 100_003, -(Base + 3)} {
+		ts, vs := randomSeries(uint64(n)+7, n)
+		distinct := n >= 0
+		if !distinct {
+			n = -n
+			ts, vs = same(n)
+		}
+		for pi, p := range []*Pyramid{build(ts, vs), buildMixed(ts, vs)} {
+			windows := [][2]int64{{math.MinInt64, math.MaxInt64}}
+			if n > 0 {
+				first, last := ts[0], ts[n-1]
+				windows = append(windows, [2]int64{first, last + 1}, [2]int64{first - 5, last + 5},
+					[2]int64{first + 1, last + 1}, [2]int64{first, last}, [2]int64{(first + last) / 3, (first + last) / 2},
+					[2]int64{last + 1, last + 100})
+			}
+			for _, w := range windows {
+				in := int64(0)
+				for _, tt := range ts {
+					if tt >= w[0] && tt < w[1] {
+						in++
+					}
+				}
+				var buckets int64
+				p.Buckets(0, w[0], w[1], func(b Bucket) { buckets += b.N })
+				got := p.Count(w[0], w[1])
+				switch {
+				case distinct && in == int64(n) && got != in:
+					t.Errorf("n=%d pyramid %d window %v: Count %d, every sample is %d", n, pi, w, got, in)
+				case got != buckets:
+					t.Errorf("n=%d pyramid %d window %v: Count %d, its level-0 buckets hold %d", n, pi, w, got, buckets)
+				case got < in-2*int64(storage.PieceSamples) || got > in+2*int64(storage.PieceSamples):
+					t.Errorf("n=%d pyramid %d window %v: Count %d, %d samples in it", n, pi, w, got, in)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCountWholeDay counts a day's series over the whole run, as a
+// report's page does for every line and level.
+func BenchmarkCountWholeDay(b *testing.B) {
+	ts, vs := randomSeries(1, 8_640_000)
+	p := build(ts, vs)
+	for b.Loop() {
+		if p.Count(ts[0], ts[len(ts)-1]+1) != int64(len(ts)) {
+			b.Fatal("not every sample")
+		}
+	}
+}
+
 // TestKeys: every field's key reads back as itself; a budget sample
 // becomes its four parts, each at its own value.
 func TestKeys(t *testing.T) {

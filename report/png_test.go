@@ -1,0 +1,99 @@
+package report
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"sync"
+	"testing"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// TestEncodePNGSameBytes holds the pooled encoder to a fresh one: charts
+// of different sizes and contents, encoded at once and one after another
+// (so each takes buffers another left), give the bytes image/png gives
+// with no pool.
+func TestEncodePNGSameBytes(t *testing.T) {
+	sizes := []struct{ w, h vg.Length }{{300, 200}, {900, 375}, {150, 112}, {900, 375}}
+	canvases := make([]*vgimg.Canvas, len(sizes))
+	for i, s := range sizes {
+		c := vgimg.New(s.w, s.h)
+		dc := draw.New(c)
+		// A different picture each: a filled band and a diagonal.
+		dc.FillPolygon(color.RGBA{R: uint8(40 * i), G: 120, B: 200, A: 255}, []vg.Point{{X: 10, Y: 10}, {X: s.w / 2, Y: 10}, {X: s.w / 2, Y: s.h / vg.Length(i+2)}, {X: 10, Y: s.h / 3}})
+		dc.StrokeLine2(draw.LineStyle{Color: color.Black, Width: vg.Points(float64(i + 1))}, 0, 0, s.w, s.h)
+		canvases[i] = c
+	}
+	want := make([][]byte, len(canvases))
+	for i, c := range canvases {
+		var b bytes.Buffer
+		if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, c.Image()); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = b.Bytes()
+	}
+	for round := 0; round < 3; round++ {
+		var wg sync.WaitGroup
+		got := make([][]byte, len(canvases))
+		errs := make([]error, len(canvases))
+		for i, c := range canvases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = encodePNG(c)
+			}()
+		}
+		wg.Wait()
+		for i := range canvases {
+			if errs[i] != nil {
+				t.Fatalf("round %d, chart %d: %v", round, i, errs[i])
+			}
+			if !bytes.Equal(got[i], want[i]) {
+				t.Errorf("round %d, chart %d (%vx%v): %d bytes, image/png without a pool %d", round, i, sizes[i].w, sizes[i].h, len(got[i]), len(want[i]))
+			}
+		}
+	}
+}
+
+// BenchmarkEncodePNG encodes one chart-sized canvas over and over.
+func BenchmarkEncodePNG(b *testing.B) {
+	c := vgimg.New(900, 375)
+	dc := draw.New(c)
+	dc.StrokeLine2(draw.LineStyle{Color: color.Black, Width: 1}, 0, 0, 900, 375)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodePNG(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestNewCanvasSamePicture: a chart drawn by newCanvas on an image another
+// chart left is vgimg.New's picture, pixel for pixel, at sizes of whole
+// pixels (kept images) and not (vgimg's own).
+func TestNewCanvasSamePicture(t *testing.T) {
+	drawOn := func(c *vgimg.Canvas, i int) {
+		dc := draw.New(c)
+		w, h := dc.Max.X, dc.Max.Y
+		dc.FillPolygon(color.RGBA{R: uint8(60 * i), G: 90, B: 30, A: 255}, []vg.Point{{X: 5, Y: 5}, {X: w / 3, Y: 8}, {X: w / 2, Y: h - 4}})
+		dc.StrokeLine2(draw.LineStyle{Color: color.RGBA{B: 200, A: 255}, Width: vg.Points(1.5)}, 0, h, w, 0)
+	}
+	for i, s := range []struct{ w, h vg.Length }{{900, 375}, {900, 375}, {900, 225}, {900, 375}, {300.3, 200.7}} {
+		want := vgimg.New(s.w, s.h)
+		drawOn(want, i)
+		got, release := newCanvas(s.w, s.h)
+		drawOn(got, i)
+		if gw, gh := got.Size(); gw != s.w || gh != s.h {
+			t.Fatalf("%vx%v: canvas %vx%v", s.w, s.h, gw, gh)
+		}
+		g, w := got.Image().(*image.RGBA), want.Image().(*image.RGBA)
+		if g.Bounds() != w.Bounds() || !bytes.Equal(g.Pix, w.Pix) {
+			t.Errorf("chart %d, %vx%v: the picture differs from vgimg.New's", i, s.w, s.h)
+		}
+		release()
+	}
+}
