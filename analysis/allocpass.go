@@ -198,8 +198,12 @@ func (s *allocSum) addOne(c *torchCols, i int) {
 		prevLargest, prevRetries, prevOOMs = l.LargestSegment, l.AllocRetries, l.OOMs
 	}
 	t, res, peak, retries := c.t[i], c.res[i], c.peak[i], c.retries[i]
-	s.cur = torchAtTime{allocated: c.alloc[i], reserved: res, inactive: c.split[i], retries: retries, peak: peak, segments: c.segs[i]}
+	// Field by field, and never copied whole in this loop: a struct built
+	// on the stack and copied in, or copied out right after its fields
+	// were stored, stalls the store or the load.
 	cur := &s.cur
+	cur.allocated, cur.reserved, cur.inactive = c.alloc[i], res, c.split[i]
+	cur.retries, cur.peak, cur.segments = retries, peak, c.segs[i]
 	if c.largest[i] != prevLargest {
 		s.largestSeg = max(s.largestSeg, c.largest[i])
 	}
@@ -227,18 +231,20 @@ func (s *allocSum) addOne(c *torchCols, i int) {
 		s.peakS = storage.TorchSample{T: t, PeakAllocated: cur.peak}
 	}
 	if peak > 0 && peak >= s.budgetPeak.PeakAllocated {
-		s.budgetAt, s.budgetPeak.PeakAllocated, s.budgetSum = i, peak, s.cur
+		s.budgetAt, s.budgetPeak.PeakAllocated = i, peak // the sums too, in blockDone
 	}
 }
 
-// blockDone ends a block of n samples given to addOne: the process's
-// last sample and the budget's peak sample, if the block had it, are
+// blockDone ends a block c of b given to addOne: the process's last
+// sample and the budget's peak sample and sums, if the block had it, are
 // made whole.
-func (s *allocSum) blockDone(b *storage.Blocks, n int) {
-	if s.budgetAt >= 0 {
-		s.budgetPeak = b.TorchRow(s.budgetAt)
+func (s *allocSum) blockDone(b *storage.Blocks, c *torchCols) {
+	if i := s.budgetAt; i >= 0 {
+		s.budgetPeak = b.TorchRow(i)
+		s.budgetSum = torchAtTime{allocated: c.alloc[i], reserved: c.res[i], inactive: c.split[i],
+			retries: c.retries[i], peak: c.peak[i], segments: c.segs[i]}
 	}
-	if n > 0 {
+	if n := len(c.t); n > 0 {
 		*s.lastOf = b.TorchRow(n - 1)
 	}
 }
@@ -340,7 +346,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 			}
 			took(t, c.peak[i], c.res[i])
 		}
-		sum.blockDone(b, len(c.t))
+		sum.blockDone(b, c)
 	})
 	if err != nil {
 		return err
