@@ -274,19 +274,24 @@ func (a *gpuAnalysis) allocatorPass() error {
 	// The sums go to the trackers in blocks, which take them as runs.
 	var bt, ba, br, bp []int64
 	var bs []torchAtTime
+	// feed gives the trackers the sums at times ts: allocated, reserved
+	// and the step peak, and all of them where OOMs need them.
+	feed := func(ts, alloc, res, peak []int64, sums []torchAtTime) {
+		if len(sums) > 0 {
+			a.oomAlloc.addAll(ts, sums)
+		}
+		a.alloc.at.addAll(ts, alloc)
+		a.alloc.addAll(ts, alloc)
+		a.resFloors.addAll(ts, res)
+		a.stepPeaks.addAll(ts, peak)
+		tla.addAll(ts, alloc)
+		tlr.addAll(ts, res)
+	}
 	flush := func() {
 		if len(bt) == 0 {
 			return
 		}
-		if len(bs) > 0 {
-			a.oomAlloc.addAll(bt, bs)
-		}
-		a.alloc.at.addAll(bt, ba)
-		a.alloc.addAll(bt, ba)
-		a.resFloors.addAll(bt, br)
-		a.stepPeaks.addAll(bt, bp)
-		tla.addAll(bt, ba)
-		tlr.addAll(bt, br)
+		feed(bt, ba, br, bp, bs)
 		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
 	}
 	var n int64 // samples merged so far
@@ -299,17 +304,10 @@ func (a *gpuAnalysis) allocatorPass() error {
 			tq++
 		}
 	}
-	// took keeps the sums after the sample at t, whose process's own
-	// step peak and reserved are peak and res.
+	// took keeps the figures of the sums after the sample at t, whose
+	// process's own step peak and reserved are peak and res.
 	took := func(t, peak, res int64) {
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
-		bt, ba, br, bp = append(bt, t), append(ba, sumA), append(br, sumR), append(bp, sum.cur.peak)
-		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
-			bs = append(bs, sum.cur)
-		}
-		if len(bt) == 4096 {
-			flush()
-		}
 		if peak > 0 && res > 0 {
 			// The allocator may give memory back after its peak (near the
 			// limit it frees its cache and retries): never below 0.
@@ -333,6 +331,13 @@ func (a *gpuAnalysis) allocatorPass() error {
 		if s.Allocated > s.Reserved || s.Active < s.Allocated {
 			gr.InconsistentSamples++
 		}
+		bt, ba, br, bp = append(bt, s.T), append(ba, sum.cur.allocated), append(br, sum.cur.reserved), append(bp, sum.cur.peak)
+		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
+			bs = append(bs, sum.cur)
+		}
+		if len(bt) == 4096 {
+			flush()
+		}
 		took(s.T, s.PeakAllocated, s.Reserved)
 	}, func(pid int, b *storage.Blocks) {
 		c := cols.of(b)
@@ -346,6 +351,15 @@ func (a *gpuAnalysis) allocatorPass() error {
 			}
 			took(t, c.peak[i], c.res[i])
 		}
+		// One process: the sums are its columns.
+		bs = bs[:0]
+		if len(a.oomT) > 0 {
+			for i := range c.t {
+				bs = append(bs, torchAtTime{allocated: c.alloc[i], reserved: c.res[i], inactive: c.split[i],
+					retries: c.retries[i], peak: c.peak[i], segments: c.segs[i]})
+			}
+		}
+		feed(c.t, c.alloc, c.res, c.peak, bs)
 		sum.blockDone(b, c)
 	})
 	if err != nil {
