@@ -42,8 +42,11 @@ type allocSum struct {
 	last map[int]*storage.TorchSample // by pid
 	// lastPID's entry of last, looked up once for the run of samples of
 	// one process (the common case: one process a GPU).
-	lastPID             int
-	lastOf              *storage.TorchSample
+	lastPID int
+	lastOf  *storage.TorchSample
+	// budgetAt is the index in the block given to addOne of the sample
+	// that is budgetPeak; -1 when none of the block is.
+	budgetAt            int
 	firstRetries        int64  // the retries at the first sample; -1 before it
 	firstRetryNS        *int64 // when the retries first rose
 	peakA, peakR, peakS storage.TorchSample
@@ -142,6 +145,110 @@ func (s *allocSum) add(x *storage.TorchSample) {
 	}
 }
 
+// torchCols are one block's allocator columns, for a GPU with one
+// process: its samples are summed as they are read, with no struct a
+// sample.
+type torchCols struct {
+	t, alloc, res, activeOver, split, peak, segs, retries, ooms, largest []int64
+	zeros                                                                []int64
+}
+
+// of points c at block b's columns; a file written before the largest
+// segment was stored reads it as 0.
+func (c *torchCols) of(b *storage.Blocks) *torchCols {
+	c.t = b.T()
+	n := len(c.t)
+	col := func(i int) []int64 { return b.Ints(i)[:n] }
+	c.alloc, c.res, c.activeOver = col(storage.TorchAllocated), col(storage.TorchReserved), col(storage.TorchActiveOver)
+	c.split, c.peak, c.segs = col(storage.TorchInactiveSplit), col(storage.TorchPeakAllocated), col(storage.TorchSegments)
+	c.retries, c.ooms = col(storage.TorchAllocRetries), col(storage.TorchOOMs)
+	if b.Has(storage.TorchLargestSegment) {
+		c.largest = col(storage.TorchLargestSegment)
+	} else {
+		if cap(c.zeros) < n {
+			c.zeros = make([]int64, n)
+		}
+		c.largest = c.zeros[:n]
+	}
+	return c
+}
+
+// one readies s for addOne with process pid's samples, the GPU's only
+// process: the sums are then that process's last sample.
+func (s *allocSum) one(pid int) {
+	if s.lastOf == nil || s.lastPID != pid {
+		l := s.last[pid]
+		if l == nil {
+			l = new(storage.TorchSample)
+			s.last[pid] = l
+		}
+		s.lastPID, s.lastOf = pid, l
+	}
+}
+
+// addOne is add for sample i of c, of the GPU's only process (one). The
+// sample that becomes budgetPeak is only marked (budgetAt), and made whole
+// by blockDone: the peak of the steps is reached again and again.
+func (s *allocSum) addOne(c *torchCols, i int) {
+	var prevLargest, prevRetries, prevOOMs int64
+	if i > 0 {
+		prevLargest, prevRetries, prevOOMs = c.largest[i-1], c.retries[i-1], c.ooms[i-1]
+	} else {
+		l := s.lastOf
+		prevLargest, prevRetries, prevOOMs = l.LargestSegment, l.AllocRetries, l.OOMs
+	}
+	t, res, peak, retries := c.t[i], c.res[i], c.peak[i], c.retries[i]
+	// Field by field, and never copied whole in this loop: a struct built
+	// on the stack and copied in, or copied out right after its fields
+	// were stored, stalls the store or the load.
+	cur := &s.cur
+	cur.allocated, cur.reserved, cur.inactive = c.alloc[i], res, c.split[i]
+	cur.retries, cur.peak, cur.segments = retries, peak, c.segs[i]
+	if c.largest[i] != prevLargest {
+		s.largestSeg = max(s.largestSeg, c.largest[i])
+	}
+	s.mostSegs = max(s.mostSegs, cur.segments)
+	s.mostSplit = max(s.mostSplit, cur.inactive)
+	s.mostLive, s.lastSplit = max(s.mostLive, cur.allocated+cur.inactive), cur.inactive
+	if retries > prevRetries && c.ooms[i] == prevOOMs && peak > 0 && res > 0 {
+		r := max(0, float64(res)/float64(peak)-1)
+		if s.nearLimit == nil || r > *s.nearLimit {
+			s.nearLimit = &r
+		}
+	}
+	if s.firstRetries < 0 {
+		s.firstRetries = cur.retries
+	} else if cur.retries > s.firstRetries && s.firstRetryNS == nil {
+		s.firstRetryNS = i64(t)
+	}
+	if cur.allocated > s.peakA.Allocated || s.peakA.T == 0 {
+		s.peakA = storage.TorchSample{T: t, Allocated: cur.allocated}
+	}
+	if cur.reserved > s.peakR.Reserved || s.peakR.T == 0 {
+		s.peakR = storage.TorchSample{T: t, Reserved: cur.reserved}
+	}
+	if cur.peak > s.peakS.PeakAllocated {
+		s.peakS = storage.TorchSample{T: t, PeakAllocated: cur.peak}
+	}
+	if peak > 0 && peak >= s.budgetPeak.PeakAllocated {
+		s.budgetAt, s.budgetPeak.PeakAllocated = i, peak // the sums too, in blockDone
+	}
+}
+
+// blockDone ends a block c of b given to addOne: the process's last
+// sample and the budget's peak sample and sums, if the block had it, are
+// made whole.
+func (s *allocSum) blockDone(b *storage.Blocks, c *torchCols) {
+	if i := s.budgetAt; i >= 0 {
+		s.budgetPeak = b.TorchRow(i)
+		s.budgetSum = torchAtTime{allocated: c.alloc[i], reserved: c.res[i], inactive: c.split[i],
+			retries: c.retries[i], peak: c.peak[i], segments: c.segs[i]}
+	}
+	if n := len(c.t); n > 0 {
+		*s.lastOf = b.TorchRow(n - 1)
+	}
+}
+
 // allocatorPass reads the allocator samples of every process of the GPU,
 // merged in time order and summed: the allocated and reserved timelines,
 // the peaks, fragmentation, retries, and the sums where later passes need
@@ -167,55 +274,93 @@ func (a *gpuAnalysis) allocatorPass() error {
 	// The sums go to the trackers in blocks, which take them as runs.
 	var bt, ba, br, bp []int64
 	var bs []torchAtTime
+	// feed gives the trackers the sums at times ts: allocated, reserved
+	// and the step peak, and all of them where OOMs need them.
+	feed := func(ts, alloc, res, peak []int64, sums []torchAtTime) {
+		if len(sums) > 0 {
+			a.oomAlloc.addAll(ts, sums)
+		}
+		a.alloc.at.addAll(ts, alloc)
+		a.alloc.addAll(ts, alloc)
+		a.resFloors.addAll(ts, res)
+		a.stepPeaks.addAll(ts, peak)
+		tla.addAll(ts, alloc)
+		tlr.addAll(ts, res)
+	}
 	flush := func() {
 		if len(bt) == 0 {
 			return
 		}
-		if len(bs) > 0 {
-			a.oomAlloc.addAll(bt, bs)
-		}
-		a.alloc.at.addAll(bt, ba)
-		a.alloc.addAll(bt, ba)
-		a.resFloors.addAll(bt, br)
-		a.stepPeaks.addAll(bt, bp)
-		tla.addAll(bt, ba)
-		tlr.addAll(bt, br)
+		feed(bt, ba, br, bp, bs)
 		bt, ba, br, bp, bs = bt[:0], ba[:0], br[:0], bp[:0], bs[:0]
 	}
 	var n int64 // samples merged so far
-	err := a.eachTorch(sum.counters, func(s *storage.TorchSample) {
+	// next brings the query times before t up to the sums, before a
+	// sample at t moves them.
+	next := func(t int64) {
 		n++
-		for tq < len(a.q) && a.q[tq] < s.T {
+		for tq < len(a.q) && a.q[tq] < t {
 			a.atQuery(tq, sum.cur)
 			tq++
 		}
-		sum.add(s)
-		if s.Allocated > s.Reserved || s.Active < s.Allocated {
-			gr.InconsistentSamples++
-		}
+	}
+	// took keeps the figures of the sums after the sample at t, whose
+	// process's own step peak and reserved are peak and res.
+	took := func(t, peak, res int64) {
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
-		bt, ba, br, bp = append(bt, s.T), append(ba, sumA), append(br, sumR), append(bp, sum.cur.peak)
-		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
-			bs = append(bs, sum.cur)
-		}
-		if len(bt) == 4096 {
-			flush()
-		}
-		if s.PeakAllocated > 0 && s.Reserved > 0 {
+		if peak > 0 && res > 0 {
 			// The allocator may give memory back after its peak (near the
 			// limit it frees its cache and retries): never below 0.
-			sum.waste.add(max(0, 1-float64(s.PeakAllocated)/float64(s.Reserved)))
+			sum.waste.add(max(0, 1-float64(peak)/float64(res)))
 		}
 		if sumR > 0 {
 			f := float64(sumR-sumA) / float64(sumR)
 			st := float64(sum.cur.inactive) / float64(sumR)
 			sum.frags = append(sum.frags, f)
 			sum.frag.add(f, st)
-			gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: s.T, Frag: f, Stuck: st, I: n - 1})
+			gr.FragSeries = append(gr.FragSeries, FragPoint{TNS: t, Frag: f, Stuck: st, I: n - 1})
 			if len(gr.FragSeries) >= 8*a.opts.Width { // a long run: keep the chart's points bounded
 				gr.FragSeries = halveFrag(gr.FragSeries)
 			}
 		}
+	}
+	var cols torchCols
+	err := a.eachTorch(sum.counters, func(s *storage.TorchSample) {
+		next(s.T)
+		sum.add(s)
+		if s.Allocated > s.Reserved || s.Active < s.Allocated {
+			gr.InconsistentSamples++
+		}
+		bt, ba, br, bp = append(bt, s.T), append(ba, sum.cur.allocated), append(br, sum.cur.reserved), append(bp, sum.cur.peak)
+		if len(a.oomT) > 0 { // the sums are kept only for the times of OOMs
+			bs = append(bs, sum.cur)
+		}
+		if len(bt) == 4096 {
+			flush()
+		}
+		took(s.T, s.PeakAllocated, s.Reserved)
+	}, func(pid int, b *storage.Blocks) {
+		c := cols.of(b)
+		sum.one(pid)
+		sum.budgetAt = -1
+		for i, t := range c.t {
+			next(t)
+			sum.addOne(c, i)
+			if c.alloc[i] > c.res[i] || c.activeOver[i]+c.alloc[i] < c.alloc[i] {
+				gr.InconsistentSamples++
+			}
+			took(t, c.peak[i], c.res[i])
+		}
+		// One process: the sums are its columns.
+		bs = bs[:0]
+		if len(a.oomT) > 0 {
+			for i := range c.t {
+				bs = append(bs, torchAtTime{allocated: c.alloc[i], reserved: c.res[i], inactive: c.split[i],
+					retries: c.retries[i], peak: c.peak[i], segments: c.segs[i]})
+			}
+		}
+		feed(c.t, c.alloc, c.res, c.peak, bs)
+		sum.blockDone(b, c)
 	})
 	if err != nil {
 		return err
@@ -301,23 +446,19 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 	decimateFrag(gr, a.opts.Width)
 }
 
-// eachTorch calls f with every allocator sample of the GPU's processes in
-// time order: one process's a chunk at a time, several merged. Each
-// sample's counters go to counters first: one process's as columns, a
-// chunk at a time.
-func (a *gpuAnalysis) eachTorch(counters *counterLog, f func(*storage.TorchSample)) error {
+// eachTorch gives every allocator sample of the GPU's processes in time
+// order: one process's to block, a chunk at a time as columns; several
+// processes' merged, to f one sample at a time. Each sample's counters go
+// to counters first: one process's as columns, a chunk at a time.
+func (a *gpuAnalysis) eachTorch(counters *counterLog, f func(*storage.TorchSample), block func(pid int, b *storage.Blocks)) error {
 	lines := a.opts.Lines
 	if len(a.torchPIDs) == 1 {
 		pid := a.torchPIDs[0]
 		b := a.db.TorchBlocks(a.run, a.g.Index, pid, storage.MinTime, storage.MaxTime)
-		var rows []storage.TorchSample
 		for b.Next() {
 			counters.takeBlock(pid, b.T(), b)
-			rows = b.TorchRows(rows[:0])
-			a.readSamples(len(rows))
-			for i := range rows {
-				f(&rows[i])
-			}
+			a.readSamples(len(b.T()))
+			block(pid, b)
 			if lines != nil {
 				lines.AddTorchColumns(a.g.Index, pid, b.T(), b.Ints(storage.TorchAllocated), b.Ints(storage.TorchReserved))
 			}

@@ -67,11 +67,15 @@ func (a *gpuAnalysis) devicePass() error {
 		}
 		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
 		tld.addAll(ts, res)
-		for _, r := range res {
-			driverReserved = driverReserved || r != 0
-			if r > 0 && (gr.DriverReservedBytes == nil || r > *gr.DriverReservedBytes) {
-				gr.DriverReservedBytes = i64(r)
-			}
+		// The block's extremes say whether any sample had some, and the
+		// most: a look at each sample without a branch.
+		rlo, rhi := res[0], res[0]
+		for _, r := range res[1:] {
+			rlo, rhi = min(rlo, r), max(rhi, r)
+		}
+		driverReserved = driverReserved || rlo != 0 || rhi != 0
+		if rhi > 0 && (gr.DriverReservedBytes == nil || rhi > *gr.DriverReservedBytes) {
+			gr.DriverReservedBytes = i64(rhi)
 		}
 		a.used.at.addAll(ts, used)
 		if _, hi := a.used.addAll(ts, used); first || hi > peak.Used {

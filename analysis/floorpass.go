@@ -131,7 +131,7 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		return nil
 	}
 	var most int64 = -1
-	out := slices.Grow(dst[:0], len(a.flo))
+	out := floorBuf(dst, len(a.flo))
 	for i := range a.flo {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
@@ -151,13 +151,23 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 // floorPoints are the floors of the spans that hold a sample, in dst's
 // array when it is large enough (nil: one of their own).
 func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
-	out := slices.Grow(dst[:0], countNonEmpty(s))
+	out := floorBuf(dst, countNonEmpty(s))
 	for i := range a.flo {
 		if s.has(i) {
 			out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: s.min[i]})
 		}
 	}
 	return out
+}
+
+// floorBuf is dst emptied, or a new array when dst cannot hold n floors.
+// Not slices.Grow: it clears the whole new array, a week of steps at a
+// time, and every floor is written before it is read.
+func floorBuf(dst []growth.FloorPoint, n int) []growth.FloorPoint {
+	if cap(dst) >= n {
+		return dst[:0]
+	}
+	return make([]growth.FloorPoint, 0, n)
 }
 
 // deviceJob keeps, of device floors over time, those of the job: inside

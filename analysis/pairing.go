@@ -291,10 +291,20 @@ func (s *spans) addAll(ts, vs []int64) {
 			i = upTo(ts, i, next)
 			continue
 		}
-		j := upTo(ts, i, min(s.hi[c], next))
+		// The run's end and its extremes in one look at each sample: runs
+		// are short (a step's samples), so a search would not pay.
+		end, j := min(s.hi[c], next), i+1 // ts[i] < end
 		lo, hi := vs[i], vs[i]
-		for _, v := range vs[i:j] {
-			lo, hi = min(lo, v), max(hi, v)
+		if ts[len(ts)-1] < end {
+			for _, v := range vs[j:] {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			j = len(ts)
+		} else {
+			for ts[j] < end { // the last time is at or past end
+				lo, hi = min(lo, vs[j]), max(hi, vs[j])
+				j++
+			}
 		}
 		s.put(c, lo, hi)
 		i = j

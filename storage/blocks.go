@@ -24,6 +24,15 @@ const (
 	ProcUsed       = 0 // the process's used, bytes
 	TorchAllocated = 1 // the allocator's allocated, bytes
 	TorchReserved  = 2 // the allocator's reserved, bytes
+	// The allocator's other figures, for a pass that reads every sample
+	// as columns; TorchRow gives a whole sample where one is kept.
+	TorchActiveOver     = 3 // active minus allocated, bytes
+	TorchInactiveSplit  = 4 // inactive split, bytes
+	TorchPeakAllocated  = 5 // peak allocated since the previous report, bytes
+	TorchSegments       = 6
+	TorchAllocRetries   = 7
+	TorchOOMs           = 8
+	TorchLargestSegment = 9 // absent from files written before it (Has)
 )
 
 func newBlocks(db *DB, r Run, sc *schema, k seriesKey, from, to int64) *Blocks {
@@ -112,6 +121,13 @@ func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
 		}
 	}
 	return dst
+}
+
+// TorchRow is the block's allocator sample i, every field as TorchRows
+// gives it. The block must be of TorchBlocks.
+func (b *Blocks) TorchRow(i int) TorchSample {
+	_ = b.t[i] // i in the block
+	return torchSchema.get(b.it.d, b.it.lo+i, b.it.key)
 }
 
 // Err returns the error that stopped the walk, if any.

@@ -62,7 +62,9 @@ func TestBlocksAreTheSamples(t *testing.T) {
 						got = append(got, a, b.Ints(TorchReserved)[i])
 					}
 					gotT = append(gotT, b.T()...)
+					from := len(rows)
 					rows = b.TorchRows(rows)
+					checkTorchColumns(t, b, rows[from:])
 				}
 				var all []TorchSample
 				it = db.TorchSamples(span.run, s.GPU, s.PID, span.from, span.to)
@@ -217,5 +219,39 @@ func TestTorchColumnIsTheField(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("no allocator block read")
+	}
+}
+
+// checkTorchColumns checks that the named allocator columns and TorchRow
+// give, for each sample of the block, the fields TorchRows gives.
+func checkTorchColumns(t *testing.T, b *Blocks, rows []TorchSample) {
+	t.Helper()
+	cols := []struct {
+		c   int
+		get func(TorchSample) int64
+	}{
+		{TorchAllocated, func(s TorchSample) int64 { return s.Allocated }},
+		{TorchReserved, func(s TorchSample) int64 { return s.Reserved }},
+		{TorchActiveOver, func(s TorchSample) int64 { return s.Active - s.Allocated }},
+		{TorchInactiveSplit, func(s TorchSample) int64 { return s.InactiveSplit }},
+		{TorchPeakAllocated, func(s TorchSample) int64 { return s.PeakAllocated }},
+		{TorchSegments, func(s TorchSample) int64 { return s.Segments }},
+		{TorchAllocRetries, func(s TorchSample) int64 { return s.AllocRetries }},
+		{TorchOOMs, func(s TorchSample) int64 { return s.OOMs }},
+		{TorchLargestSegment, func(s TorchSample) int64 { return s.LargestSegment }},
+	}
+	for i, r := range rows {
+		if got := b.TorchRow(i); got != r {
+			t.Fatalf("TorchRow(%d) = %+v, TorchRows gives %+v", i, got, r)
+		}
+		for _, c := range cols {
+			v := int64(0)
+			if b.Has(c.c) {
+				v = b.Ints(c.c)[i]
+			}
+			if v != c.get(r) {
+				t.Fatalf("column %d of sample %d = %d, the row has %d", c.c, i, v, c.get(r))
+			}
+		}
 	}
 }
