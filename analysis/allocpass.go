@@ -281,10 +281,10 @@ func (a *gpuAnalysis) allocatorPass() error {
 			a.oomAlloc.addAll(ts, sums)
 		}
 		a.alloc.at.addAll(ts, alloc)
-		a.alloc.addAll(ts, alloc)
+		lo, hi := a.alloc.addAll(ts, alloc)
 		a.resFloors.addAll(ts, res)
 		a.stepPeaks.addAll(ts, peak)
-		tla.addAll(ts, alloc)
+		tla.addBlock(ts, alloc, lo, hi)
 		tlr.addAll(ts, res)
 	}
 	flush := func() {

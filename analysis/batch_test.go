@@ -12,7 +12,8 @@ import (
 
 // TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time (and
 // spans a block with its extremes) end as they do fed one sample at a time, for random samples cut into random
-// blocks, and for spans with gaps, overlaps and none at all.
+// blocks, and for spans with gaps, overlaps and none at all. The timeline
+// fed a block with its extremes ends as fed one sample at a time too.
 func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
@@ -44,9 +45,11 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		slices.Sort(q)
 		q = slices.Compact(q)
 
-		var s1, s2 Series
+		var s1, s2, s3 Series
 		m1, m2 := newM4(10, end, 1+rng.IntN(40), &s1), newM4(10, end, 1+rng.IntN(40), &s2)
 		m2.width = m1.width
+		m3 := newM4(10, end, 1, &s3)
+		m3.width = m1.width
 		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth)
 		lows, highs := newSpans(lo, hi, keepMin), newSpans(lo, hi, keepMax)
 		a1, a2 := newAtTimes(q), newAtTimes(q)
@@ -61,6 +64,9 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		for i := 0; i < n; {
 			j := min(n, i+1+rng.IntN(60))
 			m2.addAll(ts[i:j], vs[i:j])
+			if i < j {
+				m3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
+			}
 			sp2.addAll(ts[i:j], vs[i:j])
 			sp3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
 			lows.addAll(ts[i:j], vs[i:j])
@@ -71,12 +77,16 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		}
 		m1.flush()
 		m2.flush()
+		m3.flush()
 		a1.done()
 		a2.done()
 		n1.done()
 		n2.done()
 		if !reflect.DeepEqual(s1, s2) {
 			t.Fatalf("round %d: m4 %v, one by one %v", round, s2, s1)
+		}
+		if !reflect.DeepEqual(s1, s3) {
+			t.Fatalf("round %d: m4 by blocks %v, one by one %v", round, s3, s1)
 		}
 		if !slices.Equal(sp1.min, sp2.min) || !slices.Equal(sp1.max, sp2.max) {
 			t.Fatalf("round %d: spans %v %v, one by one %v %v (lo %v hi %v)", round, sp2.min, sp2.max, sp1.min, sp1.max, lo, hi)

@@ -66,19 +66,20 @@ func (a *gpuAnalysis) devicePass() error {
 			continue
 		}
 		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
-		tld.addAll(ts, res)
 		// The block's extremes say whether any sample had some, and the
 		// most: a look at each sample without a branch.
 		rlo, rhi := res[0], res[0]
 		for _, r := range res[1:] {
 			rlo, rhi = min(rlo, r), max(rhi, r)
 		}
+		tld.addBlock(ts, res, rlo, rhi)
 		driverReserved = driverReserved || rlo != 0 || rhi != 0
 		if rhi > 0 && (gr.DriverReservedBytes == nil || rhi > *gr.DriverReservedBytes) {
 			gr.DriverReservedBytes = i64(rhi)
 		}
 		a.used.at.addAll(ts, used)
-		if _, hi := a.used.addAll(ts, used); first || hi > peak.Used {
+		lo, hi := a.used.addAll(ts, used)
+		if first || hi > peak.Used {
 			i := slices.Index(used, hi) // the first sample of the highest
 			peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: hi, Reserved: res[i]}, false
 		}
@@ -86,7 +87,7 @@ func (a *gpuAnalysis) devicePass() error {
 		if l := a.opts.Lines; l != nil {
 			l.AddDeviceColumns(a.g.Index, ts, used, res)
 		}
-		tl.addAll(ts, used)
+		tl.addBlock(ts, used, lo, hi)
 		a.lastUsed = used[len(used)-1]
 	}
 	if err := b.Err(); err != nil {

@@ -86,6 +86,28 @@ func (m *m4) addAll(ts, vs []int64) {
 	}
 }
 
+// addBlock is addAll for points whose lowest and highest values are lo
+// and hi: where they all lie in the current bucket (a block of samples is
+// mostly inside one), the bucket takes them without a look at each point.
+func (m *m4) addBlock(ts, vs []int64, lo, hi int64) {
+	n := len(ts)
+	if n == 0 || ts[0] < m.from || ts[n-1] >= m.to {
+		m.addAll(ts, vs)
+		return
+	}
+	// The first point at a new extreme, as one by one.
+	if lo < m.lo[1] {
+		k := slices.Index(vs, lo)
+		m.lo = [3]int64{ts[k], lo, m.n + int64(k)}
+	}
+	if hi > m.hi[1] {
+		k := slices.Index(vs, hi)
+		m.hi = [3]int64{ts[k], hi, m.n + int64(k)}
+	}
+	m.n += int64(n)
+	m.last = [3]int64{ts[n-1], vs[n-1], m.n - 1}
+}
+
 func (m *m4) flush() {
 	if m.cur < 0 {
 		return

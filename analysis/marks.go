@@ -70,63 +70,21 @@ func loadMarks(db *storage.DB, run storage.Run, budget *storage.DecodeBudget, tr
 		}
 		return true
 	}
-	for it.Next() {
-		m := it.At()
-		switch m.Kind {
-		case wire.MarkEpochStart:
-			if m.Epoch != storage.None {
-				if _, ok := starts[m.Epoch]; !ok && keep(epochCost) {
-					starts[m.Epoch] = m.T
+	for ts := it.NextBlock(); len(ts) > 0; ts = it.NextBlock() {
+		for i := range ts {
+			// Steps, most marks, are read without building the mark.
+			if t, step, rank, ok := storage.StepAt(it, i); ok {
+				steps, ok := mi.steps[rank]
+				if !ok {
+					steps = growth.NewSteps(int(perGPUShare(run, run.Counts.Marks)))
+					mi.steps[rank] = steps
 				}
+				steps.Add(t, step)
+				mi.stepCount++
+				continue
 			}
-			continue
-		case wire.MarkEpochEnd:
-			if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
-				mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
-				delete(starts, m.Epoch)
-			}
-			continue
-		case wire.MarkStep:
-			steps, ok := mi.steps[m.Rank]
-			if !ok {
-				steps = growth.NewSteps(int(perGPUShare(run, run.Counts.Marks)))
-				mi.steps[m.Rank] = steps
-			}
-			steps.Add(m.T, m.Step)
-			mi.stepCount++
-			continue
-		case storage.MarkAllocTrace:
-			if traces != nil {
-				traces.Add(m)
-			}
-			continue
-		case wire.MarkProbe:
-			if m.Text != "" && len(mi.probe) < maxProbeNotes && !slices.Contains(mi.probe, m.Text) && keep(int64(len(m.Text))+16) {
-				mi.probe = append(mi.probe, m.Text)
-			}
-			continue
+			mi.add(it.BlockAt(i), starts, traces, keep)
 		}
-		copies := int64(1) // other
-		if m.Kind == wire.MarkOOM || m.Kind == wire.MarkEvent {
-			copies++ // events
-		}
-		if m.Kind == wire.MarkOOM {
-			copies++ // ooms
-		}
-		if !keep(copies*markCost + int64(len(m.Text))) {
-			continue
-		}
-		switch m.Kind {
-		case wire.MarkOOM:
-			mi.ooms = append(mi.ooms, m)
-			mi.events = append(mi.events, m)
-		case wire.MarkEvent:
-			mi.events = append(mi.events, m)
-		case wire.MarkExit:
-			e := m
-			mi.exit = &e
-		}
-		mi.other = append(mi.other, m)
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
@@ -144,6 +102,57 @@ func loadMarks(db *storage.DB, run storage.Run, budget *storage.DecodeBudget, tr
 	}
 	mi.warm = w
 	return mi, nil
+}
+
+// add takes a mark that is not a step: epochs' starts not yet ended go in
+// starts, allocation traces to traces, and what is kept is paid for by keep.
+func (mi *markIndex) add(m storage.Mark, starts map[int]int64, traces *storage.AllocTraceSet, keep func(int64) bool) {
+	switch m.Kind {
+	case wire.MarkEpochStart:
+		if m.Epoch != storage.None {
+			if _, ok := starts[m.Epoch]; !ok && keep(epochCost) {
+				starts[m.Epoch] = m.T
+			}
+		}
+		return
+	case wire.MarkEpochEnd:
+		if s, ok := starts[m.Epoch]; ok && m.Epoch != storage.None {
+			mi.epochs = append(mi.epochs, epochSpan{n: m.Epoch, start: s, end: m.T})
+			delete(starts, m.Epoch)
+		}
+		return
+	case storage.MarkAllocTrace:
+		if traces != nil {
+			traces.Add(m)
+		}
+		return
+	case wire.MarkProbe:
+		if m.Text != "" && len(mi.probe) < maxProbeNotes && !slices.Contains(mi.probe, m.Text) && keep(int64(len(m.Text))+16) {
+			mi.probe = append(mi.probe, m.Text)
+		}
+		return
+	}
+	copies := int64(1) // other
+	if m.Kind == wire.MarkOOM || m.Kind == wire.MarkEvent {
+		copies++ // events
+	}
+	if m.Kind == wire.MarkOOM {
+		copies++ // ooms
+	}
+	if !keep(copies*markCost + int64(len(m.Text))) {
+		return
+	}
+	switch m.Kind {
+	case wire.MarkOOM:
+		mi.ooms = append(mi.ooms, m)
+		mi.events = append(mi.events, m)
+	case wire.MarkEvent:
+		mi.events = append(mi.events, m)
+	case wire.MarkExit:
+		e := m
+		mi.exit = &e
+	}
+	mi.other = append(mi.other, m)
 }
 
 // What keeping a mark costs the budget: its struct in each slice that

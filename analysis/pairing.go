@@ -291,9 +291,18 @@ func (s *spans) addAll(ts, vs []int64) {
 			i = upTo(ts, i, next)
 			continue
 		}
+		end := min(s.hi[c], next) // ts[i] < end
+		if s.max == nil {
+			// Floors keep the lowest alone: the highest would be a second
+			// compare a sample for nothing.
+			j, lo := runLow(ts, vs, i, end)
+			s.min[c] = min(s.min[c], lo)
+			i = j
+			continue
+		}
 		// The run's end and its extremes in one look at each sample: runs
 		// are short (a step's samples), so a search would not pay.
-		end, j := min(s.hi[c], next), i+1 // ts[i] < end
+		j := i + 1
 		lo, hi := vs[i], vs[i]
 		if ts[len(ts)-1] < end {
 			for _, v := range vs[j:] {
@@ -309,6 +318,23 @@ func (s *spans) addAll(ts, vs []int64) {
 		s.put(c, lo, hi)
 		i = j
 	}
+}
+
+// runLow is the end of the run of samples from i on before end (ts[i] <
+// end), and its lowest value, in one look at each sample.
+func runLow(ts, vs []int64, i int, end int64) (j int, lo int64) {
+	lo, j = vs[i], i+1
+	if ts[len(ts)-1] < end {
+		for _, v := range vs[j:] {
+			lo = min(lo, v)
+		}
+		return len(ts), lo
+	}
+	for ts[j] < end { // the last time is at or past end
+		lo = min(lo, vs[j])
+		j++
+	}
+	return j, lo
 }
 
 // addBlock is addAll for samples whose lowest and highest values are lo

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/memrec/memrec/storage/internal/chunk"
+	"github.com/memrec/memrec/storage/wire"
 )
 
 // Range bounds of a time range scan, Unix ns. All reads every sample.
@@ -390,6 +391,18 @@ func (db *DB) SiteSamples(r Run, gpu, pid int, from, to int64) *Iter[SiteSample]
 // Marks iterates the marks of a run in [from, to), in time order.
 func (db *DB) Marks(r Run, from, to int64) *Iter[Mark] {
 	return newIter(db, r, &markSchema, seriesKey{kind: kindMark}, from, to)
+}
+
+// StepAt says whether BlockAt(i) of a Marks iterator's block is a step
+// mark, and gives its time (ns), step and rank: a reader of a run's steps,
+// most of its marks, need not build each mark. It reads what BlockAt reads.
+func StepAt(it *Iter[Mark], i int) (t int64, step, rank int, ok bool) {
+	j := it.lo + i
+	if MarkKind(it.d.Strs[0][j]) != wire.MarkStep {
+		return 0, 0, 0, false
+	}
+	c := it.d.Ints
+	return it.d.T[j] * 1000, optDecode(c[1][j]), optDecode(c[2][j]), true
 }
 
 // SeriesKind is what a stored series holds.

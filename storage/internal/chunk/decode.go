@@ -187,14 +187,9 @@ func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
 		}
 		dst = slices.Grow(dst, n-1)[:base+n]
 		out := dst[base:]
-		t := t0 + d0
-		out[1] = t
-		unbits(out[2:], data, w)
+		out[1] = t0 + d0
 		c := d0 + int64(uint64(q0)*g) // each delta is c + q·g
-		for i, q := range out[2:] {
-			t += c + int64(uint64(q)*g)
-			out[i+2] = t
-		}
+		offsetTimes(out[1:], data, w, c, g)
 		return dst
 	}
 	r.b = save // read again as any intcol
@@ -264,6 +259,34 @@ func unbits(out []int64, data []byte, w int) {
 	}
 	for ; i < len(out); i++ {
 		out[i] = int64(bitsAt(data, i*w, w) & mask)
+	}
+}
+
+// offsetTimes sets out[i+1] = out[i] + c + q_i·g for the w-bit fields q_i
+// of data (as unbits reads them): the times of the offsets form, each
+// summed as its field is read rather than in a second pass over out.
+func offsetTimes(out []int64, data []byte, w int, c int64, g uint64) {
+	if w == 0 || w > 57 {
+		unbits(out[1:], data, w)
+		for i, q := range out[1:] {
+			out[i+1] = out[i] + c + int64(uint64(q)*g)
+		}
+		return
+	}
+	mask := ^uint64(0) >> (64 - w)
+	t, q := out[0], out[1:]
+	i := 0
+	for ; i < len(q); i++ {
+		at := i * w >> 3
+		if at+8 > len(data) {
+			break
+		}
+		t += c + int64((binary.LittleEndian.Uint64(data[at:])>>uint(i*w&7)&mask)*g)
+		q[i] = t
+	}
+	for ; i < len(q); i++ {
+		t += c + int64((bitsAt(data, i*w, w)&mask)*g)
+		q[i] = t
 	}
 }
 
