@@ -374,12 +374,16 @@ func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
 func (l *rowLines[T]) err() error { return l.it.Err() }
 
 // markLines writes the marks of a run, a line each.
-type markLines struct{ it *storage.Iter[storage.Mark] }
+type markLines struct {
+	it  *storage.Iter[storage.Mark]
+	cur storage.Mark // the mark being written: a local would escape through AppendMarkAt
+}
 
 func (l *markLines) next() []int64 { return l.it.NextBlock() }
 
-func (l *markLines) appendLine(b []byte, i int, _ []byte) []byte {
-	return wire.AppendMark(b, l.it.BlockAt(i))
+func (l *markLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	l.cur = l.it.BlockAt(i)
+	return wire.AppendMarkAt(b, tNS, &l.cur)
 }
 
 func (l *markLines) err() error { return l.it.Err() }
