@@ -67,22 +67,22 @@ func Export(out io.Writer, db *storage.DB, r storage.Run) error {
 			budgets[[2]int{s.GPU, s.PID}] = true
 		}
 	}
-	srcs := make([]lineBlocks, 0, len(series)+1)
+	srcs := make([]source, 0, len(series)+1)
 	for _, s := range series {
 		switch s.Kind {
 		case storage.SeriesDevice:
-			srcs = append(srcs, &rowLines[storage.DeviceSample]{it: db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime),
-				format: wire.NewSeriesFormat(wire.TypeSample, s.GPU, wire.DeviceFields, storage.DeviceSample{})})
+			srcs = append(srcs, source{&rowLines[storage.DeviceSample]{it: db.DeviceSamples(r, s.GPU, storage.MinTime, storage.MaxTime),
+				format: wire.NewSeriesFormat(wire.TypeSample, s.GPU, wire.DeviceFields, storage.DeviceSample{})}, true})
 		case storage.SeriesProc:
-			srcs = append(srcs, &rowLines[storage.ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime),
-				format: wire.NewSeriesFormat(wire.TypeProc, s.GPU, wire.ProcFields, storage.ProcSample{PID: s.PID})})
+			srcs = append(srcs, source{&rowLines[storage.ProcSample]{it: db.ProcSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime),
+				format: wire.NewSeriesFormat(wire.TypeProc, s.GPU, wire.ProcFields, storage.ProcSample{PID: s.PID})}, true})
 		case storage.SeriesTorch:
-			srcs = append(srcs, newTorchLines(db, r, s.GPU, s.PID, budgets[[2]int{s.GPU, s.PID}]))
+			srcs = append(srcs, source{newTorchLines(db, r, s.GPU, s.PID, budgets[[2]int{s.GPU, s.PID}]), false})
 		case storage.SeriesSites:
-			srcs = append(srcs, &oneLine{it: &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)}})
+			srcs = append(srcs, source{&oneLine{it: &siteLines{it: db.SiteSamples(r, s.GPU, s.PID, storage.MinTime, storage.MaxTime)}}, false})
 		}
 	}
-	srcs = append(srcs, &markLines{it: db.Marks(r, storage.MinTime, storage.MaxTime)})
+	srcs = append(srcs, source{&markLines{it: db.Marks(r, storage.MinTime, storage.MaxTime)}, false})
 	return writeLines(out, b, srcs, db.ReleasePages)
 }
 
@@ -107,63 +107,113 @@ type lineBlocks interface {
 	err() error
 }
 
+// source is one series' lines for writeLines; ticks says the series has a
+// line at (nearly) every tick of the run: the device and process samples.
+// The rest (allocator samples, marks, site snapshots) mostly fall between
+// the ticks, a line at a time.
+type source struct {
+	lineBlocks
+	ticks bool
+}
+
 // writeLines writes the lines of srcs in time order, equal times in the
 // order of srcs, lines of one source in its order: what merge.ByTime
-// gives, more cheaply for a run's series, which share their ticks. Each
-// pass writes every line of the earliest time left, source by source, and
-// finds the next earliest time on the way: a comparison or two a line when
-// the series share their ticks (16 of a tick's 17 lines in a 24 h 8-GPU
-// run), at worst one a source per line, where a heap costs two a level of
-// its depth for every line. The time is formatted once a pass. Lines are
-// appended to b (the run's head lines already in it) and written a block
-// of about its capacity at a time: through a bufio.Writer, each byte would
-// be copied once more.
+// gives, more cheaply for a run's series. The tick series share their
+// times: a tick pass writes every line of the tick's time, source by
+// source, and finds the next tick on the way, a comparison or two a line,
+// where a heap would cost two a level of its depth for every line. The
+// other sources wait in a heap ordered by time and place in srcs, so a
+// line that falls between the ticks costs a few comparisons, not a visit
+// to every series. The time is formatted once a pass. Lines are appended
+// to b (the run's head lines already in it) and written a block of about
+// its capacity at a time: through a bufio.Writer, each byte would be
+// copied once more.
 //
 // Every releaseEvery bytes written it calls release: the file's pages read
 // so far need not stay in the process's memory (a week's export would
 // otherwise end holding the whole file).
-func writeLines(w io.Writer, b []byte, srcs []lineBlocks, release func()) error {
-	live := make([]cursor, 0, len(srcs))
-	t := storage.MaxTime
-	for _, s := range srcs {
-		c := cursor{src: s}
+func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
+	var (
+		ticks  []cursor // in the order of srcs
+		others cursorHeap
+		due    []*cursor // the others at a tick's time, in the order of srcs
+		times  nsText
+	)
+	tick := storage.MaxTime // the earliest time of the tick series
+	for k, s := range srcs {
+		c := cursor{src: s.lineBlocks, order: k}
 		if !c.refill() {
 			if err := s.err(); err != nil {
 				return err
 			}
 			continue
 		}
-		live = append(live, c)
-		t = min(t, c.t)
+		if s.ticks {
+			ticks = append(ticks, c)
+			tick = min(tick, c.t)
+		} else {
+			others.push(&c)
+		}
 	}
-	var times nsText
 	written := 0
-	for len(live) > 0 {
-		tNS := times.set(t)
-		next, ended := storage.MaxTime, false
-		for k := range live {
-			c := &live[k]
-			for c.t == t {
-				b = c.src.appendLine(b, c.i, tNS)
-				if c.i++; c.i < len(c.ts) {
-					c.t = c.ts[c.i]
-				} else if !c.refill() {
-					break
-				}
+	for len(ticks) > 0 || len(others) > 0 {
+		if len(others) > 0 && (others[0].t < tick || len(ticks) == 0) {
+			// A line between the ticks: the earliest other source's
+			// lines at its time, then it waits for its next one.
+			c := others[0]
+			b = c.appendAt(b, c.t, times.set(c.t))
+			if c.ts != nil {
+				others.down(0)
+			} else if err := c.src.err(); err != nil {
+				return err
+			} else {
+				others.pop()
 			}
-			if c.ts == nil {
-				if err := c.src.err(); err != nil {
+		} else {
+			t := tick
+			due = due[:0]
+			for len(others) > 0 && others[0].t == t {
+				due = append(due, others.pop())
+			}
+			tNS := times.set(t)
+			next, ended, j := storage.MaxTime, false, 0
+			for k := range ticks {
+				c := &ticks[k]
+				for ; j < len(due) && due[j].order < c.order; j++ {
+					b = due[j].appendAt(b, t, tNS)
+				}
+				for c.t == t { // appendAt, inline: most lines are written here
+					b = c.src.appendLine(b, c.i, tNS)
+					if c.i++; c.i < len(c.ts) {
+						c.t = c.ts[c.i]
+					} else if !c.refill() {
+						break
+					}
+				}
+				if c.ts == nil {
+					if err := c.src.err(); err != nil {
+						return err
+					}
+					ended = true
+					continue
+				}
+				next = min(next, c.t)
+			}
+			for ; j < len(due); j++ {
+				b = due[j].appendAt(b, t, tNS)
+			}
+			for _, c := range due {
+				if c.ts != nil {
+					others.push(c)
+				} else if err := c.src.err(); err != nil {
 					return err
 				}
-				ended = true
-				continue
 			}
-			next = min(next, c.t)
+			if ended {
+				ticks = slices.DeleteFunc(ticks, func(c cursor) bool { return c.ts == nil })
+			}
+			tick = next
 		}
-		if ended {
-			live = slices.DeleteFunc(live, func(c cursor) bool { return c.ts == nil })
-		}
-		t = next
 		if len(b) > cap(b)-64<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -218,10 +268,11 @@ const releaseEvery = 256 << 20
 
 // cursor is a source's place in writeLines.
 type cursor struct {
-	src lineBlocks
-	ts  []int64 // times of the current block; nil at the source's end
-	i   int     // its next line
-	t   int64   // ts[i], beside the cursor: most of a pass only compares it
+	src   lineBlocks
+	ts    []int64 // times of the current block; nil at the source's end
+	i     int     // its next line
+	t     int64   // ts[i], beside the cursor: most of a pass only compares it
+	order int     // the source's place in writeLines' srcs: equal times go in this order
 }
 
 // refill moves to the source's next block; false at its end.
@@ -232,6 +283,68 @@ func (c *cursor) refill() bool {
 	}
 	c.t = c.ts[0]
 	return true
+}
+
+// appendAt appends the source's lines at time t, if it is at t; c.ts is
+// nil afterwards if the source ended.
+func (c *cursor) appendAt(b []byte, t int64, tNS []byte) []byte {
+	for c.t == t {
+		b = c.src.appendLine(b, c.i, tNS)
+		if c.i++; c.i < len(c.ts) {
+			c.t = c.ts[c.i]
+		} else if !c.refill() {
+			break
+		}
+	}
+	return b
+}
+
+// cursorHeap is a binary min-heap of cursors by time, then by place in
+// srcs.
+type cursorHeap []*cursor
+
+func (h cursorHeap) less(i, j int) bool {
+	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].order < h[j].order
+}
+
+func (h *cursorHeap) push(c *cursor) {
+	*h = append(*h, c)
+	for i := len(*h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		(*h)[i], (*h)[p] = (*h)[p], (*h)[i]
+		i = p
+	}
+}
+
+func (h *cursorHeap) pop() *cursor {
+	old := *h
+	c, n := old[0], len(old)-1
+	old[0], old[n] = old[n], nil
+	*h = old[:n]
+	h.down(0)
+	return c
+}
+
+// down moves the cursor at i down to its place after its time grew.
+func (h cursorHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // rowLines writes the samples of one series, a line each.
@@ -261,12 +374,16 @@ func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
 func (l *rowLines[T]) err() error { return l.it.Err() }
 
 // markLines writes the marks of a run, a line each.
-type markLines struct{ it *storage.Iter[storage.Mark] }
+type markLines struct {
+	it  *storage.Iter[storage.Mark]
+	cur storage.Mark // the mark being written: a local would escape through AppendMarkAt
+}
 
 func (l *markLines) next() []int64 { return l.it.NextBlock() }
 
-func (l *markLines) appendLine(b []byte, i int, _ []byte) []byte {
-	return wire.AppendMark(b, l.it.BlockAt(i))
+func (l *markLines) appendLine(b []byte, i int, tNS []byte) []byte {
+	l.cur = l.it.BlockAt(i)
+	return wire.AppendMarkAt(b, tNS, &l.cur)
 }
 
 func (l *markLines) err() error { return l.it.Err() }

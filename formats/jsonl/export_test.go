@@ -205,3 +205,76 @@ func TestNSTextMatchesStrconv(t *testing.T) {
 		}
 	}
 }
+
+// fakeBlocks is a source of lines "src:line@t\n" in blocks of the given
+// times.
+type fakeBlocks struct {
+	name   string
+	blocks [][]int64
+	cur    []int64
+}
+
+func (f *fakeBlocks) next() []int64 {
+	if len(f.blocks) == 0 {
+		f.cur = nil
+		return nil
+	}
+	f.cur, f.blocks = f.blocks[0], f.blocks[1:]
+	return f.cur
+}
+
+func (f *fakeBlocks) appendLine(b []byte, i int, tNS []byte) []byte {
+	return append(append(append(append(b, f.name...), ' '), tNS...), '\n')
+}
+
+func (f *fakeBlocks) err() error { return nil }
+
+// writeLines gives the lines of its sources in time order, equal times in
+// the order of the sources, whichever sources are marked as tick series: the
+// expected text is a stable sort of every source's lines by time, made
+// independently of the merge.
+func TestWriteLinesOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 49))
+	for round := 0; round < 200; round++ {
+		n := 1 + rng.IntN(8)
+		srcs := make([]source, n)
+		type want struct {
+			t    int64
+			text string
+		}
+		var all []want
+		for k := range srcs {
+			f := &fakeBlocks{name: "s" + strconv.Itoa(k)}
+			tm := int64(rng.IntN(5))
+			for range rng.IntN(4) {
+				blk := make([]int64, rng.IntN(5)) // an empty block ends the source
+				for i := range blk {
+					tm += int64(rng.IntN(3)) // equal times within and across sources
+					blk[i] = tm
+				}
+				f.blocks = append(f.blocks, blk)
+			}
+			for _, blk := range f.blocks {
+				if len(blk) == 0 {
+					break
+				}
+				for _, tm := range blk {
+					all = append(all, want{tm, f.name + " " + strconv.FormatInt(tm*1000, 10) + "\n"})
+				}
+			}
+			srcs[k] = source{f, rng.IntN(2) == 0}
+		}
+		slices.SortStableFunc(all, func(a, b want) int { return int(a.t - b.t) })
+		var exp strings.Builder
+		for _, w := range all {
+			exp.WriteString(w.text)
+		}
+		var got bytes.Buffer
+		if err := writeLines(&got, make([]byte, 0, 1<<17), srcs, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != exp.String() {
+			t.Fatalf("round %d: writeLines wrote\n%s\nwant\n%s", round, got.String(), exp.String())
+		}
+	}
+}

@@ -509,16 +509,29 @@ func (f *SeriesFormat[T]) again(b, tNS []byte) []byte {
 // AppendMark appends m as one line, newline included; absent fields are
 // left out.
 func AppendMark(b []byte, m Mark) []byte {
-	b = appendHead(b, TypeMark, m.T, -1)
+	var t [20]byte
+	return AppendMarkAt(b, strconv.AppendInt(t[:0], m.T, 10), &m)
+}
+
+// AppendMarkAt appends m as AppendMark does, its time given as
+// strconv.AppendInt writes it: an export formats each time once for all
+// the lines that share it.
+func AppendMarkAt(b, tNS []byte, m *Mark) []byte {
+	b = append(b, markHead...)
+	b = append(b, tNS...)
 	b = append(b, `,"kind":`...)
 	b = appendJSONString(b, string(m.Kind))
-	b = appendFields(b, &m, MarkFields)
+	b = appendFields(b, m, MarkFields)
 	if m.Text != "" {
 		b = append(b, `,"text":`...)
 		b = appendJSONString(b, m.Text)
 	}
 	return append(b, '}', '\n')
 }
+
+// markHead is a mark line up to its time's digits (the 0 given for the
+// time dropped).
+var markHead = func() []byte { h := appendHead(nil, TypeMark, 0, -1); return h[:len(h)-1] }()
 
 // appendJSONString appends s quoted as encoding/json writes it, with DEL
 // and the C1 controls escaped as well (EscapeControls). Most strings (a
