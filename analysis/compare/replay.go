@@ -102,6 +102,9 @@ func (by *ByTag) chooseReplay() {
 	}
 	lo, hi := best[vals[len(vals)-2]], best[vals[len(vals)-1]]
 	if lo.trace == nil || hi.trace == nil {
+		if n := untracedNote(by.Points, lo, hi); n != "" {
+			by.leftOut = append(by.leftOut, n)
+		}
 		return
 	}
 	allocated := map[string]int64{} // each run's peak allocated, replayed as recorded
@@ -285,4 +288,33 @@ func timesWords(n int) string {
 		return "once"
 	}
 	return strconv.Itoa(n) + " times"
+}
+
+// untracedNote says which runs the answer rests on where some runs have
+// an allocator trace but the two largest values' runs (the replay's pair)
+// do not both: the prediction then comes from the figures every run
+// records, and a user who traced some runs should know their traces were
+// not used. "" where no run has a trace.
+func untracedNote(points []TagPoint, lo, hi TagPoint) string {
+	var traced []string
+	for _, p := range points {
+		if p.trace != nil {
+			traced = append(traced, fmt.Sprintf("%q", p.Run))
+		}
+	}
+	if len(traced) == 0 {
+		return ""
+	}
+	var without []string
+	for _, p := range []TagPoint{lo, hi} {
+		if p.trace == nil {
+			without = append(without, fmt.Sprintf("%q (%s)", p.Run, strconv.FormatFloat(p.Value, 'f', -1, 64)))
+		}
+	}
+	verb := "have"
+	if len(without) == 1 {
+		verb = "has"
+	}
+	return fmt.Sprintf("no allocator replay: the runs of the two largest values must both have a trace, and %s %s none; the prediction rests on the figures without a trace (runs with a trace: %s)",
+		strings.Join(without, " and "), verb, strings.Join(traced, ", "))
 }

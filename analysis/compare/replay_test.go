@@ -67,3 +67,45 @@ func TestReplayGrowsWhatLaterStepsAdded(t *testing.T) {
 		t.Errorf("with the excess kept at 64's size: %v, not above the limit %d: the test does not tell", kept, lo)
 	}
 }
+
+// TestMixedTracesSayWhatTheAnswerRestsOn: where one of the two largest
+// values' runs has an allocator trace and the other not, there is no
+// replay and the notes name the run without one and the runs with one;
+// with no trace at all, no such note.
+func TestMixedTracesSayWhatTheAnswerRestsOn(t *testing.T) {
+	traced, untraced := &analysistest.Gen{}, &analysistest.Gen{}
+	for _, b := range []int64{32, 64} {
+		r, _ := replay.ReplayAllocator(replaytest.SynthBatch(b, false).Ops, 0)
+		traced.TracedRun("b", "batch_size", b, replaytest.SynthBatch(b, false), r.PeakAllocated)
+		untraced.TracedRun("b", "batch_size", b, replaytest.SynthBatch(b, false), r.PeakAllocated)
+	}
+	var without strings.Builder
+	for _, l := range strings.SplitAfter(untraced.String(), "\n") {
+		if !strings.Contains(l, `"alloc_trace"`) {
+			without.WriteString(l)
+		}
+	}
+	// b32 traced (from the first), b64 without (from the second).
+	runs := strings.SplitAfterN(traced.String(), `{"type":"run","name":"b64"`, 2)
+	rest := strings.SplitAfterN(without.String(), `{"type":"run","name":"b64"`, 2)
+	mixed := strings.TrimSuffix(runs[0], `{"type":"run","name":"b64"`) + `{"type":"run","name":"b64"` + rest[1]
+	by := byTagOf(t, mixed, "batch_size", "b32", "b64")
+	if by.Basis == "allocator_replay" {
+		t.Fatalf("replayed with one trace")
+	}
+	var note string
+	for _, n := range by.leftOut {
+		if strings.Contains(n, "no allocator replay") {
+			note = n
+		}
+	}
+	if !strings.Contains(note, `"b64" (64) has none`) || !strings.Contains(note, `runs with a trace: "b32"`) {
+		t.Errorf("the note: %q (notes %q)", note, by.leftOut)
+	}
+	by = byTagOf(t, without.String(), "batch_size", "b32", "b64")
+	for _, n := range by.leftOut {
+		if strings.Contains(n, "no allocator replay") {
+			t.Errorf("a note without any trace: %q", n)
+		}
+	}
+}
