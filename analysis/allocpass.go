@@ -108,7 +108,6 @@ func (s *allocSum) add(x *storage.TorchSample) {
 		s.retire(x.T)
 	}
 	prev := s.take(x)
-	c := &s.cur
 	if x.LargestSegment != prev.LargestSegment { // rare: the probe looks once a minute
 		// Each process's allocator may strand one of its own.
 		var sum int64
@@ -117,11 +116,24 @@ func (s *allocSum) add(x *storage.TorchSample) {
 		}
 		s.largestSeg = max(s.largestSeg, sum)
 	}
+	s.note(x.T, x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs, x.Reserved, x.PeakAllocated)
+	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
+		s.budgetPeak, s.budgetSum = *x, s.cur
+	}
+}
+
+// note takes the sums s.cur after a sample at t into the run's figures:
+// the most segments, split and live bytes, the peaks, the first retry and,
+// where the sample's process retried without running out (retried), how
+// close its reserved (res) came to its step peak (peak). add and addOne
+// both end with it.
+func (s *allocSum) note(t int64, retried bool, res, peak int64) {
+	c := &s.cur
 	s.mostSegs = max(s.mostSegs, c.segments)
 	s.mostSplit = max(s.mostSplit, c.inactive)
 	s.mostLive, s.lastSplit = max(s.mostLive, c.allocated+c.inactive), c.inactive
-	if x.AllocRetries > prev.AllocRetries && x.OOMs == prev.OOMs && x.PeakAllocated > 0 && x.Reserved > 0 {
-		r := max(0, float64(x.Reserved)/float64(x.PeakAllocated)-1)
+	if retried && peak > 0 && res > 0 {
+		r := max(0, float64(res)/float64(peak)-1)
 		if s.nearLimit == nil || r > *s.nearLimit {
 			s.nearLimit = &r
 		}
@@ -129,19 +141,16 @@ func (s *allocSum) add(x *storage.TorchSample) {
 	if s.firstRetries < 0 {
 		s.firstRetries = c.retries
 	} else if c.retries > s.firstRetries && s.firstRetryNS == nil {
-		s.firstRetryNS = i64(x.T)
+		s.firstRetryNS = i64(t)
 	}
 	if c.allocated > s.peakA.Allocated || s.peakA.T == 0 {
-		s.peakA = storage.TorchSample{T: x.T, Allocated: c.allocated}
+		s.peakA = storage.TorchSample{T: t, Allocated: c.allocated}
 	}
 	if c.reserved > s.peakR.Reserved || s.peakR.T == 0 {
-		s.peakR = storage.TorchSample{T: x.T, Reserved: c.reserved}
+		s.peakR = storage.TorchSample{T: t, Reserved: c.reserved}
 	}
 	if c.peak > s.peakS.PeakAllocated {
-		s.peakS = storage.TorchSample{T: x.T, PeakAllocated: c.peak}
-	}
-	if x.PeakAllocated > 0 && x.PeakAllocated >= s.budgetPeak.PeakAllocated {
-		s.budgetPeak, s.budgetSum = *x, s.cur
+		s.peakS = storage.TorchSample{T: t, PeakAllocated: c.peak}
 	}
 }
 
@@ -207,29 +216,7 @@ func (s *allocSum) addOne(c *torchCols, i int) {
 	if c.largest[i] != prevLargest {
 		s.largestSeg = max(s.largestSeg, c.largest[i])
 	}
-	s.mostSegs = max(s.mostSegs, cur.segments)
-	s.mostSplit = max(s.mostSplit, cur.inactive)
-	s.mostLive, s.lastSplit = max(s.mostLive, cur.allocated+cur.inactive), cur.inactive
-	if retries > prevRetries && c.ooms[i] == prevOOMs && peak > 0 && res > 0 {
-		r := max(0, float64(res)/float64(peak)-1)
-		if s.nearLimit == nil || r > *s.nearLimit {
-			s.nearLimit = &r
-		}
-	}
-	if s.firstRetries < 0 {
-		s.firstRetries = cur.retries
-	} else if cur.retries > s.firstRetries && s.firstRetryNS == nil {
-		s.firstRetryNS = i64(t)
-	}
-	if cur.allocated > s.peakA.Allocated || s.peakA.T == 0 {
-		s.peakA = storage.TorchSample{T: t, Allocated: cur.allocated}
-	}
-	if cur.reserved > s.peakR.Reserved || s.peakR.T == 0 {
-		s.peakR = storage.TorchSample{T: t, Reserved: cur.reserved}
-	}
-	if cur.peak > s.peakS.PeakAllocated {
-		s.peakS = storage.TorchSample{T: t, PeakAllocated: cur.peak}
-	}
+	s.note(t, retries > prevRetries && c.ooms[i] == prevOOMs, res, peak)
 	if peak > 0 && peak >= s.budgetPeak.PeakAllocated {
 		s.budgetAt, s.budgetPeak.PeakAllocated = i, peak // the sums too, in blockDone
 	}
