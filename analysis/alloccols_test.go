@@ -58,7 +58,8 @@ func TestOneProcessColumnsSumAsRows(t *testing.T) {
 		b := db.TorchBlocks(run, 0, 7, storage.MinTime, storage.MaxTime)
 		for b.Next() {
 			blocks++
-			for _, x := range b.TorchRows(nil) {
+			for i := range b.T() {
+				x := b.TorchRow(i)
 				rows.add(&x)
 			}
 			cc := c.of(b)

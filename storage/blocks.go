@@ -90,41 +90,8 @@ func TorchColumn(name string) (int, bool) {
 	return c, c >= 0
 }
 
-// TorchRows appends the block's allocator samples to dst, for a pass
-// that needs every field: converted in one loop, not one call at a time
-// through an iterator. The block must be of TorchBlocks.
-func (b *Blocks) TorchRows(dst []TorchSample) []TorchSample {
-	n, k := len(b.t), b.it.key
-	start := len(dst)
-	dst = slices.Grow(dst, n)[:start+n] // once: grown by appends it is copied a dozen times
-	rows := dst[start:]
-	// The fields of torchSchema.get, read column by column (slices of
-	// the block's length, so the loop checks no bounds) rather than
-	// through a call a sample.
-	col := func(c int) []int64 { return b.Ints(c)[:len(rows)] }
-	ts, rank, alloc, res, act := b.t[:len(rows)], col(0), col(1), col(2), col(3)
-	split, peak, segs, retries, ooms := col(4), col(5), col(6), col(7), col(8)
-	for i := range rows {
-		rows[i] = TorchSample{T: ts[i], GPU: k.gpu, PID: k.pid, Rank: optDecode(rank[i]),
-			Allocated: alloc[i], Reserved: res[i], Active: act[i] + alloc[i], InactiveSplit: split[i],
-			PeakAllocated: peak[i], Segments: segs[i], AllocRetries: retries[i], OOMs: ooms[i]}
-	}
-	if len(b.it.d.Ints) > 9 {
-		for i, v := range col(9) {
-			rows[i].LargestSegment = v
-		}
-	}
-	for j := torchTail; j < len(b.it.d.Ints); j++ {
-		f := torchTailFields[j-torchTail]
-		for i, v := range col(j) {
-			f.Set(&rows[i], v)
-		}
-	}
-	return dst
-}
-
-// TorchRow is the block's allocator sample i, every field as TorchRows
-// gives it. The block must be of TorchBlocks.
+// TorchRow is the block's allocator sample i, every field as
+// TorchSamples gives it. The block must be of TorchBlocks.
 func (b *Blocks) TorchRow(i int) TorchSample {
 	_ = b.t[i] // i in the block
 	return torchSchema.get(b.it.d, b.it.lo+i, b.it.key)

@@ -63,7 +63,7 @@ func TestBlocksAreTheSamples(t *testing.T) {
 					}
 					gotT = append(gotT, b.T()...)
 					from := len(rows)
-					rows = b.TorchRows(rows)
+					rows = append(rows, torchRows(b)...)
 					checkTorchColumns(t, b, rows[from:])
 				}
 				var all []TorchSample
@@ -195,7 +195,7 @@ func TestTorchColumnIsTheField(t *testing.T) {
 			}
 			b := db.TorchBlocks(r, s.GPU, s.PID, MinTime, MaxTime)
 			for b.Next() {
-				rows := b.TorchRows(nil)
+				rows := torchRows(b)
 				var col []int64
 				if b.Has(c) {
 					col = b.Ints(c)
@@ -222,8 +222,18 @@ func TestTorchColumnIsTheField(t *testing.T) {
 	}
 }
 
-// checkTorchColumns checks that the named allocator columns and TorchRow
-// give, for each sample of the block, the fields TorchRows gives.
+// torchRows is every allocator sample of block b, through TorchRow.
+func torchRows(b *Blocks) []TorchSample {
+	rows := make([]TorchSample, len(b.T()))
+	for i := range rows {
+		rows[i] = b.TorchRow(i)
+	}
+	return rows
+}
+
+// checkTorchColumns checks that the named allocator columns give, for
+// each sample of the block, the fields of its rows (read from the
+// iterator by the caller, or through TorchRow).
 func checkTorchColumns(t *testing.T, b *Blocks, rows []TorchSample) {
 	t.Helper()
 	cols := []struct {
@@ -242,7 +252,7 @@ func checkTorchColumns(t *testing.T, b *Blocks, rows []TorchSample) {
 	}
 	for i, r := range rows {
 		if got := b.TorchRow(i); got != r {
-			t.Fatalf("TorchRow(%d) = %+v, TorchRows gives %+v", i, got, r)
+			t.Fatalf("TorchRow(%d) = %+v, the rows give %+v", i, got, r)
 		}
 		for _, c := range cols {
 			v := int64(0)
