@@ -7,6 +7,7 @@
 #   bench/perf/overhead.sh MEMREC_BIN [JOBS] [ROUNDS] [SECONDS]
 #   JOBS: comma-separated from transformer,short,loader (default all three)
 #   MODES_ONLY (env): a regular expression of the modes to run (off always runs)
+#   WARMUP (env): seconds of each run left out of its median (default 3)
 #
 # Writes $OUT/overhead.jsonl (one line a run) and prints the table
 # (bench/perf/overhead_table.py).
@@ -15,7 +16,7 @@ BIN=$(readlink -f "${1:?memrec binary}"); JOBS=${2:-transformer,short,loader}
 ROUNDS=${3:-3}; SECS=${4:-8}
 OUT=${OUT:-/tmp/memrec-overhead}; mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
-JOB="python3 $HERE/overhead_job.py"
+JOB="python3 $HERE/overhead_job.py --warmup ${WARMUP:-3}"
 export PYTHONUNBUFFERED=1
 : > "$OUT/overhead.jsonl"
 
