@@ -155,6 +155,7 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		return err
 	}
 	c.Notes = append(c.Notes, by.leftOut...)
+	c.Notes = append(c.Notes, otherDifferences(c, tag)...)
 	distinct := map[float64]bool{}
 	for _, p := range by.Points {
 		distinct[p.Value] = true
