@@ -32,7 +32,6 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 	by.NeedFit, by.Basis = &f, "step_peak_allocated"
 	allowance := replay.AllocatorAllowance
 	by.AllowanceBasis = "default"
-	var splitSeg float64 // the split line's part for one more segment
 	for _, p := range by.Points {
 		if o := p.NearLimitOverhead; o != nil && (by.AllowanceRun == "" || *o > allowance) {
 			allowance, by.AllowanceBasis, by.AllowanceRun = *o, "measured", p.Run
@@ -43,8 +42,8 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 			allowance, by.AllowanceBasis, by.SegmentLine = 0, "largest_segment", &l
 			by.StrandedSegments, by.StrandedRun = strandedSegments(by.Points)
 			by.RoundingBytes = segmentRounding(by.Points)
-		} else if l, runs, seg, ok := splitLine(by.Points, f.SlopeBytesPerUnit); ok {
-			allowance, by.AllowanceBasis, by.SplitLine, by.SplitRuns, splitSeg = 0, "inactive_split", &l, runs, seg
+		} else if st, ok := splitLine(by.Points, f.SlopeBytesPerUnit); ok {
+			allowance, by.AllowanceBasis, by.SplitLine, by.SplitRuns, by.split = 0, "inactive_split", &st.line, st.runs, &st
 			by.RoundingBytes = segmentRounding(by.Points)
 		}
 	}
@@ -66,7 +65,7 @@ func (by *ByTag) chooseBasis(xs, used []float64, allProbe bool) []float64 {
 		by.BasisWords = fmt.Sprintf("the per-step peak allocated + the room the allocator may strand in split segments at its limit, %s "+
 			"(at its limit the allocator frees its cache and retries; what it cannot free is room in segments that hold live blocks; the probe did not measure the largest segment), "+
 			"with %s for the rounding of its segments (2 MiB each) + %s PyTorch does not see",
-			splitWords(*l, by.SplitRuns, splitSeg), units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
+			splitWords(*by.split), units.FormatBytes(int64(by.RoundingBytes)), units.FormatBytes(by.UnseenBytes))
 	}
 	if by.DriverReservedBytes > 0 {
 		by.BasisWords += fmt.Sprintf(", against the total less %s the driver reserves", units.FormatBytes(by.DriverReservedBytes))
@@ -176,6 +175,9 @@ func (by *ByTag) interval() {
 		_, _, peak := c.At(*p)
 		allowance = fmt.Sprintf("+ %s at %s stranded in split segments with their rounding (%.0f %% of the peak); in the middle half of it, at the optimistic end none: the limit lies in this range",
 			units.FormatBytes(int64(split)), num(p), 100*split/peak)
+		if st := by.split; st != nil && !st.fell {
+			allowance += " unless a split no run showed appears nearer the limit, which would put it below (none is reserved, since the room stranded never fell as the value rose)"
+		}
 	} else if by.AllowanceFraction > 0 {
 		allowance = fmt.Sprintf("+ %.1f %%; in the middle half of it", 100*by.AllowanceFraction)
 	}

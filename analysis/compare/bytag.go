@@ -108,8 +108,9 @@ type ByTag struct {
 	// allocator setting (limitsettings.go).
 	LimitBySetting []SettingLimit `json:"limit_by_setting,omitempty"`
 
-	integer bool     // every value tried is an integer
-	leftOut []string // why runs are not points, for the notes
+	integer bool      // every value tried is an integer
+	leftOut []string  // why runs are not points, for the notes
+	split   *stranded // the split line's reading, with SplitLine
 	replay  *replay.ReplayScale
 	atLimit *replay.ReplayResult // the replay at the pessimistic end without headroom
 }
@@ -177,6 +178,9 @@ func FitByTag(c *Comparison, tag string, headroom float64) error {
 		by.integer = by.integer && p.Value == math.Trunc(p.Value)
 	}
 	ys := by.chooseBasis(xs, used, allProbe)
+	if st := by.split; st != nil && !st.fell {
+		c.Notes = append(c.Notes, splitNote(tag, by.Points))
+	}
 	newCurve := replay.NewNeedCurve
 	if replay.IsBatchTag(tag) {
 		newCurve = replay.NewBatchNeedCurve

@@ -13,9 +13,9 @@ import (
 // three small batch sizes and checks it against the limit found by
 // bisection on the same H200: without headroom never above the largest
 // batch that ran and within 30 % below it, with 5 % headroom no more than
-// it. ResNet-18 comes out more than 10 % below since the split line holds
-// one more batch-scaled segment (docs/analysis.md, "The allowance without
-// a trace or the largest segment"); how far is logged.
+// it. How far below is logged; TestTracelessResNet18WithinTenPercent holds
+// ResNet-18 to within 10 % (docs/analysis.md, "The allowance without a
+// trace or the largest segment").
 func TestLargestBatchOnRealRuns(t *testing.T) {
 	truth := fixtures.ReadTruth(t)
 	for model, files := range map[string][]string{"r18": fixtures.H200R18, "gpt": fixtures.H200GPT} {

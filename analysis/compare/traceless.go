@@ -85,34 +85,46 @@ func strandedWords(run string, k float64) string {
 // largest values, where faster) plus the least, for splits made and merged
 // between samples, as the segment rule does; and the segments' rounding.
 //
-// It adds one more segment of a batch-scaled request besides: a split the
-// samples saw at one value may be missing at another (whether a free block
-// is split depends on which request comes first), and at the limit such a
-// segment can lie free but for a small live block, so the room stranded is
-// the whole segment rather than the part a sample saw free. Without the
-// largest segment its size is not known; the average segment of the part
-// that grows with the value bounds it from below: the need's growth a unit
-// spread over the most segments the run at the largest value held (large
-// requests get segments of their own, so each batch-scaled request holds at
-// least one). The largest such request may be many times the average (a
-// language model's logits), so this is not a bound.
+// It adds one more segment of a batch-scaled request besides where the runs
+// show splits that come and go with the value: a split the samples saw at
+// one value may be missing at another (the allocator serves a request from
+// the smallest free block that fits, and while batch-scaled sizes keep their
+// order among themselves, they cross fixed sizes and the allocator's size
+// thresholds as the value grows, so which block a request splits changes),
+// and at the limit such a segment can lie free but for a small live block,
+// so the room stranded is the whole segment rather than the part a sample
+// saw free. The sign of it is a run that stranded less than a run at a
+// smaller value: the same splits at both would strand as much or more at
+// the larger value (their room grows with its requests, or stays), so a
+// split seen at the smaller value was missing at the larger. Where the
+// stranding never fell as the value rose, the runs show no split that comes
+// and goes and none is added; a split that first appears between the
+// largest value and the limit is then not reserved for, which the interval
+// and the notes say. Without the largest segment its size is not known; the
+// average segment of the part that grows with the value bounds it from
+// below: the need's growth a unit spread over the most segments the run at
+// the largest value held (large requests get segments of their own, so
+// each batch-scaled request holds at least one). The largest such request
+// may be many times the average (a language model's logits), so this is
+// not a bound.
 //
-// What it leaves out: a split no sample saw at all beyond that one segment;
-// a library that takes a smaller workspace where memory is short (the limit
-// then lies above).
+// What it leaves out: a split no sample saw at all beyond that one segment,
+// or any where the stranding never fell; a library that takes a smaller
+// workspace where memory is short (the limit then lies above).
 
 // splitLine is the room stranded at the limit against the value, through 0
 // (see above), with the runs of its most and least a unit and the average
-// segment a unit (its part for one more segment), given the need's growth
-// a unit; false when a point lacks the samples or its value is not above 0.
-func splitLine(points []TagPoint, needPerUnit float64) (replay.Fit, [2]string, float64, bool) {
+// segment a unit (its part for one more segment, 0 where the stranding
+// never fell as the value rose), given the need's growth a unit; false
+// when a point lacks the samples or its value is not above 0.
+func splitLine(points []TagPoint, needPerUnit float64) (stranded, bool) {
 	hi := -1.0
 	var runs [2]string
 	var per []float64
 	var xs, ys []float64 // the most stranded at each value, ascending
 	for _, p := range points {
 		if p.LastInactiveSplitBytes == nil || p.MostLiveSegmentBytes == nil || p.StepPeakBytes == nil || p.Value <= 0 {
-			return replay.Fit{}, runs, 0, false
+			return stranded{}, false
 		}
 		s := float64(max(*p.LastInactiveSplitBytes, *p.MostLiveSegmentBytes-*p.StepPeakBytes, 0))
 		if u := s / p.Value; u > hi {
@@ -126,7 +138,7 @@ func splitLine(points []TagPoint, needPerUnit float64) (replay.Fit, [2]string, f
 		xs, ys = append(xs, p.Value), append(ys, s)
 	}
 	if hi < 0 {
-		return replay.Fit{}, runs, 0, false
+		return stranded{}, false
 	}
 	if n := len(xs) - 1; n > 0 {
 		hi = max(hi, (ys[n]-ys[n-1])/(xs[n]-xs[n-1]))
@@ -138,8 +150,32 @@ func splitLine(points []TagPoint, needPerUnit float64) (replay.Fit, [2]string, f
 			break
 		}
 	}
-	seg := averageSegment(points, needPerUnit)
-	return replay.Fit{SlopeBytesPerUnit: hi + lo + seg}, runs, seg, true
+	st := stranded{runs: runs, fell: fell(ys)}
+	if st.fell {
+		st.seg = averageSegment(points, needPerUnit)
+	}
+	st.line = replay.Fit{SlopeBytesPerUnit: hi + lo + st.seg}
+	return st, true
+}
+
+// stranded is splitLine's reading of the runs.
+type stranded struct {
+	line replay.Fit
+	runs [2]string // the runs of the most and the least stranded a unit
+	seg  float64   // the part a unit for one more segment
+	fell bool      // a run stranded less than one at a smaller value
+}
+
+// fell reports whether the room stranded at some value (ys, ascending by
+// value) is less than at the value below: a split seen there was missing
+// at the larger value (see above).
+func fell(ys []float64) bool {
+	for i := 1; i < len(ys); i++ {
+		if ys[i] < ys[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // averageSegment is the need's growth a unit over the most segments a run
@@ -160,12 +196,24 @@ func averageSegment(points []TagPoint, needPerUnit float64) float64 {
 }
 
 // splitWords says where the stranded room came from; the part for one
-// more segment is named only where it is not zero.
-func splitWords(l replay.Fit, runs [2]string, seg float64) string {
+// more segment is named only where it is not zero, and its absence where
+// the stranding never fell.
+func splitWords(st stranded) string {
 	more := ""
-	if int64(seg) > 0 {
-		more = fmt.Sprintf(", plus %s for one more segment of a request that grows with the value (the average segment of that part, which the largest such request may exceed many times)", units.FormatBytes(int64(seg)))
+	if int64(st.seg) > 0 {
+		more = fmt.Sprintf(", plus %s for one more segment of a request that grows with the value (the average segment of that part, which the largest such request may exceed many times)", units.FormatBytes(int64(st.seg)))
+	} else if !st.fell {
+		more = ", and no segment for a split no run showed: the room stranded never fell as the value rose, so no split seen at one value was missing at a larger one"
 	}
 	return fmt.Sprintf("%s a unit of the value: the most a unit the allocator held in split segments beside the step's peak or across steps (run %q), plus the least (run %q), for splits made and merged between the probe's samples%s; memrec fit checks by trial",
-		units.FormatBytes(int64(l.SlopeBytesPerUnit)), runs[0], runs[1], more)
+		units.FormatBytes(int64(st.line.SlopeBytesPerUnit)), st.runs[0], st.runs[1], more)
+}
+
+// splitNote is the note where the stranding never fell as the value rose:
+// the prediction then reserves nothing for a split that first appears
+// nearer the limit (see above).
+func splitNote(tag string, points []TagPoint) string {
+	return fmt.Sprintf("the room the allocator stranded in split segments never fell as %s rose (runs %q to %q), so the prediction reserves no segment for a split no run showed; "+
+		"should one appear between the largest value measured and the limit, the limit lies below the prediction: memrec fit checks by trial",
+		tag, points[0].Run, points[len(points)-1].Run)
 }

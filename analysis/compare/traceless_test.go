@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,9 +94,7 @@ func tracelessFixtures(t *testing.T) []knownLimit {
 // prediction without headroom, the pessimistic end of the interval, is
 // never above the limit on every recording, as recorded and as an older
 // probe would have sent it, and the optimistic end at or above the
-// pessimistic. How far below the real ResNet-18 recordings come is logged,
-// not held: the one more segment that keeps BERT-base without its largest
-// segment at its limit puts them more than 10 % below (docs/analysis.md).
+// pessimistic, and the real ResNet-18 recordings within 10 % below.
 // With -v it prints the table of bench/README.md.
 func TestTracelessLargestBatch(t *testing.T) {
 	if testing.Short() {
@@ -130,21 +129,103 @@ func TestTracelessLargestBatch(t *testing.T) {
 			t.Errorf("%s: the optimistic end %v is below the pessimistic %v", k.name, o, p)
 		}
 		if k.name == "h200-r18" && below > 10 {
-			t.Logf("%s: predicted %v, %.1f %% below the limit %v: %s", k.name, p, below, k.limit, b.BasisWords)
+			t.Errorf("%s: predicted %v, %.1f %% below the limit %v: %s", k.name, p, below, k.limit, b.BasisWords)
 		}
 	}
 	t.Logf("\n| runs | allowance | predicted | range | limit | error |\n|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
 // TestSplitWordsNameOnlyAPartThatCounts: the words name the part for one
-// more segment where it adds room, and leave it out where it is zero.
+// more segment where it adds room, leave it out where it is zero, and say
+// where none is reserved because the stranding never fell.
 func TestSplitWordsNameOnlyAPartThatCounts(t *testing.T) {
-	l := replay.Fit{SlopeBytesPerUnit: 2 << 20}
-	runs := [2]string{"bs64", "bs32"}
-	if w := splitWords(l, runs, 0); strings.Contains(w, "one more segment") || strings.Contains(w, "plus 0 B") {
+	st := stranded{line: replay.Fit{SlopeBytesPerUnit: 2 << 20}, runs: [2]string{"bs64", "bs32"}, fell: true}
+	if w := splitWords(st); strings.Contains(w, "one more segment") || strings.Contains(w, "plus 0 B") || strings.Contains(w, "never fell") {
 		t.Errorf("zero part named: %s", w)
 	}
-	if w := splitWords(l, runs, 4<<20); !strings.Contains(w, "plus 4.0 MiB for one more segment") {
+	st.seg = 4 << 20
+	if w := splitWords(st); !strings.Contains(w, "plus 4.0 MiB for one more segment") {
 		t.Errorf("part left out: %s", w)
+	}
+	st.seg, st.fell = 0, false
+	if w := splitWords(st); !strings.Contains(w, "no segment for a split no run showed: the room stranded never fell") {
+		t.Errorf("no word on the segment not reserved: %s", w)
+	}
+}
+
+// TestOneMoreSegmentOnlyWhereTheStrandingFell: splitLine adds the average
+// segment a unit (the need's growth a unit over the most segments at the
+// largest value) only where a run stranded less than a run at a smaller
+// value. The want is worked out from the points: the most stranded a
+// unit, plus the least, plus the part for one more segment.
+func TestOneMoreSegmentOnlyWhereTheStrandingFell(t *testing.T) {
+	const mib = 1 << 20
+	point := func(run string, v float64, lastSplit int64) TagPoint {
+		peak, live, segs := int64(v)*100*mib, int64(v)*100*mib, int64(50)
+		return TagPoint{Run: run, Value: v, StepPeakBytes: &peak, MostLiveSegmentBytes: &live, LastInactiveSplitBytes: &lastSplit, MostSegments: &segs}
+	}
+	const need = 100 * mib // a unit; over 50 segments, 2 MiB a unit
+	for _, c := range []struct {
+		name   string
+		points []TagPoint
+		want   float64 // bytes a unit
+		fell   bool
+	}{
+		// 40, 60, 100 MiB at 32, 64, 128: the most a unit 1.25 MiB
+		// (at 32), the least 100/128 MiB; no segment.
+		{"rose", []TagPoint{point("a", 32, 40*mib), point("b", 64, 60*mib), point("c", 128, 100*mib)}, 1.25*mib + 100.0/128*mib, false},
+		// equal stranding at two values is no fall.
+		{"level", []TagPoint{point("a", 32, 64*mib), point("b", 64, 64*mib)}, 2*mib + 1*mib, false},
+		// 64 MiB at 32, 32 MiB at 64: the most 2 MiB a unit, the least
+		// 0.5, and 2 MiB a unit for one more segment.
+		{"fell", []TagPoint{point("a", 32, 64*mib), point("b", 64, 32*mib)}, 2*mib + 0.5*mib + 2*mib, true},
+		// a fall between two values counts where the next rises again.
+		{"fell, then rose", []TagPoint{point("a", 16, 80*mib), point("b", 32, 60*mib), point("c", 64, 120*mib)}, 5*mib + 1.875*mib + 2*mib, true},
+	} {
+		st, ok := splitLine(c.points, need)
+		if !ok {
+			t.Fatalf("%s: no line", c.name)
+		}
+		if st.fell != c.fell || math.Abs(st.line.SlopeBytesPerUnit-c.want) > 1 {
+			t.Errorf("%s: %.0f B a unit, fell %v; want %.0f, %v", c.name, st.line.SlopeBytesPerUnit, st.fell, c.want, c.fell)
+		}
+	}
+}
+
+// TestTracelessResNet18WithinTenPercent: on the real ResNet-18 runs at
+// batch 32, 64 and 128 (storage/testdata, a probe without the largest
+// segment), whose stranding rose with the batch, the prediction reserves
+// no segment for a split no run showed, lies within 10 % below the limit
+// and not above it, and the notes and the interval say what it leaves out.
+func TestTracelessResNet18WithinTenPercent(t *testing.T) {
+	in := map[string][]byte{}
+	for _, f := range fixtures.H200R18 {
+		in[f] = fixtures.Read(t, f)
+	}
+	limit := float64(fixtures.ReadTruth(t).Limits["r18"].Largest)
+	var list []*analysis.Report
+	for _, r := range importFixtures(t, in) {
+		list = append(list, r)
+	}
+	c, err := Compare(list, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", 0); err != nil {
+		t.Fatal(err)
+	}
+	b := c.By
+	if b.AllowanceBasis != "inactive_split" || b.MaxFittingValueNoHeadroom == nil {
+		t.Fatalf("allowance %q, %s", b.AllowanceBasis, b.IntervalWords)
+	}
+	if p := *b.MaxFittingValueNoHeadroom; p > limit || p < 0.9*limit {
+		t.Errorf("predicted %v, want within 10 %% below the limit %v: %s", p, limit, b.BasisWords)
+	}
+	noted := false
+	for _, n := range c.Notes {
+		noted = noted || strings.Contains(n, "reserves no segment for a split no run showed")
+	}
+	if !noted || !strings.Contains(b.IntervalWords, "unless a split no run showed appears nearer the limit") {
+		t.Errorf("the segment not reserved is not said: notes %q, interval %s", c.Notes, b.IntervalWords)
 	}
 }
