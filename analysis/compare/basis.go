@@ -173,7 +173,7 @@ func (by *ByTag) interval() {
 	} else if l := by.SplitLine; l != nil {
 		split := l.SlopeBytesPerUnit**p + by.RoundingBytes
 		_, _, peak := c.At(*p)
-		allowance = fmt.Sprintf("+ %s at %s stranded in split segments with their rounding (%.0f %% of the peak); in the middle half of it, at the optimistic end none: the limit lies in this range",
+		allowance = fmt.Sprintf("+ %s at %s stranded in split segments with their rounding (%.0f %% of the peak); in the middle half of it, at the optimistic end none: the limit is expected in this range, or above it where a library takes a smaller workspace when memory is short (cuDNN)",
 			units.FormatBytes(int64(split)), num(p), 100*split/peak)
 		if st := by.split; st != nil && !st.fell {
 			allowance += " unless a split no run showed appears nearer the limit, which would put it below (none is reserved, since the room stranded never fell as the value rose)"
