@@ -589,28 +589,9 @@ func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 // not the chunks' summaries: the index the report embeds levels of
 // (buckets of series.Base samples, finer than a summary's pieces), which
 // the report builds from the samples the analysis reads instead
-// (AddMarksAndBudgets), and which its tests hold to this one.
+// (analysis.Options.Lines), and which its tests hold to this one.
 func BuildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 	return buildIndex(db, run, false)
-}
-
-// AddMarksAndBudgets adds a run's marks and budget series to x: what
-// BuildIndex adds beside the device and allocator series, for an index
-// those came to from the analysis (analysis.Options.Lines), which reads
-// every one of their samples anyway.
-func AddMarksAndBudgets(db *storage.DB, run storage.Run, x *series.Index) error {
-	refs, err := db.Series(run)
-	if err != nil {
-		return err
-	}
-	for _, ref := range refs {
-		if ref.Kind == storage.SeriesBudget {
-			if err := scanSeries(db, run, ref, x, false); err != nil {
-				return err
-			}
-		}
-	}
-	return addMarks(db, run, x)
 }
 
 // addMarks adds a run's marks to x, but for the allocator trace's (data
