@@ -359,10 +359,19 @@ func (k *tickBlock) fits(ticks []cursor, t int64, tLen int) bool {
 	return true
 }
 
-// appendAt appends the kept lines at time tNS.
+// appendAt appends the kept lines at time tNS. A time of 19 digits (the
+// years 2001 to 2286) is written as an array, a move or two where copy
+// would be a call, once a line.
 func (k *tickBlock) appendAt(b, tNS []byte) []byte {
 	start := len(b)
 	b = append(b, k.b...)
+	if len(tNS) == 19 {
+		t := [19]byte(tNS)
+		for _, at := range k.at {
+			*(*[19]byte)(b[start+at:]) = t
+		}
+		return b
+	}
 	for _, at := range k.at {
 		copy(b[start+at:], tNS)
 	}
