@@ -344,8 +344,8 @@ func (k *tickBlock) record(p []byte, tLen, n int) {
 }
 
 // fits says the pass at t, whose time has tLen digits, is the kept one
-// again: the same tick series, each at t with one line there that repeats
-// the last it wrote, the next line in its block.
+// again: the same tick series, each with one line at t, which repeats the
+// last it wrote and has a later line after it in its block.
 func (k *tickBlock) fits(ticks []cursor, t int64, tLen int) bool {
 	if k.n != len(ticks) || k.tLen != tLen {
 		return false
