@@ -357,7 +357,7 @@ func overview(rep *analysis.Report, w, rowH vg.Length) ([]byte, error) {
 	tiles := draw.Tiles{Rows: n, Cols: 1, PadTop: titleTop, PadBottom: vg.Points(2), PadY: vg.Points(4) + titleTop}
 	canvases := plot.Align(plots, tiles, draw.Crop(dc, 0, -(lw+2*legendGapRight), 0, 0))
 	for i := range plots {
-		plots[i][0].Draw(canvases[i][0])
+		drawOnWhite(plots[i][0], canvases[i][0])
 	}
 	first := canvases[0][0]
 	strip := draw.Crop(dc, w-lw-legendGapRight, -legendGapRight, first.Min.Y, -(dc.Max.Y-first.Max.Y)-plots[0][0].Title.TextStyle.Rectangle("M").Max.Y-vg.Points(14))

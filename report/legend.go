@@ -49,7 +49,7 @@ func renderLegendBelow(p *plot.Plot, entries []legendEntry, w, h vg.Length) ([]b
 		legendH = 0 // nothing to list, or no room: the plot alone
 	}
 	p.Legend = plot.NewLegend()
-	p.Draw(draw.Crop(dc, 0, 0, legendH, 0))
+	drawOnWhite(p, draw.Crop(dc, 0, 0, legendH, 0))
 	if legendH == 0 {
 		return encodePNG(c)
 	}

@@ -86,6 +86,19 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
+// drawOnWhite draws p on c, a part of a canvas that newCanvas painted
+// white and nothing has drawn on yet: the plot's own white background,
+// which the rasterizer paints pixel by pixel, would change no pixel.
+func drawOnWhite(p *plot.Plot, c draw.Canvas) {
+	if p.BackgroundColor != color.White {
+		p.Draw(c)
+		return
+	}
+	p.BackgroundColor = nil
+	defer func() { p.BackgroundColor = color.White }()
+	p.Draw(c)
+}
+
 func line(xy plotter.XYs, c color.Color, width vg.Length) *plotter.Line {
 	l, _ := plotter.NewLine(xy)
 	l.Color = c

@@ -101,13 +101,13 @@ func renderLegendRight(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	lw := r.Max.X - r.Min.X + vg.Points(4)
 	if lw <= 0 || lw > w/3 {
 		p.Legend = leg
-		p.Draw(dc)
+		drawOnWhite(p, dc)
 		return encodePNG(c)
 	}
 	p.Legend = plot.NewLegend()
 	defer func() { p.Legend = leg }()
 	plotArea := draw.Crop(dc, 0, -(lw + 2*legendGapRight), 0, 0)
-	p.Draw(plotArea)
+	drawOnWhite(p, plotArea)
 	// Level with the top of the data, under the title.
 	strip := draw.Crop(dc, w-lw-legendGapRight, -legendGapRight, 0, -p.Title.TextStyle.Rectangle("M").Max.Y-p.Title.Padding-vg.Points(14))
 	leg.Top, leg.Left, leg.XOffs, leg.YOffs = true, true, 0, 0

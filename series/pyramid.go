@@ -15,7 +15,6 @@
 package series
 
 import (
-	"slices"
 	"sort"
 )
 
@@ -120,13 +119,18 @@ func (p *Pyramid) AddBucket(b Bucket) {
 }
 
 // Reserve sizes the levels for n samples in all, so that they do not grow
-// by copying themselves while that many are added (0: nothing to do).
+// by copying themselves while that many are added (0: nothing to do). The
+// room is made by make, not slices.Grow, which would clear it first: a
+// long run's level 0 is most of the index's memory, and each of its
+// buckets is written when it is added.
 func (p *Pyramid) Reserve(n int64) {
 	for k, per := 0, int64(Base); n >= per; k, per = k+1, per*Fan {
 		if len(p.levels) <= k {
 			p.levels = append(p.levels, nil)
 		}
-		p.levels[k] = slices.Grow(p.levels[k], int(n/per))
+		if l, more := p.levels[k], int(n/per); cap(l)-len(l) < more {
+			p.levels[k] = append(make([]Bucket, 0, len(l)+more), l...)
+		}
 	}
 }
 

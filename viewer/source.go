@@ -559,15 +559,15 @@ func readStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 
 // eachStored calls fn with each sample of one stored series in [from, to),
 // its values in the slots fieldSlot names (zero where the kind has fewer).
+// Device and allocator samples are read as the decoded columns, not built
+// into whole samples: an allocator sample has a dozen fields, of which two
+// are read.
 func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64, fn func(t int64, v [4]int64)) error {
+	var b *storage.Blocks
+	var c0, c1 int // the columns of slots 0 and 1
 	switch kind {
 	case storage.SeriesDevice:
-		it := db.DeviceSamples(run, gpu, from, to)
-		for it.Next() {
-			d := it.At()
-			fn(d.T, [4]int64{d.Used, d.Reserved})
-		}
-		return it.Err()
+		b, c0, c1 = db.DeviceBlocks(run, gpu, from, to), storage.DeviceUsed, storage.DeviceReserved
 	case storage.SeriesBudget:
 		it := db.BudgetSamples(run, gpu, pid, from, to)
 		for it.Next() {
@@ -575,13 +575,16 @@ func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 			fn(b.T, series.BudgetParts(b))
 		}
 		return it.Err()
+	default:
+		b, c0, c1 = db.TorchBlocks(run, gpu, pid, from, to), storage.TorchAllocated, storage.TorchReserved
 	}
-	it := db.TorchSamples(run, gpu, pid, from, to)
-	for it.Next() {
-		t := it.At()
-		fn(t.T, [4]int64{t.Allocated, t.Reserved})
+	for b.Next() {
+		ts, v0, v1 := b.T(), b.Ints(c0), b.Ints(c1)
+		for i, t := range ts {
+			fn(t, [4]int64{v0[i], v1[i]})
+		}
 	}
-	return it.Err()
+	return b.Err()
 }
 
 // BuildIndex reads every device and allocator series and the marks of a
@@ -589,28 +592,9 @@ func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 // not the chunks' summaries: the index the report embeds levels of
 // (buckets of series.Base samples, finer than a summary's pieces), which
 // the report builds from the samples the analysis reads instead
-// (AddMarksAndBudgets), and which its tests hold to this one.
+// (analysis.Options.Lines), and which its tests hold to this one.
 func BuildIndex(db *storage.DB, run storage.Run) (*series.Index, error) {
 	return buildIndex(db, run, false)
-}
-
-// AddMarksAndBudgets adds a run's marks and budget series to x: what
-// BuildIndex adds beside the device and allocator series, for an index
-// those came to from the analysis (analysis.Options.Lines), which reads
-// every one of their samples anyway.
-func AddMarksAndBudgets(db *storage.DB, run storage.Run, x *series.Index) error {
-	refs, err := db.Series(run)
-	if err != nil {
-		return err
-	}
-	for _, ref := range refs {
-		if ref.Kind == storage.SeriesBudget {
-			if err := scanSeries(db, run, ref, x, false); err != nil {
-				return err
-			}
-		}
-	}
-	return addMarks(db, run, x)
 }
 
 // addMarks adds a run's marks to x, but for the allocator trace's (data

@@ -133,9 +133,6 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 	if err := demoPrediction(ctx, o, db, rep, now); err != nil {
 		return err
 	}
-	if err := viewer.AddMarksAndBudgets(db, res.Run, x); err != nil {
-		return err
-	}
 	if err := writeReport(ctx, &o.reportOptions, rep, x, func(k series.Key) series.RawReader { return viewer.LineReader(db, res.Run, k) }); err != nil {
 		return stoppedSaying(ctx, o.io.Err, err, "no report was written")
 	}

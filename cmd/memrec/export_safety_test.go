@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/internal/tracegen"
-	"github.com/memrec/memrec/series"
 	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/testsupport/fixtures"
 )
@@ -234,14 +234,14 @@ func TestReportStopsOnASignalWhileIndexing(t *testing.T) {
 		t.Fatal(errs)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	real := addMarksAndBudgets
-	t.Cleanup(func() { addMarksAndBudgets = real })
+	real := analyzeForReport
+	t.Cleanup(func() { analyzeForReport = real })
 	release := make(chan struct{})
 	defer close(release)
-	addMarksAndBudgets = func(d *storage.DB, r storage.Run, x *series.Index) error {
+	analyzeForReport = func(d *storage.DB, r storage.Run, opts analysis.Options) (*analysis.Report, error) {
 		cancel(signalCause{syscall.SIGINT})
-		<-release // a long run's indexing, still going when the signal comes
-		return real(d, r, x)
+		<-release // a long run's analysis and indexing, still going when the signal comes
+		return real(d, r, opts)
 	}
 	start := time.Now()
 	var o, e bytes.Buffer

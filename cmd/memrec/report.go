@@ -61,9 +61,9 @@ func newReportCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// addMarksAndBudgets completes a report's pyramid of levels (a variable
-// for the test of a signal that comes while it runs).
-var addMarksAndBudgets = viewer.AddMarksAndBudgets
+// analyzeForReport is the report's analysis (a variable for the test of a
+// signal that comes while it runs).
+var analyzeForReport = analysis.Analyze
 
 func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	db, r, err := openRun(o.globals, ref, o.window)
@@ -74,9 +74,9 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 	// The analysis, which reads every device and allocator sample, hands
 	// them to the page's pyramid of levels as it goes (a second read of
 	// a long run is a large part of the report's time: bench/README.md,
-	// "Figures moved from comments"); the
-	// marks and the budget are added after it. The first signal waits for
-	// neither.
+	// "Figures moved from comments"). The pyramid needs no more: the page
+	// draws the device and allocator lines from it, the marks and the
+	// budget from the analysis. The first signal does not wait for it.
 	var rep *analysis.Report
 	var x *series.Index
 	err = untilDone(ctx, func() error {
@@ -85,15 +85,9 @@ func runReport(ctx context.Context, o *reportOptions, ref string) error {
 			x = series.NewIndex(0)
 			opts.Lines = x
 		}
-		a, err := analysis.Analyze(db, r, opts)
-		if err != nil {
-			return err
-		}
+		a, err := analyzeForReport(db, r, opts)
 		rep = a
-		if x != nil {
-			return addMarksAndBudgets(db, r, x)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err

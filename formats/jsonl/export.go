@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"slices"
@@ -107,6 +108,15 @@ type lineBlocks interface {
 	err() error
 }
 
+// tickLines are the lines of a tick series (rowLines).
+type tickLines interface {
+	lineBlocks
+	// repeatsUntil is the first line of the block, past the last one
+	// appendLine wrote, that may differ from that one but for its time:
+	// the lines before it are that line again.
+	repeatsUntil() int
+}
+
 // source is one series' lines for writeLines; ticks says the series has a
 // line at (nearly) every tick of the run: the device and process samples.
 // The rest (allocator samples, marks, site snapshots) mostly fall between
@@ -124,7 +134,10 @@ type source struct {
 // where a heap would cost two a level of its depth for every line. The
 // other sources wait in a heap ordered by time and place in srcs, so a
 // line that falls between the ticks costs a few comparisons, not a visit
-// to every series. The time is formatted once a pass. Lines are appended
+// to every series. The time is formatted once a pass. Device and process
+// memory mostly stay put from one tick to the next: a pass whose tick
+// series all repeat the lines of the pass before is that pass's lines
+// copied, the new time written over theirs (tickBlock). Lines are appended
 // to b (the run's head lines already in it) and written a block of about
 // its capacity at a time: through a bufio.Writer, each byte would be
 // copied once more.
@@ -138,6 +151,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 		others cursorHeap
 		due    []*cursor // the others at a tick's time, in the order of srcs
 		times  nsText
+		last   tickBlock // the tick pass before, if it can be copied
 	)
 	tick := storage.MaxTime // the earliest time of the tick series
 	for k, s := range srcs {
@@ -149,6 +163,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 			continue
 		}
 		if s.ticks {
+			c.tl = s.lineBlocks.(tickLines)
 			ticks = append(ticks, c)
 			tick = min(tick, c.t)
 		} else {
@@ -176,43 +191,64 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 				due = append(due, others.pop())
 			}
 			tNS := times.set(t)
-			next, ended, j := storage.MaxTime, false, 0
-			for k := range ticks {
-				c := &ticks[k]
-				for ; j < len(due) && due[j].order < c.order; j++ {
+			if len(due) == 0 && last.fits(ticks, t, len(tNS)) {
+				b = last.appendAt(b, tNS)
+				next := storage.MaxTime
+				for k := range ticks {
+					c := &ticks[k]
+					c.i++ // within the block: fits
+					c.t = c.ts[c.i]
+					next = min(next, c.t)
+				}
+				tick = next
+			} else {
+				start, one := len(b), len(due) == 0 // one: each tick series writes one line, no other series any
+				next, ended, j := storage.MaxTime, false, 0
+				for k := range ticks {
+					c := &ticks[k]
+					for ; j < len(due) && due[j].order < c.order; j++ {
+						b = due[j].appendAt(b, t, tNS)
+					}
+					n := 0
+					for c.t == t { // appendAt, inline: most lines are written here
+						b = c.src.appendLine(b, c.i, tNS)
+						n++
+						if c.i++; c.i < len(c.ts) {
+							c.t = c.ts[c.i]
+						} else if !c.refill() {
+							break
+						}
+					}
+					one = one && n == 1
+					c.same = c.tl.repeatsUntil()
+					if c.ts == nil {
+						if err := c.src.err(); err != nil {
+							return err
+						}
+						ended = true
+						continue
+					}
+					next = min(next, c.t)
+				}
+				for ; j < len(due); j++ {
 					b = due[j].appendAt(b, t, tNS)
 				}
-				for c.t == t { // appendAt, inline: most lines are written here
-					b = c.src.appendLine(b, c.i, tNS)
-					if c.i++; c.i < len(c.ts) {
-						c.t = c.ts[c.i]
-					} else if !c.refill() {
-						break
-					}
-				}
-				if c.ts == nil {
-					if err := c.src.err(); err != nil {
+				for _, c := range due {
+					if c.ts != nil {
+						others.push(c)
+					} else if err := c.src.err(); err != nil {
 						return err
 					}
-					ended = true
-					continue
 				}
-				next = min(next, c.t)
-			}
-			for ; j < len(due); j++ {
-				b = due[j].appendAt(b, t, tNS)
-			}
-			for _, c := range due {
-				if c.ts != nil {
-					others.push(c)
-				} else if err := c.src.err(); err != nil {
-					return err
+				if ended {
+					ticks = slices.DeleteFunc(ticks, func(c cursor) bool { return c.ts == nil })
 				}
+				last.n = 0
+				if one && !ended {
+					last.record(b[start:], len(tNS), len(ticks))
+				}
+				tick = next
 			}
-			if ended {
-				ticks = slices.DeleteFunc(ticks, func(c cursor) bool { return c.ts == nil })
-			}
-			tick = next
 		}
 		if len(b) > cap(b)-64<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -273,6 +309,73 @@ type cursor struct {
 	i     int     // its next line
 	t     int64   // ts[i], beside the cursor: most of a pass only compares it
 	order int     // the source's place in writeLines' srcs: equal times go in this order
+	// tl is src of a tick series, nil for the others; same is its
+	// repeatsUntil after the last pass that wrote its lines.
+	tl   tickLines
+	same int
+}
+
+// tickBlock is the lines of a tick pass in which each tick series wrote
+// one line and no other series any, kept for the passes after it.
+type tickBlock struct {
+	b    []byte
+	at   []int // where each line's time begins in b
+	tLen int   // the length of that time
+	n    int   // the tick series it holds; 0: none kept
+}
+
+// tNSKey precedes a line's time.
+var tNSKey = []byte(`"t_ns":`)
+
+// record keeps lines p of a pass of n tick series at a time of tLen
+// digits.
+func (k *tickBlock) record(p []byte, tLen, n int) {
+	k.b, k.at, k.tLen = append(k.b[:0], p...), k.at[:0], tLen
+	for i := 0; i < len(p); {
+		t := bytes.Index(p[i:], tNSKey)
+		if t < 0 {
+			return
+		}
+		i += t + len(tNSKey)
+		k.at = append(k.at, i)
+		i += bytes.IndexByte(p[i:], '\n') + 1
+	}
+	k.n = n
+}
+
+// fits says the pass at t, whose time has tLen digits, is the kept one
+// again: the same tick series, each with one line at t, which repeats the
+// last it wrote and has a later line after it in its block.
+func (k *tickBlock) fits(ticks []cursor, t int64, tLen int) bool {
+	if k.n != len(ticks) || k.tLen != tLen {
+		return false
+	}
+	for i := range ticks {
+		c := &ticks[i]
+		if c.t != t || c.i >= c.same || c.i+1 >= len(c.ts) || c.ts[c.i+1] == t {
+			return false
+		}
+	}
+	return true
+}
+
+// appendAt appends the kept lines at time tNS. A time of 19 digits (the
+// years 2001 to 2286) is written as an array, a move or two where copy
+// would be a call, once a line.
+func (k *tickBlock) appendAt(b, tNS []byte) []byte {
+	start := len(b)
+	b = append(b, k.b...)
+	if len(tNS) == 19 {
+		t := [19]byte(tNS)
+		for _, at := range k.at {
+			*(*[19]byte)(b[start+at:]) = t
+		}
+		return b
+	}
+	for _, at := range k.at {
+		copy(b[start+at:], tNS)
+	}
+	return b
 }
 
 // refill moves to the source's next block; false at its end.
@@ -370,6 +473,8 @@ func (l *rowLines[T]) appendLine(b []byte, i int, tNS []byte) []byte {
 	l.vals = l.it.BlockFields(l.vals[:0], i)
 	return l.format.AppendFields(b, tNS, l.vals)
 }
+
+func (l *rowLines[T]) repeatsUntil() int { return l.until }
 
 func (l *rowLines[T]) err() error { return l.it.Err() }
 

@@ -206,12 +206,14 @@ func TestNSTextMatchesStrconv(t *testing.T) {
 	}
 }
 
-// fakeBlocks is a source of lines "src:line@t\n" in blocks of the given
-// times.
+// fakeBlocks is a source of lines `src "t_ns":t` in blocks of the given
+// times; a line is the one before it but for its time, which writeLines may
+// take as such (repeats) or not.
 type fakeBlocks struct {
-	name   string
-	blocks [][]int64
-	cur    []int64
+	name    string
+	blocks  [][]int64
+	cur     []int64
+	repeats bool
 }
 
 func (f *fakeBlocks) next() []int64 {
@@ -224,15 +226,23 @@ func (f *fakeBlocks) next() []int64 {
 }
 
 func (f *fakeBlocks) appendLine(b []byte, i int, tNS []byte) []byte {
-	return append(append(append(append(b, f.name...), ' '), tNS...), '\n')
+	return append(append(append(append(b, f.name...), ` "t_ns":`...), tNS...), '\n')
+}
+
+func (f *fakeBlocks) repeatsUntil() int {
+	if f.repeats {
+		return len(f.cur)
+	}
+	return 0
 }
 
 func (f *fakeBlocks) err() error { return nil }
 
 // writeLines gives the lines of its sources in time order, equal times in
-// the order of the sources, whichever sources are marked as tick series: the
-// expected text is a stable sort of every source's lines by time, made
-// independently of the merge.
+// the order of the sources, whichever sources are marked as tick series and
+// whether or not they say their lines repeat (passes copied from the one
+// before): the expected text is a stable sort of every source's lines by
+// time, made independently of the merge.
 func TestWriteLinesOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 49))
 	for round := 0; round < 200; round++ {
@@ -244,12 +254,20 @@ func TestWriteLinesOrder(t *testing.T) {
 		}
 		var all []want
 		for k := range srcs {
-			f := &fakeBlocks{name: "s" + strconv.Itoa(k)}
+			f := &fakeBlocks{name: "s" + strconv.Itoa(k), repeats: rng.IntN(4) > 0}
 			tm := int64(rng.IntN(5))
+			ticks := round%2 == 0 // every source at every time from 0, as a run's samples are at its ticks
+			if ticks {
+				tm = -1
+			}
 			for range rng.IntN(4) {
 				blk := make([]int64, rng.IntN(5)) // an empty block ends the source
 				for i := range blk {
-					tm += int64(rng.IntN(3)) // equal times within and across sources
+					if ticks {
+						tm++
+					} else {
+						tm += int64(rng.IntN(3)) // equal times within and across sources
+					}
 					blk[i] = tm
 				}
 				f.blocks = append(f.blocks, blk)
@@ -259,7 +277,7 @@ func TestWriteLinesOrder(t *testing.T) {
 					break
 				}
 				for _, tm := range blk {
-					all = append(all, want{tm, f.name + " " + strconv.FormatInt(tm*1000, 10) + "\n"})
+					all = append(all, want{tm, f.name + ` "t_ns":` + strconv.FormatInt(tm*1000, 10) + "\n"})
 				}
 			}
 			srcs[k] = source{f, rng.IntN(2) == 0}

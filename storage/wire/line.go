@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -344,7 +345,7 @@ func appendKV(b []byte, key string, v int64) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return strconv.AppendInt(b, v, 10)
+	return appendInt(b, v)
 }
 
 func appendHead(b []byte, typ Type, t int64, gpu int) []byte {
@@ -478,7 +479,7 @@ func (f *SeriesFormat[T]) AppendFields(b, tNS []byte, vals []int64) []byte {
 			b = append(b, f.last[s.from:s.to]...)
 		default:
 			b = append(b, s.text...)
-			b = strconv.AppendInt(b, v, 10)
+			b = appendInt(b, v)
 		}
 		s.from, s.to = at, len(b)-start
 	}
@@ -676,3 +677,54 @@ func appendSite(b []byte, s *SiteSample) []byte {
 	}
 	return append(b, '}')
 }
+
+// appendInt appends v in decimal as strconv.AppendInt does, the digits
+// written in place two at a time, where strconv writes them into a
+// buffer of its own and copies them from it.
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		return strconv.AppendInt(b, v, 10)
+	}
+	u := uint64(v)
+	// Its digits: t, the whole part of log10(2^bits.Len64(u)) (log10(2)
+	// is about 1233/4096), is their number or one less.
+	t := bits.Len64(u) * 1233 >> 12
+	n := t
+	if u >= pow10[t] {
+		n++
+	}
+	n = max(n, 1)
+	if cap(b)-len(b) < n {
+		b = slices.Grow(b, n)
+	}
+	b = b[:len(b)+n]
+	i := len(b)
+	for u >= 100 {
+		q := u / 100
+		d := (u - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	if u >= 10 {
+		b[i-2], b[i-1] = digitPairs[u*2], digitPairs[u*2+1]
+	} else {
+		b[i-1] = byte('0' + u)
+	}
+	return b
+}
+
+// pow10 is 10^i.
+var pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// digitPairs is 00 to 99.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"

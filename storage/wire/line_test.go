@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,28 @@ func TestSeriesFormatMatchesAppend(t *testing.T) {
 // appendJSONString quotes as encoding/json does, DEL and the C1 controls
 // escaped as well, every byte value alone and inside text, invalid UTF-8
 // and HTML included.
+// appendInt writes what strconv.AppendInt writes: every value next to a
+// power of ten (where the digit count changes), the ends of int64, and a
+// spread of values of every length, after text already in the slice and
+// into a slice with no room left.
+func TestAppendIntMatchesStrconv(t *testing.T) {
+	vals := []int64{0, 1, 9, 1e18 - 1, 1e18, 1e18 + 1, math.MaxInt64, math.MinInt64, -1, -10}
+	for p := int64(1); p <= math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1, 10*p-1, -p)
+	}
+	for x := uint64(1); x < 1<<63; x = x*3 + 7 {
+		vals = append(vals, int64(x), int64(x>>1), int64(x>>2))
+	}
+	for _, v := range vals {
+		for _, b := range [][]byte{nil, []byte(`"x":`), []byte("123")} {
+			want := strconv.AppendInt(slices.Clone(b), v, 10)
+			if got := appendInt(slices.Clip(slices.Clone(b)), v); string(got) != string(want) {
+				t.Fatalf("appendInt(%q, %d) = %q, want %q", b, v, got, want)
+			}
+		}
+	}
+}
+
 func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	t.Parallel()
 	texts := []string{"", "step", "/a/train.py", "a\"b\\c", "<x>&", "é", "\u2028", "\xff\xfe", "tab\there"}
