@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memrec/memrec/analysis/units"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -64,6 +65,10 @@ func Analyze(db *storage.DB, run storage.Run, opts Options) (*Report, error) {
 		if g.SiteRowsLeftOut > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d site rows left out of the analysis (the snapshots from the first of them on are not seen): %v",
 				g.Label(), g.SiteRowsLeftOut, g.sitesLeftOutWhy))
+		}
+		if m := g.AllocTraceMissedBytes; m > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the allocator reserved %s more than the replay of its trace, which covers the first steps only: later steps made larger requests, so the what-ifs (alloc_trace_what_if) are for the traced steps and may be below what each setting would reserve over the run",
+				g.Label(), units.FormatBytes(m)))
 		}
 		if g.InconsistentSamples > 0 {
 			what := fmt.Sprintf("%d allocator samples are", g.InconsistentSamples)

@@ -47,6 +47,7 @@ func (a *gpuAnalysis) oomCauses() {
 	if t := a.gr.AllocTrace; t != nil && len(t.Ops) <= wholeTraceWhatIfOps {
 		if w, err := replay.WhatIfs(t.Ops, 0); err == nil {
 			a.gr.AllocTraceWhatIf = w
+			a.gr.AllocTraceMissedBytes = a.traceMissed(w[0].PeakReservedBytes)
 		}
 	}
 	batch, _ := strconv.ParseFloat(a.run.Tags["batch_size"], 64)
@@ -60,6 +61,25 @@ func (a *gpuAnalysis) oomCauses() {
 		}
 		o.Cause = explainOOM(*o, batch)
 	}
+}
+
+// traceMissed is how much more the run's allocator reserved than the
+// trace's replay under the default allocator, where that is beyond the
+// replay's own tolerance; else 0. The trace covers the job's first steps
+// only (the probe turns it off after the third): a job whose later steps
+// make larger requests (variable lengths, an evaluation, a bigger batch)
+// reserves more than any replay of the trace shows, and each what-if
+// figure is then for the traced steps alone. With several processes on the
+// GPU the recorded peak is theirs together and says nothing of one trace.
+func (a *gpuAnalysis) traceMissed(replayed int64) int64 {
+	if a.gr.PeakReservedBytes == nil || len(a.torchPIDs) != 1 {
+		return 0
+	}
+	recorded := *a.gr.PeakReservedBytes
+	if float64(recorded-replayed) <= replay.Tolerance*float64(recorded) {
+		return 0
+	}
+	return recorded - replayed
 }
 
 // explainOOM is o's cause; nil without allocated, reserved and the

@@ -166,3 +166,29 @@ func TestAllocTraceWhatIf(t *testing.T) {
 		t.Errorf("what-ifs %+v", w)
 	}
 }
+
+// TestWhatIfsSayWhenTheTraceMissedTheLargerSteps: a job whose steps after the
+// trace reserve more (variable lengths) gets the what-ifs with the amount the
+// trace missed and a note, and a job whose steps stay the same gets neither.
+func TestWhatIfsSayWhenTheTraceMissedTheLargerSteps(t *testing.T) {
+	tr := analysistest.FragmentingTrace(64)
+	r, _ := replay.ReplayAllocator(tr.Ops, 0)
+	for _, grown := range []int64{0, r.PeakReserved / 10, r.PeakReserved / 2} {
+		g := &analysistest.Gen{}
+		g.TracedRun("b", "batch_size", 64, tr, r.PeakAllocated)
+		at := analysistest.Start + 1_050_000_000
+		g.Line(`{"type":"torch","t_ns":%d,"gpu":0,"pid":1,"allocated_bytes":%d,"reserved_bytes":%d,"peak_allocated_bytes":%d,"alloc_retries":0}`,
+			at, 100*MiB, r.PeakReserved+grown, r.PeakAllocated)
+		rep := analyzeJSONL(t, g.String())["b64"]
+		missed := rep.GPUs[0].AllocTraceMissedBytes
+		noted := strings.Contains(strings.Join(rep.Notes, "\n"), "more than the replay of its trace")
+		// A tenth more is within the replay's tolerance: not a miss.
+		want := int64(0)
+		if grown > int64(replay.Tolerance*float64(r.PeakReserved+grown)) {
+			want = grown
+		}
+		if missed != want || noted != (want > 0) {
+			t.Errorf("reserved %d more: missed %d (want %d), noted %v; notes %q", grown, missed, want, noted, rep.Notes)
+		}
+	}
+}

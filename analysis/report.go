@@ -154,6 +154,10 @@ type GPUReport struct {
 	// the default allocator and each of replay.WhatIfSettings: the peak
 	// reserved each would have held (oomcause.go).
 	AllocTraceWhatIf []replay.WhatIf `json:"alloc_trace_what_if,omitempty"`
+	// AllocTraceMissedBytes is how much more the run reserved than the
+	// trace's replay under the default allocator, where the trace missed
+	// later, larger steps (oomcause.go); 0 where it did not.
+	AllocTraceMissedBytes int64 `json:"alloc_trace_missed_bytes,omitempty"`
 	// InconsistentSamples counts allocator samples that cannot be right
 	// (allocated above reserved, or active below allocated): they are kept
 	// as sent and flagged in the notes.
