@@ -178,3 +178,22 @@ func TestAtTimesKeepsOldSamplesTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestExtremesAsMinMax: the unrolled extremes and lowest give slices.Min
+// and slices.Max for every length around their unrolling of four, with the
+// extremes at every position.
+func TestExtremesAsMinMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n <= 13; n++ {
+		for range 50 {
+			xs := make([]int64, n)
+			for i := range xs {
+				xs[i] = rng.Int64N(100) - 50
+			}
+			lo, hi := extremes(xs)
+			if lo != slices.Min(xs) || hi != slices.Max(xs) || lowest(xs) != lo {
+				t.Fatalf("%v: extremes %d %d, lowest %d; want %d %d", xs, lo, hi, lowest(xs), slices.Min(xs), slices.Max(xs))
+			}
+		}
+	}
+}

@@ -14,10 +14,7 @@ func (v view) addAll(ts, xs []int64) (lo, hi int64) {
 	v.floors.addAll(ts, xs)
 	// Epochs, slices and inferred epochs are long: a block of samples is
 	// mostly inside one of each, which then takes the block's extremes.
-	lo, hi = xs[0], xs[0]
-	for _, x := range xs {
-		lo, hi = min(lo, x), max(hi, x)
-	}
+	lo, hi = extremes(xs)
 	v.epochs.addBlock(ts, xs, lo, hi)
 	v.slices.addBlock(ts, xs, lo, hi)
 	v.inferred.addBlock(ts, xs, lo, hi)
@@ -68,10 +65,7 @@ func (a *gpuAnalysis) devicePass() error {
 		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
 		// The block's extremes say whether any sample had some, and the
 		// most: a look at each sample without a branch.
-		rlo, rhi := res[0], res[0]
-		for _, r := range res[1:] {
-			rlo, rhi = min(rlo, r), max(rhi, r)
-		}
+		rlo, rhi := extremes(res)
 		tld.addBlock(ts, res, rlo, rhi)
 		driverReserved = driverReserved || rlo != 0 || rhi != 0
 		if rhi > 0 && (gr.DriverReservedBytes == nil || rhi > *gr.DriverReservedBytes) {

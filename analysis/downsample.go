@@ -67,10 +67,7 @@ func (m *m4) addAll(ts, vs []int64) {
 		}
 		j := upTo(ts, i, m.to)
 		run := vs[i:j]
-		lo, hi := run[0], run[0]
-		for _, v := range run[1:] {
-			lo, hi = min(lo, v), max(hi, v)
-		}
+		lo, hi := extremes(run)
 		// The first point of the run at a new extreme, as one by one.
 		if lo < m.lo[1] {
 			k := slices.Index(run, lo)

@@ -332,10 +332,7 @@ type procTrack struct {
 // add takes a block of the process's samples.
 func (t *procTrack) add(ts, used []int64) {
 	t.p.Samples += int64(len(used))
-	lo, hi := used[0], used[0]
-	for _, v := range used[1:] {
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := extremes(used)
 	t.p.PeakBytes = max(t.p.PeakBytes, hi)
 	t.tl.addBlock(ts, used, lo, hi)
 	t.floors.addAll(ts, used)

@@ -244,16 +244,7 @@ func (s *spans) add(t, v int64) {
 		s.put(i, v, v)
 		return
 	}
-	// spans are sorted by lo; find the last with lo <= t: forward from the
-	// previous sample's, or by a search for a sample that went back
-	if i >= 0 && s.lo[i] > t {
-		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
-	}
-	for i+1 < len(s.lo) && s.lo[i+1] <= t {
-		i++
-	}
-	s.at = i
-	for ; i >= 0; i-- {
+	for i = s.seek(t); i >= 0; i-- {
 		if t < s.hi[i] {
 			s.put(i, v, v)
 		}
@@ -261,6 +252,21 @@ func (s *spans) add(t, v int64) {
 			break
 		}
 	}
+}
+
+// seek moves the cursor to the last span with lo <= t, and returns it (-1:
+// none): forward from the previous sample's, or by a search for a sample
+// that went back (spans are sorted by lo).
+func (s *spans) seek(t int64) int {
+	i := s.at
+	if i >= 0 && s.lo[i] > t {
+		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
+	}
+	for i+1 < len(s.lo) && s.lo[i+1] <= t {
+		i++
+	}
+	s.at = i
+	return i
 }
 
 // addAll places the samples (ts[i], vs[i]), ts ascending. Where spans do
@@ -277,45 +283,35 @@ func (s *spans) addAll(ts, vs []int64) {
 		return
 	}
 	for i := 0; i < len(ts); {
-		c := s.at
+		c := s.seek(ts[i])
 		next := int64(math.MaxInt64) // where the span after the cursor's begins
 		if c+1 < len(s.lo) {
 			next = s.lo[c+1]
-		}
-		if ts[i] >= next || c >= 0 && ts[i] < s.lo[c] {
-			s.add(ts[i], vs[i]) // moves the cursor
-			i++
-			continue
 		}
 		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
 			i = upTo(ts, i, next)
 			continue
 		}
 		end := min(s.hi[c], next) // ts[i] < end
-		if s.max == nil {
-			// Floors keep the lowest alone: the highest would be a second
-			// compare a sample for nothing.
-			j, lo := runLow(ts, vs, i, end)
+		// Runs are short (a step's samples), so their end is found by a
+		// look at each sample that also takes its value, not by a search.
+		// Floors keep the lowest alone and step peaks the highest: the
+		// other would be a second compare a sample for nothing.
+		var j int
+		switch {
+		case s.max == nil:
+			var lo int64
+			j, lo = runLow(ts, vs, i, end)
 			s.min[c] = min(s.min[c], lo)
-			i = j
-			continue
+		case s.min == nil:
+			var hi int64
+			j, hi = runHigh(ts, vs, i, end)
+			s.max[c] = max(s.max[c], hi)
+		default:
+			var lo, hi int64
+			j, lo, hi = runExtremes(ts, vs, i, end)
+			s.put(c, lo, hi)
 		}
-		// The run's end and its extremes in one look at each sample: runs
-		// are short (a step's samples), so a search would not pay.
-		j := i + 1
-		lo, hi := vs[i], vs[i]
-		if ts[len(ts)-1] < end {
-			for _, v := range vs[j:] {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-			j = len(ts)
-		} else {
-			for ts[j] < end { // the last time is at or past end
-				lo, hi = min(lo, vs[j]), max(hi, vs[j])
-				j++
-			}
-		}
-		s.put(c, lo, hi)
 		i = j
 	}
 }
@@ -325,16 +321,78 @@ func (s *spans) addAll(ts, vs []int64) {
 func runLow(ts, vs []int64, i int, end int64) (j int, lo int64) {
 	lo, j = vs[i], i+1
 	if ts[len(ts)-1] < end {
-		for _, v := range vs[j:] {
-			lo = min(lo, v)
-		}
-		return len(ts), lo
+		return len(ts), lowest(vs[i:])
 	}
 	for ts[j] < end { // the last time is at or past end
 		lo = min(lo, vs[j])
 		j++
 	}
 	return j, lo
+}
+
+// runHigh is runLow for the highest value.
+func runHigh(ts, vs []int64, i int, end int64) (j int, hi int64) {
+	hi, j = vs[i], i+1
+	if ts[len(ts)-1] < end {
+		for _, v := range vs[j:] {
+			hi = max(hi, v)
+		}
+		return len(ts), hi
+	}
+	for ts[j] < end {
+		hi = max(hi, vs[j])
+		j++
+	}
+	return j, hi
+}
+
+// runExtremes is runLow for the lowest and the highest value.
+func runExtremes(ts, vs []int64, i int, end int64) (j int, lo, hi int64) {
+	if ts[len(ts)-1] < end {
+		lo, hi = extremes(vs[i:])
+		return len(ts), lo, hi
+	}
+	lo, hi, j = vs[i], vs[i], i+1
+	for ts[j] < end {
+		lo, hi = min(lo, vs[j]), max(hi, vs[j])
+		j++
+	}
+	return j, lo, hi
+}
+
+// extremes is the lowest and highest of xs (not empty). Four running
+// pairs, each over every fourth value, let the compares of neighbouring
+// values proceed at once rather than each wait on the one before.
+func extremes(xs []int64) (lo, hi int64) {
+	l0, h0 := xs[0], xs[0]
+	l1, h1, l2, h2, l3, h3 := l0, h0, l0, h0, l0, h0
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x := xs[i : i+4 : i+4]
+		l0, h0 = min(l0, x[0]), max(h0, x[0])
+		l1, h1 = min(l1, x[1]), max(h1, x[1])
+		l2, h2 = min(l2, x[2]), max(h2, x[2])
+		l3, h3 = min(l3, x[3]), max(h3, x[3])
+	}
+	for _, x := range xs[i:] {
+		l0, h0 = min(l0, x), max(h0, x)
+	}
+	return min(l0, l1, l2, l3), max(h0, h1, h2, h3)
+}
+
+// lowest is the lowest of xs (not empty), as extremes does it.
+func lowest(xs []int64) int64 {
+	l0 := xs[0]
+	l1, l2, l3 := l0, l0, l0
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x := xs[i : i+4 : i+4]
+		l0, l1, l2, l3 = min(l0, x[0]), min(l1, x[1]), min(l2, x[2]), min(l3, x[3])
+	}
+	for _, x := range xs[i:] {
+		l0 = min(l0, x)
+	}
+	return min(l0, l1, l2, l3)
 }
 
 // addBlock is addAll for samples whose lowest and highest values are lo
