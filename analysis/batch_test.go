@@ -11,7 +11,8 @@ import (
 )
 
 // TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time (and
-// spans a block with its extremes) end as they do fed one sample at a time, for random samples cut into random
+// spans a block with its extremes) end as they do fed one sample at a time,
+// and spans fed a column return its extremes, for random samples cut into random
 // blocks, and for spans with gaps, overlaps and none at all. The timeline
 // fed a block with its extremes ends as fed one sample at a time too.
 func TestBatchAddsAreTheSampleAdds(t *testing.T) {
@@ -67,10 +68,13 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 			if i < j {
 				m3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
 			}
-			sp2.addAll(ts[i:j], vs[i:j])
-			sp3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
-			lows.addAll(ts[i:j], vs[i:j])
-			highs.addAll(ts[i:j], vs[i:j])
+			bl, bh := slices.Min(vs[i:j]), slices.Max(vs[i:j])
+			sp3.addBlock(ts[i:j], vs[i:j], bl, bh)
+			for _, s := range []*spans{sp2, lows, highs} {
+				if l, h := s.addAll(ts[i:j], vs[i:j]); l != bl || h != bh {
+					t.Fatalf("round %d: a block's extremes %d %d from its spans' walk, want %d %d", round, l, h, bl, bh)
+				}
+			}
 			a2.addAll(ts[i:j], vs[i:j])
 			n2.addAll(ts[i:j], vs[i:j])
 			i = j
@@ -179,8 +183,8 @@ func TestAtTimesKeepsOldSamplesTimes(t *testing.T) {
 	}
 }
 
-// TestExtremesAsMinMax: the unrolled extremes and lowest give slices.Min
-// and slices.Max for every length around their unrolling of four, with the
+// TestExtremesAsMinMax: the unrolled extremes give slices.Min and
+// slices.Max for every length around their unrolling of four, with the
 // extremes at every position.
 func TestExtremesAsMinMax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -191,8 +195,8 @@ func TestExtremesAsMinMax(t *testing.T) {
 				xs[i] = rng.Int64N(100) - 50
 			}
 			lo, hi := extremes(xs)
-			if lo != slices.Min(xs) || hi != slices.Max(xs) || lowest(xs) != lo {
-				t.Fatalf("%v: extremes %d %d, lowest %d; want %d %d", xs, lo, hi, lowest(xs), slices.Min(xs), slices.Max(xs))
+			if lo != slices.Min(xs) || hi != slices.Max(xs) {
+				t.Fatalf("%v: extremes %d %d, want %d %d", xs, lo, hi, slices.Min(xs), slices.Max(xs))
 			}
 		}
 	}

@@ -11,10 +11,9 @@ import (
 // addAll places samples in every tracker but the query times, and returns
 // their lowest and highest value (xs must not be empty).
 func (v view) addAll(ts, xs []int64) (lo, hi int64) {
-	v.floors.addAll(ts, xs)
+	lo, hi = v.floors.addAll(ts, xs)
 	// Epochs, slices and inferred epochs are long: a block of samples is
 	// mostly inside one of each, which then takes the block's extremes.
-	lo, hi = extremes(xs)
 	v.epochs.addBlock(ts, xs, lo, hi)
 	v.slices.addBlock(ts, xs, lo, hi)
 	v.inferred.addBlock(ts, xs, lo, hi)

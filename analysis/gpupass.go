@@ -332,8 +332,7 @@ type procTrack struct {
 // add takes a block of the process's samples.
 func (t *procTrack) add(ts, used []int64) {
 	t.p.Samples += int64(len(used))
-	lo, hi := extremes(used)
+	lo, hi := t.floors.addAll(ts, used)
 	t.p.PeakBytes = max(t.p.PeakBytes, hi)
 	t.tl.addBlock(ts, used, lo, hi)
-	t.floors.addAll(ts, used)
 }

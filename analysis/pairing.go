@@ -269,19 +269,18 @@ func (s *spans) seek(t int64) int {
 	return i
 }
 
-// addAll places the samples (ts[i], vs[i]), ts ascending. Where spans do
-// not overlap, the samples inside the cursor's span are taken as a run,
-// and those between spans skipped as one.
-func (s *spans) addAll(ts, vs []int64) {
-	if len(s.lo) == 0 {
-		return
-	}
-	if !s.apart {
+// addAll places the samples (ts[i], vs[i]), ts ascending (not empty), and
+// returns their lowest and highest value, which the spans' walk finds on
+// its way. Where spans do not overlap, the samples inside the cursor's
+// span are taken as a run, and those between spans as one.
+func (s *spans) addAll(ts, vs []int64) (lo, hi int64) {
+	if len(s.lo) == 0 || !s.apart {
 		for i := range ts {
 			s.add(ts[i], vs[i])
 		}
-		return
+		return extremes(vs)
 	}
+	lo, hi = vs[0], vs[0]
 	for i := 0; i < len(ts); {
 		c := s.seek(ts[i])
 		next := int64(math.MaxInt64) // where the span after the cursor's begins
@@ -289,71 +288,29 @@ func (s *spans) addAll(ts, vs []int64) {
 			next = s.lo[c+1]
 		}
 		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
-			i = upTo(ts, i, next)
+			j := upTo(ts, i, next)
+			l, h := extremes(vs[i:j])
+			lo, hi, i = min(lo, l), max(hi, h), j
 			continue
 		}
-		end := min(s.hi[c], next) // ts[i] < end
-		// Runs are short (a step's samples), so their end is found by a
-		// look at each sample that also takes its value, not by a search.
-		// Floors keep the lowest alone and step peaks the highest: the
-		// other would be a second compare a sample for nothing.
-		var j int
-		switch {
-		case s.max == nil:
-			var lo int64
-			j, lo = runLow(ts, vs, i, end)
-			s.min[c] = min(s.min[c], lo)
-		case s.min == nil:
-			var hi int64
-			j, hi = runHigh(ts, vs, i, end)
-			s.max[c] = max(s.max[c], hi)
-		default:
-			var lo, hi int64
-			j, lo, hi = runExtremes(ts, vs, i, end)
-			s.put(c, lo, hi)
-		}
-		i = j
+		j, l, h := runExtremes(ts, vs, i, min(s.hi[c], next))
+		s.put(c, l, h)
+		lo, hi, i = min(lo, l), max(hi, h), j
 	}
+	return lo, hi
 }
 
-// runLow is the end of the run of samples from i on before end (ts[i] <
-// end), and its lowest value, in one look at each sample.
-func runLow(ts, vs []int64, i int, end int64) (j int, lo int64) {
-	lo, j = vs[i], i+1
-	if ts[len(ts)-1] < end {
-		return len(ts), lowest(vs[i:])
-	}
-	for ts[j] < end { // the last time is at or past end
-		lo = min(lo, vs[j])
-		j++
-	}
-	return j, lo
-}
-
-// runHigh is runLow for the highest value.
-func runHigh(ts, vs []int64, i int, end int64) (j int, hi int64) {
-	hi, j = vs[i], i+1
-	if ts[len(ts)-1] < end {
-		for _, v := range vs[j:] {
-			hi = max(hi, v)
-		}
-		return len(ts), hi
-	}
-	for ts[j] < end {
-		hi = max(hi, vs[j])
-		j++
-	}
-	return j, hi
-}
-
-// runExtremes is runLow for the lowest and the highest value.
+// runExtremes is the end of the run of samples from i on before end
+// (ts[i] < end), and its lowest and highest value. Runs are short (a
+// step's samples), so their end is found by a look at each sample that
+// also takes its value, not by a search.
 func runExtremes(ts, vs []int64, i int, end int64) (j int, lo, hi int64) {
 	if ts[len(ts)-1] < end {
 		lo, hi = extremes(vs[i:])
 		return len(ts), lo, hi
 	}
 	lo, hi, j = vs[i], vs[i], i+1
-	for ts[j] < end {
+	for ts[j] < end { // the last time is at or past end
 		lo, hi = min(lo, vs[j]), max(hi, vs[j])
 		j++
 	}
@@ -378,21 +335,6 @@ func extremes(xs []int64) (lo, hi int64) {
 		l0, h0 = min(l0, x), max(h0, x)
 	}
 	return min(l0, l1, l2, l3), max(h0, h1, h2, h3)
-}
-
-// lowest is the lowest of xs (not empty), as extremes does it.
-func lowest(xs []int64) int64 {
-	l0 := xs[0]
-	l1, l2, l3 := l0, l0, l0
-	i := 0
-	for ; i+4 <= len(xs); i += 4 {
-		x := xs[i : i+4 : i+4]
-		l0, l1, l2, l3 = min(l0, x[0]), min(l1, x[1]), min(l2, x[2]), min(l3, x[3])
-	}
-	for _, x := range xs[i:] {
-		l0 = min(l0, x)
-	}
-	return min(l0, l1, l2, l3)
 }
 
 // addBlock is addAll for samples whose lowest and highest values are lo
