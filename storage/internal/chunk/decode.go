@@ -308,14 +308,16 @@ func bitsAt(data []byte, bit, w int) uint64 {
 	return x >> shift
 }
 
-// strCol decodes a strcol of n values, appending them to dst.
-func (r *reader) strCol(dst []string, n int) []string {
+// strCol decodes a strcol of n values, appending them to dst; its indices
+// are decoded into *tmp, kept for the next column.
+func (r *reader) strCol(dst []string, n int, tmp *[]int64) []string {
 	ndict := r.count(uint64(len(r.b)))
 	dict := make([]string, ndict)
 	for i := range dict {
 		dict[i] = string(r.bytes(r.uvarint()))
 	}
-	idx := r.intCol(make([]int64, 0, n), n)
+	idx := r.intCol((*tmp)[:0], n)
+	*tmp = idx
 	if r.err != nil {
 		return dst
 	}
@@ -586,7 +588,7 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 	nstrs := r.count(maxCols)
 	d.Strs = resize(d.Strs, nstrs)
 	for i := range d.Strs {
-		d.Strs[i] = r.strCol(d.Strs[i][:0], n)
+		d.Strs[i] = r.strCol(d.Strs[i][:0], n, &d.tmp)
 	}
 	return r.err == nil
 }
