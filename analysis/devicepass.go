@@ -107,7 +107,7 @@ func (a *gpuAnalysis) devicePass() error {
 // device pass read: its peak, timeline and the growth of its floors.
 func (a *gpuAnalysis) processes() {
 	gr := a.gr
-	var scratch []growth.FloorPoint // each process's floors are judged in turn
+	scratch := a.floorScratch // each process's floors are judged in turn
 	for _, t := range a.procs {
 		t.tl.flush()
 		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {

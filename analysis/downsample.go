@@ -141,11 +141,12 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 
 // decimateFloors keeps at most about limit points: of each of limit/4 runs
 // of floors the first, lowest, highest and last, in order (M4, so the
-// band drawn from them is the band of all of them).
+// band drawn from them is the band of all of them). They are in a new
+// array, so that the caller may reuse pts'.
 func decimateFloors(pts []growth.FloorPoint, limit int) []growth.FloorPoint {
 	runs := max(1, limit/4)
 	if len(pts) <= limit {
-		return pts
+		return slices.Clone(pts)
 	}
 	k := (len(pts) + runs - 1) / runs
 	out := make([]growth.FloorPoint, 0, 4*runs)

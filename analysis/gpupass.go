@@ -54,7 +54,11 @@ type gpuAnalysis struct {
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
 	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
-	stepHalf  int64        // half a step time (halfStep), -1 until known
+	// floorScratch is the array the leak built the judged floors in, free
+	// once the report has their decimated copy: the processes' floors are
+	// built in it, not in an array of their own (a week of steps is 58 MB).
+	floorScratch []growth.FloorPoint
+	stepHalf     int64 // half a step time (halfStep), -1 until known
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
