@@ -51,9 +51,9 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		m2.width = m1.width
 		m3 := newM4(10, end, 1, &s3)
 		m3.width = m1.width
-		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth)
-		lows, highs := newSpans(lo, hi, keepMin), newSpans(lo, hi, keepMax)
-		a1, a2 := newAtTimes(q), newAtTimes(q)
+		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil)
+		lows, highs := newSpans(lo, hi, keepMin, nil), newSpans(lo, hi, keepMax, nil)
+		a1, a2 := newAtTimes(q, nil), newAtTimes(q, nil)
 		a1.life, a2.life = 7, 7
 		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
 		for i := range ts {
@@ -172,7 +172,7 @@ func TestPeakRunsAsDecimatePeaks(t *testing.T) {
 // the sample is older than an age holds, and where it is not.
 func TestAtTimesKeepsOldSamplesTimes(t *testing.T) {
 	q := []int64{10, 1e10, 1e10 + 5, 3e10}
-	a := newAtTimes(q)
+	a := newAtTimes(q, nil)
 	a.addAll([]int64{1, 7}, []int64{100, 200})
 	a.addAll([]int64{1e10 + 1}, []int64{300})
 	a.done()

@@ -120,7 +120,7 @@ func (a *gpuAnalysis) processes() {
 }
 
 func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
-	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin)}
+	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin, a.cols)}
 	if pid == storage.OtherPID {
 		t.ser.Name = "other processes" // past storage.MaxPIDsPerGPU
 	}

@@ -33,8 +33,12 @@ type atTimes struct {
 	life int64
 }
 
-func newAtTimes(q []int64) *atTimes {
-	return &atTimes{q: q, vals: make([]int64, len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: make([]bool, len(q))}
+// newAtTimes makes the tracker of query times q, its values and flags lent
+// by cols (nil: new).
+func newAtTimes(q []int64, cols *columns) *atTimes {
+	ok := cols.bools(len(q))
+	clear(ok) // a series without samples is never done: no time has a value
+	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: ok}
 }
 
 func (a *atTimes) add(t, v int64) {
@@ -200,15 +204,17 @@ const (
 	keepBoth = keepMin | keepMax
 )
 
-func newSpans(lo, hi []int64, keep int) *spans {
+// newSpans makes the tracker of spans [lo[i], hi[i]), its columns lent by
+// cols (nil: new).
+func newSpans(lo, hi []int64, keep int, cols *columns) *spans {
 	k := len(lo)
 	s := &spans{lo: lo, hi: hi, at: -1, apart: true}
 	if keep&keepMin != 0 {
-		s.min = make([]int64, k)
+		s.min = cols.int64s(k)
 		fill(s.min, math.MaxInt64)
 	}
 	if keep&keepMax != 0 {
-		s.max = make([]int64, k)
+		s.max = cols.int64s(k)
 		fill(s.max, math.MinInt64)
 	}
 	for i := 1; i < k; i++ {
