@@ -63,8 +63,12 @@ func (a *gpuAnalysis) devicePass() error {
 		}
 		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
 		// The block's extremes say whether any sample had some, and the
-		// most: a look at each sample without a branch.
-		rlo, rhi := extremes(res)
+		// most: a look at each sample without a branch, or none where the
+		// chunk stored one value (the driver's reserved, as a rule).
+		rlo, rhi := res[0], res[0]
+		if !b.OneValue(0, storage.DeviceReserved) {
+			rlo, rhi = extremes(res)
+		}
 		tld.addBlock(ts, res, rlo, rhi)
 		driverReserved = driverReserved || rlo != 0 || rhi != 0
 		if rhi > 0 && (gr.DriverReservedBytes == nil || rhi > *gr.DriverReservedBytes) {

@@ -133,6 +133,10 @@ func (g *GroupBlocks) Ints(i, c int) []int64 {
 	return g.ds[i].Ints[c][s.lo:s.hi]
 }
 
+// OneValue says whether column c of series i holds one value in the chunk
+// (chunk.Decoded.OneValue): Ints(i, c)[0] is then its lowest and highest.
+func (g *GroupBlocks) OneValue(i, c int) bool { return g.ds[i].OneValue(c) }
+
 // Err returns the error that stopped the walk, if any.
 func (g *GroupBlocks) Err() error { return g.err }
 
