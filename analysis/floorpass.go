@@ -231,8 +231,7 @@ func (a *gpuAnalysis) unseen() {
 	}
 	if u.Samples > 0 {
 		u.MeanBytes = sum / int64(u.Samples)
-		slices.Sort(vals)
-		u.MedianBytes = int64(growth.Median(vals))
+		u.MedianBytes = int64(growth.SelectQuantile(vals, 0.5)) // the median of vals sorted
 		a.gr.Unseen = &u
 	}
 }
