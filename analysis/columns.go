@@ -5,11 +5,13 @@ import "sync"
 // columns lends the arrays of one GPU's analysis that hold a value a step
 // (a week of steps is millions a GPU) and that live until its analysis
 // ends, and takes them back for the next GPU's. Made afresh for each GPU,
-// they were most of the analysis's allocations, and each came from the
-// kernel zeroed a page at a time (a page fault each) or was cleared by the
-// runtime. What it lends is not cleared. A nil *columns lends new arrays.
-// Not safe for concurrent use: each GPU analysed at once has its own
-// (columnSets).
+// each came from the kernel zeroed a page at a time (a page fault each)
+// or was cleared by the runtime (see bench/README.md, "analyze on long
+// runs: one look a sample, columns kept from GPU to GPU"). Arrays that
+// die before the analysis ends are not lent: kept, they would raise the
+// peak of the next GPU's. What it lends is not cleared. A nil *columns
+// lends new arrays. Not safe for concurrent use: each GPU analysed at
+// once has its own (columnSets).
 type columns struct {
 	ints shelf[int64]
 	oks  shelf[bool]

@@ -42,9 +42,10 @@ type GroupBlocks struct {
 	done     bool
 	err      error
 	// ahead are the chunks read in the last transaction and not yet
-	// decoded, as offsets of their keys and values in buf: a transaction,
-	// the run's buckets and a cursor's seek a chunk cost as much as the
-	// chunk's row times, so they are paid once for several.
+	// decoded, as offsets of their keys and values in buf: the
+	// transaction, the run's buckets and the cursor's seek are paid once
+	// for several chunks, not once a chunk (see bench/README.md, "analyze
+	// on long runs: one look a sample, columns kept from GPU to GPU").
 	ahead []aheadChunk
 	buf   []byte
 }
