@@ -269,10 +269,10 @@ func (a *gpuAnalysis) allocatorPass() error {
 		}
 		a.alloc.at.addAll(ts, alloc)
 		lo, hi := a.alloc.addAll(ts, alloc)
-		a.resFloors.addAll(ts, res)
+		rlo, rhi := a.resFloors.addAll(ts, res)
 		a.stepPeaks.addAll(ts, peak)
 		tla.addBlock(ts, alloc, lo, hi)
-		tlr.addAll(ts, res)
+		tlr.addBlock(ts, res, rlo, rhi)
 	}
 	flush := func() {
 		if len(bt) == 0 {

@@ -164,6 +164,7 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 	// other, so two GPUs never wait on each other's.
 	cores := max(1, runtime.GOMAXPROCS(0))
 	sem := make(chan struct{}, cores)
+	var sets columnSets
 	var wg sync.WaitGroup
 	for i, g := range gpus {
 		w := min(cores, seriesOf(series, g.Index).passCount())
@@ -178,7 +179,9 @@ func analyzeGPUs(db *storage.DB, run storage.Run, series []storage.SeriesRef, ma
 					<-sem
 				}
 			}()
-			gr, err := analyzeGPU(db, run, g, series, marks, opts)
+			cols := sets.get()
+			gr, err := analyzeGPU(db, run, g, series, marks, opts, cols)
+			sets.put(cols)
 			// The GPU's chunks are read: their pages need not count in
 			// this process's memory while the next GPUs are analysed.
 			db.ReleasePages()

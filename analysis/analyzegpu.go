@@ -11,9 +11,10 @@ import (
 // (gpuAnalysis, gpupass.go) and runs the passes in order, each in its own
 // file below this one.
 
-// analyzeGPU analyses one GPU of a run.
-func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) (*GPUReport, error) {
-	a := newGPUAnalysis(db, run, g, series, mi, opts)
+// analyzeGPU analyses one GPU of a run, its per-step arrays lent by cols
+// (nil: new ones), which must not lend them to another before it returns.
+func analyzeGPU(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options, cols *columns) (*GPUReport, error) {
+	a := newGPUAnalysis(db, run, g, series, mi, opts, cols)
 	if err := a.passes(); err != nil {
 		return nil, err
 	}
@@ -97,8 +98,8 @@ func (a *gpuAnalysis) passes() error {
 
 // newGPUAnalysis finds the GPU's series, its rank and steps, and sets up
 // the query times and spans the passes fill.
-func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options) *gpuAnalysis {
-	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts, stepHalf: -1,
+func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []storage.SeriesRef, mi *markIndex, opts Options, cols *columns) *gpuAnalysis {
+	a := &gpuAnalysis{db: db, run: run, g: g, mi: mi, opts: opts, cols: cols, stepHalf: -1,
 		gr: &GPUReport{GPU: g.Index, Host: g.Host, HostGPU: g.HostGPU, UUID: g.UUID, Name: g.Name, TotalBytes: g.TotalBytes}}
 	a.gpuSeries = seriesOf(series, g.Index)
 	a.hasTorch = len(a.torchPIDs) > 0
@@ -130,8 +131,8 @@ func newGPUAnalysis(db *storage.DB, run storage.Run, g storage.GPU, series []sto
 		Allocated: Series{Name: "allocated"}, Reserved: Series{Name: "reserved"}}
 	a.used, a.alloc = a.newView(), a.newView()
 	a.alloc.at.life = allocatorLife
-	a.resFloors = newSpans(a.flo, a.fhi, keepMin)
-	a.stepPeaks = newSpans(a.plo, a.phi, keepMax)
+	a.resFloors = newSpans(a.flo, a.fhi, keepMin, a.cols)
+	a.stepPeaks = newSpans(a.plo, a.phi, keepMax, a.cols)
 	return a
 }
 

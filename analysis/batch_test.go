@@ -11,7 +11,8 @@ import (
 )
 
 // TestBatchAddsAreTheSampleAdds: the trackers fed a column at a time (and
-// spans a block with its extremes) end as they do fed one sample at a time, for random samples cut into random
+// spans a block with its extremes) end as they do fed one sample at a time,
+// and spans fed a column return its extremes, for random samples cut into random
 // blocks, and for spans with gaps, overlaps and none at all. The timeline
 // fed a block with its extremes ends as fed one sample at a time too.
 func TestBatchAddsAreTheSampleAdds(t *testing.T) {
@@ -50,9 +51,9 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		m2.width = m1.width
 		m3 := newM4(10, end, 1, &s3)
 		m3.width = m1.width
-		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth), newSpans(lo, hi, keepBoth)
-		lows, highs := newSpans(lo, hi, keepMin), newSpans(lo, hi, keepMax)
-		a1, a2 := newAtTimes(q), newAtTimes(q)
+		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil)
+		lows, highs := newSpans(lo, hi, keepMin, nil), newSpans(lo, hi, keepMax, nil)
+		a1, a2 := newAtTimes(q, nil), newAtTimes(q, nil)
 		a1.life, a2.life = 7, 7
 		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
 		for i := range ts {
@@ -67,10 +68,13 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 			if i < j {
 				m3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
 			}
-			sp2.addAll(ts[i:j], vs[i:j])
-			sp3.addBlock(ts[i:j], vs[i:j], slices.Min(vs[i:j]), slices.Max(vs[i:j]))
-			lows.addAll(ts[i:j], vs[i:j])
-			highs.addAll(ts[i:j], vs[i:j])
+			bl, bh := slices.Min(vs[i:j]), slices.Max(vs[i:j])
+			sp3.addBlock(ts[i:j], vs[i:j], bl, bh)
+			for _, s := range []*spans{sp2, lows, highs} {
+				if l, h := s.addAll(ts[i:j], vs[i:j]); l != bl || h != bh {
+					t.Fatalf("round %d: a block's extremes %d %d from its spans' walk, want %d %d", round, l, h, bl, bh)
+				}
+			}
 			a2.addAll(ts[i:j], vs[i:j])
 			n2.addAll(ts[i:j], vs[i:j])
 			i = j
@@ -168,13 +172,32 @@ func TestPeakRunsAsDecimatePeaks(t *testing.T) {
 // the sample is older than an age holds, and where it is not.
 func TestAtTimesKeepsOldSamplesTimes(t *testing.T) {
 	q := []int64{10, 1e10, 1e10 + 5, 3e10}
-	a := newAtTimes(q)
+	a := newAtTimes(q, nil)
 	a.addAll([]int64{1, 7}, []int64{100, 200})
 	a.addAll([]int64{1e10 + 1}, []int64{300})
 	a.done()
 	for i, want := range []int64{7, 7, 1e10 + 1, 1e10 + 1} {
 		if !a.ok[i] || a.tAt(i) != want {
 			t.Errorf("at %d: sample at %d (held %v), want %d", q[i], a.tAt(i), a.ok[i], want)
+		}
+	}
+}
+
+// TestExtremesAsMinMax: the unrolled extremes give slices.Min and
+// slices.Max for every length around their unrolling of four, with the
+// extremes at every position.
+func TestExtremesAsMinMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n <= 13; n++ {
+		for range 50 {
+			xs := make([]int64, n)
+			for i := range xs {
+				xs[i] = rng.Int64N(100) - 50
+			}
+			lo, hi := extremes(xs)
+			if lo != slices.Min(xs) || hi != slices.Max(xs) {
+				t.Fatalf("%v: extremes %d %d, want %d %d", xs, lo, hi, slices.Min(xs), slices.Max(xs))
+			}
 		}
 	}
 }

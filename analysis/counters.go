@@ -273,21 +273,29 @@ func (c *counterLog) takeBlock(pid int, ts []int64, b *storage.Blocks) {
 		}
 	}
 	last := c.lastFor(pid)
-	for i, t := range ts {
-		same := c.base != nil || !c.inRun
-		for j, col := range cols {
-			if col[i] != last[j] {
-				same = false
-				break
+	for i := 0; i < len(ts); {
+		// The next sample with something to add or log: the first whose
+		// counters are not the process's last, found one column at a time
+		// over the samples where none moved (most of them).
+		k := i
+		if c.base != nil || !c.inRun {
+			k = len(ts)
+			for j, col := range cols {
+				m, v := i, last[j]
+				for m < k && col[m] == v {
+					m++
+				}
+				k = m
 			}
 		}
-		if same { // nothing to add or log
-			continue
+		if k == len(ts) {
+			return
 		}
 		for j, col := range cols {
-			c.row[j] = col[i]
+			c.row[j] = col[k]
 		}
-		c.take(pid, t, c.row)
+		c.take(pid, ts[k], c.row)
+		i = k + 1
 	}
 }
 

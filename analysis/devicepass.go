@@ -11,13 +11,9 @@ import (
 // addAll places samples in every tracker but the query times, and returns
 // their lowest and highest value (xs must not be empty).
 func (v view) addAll(ts, xs []int64) (lo, hi int64) {
-	v.floors.addAll(ts, xs)
+	lo, hi = v.floors.addAll(ts, xs)
 	// Epochs, slices and inferred epochs are long: a block of samples is
 	// mostly inside one of each, which then takes the block's extremes.
-	lo, hi = xs[0], xs[0]
-	for _, x := range xs {
-		lo, hi = min(lo, x), max(hi, x)
-	}
 	v.epochs.addBlock(ts, xs, lo, hi)
 	v.slices.addBlock(ts, xs, lo, hi)
 	v.inferred.addBlock(ts, xs, lo, hi)
@@ -67,10 +63,11 @@ func (a *gpuAnalysis) devicePass() error {
 		}
 		used, res := b.Ints(0, storage.DeviceUsed), b.Ints(0, storage.DeviceReserved)
 		// The block's extremes say whether any sample had some, and the
-		// most: a look at each sample without a branch.
+		// most: a look at each sample without a branch, or none where the
+		// chunk stored one value (the driver's reserved, as a rule).
 		rlo, rhi := res[0], res[0]
-		for _, r := range res[1:] {
-			rlo, rhi = min(rlo, r), max(rhi, r)
+		if !b.OneValue(0, storage.DeviceReserved) {
+			rlo, rhi = extremes(res)
 		}
 		tld.addBlock(ts, res, rlo, rhi)
 		driverReserved = driverReserved || rlo != 0 || rhi != 0
@@ -114,7 +111,7 @@ func (a *gpuAnalysis) devicePass() error {
 // device pass read: its peak, timeline and the growth of its floors.
 func (a *gpuAnalysis) processes() {
 	gr := a.gr
-	var scratch []growth.FloorPoint // each process's floors are judged in turn
+	scratch := a.floorScratch // each process's floors are judged in turn
 	for _, t := range a.procs {
 		t.tl.flush()
 		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {
@@ -127,7 +124,7 @@ func (a *gpuAnalysis) processes() {
 }
 
 func (a *gpuAnalysis) newProcTrack(pid int) *procTrack {
-	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin)}
+	t := &procTrack{p: Process{PID: pid, Source: "nvml"}, ser: &Series{Name: "pid " + strconv.Itoa(pid)}, floors: newSpans(a.flo, a.fhi, keepMin, a.cols)}
 	if pid == storage.OtherPID {
 		t.ser.Name = "other processes" // past storage.MaxPIDsPerGPU
 	}

@@ -67,10 +67,7 @@ func (m *m4) addAll(ts, vs []int64) {
 		}
 		j := upTo(ts, i, m.to)
 		run := vs[i:j]
-		lo, hi := run[0], run[0]
-		for _, v := range run[1:] {
-			lo, hi = min(lo, v), max(hi, v)
-		}
+		lo, hi := extremes(run)
 		// The first point of the run at a new extreme, as one by one.
 		if lo < m.lo[1] {
 			k := slices.Index(run, lo)
@@ -144,11 +141,12 @@ func Downsample(name string, t, v []int64, buckets int) Series {
 
 // decimateFloors keeps at most about limit points: of each of limit/4 runs
 // of floors the first, lowest, highest and last, in order (M4, so the
-// band drawn from them is the band of all of them).
+// band drawn from them is the band of all of them). They are in a new
+// array, so that the caller may reuse pts'.
 func decimateFloors(pts []growth.FloorPoint, limit int) []growth.FloorPoint {
 	runs := max(1, limit/4)
 	if len(pts) <= limit {
-		return pts
+		return slices.Clone(pts)
 	}
 	k := (len(pts) + runs - 1) / runs
 	out := make([]growth.FloorPoint, 0, 4*runs)

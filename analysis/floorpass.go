@@ -90,7 +90,8 @@ func (a *gpuAnalysis) leak() {
 			judge("step_peak_high", a.cacheFloors(true, scratch))
 		}
 	}
-	gr.Floors = a.floorPoints(floors, scratch)
+	judged := a.floorPoints(floors, scratch)
+	gr.Floors = judged
 	if a.per == "step" {
 		// Step peaks are only drawn: a long run keeps the highest of each
 		// of about 4·width runs of steps.
@@ -119,6 +120,7 @@ func (a *gpuAnalysis) leak() {
 		gr.SteadyFloorBytes = i64(int64(growth.SelectQuantile(v, 0.5)))
 	}
 	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
+	a.floorScratch = judged[:0]
 }
 
 // cacheFloors splits reserved memory at each step in two: the largest
@@ -229,8 +231,7 @@ func (a *gpuAnalysis) unseen() {
 	}
 	if u.Samples > 0 {
 		u.MeanBytes = sum / int64(u.Samples)
-		slices.Sort(vals)
-		u.MedianBytes = int64(growth.Median(vals))
+		u.MedianBytes = int64(growth.SelectQuantile(vals, 0.5)) // the median of vals sorted
 		a.gr.Unseen = &u
 	}
 }

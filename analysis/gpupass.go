@@ -23,6 +23,7 @@ type gpuAnalysis struct {
 	mi   *markIndex
 	opts Options
 	gr   *GPUReport
+	cols *columns // lends the per-step arrays that live as long as the analysis
 
 	gpuSeries
 	hasTorch   bool
@@ -54,7 +55,11 @@ type gpuAnalysis struct {
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
 	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
-	stepHalf  int64        // half a step time (halfStep), -1 until known
+	// floorScratch is the array the leak built the judged floors in, free
+	// once the report has their decimated copy: the processes' floors are
+	// built in it, not in an array of their own (a week of steps is 58 MB).
+	floorScratch []growth.FloorPoint
+	stepHalf     int64 // half a step time (halfStep), -1 until known
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
@@ -180,7 +185,7 @@ func (a *gpuAnalysis) queryTimes() {
 	slices.Sort(few)
 	// The steps, hundreds of thousands in a day, come in time order: they
 	// are merged with the few other times rather than sorted with them.
-	q := make([]int64, 0, len(few)+a.steps.Len())
+	q := a.cols.int64s(len(few) + a.steps.Len())[:0]
 	i := 0
 	for k := range a.steps.Len() {
 		t := a.steps.T(k)
@@ -221,7 +226,7 @@ func (a *gpuAnalysis) floorSpans() {
 			// Each step's span ends where the next begins: one array of
 			// bounds serves both ends (a week of steps is 19 MB), and each
 			// span's x is its mark's step.
-			b := make([]int64, n+1)
+			b := a.cols.int64s(n + 1)
 			for i := range n {
 				b[i] = steps.T(i)
 			}
@@ -234,7 +239,7 @@ func (a *gpuAnalysis) floorSpans() {
 		// bounds: step i's is from just after step i−1's mark to just after
 		// its own; the first step's is its own sample only.
 		if n := len(a.flo); n > 0 {
-			b := make([]int64, n+1)
+			b := a.cols.int64s(n + 1)
 			b[0] = a.flo[0]
 			for i, t := range a.flo {
 				b[i+1] = t + 1
@@ -313,8 +318,8 @@ func (a *gpuAnalysis) newView() view {
 	for i, e := range a.inferred {
 		inferLo[i], inferHi[i] = e.start, e.end+1
 	}
-	return view{at: newAtTimes(a.q), floors: newSpans(a.flo, a.fhi, keepMin),
-		epochs: newSpans(epochLo, epochHi, keepBoth), slices: newSpans(sliceLo, sliceHi, keepBoth), inferred: newSpans(inferLo, inferHi, keepBoth)}
+	return view{at: newAtTimes(a.q, a.cols), floors: newSpans(a.flo, a.fhi, keepMin, a.cols),
+		epochs: newSpans(epochLo, epochHi, keepBoth, nil), slices: newSpans(sliceLo, sliceHi, keepBoth, nil), inferred: newSpans(inferLo, inferHi, keepBoth, nil)}
 }
 
 func makePeak(what string, v, t int64, mi *markIndex, steps *growth.Steps) Peak {
@@ -332,11 +337,7 @@ type procTrack struct {
 // add takes a block of the process's samples.
 func (t *procTrack) add(ts, used []int64) {
 	t.p.Samples += int64(len(used))
-	lo, hi := used[0], used[0]
-	for _, v := range used[1:] {
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := t.floors.addAll(ts, used)
 	t.p.PeakBytes = max(t.p.PeakBytes, hi)
 	t.tl.addBlock(ts, used, lo, hi)
-	t.floors.addAll(ts, used)
 }

@@ -33,8 +33,12 @@ type atTimes struct {
 	life int64
 }
 
-func newAtTimes(q []int64) *atTimes {
-	return &atTimes{q: q, vals: make([]int64, len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: make([]bool, len(q))}
+// newAtTimes makes the tracker of query times q, its values and flags lent
+// by cols (nil: new).
+func newAtTimes(q []int64, cols *columns) *atTimes {
+	ok := cols.bools(len(q))
+	clear(ok) // a series without samples is never done: no time has a value
+	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: ok}
 }
 
 func (a *atTimes) add(t, v int64) {
@@ -200,15 +204,17 @@ const (
 	keepBoth = keepMin | keepMax
 )
 
-func newSpans(lo, hi []int64, keep int) *spans {
+// newSpans makes the tracker of spans [lo[i], hi[i]), its columns lent by
+// cols (nil: new).
+func newSpans(lo, hi []int64, keep int, cols *columns) *spans {
 	k := len(lo)
 	s := &spans{lo: lo, hi: hi, at: -1, apart: true}
 	if keep&keepMin != 0 {
-		s.min = make([]int64, k)
+		s.min = cols.int64s(k)
 		fill(s.min, math.MaxInt64)
 	}
 	if keep&keepMax != 0 {
-		s.max = make([]int64, k)
+		s.max = cols.int64s(k)
 		fill(s.max, math.MinInt64)
 	}
 	for i := 1; i < k; i++ {
@@ -244,16 +250,7 @@ func (s *spans) add(t, v int64) {
 		s.put(i, v, v)
 		return
 	}
-	// spans are sorted by lo; find the last with lo <= t: forward from the
-	// previous sample's, or by a search for a sample that went back
-	if i >= 0 && s.lo[i] > t {
-		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
-	}
-	for i+1 < len(s.lo) && s.lo[i+1] <= t {
-		i++
-	}
-	s.at = i
-	for ; i >= 0; i-- {
+	for i = s.seek(t); i >= 0; i-- {
 		if t < s.hi[i] {
 			s.put(i, v, v)
 		}
@@ -263,78 +260,87 @@ func (s *spans) add(t, v int64) {
 	}
 }
 
-// addAll places the samples (ts[i], vs[i]), ts ascending. Where spans do
-// not overlap, the samples inside the cursor's span are taken as a run,
-// and those between spans skipped as one.
-func (s *spans) addAll(ts, vs []int64) {
-	if len(s.lo) == 0 {
-		return
+// seek moves the cursor to the last span with lo <= t, and returns it (-1:
+// none): forward from the previous sample's, or by a search for a sample
+// that went back (spans are sorted by lo).
+func (s *spans) seek(t int64) int {
+	i := s.at
+	if i >= 0 && s.lo[i] > t {
+		i = sort.Search(len(s.lo), func(i int) bool { return s.lo[i] > t }) - 1
 	}
-	if !s.apart {
+	for i+1 < len(s.lo) && s.lo[i+1] <= t {
+		i++
+	}
+	s.at = i
+	return i
+}
+
+// addAll places the samples (ts[i], vs[i]), ts ascending (not empty), and
+// returns their lowest and highest value, which the spans' walk finds on
+// its way. Where spans do not overlap, the samples inside the cursor's
+// span are taken as a run, and those between spans as one.
+func (s *spans) addAll(ts, vs []int64) (lo, hi int64) {
+	if len(s.lo) == 0 || !s.apart {
 		for i := range ts {
 			s.add(ts[i], vs[i])
 		}
-		return
+		return extremes(vs)
 	}
+	lo, hi = vs[0], vs[0]
 	for i := 0; i < len(ts); {
-		c := s.at
+		c := s.seek(ts[i])
 		next := int64(math.MaxInt64) // where the span after the cursor's begins
 		if c+1 < len(s.lo) {
 			next = s.lo[c+1]
 		}
-		if ts[i] >= next || c >= 0 && ts[i] < s.lo[c] {
-			s.add(ts[i], vs[i]) // moves the cursor
-			i++
-			continue
-		}
 		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
-			i = upTo(ts, i, next)
+			j := upTo(ts, i, next)
+			l, h := extremes(vs[i:j])
+			lo, hi, i = min(lo, l), max(hi, h), j
 			continue
 		}
-		end := min(s.hi[c], next) // ts[i] < end
-		if s.max == nil {
-			// Floors keep the lowest alone: the highest would be a second
-			// compare a sample for nothing.
-			j, lo := runLow(ts, vs, i, end)
-			s.min[c] = min(s.min[c], lo)
-			i = j
-			continue
-		}
-		// The run's end and its extremes in one look at each sample: runs
-		// are short (a step's samples), so a search would not pay.
-		j := i + 1
-		lo, hi := vs[i], vs[i]
-		if ts[len(ts)-1] < end {
-			for _, v := range vs[j:] {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-			j = len(ts)
-		} else {
-			for ts[j] < end { // the last time is at or past end
-				lo, hi = min(lo, vs[j]), max(hi, vs[j])
-				j++
-			}
-		}
-		s.put(c, lo, hi)
-		i = j
+		j, l, h := runExtremes(ts, vs, i, min(s.hi[c], next))
+		s.put(c, l, h)
+		lo, hi, i = min(lo, l), max(hi, h), j
 	}
+	return lo, hi
 }
 
-// runLow is the end of the run of samples from i on before end (ts[i] <
-// end), and its lowest value, in one look at each sample.
-func runLow(ts, vs []int64, i int, end int64) (j int, lo int64) {
-	lo, j = vs[i], i+1
+// runExtremes is the end of the run of samples from i on before end
+// (ts[i] < end), and its lowest and highest value. Runs are short (a
+// step's samples), so their end is found by a look at each sample that
+// also takes its value, not by a search.
+func runExtremes(ts, vs []int64, i int, end int64) (j int, lo, hi int64) {
 	if ts[len(ts)-1] < end {
-		for _, v := range vs[j:] {
-			lo = min(lo, v)
-		}
-		return len(ts), lo
+		lo, hi = extremes(vs[i:])
+		return len(ts), lo, hi
 	}
+	lo, hi, j = vs[i], vs[i], i+1
 	for ts[j] < end { // the last time is at or past end
-		lo = min(lo, vs[j])
+		lo, hi = min(lo, vs[j]), max(hi, vs[j])
 		j++
 	}
-	return j, lo
+	return j, lo, hi
+}
+
+// extremes is the lowest and highest of xs (not empty). Four running
+// pairs, each over every fourth value, let the compares of neighbouring
+// values proceed at once rather than each wait on the one before.
+func extremes(xs []int64) (lo, hi int64) {
+	l0, h0 := xs[0], xs[0]
+	l1, h1, l2, h2, l3, h3 := l0, h0, l0, h0, l0, h0
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x := xs[i : i+4 : i+4]
+		l0, h0 = min(l0, x[0]), max(h0, x[0])
+		l1, h1 = min(l1, x[1]), max(h1, x[1])
+		l2, h2 = min(l2, x[2]), max(h2, x[2])
+		l3, h3 = min(l3, x[3]), max(h3, x[3])
+	}
+	for _, x := range xs[i:] {
+		l0, h0 = min(l0, x), max(h0, x)
+	}
+	return min(l0, l1, l2, l3), max(h0, h1, h2, h3)
 }
 
 // addBlock is addAll for samples whose lowest and highest values are lo

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,7 +41,25 @@ type GroupBlocks struct {
 	started  bool
 	done     bool
 	err      error
+	// ahead are the chunks read in the last transaction and not yet
+	// decoded, as offsets of their keys and values in buf: the
+	// transaction, the run's buckets and the cursor's seek are paid once
+	// for several chunks, not once a chunk (see bench/README.md, "analyze
+	// on long runs: one look a sample, columns kept from GPU to GPU").
+	ahead []aheadChunk
+	buf   []byte
 }
+
+// aheadChunk is a chunk copied into GroupBlocks.buf: its key at [at,
+// at+k), its value after it, v bytes long.
+type aheadChunk struct{ at, k, v int }
+
+// readAhead bounds the chunks, and their bytes, that one transaction of a
+// walk copies out.
+const (
+	readAheadChunks = 16
+	readAheadBytes  = 1 << 20
+)
 
 type groupSeries struct {
 	key    seriesKey
@@ -115,6 +134,10 @@ func (g *GroupBlocks) Ints(i, c int) []int64 {
 	return g.ds[i].Ints[c][s.lo:s.hi]
 }
 
+// OneValue says whether column c of series i holds one value in the chunk
+// (chunk.Decoded.OneValue): Ints(i, c)[0] is then its lowest and highest.
+func (g *GroupBlocks) OneValue(i, c int) bool { return g.ds[i].OneValue(c) }
+
 // Err returns the error that stopped the walk, if any.
 func (g *GroupBlocks) Err() error { return g.err }
 
@@ -125,63 +148,83 @@ func (g *GroupBlocks) load() {
 		s := &g.series[i]
 		s.lo, s.hi, s.t = 0, 0, nil
 	}
+	if len(g.ahead) == 0 {
+		if g.readAhead(); len(g.ahead) == 0 {
+			g.done = true
+			return
+		}
+	}
+	c := g.ahead[0]
+	g.ahead = g.ahead[1:]
+	k, v := g.buf[c.at:c.at+c.k], g.buf[c.at+c.k:c.at+c.k+c.v]
+	body, err := g.db.checked.body(g.run, k, v)
+	if err == nil {
+		err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows)
+	}
+	for i := range g.series {
+		if err == nil && g.found[i] {
+			err = g.series[i].schema.checkCols(g.ds[i])
+		}
+	}
+	if err != nil {
+		g.err, g.done = fmt.Errorf("run %d chunk %x: %w", g.run, k, err), true
+		return
+	}
+	if n := len(g.rows); n > 0 && g.rows[n-1] >= g.to {
+		g.done = true // no later chunk starts before the range's end
+	}
+	// A series present in every row has the chunk's row times: those
+	// are made ns once for all such series.
+	g.rowsNS = g.rowsNS[:0]
+	for i := range g.series {
+		s, ts := &g.series[i], g.ds[i].T
+		s.lo = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.from })
+		s.hi = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.to })
+		if len(ts) < len(g.rows) {
+			s.own = nanos(s.own, ts[s.lo:s.hi])
+			s.t = s.own
+			continue
+		}
+		if len(g.rowsNS) == 0 {
+			g.rowsNS = nanos(g.rowsNS, g.rows)
+		}
+		s.t = g.rowsNS[s.lo:s.hi]
+	}
+}
+
+// readAhead copies the group's next chunks that may hold samples in range
+// into ahead, in one read transaction; none at the group's end or past
+// the range.
+func (g *GroupBlocks) readAhead() {
+	g.buf = g.buf[:0]
 	err := g.db.bolt.View(func(tx *bolt.Tx) error {
 		data, chunks, err := runChunks(tx, g.run)
 		if err != nil || data == nil {
-			g.done = true
 			return err
 		}
 		c := chunks.Cursor()
-		k, v := resumeChunks(c, g.group, g.from, &g.started, g.lastKey)
-		group, t0, _, ok := parseChunkKey(k)
-		if k == nil || !ok || group != g.group || t0 >= g.to {
-			g.done = true
-			return nil
-		}
-		g.lastKey = append(g.lastKey[:0], k...)
-		body, err := g.db.checked.body(g.run, k, v)
-		if err == nil {
-			err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows)
-		}
-		for i := range g.series {
-			if err == nil && g.found[i] {
-				err = g.series[i].schema.checkCols(g.ds[i])
+		for k, v := resumeChunks(c, g.group, g.from, &g.started, g.lastKey); len(g.ahead) < readAheadChunks && len(g.buf) < readAheadBytes; k, v = c.Next() {
+			group, t0, _, ok := parseChunkKey(k)
+			if k == nil || !ok || group != g.group || t0 >= g.to {
+				return nil
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("run %d chunk %x: %w", g.run, k, err)
-		}
-		if n := len(g.rows); n > 0 && g.rows[n-1] >= g.to {
-			g.done = true // no later chunk starts before the range's end
-		}
-		// A series present in every row has the chunk's row times: those
-		// are made ns once for all such series.
-		g.rowsNS = g.rowsNS[:0]
-		for i := range g.series {
-			s, ts := &g.series[i], g.ds[i].T
-			s.lo = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.from })
-			s.hi = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.to })
-			if len(ts) < len(g.rows) {
-				s.own = nanos(s.own[:0], ts[s.lo:s.hi])
-				s.t = s.own
-				continue
-			}
-			if len(g.rowsNS) == 0 {
-				g.rowsNS = nanos(g.rowsNS, g.rows)
-			}
-			s.t = g.rowsNS[s.lo:s.hi]
+			g.lastKey = append(g.lastKey[:0], k...)
+			g.ahead = append(g.ahead, aheadChunk{at: len(g.buf), k: len(k), v: len(v)})
+			g.buf = append(append(g.buf, k...), v...)
 		}
 		return nil
 	})
 	if err != nil {
-		g.err, g.done = err, true
+		g.err = err
 	}
 }
 
-// nanos appends times ts (µs, as stored) to dst in ns.
+// nanos sets dst to times ts (µs, as stored) in ns, in its array when it
+// is large enough.
 func nanos(dst, ts []int64) []int64 {
-	for _, t := range ts {
-		dst = append(dst, t*1000)
+	dst = slices.Grow(dst[:0], len(ts))[:len(ts)]
+	for i, t := range ts {
+		dst[i] = t * 1000
 	}
 	return dst
 }

@@ -266,11 +266,18 @@ func GrowthOfFloors(quantity string, floors []FloorPoint, w Warmup, perStep bool
 // seconds since startNS at once, without the floors' full columns: a week
 // of steps is millions of floors.
 func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float64) {
-	n := len(floors) / reduceBlock(len(floors), max)
+	k := reduceBlock(len(floors), max)
+	n := len(floors) / k
 	x, xt, y = make([]float64, 0, n+1), make([]float64, 0, n+1), make([]float64, 0, n+1)
-	blockMinima(len(floors), max, func(a, b int) bool { return floors[a].Bytes < floors[b].Bytes }, func(first, lo int) {
-		x, xt, y = append(x, floors[first].X), append(xt, float64(floors[first].TNS-startNS)/1e9), append(y, float64(floors[lo].Bytes))
-	})
+	// blockMinima's blocks, each walked here for its lowest floor rather
+	// than through a call a floor.
+	for first := 0; first < len(floors); first += k {
+		lo := floors[first].Bytes
+		for _, f := range floors[first+1 : min(first+k, len(floors))] {
+			lo = min(lo, f.Bytes)
+		}
+		x, xt, y = append(x, floors[first].X), append(xt, float64(floors[first].TNS-startNS)/1e9), append(y, float64(lo))
+	}
 	return x, xt, y
 }
 

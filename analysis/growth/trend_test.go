@@ -124,3 +124,25 @@ func fitTrend(x, y []float64) trend {
 	t.JumpsTaken = jumps
 	return t
 }
+
+// TestReduceFloorsAsReduce: the floors reduced in one walk are reduce's
+// points of their x and bytes, and of their seconds since the start, for
+// counts around the block sizes and floors with equal lows.
+func TestReduceFloorsAsReduce(t *testing.T) {
+	const start = int64(1e15)
+	for _, n := range []int{0, 1, 7, 50, 51, 99, 100, 101, 1000, 1234} {
+		floors := make([]FloorPoint, n)
+		x, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range floors {
+			b := int64(1000 + (i*7919)%13) // repeats: equal lows in a block
+			floors[i] = FloorPoint{X: float64(3 * i), TNS: start + int64(i)*25e7, Bytes: b}
+			x[i], xt[i], y[i] = floors[i].X, float64(floors[i].TNS-start)/1e9, float64(b)
+		}
+		gx, gxt, gy := reduceFloors(floors, start, 50)
+		wx, wy := reduce(x, y, 50)
+		wxt, _ := reduce(xt, y, 50)
+		if !slices.Equal(gx, wx) || !slices.Equal(gy, wy) || !slices.Equal(gxt, wxt) {
+			t.Fatalf("%d floors: reduceFloors %v %v %v, reduce %v %v %v", n, gx, gxt, gy, wx, wxt, wy)
+		}
+	}
+}

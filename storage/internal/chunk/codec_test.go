@@ -566,3 +566,34 @@ func TestCommon(t *testing.T) {
 		}
 	}
 }
+
+// TestOneValue: a column stored as one value for every row says so, and
+// holds it in every row; a column whose values differ, even in one row,
+// or one of a series read after it in the same Decoded, does not.
+func TestOneValue(t *testing.T) {
+	rowT := []int64{10, 20, 30, 40, 50, 60, 70, 80}
+	rows := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	same := []int64{644939776, 644939776, 644939776, 644939776, 644939776, 644939776, 644939776, 644939776}
+	oneOff := slices.Clone(same)
+	oneOff[5]++
+	ramp := []int64{1, 2, 3, 4, 5, 6, 7, 8}
+	b := Encode(nil, rowT, []Block{
+		{ID: 1, Rows: rows, Ints: [][]int64{ramp, same, oneOff}},
+		{ID: 2, Rows: rows, Ints: [][]int64{ramp, ramp}},
+	})
+	var d Decoded
+	if ok, err := DecodeSeries(b, 1, &d); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	for c, want := range []bool{false, true, false} {
+		if d.OneValue(c) != want {
+			t.Errorf("column %d: OneValue %v, want %v", c, d.OneValue(c), want)
+		}
+	}
+	if !slices.Equal(d.Ints[1], same) {
+		t.Errorf("the one-value column reads %v", d.Ints[1])
+	}
+	if ok, err := DecodeSeries(b, 2, &d); !ok || err != nil || d.OneValue(1) {
+		t.Errorf("the next series read: OneValue(1) %v (%v, %v)", d.OneValue(1), ok, err)
+	}
+}

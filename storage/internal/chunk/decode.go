@@ -308,14 +308,16 @@ func bitsAt(data []byte, bit, w int) uint64 {
 	return x >> shift
 }
 
-// strCol decodes a strcol of n values, appending them to dst.
-func (r *reader) strCol(dst []string, n int) []string {
+// strCol decodes a strcol of n values, appending them to dst; its indices
+// are decoded into *tmp, kept for the next column.
+func (r *reader) strCol(dst []string, n int, tmp *[]int64) []string {
 	ndict := r.count(uint64(len(r.b)))
 	dict := make([]string, ndict)
 	for i := range dict {
 		dict[i] = string(r.bytes(r.uvarint()))
 	}
-	idx := r.intCol(make([]int64, 0, n), n)
+	idx := r.intCol((*tmp)[:0], n)
+	*tmp = idx
 	if r.err != nil {
 		return dst
 	}
@@ -353,6 +355,23 @@ type Decoded struct {
 	Strs  [][]string
 	forms []colForm // scratch
 	tmp   []int64   // scratch
+	// one has bit c set where int column c was stored as one value for
+	// every row (OneValue).
+	one uint64
+}
+
+// OneValue says whether int column c holds one value in every row, as
+// stored (a constant column, or every row at the common value): a reader
+// may take its first as its lowest and highest without a look at the
+// rest. False does not say the values differ.
+func (d *Decoded) OneValue(c int) bool { return c < 64 && d.one>>c&1 != 0 }
+
+// oneValue says whether the intcol at the start of b holds one value: its
+// deltas' divisor is 0, and intCol fills the column with its first.
+func oneValue(b []byte) bool {
+	r := reader{b: b}
+	r.varint()
+	return r.uvarint() == 0 && r.err == nil
 }
 
 // forms reads a series' forms list: ascending columns below ncols, each
@@ -446,6 +465,7 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 		return false, r.err
 	}
 	rowT := r.rowTimes(h, d.T[:0])
+	d.one = 0
 	for w := r.seriesBlocks(); ; {
 		sid, br, ok := w.next()
 		if !ok {
@@ -479,7 +499,7 @@ func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *
 	*rows = rowT
 	clear(found)
 	for i := range ds {
-		ds[i].T = ds[i].T[:0]
+		ds[i].T, ds[i].one = ds[i].T[:0], 0
 	}
 	for w := r.seriesBlocks(); ; {
 		sid, br, ok := w.next()
@@ -559,6 +579,7 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 		forms = r.forms(version, nints, d.forms[:0])
 		d.forms = forms
 	}
+	d.one = 0
 	for i := range d.Ints {
 		if len(forms) > 0 && forms[0].col == i {
 			f := forms[0]
@@ -570,6 +591,9 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 			case formCommon:
 				c := r.varint()
 				d.Ints[i] = r.same(d.Ints[i][:0], n, nil, c, &d.tmp)
+				if n > 0 && len(d.tmp) == 0 && r.err == nil { // no row apart from the common value
+					d.one |= 1 << i
+				}
 				continue
 			}
 			ref := d.Ints[f.ref]
@@ -581,12 +605,15 @@ func decodeBlock(r *reader, version byte, rowT []int64, d *Decoded) bool {
 			}
 			continue
 		}
+		if n > 0 && oneValue(r.b) {
+			d.one |= 1 << i
+		}
 		d.Ints[i] = r.intCol(d.Ints[i][:0], n)
 	}
 	nstrs := r.count(maxCols)
 	d.Strs = resize(d.Strs, nstrs)
 	for i := range d.Strs {
-		d.Strs[i] = r.strCol(d.Strs[i][:0], n)
+		d.Strs[i] = r.strCol(d.Strs[i][:0], n, &d.tmp)
 	}
 	return r.err == nil
 }
