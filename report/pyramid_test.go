@@ -236,3 +236,38 @@ func TestTimelineShown(t *testing.T) {
 		}
 	}
 }
+
+// TestPageSlotInTags: the page is the same whether its rest is written
+// once with the timeline's data spliced in, or, where a tag holds the
+// slot that stands for the data, written whole each time: two runs whose
+// tags differ only there, at a bound that drops levels, give pages that
+// differ only there.
+func TestPageSlotInTags(t *testing.T) {
+	rep, opts, _ := pyramidRun(t)
+	other := strings.Replace(timelineSlot, "data", "dat4", 1)
+	if len(other) != len(timelineSlot) || other == timelineSlot {
+		t.Fatalf("%q is not another text of the slot's length", other)
+	}
+	pageWith := func(tag string, bound int) string {
+		t.Helper()
+		r := *rep
+		r.Tags = map[string]string{"note": tag}
+		o := *opts
+		o.PageBytes = bound
+		page, err := pageOf(&r, nil, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(page)
+	}
+	full := pageWith(other, 64<<20)
+	base := pageWith(other, 1)
+	bound := (len(full) + len(base)) / 2
+	spliced, whole := pageWith(other, bound), pageWith(timelineSlot, bound)
+	if len(spliced) <= len(base) || len(spliced) >= len(full) {
+		t.Fatalf("page %d B at the bound %d B: no level dropped, or none kept (base %d B, every level %d B)", len(spliced), bound, len(base), len(full))
+	}
+	if got := strings.Replace(spliced, other, timelineSlot, 1); got != whole {
+		t.Errorf("the page written whole (%d B) is not the page spliced (%d B)", len(whole), len(spliced))
+	}
+}

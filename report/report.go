@@ -235,11 +235,10 @@ func pageOf(rep *analysis.Report, charts []Chart, opts *Options) ([]byte, error)
 		bound = DefaultPageBytes
 	}
 	if hasTimeline {
-		if err := view.fitTimeline(rep, shown, opts, bound); err != nil {
-			return nil, err
-		}
+		return view.fitTimeline(rep, shown, opts, bound)
 	}
-	return view.writeWithin(bound)
+	page, err := view.execute()
+	return []byte(page), err
 }
 
 // pageView is what the page's template reads.
@@ -314,40 +313,67 @@ func (view *pageView) addGPUs(rep *analysis.Report, shown func(int) bool, byGPU 
 }
 
 // fitTimeline gives the timeline's data what the rest of the page leaves
-// of bound: the page is written once with none to measure the rest.
-func (view *pageView) fitTimeline(rep *analysis.Report, shown func(int) bool, opts *Options, bound int) error {
+// of bound, and writes the page, dropping the timeline's finest levels
+// until it fits bound or none is left to drop.
+//
+// The rest of the page is written once: the timeline's data is a
+// template.JS, which the template writes as it is, so the page with any
+// data is the page written with timelineSlot in its place, the slot
+// replaced. The charts and tables are megabytes that the template would
+// escape again at each writing.
+func (view *pageView) fitTimeline(rep *analysis.Report, shown func(int) bool, opts *Options, bound int) ([]byte, error) {
 	shell := interactiveShell()
+	shell.Data = timelineSlot
 	view.Interactive = &shell
-	var rest strings.Builder
-	if err := pageTmpl.Execute(&rest, view); err != nil {
-		return err
-	}
-	iv, err := newInteractiveView(rep, shown, opts, max(0, bound-rest.Len()))
+	page, err := view.execute()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	before, after, ok := strings.Cut(page, timelineSlot)
+	write := func() (string, error) { return before + string(view.Interactive.Data) + after, nil }
+	if !ok || strings.Contains(after, timelineSlot) {
+		// The page's text holds the slot too (a tag does): the page is
+		// written whole each time.
+		write = view.execute
+	}
+	// The rest is the page with no data, "{}".
+	shell.Data = "{}"
+	rest, err := write()
+	if err != nil {
+		return nil, err
+	}
+	iv, err := newInteractiveView(rep, shown, opts, max(0, bound-len(rest)))
+	if err != nil {
+		return nil, err
 	}
 	view.Interactive = &iv
-	return nil
-}
-
-// writeWithin writes the page, dropping the timeline's finest levels
-// until it fits bound or none is left to drop.
-func (view *pageView) writeWithin(bound int) ([]byte, error) {
 	for {
-		var b strings.Builder
-		if err := pageTmpl.Execute(&b, view); err != nil {
+		page, err := write()
+		if err != nil {
 			return nil, err
 		}
-		if b.Len() <= bound || view.Interactive == nil {
-			return []byte(b.String()), nil
+		if len(page) <= bound {
+			return []byte(page), nil
 		}
 		// Over the bound: the timeline's finest level goes first.
-		if more, err := view.Interactive.dropFinest(); err != nil {
+		if more, err := iv.dropFinest(); err != nil {
 			return nil, err
 		} else if !more {
-			return []byte(b.String()), nil
+			return []byte(page), nil
 		}
 	}
+}
+
+// timelineSlot stands for the timeline's data while the rest of the page
+// is written (fitTimeline): a JavaScript comment, which encoding/json
+// does not write.
+const timelineSlot = "/*memrec:timeline-data*/"
+
+// execute writes the page.
+func (view *pageView) execute() (string, error) {
+	var b strings.Builder
+	err := pageTmpl.Execute(&b, view)
+	return b.String(), err
 }
 
 // shownRemedies is how many remedies a GPU's section lists before the
