@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -254,8 +255,14 @@ func (b *pngBuffers) Get() *png.EncoderBuffer {
 
 func (b *pngBuffers) Put(e *png.EncoderBuffer) { b.p.Put(e) }
 
-// encodePNG writes a canvas as PNG (pngEncoder).
+// encodePNG writes a canvas as PNG: pngEncoder's bytes, by rgbPNG where
+// it can (a chart is opaque).
 func encodePNG(c *vgimg.Canvas) ([]byte, error) {
+	if img, ok := c.Image().(*image.RGBA); ok {
+		if b, ok := rgbPNG(img); ok {
+			return b, nil
+		}
+	}
 	var buf bytes.Buffer
 	if err := pngEncoder.Encode(&buf, c.Image()); err != nil {
 		return nil, err

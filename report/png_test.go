@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memrec/memrec/testsupport/fixtures"
+
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -96,4 +98,72 @@ func TestNewCanvasSamePicture(t *testing.T) {
 		}
 		release()
 	}
+}
+
+// TestRGBPNGAsImagePNG: every chart of a real run, each chart kind, is
+// written as image/png writes its pixels (decoded from the chart's file
+// and encoded again), byte for byte; an image with a pixel not opaque, or
+// not at the origin, is image/png's own.
+func TestRGBPNGAsImagePNG(t *testing.T) {
+	charts, err := Charts(realReport(t, fixtures.LeakRun), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) < 5 {
+		t.Fatalf("%d charts, want every kind", len(charts))
+	}
+	asImagePNG := func(img image.Image) []byte {
+		var b bytes.Buffer
+		if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	for _, c := range charts {
+		img, err := png.Decode(bytes.NewReader(c.PNG))
+		if err != nil {
+			t.Fatalf("%s: %v", c.File, err)
+		}
+		if want := asImagePNG(img); !bytes.Equal(c.PNG, want) {
+			t.Errorf("%s: %d bytes, image/png %d", c.File, len(c.PNG), len(want))
+		}
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for i := range img.Pix {
+		img.Pix[i] = 0xff
+	}
+	img.Set(39, 29, color.RGBA{R: 10, G: 20, B: 30, A: 128})
+	if _, ok := rgbPNG(img); ok {
+		t.Error("an image with a pixel not opaque is written as RGB")
+	}
+	if _, ok := rgbPNG(img.SubImage(image.Rect(1, 1, 30, 20)).(*image.RGBA)); ok {
+		t.Error("an image not at the origin is written")
+	}
+}
+
+// BenchmarkEncodeChart encodes a real run's timeline chart, at the
+// report's default size, as image/png and as encodePNG write it.
+func BenchmarkEncodeChart(b *testing.B) {
+	rep := realReport(b, fixtures.LeakRun)
+	w, h := size(Options{})
+	c, release := newCanvas(w, h)
+	defer release()
+	drawOnWhite(timelineChart(rep, rep.GPUs[0], "timeline", 0), draw.New(c))
+	b.Run("image/png", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var buf bytes.Buffer
+			if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, c.Image()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encodePNG", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodePNG(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -29,14 +29,14 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden images in testdata/")
 
 // realReport analyses a real H200 run (the planted leak).
-func realReport(t *testing.T, name string) *analysis.Report {
+func realReport(t testing.TB, name string) *analysis.Report {
 	t.Helper()
 	return analyzeOne(t, name, fixtures.Read(t, name))
 }
 
 // analyzeOne imports JSON Lines holding one run into a fresh database and
 // analyses it.
-func analyzeOne(t *testing.T, name string, data []byte) *analysis.Report {
+func analyzeOne(t testing.TB, name string, data []byte) *analysis.Report {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{})
 	if err != nil {
