@@ -32,7 +32,7 @@ func Query(p *Pyramid, from, to int64, points int, raw RawReader) (Result, error
 	if k < 0 && raw != nil {
 		err := raw(from, to, func(t, v int64) {
 			if t >= from && t < to {
-				r.Add(One(t, v))
+				r.addSample(t, v)
 			}
 		})
 		if err == nil {

@@ -375,3 +375,44 @@ func TestReserveKeepsTheAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestAddSampleAsAdd: a window's samples added one by one (addSample, which
+// works out a column only where a sample leaves the last one's times) give
+// the columns Add(One) gives each sample, at every column's edge: windows
+// of a few to many nanoseconds a column, samples on every nanosecond near
+// the edges and at random times, before and after the window too.
+func TestAddSampleAsAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, w := range []struct {
+		from, to int64
+		points   int
+	}{{0, 10, 3}, {0, 1000, 7}, {5, 1_000_005, 800}, {1e18, 1e18 + 86_400e9, 12800}, {-50, 50, 100}, {0, 1 << 40, 51200}, {3, 4, 5}} {
+		var ts []int64
+		span := w.to - w.from
+		for c := 0; c <= w.points; c++ { // around each column's edge
+			edge := w.from + int64(float64(c)*float64(span)/float64(w.points))
+			for d := int64(-3); d <= 3; d++ {
+				ts = append(ts, edge+d)
+			}
+		}
+		for range 2000 {
+			ts = append(ts, w.from-span/10+rng.Int64N(span+span/5+1))
+		}
+		slices.Sort(ts)
+		ts = slices.Compact(ts)
+		want, got := NewReducer(w.from, w.to, w.points), NewReducer(w.from, w.to, w.points)
+		for i, t := range ts {
+			v := rng.Int64N(100) - int64(i%7)
+			want.Add(One(t, v))
+			got.addSample(t, v)
+		}
+		if !slices.Equal(want.cols, got.cols) || want.Samples() != got.Samples() {
+			for c := range want.cols {
+				if want.cols[c] != got.cols[c] {
+					t.Errorf("window %+v, column %d: %+v, Add gives %+v", w, c, got.cols[c], want.cols[c])
+					break
+				}
+			}
+		}
+	}
+}
