@@ -563,28 +563,31 @@ func readStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.Seri
 // into whole samples: an allocator sample has a dozen fields, of which two
 // are read.
 func eachStored(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64, fn func(t int64, v [4]int64)) error {
-	var b *storage.Blocks
-	var c0, c1 int // the columns of slots 0 and 1
-	switch kind {
-	case storage.SeriesDevice:
-		b, c0, c1 = db.DeviceBlocks(run, gpu, from, to), storage.DeviceUsed, storage.DeviceReserved
-	case storage.SeriesBudget:
+	if kind == storage.SeriesBudget {
 		it := db.BudgetSamples(run, gpu, pid, from, to)
 		for it.Next() {
 			b := it.At()
 			fn(b.T, series.BudgetParts(b))
 		}
 		return it.Err()
-	default:
-		b, c0, c1 = db.TorchBlocks(run, gpu, pid, from, to), storage.TorchAllocated, storage.TorchReserved
 	}
+	b, cols := pairBlocks(db, run, gpu, pid, kind, from, to)
 	for b.Next() {
-		ts, v0, v1 := b.T(), b.Ints(c0), b.Ints(c1)
+		ts, v0, v1 := b.T(), b.Ints(cols[0]), b.Ints(cols[1])
 		for i, t := range ts {
 			fn(t, [4]int64{v0[i], v1[i]})
 		}
 	}
 	return b.Err()
+}
+
+// pairBlocks walks a device or allocator series; cols are the columns of
+// slots 0 and 1.
+func pairBlocks(db *storage.DB, run storage.Run, gpu, pid int, kind storage.SeriesKind, from, to int64) (*storage.Blocks, [2]int) {
+	if kind == storage.SeriesDevice {
+		return db.DeviceBlocks(run, gpu, from, to), [2]int{storage.DeviceUsed, storage.DeviceReserved}
+	}
+	return db.TorchBlocks(run, gpu, pid, from, to), [2]int{storage.TorchAllocated, storage.TorchReserved}
 }
 
 // BuildIndex reads every device and allocator series and the marks of a
@@ -617,8 +620,19 @@ func LineReader(db *storage.DB, run storage.Run, k series.Key) series.RawReader 
 		if kindOf(k.Field) == storage.SeriesDevice {
 			pid = 0
 		}
-		slot := fieldSlot(k.Field)
-		return eachStored(db, run, k.GPU, pid, kindOf(k.Field), from, to, func(t int64, v [4]int64) { add(t, v[slot]) })
+		kind, slot := kindOf(k.Field), fieldSlot(k.Field)
+		if kind == storage.SeriesBudget {
+			return eachStored(db, run, k.GPU, pid, kind, from, to, func(t int64, v [4]int64) { add(t, v[slot]) })
+		}
+		// The line's one column, without the pair eachStored gives.
+		b, cols := pairBlocks(db, run, k.GPU, pid, kind, from, to)
+		for b.Next() {
+			ts, vs := b.T(), b.Ints(cols[slot])
+			for i, t := range ts {
+				add(t, vs[i])
+			}
+		}
+		return b.Err()
 	}
 }
 
