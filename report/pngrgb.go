@@ -75,6 +75,8 @@ type rgbEncoder struct {
 	// the first).
 	cr [5][]byte
 	pr []byte
+	// same is the row that repeats the row above: Up, and zeros.
+	same []byte
 }
 
 // idatWriter writes what it is given as an IDAT chunk.
@@ -123,9 +125,21 @@ func (e *rgbEncoder) rows(img *image.RGBA) bool {
 	}
 	e.pr = e.pr[:sz]
 	clear(e.pr)
+	if cap(e.same) < sz {
+		e.same = make([]byte, sz)
+	}
+	e.same = e.same[:sz]
+	clear(e.same)
+	e.same[0] = ftUp
 	cr, pr := e.cr, e.pr
+	var above []byte
 	for y := range h {
 		pix := img.Pix[y*img.Stride : y*img.Stride+4*w]
+		if above != nil && bytes.Equal(pix, above) {
+			// The row above again: Up gives zeros, and pr holds its bytes.
+			e.z.Write(e.same) // its errors are the IDAT writer's: none
+			continue
+		}
 		row := cr[0][1:]
 		for x := range w {
 			p := pix[4*x : 4*x+4 : 4*x+4]
@@ -135,14 +149,10 @@ func (e *rgbEncoder) rows(img *image.RGBA) bool {
 			o := row[3*x : 3*x+3 : 3*x+3]
 			o[0], o[1], o[2] = p[0], p[1], p[2]
 		}
-		f := ftUp
-		if bytes.Equal(row, pr[1:]) {
-			clear(cr[ftUp][1:])
-		} else {
-			f = filter(&cr, pr)
-		}
-		e.z.Write(cr[f]) // its errors are the IDAT writer's: none
+		f := filter(&cr, pr)
+		e.z.Write(cr[f])
 		pr, cr[0] = cr[0], pr
+		above = pix
 	}
 	e.cr, e.pr = cr, pr
 	return true
