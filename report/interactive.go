@@ -121,6 +121,12 @@ type markTimeline struct {
 // timelineOf builds the page's data from the report's timelines of the
 // GPUs shown, downsampled again with M4 to buckets buckets.
 func timelineOf(rep *analysis.Report, shown func(gpu int) bool, buckets int) timelineData {
+	return timelineWith(rep, shown, buckets, true)
+}
+
+// timelineWith is timelineOf, its GPUs with no series unless lines is
+// set (a page that draws its lines from an index: pyramidFrom).
+func timelineWith(rep *analysis.Report, shown func(gpu int) bool, buckets int, lines bool) timelineData {
 	us := func(t int64) int64 { return (t - rep.StartNS) / 1000 }
 	d := timelineData{Buckets: buckets}
 	for _, g := range rep.GPUs {
@@ -129,7 +135,7 @@ func timelineOf(rep *analysis.Report, shown func(gpu int) bool, buckets int) tim
 		}
 		gt := gpuTimeline{GPU: g.GPU, Label: g.Label(), Total: g.TotalBytes, Series: []seriesTimeline{}}
 		for _, s := range []analysis.Series{g.Timeline.Used, g.Timeline.DriverReserved, g.Timeline.Allocated, g.Timeline.Reserved} {
-			if len(s.T) == 0 {
+			if len(s.T) == 0 || !lines {
 				continue
 			}
 			s = analysis.Downsample(s.Name, s.T, s.V, buckets)
@@ -255,7 +261,7 @@ func pyramidOf(rep *analysis.Report, shown func(gpu int) bool, opts *Options, bu
 // levels levels past it.
 func pyramidFrom(rep *analysis.Report, shown func(gpu int) bool, opts *Options, budget, first, levels int) timelineData {
 	from, to := rep.StartNS, rep.EndNS+1
-	base := timelineOf(rep, shown, first) // epochs and marks as before
+	base := timelineWith(rep, shown, first, false) // epochs and marks as before; the lines are the index's
 	type ref struct {
 		g, s int
 		k    series.Key
