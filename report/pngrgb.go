@@ -11,15 +11,16 @@ import (
 )
 
 // rgbPNG writes an opaque RGBA image as image/png's Encoder at BestSpeed
-// writes it, byte for byte, where that encoder spends as much CPU
-// choosing each row's filter as compressing it. The choice (libpng's:
+// writes it, byte for byte, where that encoder spends much of its time
+// choosing each row's filter (BenchmarkEncodeChart). The choice (libpng's:
 // the filter whose bytes have the least sum of absolute values, tried in
 // the order Up, Paeth, None, Sub, Average, the first of equal sums kept)
 // is the same, made without trying the filters on a row equal to the row
-// above, which is more than half of a chart's rows (background, margins,
-// the inside of a band): there Up gives zeros, which no other filter
-// beats. ok is false, and nothing is written, for an image with a pixel
-// not opaque or not at the origin: image/png writes those.
+// above, common in a chart (background, margins, the inside of a band):
+// there Up gives zeros, which no other filter beats; and where a row is
+// mostly the row above, 8 bytes at a time. ok is false, and nothing is
+// written, for an image with a pixel not opaque or not at the origin:
+// image/png writes those.
 //
 // The file (PNG, RFC 2083): the 8-byte signature, then chunks of a
 // 4-byte big-endian length, a 4-byte type, the data and the CRC-32

@@ -319,8 +319,8 @@ func (view *pageView) addGPUs(rep *analysis.Report, shown func(int) bool, byGPU 
 // The rest of the page is written once: the timeline's data is a
 // template.JS, which the template writes as it is, so the page with any
 // data is the page written with timelineSlot in its place, the slot
-// replaced. The charts and tables are megabytes that the template would
-// escape again at each writing.
+// replaced: the embedded charts, most of the page, are escaped once, not
+// at each writing.
 func (view *pageView) fitTimeline(rep *analysis.Report, shown func(int) bool, opts *Options, bound int) ([]byte, error) {
 	shell := interactiveShell()
 	shell.Data = timelineSlot
