@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -166,4 +167,40 @@ func BenchmarkEncodeChart(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRGBPNGRandom: images of flat rectangles, repeated rows and noise,
+// of widths around the 8 bytes a word holds, are written as image/png
+// writes them, whatever filter each row takes.
+func TestRGBPNGRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, w := range []int{1, 2, 3, 5, 8, 17, 64, 301} {
+		for round := range 6 {
+			h := 1 + rng.IntN(40)
+			img := image.NewRGBA(image.Rect(0, 0, w, h))
+			fill := func(x0, y0, x1, y1 int, c color.RGBA) {
+				for y := y0; y < y1; y++ {
+					for x := x0; x < x1; x++ {
+						img.SetRGBA(x, y, c)
+					}
+				}
+			}
+			fill(0, 0, w, h, color.RGBA{R: 255, G: 255, B: 255, A: 255})
+			for range rng.IntN(12) {
+				x0, y0 := rng.IntN(w), rng.IntN(h)
+				fill(x0, y0, x0+1+rng.IntN(w-x0), y0+1+rng.IntN(h-y0), color.RGBA{R: uint8(rng.IntN(256)), G: uint8(rng.IntN(256)), B: uint8(rng.IntN(256)), A: 255})
+			}
+			for range rng.IntN(3 * w) { // noise
+				img.SetRGBA(rng.IntN(w), rng.IntN(h), color.RGBA{R: uint8(rng.IntN(256)), G: uint8(rng.IntN(256)), B: uint8(rng.IntN(256)), A: 255})
+			}
+			var want bytes.Buffer
+			if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&want, img); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := rgbPNG(img)
+			if !ok || !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("%dx%d, round %d: written %v, %d bytes, image/png %d", w, h, round, ok, len(got), want.Len())
+			}
+		}
+	}
 }

@@ -228,6 +228,12 @@ func filter(cr *[5][]byte, pr []byte) int {
 		sum += abs8(sub[i])
 	}
 	for i := bpp; i < n; i++ {
+		// 0 where a pixel repeats the one to its left, 8 bytes at a time.
+		if i+8 <= n && binary.LittleEndian.Uint64(cur[i:]) == binary.LittleEndian.Uint64(cur[i-bpp:]) {
+			binary.LittleEndian.PutUint64(sub[i:], 0)
+			i += 7
+			continue
+		}
 		sub[i] = cur[i] - cur[i-bpp]
 		sum += abs8(sub[i])
 		if sum >= best {
@@ -244,6 +250,12 @@ func filter(cr *[5][]byte, pr []byte) int {
 		sum += abs8(avg[i])
 	}
 	for i := bpp; i < n; i++ {
+		// 0 where a pixel repeats the one to its left and the one above.
+		if i+8 <= n && binary.LittleEndian.Uint64(up[i:]) == 0 && binary.LittleEndian.Uint64(cur[i:]) == binary.LittleEndian.Uint64(cur[i-bpp:]) {
+			binary.LittleEndian.PutUint64(avg[i:], 0)
+			i += 7
+			continue
+		}
 		avg[i] = cur[i] - uint8((int(cur[i-bpp])+int(prev[i]))/2)
 		sum += abs8(avg[i])
 		if sum >= best {
