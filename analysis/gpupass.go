@@ -64,6 +64,9 @@ type gpuAnalysis struct {
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
 	retries0 int64
+	// frags is the allocator pass's array of every sample's fragmentation,
+	// for its percentile.
+	frags []float64
 	// At the OOMs (oomT, their sorted times): the device and allocator
 	// samples nearest to each.
 	oomT     []int64

@@ -38,7 +38,7 @@ type atTimes struct {
 func newAtTimes(q []int64, cols *columns) *atTimes {
 	ok := cols.bools(len(q))
 	clear(ok) // a series without samples is never done: no time has a value
-	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: ok}
+	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: lend[uint32](cols, len(q)), far: map[int]int64{}, ok: ok}
 }
 
 func (a *atTimes) add(t, v int64) {
