@@ -265,8 +265,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 			a.oomAlloc.addAll(ts, sums)
 		}
 		a.alloc.at.addAll(ts, alloc)
-		lo, hi := a.alloc.addAll(ts, alloc)
-		rlo, rhi := a.resFloors.addAll(ts, res)
+		lo, hi, rlo, rhi := a.alloc.addAllWith(a.resFloors, ts, alloc, res)
 		a.stepPeaks.addAll(ts, peak)
 		tla.addBlock(ts, alloc, lo, hi)
 		tlr.addBlock(ts, res, rlo, rhi)

@@ -339,8 +339,13 @@ type procTrack struct {
 
 // add takes a block of the process's samples.
 func (t *procTrack) add(ts, used []int64) {
-	t.p.Samples += int64(len(used))
 	lo, hi := t.floors.addAll(ts, used)
+	t.took(ts, used, lo, hi)
+}
+
+// took is add for a block already in the floors, its extremes lo and hi.
+func (t *procTrack) took(ts, used []int64, lo, hi int64) {
+	t.p.Samples += int64(len(used))
 	t.p.PeakBytes = max(t.p.PeakBytes, hi)
 	t.tl.addBlock(ts, used, lo, hi)
 }
