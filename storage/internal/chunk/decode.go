@@ -248,6 +248,31 @@ func unbits(out []int64, data []byte, w int) {
 	}
 	mask := ^uint64(0) >> (64 - w)
 	i := 0
+	// Several fields a load, as in offsetTimes.
+	u := uint(w)
+	if w <= 14 {
+		for ; i+3 < len(out); i += 4 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			out[i], out[i+1] = int64(x&mask), int64(x>>u&mask)
+			out[i+2], out[i+3] = int64(x>>(2*u)&mask), int64(x>>(3*u)&mask)
+		}
+	}
+	if w <= 28 {
+		for ; i+1 < len(out); i += 2 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			out[i], out[i+1] = int64(x&mask), int64(x>>u&mask)
+		}
+	}
 	if w <= 57 {
 		for ; i < len(out); i++ {
 			at := i * w >> 3
