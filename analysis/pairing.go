@@ -57,7 +57,12 @@ func (a *atTimes) addAll(ts, vs []int64) {
 	k := 0
 	for a.p < len(a.q) && a.q[a.p] < ts[len(ts)-1] {
 		q := a.q[a.p]
-		for k < len(ts) && ts[k] <= q { // the first sample after q
+		// The first sample after q: eight at a time while the eighth is
+		// not (a step holds dozens of samples), then one at a time.
+		for k+8 <= len(ts) && ts[k+7] <= q {
+			k += 8
+		}
+		for k < len(ts) && ts[k] <= q {
 			k++
 		}
 		if k > 0 {
