@@ -16,10 +16,10 @@ import (
 // the same GPU takes the memory whatever it holds: kept apart, they would
 // all be held at once, above the peak of any pass and the collector's
 // soft limit (see bench/README.md, "analyze on long runs: memory given
-// back within a GPU, two columns a walk, several fields a load"). What it lends is not
-// cleared. A nil *columns lends new arrays and takes nothing back. Not
-// safe for concurrent use: each GPU analysed at once has its own
-// (columnSets).
+// back within a GPU, two columns a walk, several fields a load"). What
+// it lends is not cleared. A nil *columns lends new arrays and takes
+// nothing back. Not safe for concurrent use: each GPU analysed at once
+// has its own (columnSets).
 type columns struct {
 	ints  shelf[int64]
 	oks   shelf[bool]
