@@ -245,13 +245,10 @@ func (a *gpuAnalysis) allocatorPass() error {
 		return nil
 	}
 	gr := a.gr
-	a.resAt = make([]int64, len(a.q))
 	tq := 0
 	sum := &allocSum{last: map[int]*storage.TorchSample{}, firstRetries: -1, counters: newCounterLog(torchCounters)}
 	a.counterLog = sum.counters
-	// Sized for this GPU's share of the run's samples: a day-long run has
-	// millions, and growing by copying would double the peak.
-	sum.frags = make([]float64, 0, perGPUShare(a.run, a.run.Counts.TorchSamples))
+	sum.frags = a.frags
 	if err := a.carryIn(sum); err != nil {
 		return err
 	}
@@ -268,8 +265,7 @@ func (a *gpuAnalysis) allocatorPass() error {
 			a.oomAlloc.addAll(ts, sums)
 		}
 		a.alloc.at.addAll(ts, alloc)
-		lo, hi := a.alloc.addAll(ts, alloc)
-		rlo, rhi := a.resFloors.addAll(ts, res)
+		lo, hi, rlo, rhi := a.alloc.addAllWith(a.resFloors, ts, alloc, res)
 		a.stepPeaks.addAll(ts, peak)
 		tla.addBlock(ts, alloc, lo, hi)
 		tlr.addBlock(ts, res, rlo, rhi)
@@ -364,6 +360,19 @@ func (a *gpuAnalysis) allocatorPass() error {
 	return nil
 }
 
+// lendAllocatorColumns takes from a.cols the arrays the allocator pass
+// fills, before the device pass runs beside it (the shelf is not safe for
+// concurrent use).
+func (a *gpuAnalysis) lendAllocatorColumns() {
+	if !a.hasTorch {
+		return
+	}
+	a.resAt = lend[int64](a.cols, len(a.q))
+	// Sized for this GPU's share of the run's samples: a day-long run has
+	// millions, and growing by copying would double the peak.
+	a.frags = lend[float64](a.cols, int(perGPUShare(a.run, a.run.Counts.TorchSamples)))[:0]
+}
+
 // atQuery keeps the allocator sums c at query time i.
 func (a *gpuAnalysis) atQuery(i int, c torchAtTime) {
 	a.resAt[i] = c.reserved
@@ -430,6 +439,7 @@ func (a *gpuAnalysis) allocatorFigures(sum *allocSum) {
 		gr.Fragmentation = summarizeFrag(&sum.frag, sum.frags)
 		sum.waste.into(gr.Fragmentation)
 	}
+	a.frags = sum.frags
 	decimateFrag(gr, a.opts.Width)
 }
 

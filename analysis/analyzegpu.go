@@ -81,6 +81,7 @@ func (a *gpuAnalysis) allocTrace() {
 // allocator's peaks follow the device's in the report, as when the passes
 // ran one after the other.
 func (a *gpuAnalysis) passes() error {
+	a.lendAllocatorColumns()
 	var devErr error
 	done := make(chan struct{})
 	go func() {
@@ -89,6 +90,8 @@ func (a *gpuAnalysis) passes() error {
 	}()
 	allocErr := a.allocatorPass()
 	<-done
+	giveBack(a.cols, a.frags) // the fragmentation's percentile is taken
+	a.frags = nil
 	if err := errors.Join(devErr, allocErr); err != nil {
 		return err
 	}

@@ -14,7 +14,9 @@ import (
 // spans a block with its extremes) end as they do fed one sample at a time,
 // and spans fed a column return its extremes, for random samples cut into random
 // blocks, and for spans with gaps, overlaps and none at all. The timeline
-// fed a block with its extremes ends as fed one sample at a time too.
+// fed a block with its extremes ends as fed one sample at a time too, and
+// two trackers of the same spans walked at once (addAll2) end as each fed
+// alone.
 func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
@@ -53,6 +55,14 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		m3.width = m1.width
 		sp1, sp2, sp3 := newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil)
 		lows, highs := newSpans(lo, hi, keepMin, nil), newSpans(lo, hi, keepMax, nil)
+		ws := make([]int64, n) // a second column of the same samples
+		for i := range ws {
+			ws[i] = rng.Int64N(1000) - 500
+		}
+		wOne, pairV, pairW := newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil), newSpans(lo, hi, keepBoth, nil)
+		for i := range ts {
+			wOne.add(ts[i], ws[i])
+		}
 		a1, a2 := newAtTimes(q, nil), newAtTimes(q, nil)
 		a1.life, a2.life = 7, 7
 		n1, n2 := newNearTimes[int64](q), newNearTimes[int64](q)
@@ -73,6 +83,13 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 			for _, s := range []*spans{sp2, lows, highs} {
 				if l, h := s.addAll(ts[i:j], vs[i:j]); l != bl || h != bh {
 					t.Fatalf("round %d: a block's extremes %d %d from its spans' walk, want %d %d", round, l, h, bl, bh)
+				}
+			}
+			if i < j {
+				l, h, l2, h2 := addAll2(pairV, pairW, ts[i:j], vs[i:j], ws[i:j])
+				if l != bl || h != bh || l2 != slices.Min(ws[i:j]) || h2 != slices.Max(ws[i:j]) {
+					t.Fatalf("round %d: a block's extremes %d %d and %d %d from the paired walk, want %d %d and %d %d",
+						round, l, h, l2, h2, bl, bh, slices.Min(ws[i:j]), slices.Max(ws[i:j]))
 				}
 			}
 			a2.addAll(ts[i:j], vs[i:j])
@@ -97,6 +114,10 @@ func TestBatchAddsAreTheSampleAdds(t *testing.T) {
 		}
 		if !slices.Equal(sp1.min, sp3.min) || !slices.Equal(sp1.max, sp3.max) {
 			t.Fatalf("round %d: spans by blocks %v %v, one by one %v %v (lo %v hi %v)", round, sp3.min, sp3.max, sp1.min, sp1.max, lo, hi)
+		}
+		if !slices.Equal(sp1.min, pairV.min) || !slices.Equal(sp1.max, pairV.max) || !slices.Equal(wOne.min, pairW.min) || !slices.Equal(wOne.max, pairW.max) {
+			t.Fatalf("round %d: spans walked in pairs %v %v and %v %v, one by one %v %v and %v %v", round,
+				pairV.min, pairV.max, pairW.min, pairW.max, sp1.min, sp1.max, wOne.min, wOne.max)
 		}
 		if !slices.Equal(sp1.min, lows.min) || !slices.Equal(sp1.max, highs.max) || lows.max != nil || highs.min != nil {
 			t.Fatalf("round %d: spans keeping one extreme %v %v, both %v %v", round, lows.min, highs.max, sp1.min, sp1.max)

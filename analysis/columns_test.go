@@ -1,6 +1,11 @@
 package analysis
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/memrec/memrec/analysis/growth"
+)
 
 // TestShelfLendsBackWhatItTook: after a reclaim, take lends the arrays
 // lent before (the smallest that holds n, with room for a slightly longer
@@ -30,4 +35,38 @@ func TestShelfLendsBackWhatItTook(t *testing.T) {
 	if x, y := none.int64s(3), none.bools(2); len(x) != 3 || len(y) != 2 {
 		t.Fatalf("nil columns lent %d and %d elements, want 3 and 2", len(x), len(y))
 	}
+}
+
+// TestLendGivesWordsToAnyType: an array lent as words and given back is
+// lent again within the same GPU's analysis as another type (the
+// fragmentation's float64s become the leak's floors), kept over a
+// reclaim, and an array lend did not lend is not taken back.
+func TestLendGivesWordsToAnyType(t *testing.T) {
+	c := &columns{}
+	f := lend[float64](c, 300)
+	if len(f) != 300 || cap(f) < 300 {
+		t.Fatalf("lend[float64](300): len %d cap %d", len(f), cap(f))
+	}
+	giveBack(c, f[:0])
+	giveBack(c, make([]float64, 10)) // not lent: let go
+	p := lend[growth.FloorPoint](c, 100)
+	if unsafe.Pointer(&p[0]) != unsafe.Pointer(&f[0]) {
+		t.Fatalf("the floors are not in the words given back")
+	}
+	if len(p) != 100 || cap(p) < 100 {
+		t.Fatalf("lend[FloorPoint](100): len %d cap %d", len(p), cap(p))
+	}
+	giveBack(c, p)
+	c.reclaim() // given back since the last reclaim: kept
+	if len(c.words.free) != 1 {
+		t.Fatalf("%d free arrays after the reclaim, want 1", len(c.words.free))
+	}
+	if a := lend[uint32](c, 600); unsafe.Pointer(&a[0]) != unsafe.Pointer(&f[0]) {
+		t.Fatalf("after a reclaim: not the words given back")
+	}
+	var none *columns
+	if x := lend[growth.FloorPoint](none, 3); len(x) != 3 {
+		t.Fatalf("nil columns lent %d floors, want 3", len(x))
+	}
+	giveBack(none, f)
 }

@@ -12,12 +12,26 @@ import (
 // their lowest and highest value (xs must not be empty).
 func (v view) addAll(ts, xs []int64) (lo, hi int64) {
 	lo, hi = v.floors.addAll(ts, xs)
-	// Epochs, slices and inferred epochs are long: a block of samples is
-	// mostly inside one of each, which then takes the block's extremes.
+	v.addBlock(ts, xs, lo, hi)
+	return lo, hi
+}
+
+// addAllWith is addAll, and floors.addAll(ts, ws) with v's floors'
+// walk (addAll2): ws are values of the same samples for another tracker
+// of the same spans. It returns the extremes of xs and of ws.
+func (v view) addAllWith(floors *spans, ts, xs, ws []int64) (lo, hi, lo2, hi2 int64) {
+	lo, hi, lo2, hi2 = addAll2(v.floors, floors, ts, xs, ws)
+	v.addBlock(ts, xs, lo, hi)
+	return lo, hi, lo2, hi2
+}
+
+// addBlock places samples whose extremes are lo and hi in the long spans.
+// Epochs, slices and inferred epochs are long: a block of samples is
+// mostly inside one of each, which then takes the block's extremes.
+func (v view) addBlock(ts, xs []int64, lo, hi int64) {
 	v.epochs.addBlock(ts, xs, lo, hi)
 	v.slices.addBlock(ts, xs, lo, hi)
 	v.inferred.addBlock(ts, xs, lo, hi)
-	return lo, hi
 }
 
 // devicePass reads the device samples: the used and driver-reserved
@@ -50,13 +64,22 @@ func (a *gpuAnalysis) devicePass() error {
 	var peak storage.DeviceSample
 	first := true
 	for b.Next() {
-		for i, p := range a.procs {
-			if ts := b.T(i + 1); len(ts) > 0 {
-				p.add(ts, b.Ints(i+1, storage.ProcUsed))
-				a.readSamples(len(ts))
-			}
-		}
 		ts := b.T(0)
+		// The first process with the device's times (the common case: the
+		// device's rows) is walked with the device below.
+		paired := -1
+		for i, p := range a.procs {
+			pts := b.T(i + 1)
+			if len(pts) == 0 {
+				continue
+			}
+			a.readSamples(len(pts))
+			if paired < 0 && len(pts) == len(ts) && &pts[0] == &ts[0] {
+				paired = i
+				continue
+			}
+			p.add(pts, b.Ints(i+1, storage.ProcUsed))
+		}
 		a.readSamples(len(ts))
 		if len(ts) == 0 {
 			continue
@@ -75,7 +98,15 @@ func (a *gpuAnalysis) devicePass() error {
 			gr.DriverReservedBytes = i64(rhi)
 		}
 		a.used.at.addAll(ts, used)
-		lo, hi := a.used.addAll(ts, used)
+		var lo, hi int64
+		if paired >= 0 {
+			p, pused := a.procs[paired], b.Ints(paired+1, storage.ProcUsed)
+			var plo, phi int64
+			lo, hi, plo, phi = a.used.addAllWith(p.floors, ts, used, pused)
+			p.took(ts, pused, plo, phi)
+		} else {
+			lo, hi = a.used.addAll(ts, used)
+		}
 		if first || hi > peak.Used {
 			i := slices.Index(used, hi) // the first sample of the highest
 			peak, first = storage.DeviceSample{T: ts[i], GPU: a.g.Index, Used: hi, Reserved: res[i]}, false

@@ -113,11 +113,12 @@ func (a *gpuAnalysis) leak() {
 		if gr.Leak.SkippedWarmup > 0 {
 			a.settledNS = steady[0].TNS
 		}
-		v := make([]float64, len(steady))
+		v := lend[float64](a.cols, len(steady))
 		for i, f := range steady {
 			v[i] = float64(f.Bytes)
 		}
 		gr.SteadyFloorBytes = i64(int64(growth.SelectQuantile(v, 0.5)))
+		giveBack(a.cols, v)
 	}
 	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
 	a.floorScratch = judged[:0]
@@ -133,7 +134,7 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 		return nil
 	}
 	var most int64 = -1
-	out := floorBuf(dst, len(a.flo))
+	out := a.floorBuf(dst, len(a.flo))
 	for i := range a.flo {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
@@ -151,9 +152,9 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 }
 
 // floorPoints are the floors of the spans that hold a sample, in dst's
-// array when it is large enough (nil: one of their own).
+// array when it is large enough (else one lent by a.cols).
 func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.FloorPoint {
-	out := floorBuf(dst, countNonEmpty(s))
+	out := a.floorBuf(dst, countNonEmpty(s))
 	for i := range a.flo {
 		if s.has(i) {
 			out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: s.min[i]})
@@ -162,14 +163,14 @@ func (a *gpuAnalysis) floorPoints(s *spans, dst []growth.FloorPoint) []growth.Fl
 	return out
 }
 
-// floorBuf is dst emptied, or a new array when dst cannot hold n floors.
-// Not slices.Grow: it clears the whole new array, a week of steps at a
-// time, and every floor is written before it is read.
-func floorBuf(dst []growth.FloorPoint, n int) []growth.FloorPoint {
+// floorBuf is dst emptied, or an array lent by a.cols when dst cannot
+// hold n floors. Not slices.Grow: it clears the whole new array, a week
+// of steps at a time, and every floor is written before it is read.
+func (a *gpuAnalysis) floorBuf(dst []growth.FloorPoint, n int) []growth.FloorPoint {
 	if cap(dst) >= n {
 		return dst[:0]
 	}
-	return make([]growth.FloorPoint, 0, n)
+	return lend[growth.FloorPoint](a.cols, n)[:0]
 }
 
 // deviceJob keeps, of device floors over time, those of the job: inside
@@ -206,6 +207,9 @@ func (a *gpuAnalysis) unseen() {
 	// Nothing else reads the times of the samples behind the values at the
 	// query times, nor reserved there: a week of steps is 19 MB each.
 	defer func() {
+		giveBack(a.cols, a.used.at.ages)
+		giveBack(a.cols, a.alloc.at.ages)
+		giveBack(a.cols, a.resAt)
 		a.used.at.ages, a.used.at.far, a.alloc.at.ages, a.alloc.at.far, a.resAt = nil, nil, nil, nil, nil
 	}()
 	if !a.hasDevice || !a.hasTorch {
@@ -213,7 +217,8 @@ func (a *gpuAnalysis) unseen() {
 	}
 	u := Unseen{ToleranceNS: pairTolerance(a.run)}
 	var sum int64
-	vals := make([]float64, 0, len(a.q)) // sized once: a week of steps is millions
+	vals := lend[float64](a.cols, len(a.q))[:0] // sized once: a week of steps is millions
+	defer func() { giveBack(a.cols, vals) }()
 	for i := range a.q {
 		if !a.used.at.ok[i] || !a.alloc.at.ok[i] {
 			continue

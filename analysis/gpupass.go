@@ -64,6 +64,9 @@ type gpuAnalysis struct {
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
 	retries0 int64
+	// frags is the allocator pass's array of every sample's fragmentation,
+	// for its percentile.
+	frags []float64
 	// At the OOMs (oomT, their sorted times): the device and allocator
 	// samples nearest to each.
 	oomT     []int64
@@ -336,8 +339,13 @@ type procTrack struct {
 
 // add takes a block of the process's samples.
 func (t *procTrack) add(ts, used []int64) {
-	t.p.Samples += int64(len(used))
 	lo, hi := t.floors.addAll(ts, used)
+	t.took(ts, used, lo, hi)
+}
+
+// took is add for a block already in the floors, its extremes lo and hi.
+func (t *procTrack) took(ts, used []int64, lo, hi int64) {
+	t.p.Samples += int64(len(used))
 	t.p.PeakBytes = max(t.p.PeakBytes, hi)
 	t.tl.addBlock(ts, used, lo, hi)
 }

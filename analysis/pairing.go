@@ -38,7 +38,7 @@ type atTimes struct {
 func newAtTimes(q []int64, cols *columns) *atTimes {
 	ok := cols.bools(len(q))
 	clear(ok) // a series without samples is never done: no time has a value
-	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: make([]uint32, len(q)), far: map[int]int64{}, ok: ok}
+	return &atTimes{q: q, vals: cols.int64s(len(q)), ages: lend[uint32](cols, len(q)), far: map[int]int64{}, ok: ok}
 }
 
 func (a *atTimes) add(t, v int64) {
@@ -57,7 +57,12 @@ func (a *atTimes) addAll(ts, vs []int64) {
 	k := 0
 	for a.p < len(a.q) && a.q[a.p] < ts[len(ts)-1] {
 		q := a.q[a.p]
-		for k < len(ts) && ts[k] <= q { // the first sample after q
+		// The first sample after q: eight at a time while the eighth is
+		// not (a step holds dozens of samples), then one at a time.
+		for k+8 <= len(ts) && ts[k+7] <= q {
+			k += 8
+		}
+		for k < len(ts) && ts[k] <= q {
 			k++
 		}
 		if k > 0 {
@@ -304,6 +309,56 @@ func (s *spans) addAll(ts, vs []int64) (lo, hi int64) {
 		lo, hi, i = min(lo, l), max(hi, h), j
 	}
 	return lo, hi
+}
+
+// addAll2 is s.addAll(ts, vs) and s2.addAll(ts, ws) for two trackers of
+// the same spans whose cursors stand at the same span (a device's floors
+// and its process's, allocated and reserved floors: the same samples'
+// times): the spans are walked once, each run's end found once for both.
+// Other trackers are walked one after the other.
+func addAll2(s, s2 *spans, ts, vs, ws []int64) (lo, hi, lo2, hi2 int64) {
+	if len(s.lo) == 0 || !s.apart || len(s2.lo) != len(s.lo) || &s2.lo[0] != &s.lo[0] || &s2.hi[0] != &s.hi[0] || s2.at != s.at || !s2.apart {
+		lo, hi = s.addAll(ts, vs)
+		lo2, hi2 = s2.addAll(ts, ws)
+		return lo, hi, lo2, hi2
+	}
+	lo, hi, lo2, hi2 = vs[0], vs[0], ws[0], ws[0]
+	for i := 0; i < len(ts); {
+		c := s.seek(ts[i])
+		next := int64(math.MaxInt64) // where the span after the cursor's begins
+		if c+1 < len(s.lo) {
+			next = s.lo[c+1]
+		}
+		if c < 0 || ts[i] >= s.hi[c] { // before the first span, or after the cursor's: in none
+			j := upTo(ts, i, next)
+			l, h := extremes(vs[i:j])
+			l2, h2 := extremes(ws[i:j])
+			lo, hi, lo2, hi2, i = min(lo, l), max(hi, h), min(lo2, l2), max(hi2, h2), j
+			continue
+		}
+		j, l, h, l2, h2 := runExtremes2(ts, vs, ws, i, min(s.hi[c], next))
+		s.put(c, l, h)
+		s2.put(c, l2, h2)
+		lo, hi, lo2, hi2, i = min(lo, l), max(hi, h), min(lo2, l2), max(hi2, h2), j
+	}
+	s2.at = s.at
+	return lo, hi, lo2, hi2
+}
+
+// runExtremes2 is runExtremes of two columns of the same samples.
+func runExtremes2(ts, vs, ws []int64, i int, end int64) (j int, lo, hi, lo2, hi2 int64) {
+	if ts[len(ts)-1] < end {
+		lo, hi = extremes(vs[i:])
+		lo2, hi2 = extremes(ws[i:])
+		return len(ts), lo, hi, lo2, hi2
+	}
+	lo, hi, lo2, hi2, j = vs[i], vs[i], ws[i], ws[i], i+1
+	for ts[j] < end { // the last time is at or past end
+		lo, hi = min(lo, vs[j]), max(hi, vs[j])
+		lo2, hi2 = min(lo2, ws[j]), max(hi2, ws[j])
+		j++
+	}
+	return j, lo, hi, lo2, hi2
 }
 
 // runExtremes is the end of the run of samples from i on before end

@@ -248,6 +248,31 @@ func unbits(out []int64, data []byte, w int) {
 	}
 	mask := ^uint64(0) >> (64 - w)
 	i := 0
+	// Several fields a load, as in offsetTimes.
+	u := uint(w)
+	if w <= 14 {
+		for ; i+3 < len(out); i += 4 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			out[i], out[i+1] = int64(x&mask), int64(x>>u&mask)
+			out[i+2], out[i+3] = int64(x>>(2*u)&mask), int64(x>>(3*u)&mask)
+		}
+	}
+	if w <= 28 {
+		for ; i+1 < len(out); i += 2 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			out[i], out[i+1] = int64(x&mask), int64(x>>u&mask)
+		}
+	}
 	if w <= 57 {
 		for ; i < len(out); i++ {
 			at := i * w >> 3
@@ -276,6 +301,42 @@ func offsetTimes(out []int64, data []byte, w int, c int64, g uint64) {
 	mask := ^uint64(0) >> (64 - w)
 	t, q := out[0], out[1:]
 	i := 0
+	// Several fields a load where they lie within the 64 bits from the
+	// first one's byte (at most 7 bits in): four up to 14 bits wide, two
+	// up to 28.
+	u := uint(w)
+	if w <= 14 {
+		for ; i+3 < len(q); i += 4 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			t += c + int64((x&mask)*g)
+			q[i] = t
+			t += c + int64((x>>u&mask)*g)
+			q[i+1] = t
+			t += c + int64((x>>(2*u)&mask)*g)
+			q[i+2] = t
+			t += c + int64((x>>(3*u)&mask)*g)
+			q[i+3] = t
+		}
+	}
+	if w <= 28 {
+		for ; i+1 < len(q); i += 2 {
+			bit := i * w
+			at := bit >> 3
+			if at+8 > len(data) {
+				break
+			}
+			x := binary.LittleEndian.Uint64(data[at:]) >> uint(bit&7)
+			t += c + int64((x&mask)*g)
+			q[i] = t
+			t += c + int64((x>>u&mask)*g)
+			q[i+1] = t
+		}
+	}
 	for ; i < len(q); i++ {
 		at := i * w >> 3
 		if at+8 > len(data) {

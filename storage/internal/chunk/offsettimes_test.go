@@ -37,3 +37,32 @@ func TestOffsetTimesIsUnbitsThenSums(t *testing.T) {
 		}
 	}
 }
+
+// TestUnbitsIsBitsAt: the fields read several a load are those read one at
+// a time from their bit position, for every width and lengths that end
+// inside and past an 8-byte load.
+func TestUnbitsIsBitsAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for w := 0; w <= 64; w++ {
+		for _, n := range []int{1, 2, 3, 5, 7, 9, 64, 301} {
+			data := make([]byte, (n*w+7)/8)
+			for i := range data {
+				data[i] = byte(rng.Uint32())
+			}
+			want := make([]int64, n)
+			if w > 0 {
+				for i := range want {
+					want[i] = int64(bitsAt(data, i*w, w) & (^uint64(0) >> (64 - w)))
+				}
+			}
+			got := make([]int64, n)
+			for i := range got {
+				got[i] = -1 // every field is written
+			}
+			unbits(got, data, w)
+			if !slices.Equal(got, want) {
+				t.Fatalf("width %d, %d fields: %v, want %v", w, n, got, want)
+			}
+		}
+	}
+}
