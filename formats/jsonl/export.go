@@ -267,33 +267,51 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 
 // nsText is the decimal text of a time in ns, t*1000 for a stored time t
 // µs, as strconv.AppendInt writes it. writeLines' times only grow, mostly
-// by a tick, so set adds the difference to the digits it has, a digit at a
-// time, rather than writing all nineteen of them again.
+// by a tick, and a hundred ticks or more share their second: set writes
+// the six digits of the µs within the second, two at a time, and all
+// nineteen only when the second changes.
 type nsText struct {
-	t int64 // µs
-	b []byte
+	t   int64 // µs
+	sec int64 // t / 1e6; 0 when b is to be written whole
+	b   []byte
 }
 
 func (x *nsText) set(t int64) []byte {
-	if len(x.b) == 0 || t < x.t || x.t <= 0 {
+	if x.sec == 0 || t/1e6 != x.sec {
 		return x.format(t)
 	}
-	d, carry := t-x.t, int64(0)
-	for i := len(x.b) - 4; d > 0 || carry > 0; i-- { // the last three digits are 000
-		if i < 0 { // one digit more
-			return x.format(t)
-		}
-		v := int64(x.b[i]-'0') + d%10 + carry
-		d /= 10
-		carry = v / 10
-		x.b[i] = byte('0' + v%10)
-	}
+	u := t - x.sec*1e6
+	d := x.b[len(x.b)-9 : len(x.b)-3 : len(x.b)-3] // the last three digits are 000
+	q := u / 100
+	r := (u - q*100) * 2
+	d[4], d[5] = digitPairs[r], digitPairs[r+1]
+	u, q = q, q/100
+	r = (u - q*100) * 2
+	d[2], d[3] = digitPairs[r], digitPairs[r+1]
+	r = q * 2
+	d[0], d[1] = digitPairs[r], digitPairs[r+1]
 	x.t = t
 	return x.b
 }
 
+// digitPairs are the two digits of 00 to 99, at twice their value.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
 func (x *nsText) format(t int64) []byte {
 	x.t, x.b = t, strconv.AppendInt(x.b[:0], t*1000, 10)
+	x.sec = 0
+	if t >= 1e6 { // ten digits or more: the µs within the second have their six
+		x.sec = t / 1e6
+	}
 	return x.b
 }
 

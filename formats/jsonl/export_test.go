@@ -174,9 +174,9 @@ func BenchmarkExport(b *testing.B) {
 }
 
 // nsText writes what strconv writes for t*1000 over ascending times: by a
-// tick, by one, through carries into a new digit, from and to zero and
-// negative times, and a time that goes back (each sequence from a fresh
-// nsText and, run after run, from the last one's digits).
+// tick, by one, through carries into a new digit and a new second, from
+// and to zero and negative times, and a time that goes back (each sequence
+// from a fresh nsText and, run after run, from the last one's digits).
 func TestNSTextMatchesStrconv(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -188,6 +188,7 @@ func TestNSTextMatchesStrconv(t *testing.T) {
 	for _, ts := range [][]int64{
 		{1764429999999992, 1764430000010010, 1764430000020010, 1764430000020011},
 		{9, 10, 99, 100, 999, 1000, 9999999, 10000000},
+		{999998, 999999, 1000000, 1000001, 1999999, 2000000, 2000099, 2000100, 2010000},
 		{-5, -1, 0, 1, 2, 0, 5},
 		{1764430000000000, 1764429999999999, 1764430000000001},
 		{99999999999999, 100000000000001, 999999999999999999 / 1000},
