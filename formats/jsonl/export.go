@@ -152,6 +152,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 		due    []*cursor // the others at a tick's time, in the order of srcs
 		times  nsText
 		last   tickBlock // the tick pass before, if it can be copied
+		ahead  lockstep  // the passes after it that are known to copy it
 	)
 	tick := storage.MaxTime // the earliest time of the tick series
 	for k, s := range srcs {
@@ -191,7 +192,10 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 				due = append(due, others.pop())
 			}
 			tNS := times.set(t)
-			if len(due) == 0 && last.fits(ticks, t, len(tNS)) {
+			if len(due) == 0 && ahead.span > 0 && len(tNS) == last.tLen {
+				b = last.appendAt(b, tNS)
+				tick = ahead.step(ticks)
+			} else if ahead.catchUp(ticks); len(due) == 0 && last.fits(ticks, t, len(tNS)) {
 				b = last.appendAt(b, tNS)
 				next := storage.MaxTime
 				for k := range ticks {
@@ -201,6 +205,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 					next = min(next, c.t)
 				}
 				tick = next
+				ahead.measure(ticks)
 			} else {
 				start, one := len(b), len(due) == 0 // one: each tick series writes one line, no other series any
 				next, ended, j := storage.MaxTime, false, 0
@@ -340,6 +345,75 @@ type tickBlock struct {
 	at   []int // where each line's time begins in b
 	tLen int   // the length of that time
 	n    int   // the tick series it holds; 0: none kept
+}
+
+// lockstep is how many of the tick passes after the cursors' places are
+// known to be the kept block again (tickBlock.fits, but for the other
+// series' lines and the time's length, which writeLines checks a pass):
+// the device and process series of a run share their times, and their
+// lines mostly stay put for a chunk's length, so fits would find the same
+// a thousand passes in a row, each time at every cursor. The passes
+// written that way are counted (lag), and the cursors moved by as many
+// before anything else reads them (catchUp).
+type lockstep struct {
+	span int // passes known to fit, from the cursors' places plus lag
+	lag  int // passes written since the cursors were moved
+}
+
+// measure sets span for cursors that have just written the kept block:
+// the passes from their places on that fit it, each cursor at a line
+// that repeats the one before and has a later one in its block, all of
+// them at the same times. Zero where any differ in their times.
+func (s *lockstep) measure(ticks []cursor) {
+	s.span, s.lag = 0, 0
+	if len(ticks) == 0 {
+		return
+	}
+	n := len(ticks[0].ts) // passes p fit while c.i+p < c.same and c.i+p+1 < len(c.ts)
+	for k := range ticks {
+		c := &ticks[k]
+		n = min(n, c.same-c.i, len(c.ts)-1-c.i)
+	}
+	if n <= 0 {
+		return
+	}
+	lead := &ticks[0]
+	ts := lead.ts[lead.i : lead.i+n+1]
+	for k := range ticks[1:] {
+		c := &ticks[k+1]
+		if !slices.Equal(c.ts[c.i:c.i+n+1], ts) {
+			return
+		}
+	}
+	for p := range n { // one line a tick
+		if ts[p+1] == ts[p] {
+			n = p
+			break
+		}
+	}
+	s.span = n
+}
+
+// step counts a pass written from the kept block and returns the time of
+// the next.
+func (s *lockstep) step(ticks []cursor) int64 {
+	s.lag++
+	s.span--
+	lead := &ticks[0]
+	return lead.ts[lead.i+s.lag]
+}
+
+// catchUp moves the cursors past the passes step counted, and forgets
+// the passes known to fit.
+func (s *lockstep) catchUp(ticks []cursor) {
+	if s.lag > 0 {
+		for k := range ticks {
+			c := &ticks[k]
+			c.i += s.lag
+			c.t = c.ts[c.i]
+		}
+	}
+	s.span, s.lag = 0, 0
 }
 
 // tNSKey precedes a line's time.
