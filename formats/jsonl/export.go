@@ -352,7 +352,7 @@ type tickBlock struct {
 // series' lines and the time's length, which writeLines checks a pass):
 // the device and process series of a run share their times, and their
 // lines mostly stay put for a chunk's length, so fits would find the same
-// a thousand passes in a row, each time at every cursor. The passes
+// pass after pass, each time at every cursor. The passes
 // written that way are counted (lag), and the cursors moved by as many
 // before anything else reads them (catchUp).
 type lockstep struct {

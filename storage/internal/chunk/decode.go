@@ -157,8 +157,9 @@ func (r *reader) rowTimes(h Header, dst []int64) []int64 {
 // sums, with the two common forms done in one pass: rows at a fixed
 // interval (a constant intcol: t0 + i·d) and rows whose deltas jitter
 // about it (the offsets form: each delta's offset added as it is
-// unpacked). Every series read from a chunk decodes its row times, so a
-// chunk of 8 GPUs' devices and processes does this 16 times.
+// unpacked). DecodeSeriesBody decodes them for each series it reads, so
+// a reader of several series of one chunk (the device group holds the
+// devices and processes of every GPU) keeps them (RowTimes).
 func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
 	base := len(dst)
 	dst = append(dst, t0)
