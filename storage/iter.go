@@ -240,7 +240,7 @@ func (it *Iter[T]) load() {
 			body, err := it.db.checked.body(it.run, k, v)
 			found := false
 			if err == nil {
-				found, err = chunk.DecodeSeriesBody(body, it.id, it.d)
+				found, err = it.db.rowTimes.decode(it.run, k, v, body, it.id, it.d)
 			}
 			if err == nil && found {
 				err = it.schema.checkCols(it.d)

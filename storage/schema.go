@@ -127,16 +127,30 @@ var torchSchema = rowSchema[TorchSample]{
 		return s
 	},
 	fields: func(d *chunk.Decoded, i int, dst []int64) []int64 {
-		c := d.Ints
-		dst = append(dst, int64(optDecode(c[0][i])), c[1][i], c[2][i], c[3][i]+c[1][i])
-		for _, col := range c[4:] {
-			dst = append(dst, col[i])
+		alloc := intAt(d, 1, i)
+		dst = append(dst, int64(optDecode(intAt(d, 0, i))), alloc, intAt(d, 2, i), intAt(d, 3, i)+alloc)
+		for c := 4; c < len(d.Ints); c++ {
+			dst = append(dst, intAt(d, c, i))
 		}
-		for range len(wire.TorchFields) - 1 - len(c) { // later columns a series written before them lacks
+		for range len(wire.TorchFields) - 1 - len(d.Ints) { // later columns a series written before them lacks
 			dst = append(dst, 0)
 		}
 		return dst
 	},
+}
+
+// intAt is row i of int column c of d, for a reader that reads a decoded
+// chunk a row at a time long after decoding it (an export merging every
+// series: an allocator or mark chunk spans minutes of the other series'
+// lines, and its columns have left the caches by the time their rows are
+// written). A column stored as one value is read at its first row, which
+// the rows before kept in cache, so only the columns that change cost a
+// miss.
+func intAt(d *chunk.Decoded, c, i int) int64 {
+	if d.OneValue(c) {
+		i = 0
+	}
+	return d.Ints[c][i]
 }
 
 // torchTail is the number of allocator columns put and get name one by
@@ -174,11 +188,12 @@ var markSchema = rowSchema[Mark]{
 		return append(ints, optEncode(m.Epoch), optEncode(m.Step), optEncode(m.Rank),
 			optEncode(m.GPU), optEncode(m.PID), optEncode(m.Code)), append(strs, string(m.Kind), m.Text)
 	},
+	// Most marks' columns hold one value a chunk (a run's marks are steps
+	// without a gpu, pid or code): intAt, for the export.
 	get: func(d *chunk.Decoded, i int, _ seriesKey) Mark {
-		c := d.Ints
 		return Mark{T: d.T[i] * 1000, Kind: MarkKind(d.Strs[0][i]), Text: d.Strs[1][i],
-			Epoch: optDecode(c[0][i]), Step: optDecode(c[1][i]), Rank: optDecode(c[2][i]),
-			GPU: optDecode(c[3][i]), PID: optDecode(c[4][i]), Code: optDecode(c[5][i])}
+			Epoch: optDecode(intAt(d, 0, i)), Step: optDecode(intAt(d, 1, i)), Rank: optDecode(intAt(d, 2, i)),
+			GPU: optDecode(intAt(d, 3, i)), PID: optDecode(intAt(d, 4, i)), Code: optDecode(intAt(d, 5, i))}
 	},
 }
 

@@ -90,8 +90,9 @@ type DB struct {
 	// run is in it then (a refused merge, a failed import, a recording
 	// that never started), so a command that stored nothing leaves no
 	// empty database behind.
-	created bool
-	checked checkedChunks // the chunks read whose checksum was verified
+	created  bool
+	checked  checkedChunks // the chunks read whose checksum was verified
+	rowTimes rowTimesCache // the row times of the chunk an iterator read last
 
 	// shortLock is Options.ShortLock: bolt is closed between transactions,
 	// and hold opens it (under fileMu) for one.

@@ -77,7 +77,8 @@ func Export(out io.Writer, db *storage.DB, r storage.Run, opts Options) error {
 	}
 	c := &csvWriter{w: bufio.NewWriterSize(out, 1<<20), start: r.RunStartNS(), gpus: len(gpus), col: col,
 		last: map[[2]int]storage.TorchSample{}, alloc: make([]csvAlloc, len(gpus)), dev: make([]*storage.DeviceSample, len(gpus)),
-		procCol: map[[2]int]int{}, rankCol: map[int]int{}}
+		procCol: map[[2]int]int{}, rankCol: map[int]int{},
+		lastKeys: make([][]int64, len(gpus)), keys: make([][]int64, len(gpus)), texts: make([][]byte, len(gpus))}
 	var devs []merge.Iterator[storage.DeviceSample]
 	var torchs []merge.Iterator[storage.TorchSample]
 	var procs []merge.Iterator[storage.ProcSample]
@@ -234,6 +235,10 @@ type csvWriter struct {
 	proc        []csvProc
 	listT       []int64    // by column group: the time of the GPU's newest process list
 	budget      *csvBudget // nil: the run has no budget
+	// By column group: the values its cells were last written from
+	// (cellKey), their text, and scratch for the next row's values.
+	lastKeys, keys [][]int64
+	texts          [][]byte
 }
 
 // csvBudgetFigures are the budget's columns of each GPU.
@@ -428,50 +433,109 @@ func (c *csvWriter) flushRow(t int64) error {
 		row = markInt(markInt(row, c.rankEpoch[i]), c.rankStep[i])
 	}
 	for i := 0; i < c.gpus; i++ {
-		if d := c.dev[i]; d != nil {
-			row = append(row, ',')
-			row = strconv.AppendInt(row, d.Used, 10)
-			row = append(row, ',')
-			if d.Reserved != 0 {
-				row = strconv.AppendInt(row, d.Reserved, 10)
-			}
-			c.dev[i] = nil
-		} else {
-			row = append(row, ',', ',')
-		}
-		if a := c.alloc[i]; a.seen {
-			for _, v := range [...]int64{a.allocated, a.reserved, a.peak, a.inactSplt} {
-				row = append(row, ',')
-				row = strconv.AppendInt(row, v, 10)
-			}
-			for _, v := range a.counts {
-				row = append(row, ',')
-				row = strconv.AppendInt(row, v, 10)
-			}
-		} else {
-			row = append(row, ',', ',', ',', ',')
-			for range csvCounters {
-				row = append(row, ',')
-			}
-		}
-		if c.budget != nil {
-			s := c.budget.sums[i]
-			for _, v := range s.v {
-				row = append(row, ',')
-				if s.seen {
-					row = strconv.AppendInt(row, v, 10)
-				}
-			}
-		}
-		for k := c.procStart[i]; k < c.procStart[i+1]; k++ {
-			row = append(row, ',')
-			// Only the GPU's newest list: a process missing from it is gone.
-			if p := c.proc[k]; p.seen && p.t == c.listT[i] {
-				row = strconv.AppendInt(row, p.used, 10)
-			}
-		}
+		row = c.appendGPU(row, i)
 	}
 	c.row = row
 	_, err := c.w.Write(append(row, '\n'))
 	return err
+}
+
+// appendGPU appends the cells of column group i (a GPU's) to row. They
+// mostly repeat from one tick to the next (device memory stays put, the
+// allocator reports a few times a second): the cells' values are kept
+// with their text, and a row whose values are those of the row before
+// copies that text instead of formatting each number again.
+func (c *csvWriter) appendGPU(row []byte, i int) []byte {
+	key := c.cellKey(c.keys[i][:0], i)
+	if c.texts[i] != nil && slices.Equal(key, c.lastKeys[i]) {
+		c.keys[i] = key
+		c.dev[i] = nil
+		return append(row, c.texts[i]...)
+	}
+	start := len(row)
+	row = c.formatGPU(row, i)
+	c.keys[i], c.lastKeys[i] = c.lastKeys[i], key
+	c.texts[i] = append(c.texts[i][:0], row[start:]...)
+	return row
+}
+
+// cellKey appends to key every value that column group i's cells are
+// written from, in formatGPU's order, with a flag for each cell or group
+// of cells that may be empty.
+func (c *csvWriter) cellKey(key []int64, i int) []int64 {
+	if d := c.dev[i]; d != nil {
+		key = append(key, 1, d.Used, d.Reserved)
+	} else {
+		key = append(key, 0, 0, 0)
+	}
+	if a := c.alloc[i]; a.seen {
+		key = append(key, 1, a.allocated, a.reserved, a.peak, a.inactSplt)
+		key = append(key, a.counts...)
+	} else {
+		key = append(key, 0)
+	}
+	if c.budget != nil {
+		s := c.budget.sums[i]
+		if s.seen {
+			key = append(key, 1)
+			key = append(key, s.v[:]...)
+		} else {
+			key = append(key, 0)
+		}
+	}
+	for k := c.procStart[i]; k < c.procStart[i+1]; k++ {
+		if p := c.proc[k]; p.seen && p.t == c.listT[i] {
+			key = append(key, 1, p.used)
+		} else {
+			key = append(key, 0, 0)
+		}
+	}
+	return key
+}
+
+// formatGPU appends the cells of column group i to row.
+func (c *csvWriter) formatGPU(row []byte, i int) []byte {
+	if d := c.dev[i]; d != nil {
+		row = append(row, ',')
+		row = strconv.AppendInt(row, d.Used, 10)
+		row = append(row, ',')
+		if d.Reserved != 0 {
+			row = strconv.AppendInt(row, d.Reserved, 10)
+		}
+		c.dev[i] = nil
+	} else {
+		row = append(row, ',', ',')
+	}
+	if a := c.alloc[i]; a.seen {
+		for _, v := range [...]int64{a.allocated, a.reserved, a.peak, a.inactSplt} {
+			row = append(row, ',')
+			row = strconv.AppendInt(row, v, 10)
+		}
+		for _, v := range a.counts {
+			row = append(row, ',')
+			row = strconv.AppendInt(row, v, 10)
+		}
+	} else {
+		row = append(row, ',', ',', ',', ',')
+		for range csvCounters {
+			row = append(row, ',')
+		}
+	}
+	if c.budget != nil {
+		s := c.budget.sums[i]
+		for _, v := range s.v {
+			row = append(row, ',')
+			if s.seen {
+				row = strconv.AppendInt(row, v, 10)
+			}
+		}
+	}
+	for k := c.procStart[i]; k < c.procStart[i+1]; k++ {
+		row = append(row, ',')
+		// Only the GPU's newest list: a process missing from it is gone.
+		if p := c.proc[k]; p.seen && p.t == c.listT[i] {
+			row = strconv.AppendInt(row, p.used, 10)
+		}
+	}
+	return row
 }

@@ -152,6 +152,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 		due    []*cursor // the others at a tick's time, in the order of srcs
 		times  nsText
 		last   tickBlock // the tick pass before, if it can be copied
+		ahead  lockstep  // the passes after it that are known to copy it
 	)
 	tick := storage.MaxTime // the earliest time of the tick series
 	for k, s := range srcs {
@@ -191,7 +192,10 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 				due = append(due, others.pop())
 			}
 			tNS := times.set(t)
-			if len(due) == 0 && last.fits(ticks, t, len(tNS)) {
+			if len(due) == 0 && ahead.span > 0 && len(tNS) == last.tLen {
+				b = last.appendAt(b, tNS)
+				tick = ahead.step(ticks)
+			} else if ahead.catchUp(ticks); len(due) == 0 && last.fits(ticks, t, len(tNS)) {
 				b = last.appendAt(b, tNS)
 				next := storage.MaxTime
 				for k := range ticks {
@@ -201,6 +205,7 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 					next = min(next, c.t)
 				}
 				tick = next
+				ahead.measure(ticks)
 			} else {
 				start, one := len(b), len(due) == 0 // one: each tick series writes one line, no other series any
 				next, ended, j := storage.MaxTime, false, 0
@@ -267,33 +272,51 @@ func writeLines(w io.Writer, b []byte, srcs []source, release func()) error {
 
 // nsText is the decimal text of a time in ns, t*1000 for a stored time t
 // µs, as strconv.AppendInt writes it. writeLines' times only grow, mostly
-// by a tick, so set adds the difference to the digits it has, a digit at a
-// time, rather than writing all nineteen of them again.
+// by a tick, and a hundred ticks or more share their second: set writes
+// the six digits of the µs within the second, two at a time, and all
+// nineteen only when the second changes.
 type nsText struct {
-	t int64 // µs
-	b []byte
+	t   int64 // µs
+	sec int64 // t / 1e6; 0 when b is to be written whole
+	b   []byte
 }
 
 func (x *nsText) set(t int64) []byte {
-	if len(x.b) == 0 || t < x.t || x.t <= 0 {
+	if x.sec == 0 || t/1e6 != x.sec {
 		return x.format(t)
 	}
-	d, carry := t-x.t, int64(0)
-	for i := len(x.b) - 4; d > 0 || carry > 0; i-- { // the last three digits are 000
-		if i < 0 { // one digit more
-			return x.format(t)
-		}
-		v := int64(x.b[i]-'0') + d%10 + carry
-		d /= 10
-		carry = v / 10
-		x.b[i] = byte('0' + v%10)
-	}
+	u := t - x.sec*1e6
+	d := x.b[len(x.b)-9 : len(x.b)-3 : len(x.b)-3] // the last three digits are 000
+	q := u / 100
+	r := (u - q*100) * 2
+	d[4], d[5] = digitPairs[r], digitPairs[r+1]
+	u, q = q, q/100
+	r = (u - q*100) * 2
+	d[2], d[3] = digitPairs[r], digitPairs[r+1]
+	r = q * 2
+	d[0], d[1] = digitPairs[r], digitPairs[r+1]
 	x.t = t
 	return x.b
 }
 
+// digitPairs are the two digits of 00 to 99, at twice their value.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
 func (x *nsText) format(t int64) []byte {
 	x.t, x.b = t, strconv.AppendInt(x.b[:0], t*1000, 10)
+	x.sec = 0
+	if t >= 1e6 { // ten digits or more: the µs within the second have their six
+		x.sec = t / 1e6
+	}
 	return x.b
 }
 
@@ -322,6 +345,75 @@ type tickBlock struct {
 	at   []int // where each line's time begins in b
 	tLen int   // the length of that time
 	n    int   // the tick series it holds; 0: none kept
+}
+
+// lockstep is how many of the tick passes after the cursors' places are
+// known to be the kept block again (tickBlock.fits, but for the other
+// series' lines and the time's length, which writeLines checks a pass):
+// the device and process series of a run share their times, and their
+// lines mostly stay put for a chunk's length, so fits would find the same
+// pass after pass, each time at every cursor. The passes
+// written that way are counted (lag), and the cursors moved by as many
+// before anything else reads them (catchUp).
+type lockstep struct {
+	span int // passes known to fit, from the cursors' places plus lag
+	lag  int // passes written since the cursors were moved
+}
+
+// measure sets span for cursors that have just written the kept block:
+// the passes from their places on that fit it, each cursor at a line
+// that repeats the one before and has a later one in its block, all of
+// them at the same times. Zero where any differ in their times.
+func (s *lockstep) measure(ticks []cursor) {
+	s.span, s.lag = 0, 0
+	if len(ticks) == 0 {
+		return
+	}
+	n := len(ticks[0].ts) // passes p fit while c.i+p < c.same and c.i+p+1 < len(c.ts)
+	for k := range ticks {
+		c := &ticks[k]
+		n = min(n, c.same-c.i, len(c.ts)-1-c.i)
+	}
+	if n <= 0 {
+		return
+	}
+	lead := &ticks[0]
+	ts := lead.ts[lead.i : lead.i+n+1]
+	for k := range ticks[1:] {
+		c := &ticks[k+1]
+		if !slices.Equal(c.ts[c.i:c.i+n+1], ts) {
+			return
+		}
+	}
+	for p := range n { // one line a tick
+		if ts[p+1] == ts[p] {
+			n = p
+			break
+		}
+	}
+	s.span = n
+}
+
+// step counts a pass written from the kept block and returns the time of
+// the next.
+func (s *lockstep) step(ticks []cursor) int64 {
+	s.lag++
+	s.span--
+	lead := &ticks[0]
+	return lead.ts[lead.i+s.lag]
+}
+
+// catchUp moves the cursors past the passes step counted, and forgets
+// the passes known to fit.
+func (s *lockstep) catchUp(ticks []cursor) {
+	if s.lag > 0 {
+		for k := range ticks {
+			c := &ticks[k]
+			c.i += s.lag
+			c.t = c.ts[c.i]
+		}
+	}
+	s.span, s.lag = 0, 0
 }
 
 // tNSKey precedes a line's time.

@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -174,9 +175,9 @@ func BenchmarkExport(b *testing.B) {
 }
 
 // nsText writes what strconv writes for t*1000 over ascending times: by a
-// tick, by one, through carries into a new digit, from and to zero and
-// negative times, and a time that goes back (each sequence from a fresh
-// nsText and, run after run, from the last one's digits).
+// tick, by one, through carries into a new digit and a new second, from
+// and to zero and negative times, and a time that goes back (each sequence
+// from a fresh nsText and, run after run, from the last one's digits).
 func TestNSTextMatchesStrconv(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -188,6 +189,7 @@ func TestNSTextMatchesStrconv(t *testing.T) {
 	for _, ts := range [][]int64{
 		{1764429999999992, 1764430000010010, 1764430000020010, 1764430000020011},
 		{9, 10, 99, 100, 999, 1000, 9999999, 10000000},
+		{999998, 999999, 1000000, 1000001, 1999999, 2000000, 2000099, 2000100, 2010000},
 		{-5, -1, 0, 1, 2, 0, 5},
 		{1764430000000000, 1764429999999999, 1764430000000001},
 		{99999999999999, 100000000000001, 999999999999999999 / 1000},
@@ -241,7 +243,8 @@ func (f *fakeBlocks) err() error { return nil }
 // writeLines gives the lines of its sources in time order, equal times in
 // the order of the sources, whichever sources are marked as tick series and
 // whether or not they say their lines repeat (passes copied from the one
-// before): the expected text is a stable sort of every source's lines by
+// before, many in a row where the tick series share their times): the
+// expected text is a stable sort of every source's lines by
 // time, made independently of the merge.
 func TestWriteLinesOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 49))
@@ -255,13 +258,20 @@ func TestWriteLinesOrder(t *testing.T) {
 		var all []want
 		for k := range srcs {
 			f := &fakeBlocks{name: "s" + strconv.Itoa(k), repeats: rng.IntN(4) > 0}
-			tm := int64(rng.IntN(5))
-			ticks := round%2 == 0 // every source at every time from 0, as a run's samples are at its ticks
+			// From round 100 on, times of nineteen digits in ns and
+			// longer blocks: the passes written ahead (lockstep) run
+			// for many ticks.
+			base, blockLen := int64(0), 5
+			if round >= 100 {
+				base, blockLen = 1764430000000000, 60
+			}
+			tm := base + int64(rng.IntN(5))
+			ticks := round%2 == 0 // every source at every time from base, as a run's samples are at its ticks
 			if ticks {
-				tm = -1
+				tm = base - 1
 			}
 			for range rng.IntN(4) {
-				blk := make([]int64, rng.IntN(5)) // an empty block ends the source
+				blk := make([]int64, rng.IntN(blockLen)) // an empty block ends the source
 				for i := range blk {
 					if ticks {
 						tm++
@@ -272,6 +282,13 @@ func TestWriteLinesOrder(t *testing.T) {
 				}
 				f.blocks = append(f.blocks, blk)
 			}
+			tick := rng.IntN(2) == 0
+			if round >= 100 && round%4 == 1 { // tick series of the same times, equal ones too, that repeat
+				if k > 0 {
+					f.blocks = srcs[0].lineBlocks.(*fakeBlocks).blocks
+				}
+				tick, f.repeats = true, true
+			}
 			for _, blk := range f.blocks {
 				if len(blk) == 0 {
 					break
@@ -280,9 +297,9 @@ func TestWriteLinesOrder(t *testing.T) {
 					all = append(all, want{tm, f.name + ` "t_ns":` + strconv.FormatInt(tm*1000, 10) + "\n"})
 				}
 			}
-			srcs[k] = source{f, rng.IntN(2) == 0}
+			srcs[k] = source{f, tick}
 		}
-		slices.SortStableFunc(all, func(a, b want) int { return int(a.t - b.t) })
+		slices.SortStableFunc(all, func(a, b want) int { return cmp.Compare(a.t, b.t) })
 		var exp strings.Builder
 		for _, w := range all {
 			exp.WriteString(w.text)

@@ -292,6 +292,11 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		var rows []int64
 		if body, err := Body(data); err == nil {
 			DecodeSeriesSet(body, []uint32{0, 1}, []*Decoded{&d, new(Decoded)}, make([]bool, 2), &rows)
+			var rt RowTimes
+			if rt.Decode(body) == nil {
+				d.T = append(d.T[:0], rt.T...)
+				DecodeSeriesAt(body, rt.At, 0, &d) // must not panic
+			}
 		}
 
 		rowT, blocks := chunkFromBytes(data)
@@ -312,6 +317,22 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		for i, bl := range blocks {
 			if ok, _ := DecodeSeries(b, bl.ID, &d); !found[i+1] || !ok || !slices.Equal(ds[i+1].T, d.T) || !slices.EqualFunc(ds[i+1].Ints, d.Ints, slices.Equal) {
 				t.Fatalf("series %d: decoded with the others (found %v) is not what it decodes to alone", bl.ID, found[i+1])
+			}
+		}
+		// Every series from row times decoded once (RowTimes) decodes as
+		// it does alone.
+		var rt RowTimes
+		if err := rt.Decode(body); err != nil {
+			t.Fatalf("row times: %v", err)
+		}
+		at := new(Decoded)
+		for _, bl := range blocks {
+			at.T = append(at.T[:0], rt.T...)
+			okAt, errAt := DecodeSeriesAt(body, rt.At, bl.ID, at)
+			ok, err := DecodeSeries(b, bl.ID, &d)
+			if okAt != ok || errAt != nil || err != nil || !slices.Equal(at.T, d.T) || !slices.EqualFunc(at.Ints, d.Ints, slices.Equal) ||
+				!slices.EqualFunc(at.Strs, d.Strs, slices.Equal) || at.one != d.one {
+				t.Fatalf("series %d: decoded from the chunk's row times (%v, %v) is not what it decodes to alone (%v, %v)", bl.ID, okAt, errAt, ok, err)
 			}
 		}
 		for _, bl := range blocks {

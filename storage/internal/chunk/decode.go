@@ -157,8 +157,9 @@ func (r *reader) rowTimes(h Header, dst []int64) []int64 {
 // sums, with the two common forms done in one pass: rows at a fixed
 // interval (a constant intcol: t0 + i·d) and rows whose deltas jitter
 // about it (the offsets form: each delta's offset added as it is
-// unpacked). Every series read from a chunk decodes its row times, so a
-// chunk of 8 GPUs' devices and processes does this 16 times.
+// unpacked). DecodeSeriesBody decodes them for each series it reads, so
+// a reader of several series of one chunk (the device group holds the
+// devices and processes of every GPU) keeps them (RowTimes).
 func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
 	base := len(dst)
 	dst = append(dst, t0)
@@ -526,6 +527,12 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 		return false, r.err
 	}
 	rowT := r.rowTimes(h, d.T[:0])
+	return seriesBlock(&r, h.Version, id, rowT, d)
+}
+
+// seriesBlock decodes series id from r, a chunk's body past its row times
+// rowT, into d; rowT becomes d.T (the series' times).
+func seriesBlock(r *reader, version byte, id uint32, rowT []int64, d *Decoded) (bool, error) {
 	d.one = 0
 	for w := r.seriesBlocks(); ; {
 		sid, br, ok := w.next()
@@ -535,7 +542,7 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 		if sid != id {
 			continue
 		}
-		found := decodeBlock(&br, h.Version, rowT, d)
+		found := decodeBlock(&br, version, rowT, d)
 		if br.err != nil {
 			return false, br.err
 		}
@@ -543,6 +550,49 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 	}
 	d.T = rowT[:0]
 	return false, r.err
+}
+
+// RowTimes is a chunk's row times, decoded once for the several series a
+// reader takes from the chunk one at a time (DecodeSeriesAt), where
+// DecodeSeriesBody decodes them again for each: the device group's chunk
+// holds the device and process series of every GPU.
+type RowTimes struct {
+	T  []int64  // µs
+	At BlocksAt // where the series blocks follow them
+}
+
+// BlocksAt is where a chunk body's series blocks begin, past its row
+// times, and the chunk's version.
+type BlocksAt struct {
+	version byte
+	offset  int
+}
+
+// Decode decodes the row times of chunk body b (as DecodeSeriesBody
+// takes it) into rt, reusing rt.T.
+func (rt *RowTimes) Decode(b []byte) error {
+	r := reader{b: b}
+	h := readHeader(&r)
+	if r.err == nil {
+		rt.T = r.rowTimes(h, rt.T[:0])
+	}
+	if r.err != nil {
+		rt.T = rt.T[:0]
+		return r.err
+	}
+	rt.At = BlocksAt{version: h.Version, offset: len(b) - len(r.b)}
+	return nil
+}
+
+// DecodeSeriesAt is DecodeSeriesBody of body b without decoding its row
+// times: d.T holds them on entry (a copy of RowTimes.T of b, whose At is
+// at), and the series' own times on return.
+func DecodeSeriesAt(b []byte, at BlocksAt, id uint32, d *Decoded) (bool, error) {
+	if at.offset > len(b) {
+		return false, ErrCorrupt
+	}
+	r := reader{b: b[at.offset:]}
+	return seriesBlock(&r, at.version, id, d.T, d)
 }
 
 // DecodeSeriesSet is DecodeSeriesBody for several series of one chunk:
