@@ -289,12 +289,18 @@ func (a *gpuAnalysis) allocatorPass() error {
 	}
 	// took keeps the figures of the sums after the sample at t, whose
 	// process's own step peak and reserved are peak and res.
+	// A process's step peak and reserved hold from sample to sample for
+	// most of a step: its waste is worked out again only when they move.
+	wastePeak, wasteRes, waste := int64(0), int64(0), 0.0
 	took := func(t, peak, res int64) {
 		sumA, sumR := sum.cur.allocated, sum.cur.reserved
 		if peak > 0 && res > 0 {
-			// The allocator may give memory back after its peak (near the
-			// limit it frees its cache and retries): never below 0.
-			sum.waste.add(max(0, 1-float64(peak)/float64(res)))
+			if peak != wastePeak || res != wasteRes {
+				// The allocator may give memory back after its peak (near
+				// the limit it frees its cache and retries): never below 0.
+				wastePeak, wasteRes, waste = peak, res, max(0, 1-float64(peak)/float64(res))
+			}
+			sum.waste.add(waste)
 		}
 		if sumR > 0 {
 			f := float64(sumR-sumA) / float64(sumR)

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,14 +28,15 @@ type GroupBlocks struct {
 	db       *DB
 	run      uint64
 	from, to int64 // µs, to exclusive
+	fromNS   int64 // and as asked, ns: a time t in µs is in range when t·1000 is in [fromNS, toNS)
+	toNS     int64
 	series   []groupSeries
 	group    uint32
 	known    bool // the run has one of the series
 	ids      []uint32
 	ds       []*chunk.Decoded
 	found    []bool
-	rows     []int64 // the chunk's row times, µs
-	rowsNS   []int64 // and in ns, when a series is in every row
+	rows     []int64 // the chunk's row times, ns
 	lastKey  []byte
 	started  bool
 	done     bool
@@ -65,8 +65,7 @@ type groupSeries struct {
 	key    seriesKey
 	schema *schema
 	lo, hi int     // its samples in range in the decoded chunk
-	t      []int64 // their times, ns (its own, or part of rowsNS)
-	own    []int64 // t's buffer when they are its own
+	t      []int64 // their times, ns (its own, or part of rows)
 }
 
 // DeviceGroupBlocks reads the device samples of one GPU of a run (series
@@ -76,7 +75,7 @@ func (db *DB) DeviceGroupBlocks(r Run, gpu int, pids []int, from, to int64) *Gro
 	if w := r.window; w != nil {
 		from, to = max(from, w.from), min(to, w.to)
 	}
-	g := &GroupBlocks{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to)}
+	g := &GroupBlocks{db: db, run: r.ID, from: ceilMicro(from), to: ceilMicro(to), fromNS: from, toNS: to}
 	g.add(seriesKey{kind: kindDevice, gpu: gpu}, &deviceSchema.schema)
 	for _, pid := range pids {
 		g.add(seriesKey{kind: kindProc, gpu: gpu, pid: pid}, &procSchema.schema)
@@ -159,7 +158,8 @@ func (g *GroupBlocks) load() {
 	k, v := g.buf[c.at:c.at+c.k], g.buf[c.at+c.k:c.at+c.k+c.v]
 	body, err := g.db.checked.body(g.run, k, v)
 	if err == nil {
-		err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows)
+		// The times come in ns, as T gives them, from the decode itself.
+		err = chunk.DecodeSeriesSet(body, g.ids, g.ds, g.found, &g.rows, 1000)
 	}
 	for i := range g.series {
 		if err == nil && g.found[i] {
@@ -170,25 +170,21 @@ func (g *GroupBlocks) load() {
 		g.err, g.done = fmt.Errorf("run %d chunk %x: %w", g.run, k, err), true
 		return
 	}
-	if n := len(g.rows); n > 0 && g.rows[n-1] >= g.to {
+	from, to := g.fromNS, g.toNS
+	if n := len(g.rows); n > 0 && g.rows[n-1] >= to {
 		g.done = true // no later chunk starts before the range's end
 	}
-	// A series present in every row has the chunk's row times: those
-	// are made ns once for all such series.
-	g.rowsNS = g.rowsNS[:0]
+	// A series present in every row has the chunk's row times, one
+	// array for all such series.
 	for i := range g.series {
 		s, ts := &g.series[i], g.ds[i].T
-		s.lo = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.from })
-		s.hi = sort.Search(len(ts), func(i int) bool { return ts[i] >= g.to })
+		s.lo = sort.Search(len(ts), func(i int) bool { return ts[i] >= from })
+		s.hi = sort.Search(len(ts), func(i int) bool { return ts[i] >= to })
 		if len(ts) < len(g.rows) {
-			s.own = nanos(s.own, ts[s.lo:s.hi])
-			s.t = s.own
+			s.t = ts[s.lo:s.hi]
 			continue
 		}
-		if len(g.rowsNS) == 0 {
-			g.rowsNS = nanos(g.rowsNS, g.rows)
-		}
-		s.t = g.rowsNS[s.lo:s.hi]
+		s.t = g.rows[s.lo:s.hi]
 	}
 }
 
@@ -217,16 +213,6 @@ func (g *GroupBlocks) readAhead() {
 	if err != nil {
 		g.err = err
 	}
-}
-
-// nanos sets dst to times ts (µs, as stored) in ns, in its array when it
-// is large enough.
-func nanos(dst, ts []int64) []int64 {
-	dst = slices.Grow(dst[:0], len(ts))[:len(ts)]
-	for i, t := range ts {
-		dst[i] = t * 1000
-	}
-	return dst
 }
 
 // release returns the decode buffers to the pool once the walk is over.

@@ -291,7 +291,7 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		SeriesIDs(data)
 		var rows []int64
 		if body, err := Body(data); err == nil {
-			DecodeSeriesSet(body, []uint32{0, 1}, []*Decoded{&d, new(Decoded)}, make([]bool, 2), &rows)
+			DecodeSeriesSet(body, []uint32{0, 1}, []*Decoded{&d, new(Decoded)}, make([]bool, 2), &rows, 1)
 			var rt RowTimes
 			if rt.Decode(body) == nil {
 				d.T = append(d.T[:0], rt.T...)
@@ -309,7 +309,7 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		}
 		body, err := Body(b)
 		if err == nil {
-			err = DecodeSeriesSet(body, ids, ds, found, &rows)
+			err = DecodeSeriesSet(body, ids, ds, found, &rows, 1)
 		}
 		if err != nil || found[0] {
 			t.Fatalf("all series at once: %v, found the missing one: %v", err, found[0])
@@ -317,6 +317,26 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		for i, bl := range blocks {
 			if ok, _ := DecodeSeries(b, bl.ID, &d); !found[i+1] || !ok || !slices.Equal(ds[i+1].T, d.T) || !slices.EqualFunc(ds[i+1].Ints, d.Ints, slices.Equal) {
 				t.Fatalf("series %d: decoded with the others (found %v) is not what it decodes to alone", bl.ID, found[i+1])
+			}
+		}
+		// In ns, every time is the µs one times 1000.
+		ns := make([]*Decoded, len(ds))
+		for i := range ns {
+			ns[i] = new(Decoded)
+		}
+		var rowsNS []int64
+		if err := DecodeSeriesSet(body, ids, ns, make([]bool, len(ids)), &rowsNS, 1000); err != nil {
+			t.Fatalf("all series at once in ns: %v", err)
+		}
+		times1000 := func(a, b []int64) bool {
+			return slices.EqualFunc(a, b, func(x, y int64) bool { return x*1000 == y })
+		}
+		if !times1000(rows, rowsNS) {
+			t.Fatalf("row times in ns are not the µs ones times 1000")
+		}
+		for i := range ds {
+			if !times1000(ds[i].T, ns[i].T) || !slices.EqualFunc(ds[i].Ints, ns[i].Ints, slices.Equal) {
+				t.Fatalf("series %d: decoded in ns is not its µs decode times 1000", ids[i])
 			}
 		}
 		// Every series from row times decoded once (RowTimes) decodes as

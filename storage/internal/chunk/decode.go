@@ -144,12 +144,13 @@ func fill(out []int64, v int64) {
 	}
 }
 
-// rowTimes appends the row times of the chunk whose header is h to dst.
-func (r *reader) rowTimes(h Header, dst []int64) []int64 {
+// rowTimes appends the row times of the chunk whose header is h to dst,
+// each multiplied by unit.
+func (r *reader) rowTimes(h Header, dst []int64, unit int64) []int64 {
 	if h.NRows == 0 {
 		return dst
 	}
-	return r.timeCol(dst, h.T0, h.NRows)
+	return r.timeCol(dst, h.T0, h.NRows, unit)
 }
 
 // timeCol decodes a chunk's row times: t0, then an intcol of the n−1
@@ -159,10 +160,13 @@ func (r *reader) rowTimes(h Header, dst []int64) []int64 {
 // about it (the offsets form: each delta's offset added as it is
 // unpacked). DecodeSeriesBody decodes them for each series it reads, so
 // a reader of several series of one chunk (the device group holds the
-// devices and processes of every GPU) keeps them (RowTimes).
-func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
+// devices and processes of every GPU) keeps them (RowTimes). Each time is
+// multiplied by unit (1, or 1000 for ns from the stored µs): the delta
+// forms scale as their parts do, so the times come in the unit as they
+// are decoded, not in a pass of their own after.
+func (r *reader) timeCol(dst []int64, t0 int64, n int, unit int64) []int64 {
 	base := len(dst)
-	dst = append(dst, t0)
+	dst = append(dst, t0*unit)
 	if n <= 1 || r.err != nil {
 		return dst
 	}
@@ -174,6 +178,7 @@ func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
 	case g == 0:
 		dst = slices.Grow(dst, n-1)[:base+n]
 		out := dst[base:]
+		t0, d0 := t0*unit, d0*unit
 		for i := range out {
 			out[i] = t0 + int64(i)*d0
 		}
@@ -188,17 +193,23 @@ func (r *reader) timeCol(dst []int64, t0 int64, n int) []int64 {
 		}
 		dst = slices.Grow(dst, n-1)[:base+n]
 		out := dst[base:]
-		out[1] = t0 + d0
+		out[1] = (t0 + d0) * unit
 		c := d0 + int64(uint64(q0)*g) // each delta is c + q·g
-		offsetTimes(out[1:], data, w, c, g)
+		offsetTimes(out[1:], data, w, c*unit, g*uint64(unit))
 		return dst
 	}
 	r.b = save // read again as any intcol
 	dst = r.intCol(dst, n-1)
 	if r.err == nil {
 		out := dst[base:]
+		out[0] = t0
 		for i := 1; i < len(out); i++ { // deltas to times
 			out[i] += out[i-1]
+		}
+		if unit != 1 {
+			for i := range out {
+				out[i] *= unit
+			}
 		}
 	}
 	return dst
@@ -526,7 +537,7 @@ func DecodeSeriesBody(b []byte, id uint32, d *Decoded) (bool, error) {
 	if r.err != nil {
 		return false, r.err
 	}
-	rowT := r.rowTimes(h, d.T[:0])
+	rowT := r.rowTimes(h, d.T[:0], 1)
 	return seriesBlock(&r, h.Version, id, rowT, d)
 }
 
@@ -574,7 +585,7 @@ func (rt *RowTimes) Decode(b []byte) error {
 	r := reader{b: b}
 	h := readHeader(&r)
 	if r.err == nil {
-		rt.T = r.rowTimes(h, rt.T[:0])
+		rt.T = r.rowTimes(h, rt.T[:0], 1)
 	}
 	if r.err != nil {
 		rt.T = rt.T[:0]
@@ -599,14 +610,15 @@ func DecodeSeriesAt(b []byte, at BlocksAt, id uint32, d *Decoded) (bool, error) 
 // ds[i] gets series ids[i], and found[i] says whether the chunk holds it.
 // The chunk's row times, from which every series' times are drawn, are
 // decoded once (into rows, kept for the next call) where DecodeSeriesBody
-// decodes them for each series read.
-func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *[]int64) error {
+// decodes them for each series read. The times, the rows' and the
+// series', are multiplied by unit (1 for µs as stored, 1000 for ns).
+func DecodeSeriesSet(b []byte, ids []uint32, ds []*Decoded, found []bool, rows *[]int64, unit int64) error {
 	r := reader{b: b}
 	h := readHeader(&r)
 	if r.err != nil {
 		return r.err
 	}
-	rowT := r.rowTimes(h, (*rows)[:0])
+	rowT := r.rowTimes(h, (*rows)[:0], unit)
 	*rows = rowT
 	clear(found)
 	for i := range ds {
