@@ -273,3 +273,23 @@ func TestEscapeControls(t *testing.T) {
 		t.Errorf("text without controls changed: %s", got)
 	}
 }
+
+// TestAppendMarkIntsMatchesTable: the mark's integer fields are written
+// as the table (MarkFields) would write them, every field present or
+// absent in turn.
+func TestAppendMarkIntsMatchesTable(t *testing.T) {
+	if len(MarkFields) != 6 {
+		t.Fatalf("MarkFields has %d fields; appendMarkInts writes 6", len(MarkFields))
+	}
+	vals := []int{None, 0, 7, 1234567890123}
+	for mask := range 1 << 12 {
+		m := NewMark(1, MarkStep)
+		for i := range MarkFields {
+			MarkFields[i].Set(&m, int64(vals[mask>>(2*i)&3]))
+		}
+		got, want := appendMarkInts(nil, &m), appendFields(nil, &m, MarkFields)
+		if string(got) != string(want) {
+			t.Fatalf("%+v: got %s, want %s", m, got, want)
+		}
+	}
+}
