@@ -285,31 +285,11 @@ func (x *nsText) set(t int64) []byte {
 	if x.sec == 0 || t/1e6 != x.sec {
 		return x.format(t)
 	}
-	u := t - x.sec*1e6
-	d := x.b[len(x.b)-9 : len(x.b)-3 : len(x.b)-3] // the last three digits are 000
-	q := u / 100
-	r := (u - q*100) * 2
-	d[4], d[5] = digitPairs[r], digitPairs[r+1]
-	u, q = q, q/100
-	r = (u - q*100) * 2
-	d[2], d[3] = digitPairs[r], digitPairs[r+1]
-	r = q * 2
-	d[0], d[1] = digitPairs[r], digitPairs[r+1]
+	// The last three digits are 000.
+	wire.PutDigits(x.b[len(x.b)-9:len(x.b)-3], uint64(t-x.sec*1e6))
 	x.t = t
 	return x.b
 }
-
-// digitPairs are the two digits of 00 to 99, at twice their value.
-const digitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
 
 func (x *nsText) format(t int64) []byte {
 	x.t, x.b = t, strconv.AppendInt(x.b[:0], t*1000, 10)

@@ -730,20 +730,23 @@ func appendInt(b []byte, v int64) []byte {
 		b = slices.Grow(b, n)
 	}
 	b = b[:len(b)+n]
-	i := len(b)
-	for u >= 100 {
+	PutDigits(b[len(b)-n:], u)
+	return b
+}
+
+// PutDigits writes the last len(d) decimal digits of u into d, padded with
+// zeros on the left, two digits a division.
+func PutDigits(d []byte, u uint64) {
+	i := len(d)
+	for ; i >= 2; i -= 2 {
 		q := u / 100
-		d := (u - q*100) * 2
-		i -= 2
-		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
+		r := (u - q*100) * 2
+		d[i-2], d[i-1] = digitPairs[r], digitPairs[r+1]
 		u = q
 	}
-	if u >= 10 {
-		b[i-2], b[i-1] = digitPairs[u*2], digitPairs[u*2+1]
-	} else {
-		b[i-1] = byte('0' + u)
+	if i == 1 {
+		d[0] = byte('0' + u%10)
 	}
-	return b
 }
 
 // pow10 is 10^i.
