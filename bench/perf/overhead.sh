@@ -8,6 +8,9 @@
 #   JOBS: comma-separated from transformer,short,loader (default all three)
 #   MODES_ONLY (env): a regular expression of the modes to run (off always runs)
 #   WARMUP (env): seconds of each run left out of its median (default 3)
+#   PREHEAT (env): seconds of the first, uncounted run without memrec, which
+#     brings the GPU to the clocks and temperature it keeps under load
+#     (default 30; a cold GPU's first rounds run faster than the rest)
 #
 # Writes $OUT/overhead.jsonl (one line a run) and prints the table
 # (bench/perf/overhead_table.py).
@@ -32,15 +35,15 @@ MODES=(
   "alloc_trace|record --interval 10ms|"
 )
 
-run() { # job round mode wrap extra
-  local job=$1 round=$2 mode=$3 wrap=$4 extra=$5 log="$OUT/$1-$3-$2.jsonl"
+run() { # job round mode wrap extra [seconds]
+  local job=$1 round=$2 mode=$3 wrap=$4 extra=$5 secs=${6:-$SECS} log="$OUT/$1-$3-$2.jsonl"
   local db="$OUT/$1-$3-$2.db"; rm -f "$db"
   local t0 t1
   t0=$(date +%s%N)
   if [ -z "$wrap" ]; then
-    $JOB --job "$job" --seconds "$SECS" --log "$log" $extra > /dev/null 2>&1
+    $JOB --job "$job" --seconds "$secs" --log "$log" $extra > /dev/null 2>&1
   else
-    $BIN --db "$db" $wrap --name "$job-$mode-$round" -- $JOB --job "$job" --seconds "$SECS" --log "$log" $extra > /dev/null 2> "$log.err"
+    $BIN --db "$db" $wrap --name "$job-$mode-$round" -- $JOB --job "$job" --seconds "$secs" --log "$log" $extra > /dev/null 2> "$log.err"
   fi
   local rc=$?
   t1=$(date +%s%N)
@@ -49,7 +52,7 @@ run() { # job round mode wrap extra
 }
 
 for job in ${JOBS//,/ }; do
-  run "$job" 0 off "" ""   # a first run warms the caches (kernels, files): not counted
+  run "$job" 0 off "" "" "${PREHEAT:-30}"  # warms the caches and the GPU: not counted
   for ((r = 1; r <= ROUNDS; r++)); do
     # Rotate the order each round so that no mode always follows the same one.
     for ((k = 0; k < ${#MODES[@]}; k++)); do
