@@ -63,27 +63,40 @@ func firstStepAfter(steps *growth.Steps, t int64) int {
 // The sizes in an OOM message, as the probe and PyTorch write them:
 // "Tried to allocate 2.89 GiB on GPU 0 (1.04 GiB free of 139.80 GiB)" and
 // "Tried to allocate 2.89 GiB. GPU 0 has a total capacity of 139.80 GiB of
-// which 1.04 GiB is free".
+// which 1.04 GiB is free. … 12.10 GiB allowed; Of the allocated memory".
+// The probe's "of" size is what PyTorch's OOM observer passes as the total:
+// the device's memory, or under torch.cuda.set_per_process_memory_fraction
+// the most the process may hold, as PyTorch's own "allowed" is.
 var (
 	oomRequest = regexp.MustCompile(`Tried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB)`)
-	oomFree    = regexp.MustCompile(`\(([0-9.]+) ?(B|KiB|MiB|GiB|TiB) free of|of which ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) is free`)
+	oomFree    = regexp.MustCompile(`\(([0-9.]+) ?(B|KiB|MiB|GiB|TiB) free of ([0-9.]+) ?(B|KiB|MiB|GiB|TiB)\)|of which ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) is free`)
+	oomAllowed = regexp.MustCompile(`([0-9.]+) ?(B|KiB|MiB|GiB|TiB) allowed;`)
 )
 
-// parseOOMSizes reads the request and the free memory from an OOM
-// message; a size it cannot find is -1.
-func parseOOMSizes(text string) (requested, free int64) {
-	requested, free = -1, -1
+// oomSizes are the sizes an OOM message gives; one it does not give is -1.
+type oomSizes struct {
+	requested, free int64
+	limit           int64 // the most the process may hold: the device's memory or a fraction of it
+}
+
+// parseOOMSizes reads the request, the free memory and the process's limit
+// from an OOM message.
+func parseOOMSizes(text string) oomSizes {
+	z := oomSizes{-1, -1, -1}
 	if m := oomRequest.FindStringSubmatch(text); m != nil {
-		requested = parseSize(m[1], m[2])
+		z.requested = parseSize(m[1], m[2])
 	}
 	if m := oomFree.FindStringSubmatch(text); m != nil {
 		if m[1] != "" {
-			free = parseSize(m[1], m[2])
+			z.free, z.limit = parseSize(m[1], m[2]), parseSize(m[3], m[4])
 		} else {
-			free = parseSize(m[3], m[4])
+			z.free = parseSize(m[5], m[6])
 		}
 	}
-	return requested, free
+	if m := oomAllowed.FindStringSubmatch(text); m != nil {
+		z.limit = parseSize(m[1], m[2])
+	}
+	return z
 }
 
 func parseSize(num, unit string) int64 {

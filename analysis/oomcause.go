@@ -59,7 +59,7 @@ func (a *gpuAnalysis) oomCauses() {
 		if o.WhatIf == nil {
 			a.gr.oomWhatIfs(o)
 		}
-		o.Cause = explainOOM(*o, batch)
+		o.Cause = explainOOM(*o, batch, budget.FirstStepState(a.gr.Budget))
 	}
 }
 
@@ -83,13 +83,20 @@ func (a *gpuAnalysis) traceMissed(replayed int64) int64 {
 }
 
 // explainOOM is o's cause; nil without allocated, reserved and the
-// request and free memory the OOM's message gives.
-func explainOOM(o OOM, batch float64) *OOMCause {
+// request and free memory the OOM's message gives. firstState is what the
+// watched optimizer creates at its first step (budget.FirstStepState):
+// where it held no state at the OOM, its first step was still to come and
+// would have needed that too.
+func explainOOM(o OOM, batch float64, firstState int64) *OOMCause {
 	if o.AllocatedBytes == nil || o.ReservedBytes == nil || o.RequestedBytes == nil || o.FreeBytes == nil {
 		return nil
 	}
 	alloc, reserved := *o.AllocatedBytes, *o.ReservedBytes
 	c := &OOMCause{Basis: CauseSample, RequestBytes: *o.RequestedBytes, MissingBytes: max(0, *o.RequestedBytes-*o.FreeBytes)}
+	if o.ProcessLimitBytes != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("the process could hold at most %s (a per-process memory fraction): the free memory is what that left beyond reserved, %s, not the device's %s",
+			units.FormatBytes(*o.ProcessLimitBytes), units.FormatBytes(*o.FreeBytes), units.FormatBytes(*o.DeviceFreeBytes)))
+	}
 	var parts []budget.Slice
 	add := func(p budget.Part, v int64) { parts = append(parts, budget.Slice{Part: p, Bytes: v}) }
 	act := int64(-1) // unknown without memrec.watch
@@ -102,6 +109,12 @@ func explainOOM(o OOM, batch float64) *OOMCause {
 			fixed += v
 		}
 		act = max(0, alloc-fixed)
+		if firstState > 0 && oomPart(b, budget.PartOptimizer) == 0 {
+			c.MissingBytes += firstState
+			c.FirstStepStateBytes = firstState
+			c.Notes = append(c.Notes, fmt.Sprintf("the optimizer held no state at the OOM: its first step creates %s (two moments a trainable parameter), counted with the bytes missing",
+				units.FormatBytes(firstState)))
+		}
 		if fixed > alloc {
 			c.Notes = append(c.Notes, fmt.Sprintf("the model's own tensors (%s) exceed allocated at the OOM (%s): not all were held then; activations are counted as 0", units.FormatBytes(fixed), units.FormatBytes(alloc)))
 		}
@@ -186,9 +199,12 @@ func oomChange(o OOM, c *OOMCause, act, split int64, batch float64) OOMChange {
 	if batch > 0 {
 		if n := math.Floor(batch * float64(room) / float64(act)); n >= 1 {
 			k := int(math.Ceil(batch / n))
-			return OOMChange{Kind: ChangeMicroBatch, MicroBatch: n, Accumulation: k, Words: fmt.Sprintf(
-				"a micro-batch of %s (gradient accumulation over %d keeps the batch of %s): the activations, %s at the OOM, are %s a sample, and %s samples leave the %s missing",
-				fmtNum(n), k, fmtNum(batch), B(act), B(act/int64(batch)), fmtNum(n), B(missing))}
+			words := fmt.Sprintf("a micro-batch of %s (gradient accumulation over %d keeps the batch of %s): the activations, %s at the OOM, are %s a sample, and %s samples leave the %s missing",
+				fmtNum(n), k, fmtNum(batch), B(act), B(act/int64(batch)), fmtNum(n), B(missing))
+			if o.FitKind == FitUpperBound {
+				words += "; at most that: no step completed, so what the rest of the step would have allocated is not known"
+			}
+			return OOMChange{Kind: ChangeMicroBatch, MicroBatch: n, Accumulation: k, Words: words}
 		}
 		return OOMChange{Kind: ChangeCheckpointing, FreeBytes: missing, Words: fmt.Sprintf(
 			"activation checkpointing that frees at least %s of the %s of activations (%.0f %%): not even one sample's activations leave the room",

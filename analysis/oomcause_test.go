@@ -52,7 +52,7 @@ func TestOOMCauseSynthetic(t *testing.T) {
 		// No memrec.watch: the post-mortem's batch, the whole step scaled.
 		{"not watched", upper(base(12*GiB, 12*GiB, nil), 40), 64, CauseSample, OOMChange{Kind: ChangeMicroBatch, MicroBatch: 40, Accumulation: 2}},
 	} {
-		cause := explainOOM(c.o, c.batch)
+		cause := explainOOM(c.o, c.batch, 0)
 		if cause == nil {
 			t.Errorf("%s: no cause", c.name)
 			continue
@@ -73,7 +73,21 @@ func TestOOMCauseSynthetic(t *testing.T) {
 			t.Errorf("%s: lines %q", c.name, lines)
 		}
 	}
-	if explainOOM(OOM{AllocatedBytes: i64(1)}, 1) != nil || CauseLines(OOM{}) != nil {
+	// Before the optimizer's first step: no state held, and AdamW's 2 GiB
+	// still to come are missing too: 6.5 − 2 = 4.5 GiB of the 8 GiB of
+	// activations leave room, 36 samples at 128 MiB (the job of
+	// TestOOMCauseSynthetic with no optimizer state yet: 10 GiB
+	// allocated, so 8 GiB of activations still).
+	fresh := &budget.OOM{Parts: []budget.Slice{{Part: budget.PartParams, Bytes: 1 * GiB}, {Part: budget.PartGrads, Bytes: 1 * GiB}}}
+	o := base(10*GiB, 11*GiB, fresh)
+	c := explainOOM(o, 64, 2*GiB)
+	if c == nil || c.Change.Kind != ChangeMicroBatch || c.Change.MicroBatch != 36 || c.MissingBytes != 7*GiB/2 || c.FirstStepStateBytes != 2*GiB {
+		t.Errorf("before the first step: %+v", c)
+	}
+	if c := explainOOM(base(12*GiB, 13*GiB, watched), 64, 2*GiB); c.Change.MicroBatch != 52 || c.FirstStepStateBytes != 0 {
+		t.Errorf("the state is held already: nothing is added, %+v", c)
+	}
+	if explainOOM(OOM{AllocatedBytes: i64(1)}, 1, 0) != nil || CauseLines(OOM{}) != nil {
 		t.Error("a cause without the OOM's figures")
 	}
 }
@@ -101,7 +115,7 @@ func TestOOMCauseOnTheH200Traces(t *testing.T) {
 		reserved := capacity - replay.CapacityKnown
 		o := OOM{AllocatedBytes: i64(live), ReservedBytes: i64(reserved), RequestedBytes: i64(tr.Ops[k].Size), FreeBytes: i64(0), Outcome: OOMFatal}
 		(&GPUReport{AllocTrace: &tr}).oomWhatIfs(&o)
-		c := explainOOM(o, 0)
+		c := explainOOM(o, 0, 0)
 		if c == nil || c.Basis != CauseTrace || c.Change.Kind != ChangeSetting || c.Change.Setting == "" {
 			t.Fatalf("%s: cause %+v", name, c)
 		}

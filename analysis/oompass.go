@@ -20,15 +20,31 @@ func (a *gpuAnalysis) oomPostMortems() {
 			PairToleranceNS: pairTolerance(a.run)}
 		a.oomViews(&o)
 		a.largestGrowthBefore(&o)
-		if req, free := parseOOMSizes(m.Text); req >= 0 {
-			o.RequestedBytes = i64(req)
-			if free >= 0 {
-				o.FreeBytes = i64(free)
+		if z := parseOOMSizes(m.Text); z.requested >= 0 {
+			o.RequestedBytes = i64(z.requested)
+			if z.free >= 0 {
+				o.FreeBytes = i64(z.free)
+				limitFree(&o, z.limit)
 			}
 		}
 		gr.OOMs = append(gr.OOMs, o)
 	}
 	a.oomOutcomes()
+}
+
+// limitFree takes the free memory at o down to what the process's limit
+// leaves beyond what its allocator reserved, where that is less: under
+// torch.cuda.set_per_process_memory_fraction the device has room the
+// process may not take. Without a fraction the limit is the device's
+// memory, and the device's free memory is at most that less reserved (the
+// CUDA context and other processes use the rest), so nothing changes.
+func limitFree(o *OOM, limit int64) {
+	if limit < 0 || o.ReservedBytes == nil || o.FreeBytes == nil {
+		return
+	}
+	if left := max(0, limit-*o.ReservedBytes); left < *o.FreeBytes {
+		o.DeviceFreeBytes, o.FreeBytes, o.ProcessLimitBytes = o.FreeBytes, i64(left), i64(limit)
+	}
 }
 
 // oomViews sets the device and allocator figures at an OOM, each from its

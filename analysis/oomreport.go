@@ -41,9 +41,15 @@ type OOM struct {
 	// it; OutcomeReason says what decided it.
 	Outcome       OOMOutcome `json:"outcome"`
 	OutcomeReason string     `json:"outcome_reason"`
-	// From the message: the request and the free memory on the device.
-	RequestedBytes *int64 `json:"requested_bytes,omitempty"`
-	FreeBytes      *int64 `json:"free_bytes,omitempty"`
+	// From the message: the request and the free memory on the device;
+	// where the process was held to less than the device's memory (a
+	// per-process memory fraction), the free memory is what that limit
+	// leaves beyond reserved, and ProcessLimitBytes and DeviceFreeBytes
+	// (the device's free memory, which the process could not take) say so.
+	RequestedBytes    *int64 `json:"requested_bytes,omitempty"`
+	FreeBytes         *int64 `json:"free_bytes,omitempty"`
+	ProcessLimitBytes *int64 `json:"process_limit_bytes,omitempty"`
+	DeviceFreeBytes   *int64 `json:"device_free_bytes,omitempty"`
 	// For the fatal OOM: what was missing, what the allocator held free in
 	// its cache (reserved − allocated), whether that and the free memory
 	// would have served the request (expandable_segments or empty_cache()
@@ -155,11 +161,14 @@ type OOMCause struct {
 	Parts      []budget.Slice `json:"parts"`
 	TotalBytes int64          `json:"total_bytes"`
 	// RequestBytes is the failed request, MissingBytes what the device
-	// lacked for it (the request less the free memory).
-	RequestBytes int64     `json:"request_bytes"`
-	MissingBytes int64     `json:"missing_bytes"`
-	Change       OOMChange `json:"change"`
-	Notes        []string  `json:"notes,omitempty"`
+	// lacked for it (the request less the free memory), and with it
+	// FirstStepStateBytes: the state a watched optimizer that had not yet
+	// stepped creates at its first step (budget.FirstStepState).
+	RequestBytes        int64     `json:"request_bytes"`
+	MissingBytes        int64     `json:"missing_bytes"`
+	FirstStepStateBytes int64     `json:"first_step_state_bytes,omitempty"`
+	Change              OOMChange `json:"change"`
+	Notes               []string  `json:"notes,omitempty"`
 }
 
 // OOMChange is the one change, with its number.

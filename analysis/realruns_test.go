@@ -224,17 +224,37 @@ func TestClassifyOOMs(t *testing.T) {
 
 func TestParseOOMSizes(t *testing.T) {
 	for _, tc := range []struct {
-		text      string
-		req, free int64
+		text             string
+		req, free, limit int64
 	}{
-		{"CUDA out of memory. Tried to allocate 2.89 GiB on GPU 0 (1.04 GiB free of 139.80 GiB)", 3103113871, 1116691497},
-		{"CUDA out of memory. Tried to allocate 662.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which 391.12 MiB is free.", 662 << 20, 410119045}, // 391.12 × 2^20 = 410 119 045.12,
-		{"CUDA out of memory.", -1, -1},
-		{"Tried to allocate 20.00 KiB", 20 << 10, -1},
+		{"CUDA out of memory. Tried to allocate 2.89 GiB on GPU 0 (1.04 GiB free of 139.80 GiB)", 3103113871, 1116691497, 150109106995},
+		{"CUDA out of memory. Tried to allocate 662.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which 391.12 MiB is free.", 662 << 20, 410119045, -1}, // 391.12 × 2^20 = 410 119 045.12,
+		{"CUDA out of memory. Tried to allocate 1.53 GiB. GPU 0 has a total capacity of 79.18 GiB of which 67.40 GiB is free. Including non-PyTorch memory, this process has 11.78 GiB memory in use. 12.10 GiB allowed; Of the allocated memory 10.94 GiB is allocated by PyTorch",
+			1642824991, 72370198938, 12992276070},
+		{"CUDA out of memory.", -1, -1, -1},
+		{"Tried to allocate 20.00 KiB", 20 << 10, -1, -1},
 	} {
-		if req, free := parseOOMSizes(tc.text); req != tc.req || free != tc.free {
-			t.Errorf("%q: %d, %d; want %d, %d", tc.text, req, free, tc.req, tc.free)
+		if z := parseOOMSizes(tc.text); z != (oomSizes{tc.req, tc.free, tc.limit}) {
+			t.Errorf("%q: %+v; want %d, %d, %d", tc.text, z, tc.req, tc.free, tc.limit)
 		}
+	}
+}
+
+// TestFreeUnderAMemoryFraction: PyTorch's OOM observer passes the limit a
+// memory fraction sets as the total, with the device's free memory, which
+// the process could not take; the free memory the OOM is judged by is what
+// the limit leaves beyond reserved. Without a fraction nothing changes.
+func TestFreeUnderAMemoryFraction(t *testing.T) {
+	const gib = int64(1) << 30
+	o := OOM{ReservedBytes: i64(11 * gib), FreeBytes: i64(67 * gib)}
+	limitFree(&o, 12*gib)
+	if *o.FreeBytes != gib || *o.ProcessLimitBytes != 12*gib || *o.DeviceFreeBytes != 67*gib {
+		t.Errorf("under a fraction: free %d, limit %v, device free %v", *o.FreeBytes, o.ProcessLimitBytes, o.DeviceFreeBytes)
+	}
+	o = OOM{ReservedBytes: i64(70 * gib), FreeBytes: i64(2 * gib)}
+	limitFree(&o, 80*gib)
+	if *o.FreeBytes != 2*gib || o.ProcessLimitBytes != nil || o.DeviceFreeBytes != nil {
+		t.Errorf("without a fraction: free %d, limit %v", *o.FreeBytes, o.ProcessLimitBytes)
 	}
 }
 

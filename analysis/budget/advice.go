@@ -459,6 +459,21 @@ func (ad *advice) emptyCache() {
 	}
 }
 
+// FirstStepState is the state an optimizer of b's class creates at its
+// first step, where the class says how much: the Adam family keeps two
+// moments of each trainable parameter, in the parameter's dtype (8-bit
+// Adam one byte each). 0 where it does not say: SGD keeps a buffer only
+// with momentum, and other classes are not known here.
+func FirstStepState(b *Budget) int64 {
+	if b == nil || !b.Watched || b.Trainable <= 0 || !strings.Contains(strings.ToLower(b.Optimizer), "adam") {
+		return 0
+	}
+	if strings.Contains(strings.ToLower(b.Optimizer), "8bit") {
+		return 2 * b.Trainable
+	}
+	return 2 * dtypeBytes(b.DType) * b.Trainable
+}
+
 func (b *Budget) optimizerName() string {
 	if b.Optimizer == "" {
 		return "the optimizer"

@@ -30,3 +30,24 @@ func TestOOMBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstStepState: the Adam family's two moments a trainable parameter
+// in its dtype, 8-bit Adam's one byte each; nothing for an optimizer
+// whose class does not say (SGD's momentum is a setting), or unwatched.
+func TestFirstStepState(t *testing.T) {
+	for _, c := range []struct {
+		b    *Budget
+		want int64
+	}{
+		{&Budget{Watched: true, Trainable: 1000, DType: "float32", Optimizer: "AdamW"}, 8000},
+		{&Budget{Watched: true, Trainable: 1000, DType: "bfloat16", Optimizer: "Adam"}, 4000},
+		{&Budget{Watched: true, Trainable: 1000, DType: "float32", Optimizer: "AdamW8bit"}, 2000},
+		{&Budget{Watched: true, Trainable: 1000, DType: "float32", Optimizer: "SGD"}, 0},
+		{&Budget{Trainable: 1000, DType: "float32", Optimizer: "AdamW"}, 0},
+		{nil, 0},
+	} {
+		if got := FirstStepState(c.b); got != c.want {
+			t.Errorf("%+v: %d, want %d", c.b, got, c.want)
+		}
+	}
+}

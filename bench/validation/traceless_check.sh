@@ -38,7 +38,7 @@ except Exception as e:
     print(f"{m}: no limit from memrec fit ({e})"); sys.exit(1)
 bad = False
 for rule, f in (("recorded", f"{dest}/{m}-predict.json"), ("no largest segment", f"{dest}/{m}-predict-noseg.json")):
-    by = json.load(open(f))["by"]
+    by = json.load(open(f))["by_tag"]
     p, o = by.get("max_fitting_value_no_headroom"), by.get("max_fitting_value_optimistic")
     if p is None:
         print(f"{m} {rule}: no prediction"); bad = True; continue

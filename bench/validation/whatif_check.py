@@ -17,13 +17,15 @@ one line each: PASS/FAIL/SKIP NAME detail.
       models one stream and the trace covers the steps up to the third, the
       real run also holds cuBLAS/cuDNN workspaces sized by free memory and its
       later steps; a setting is a PASS within TOL of the real peak reserved.
-  (b) oom-avoided: varlm under set_per_process_memory_fraction F (found so the
-      default OOMs: the fraction of its own default peak reserved times 0.97)
-      recorded; analyze names an allocator setting as the change; the same job
-      run with it must run its steps.
+  (b) oom-avoided: varlm under set_per_process_memory_fraction, the limit
+      going down from its unlimited peak reserved to its peak allocated until
+      the default OOMs; analyze names the change: an allocator setting, which
+      the same job run with it must survive, or none, and then the job with
+      expandable_segments:True must fail too.
   (c) oom-categories: a watched job (memrec.watch) that OOMs under a fraction;
       analyze's cause parts (parameters, gradients, optimizer state) against
-      the job's own count at the failing step, within 2 %.
+      the job's own count at the failing step, within 2 %; oom-change: the
+      micro-batch analyze names, run under the same limit, must run.
   (d) traceless-MODEL: three small batches recorded with --alloc-trace=false,
       compare --by batch_size --headroom 0% --json predicts the limit; bisection
       from the prediction (at most 7 trials, a fresh process each, to 2 %) finds
@@ -229,20 +231,38 @@ class Checker:
         base = self.run_job("varlm", 16, extra=["--steps", "6", "--seq", "1024"])
         if not base or not base.get("ok"):
             raise RuntimeError("varlm does not run by default: %s" % base)
-        frac = 0.97 * base["max_reserved"] / base["total"]
-        extra = ["--steps", "6", "--seq", "1024", "--fraction", "%.5f" % frac]
-        r = self.record("varlm-oom", {"batch_size": 16}, "varlm", 16, extra)
-        if not r or r.get("ok"):
-            self.say("SKIP", "oom-avoided", "the default did not run out of memory at fraction %.4f: %s" % (frac, r))
+        # Under a limit the default allocator frees its cache and retries
+        # before it fails, so it needs less than its unlimited peak reserved
+        # and more than the peak allocated; the limits tried go down from the
+        # one to the other, and the first that the default fails under is
+        # the check's OOM: memrec's change for it (a setting, or none) is run.
+        A, R, T = base["max_allocated"], base["max_reserved"], base["total"]
+        for i, lim in enumerate([0.97 * R, A + 0.6 * (R - A), A + 0.35 * (R - A), A + 0.15 * (R - A), 1.03 * A]):
+            extra = ["--steps", "6", "--seq", "1024", "--fraction", "%.5f" % (lim / T)]
+            name = "varlm-oom-%d" % i
+            r = self.record(name, {"batch_size": 16}, "varlm", 16, extra)
+            if r and r.get("ok"):
+                continue
+            ooms = [o for o in self.analyze(name)["gpus"][0].get("ooms") or [] if o.get("outcome") == "fatal"]
+            ch = (ooms[-1].get("cause") or {}).get("change") if ooms else None
+            if not ch:
+                self.say("FAIL", "oom-avoided", "no change named for the OOM at %.2f GiB" % (lim / 2**30))
+                return
+            limit = "limit %.2f GiB (peak allocated %.2f, reserved %.2f without one)" % (lim / 2**30, A / 2**30, R / 2**30)
+            if ch.get("kind") == "allocator_setting":
+                r2 = self.run_job("varlm", 16, ch["setting"], extra)
+                ok = bool(r2 and r2.get("ok"))
+                self.say("PASS" if ok else "FAIL", "oom-avoided", "%s: memrec names %s; with it the job %s" % (
+                    limit, ch["setting"], "ran its steps" if ok else "failed: %s" % r2))
+                return
+            # memrec says no setting would have served it: expandable
+            # segments, the one that strands least, must fail too.
+            r2 = self.run_job("varlm", 16, "expandable_segments:True", extra)
+            failed = not (r2 and r2.get("ok"))
+            self.say("PASS" if failed else "FAIL", "oom-avoided", "%s: memrec names no setting (%s); with expandable_segments:True the job %s" % (
+                limit, ch.get("words"), "fails too" if failed else "ran its steps"))
             return
-        ooms = [o for o in self.analyze("varlm-oom")["gpus"][0].get("ooms") or [] if o.get("outcome") == "fatal"]
-        ch = (ooms[-1].get("cause") or {}).get("change") if ooms else None
-        if not ch or ch.get("kind") != "allocator_setting":
-            self.say("FAIL", "oom-avoided", "memrec names no allocator setting: %s" % ch)
-            return
-        r2 = self.run_job("varlm", 16, ch["setting"], extra)
-        ok = bool(r2 and r2.get("ok"))
-        self.say("PASS" if ok else "FAIL", "oom-avoided", "memrec: %s; with it the job %s" % (ch["setting"], "ran its steps" if ok else "failed: %s" % r2))
+        self.say("SKIP", "oom-avoided", "the default ran under every limit down to 1.03 x its peak allocated (%.2f GiB)" % (1.03 * A / 2**30))
 
     # (c)
     def oom_categories(self):
@@ -251,7 +271,8 @@ class Checker:
         if not base or not base.get("ok"):
             raise RuntimeError("gpt2 does not run by default: %s" % base)
         frac = 0.9 * base["max_allocated"] / base["total"]
-        r = self.record("gpt2-oom", {"batch_size": batch}, model, batch, ["--steps", "3", "--seq", "1024", "--watch", "--fraction", "%.5f" % frac])
+        extra = ["--steps", "3", "--seq", "1024", "--fraction", "%.5f" % frac]
+        r = self.record("gpt2-oom", {"batch_size": batch}, model, batch, extra + ["--watch"])
         if not r or r.get("ok"):
             self.say("SKIP", "oom-categories", "did not run out of memory at fraction %.4f" % frac)
             return
@@ -267,9 +288,19 @@ class Checker:
             want, got = own[k], parts.get({"params": "parameters"}.get(k, k), 0)
             if abs(got - want) > 0.02 * max(want, 1):
                 bad.append("%s memrec %d, job %d" % (k, got, want))
+        ch = c["change"]
         self.say("FAIL" if bad else "PASS", "oom-categories",
                  "; ".join(bad) or "parameters %.2f GiB, optimizer state %.2f GiB as the job counts; gradients memrec %.2f GiB, job %.2f GiB; change: %s"
-                 % (own["params"] / 2**30, own["optimizer_state"] / 2**30, parts.get("gradients", 0) / 2**30, own["grads"] / 2**30, c["change"]["words"]))
+                 % (own["params"] / 2**30, own["optimizer_state"] / 2**30, parts.get("gradients", 0) / 2**30, own["grads"] / 2**30, ch["words"]))
+        # The change named, run: a micro-batch of N under the same limit.
+        n = int(ch.get("micro_batch") or 0)
+        if ch.get("kind") == "micro_batch" and n >= 1:
+            r2 = self.run_job(model, n, extra=extra)
+            ok = bool(r2 and r2.get("ok"))
+            self.say("PASS" if ok else "FAIL", "oom-change", "the micro-batch of %d memrec names %s under the same limit" % (
+                n, "runs its steps" if ok else "fails too: %s" % r2))
+        else:
+            self.say("SKIP", "oom-change", "memrec names no micro-batch to run: %s" % ch.get("kind"))
 
     # (d)
     def traceless(self, model, batches, frac):

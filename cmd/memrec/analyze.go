@@ -433,7 +433,11 @@ func printOOMs(w io.Writer, rep *analysis.Report, g analysis.GPUReport) {
 			fmt.Fprintf(w, "  left out: %s\n", why)
 		}
 		if o.ShortBytes != nil {
-			fmt.Fprintf(w, "  asked for %s with %s free on the device: %s short\n", B(o.RequestedBytes), B(o.FreeBytes), B(o.ShortBytes))
+			where := "on the device"
+			if o.ProcessLimitBytes != nil {
+				where = "within the process's limit of " + B(o.ProcessLimitBytes)
+			}
+			fmt.Fprintf(w, "  asked for %s with %s free %s: %s short\n", B(o.RequestedBytes), B(o.FreeBytes), where, B(o.ShortBytes))
 		}
 		if o.CacheWouldHelp != nil {
 			if *o.CacheWouldHelp {
