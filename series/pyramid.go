@@ -122,7 +122,8 @@ func (p *Pyramid) AddBucket(b Bucket) {
 // by copying themselves while that many are added (0: nothing to do). The
 // room is made by make, not slices.Grow, which would clear it first: a
 // long run's level 0 is most of the index's memory, and each of its
-// buckets is written when it is added.
+// buckets is written when it is added. The room is backed by memory at
+// once (prefault).
 func (p *Pyramid) Reserve(n int64) {
 	for k, per := 0, int64(Base); n >= per; k, per = k+1, per*Fan {
 		if len(p.levels) <= k {
@@ -130,6 +131,7 @@ func (p *Pyramid) Reserve(n int64) {
 		}
 		if l, more := p.levels[k], int(n/per); cap(l)-len(l) < more {
 			p.levels[k] = append(make([]Bucket, 0, len(l)+more), l...)
+			prefault(p.levels[k])
 		}
 	}
 }
