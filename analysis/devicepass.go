@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/memrec/memrec/analysis/growth"
 	"github.com/memrec/memrec/storage"
 )
 
@@ -142,11 +141,9 @@ func (a *gpuAnalysis) devicePass() error {
 // device pass read: its peak, timeline and the growth of its floors.
 func (a *gpuAnalysis) processes() {
 	gr := a.gr
-	scratch := a.floorScratch // each process's floors are judged in turn
 	for _, t := range a.procs {
 		t.tl.flush()
-		if scratch = a.floorPoints(t.floors, scratch); len(scratch) > 0 {
-			g := growth.GrowthOfFloors("used", scratch, a.mi.warm, a.per == "step", a.run.StartNS)
+		if g, ok := a.growthOfSpans("used", t.floors); ok {
 			t.p.Growth = &g
 		}
 		gr.Processes = append(gr.Processes, t.p)

@@ -69,29 +69,21 @@ func (a *gpuAnalysis) leak() {
 	if a.hasTorch && countNonEmpty(a.alloc.floors) >= growth.MinSteadyPoints {
 		basis, floors = "allocated", a.alloc.floors
 	}
-	growthOf := func(quantity string, floors []growth.FloorPoint) growth.Growth {
-		return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
-	}
-	// The other series are only judged, one at a time, in one array that
-	// then holds the judged series' floors: a week of steps is 58 MB a
-	// series.
+	// The other series are only judged: their floors are taken one at a
+	// time, never held (a week of steps is 58 MB a series).
 	var others []growth.Growth
-	var scratch []growth.FloorPoint
-	judge := func(quantity string, floors []growth.FloorPoint) {
-		others, scratch = append(others, growthOf(quantity, floors)), floors
-	}
 	if basis == "allocated" {
-		judge("reserved", a.floorPoints(a.resFloors, scratch))
+		g, _ := a.growthOfSpans("reserved", a.resFloors)
+		others = append(others, g)
 		if a.hasDevice {
-			judge("device_used", a.floorPoints(a.used.floors, scratch))
+			g, _ := a.growthOfSpans("device_used", a.used.floors)
+			others = append(others, g)
 		}
-		if c := a.cacheFloors(false, scratch); len(c) > 0 {
-			judge("reserved_beyond_peak", c)
-			judge("step_peak_high", a.cacheFloors(true, scratch))
+		if beyond, high, ok := a.cacheGrowths(); ok {
+			others = append(others, beyond, high)
 		}
 	}
-	judged := a.floorPoints(floors, scratch)
-	gr.Floors = judged
+	gr.Floors = a.floorPoints(floors, nil)
 	if a.per == "step" {
 		// Step peaks are only drawn: a long run keeps the highest of each
 		// of about 4·width runs of steps.
@@ -106,7 +98,7 @@ func (a *gpuAnalysis) leak() {
 	if basis == "device_used" && a.per == "time" {
 		a.deviceJob()
 	}
-	growths := append([]growth.Growth{growthOf(basis, gr.Floors)}, others...)
+	growths := append([]growth.Growth{a.growthOf(basis, gr.Floors)}, others...)
 	gr.Leak = growth.JudgeGrowths(growths, a.mi.warm, a.per, a.run, a.g, a.lastUsed)
 	if steady := gr.Floors[min(gr.Leak.SkippedWarmup, len(gr.Floors)):]; len(steady) > 0 {
 		gr.FitFromX = steady[0].X
@@ -121,7 +113,79 @@ func (a *gpuAnalysis) leak() {
 		giveBack(a.cols, v)
 	}
 	gr.Floors = decimateFloors(gr.Floors, 4*a.opts.Width)
-	a.floorScratch = judged[:0]
+}
+
+// growthOf is the growth rule's judgement of the floors of quantity.
+func (a *gpuAnalysis) growthOf(quantity string, floors []growth.FloorPoint) growth.Growth {
+	return growth.GrowthOfFloors(quantity, floors, a.mi.warm, a.per == "step", a.run.StartNS)
+}
+
+// reducer readies a growth.FloorReducer for n floors of the floor spans.
+func (a *gpuAnalysis) reducer(n int) *growth.FloorReducer {
+	return growth.NewFloorReducer(n, a.x, a.mi.warm, a.run.StartNS)
+}
+
+// growthOfSpans is growthOf the floors of the spans s that hold a sample
+// (floorPoints), taken one at a time rather than held: the series is
+// judged, not kept. False when no span holds one.
+func (a *gpuAnalysis) growthOfSpans(quantity string, s *spans) (growth.Growth, bool) {
+	n := countNonEmpty(s)
+	if !a.floInOrder {
+		// The warm-up of floors out of time order is where GrowthOfFloors
+		// searches for it, in the floors held whole.
+		floors := a.floorPoints(s, nil)
+		defer giveBack(a.cols, floors)
+		return a.growthOf(quantity, floors), n > 0
+	}
+	r := a.reducer(n)
+	for i := range a.flo {
+		if s.has(i) {
+			r.Add(i, a.flo[i], s.min[i])
+		}
+	}
+	return r.Growth(quantity, a.per == "step"), n > 0
+}
+
+// cacheGrowths is growthOf cacheFloors' two series, reserved beyond the
+// largest step peak so far and that peak, their floors taken one at a
+// time as growthOfSpans takes them; false without step peaks.
+func (a *gpuAnalysis) cacheGrowths() (beyond, high growth.Growth, ok bool) {
+	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
+		return beyond, high, false
+	}
+	if !a.floInOrder {
+		floors := a.cacheFloors(false, nil)
+		defer giveBack(a.cols, floors)
+		if len(floors) == 0 {
+			return beyond, high, false
+		}
+		beyond = a.growthOf("reserved_beyond_peak", floors)
+		return beyond, a.growthOf("step_peak_high", a.cacheFloors(true, floors)), true
+	}
+	// cacheFloors' floors, counted and then taken.
+	each := func(f func(i int, beyond, high int64)) {
+		var most int64 = -1
+		for i := range a.flo {
+			if a.stepPeaks.has(i) {
+				most = max(most, a.stepPeaks.max[i])
+			}
+			if most >= 0 && a.resFloors.has(i) {
+				f(i, a.resFloors.min[i]-most, most)
+			}
+		}
+	}
+	n := 0
+	each(func(int, int64, int64) { n++ })
+	if n == 0 {
+		return beyond, high, false
+	}
+	rb, rh := a.reducer(n), a.reducer(n)
+	each(func(i int, beyond, high int64) {
+		rb.Add(i, a.flo[i], beyond)
+		rh.Add(i, a.flo[i], high)
+	})
+	perStep := a.per == "step"
+	return rb.Growth("reserved_beyond_peak", perStep), rh.Growth("step_peak_high", perStep), true
 }
 
 // cacheFloors splits reserved memory at each step in two: the largest

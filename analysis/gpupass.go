@@ -43,6 +43,9 @@ type gpuAnalysis struct {
 	fx       []float64
 	xRun     struct{ first, end, n, d int } // the run of marks x read last
 	flo, fhi []int64
+	// floInOrder says the spans begin in time order (all but steps
+	// marked out of order), and so do the floors of every series.
+	floInOrder bool
 
 	used, alloc view
 	resFloors   *spans // reserved memory (summed over processes), by floor span
@@ -55,11 +58,7 @@ type gpuAnalysis struct {
 	pattern   *stepPattern // the step sawtooth of the job's middle minute, once looked for
 	inferred  []epochSpan  // epochs read from device memory, without epoch and step marks
 	settledNS int64        // where the judged series' warm-up ended (leak), 0 if it had none
-	// floorScratch is the array the leak built the judged floors in, free
-	// once the report has their decimated copy: the processes' floors are
-	// built in it, not in an array of their own (a week of steps is 58 MB).
-	floorScratch []growth.FloorPoint
-	stepHalf     int64 // half a step time (halfStep), -1 until known
+	stepHalf  int64        // half a step time (halfStep), -1 until known
 	// resAt is the allocator's reserved (summed) at each query time, and
 	// retries0 its retries at the first; allocated there is a.alloc.at's.
 	resAt    []int64
@@ -222,6 +221,7 @@ func (a *gpuAnalysis) index(t int64) int { i, _ := slices.BinarySearch(a.q, t); 
 // floorSpans cuts the run into the spans whose minima are the floors: one
 // per step (from its mark to the next), or 300 time slices.
 func (a *gpuAnalysis) floorSpans() {
+	defer func() { a.floInOrder = slices.IsSorted(a.flo) }()
 	steps, run := a.steps, a.run
 	if n := steps.Len(); n >= 2 {
 		a.per = "step"

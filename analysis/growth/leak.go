@@ -230,57 +230,6 @@ func (w Warmup) skipOf(floors []FloorPoint) int {
 	return sort.Search(len(floors), func(i int) bool { return floors[i].TNS > w.EndNS })
 }
 
-// GrowthOfFloors applies the growth rule to floors, against steps when
-// perStep (X is the step) and against seconds since start for the slope
-// per hour.
-func GrowthOfFloors(quantity string, floors []FloorPoint, w Warmup, perStep bool, startNS int64) Growth {
-	x, xt, y := reduceFloors(floors, startNS, maxTrendPoints)
-	if !perStep {
-		x = xt
-	}
-	gf := growthOfReduced(x, y, len(floors), w.skipOf(floors), minLeakGrowth)
-	g := Growth{Quantity: quantity, Trend: gf.kind.String(), kind: gf.kind, fit: gf.fit, perStep: perStep,
-		Points: gf.fit.N, SkippedWarmup: gf.skip, JumpsRemoved: gf.jumps, short: tooShortToTell(floors, perStep)}
-	if len(floors) > 0 {
-		g.lastBytes = floors[len(floors)-1].Bytes
-	}
-	if gf.kind == growthTooFew || gf.kind == growthStartup {
-		g.Points = max(0, gf.n-gf.skip)
-		return g
-	}
-	// The same points against time: reduced by the same blocks (their
-	// minima, at their first point), the same jumps set aside.
-	g.perHour = fitPoints(xt[gf.skip:], gf.y[gf.skip:])
-	g.GrowthBytes = f64(gf.growth)
-	g.PValue = f64(gf.fit.P)
-	g.SlopeBytesPerHour = f64(g.perHour.Slope * 3600)
-	g.CILowBytesPerHour, g.CIHighBytesPerHour = f64(g.perHour.Lo*3600), f64(g.perHour.Hi*3600)
-	if perStep {
-		g.SlopeBytesPerStep = f64(gf.fit.Slope)
-		g.CILowBytesPerStep, g.CIHighBytesPerStep = f64(gf.fit.Lo), f64(gf.fit.Hi)
-	}
-	return g
-}
-
-// reduceFloors is reduce of the floors against their x and against
-// seconds since startNS at once, without the floors' full columns: a week
-// of steps is millions of floors.
-func reduceFloors(floors []FloorPoint, startNS int64, max int) (x, xt, y []float64) {
-	k := reduceBlock(len(floors), max)
-	n := len(floors) / k
-	x, xt, y = make([]float64, 0, n+1), make([]float64, 0, n+1), make([]float64, 0, n+1)
-	// blockMinima's blocks, each walked here for its lowest floor rather
-	// than through a call a floor.
-	for first := 0; first < len(floors); first += k {
-		lo := floors[first].Bytes
-		for _, f := range floors[first+1 : min(first+k, len(floors))] {
-			lo = min(lo, f.Bytes)
-		}
-		x, xt, y = append(x, floors[first].X), append(xt, float64(floors[first].TNS-startNS)/1e9), append(y, float64(lo))
-	}
-	return x, xt, y
-}
-
 // JudgeGrowths gives a GPU's verdict from the growth rule applied to each
 // series: allocated, reserved, device used, reserved_beyond_peak and
 // step_peak_high where known (all but device used need a probe, the last
@@ -463,20 +412,20 @@ func (l Leak) SentenceFor(gpu string) string {
 	return fmt.Sprintf("%s: not enough data to judge a leak: %s", gpu, l.Reason)
 }
 
-// tooShortToTell says why floors are too short a record to tell a
+// tooShortToTell says why n floors from firstNS to lastNS are too short a record to tell a
 // start-up ramp from a leak: fewer than startupSteps steps, or (without
 // steps) less than startupSpanS seconds. Empty when they are long enough.
-func tooShortToTell(floors []FloorPoint, perStep bool) string {
-	if len(floors) == 0 {
+func tooShortToTell(n int, firstNS, lastNS int64, perStep bool) string {
+	if n == 0 {
 		return ""
 	}
 	if perStep {
-		if n := len(floors); n < startupSteps {
+		if n < startupSteps {
 			return fmt.Sprintf("%d steps, under %d", n, startupSteps)
 		}
 		return ""
 	}
-	if span := float64(floors[len(floors)-1].TNS-floors[0].TNS) / 1e9; span < startupSpanS {
+	if span := float64(lastNS-firstNS) / 1e9; span < startupSpanS {
 		return fmt.Sprintf("%.0f s, under %d s", span, startupSpanS)
 	}
 	return ""

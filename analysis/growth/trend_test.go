@@ -125,10 +125,10 @@ func fitTrend(x, y []float64) trend {
 	return t
 }
 
-// TestReduceFloorsAsReduce: the floors reduced in one walk are reduce's
+// TestFloorReducerAsReduce: the floors reduced as they come are reduce's
 // points of their x and bytes, and of their seconds since the start, for
 // counts around the block sizes and floors with equal lows.
-func TestReduceFloorsAsReduce(t *testing.T) {
+func TestFloorReducerAsReduce(t *testing.T) {
 	const start = int64(1e15)
 	for _, n := range []int{0, 1, 7, 50, 51, 99, 100, 101, 1000, 1234} {
 		floors := make([]FloorPoint, n)
@@ -138,11 +138,16 @@ func TestReduceFloorsAsReduce(t *testing.T) {
 			floors[i] = FloorPoint{X: float64(3 * i), TNS: start + int64(i)*25e7, Bytes: b}
 			x[i], xt[i], y[i] = floors[i].X, float64(floors[i].TNS-start)/1e9, float64(b)
 		}
-		gx, gxt, gy := reduceFloors(floors, start, 50)
+		r := newFloorReducer(n, 50, func(i int) float64 { return floors[i].X }, Warmup{}, start)
+		for i, f := range floors {
+			r.Add(i, f.TNS, f.Bytes)
+		}
+		r.endBlock()
+		gx, gxt, gy := r.x0, r.xt, r.y
 		wx, wy := reduce(x, y, 50)
 		wxt, _ := reduce(xt, y, 50)
 		if !slices.Equal(gx, wx) || !slices.Equal(gy, wy) || !slices.Equal(gxt, wxt) {
-			t.Fatalf("%d floors: reduceFloors %v %v %v, reduce %v %v %v", n, gx, gxt, gy, wx, wxt, wy)
+			t.Fatalf("%d floors: FloorReducer %v %v %v, reduce %v %v %v", n, gx, gxt, gy, wx, wxt, wy)
 		}
 	}
 }
