@@ -12,6 +12,9 @@
 #     brings the GPU to the clocks and temperature it keeps under load
 #     (default 30; a cold GPU's first rounds run faster than the rest)
 #
+# Each round is 2 + 6 runs (the modes between two runs without memrec),
+# each about 8 s of start-up plus WARMUP plus SECONDS on an H100.
+#
 # Writes $OUT/overhead.jsonl (one line a run) and prints the table
 # (bench/perf/overhead_table.py).
 set -u
@@ -54,13 +57,19 @@ run() { # job round mode wrap extra [seconds]
 for job in ${JOBS//,/ }; do
   run "$job" 0 off "" "" "${PREHEAT:-30}"  # warms the caches and the GPU: not counted
   for ((r = 1; r <= ROUNDS; r++)); do
-    # Rotate the order each round so that no mode always follows the same one.
-    for ((k = 0; k < ${#MODES[@]}; k++)); do
-      m=${MODES[$(( (k + r) % ${#MODES[@]} ))]}
+    # A round opens and closes without memrec (off, off_end): each mode is
+    # held to the two, which cancels a drift of the GPU's speed over the
+    # round, and how far the two differ is what a round can resolve. The
+    # modes between are rotated each round so that none always follows
+    # the same one.
+    run "$job" "$r" off "" ""
+    for ((k = 1; k < ${#MODES[@]}; k++)); do
+      m=${MODES[$(( (k - 1 + r) % (${#MODES[@]} - 1) + 1 ))]}
       IFS='|' read -r mode wrap extra <<< "$m"
-      if [ "$mode" != off ] && [ -n "${MODES_ONLY:-}" ] && ! [[ $mode =~ $MODES_ONLY ]]; then continue; fi
+      if [ -n "${MODES_ONLY:-}" ] && ! [[ $mode =~ $MODES_ONLY ]]; then continue; fi
       run "$job" "$r" "$mode" "$wrap" "$extra"
     done
+    run "$job" "$r" off_end "" ""
   done
 done
 python3 "$HERE/overhead_table.py" "$OUT/overhead.jsonl"

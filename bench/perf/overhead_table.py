@@ -3,11 +3,14 @@
     python3 overhead_table.py overhead.jsonl
 
 Per job and mode: the median step time after warm-up (the median of each
-round's median), its ratio to the same job without memrec in the same round,
+round's median), its ratio to the same job without memrec in the same round
+(the mean of the round's two runs without memrec, at its start and its end),
 the spread of that ratio over the rounds, and the one-off costs against the
 rounds without memrec: start-up (launch to the first timed step), the third
 step (where the allocator trace is taken and turned off) and exit (the job's
-last step to the command's return).
+last step to the command's return). For the runs without memrec: how far a
+round's two differ (the median over the rounds: what a round resolves) and
+how far the rounds' means differ (the GPU's drift over the whole run).
 """
 import json
 import statistics
@@ -50,26 +53,37 @@ def main():
     print("| job | mode | median step | ratio to off (spread over rounds) | rounds | start-up | 3rd step | exit |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for job in jobs:
-        off = {r["round"]: r for r in by[(job, "off")] if r["median"]}
+        # A round's baseline: the mean of its runs without memrec (two where
+        # the round closed with one too).
+        base = defaultdict(list)
+        for r in by[(job, "off")] + by[(job, "off_end")]:
+            if r["median"]:
+                base[r["round"]].append(r["median"])
+        off = {k: {"median": statistics.fmean(v)} for k, v in base.items()}
         if not off:
             print(f"| {job} | (no complete round without memrec: nothing to compare) | | | | | | |")
             continue
         offmed = statistics.median([r["median"] for r in off.values()])
         spread = (max(r["median"] for r in off.values()) - min(r["median"] for r in off.values())) / offmed
+        pairs = [abs(v[0] - v[1]) / statistics.fmean(v) for v in base.values() if len(v) == 2]
         for mode in modes:
-            rs = [r for r in by[(job, mode)] if r["median"] and r["rc"] == 0]
-            bad = len(by[(job, mode)]) - len(rs)
+            if mode == "off_end":
+                continue
+            runs = by[(job, mode)] + (by[(job, "off_end")] if mode == "off" else [])
+            rs = [r for r in runs if r["median"] and r["rc"] == 0]
+            bad = len(runs) - len(rs)
             if not rs:
-                print(f"| {job} | {mode} | failed | | {len(by[(job, mode)])} | | | |")
+                print(f"| {job} | {mode} | failed | | {len(runs)} | | | |")
                 continue
             med = statistics.median([r["median"] for r in rs])
-            ratios = [r["median"] / off[r["round"]]["median"] for r in rs if r["round"] in off]
             start = statistics.median([(r["ready_ns"] - r["launch_ns"]) / 1e9 for r in rs if r["ready_ns"]])
             exit_ = statistics.median([(r["done_ns"] - r["end_ns"]) / 1e9 for r in rs if r["end_ns"]])
             third = statistics.median([r["third"] for r in rs if r["third"]])
             if mode == "off":
-                rat = f"1 (off rounds differ by {100 * spread:.2f} %)"
+                within = f"a round's two {100 * statistics.median(pairs):.2f} % apart (median), " if pairs else ""
+                rat = f"1 ({within}rounds {100 * spread:.2f} % apart)"
             else:
+                ratios = [r["median"] / off[r["round"]]["median"] for r in rs if r["round"] in off]
                 rat = f"{statistics.median(ratios):.4f} ({min(ratios):.4f}–{max(ratios):.4f})"
             note = f" ({bad} failed)" if bad else ""
             print(f"| {job} | {mode} | {1e3 * med:.3f} ms | {rat} | {len(rs)}{note} | {start:.2f} s | {1e3 * third:.1f} ms | {exit_:.2f} s |")
