@@ -9,8 +9,8 @@
 #   MODES_ONLY (env): a regular expression of the modes to run (off always runs)
 #   WARMUP (env): seconds of each run left out of its median (default 3)
 #   PREHEAT (env): seconds of the first, uncounted run without memrec, which
-#     brings the GPU to the clocks and temperature it keeps under load
-#     (default 30; a cold GPU's first rounds run faster than the rest)
+#     brings the GPU towards the clocks and temperature it keeps under load
+#     (default 30)
 #
 # Each round is 2 + 6 runs (the modes between two runs without memrec),
 # each about 8 s of start-up plus WARMUP plus SECONDS on an H100.
