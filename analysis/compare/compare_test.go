@@ -167,13 +167,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	if o := reps["p64"].GPUs[0].NearLimitOverhead; o != nil {
 		t.Fatalf("a run far from the limit measured %v", *o)
 	}
-	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p3000"]}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0.05); err != nil {
-		t.Fatal(err)
-	}
+	c := fitByBatch(t, 0.05, reps["p32"], reps["p64"], reps["p3000"])
 	b := c.By
 	if b.AllowanceBasis != "measured" || b.AllowanceRun != "p3000" || math.Abs(b.AllowanceFraction-0.03) > 1e-6 ||
 		!strings.Contains(b.BasisWords, `measured in run "p3000"`) {
@@ -199,13 +193,7 @@ func TestFitByBatchSizeMeasuresTheAllowanceAndHonoursFailures(t *testing.T) {
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":1,"text":"CUDA out of memory. Tried to allocate 2.00 GiB"}`+"\n", t0+2e9)
 	fmt.Fprintf(&o, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", t0+3e9)
 	oom := analyzeJSONL(t, o.String())["oom"]
-	c, err = Compare([]*analysis.Report{reps["p32"], reps["p64"], oom}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0); err != nil {
-		t.Fatal(err)
-	}
+	c = fitByBatch(t, 0, reps["p32"], reps["p64"], oom)
 	b = c.By
 	if b.AllowanceBasis != "default" || b.AllowanceFraction != replay.AllocatorAllowance || len(b.Points) != 2 ||
 		len(b.Failed) != 1 || b.Failed[0].Run != "oom" || b.Failed[0].Value != 2800 {
@@ -241,13 +229,7 @@ func TestFitByBatchSizeLeavesOutAJobThatCrashed(t *testing.T) {
 		for _, n := range names {
 			rs = append(rs, reps[n])
 		}
-		c, err := Compare(rs, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0); err != nil {
-			t.Fatal(err)
-		}
+		c := fitByBatch(t, 0, rs...)
 		if len(names) == 3 && !slices.ContainsFunc(c.Notes, func(n string) bool {
 			return strings.Contains(n, `run "crash" exited 1 before its first step, without running out of memory`)
 		}) {
@@ -290,13 +272,7 @@ func TestFitByBatchSizeCountsAFullGPUAsOutOfMemory(t *testing.T) {
 		t.Errorf("the crash: failed %v, code %d", failed, code)
 	}
 	fit := func(last string) *Comparison {
-		c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps[last]}, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0); err != nil {
-			t.Fatal(err)
-		}
+		c := fitByBatch(t, 0, reps["p32"], reps["p64"], reps[last])
 		return c
 	}
 	c := fit("full")
@@ -318,13 +294,7 @@ func TestFitByBatchSizeFromWhatTheJobNeeds(t *testing.T) {
 	g := &analysistest.Gen{}
 	probeBatchRuns(g, []int{32, 64, 128})
 	reps := analyzeJSONL(t, g.String())
-	c, err := Compare([]*analysis.Report{reps["p32"], reps["p64"], reps["p128"]}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0.05); err != nil {
-		t.Fatal(err)
-	}
+	c := fitByBatch(t, 0.05, reps["p32"], reps["p64"], reps["p128"])
 	b := c.By
 	if b.Basis != "step_peak_allocated" || b.NeedFit == nil || math.Abs(b.NeedFit.SlopeBytesPerUnit-20*MiB) > 1 || math.Abs(b.NeedFit.InterceptBytes-200*MiB) > 1 {
 		t.Fatalf("basis %q, need fit %+v", b.Basis, b.NeedFit)
@@ -388,13 +358,7 @@ func fitWithTheLargestSegment(t *testing.T, segMiB float64) {
 	if s := reps["s64"].GPUs[0]; s.LargestSegmentBytes == nil || *s.LargestSegmentBytes != int64(64*segMiB*MiB) || s.MostSegments == nil || *s.MostSegments != 12 {
 		t.Fatalf("largest segment %v, most segments %v", analysistest.Deref(s.LargestSegmentBytes), analysistest.Deref(s.MostSegments))
 	}
-	c, err := Compare([]*analysis.Report{reps["s32"], reps["s64"], reps["s128"]}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0); err != nil {
-		t.Fatal(err)
-	}
+	c := fitByBatch(t, 0, reps["s32"], reps["s64"], reps["s128"])
 	b := c.By
 	if b.AllowanceBasis != "largest_segment" || b.AllowanceFraction != 0 || b.SegmentLine == nil ||
 		math.Abs(b.SegmentLine.SlopeBytesPerUnit-segMiB*MiB) > 1 || math.Abs(b.SegmentLine.InterceptBytes) > 1 || b.RoundingBytes != 12*2*MiB {

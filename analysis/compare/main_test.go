@@ -20,6 +20,20 @@ func analyzeJSONL(t *testing.T, data string) map[string]*analysis.Report {
 	return analysistest.Analyze(t, data, analyze)
 }
 
+// fitByBatch compares reps and fits them by their batch_size tag with
+// headroom h.
+func fitByBatch(t *testing.T, h float64, reps ...*analysis.Report) *Comparison {
+	t.Helper()
+	c, err := Compare(reps, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FitByTag(c, "batch_size", h); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // importFixtures imports JSON Lines inputs into one fresh database and
 // analyses every run, by run name.
 func importFixtures(t *testing.T, inputs map[string][]byte) map[string]*analysis.Report {

@@ -1,10 +1,11 @@
 package compare
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/testsupport/analysistest"
 	"github.com/memrec/memrec/testsupport/fixtures"
 )
@@ -23,18 +24,8 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		for _, f := range files {
 			inputs[f] = fixtures.Read(t, f)
 		}
-		reps := importFixtures(t, inputs)
-		var list []*analysis.Report
-		for _, r := range reps {
-			list = append(list, r)
-		}
-		c, err := Compare(list, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0.05); err != nil {
-			t.Fatal(err)
-		}
+		list := slices.Collect(maps.Values(importFixtures(t, inputs)))
+		c := fitByBatch(t, 0.05, list...)
 		b, lim := c.By, truth.Limits[model]
 		if lim.Largest == 0 || b.Basis != "step_peak_allocated" || b.MaxFittingValue == nil || b.MaxFittingValueNoHeadroom == nil {
 			t.Fatalf("%s: limit %+v, by %+v", model, lim, b)
@@ -56,16 +47,8 @@ func TestLargestBatchOnRealRuns(t *testing.T) {
 		// The run that died at batch 7728 is not a point of the fit: the
 		// prediction stays, and the statement names the failure.
 		oom := importFixtures(t, map[string][]byte{fixtures.H200OOM: fixtures.Read(t, fixtures.H200OOM)})
-		for _, r := range oom {
-			list = append(list, r)
-		}
-		c, err = Compare(list, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0.05); err != nil {
-			t.Fatal(err)
-		}
+		list = slices.AppendSeq(list, maps.Values(oom))
+		c = fitByBatch(t, 0.05, list...)
 		if f := c.By.Failed; len(f) != 1 || f[0].Value != 7728 || len(c.By.Points) != 3 || *c.By.MaxFittingValueNoHeadroom != p ||
 			!strings.Contains(c.By.Statement, "ran out of memory at batch_size=7728") {
 			t.Errorf("with the OOM run: failed %+v, %d points, %v without headroom: %s", f, len(c.By.Points), analysistest.Deref(c.By.MaxFittingValueNoHeadroom), c.By.Statement)

@@ -3,15 +3,16 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/memrec/memrec/analysis"
 	"github.com/memrec/memrec/analysis/replay"
 	"github.com/memrec/memrec/testsupport/fixtures"
 )
@@ -102,18 +103,7 @@ func TestTracelessLargestBatch(t *testing.T) {
 	}
 	var rows []string
 	for _, k := range tracelessFixtures(t) {
-		reps := importFixtures(t, k.inputs)
-		var list []*analysis.Report
-		for _, r := range reps {
-			list = append(list, r)
-		}
-		c, err := Compare(list, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := FitByTag(c, "batch_size", 0); err != nil {
-			t.Fatal(err)
-		}
+		c := fitByBatch(t, 0, slices.Collect(maps.Values(importFixtures(t, k.inputs)))...)
 		b := c.By
 		if b.AllowanceBasis != k.basis || b.MaxFittingValueNoHeadroom == nil || b.MaxFittingValueOptimistic == nil {
 			t.Errorf("%s: allowance %q (want %q), %s", k.name, b.AllowanceBasis, k.basis, b.IntervalWords)
@@ -203,17 +193,7 @@ func TestTracelessResNet18WithinTenPercent(t *testing.T) {
 		in[f] = fixtures.Read(t, f)
 	}
 	limit := float64(fixtures.ReadTruth(t).Limits["r18"].Largest)
-	var list []*analysis.Report
-	for _, r := range importFixtures(t, in) {
-		list = append(list, r)
-	}
-	c, err := Compare(list, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := FitByTag(c, "batch_size", 0); err != nil {
-		t.Fatal(err)
-	}
+	c := fitByBatch(t, 0, slices.Collect(maps.Values(importFixtures(t, in)))...)
 	b := c.By
 	if b.AllowanceBasis != "inactive_split" || b.MaxFittingValueNoHeadroom == nil {
 		t.Fatalf("allowance %q, %s", b.AllowanceBasis, b.IntervalWords)
