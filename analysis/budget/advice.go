@@ -465,10 +465,14 @@ func (ad *advice) emptyCache() {
 // Adam one byte each). 0 where it does not say: SGD keeps a buffer only
 // with momentum, and other classes are not known here.
 func FirstStepState(b *Budget) int64 {
-	if b == nil || !b.Watched || b.Trainable <= 0 || !strings.Contains(strings.ToLower(b.Optimizer), "adam") {
+	if b == nil || !b.Watched || b.Trainable <= 0 {
 		return 0
 	}
-	if strings.Contains(strings.ToLower(b.Optimizer), "8bit") {
+	name := strings.ToLower(b.Optimizer)
+	if !strings.Contains(name, "adam") {
+		return 0
+	}
+	if strings.Contains(name, "8bit") {
 		return 2 * b.Trainable
 	}
 	return 2 * dtypeBytes(b.DType) * b.Trainable
