@@ -57,8 +57,18 @@ func (a *gpuAnalysis) budgetPass() error {
 		if err != nil {
 			return err
 		}
-		o.Budget = budget.NewOOM(budget.OOMInput{Allocated: o.AllocatedBytes, Requested: o.RequestedBytes, Free: o.FreeBytes,
-			FittingBatch: o.FittingBatch, UpperBound: o.FitKind == FitUpperBound}, ob, batch)
+		newOOM := func() *budget.OOM {
+			return budget.NewOOM(budget.OOMInput{Allocated: o.AllocatedBytes, Requested: o.RequestedBytes, Free: o.FreeBytes,
+				FittingBatch: o.FittingBatch, UpperBound: o.FitKind == FitUpperBound}, ob, batch)
+		}
+		o.Budget = newOOM()
+		// An optimizer with no state yet had its first step to come: the
+		// batch that fits must leave room for what that step creates too,
+		// as the OOM's cause counts it (explainOOM).
+		if first := budget.FirstStepState(b); first > 0 && o.FittingBatch != nil && oomPart(o.Budget, budget.PartOptimizer) == 0 {
+			a.gr.oomFit(o, batch, first)
+			o.Budget = newOOM()
+		}
 	}
 	return nil
 }

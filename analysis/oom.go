@@ -125,7 +125,9 @@ func parseSize(num, unit string) int64 {
 // taken off (the allocator holds at least what it allocates). The batch
 // that fits is then smaller, by as much as the step would have gone on to
 // allocate: nothing in a run that completed no step says how much that is.
-func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) {
+// first is state the step would still have created beyond its peak (an
+// optimizer's first step, budget.FirstStepState), counted with the need.
+func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding, first int64) {
 	if o.RequestedBytes == nil || o.FreeBytes == nil {
 		return
 	}
@@ -145,9 +147,9 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding int64) 
 		return
 	}
 	have := float64(*o.AllocatedBytes + free)
-	need, basis, kind := float64(*o.AllocatedBytes+req), "lower_bound", FitUpperBound
-	if stepPeak != nil && float64(*stepPeak)+float64(max(short, 0)) > need {
-		need, basis, kind = float64(*stepPeak)+float64(max(short, 0)), "step_peak", FitEstimate
+	need, basis, kind := float64(*o.AllocatedBytes+req+first), "lower_bound", FitUpperBound
+	if stepPeak != nil && float64(*stepPeak+max(short, 0)+first) > need {
+		need, basis, kind = float64(*stepPeak+max(short, 0)+first), "step_peak", FitEstimate
 	}
 	if need <= 0 {
 		return

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/memrec/memrec/analysis/budget"
 	"github.com/memrec/memrec/analysis/replay"
+	"github.com/memrec/memrec/storage"
 	"github.com/memrec/memrec/testsupport/analysistest"
 	"github.com/memrec/memrec/testsupport/fixtures"
 )
@@ -203,6 +206,49 @@ func TestWhatIfsSayWhenTheTraceMissedTheLargerSteps(t *testing.T) {
 		}
 		if missed != want || noted != (want > 0) {
 			t.Errorf("reserved %d more: missed %d (want %d), noted %v; notes %q", grown, missed, want, noted, rep.Notes)
+		}
+	}
+}
+
+// TestFirstStepStateInThePostMortem: a watched AdamW job fails in its
+// first step, before the optimizer holds state. The post-mortem's batch
+// counts the state that step would have created, as the cause does: the
+// need is allocated + requested + 2 × 4 B × 1 Gi trainable parameters,
+// the room allocated + free; the same job with SGD (no state to come)
+// gets the batch without it.
+func TestFirstStepStateInThePostMortem(t *testing.T) {
+	const trainable = GiB // float32: params 4 GiB, AdamW's moments 8 GiB
+	run := func(name, optimizer string) string {
+		var b strings.Builder
+		oom := t0 + 5e9
+		fmt.Fprintf(&b, `{"type":"run","name":%q,"start_ns":%d,"end_ns":%d,"interval_ns":10000000,"tags":{"batch_size":"64"}}`+"\n", name, t0, oom+2e9)
+		fmt.Fprintf(&b, `{"type":"gpu","gpu":0,"total_bytes":%d}`+"\n", int64(80*GiB))
+		for _, off := range []int64{-20e6, -10e6, 0, 10e6} {
+			fmt.Fprintf(&b, `{"type":"sample","t_ns":%d,"gpu":0,"used_bytes":%d}`+"\n", oom+off, int64(62*GiB))
+		}
+		fmt.Fprintf(&b, `{"type":"torch","t_ns":%d,"gpu":0,"pid":7,"allocated_bytes":%d,"reserved_bytes":%d,"active_bytes":%d,`+
+			`"peak_allocated_bytes":%d,"params_bytes":%d,"grads_bytes":%d,"optimizer_bytes":0,"params":%d,"trainable":%d,"optimizer":%q,"dtype":"float32"}`+"\n",
+			oom-10e6, int64(60*GiB), int64(61*GiB), int64(60*GiB), int64(60*GiB), 4*trainable, 4*trainable, trainable, trainable, optimizer)
+		fmt.Fprintf(&b, `{"type":"mark","t_ns":%d,"kind":"oom","gpu":0,"pid":7,"text":"CUDA out of memory. Tried to allocate 4.00 GiB on GPU 0 (1.00 GiB free of 80.00 GiB)"}`+"\n", oom)
+		fmt.Fprintf(&b, `{"type":"mark","t_ns":%d,"kind":"exit","code":1}`+"\n", oom+1e9)
+		return b.String()
+	}
+	reps := analysistest.AnalyzeFiles(t, map[string][]byte{"adam": []byte(run("adam", "AdamW")), "sgd": []byte(run("sgd", "SGD"))},
+		func(db *storage.DB, r storage.Run) (*Report, error) { return Analyze(db, r, Options{}) })
+	for name, want := range map[string]float64{
+		"adam": math.Floor(64 * 61.0 / (64 + 8)), // 61 GiB of room, 64 + 8 needed
+		"sgd":  math.Floor(64 * 61.0 / 64),
+	} {
+		ooms := reps[name].GPUs[0].OOMs
+		if len(ooms) != 1 || ooms[0].Outcome != OOMFatal {
+			t.Fatalf("%s: OOMs %+v", name, ooms)
+		}
+		o := ooms[0]
+		if o.FittingBatch == nil || *o.FittingBatch != want || o.FitKind != FitUpperBound {
+			t.Errorf("%s: fitting batch %v (%s), want at most %v", name, analysistest.Deref(o.FittingBatch), o.FitKind, want)
+		}
+		if name == "adam" && (o.Cause == nil || o.Cause.FirstStepStateBytes != 8*trainable) {
+			t.Errorf("adam: the cause does not count the first step's state: %+v", o.Cause)
 		}
 	}
 }

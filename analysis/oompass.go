@@ -116,18 +116,23 @@ func (a *gpuAnalysis) oomOutcomes() {
 		if o.Outcome != OOMFatal {
 			continue
 		}
-		// The run's own per-step peak: the highest of the steps completed
-		// before the OOM.
-		var peak *int64
-		for _, p := range gr.StepPeaks {
-			if p.TNS < o.TNS && (peak == nil || p.Bytes > *peak) {
-				peak = i64(p.Bytes)
-			}
-		}
-		seg, rounding := gr.strandable()
-		oomAdvice(o, batch, peak, seg, rounding)
+		gr.oomFit(o, batch, 0)
 		gr.oomWhatIfs(o)
 	}
+}
+
+// oomFit says what batch would have fitted at the fatal OOM o, from the
+// run's own per-step peak (the highest of the steps completed before it)
+// and first, state the step would still have created (oomAdvice).
+func (g *GPUReport) oomFit(o *OOM, batch float64, first int64) {
+	var peak *int64
+	for _, p := range g.StepPeaks {
+		if p.TNS < o.TNS && (peak == nil || p.Bytes > *peak) {
+			peak = i64(p.Bytes)
+		}
+	}
+	seg, rounding := g.strandable()
+	oomAdvice(o, batch, peak, seg, rounding, first)
 }
 
 // largestGrowthBefore sets the largest growth between consecutive floors

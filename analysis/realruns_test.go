@@ -302,7 +302,7 @@ func TestStepTimeFromASawtooth(t *testing.T) {
 // (allocated + free): 100 × 71/82, less the allocator allowance.
 func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	o := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&o, 100, i64(78*GiB), 0, 0)
+	oomAdvice(&o, 100, i64(78*GiB), 0, 0, 0)
 	want := math.Floor(100 * 71.0 / 82.0 / (1 + replay.AllocatorAllowance))
 	if o.FittingBatch == nil || *o.FittingBatch != want || o.FitBasis != "step_peak" || o.FitKind != FitEstimate {
 		t.Fatalf("fitting batch %v (%s), want %v from the step peak", analysistest.Deref(o.FittingBatch), o.FitBasis, want)
@@ -313,7 +313,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	// segments are.
 	for _, seg := range []int64{GiB, 3 * GiB, 20 * GiB} {
 		s := OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(72 * GiB), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding)
+		oomAdvice(&s, 100, i64(78*GiB), seg, 200*replay.SegmentRounding, 0)
 		want := math.Floor(100 * (71*GiB - 400*MiB) / float64(82*GiB+replay.StrandedSegments*seg))
 		if s.FittingBatch == nil || *s.FittingBatch != want || s.FitKind != FitEstimate {
 			t.Errorf("segment %s: fitting batch %v, want %v", units.FormatBytes(seg), analysistest.Deref(s.FittingBatch), want)
@@ -325,7 +325,7 @@ func TestOOMAdviceFromStepPeaks(t *testing.T) {
 	}
 	// With 4.5 GiB cached and free it would have.
 	o = OOM{AllocatedBytes: i64(70 * GiB), ReservedBytes: i64(74*GiB + GiB/2), RequestedBytes: i64(5 * GiB), FreeBytes: i64(GiB)}
-	oomAdvice(&o, 0, nil, 0, 0)
+	oomAdvice(&o, 0, nil, 0, 0, 0)
 	if o.CacheWouldHelp == nil || !*o.CacheWouldHelp || o.FittingBatch != nil {
 		t.Fatalf("would help %v, fitting batch %v without a batch tag", o.CacheWouldHelp, o.FittingBatch)
 	}
