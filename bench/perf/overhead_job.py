@@ -4,7 +4,9 @@ overhead benchmark (bench/perf/overhead.sh).
     python3 overhead_job.py --job transformer|short|loader --seconds 8 --log steps.jsonl [--watch]
 
 transformer: a compute-bound decoder step (about 100 ms on an H100).
-short:       a small MLP step (a few ms), where per-step probe work shows.
+short:       an MLP step of about 5 ms on an H100, where per-step probe work
+             shows; its time is the GPU's (a step of 2 ms is set by the
+             host's launch jitter, ±4 % a round, too much to resolve 1 %).
 loader:      a DataLoader with CPU work per sample feeding a small model, so
              the step waits on the loader's workers, not the GPU.
 
@@ -45,8 +47,8 @@ def transformer(dev):
 def short(dev):
     net = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 10)).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(512, 1024, device=dev)
-    y = torch.randint(0, 10, (512,), device=dev)
+    x = torch.randn(2048, 1024, device=dev)
+    y = torch.randint(0, 10, (2048,), device=dev)
     lossf = nn.CrossEntropyLoss()
 
     def step(_batch):
