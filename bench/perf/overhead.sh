@@ -51,6 +51,9 @@ run() { # job round mode wrap extra [seconds]
   local rc=$?
   t1=$(date +%s%N)
   echo "{\"job\":\"$job\",\"mode\":\"$mode\",\"round\":$round,\"rc\":$rc,\"launch_ns\":$t0,\"done_ns\":$t1,\"log\":\"$log\"}" >> "$OUT/overhead.jsonl"
+  # What the probe chose for the sites' history (sampled_every: on one
+  # step in N), which says where a --sites run's cost went.
+  [[ $wrap == *--sites* && -s $db ]] && $BIN --db "$db" sites --json "$job-$mode-$round" > "$log.sites.json" 2>&1
   rm -f "$db"
 }
 
