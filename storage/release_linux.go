@@ -31,3 +31,22 @@ func (db *DB) ReleasePages() {
 	// any transaction sees: [Data, Data+size) lies inside the mapping.
 	_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.bolt.Info().Data, uintptr(size), unix.MADV_DONTNEED)
 }
+
+// readAround lets the kernel read ahead in a file opened ReadOnly. bbolt
+// advises that its mapping is read at random (MADV_RANDOM), which turns
+// readahead off: where the file is not in the page cache, each page is
+// then read from disk on its own, one 4 KiB read a fault. memrec's readers
+// decode chunks of a series that lie mostly in the file's order, and the
+// kernel's default reads the pages around a fault with it. Over the
+// mapping's pages that the file had at Open; a writer's mapping changes
+// as it grows and keeps bbolt's advice.
+func (db *DB) readAround() {
+	if !db.readOnly {
+		return
+	}
+	var size int64
+	if db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }) != nil || size <= 0 {
+		return
+	}
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.bolt.Info().Data, uintptr(size), unix.MADV_NORMAL)
+}

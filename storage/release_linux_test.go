@@ -92,3 +92,43 @@ func TestReleasePagesKeepsTheData(t *testing.T) {
 		t.Fatalf("the reader in flight read %d samples, want %d the same", len(inFlight), len(gpu1))
 	}
 }
+
+// mappingAdvisedRandom reports whether this process's mapping of path
+// carries the random-read advice ("rr" in VmFlags of /proc/self/smaps).
+func mappingAdvisedRandom(t *testing.T, path string) bool {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	in := false
+	for line := range strings.Lines(string(raw)) {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 6 && strings.Contains(fields[0], "-"):
+			in = fields[len(fields)-1] == path
+		case in && len(fields) > 0 && fields[0] == "VmFlags:":
+			return slices.Contains(fields[1:], "rr")
+		}
+	}
+	t.Fatalf("no mapping of %s in /proc/self/smaps", path)
+	return false
+}
+
+// TestReadersReadAround: a file opened ReadOnly is mapped without bbolt's
+// random-read advice, so that the kernel reads ahead where the file is not
+// in the page cache; a writer's mapping keeps it.
+func TestReadersReadAround(t *testing.T) {
+	w, _ := importMinutes(t, 1, time.Minute)
+	path := w.path
+	if !mappingAdvisedRandom(t, path) {
+		t.Error("the writer's mapping lost bbolt's advice")
+	}
+	must(t, w.Close())
+	r, err := Open(path, Options{ReadOnly: true})
+	must(t, err)
+	defer r.Close()
+	if mappingAdvisedRandom(t, path) {
+		t.Error("a reader's mapping is advised random: the kernel reads each page on its own")
+	}
+}

@@ -174,6 +174,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if db.shortLock {
 		b.Close() // hold opens it again for each transaction
 	}
+	db.readAround()
 	return db, nil
 }
 
