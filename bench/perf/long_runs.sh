@@ -12,6 +12,7 @@
 #   bench/perf/long_runs.sh                                  # BASE=c664fbc, 3 rounds, the day
 #   WEEK=1 RUNS=5 DATA=/tmp/long bench/perf/long_runs.sh     # the week too; keeps the files
 #   ONLY=analyze-7d WEEK=1 bench/perf/long_runs.sh           # one command
+#   COLD=1 bench/perf/long_runs.sh                           # each file read from disk
 #
 # Prints, per command and binary, the median CPU seconds (user + system)
 # with the lowest and highest of the rounds, and the median and highest
@@ -43,10 +44,21 @@ if [[ ${WEEK:-0} == 1 && ! -s $data/d7.db ]]; then
   mv "$data/d7.db.part" "$data/d7.db"
 fi
 
-# one NAME BIN ARGS...: runs memrec once, appends "cpu-seconds rss-KiB" to $tmp/NAME-BIN.
+# one NAME BIN ARGS...: runs memrec once, appends "cpu-seconds rss-KiB" to
+# $tmp/NAME-BIN. The file it reads (after --db) is first put in the page
+# cache, or with COLD=1 taken out of it, so that both binaries start alike:
+# on a machine whose page cache holds less than the files, whichever ran
+# first after the week's file would read the day's from disk, which costs
+# CPU in the kernel.
 one() {
-  local name=$1 bin=$2
+  local name=$1 bin=$2 file
   shift 2
+  file=$(echo "$@" | sed -n 's/.*--db \([^ ]*\).*/\1/p')
+  if [[ ${COLD:-0} == 1 ]]; then
+    python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$file"
+  else
+    cat "$file" > /dev/null
+  fi
   rm -rf "$tmp/rep"
   /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$tmp/$bin" "$@" > /dev/null
   awk '{print $1 + $2, $3}' "$tmp/t" >> "$tmp/$name-$bin"
@@ -70,7 +82,8 @@ for _ in $(seq "$rounds"); do
     done
   done
 done
-echo "A = $base, B = the working tree ($head); $rounds rounds, A and B alternating; load before: $load, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+cache="in the page cache"; [[ ${COLD:-0} == 1 ]] && cache="read from disk (COLD=1)"
+echo "A = $base, B = the working tree ($head); $rounds rounds, A and B alternating, each file $cache; load before: $load, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| command | A: CPU median (lowest–highest), RSS median (highest) | B: the same | CPU, A ÷ B |"
 echo "| --- | --- | --- | --- |"
