@@ -66,7 +66,7 @@ func (a *gpuAnalysis) budgetPass() error {
 		// batch that fits must leave room for what that step creates too,
 		// as the OOM's cause counts it (explainOOM).
 		if first := budget.FirstStepState(b); first > 0 && o.FittingBatch != nil && oomPart(o.Budget, budget.PartOptimizer) == 0 {
-			a.gr.oomFit(o, batch, first)
+			oomBatch(o, batch, a.gr.stepPeakBefore(o.TNS), seg, rounding, first)
 			o.Budget = newOOM()
 		}
 	}

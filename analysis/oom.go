@@ -143,9 +143,17 @@ func oomAdvice(o *OOM, batch float64, stepPeak *int64, segment, rounding, first 
 			o.LeftOut = append(o.LeftOut, fmt.Sprintf("cached and free: allocated is %s above reserved, which PyTorch cannot report (an inconsistent allocator sample)", units.FormatBytes(-cached)))
 		}
 	}
-	if batch <= 0 || o.AllocatedBytes == nil {
+	oomBatch(o, batch, stepPeak, segment, rounding, first)
+}
+
+// oomBatch is oomAdvice's largest batch that could fit, alone: the
+// budget's pass asks it again once it knows the optimizer's first step.
+func oomBatch(o *OOM, batch float64, stepPeak *int64, segment, rounding, first int64) {
+	if batch <= 0 || o.AllocatedBytes == nil || o.RequestedBytes == nil || o.FreeBytes == nil {
 		return
 	}
+	req, free := *o.RequestedBytes, *o.FreeBytes
+	short := req - free
 	have := float64(*o.AllocatedBytes + free)
 	need, basis, kind := float64(*o.AllocatedBytes+req+first), "lower_bound", FitUpperBound
 	if stepPeak != nil && float64(*stepPeak+max(short, 0)+first) > need {

@@ -116,23 +116,22 @@ func (a *gpuAnalysis) oomOutcomes() {
 		if o.Outcome != OOMFatal {
 			continue
 		}
-		gr.oomFit(o, batch, 0)
+		seg, rounding := gr.strandable()
+		oomAdvice(o, batch, gr.stepPeakBefore(o.TNS), seg, rounding, 0)
 		gr.oomWhatIfs(o)
 	}
 }
 
-// oomFit says what batch would have fitted at the fatal OOM o, from the
-// run's own per-step peak (the highest of the steps completed before it)
-// and first, state the step would still have created (oomAdvice).
-func (g *GPUReport) oomFit(o *OOM, batch float64, first int64) {
+// stepPeakBefore is the run's own per-step peak before t: the highest of
+// the steps completed before it; nil where none did.
+func (g *GPUReport) stepPeakBefore(t int64) *int64 {
 	var peak *int64
 	for _, p := range g.StepPeaks {
-		if p.TNS < o.TNS && (peak == nil || p.Bytes > *peak) {
+		if p.TNS < t && (peak == nil || p.Bytes > *peak) {
 			peak = i64(p.Bytes)
 		}
 	}
-	seg, rounding := g.strandable()
-	oomAdvice(o, batch, peak, seg, rounding, first)
+	return peak
 }
 
 // largestGrowthBefore sets the largest growth between consecutive floors
