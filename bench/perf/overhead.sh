@@ -12,7 +12,7 @@
 #     brings the GPU towards the clocks and temperature it keeps under load
 #     (default 30)
 #
-# Each round is 2 + 6 runs (the modes between two runs without memrec),
+# Each round is 2 + 8 runs (the modes between two runs without memrec),
 # each about 8 s of start-up plus WARMUP plus SECONDS on an H100.
 #
 # Writes $OUT/overhead.jsonl (one line a run) and prints the table
@@ -36,6 +36,10 @@ MODES=(
   "watch_budget|record --interval 10ms --alloc-trace=false|--watch"
   "sites|record --interval 10ms --sites|"
   "alloc_trace|record --interval 10ms|"
+  # Where the modes' common cost goes: the recorder alone (the job does not
+  # load the probe), and the probe with its allocator samples a second apart.
+  "nvml_only|record --interval 10ms --alloc-trace=false|--no-probe"
+  "probe_rare|record --interval 10ms --alloc-trace=false|--step-sample-ms 1000"
 )
 
 run() { # job round mode wrap extra [seconds]

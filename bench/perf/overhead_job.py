@@ -2,6 +2,7 @@
 overhead benchmark (bench/perf/overhead.sh).
 
     python3 overhead_job.py --job transformer|short|loader --seconds 8 --log steps.jsonl [--watch]
+        [--no-probe] [--step-sample-ms MS]
 
 transformer: a compute-bound decoder step (about 100 ms on an H100).
 short:       an MLP step of about 5 ms on an H100, where per-step probe work
@@ -24,8 +25,27 @@ import time
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import memrec  # noqa: E402
+
+
+class NoProbe:
+    """memrec's calls as no-ops: the job under memrec record with the
+    recorder alone (NVML), no probe in its process."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def probe(a):
+    """memrec, or NoProbe for --no-probe; --step-sample-ms spaces the
+    probe's allocator samples (MEMREC_STEP_SAMPLE_MS), to tell their cost
+    from the rest of the probe's."""
+    if a.no_probe:
+        return NoProbe()
+    if a.step_sample_ms:
+        os.environ["MEMREC_STEP_SAMPLE_MS"] = str(a.step_sample_ms)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import memrec
+    return memrec
 
 
 def transformer(dev):
@@ -100,7 +120,10 @@ def main():
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--watch", action="store_true", help="memrec.watch(model, optimizer): the step budget")
     ap.add_argument("--log", required=True)
+    ap.add_argument("--no-probe", action="store_true", help="do not import memrec: under memrec record, the recorder alone")
+    ap.add_argument("--step-sample-ms", type=float, default=0, help="MEMREC_STEP_SAMPLE_MS for the probe")
     a = ap.parse_args()
+    memrec = probe(a)
     dev = torch.device("cuda")
     net, opt, step, dl = {"transformer": transformer, "short": short, "loader": loader}[a.job](dev)
     if a.watch:
