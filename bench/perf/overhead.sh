@@ -5,7 +5,8 @@
 # the step that takes the allocator trace, exit).
 #
 #   bench/perf/overhead.sh MEMREC_BIN [JOBS] [ROUNDS] [SECONDS]
-#   JOBS: comma-separated from transformer,short,loader (default all three)
+#   JOBS: comma-separated from transformer,short,launch,loader (default
+#   transformer,short,loader)
 #   MODES_ONLY (env): a regular expression of the modes to run (off always runs)
 #   WARMUP (env): seconds of each run left out of its median (default 3)
 #   PREHEAT (env): seconds of the first, uncounted run without memrec, which

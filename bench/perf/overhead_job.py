@@ -1,13 +1,16 @@
 """One training job of three kinds, timed step by step, for the end-to-end
 overhead benchmark (bench/perf/overhead.sh).
 
-    python3 overhead_job.py --job transformer|short|loader --seconds 8 --log steps.jsonl [--watch]
+    python3 overhead_job.py --job transformer|short|launch|loader --seconds 8 --log steps.jsonl [--watch]
         [--no-probe] [--step-sample-ms MS]
 
 transformer: a compute-bound decoder step (about 100 ms on an H100).
 short:       an MLP step of about 5 ms on an H100, where per-step probe work
              shows; its time is the GPU's (a step of 2 ms is set by the
              host's launch jitter, ±4 % a round, too much to resolve 1 %).
+launch:      the same MLP at batch 512 (about 2 ms): the host's time to launch
+             the step, where per-step work weighs most and the jitter is
+             about ±4 % a round.
 loader:      a DataLoader with CPU work per sample feeding a small model, so
              the step waits on the loader's workers, not the GPU.
 
@@ -64,11 +67,11 @@ def transformer(dev):
     return net, opt, step, None
 
 
-def short(dev):
+def short(dev, batch=2048):
     net = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 10)).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(2048, 1024, device=dev)
-    y = torch.randint(0, 10, (2048,), device=dev)
+    x = torch.randn(batch, 1024, device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
     lossf = nn.CrossEntropyLoss()
 
     def step(_batch):
@@ -79,6 +82,10 @@ def short(dev):
         return loss
 
     return net, opt, step, None
+
+
+def launch(dev):
+    return short(dev, 512)
 
 
 class Images(torch.utils.data.Dataset):
@@ -115,7 +122,7 @@ def loader(dev):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--job", choices=["transformer", "short", "loader"], required=True)
+    ap.add_argument("--job", choices=["transformer", "short", "launch", "loader"], required=True)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--watch", action="store_true", help="memrec.watch(model, optimizer): the step budget")
@@ -125,7 +132,7 @@ def main():
     a = ap.parse_args()
     memrec = probe(a)
     dev = torch.device("cuda")
-    net, opt, step, dl = {"transformer": transformer, "short": short, "loader": loader}[a.job](dev)
+    net, opt, step, dl = {"transformer": transformer, "short": short, "launch": launch, "loader": loader}[a.job](dev)
     if a.watch:
         memrec.watch(net, opt)
     batches = iter(dl) if dl is not None else None

@@ -52,7 +52,7 @@ def main():
     by = defaultdict(list)
     for r in rows:
         by[(r["job"], r["mode"])].append(r)
-    jobs = sorted({r["job"] for r in rows}, key=["transformer", "short", "loader"].index)
+    jobs = sorted({r["job"] for r in rows}, key=["transformer", "short", "launch", "loader"].index)
     modes = []
     for r in rows:
         if r["mode"] not in modes:
