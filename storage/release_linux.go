@@ -19,18 +19,7 @@ import (
 // again when it grows, and its mapping changes under the call); on other
 // files, and where the kernel refuses, it does nothing. Safe for
 // concurrent use.
-func (db *DB) ReleasePages() {
-	if !db.readOnly {
-		return
-	}
-	var size int64
-	if db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }) != nil || size <= 0 {
-		return
-	}
-	// A read-only file is mapped once, at Open, over at least the size
-	// any transaction sees: [Data, Data+size) lies inside the mapping.
-	_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.bolt.Info().Data, uintptr(size), unix.MADV_DONTNEED)
-}
+func (db *DB) ReleasePages() { db.advise(unix.MADV_DONTNEED) }
 
 // readAround lets the kernel read ahead in a file opened ReadOnly. bbolt
 // advises that its mapping is read at random (MADV_RANDOM), which turns
@@ -40,7 +29,12 @@ func (db *DB) ReleasePages() {
 // kernel's default reads the pages around a fault with it. Over the
 // mapping's pages that the file had at Open; a writer's mapping changes
 // as it grows and keeps bbolt's advice.
-func (db *DB) readAround() {
+func (db *DB) readAround() { db.advise(unix.MADV_NORMAL) }
+
+// advise gives the kernel advice on the mapping of a file opened
+// ReadOnly, over the pages it had at Open; on other files, and where the
+// kernel refuses, it does nothing.
+func (db *DB) advise(advice uintptr) {
 	if !db.readOnly {
 		return
 	}
@@ -48,5 +42,7 @@ func (db *DB) readAround() {
 	if db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }) != nil || size <= 0 {
 		return
 	}
-	_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.bolt.Info().Data, uintptr(size), unix.MADV_NORMAL)
+	// A read-only file is mapped once, at Open, over at least the size
+	// any transaction sees: [Data, Data+size) lies inside the mapping.
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.bolt.Info().Data, uintptr(size), advice)
 }
