@@ -535,31 +535,20 @@ func AppendMarkAt(b, tNS []byte, m *Mark) []byte {
 // whole mark for each field, and an export writes a step mark a GPU a
 // step (TestAppendMarkIntsMatchesTable keeps the two alike).
 func appendMarkInts(b []byte, m *Mark) []byte {
-	if m.Epoch != None {
-		b = append(b, `,"epoch":`...)
-		b = appendInt(b, int64(m.Epoch))
+	b = appendSet(b, `,"epoch":`, m.Epoch)
+	b = appendSet(b, `,"step":`, m.Step)
+	b = appendSet(b, `,"rank":`, m.Rank)
+	b = appendSet(b, `,"gpu":`, m.GPU)
+	b = appendSet(b, `,"pid":`, m.PID)
+	return appendSet(b, `,"code":`, m.Code)
+}
+
+// appendSet appends key and v where v is set (not None).
+func appendSet(b []byte, key string, v int) []byte {
+	if v == None {
+		return b
 	}
-	if m.Step != None {
-		b = append(b, `,"step":`...)
-		b = appendInt(b, int64(m.Step))
-	}
-	if m.Rank != None {
-		b = append(b, `,"rank":`...)
-		b = appendInt(b, int64(m.Rank))
-	}
-	if m.GPU != None {
-		b = append(b, `,"gpu":`...)
-		b = appendInt(b, int64(m.GPU))
-	}
-	if m.PID != None {
-		b = append(b, `,"pid":`...)
-		b = appendInt(b, int64(m.PID))
-	}
-	if m.Code != None {
-		b = append(b, `,"code":`...)
-		b = appendInt(b, int64(m.Code))
-	}
-	return b
+	return appendInt(append(b, key...), int64(v))
 }
 
 // markHead is a mark line up to its time's digits (the 0 given for the
