@@ -163,24 +163,13 @@ func (a *gpuAnalysis) cacheGrowths() (beyond, high growth.Growth, ok bool) {
 		return beyond, a.growthOf("step_peak_high", a.cacheFloors(true, floors)), true
 	}
 	// cacheFloors' floors, counted and then taken.
-	each := func(f func(i int, beyond, high int64)) {
-		var most int64 = -1
-		for i := range a.flo {
-			if a.stepPeaks.has(i) {
-				most = max(most, a.stepPeaks.max[i])
-			}
-			if most >= 0 && a.resFloors.has(i) {
-				f(i, a.resFloors.min[i]-most, most)
-			}
-		}
-	}
 	n := 0
-	each(func(int, int64, int64) { n++ })
+	a.eachCacheFloor(func(int, int64, int64) { n++ })
 	if n == 0 {
 		return beyond, high, false
 	}
 	rb, rh := a.reducer(n), a.reducer(n)
-	each(func(i int, beyond, high int64) {
+	a.eachCacheFloor(func(i int, beyond, high int64) {
 		rb.Add(i, a.flo[i], beyond)
 		rh.Add(i, a.flo[i], high)
 	})
@@ -197,22 +186,30 @@ func (a *gpuAnalysis) cacheFloors(high bool, dst []growth.FloorPoint) []growth.F
 	if a.per != "step" || countNonEmpty(a.stepPeaks) == 0 {
 		return nil
 	}
-	var most int64 = -1
 	out := a.floorBuf(dst, len(a.flo))
+	a.eachCacheFloor(func(i int, beyond, most int64) {
+		v := most
+		if !high {
+			v = beyond
+		}
+		out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: v})
+	})
+	return out
+}
+
+// eachCacheFloor calls f, in span order, for each floor span with reserved
+// memory after the first step peak: reserved beyond the largest step peak
+// so far, and that peak.
+func (a *gpuAnalysis) eachCacheFloor(f func(i int, beyond, high int64)) {
+	var most int64 = -1
 	for i := range a.flo {
 		if a.stepPeaks.has(i) {
 			most = max(most, a.stepPeaks.max[i])
 		}
-		if most < 0 || !a.resFloors.has(i) {
-			continue
+		if most >= 0 && a.resFloors.has(i) {
+			f(i, a.resFloors.min[i]-most, most)
 		}
-		v := most
-		if !high {
-			v = a.resFloors.min[i] - most
-		}
-		out = append(out, growth.FloorPoint{X: a.x(i), TNS: a.flo[i], Bytes: v})
 	}
-	return out
 }
 
 // floorPoints are the floors of the spans that hold a sample, in dst's
