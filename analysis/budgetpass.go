@@ -65,7 +65,7 @@ func (a *gpuAnalysis) budgetPass() error {
 		// An optimizer with no state yet had its first step to come: the
 		// batch that fits must leave room for what that step creates too,
 		// as the OOM's cause counts it (explainOOM).
-		if first := budget.FirstStepState(b); first > 0 && o.FittingBatch != nil && oomPart(o.Budget, budget.PartOptimizer) == 0 {
+		if first := stateToCome(o.Budget, budget.FirstStepState(b)); first > 0 && o.FittingBatch != nil {
 			oomBatch(o, batch, a.gr.stepPeakBefore(o.TNS), seg, rounding, first)
 			o.Budget = newOOM()
 		}

@@ -109,11 +109,11 @@ func explainOOM(o OOM, batch float64, firstState int64) *OOMCause {
 			fixed += v
 		}
 		act = max(0, alloc-fixed)
-		if firstState > 0 && oomPart(b, budget.PartOptimizer) == 0 {
-			c.MissingBytes += firstState
-			c.FirstStepStateBytes = firstState
+		if s := stateToCome(b, firstState); s > 0 {
+			c.MissingBytes += s
+			c.FirstStepStateBytes = s
 			c.Notes = append(c.Notes, fmt.Sprintf("the optimizer held no state at the OOM: its first step creates %s (two moments a trainable parameter), counted with the bytes missing",
-				units.FormatBytes(firstState)))
+				units.FormatBytes(s)))
 		}
 		if fixed > alloc {
 			c.Notes = append(c.Notes, fmt.Sprintf("the model's own tensors (%s) exceed allocated at the OOM (%s): not all were held then; activations are counted as 0", units.FormatBytes(fixed), units.FormatBytes(alloc)))
@@ -148,6 +148,16 @@ func explainOOM(o OOM, batch float64, firstState int64) *OOMCause {
 }
 
 // oomPart is the bytes of one part of an OOM's budget (0 if none).
+// stateToCome is firstState, what the watched optimizer creates at its
+// first step, where the budget at the OOM b shows it held no state yet;
+// else 0.
+func stateToCome(b *budget.OOM, firstState int64) int64 {
+	if b == nil || oomPart(b, budget.PartOptimizer) != 0 {
+		return 0
+	}
+	return firstState
+}
+
 func oomPart(b *budget.OOM, p budget.Part) int64 {
 	for _, s := range b.Parts {
 		if s.Part == p {
