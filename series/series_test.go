@@ -416,3 +416,32 @@ func TestAddSampleAsAdd(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAddAllDay adds a day's series (8.64 M samples at 100 Hz) in
+// blocks of 1 024 samples, as the report's analysis hands them over: a
+// random walk, and a training run's sawtooth (a ramp each step, a fall
+// at its end), whose new highs come one after another.
+func BenchmarkAddAllDay(b *testing.B) {
+	const n, block = 8_640_000, 1024
+	walkT, walkV := randomSeries(1, n)
+	saw := make([]int64, n)
+	for i := range saw {
+		saw[i] = 1<<30 + int64(i%37)<<22
+	}
+	for _, c := range []struct {
+		name   string
+		ts, vs []int64
+	}{{"walk", walkT, walkV}, {"sawtooth", walkT, saw}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(n) * 8)
+			for b.Loop() {
+				var p Pyramid
+				p.Reserve(n)
+				for i := 0; i < n; i += block {
+					j := min(i+block, n)
+					p.AddAll(c.ts[i:j], c.vs[i:j])
+				}
+			}
+		})
+	}
+}
