@@ -114,7 +114,7 @@ machine without a GPU.`,
 	f.BoolVar(&o.metricsLegacyHostname, "metrics-legacy-hostname", false, "label the metrics' host \"Hostname\", as dcgm-exporter did before it renamed the label \"hostname\" (for older dashboards)")
 	f.BoolVar(&o.torch, "torch", false, "load memrec's PyTorch probe into a Python command without changing it (allocator samples on a timer, OOMs)")
 	f.BoolVar(&o.jax, "jax", false, "load memrec's probe into a Python command and read JAX's allocators (jax.Device.memory_stats) instead of PyTorch's")
-	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit")
+	f.BoolVar(&o.sites, "sites", false, "have the probe record allocation sites (MEMREC_SITES=1): which lines of code hold GPU memory, summarised at epoch ends, OOMs and exit; it costs the job more than the other modes (the probe holds its history to about 1 % of a step and its trace windows to 1 % of the time, by recording fewer steps): use it to find a leak's line")
 	f.BoolVar(&o.allocTrace, "alloc-trace", true, "have the probe trace PyTorch's allocator from CUDA's start to the third step (MEMREC_ALLOC_TRACE=1; with --torch or a job that imports memrec; off with --alloc-trace=false, and unless given with --sites or --jax): compare --by and memrec fit replay the traces of runs at two values to find the largest that fits")
 	f.StringVar(&o.sampler, "sampler", "native", "how to sample NVML: native (a thread outside the Go runtime), go (a Go loop with nanosleep) or plain (a Go loop with time.Sleep); the last two for comparison")
 	f.MarkHidden("sampler")
