@@ -2,7 +2,7 @@
 overhead benchmark (bench/perf/overhead.sh).
 
     python3 overhead_job.py --job transformer|short|launch|loader --seconds 8 --log steps.jsonl [--watch]
-        [--no-probe] [--step-sample-ms MS]
+        [--no-probe] [--step-sample-ms MS] [--device cpu]
 
 transformer: a compute-bound decoder step (about 100 ms on an H100).
 short:       an MLP step of about 5 ms on an H100, where per-step probe work
@@ -16,12 +16,13 @@ loader:      a DataLoader with CPU work per sample feeding a small model, so
 
 Every step ends with loss.item() (the host waits for the GPU, as most loops
 do when they log a loss), calls memrec.step() (a no-op without memrec) and
-writes its wall time; the first --warmup seconds are marked so the summary
-leaves them out.
+writes its wall time and when it ended (t_ns, for nvml_phases.sh); the
+first --warmup seconds are marked so the summary leaves them out.
 """
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -129,9 +130,13 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--no-probe", action="store_true", help="do not import memrec: under memrec record, the recorder alone")
     ap.add_argument("--step-sample-ms", type=float, default=0, help="MEMREC_STEP_SAMPLE_MS for the probe")
+    ap.add_argument("--device", default="cuda", help="cpu: a dry run of the scripts without a GPU")
     a = ap.parse_args()
+    # nvml_phases.sh stops the job with SIGTERM: exit as from the loop's end,
+    # the log's buffer written.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     memrec = probe(a)
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
     net, opt, step, dl = {"transformer": transformer, "short": short, "launch": launch, "loader": loader}[a.job](dev)
     if a.watch:
         memrec.watch(net, opt)
@@ -147,7 +152,7 @@ def main():
         step(batch).item()
         memrec.step(i)
         e = time.perf_counter()
-        out.write(json.dumps({"step": i, "s": e - s, "warm": e - t0 < a.warmup}) + "\n")
+        out.write(json.dumps({"step": i, "s": e - s, "warm": e - t0 < a.warmup, "t_ns": time.time_ns()}) + "\n")
         i += 1
         if e - t0 > a.warmup + a.seconds:
             break
