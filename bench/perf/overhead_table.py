@@ -1,6 +1,6 @@
 """The overhead table from bench/perf/overhead.sh's runs.
 
-    python3 overhead_table.py overhead.jsonl
+    python3 overhead_table.py overhead.jsonl [--rounds]
 
 Per job and mode: the step time after warm-up (the median of each round's
 figure; a run's figure is its median step, or for the loader-bound job its
@@ -13,6 +13,11 @@ step (where the allocator trace is taken and turned off) and exit (the job's
 last step to the command's return). For the runs without memrec: how far a
 round's two differ (the median over the rounds: what a round resolves) and
 how far the rounds' means differ (the GPU's drift over the whole run).
+
+--rounds adds, per job and mode, the ratio of each round (in round order),
+and for the runs without memrec how far the two halves of one run's timed
+steps differ (the median over the runs, and the largest): the GPU's drift
+within a run, which no number of runs takes away.
 """
 import json
 import statistics
@@ -47,6 +52,18 @@ def read(path):
     return [r for r in rows if r["round"] > 0]
 
 
+def halves(r):
+    """How far the first and second half of a run's timed steps differ,
+    each half's pace against the other's."""
+    timed = [s["s"] for s in r["steps"] if not s["warm"]]
+    if len(timed) < 20:
+        return None
+    pace = statistics.fmean if r["job"] in MEAN else statistics.median
+    h = len(timed) // 2
+    a, b = pace(timed[:h]), pace(timed[h:])
+    return abs(a / b - 1)
+
+
 def main():
     rows = read(sys.argv[1])
     by = defaultdict(list)
@@ -58,6 +75,7 @@ def main():
         if r["mode"] not in modes:
             modes.append(r["mode"])
     modes.sort(key=lambda m: (m != "off", m))
+    per = {}
     print("| job | mode | step (median; loader: mean) | ratio to off (spread over rounds) | rounds | start-up | 3rd step | exit |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for job in jobs:
@@ -95,6 +113,14 @@ def main():
                 rat = f"{statistics.median(ratios):.4f} ({min(ratios):.4f}–{max(ratios):.4f})"
             note = f" ({bad} failed)" if bad else ""
             print(f"| {job} | {mode} | {1e3 * med:.3f} ms | {rat} | {len(rs)}{note} | {start:.2f} s | {1e3 * third:.1f} ms | {exit_:.2f} s |")
+            if "--rounds" in sys.argv and mode != "off":
+                per[(job, mode)] = [f"{r['median'] / off[r['round']]['median']:.4f}" for r in sorted(rs, key=lambda r: r["round"]) if r["round"] in off]
+            elif "--rounds" in sys.argv:
+                gaps = [halves(r) for r in rs if halves(r) is not None]
+                if gaps:
+                    per[(job, mode)] = [f"halves of a run {100 * statistics.median(gaps):.2f} % apart (median of {len(gaps)}, largest {100 * max(gaps):.2f} %)"]
+    for (job, mode), xs in per.items():
+        print(f"{job} {mode}: {', '.join(xs)}")
 
 
 if __name__ == "__main__":
