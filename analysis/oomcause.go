@@ -147,7 +147,6 @@ func explainOOM(o OOM, batch float64, firstState int64) *OOMCause {
 	return c
 }
 
-// oomPart is the bytes of one part of an OOM's budget (0 if none).
 // stateToCome is firstState, what the watched optimizer creates at its
 // first step, where the budget at the OOM b shows it held no state yet;
 // else 0.
@@ -158,6 +157,7 @@ func stateToCome(b *budget.OOM, firstState int64) int64 {
 	return firstState
 }
 
+// oomPart is the bytes of one part of an OOM's budget (0 if none).
 func oomPart(b *budget.OOM, p budget.Part) int64 {
 	for _, s := range b.Parts {
 		if s.Part == p {

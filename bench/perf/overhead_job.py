@@ -1,4 +1,4 @@
-"""One training job of three kinds, timed step by step, for the end-to-end
+"""One training job of four kinds, timed step by step, for the end-to-end
 overhead benchmark (bench/perf/overhead.sh).
 
     python3 overhead_job.py --job transformer|short|launch|loader --seconds 8 --log steps.jsonl [--watch]
@@ -28,7 +28,6 @@ import time
 
 import torch
 import torch.nn as nn
-
 
 
 class NoProbe:

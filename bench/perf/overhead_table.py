@@ -116,7 +116,7 @@ def main():
             if "--rounds" in sys.argv and mode != "off":
                 per[(job, mode)] = [f"{r['median'] / off[r['round']]['median']:.4f}" for r in sorted(rs, key=lambda r: r["round"]) if r["round"] in off]
             elif "--rounds" in sys.argv:
-                gaps = [halves(r) for r in rs if halves(r) is not None]
+                gaps = [g for g in map(halves, rs) if g is not None]
                 if gaps:
                     per[(job, mode)] = [f"halves of a run {100 * statistics.median(gaps):.2f} % apart (median of {len(gaps)}, largest {100 * max(gaps):.2f} %)"]
     for (job, mode), xs in per.items():
