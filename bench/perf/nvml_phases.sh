@@ -31,7 +31,8 @@ MODES=(
   "rec1ms_procs|--interval 1ms --procs --procs-every 0"
 )
 : > "$OUT/phases.jsonl"
-rm -f "$OUT/phases.db"
+# The recordings go to a database of this run's own, removed at the end.
+dbdir=$(mktemp -d "$OUT/phases.XXXXXX")
 
 # The job runs past the last phase (each at most P + 3 s with the
 # recorder's start-up and exit) and is stopped then.
@@ -39,7 +40,7 @@ total=$(( WARM + CYCLES * (2 * ${#MODES[@]} + 1) * (P + 3) + 10 ))
 python3 "$HERE/overhead_job.py" --job "$JOB" --no-probe --warmup "$WARM" --seconds "$total" \
   --log "$OUT/steps.jsonl" --device "${DEVICE:-cuda}" > /dev/null 2> "$OUT/job.err" &
 job=$!
-trap 'kill $job 2>/dev/null' EXIT
+trap 'kill $job 2>/dev/null; rm -rf "$dbdir"' EXIT
 until grep -q ready_ns "$OUT/steps.jsonl" 2>/dev/null; do
   kill -0 $job 2>/dev/null || { echo "the job ended before its first step: $OUT/job.err" >&2; exit 1; }
   sleep 0.2
@@ -52,7 +53,7 @@ phase() { # cycle mode flags
   if [ "$2" = off ]; then
     sleep "$P"
   else
-    $BIN --db "$OUT/phases.db" record --source "${SOURCE:-nvml}" --gpus "${GPU:-0}" $3 \
+    $BIN --db "$dbdir/phases.db" record --source "${SOURCE:-nvml}" --gpus "${GPU:-0}" $3 \
       --duration "${P}s" --name "$2-$1" > /dev/null 2>> "$OUT/recorder.err" || rc=$?
   fi
   t1=$(date +%s%N)
@@ -68,5 +69,4 @@ for ((c = 1; c <= CYCLES; c++)); do
   done
 done
 kill -TERM $job 2>/dev/null; wait $job 2>/dev/null
-rm -f "$OUT/phases.db"
 python3 "$HERE/nvml_phases_table.py" "$OUT/steps.jsonl" "$OUT/phases.jsonl"
